@@ -1,0 +1,128 @@
+/**
+ * The contract every compute backend keeps: the float64 CPU reference
+ * (cpu-backend.ts) and the WebGPU backend (src/gpu/gpu-backend.ts).
+ *
+ * Layers are written once against this interface, so the reference and the GPU
+ * run the same model code. Ops return new tensors or accumulate into a given
+ * one (`...Acc`: out += result), which is how weight gradients sum over the
+ * micro-batches of a step. Ops are issued synchronously; a GPU backend may
+ * queue them and only `read` (or `sync`) waits.
+ *
+ * Layout: row-major. Activations are [rows, cols]; biases, LayerNorm gamma and
+ * beta are [cols]; labels are i32 [rows]; embedding indices are i32 [rows, k].
+ */
+export type DType = 'f32' | 'i32';
+
+export interface Tensor {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  /** Number of elements. */
+  readonly size: number;
+}
+
+export type Activation = 'relu' | 'gelu' | 'tanh' | 'identity';
+export const ACTIVATIONS: readonly Activation[] = ['relu', 'gelu', 'tanh', 'identity'];
+
+export interface MatmulOptions {
+  /** Use Aᵀ: a is [K, M]. */
+  transA?: boolean;
+  /** Use Bᵀ: b is [N, K]. */
+  transB?: boolean;
+}
+
+export interface SgdOptions {
+  lr: number;
+  momentum: number;
+  weightDecay: number;
+  /** Gradients are multiplied by this before use (e.g. 1 / accumulation count). */
+  gradScale: number;
+}
+
+export interface AdamWOptions {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  /** 1-based step count, for bias correction. */
+  step: number;
+  gradScale: number;
+}
+
+export interface LayerNormOut {
+  y: Tensor;
+  /** Per-row mean, [rows]. */
+  mean: Tensor;
+  /** Per-row 1 / sqrt(var + eps), [rows]. */
+  rstd: Tensor;
+}
+
+export interface Backend {
+  readonly name: string;
+
+  // --- memory ---
+  tensor(data: ArrayLike<number>, shape: readonly number[], dtype?: DType): Tensor;
+  zeros(shape: readonly number[], dtype?: DType): Tensor;
+  clone(t: Tensor): Tensor;
+  fill(t: Tensor, value: number): void;
+  /** Copies src's values into dst (same size). */
+  copyInto(dst: Tensor, src: Tensor): void;
+  read(t: Tensor): Promise<Float32Array | Float64Array | Int32Array>;
+  dispose(t: Tensor): void;
+  /** Submits queued work (GPU); no-op on CPU. */
+  flush(): void;
+  /** Resolves when all issued work has finished. */
+  sync(): Promise<void>;
+
+  // --- matmul: C = op(A)·op(B) ---
+  matmul(a: Tensor, b: Tensor, opts?: MatmulOptions): Tensor;
+  matmulAcc(out: Tensor, a: Tensor, b: Tensor, opts?: MatmulOptions): void;
+
+  // --- bias ---
+  /** x [n, d] + bias [d]. */
+  biasAdd(x: Tensor, bias: Tensor): Tensor;
+  /** out[d] += Σ_rows dy[row, d]. */
+  colSumAcc(out: Tensor, dy: Tensor): void;
+
+  // --- activations (backward takes the pre-activation input) ---
+  activation(kind: Activation, x: Tensor): Tensor;
+  activationBackward(kind: Activation, x: Tensor, dy: Tensor): Tensor;
+
+  // --- LayerNorm over the last axis ---
+  layerNorm(x: Tensor, gamma: Tensor, beta: Tensor, eps: number): LayerNormOut;
+  layerNormBackwardInput(x: Tensor, gamma: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor): Tensor;
+  /** dgamma += Σ dy·x̂, dbeta += Σ dy. */
+  layerNormBackwardWeightAcc(dgamma: Tensor, dbeta: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, dy: Tensor): void;
+
+  // --- embedding ---
+  /** table [V, E], idx i32 [n, k] -> [n, k·E] (the k embeddings side by side). */
+  embedding(table: Tensor, idx: Tensor): Tensor;
+  /** dTable[idx[r, j], :] += dy[r, j·E : (j+1)·E]. */
+  embeddingBackwardAcc(dTable: Tensor, idx: Tensor, dy: Tensor): void;
+
+  // --- loss ---
+  /**
+   * Numerically stable softmax cross-entropy fused with its gradient.
+   * loss [1] = scale · Σ_rows −log softmax(logits)[label];
+   * dlogits = scale · (softmax − onehot(label)). scale = 1/batch gives the mean.
+   */
+  softmaxCrossEntropy(logits: Tensor, labels: Tensor, scale: number): { loss: Tensor; dlogits: Tensor };
+
+  // --- arithmetic for accumulation and scaling ---
+  /** y += alpha · x. */
+  axpy(y: Tensor, x: Tensor, alpha: number): void;
+  scale(t: Tensor, alpha: number): void;
+
+  // --- optimizers, in place ---
+  /** v = momentum·v + (gradScale·g + wd·p); p -= lr·v. */
+  sgdStep(param: Tensor, grad: Tensor, velocity: Tensor, o: SgdOptions): void;
+  /**
+   * g' = gradScale·g; m = β1 m + (1−β1) g'; v = β2 v + (1−β2) g'²;
+   * p = p·(1 − lr·wd) − lr · (m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + eps).
+   */
+  adamwStep(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, o: AdamWOptions): void;
+}
+
+/** GELU, tanh approximation (PyTorch's approximate='tanh'); WGSL has no erf. */
+export const GELU_C = Math.sqrt(2 / Math.PI);
+export const GELU_K = 0.044715;
