@@ -1,0 +1,156 @@
+/**
+ * The coordinator: validates a run configuration, cuts the model into stages,
+ * builds and validates the schedule (all before any worker starts), starts one
+ * rank per pipeline rank, wires one MessageChannel per pair of ranks that
+ * exchange activations or gradients, runs the steps and gathers the measured
+ * timelines into a report. Any failure ends every rank and rejects with a
+ * message naming the rank, stage and action; it never hangs.
+ */
+import type { Timeline } from '../schedule/types.ts';
+import type { RankHost, RankInit, Weights } from './rank-host.ts';
+import type { StepResult } from './rank-executor.ts';
+import { planRun, type RunPlan } from './run-plan.ts';
+import type { RunConfig } from './run-config.ts';
+import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
+
+export interface StepProgress {
+  step: number;
+  steps: number;
+  loss: number;
+  timeline: Timeline;
+  elapsedMs: number;
+}
+
+export interface RunOptions {
+  hostFactory: (rank: number) => RankHost;
+  onStep?: (p: StepProgress) => void;
+  /** Called once the plan is made and the ranks are up. */
+  onStarted?: (plan: RunPlan, adapter: string) => void;
+  /** Aborting stops the run after the step in flight; the report holds the steps done. */
+  signal?: AbortSignal;
+  /** Awaited before each step (pause and single-step). */
+  beforeStep?: (step: number) => Promise<void>;
+  readWeights?: boolean;
+  /** A rank that has not finished a step after this long ends the run. Default 120 s. */
+  stepTimeoutMs?: number;
+  /** How long a rank waits for a message from a peer. Default 60 s. */
+  recvTimeoutMs?: number;
+}
+
+export class RunError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunError';
+  }
+}
+
+function channelsFor(plan: RunPlan): [number, number][] {
+  const pairs = new Set<string>();
+  const { stageToRank } = plan.schedule;
+  for (let s = 0; s + 1 < stageToRank.length; s++) {
+    const a = stageToRank[s], b = stageToRank[s + 1];
+    if (a !== b) pairs.add(a < b ? `${a},${b}` : `${b},${a}`);
+  }
+  return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
+}
+
+/** PipeDream: per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
+function asyncStepLosses(results: StepResult[], m: number): number[] {
+  const all = results.flatMap((r) => r.losses).sort((a, b) => a.mb - b.mb);
+  const out: number[] = [];
+  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / m);
+  return out;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RunError(message())), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<RunReport> {
+  // Everything that can be checked is checked before any worker starts.
+  const plan = planRun(config);
+  const { schedule } = plan;
+  const ranks = schedule.ranks;
+  const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
+  const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
+
+  const hosts: RankHost[] = [];
+  const ended = () => {
+    for (const h of hosts) h.terminate();
+  };
+  try {
+    for (let r = 0; r < ranks; r++) hosts.push(opts.hostFactory(r));
+    const fatal = Promise.race(hosts.map((h) => h.fatal));
+    fatal.catch(() => {});
+
+    const ports = hosts.map(() => new Map<number, MessagePort>());
+    for (const [a, b] of channelsFor(plan)) {
+      const ch = new MessageChannel();
+      ports[a].set(b, ch.port1);
+      ports[b].set(a, ch.port2);
+    }
+    const inits = hosts.map((h, r) => {
+      const init: RankInit = { config, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+      return h.init(init, ports[r]);
+    });
+    const up = await Promise.race([Promise.all(inits), fatal]);
+    const adapter = up[0]?.adapter ?? 'unknown';
+    opts.onStarted?.(plan, adapter);
+
+    const records: StepRecord[] = [];
+    let stepLosses: number[] | undefined;
+    const t0 = performance.now();
+    // PipeDream's asynchronous 1F1B has no flush: the whole run is one stream (one window).
+    const windows = plan.async ? 1 : config.steps;
+    for (let step = 0; step < windows; step++) {
+      if (opts.signal?.aborted) break;
+      if (opts.beforeStep) await opts.beforeStep(step);
+      if (opts.signal?.aborted) break;
+      const pending = new Set(hosts.map((h) => h.rank));
+      const results = await withTimeout(
+        Promise.race([
+          Promise.all(
+            hosts.map((h) =>
+              h.step(step).then((r: StepResult) => {
+                pending.delete(h.rank);
+                return r;
+              }),
+            ),
+          ),
+          fatal,
+        ]),
+        stepTimeoutMs,
+        () => `step ${step}: rank ${[...pending].join(', ')} did not finish within ${(stepTimeoutMs / 1000).toFixed(0)} s`,
+      );
+      const rec = stepTimeline(plan, step, results);
+      const losses = plan.async ? asyncStepLosses(results, config.microbatches) : [rec.loss];
+      losses.forEach((loss, i) => {
+        if (!Number.isFinite(loss)) {
+          throw new RunError(`step ${step + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
+        }
+      });
+      records.push(rec);
+      losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
+      if (plan.async) stepLosses = losses;
+    }
+    const wallMs = performance.now() - t0;
+
+    let weights: Weights | undefined;
+    if (opts.readWeights) {
+      weights = {};
+      for (const w of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(weights, w);
+    }
+    const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
+    const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
+    const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
+    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses });
+  } catch (e) {
+    throw e instanceof Error ? e : new RunError(String(e));
+  } finally {
+    ended();
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * A rank that runs in the calling thread on a backend it is given (the float64
+ * CPU reference in Node tests). Same executor as a worker; no worker, no GPU.
+ */
+import type { Backend } from '../nn/backend.ts';
+import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
+import type { RankHost, RankInit, RankStats, Weights } from './rank-host.ts';
+import type { StepResult } from './rank-executor.ts';
+
+export class InProcessRankHost implements RankHost {
+  readonly fatal: Promise<never> = new Promise<never>(() => {});
+  private runtime: RankRuntime | null = null;
+
+  constructor(
+    readonly rank: number,
+    private readonly be: Backend,
+  ) {}
+
+  private need(): RankRuntime {
+    if (!this.runtime) throw new Error(`rank ${this.rank} was not initialised`);
+    return this.runtime;
+  }
+
+  async init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }> {
+    this.runtime = createRankRuntime(this.be, init, ports);
+    return { adapter: this.be.name };
+  }
+
+  step(step: number): Promise<StepResult> {
+    return this.need().step(step);
+  }
+
+  readWeights(): Promise<Weights> {
+    return this.need().readWeights();
+  }
+
+  async stats(): Promise<RankStats> {
+    return { ...this.need().stats(), buffers: 0, bufferBytes: 0, adapter: this.be.name };
+  }
+
+  async dispose(): Promise<{ leakedBuffers: number }> {
+    this.runtime?.dispose();
+    this.runtime = null;
+    return { leakedBuffers: 0 };
+  }
+
+  terminate(): void {
+    this.runtime?.fail(new Error(`rank ${this.rank} was ended`));
+  }
+}

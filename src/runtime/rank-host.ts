@@ -1,0 +1,46 @@
+/**
+ * A rank as the coordinator sees it: something it can initialise, step,
+ * read weights from, and end. In the browser each rank is a module Worker
+ * driven through Comlink (worker-host.ts); in Node tests a rank runs in the
+ * same process (in-process-host.ts). Both run the same RankExecutor.
+ */
+import type { Schedule } from '../schedule/types.ts';
+import type { Fault } from './faults.ts';
+import type { StepResult } from './rank-executor.ts';
+import type { RunConfig } from './run-config.ts';
+
+export interface RankInit {
+  config: RunConfig;
+  rank: number;
+  schedule: Schedule;
+  /** Block range [start, end) of every stage (all stages, not only this rank's). */
+  stageBlocks: [number, number][];
+  recvTimeoutMs: number;
+  fault?: Fault;
+}
+
+export interface RankStats {
+  rank: number;
+  /** Live GPU buffers and their bytes (0 on the CPU reference). */
+  buffers: number;
+  bufferBytes: number;
+  liveStashes: number;
+  stashBytes: number;
+  adapter: string;
+}
+
+export type Weights = Record<string, Float32Array | Float64Array>;
+
+export interface RankHost {
+  readonly rank: number;
+  init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }>;
+  step(step: number): Promise<StepResult>;
+  readWeights(): Promise<Weights>;
+  stats(): Promise<RankStats>;
+  /** Frees the stages, then the device; reports GPU buffers still alive after the stages were freed (0 unless something leaked). */
+  dispose(): Promise<{ leakedBuffers: number }>;
+  /** Ends the rank at once (kills the worker). Safe to call twice. */
+  terminate(): void;
+  /** Resolves never; rejects when the rank dies outside a call (worker crash). */
+  readonly fatal: Promise<never>;
+}

@@ -1,0 +1,162 @@
+/**
+ * Everything one rank holds: its stages (with the same seeded initialisation
+ * the single-device loop uses), its data (first and last stage), its
+ * optimizer, its mailbox, and the executor that walks its actions. Built the
+ * same way in a stage worker (GpuBackend) and in-process (CpuBackend, tests).
+ */
+import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
+import { createDataset } from '../data/datasets.ts';
+import type { Examples } from '../data/examples.ts';
+import type { Backend, Tensor } from '../nn/backend.ts';
+import { buildModelSpec } from '../nn/model-config.ts';
+import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import { Stage } from '../nn/stage.ts';
+import { lrAt } from '../nn/train-config.ts';
+import { Mailbox } from './mailbox.ts';
+import { WeightStash } from './pipedream.ts';
+import { RankExecutor, type MicrobatchSource, type StepResult } from './rank-executor.ts';
+import type { RankInit, RankStats, Weights } from './rank-host.ts';
+import { toTrainConfig } from './run-config.ts';
+
+export interface RankRuntime {
+  step(step: number): Promise<StepResult>;
+  readWeights(): Promise<Weights>;
+  stats(): Omit<RankStats, 'buffers' | 'bufferBytes' | 'adapter'>;
+  /** Ends every pending and future wait with `e` (device lost, peer failed). */
+  fail(e: Error): void;
+  dispose(): void;
+}
+
+export interface RankHooks {
+  loseDevice?(): void;
+  crash?(): void;
+}
+
+/** Micro-batch inputs and labels from the seeded sampler; async runs number micro-batches across steps. */
+class SampledMicrobatches implements MicrobatchSource {
+  readonly lossScale: number;
+  private cached: { step: number; mbs: Examples[] } | null = null;
+
+  constructor(
+    private readonly be: Backend,
+    private readonly sampler: BatchSampler,
+    private readonly microbatches: number,
+    batchSize: number,
+    private readonly streaming: boolean,
+  ) {
+    // Synchronous: 1/batch, so accumulating the micro-batches gives the batch mean.
+    // Asynchronous: every micro-batch is its own update, so 1/(micro-batch size).
+    this.lossScale = streaming ? microbatches / batchSize : 1 / batchSize;
+  }
+
+  private examples(step: number, mb: number): Examples {
+    const s = this.streaming ? Math.floor(mb / this.microbatches) : step;
+    const i = this.streaming ? mb % this.microbatches : mb;
+    if (!this.cached || this.cached.step !== s) this.cached = { step: s, mbs: splitMicrobatches(this.sampler.batch(s), this.microbatches) };
+    return this.cached.mbs[i];
+  }
+
+  inputs(step: number, mb: number): Tensor {
+    const ex = this.examples(step, mb);
+    return this.be.tensor(ex.inputs, [ex.n, ex.inputCols], ex.inputDType);
+  }
+
+  labels(step: number, mb: number): Tensor {
+    const ex = this.examples(step, mb);
+    return this.be.tensor(ex.labels, [ex.n], 'i32');
+  }
+}
+
+export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number, MessagePort>, hooks: RankHooks = {}): RankRuntime {
+  const { config, rank, schedule, stageBlocks } = init;
+  const train = toTrainConfig(config);
+  const spec = buildModelSpec(train);
+  const stages = new Map<number, Stage>();
+  schedule.stageToRank.forEach((r, s) => {
+    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
+  });
+  const isAsync = config.schedule === 'pipedream';
+  const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, config.batchSize, isAsync);
+
+  const mailbox = new Mailbox(rank);
+  for (const [peer, port] of ports) mailbox.attach(port, peer);
+
+  let lost: Error | null = null;
+  const optimizers: Optimizer[] = [];
+  const stageOptimizers = new Map<number, Optimizer>();
+  const weightStashes = new Map<number, WeightStash>();
+  const allParams = [...stages.values()].flatMap((s) => s.params);
+  if (isAsync) {
+    for (const [s, st] of stages) {
+      const opt = createOptimizer(be, st.params, train);
+      stageOptimizers.set(s, opt);
+      optimizers.push(opt);
+      weightStashes.set(s, new WeightStash(be, s, st.params));
+    }
+  } else {
+    optimizers.push(createOptimizer(be, allParams, train));
+  }
+
+  const executor = new RankExecutor({
+    rank,
+    be,
+    schedule,
+    stages,
+    data,
+    ports,
+    mailbox,
+    recvTimeoutMs: init.recvTimeoutMs,
+    fault: init.fault,
+    loseDevice: hooks.loseDevice,
+    crash: hooks.crash,
+    checkHealthy: () => {
+      if (lost) throw lost;
+    },
+    applyOptimizer: (step) => {
+      const opt = optimizers[0];
+      opt.lr = lrAt(train, step);
+      opt.step(1);
+      for (const st of stages.values()) st.zeroGrads();
+    },
+    async: isAsync
+      ? {
+          stashes: weightStashes,
+          update: (s, mb) => {
+            const opt = stageOptimizers.get(s) as Optimizer;
+            opt.lr = lrAt(train, Math.floor(mb / config.microbatches));
+            opt.step(1);
+            (stages.get(s) as Stage).zeroGrads();
+          },
+        }
+      : undefined,
+  });
+
+  return {
+    step: (step) => executor.runStep(step),
+    async readWeights() {
+      const out: Weights = {};
+      for (const st of stages.values()) Object.assign(out, await st.readParams());
+      return out;
+    },
+    stats() {
+      let liveStashes = 0, stashBytes = 0;
+      for (const st of stages.values()) {
+        liveStashes += st.liveStashes();
+        stashBytes += st.stashBytes();
+      }
+      return { rank, liveStashes, stashBytes };
+    },
+    fail(e) {
+      lost = e;
+      mailbox.fail(e);
+    },
+    dispose() {
+      for (const ws of weightStashes.values()) ws.dispose();
+      for (const o of optimizers) o.dispose();
+      for (const st of stages.values()) st.dispose();
+      mailbox.clear();
+      for (const p of ports.values()) p.close();
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * What a run reports: the measured timeline beside the simulator's prediction
+ * (fed with the measured per-op times) and the closed form, losses, memory
+ * and throughput. Plain JSON, so it can be exported and compared.
+ */
+import type { Op, Schedule, Timeline } from '../schedule/types.ts';
+import type { RunConfig } from './run-config.ts';
+
+export interface BubbleFigures {
+  /** 1 − compute time / (ranks × makespan), from the measured timeline. */
+  measured: number;
+  /** The same from the simulator fed with the measured mean per-op times. */
+  simulated: number;
+  /** The closed form for this schedule with ideal balance, or null where none is known. */
+  closedForm: number | null;
+}
+
+export interface StepSummary {
+  step: number;
+  loss: number;
+  /** Makespan of this step's actions, ms. */
+  makespanMs: number;
+  bubble: number;
+}
+
+export interface RunReport {
+  config: RunConfig;
+  schedule: Schedule;
+  /** Block range [start, end) of each stage. */
+  stageBlocks: [number, number][];
+  adapter: string;
+  steps: StepSummary[];
+  /** Training loss per step (mean over the batch). */
+  losses: number[];
+  /** Validation loss at the end, where the data set has a validation split. */
+  validationLoss?: number;
+  /** The last step's measured timeline, ms from that step's start. */
+  timeline: Timeline;
+  /** The simulator's timeline for the same schedule with the measured per-op times. */
+  simulatedTimeline: Timeline;
+  /** Mean over the measured steps (the first step is left out when there are several: it warms caches). */
+  makespanMs: { measured: number; simulated: number };
+  bubble: BubbleFigures;
+  /** Mean measured time per stage and op, ms: meanOpMs[stage][op]. */
+  meanOpMs: Record<number, Partial<Record<Op, number>>>;
+  /** Largest stash each stage held, bytes, and micro-batches. */
+  peakStashBytes: Record<number, number>;
+  /** Communication (readback + transfer + upload) per boundary and micro-batch, as a share of compute. */
+  commShare: number;
+  /** Mean communication time per boundary crossing and micro-batch, ms. */
+  commMsPerCrossing: number;
+  samplesPerSecond: number;
+  wallMs: number;
+  /** GPU buffers still alive after each rank freed its stages (must be 0). */
+  leakedBuffers: number;
+  /** Weights read back at the end, by parameter name (when asked for). */
+  weights?: Record<string, Float32Array | Float64Array>;
+  /** PipeDream asynchronous runs: weight versions stashed, and their bytes, per stage at peak. */
+  weightStash?: Record<number, { versions: number; bytes: number }>;
+}

@@ -1,0 +1,138 @@
+/**
+ * From the ranks' step results to a run report: one clock for all ranks,
+ * measured vs simulated (the simulator fed with the measured mean per-op
+ * times) vs closed-form bubble, memory, communication and throughput.
+ */
+import { simulate } from '../schedule/simulate.ts';
+import { closedFormBubble } from '../schedule/theory.ts';
+import { bubbleFraction, isCompute, makespan } from '../schedule/timeline.ts';
+import type { Interval, Op, Timeline } from '../schedule/types.ts';
+import type { RankStats, Weights } from './rank-host.ts';
+import type { StepResult } from './rank-executor.ts';
+import type { RunReport } from './report-types.ts';
+import type { RunConfig } from './run-config.ts';
+import type { RunPlan } from './run-plan.ts';
+
+export type { RunReport } from './report-types.ts';
+
+export interface StepRecord {
+  step: number;
+  /** Training loss of the step (the batch mean). */
+  loss: number;
+  timeline: Timeline;
+  results: StepResult[];
+}
+
+/** The comm kinds that cost time on the data path (recv-wait is idleness, not cost). */
+const COMM_COST: ReadonlySet<string> = new Set(['readback', 'transfer', 'upload', 'send']);
+
+/** Puts every rank's intervals on one clock, ms from the step's first start. */
+export function stepTimeline(plan: RunPlan, step: number, results: StepResult[]): StepRecord {
+  const t0 = Math.min(...results.map((r) => r.stepStart));
+  const intervals: Interval[] = [];
+  for (const r of results) for (const iv of r.intervals) intervals.push({ ...iv, start: iv.start - t0, end: iv.end - t0 });
+  intervals.sort((a, b) => a.start - b.start);
+  const timeline: Timeline = {
+    source: 'measured',
+    ranks: plan.schedule.ranks,
+    stages: plan.schedule.stages,
+    microbatches: plan.schedule.microbatches,
+    intervals,
+    unit: 'ms',
+  };
+  const losses = results.flatMap((r) => r.losses);
+  const loss = losses.reduce((s, l) => s + l.loss, 0);
+  return { step, loss, timeline, results };
+}
+
+function computeOnly(t: Timeline): Timeline {
+  return { ...t, intervals: t.intervals.filter(isCompute) };
+}
+
+export interface ReportInput {
+  config: RunConfig;
+  plan: RunPlan;
+  records: StepRecord[];
+  adapter: string;
+  wallMs: number;
+  weights?: Weights;
+  stats: RankStats[];
+  leakedBuffers: number;
+  /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
+  stepLosses?: number[];
+  validationLoss?: number;
+}
+
+export function buildReport(input: ReportInput): RunReport {
+  const { config, plan, records, adapter, wallMs } = input;
+  const { schedule } = plan;
+  if (records.length === 0) throw new Error('the run ended before its first step finished');
+  const measured = records.length > 1 ? records.slice(1) : records;
+
+  // Mean measured time per stage and op.
+  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
+  let computeMs = 0, commMs = 0, crossings = 0;
+  for (const rec of measured) {
+    for (const iv of rec.timeline.intervals) {
+      const d = iv.end - iv.start;
+      if (iv.op === 'comm') {
+        if (iv.comm && COMM_COST.has(iv.comm)) commMs += d;
+        if (iv.comm === 'transfer') crossings++;
+        continue;
+      }
+      computeMs += d;
+      const s = (sums[iv.stage] ??= {});
+      const e = (s[iv.op] ??= { t: 0, n: 0 });
+      e.t += d;
+      e.n++;
+    }
+  }
+  const meanOpMs: RunReport['meanOpMs'] = {};
+  for (const [stage, ops] of Object.entries(sums)) {
+    meanOpMs[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
+  }
+  const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => meanOpMs[s]?.[op] ?? 0);
+  const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
+  const sim = simulate(schedule, { F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms' });
+
+  const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
+  const bubbles = measured.map((r) => bubbleFraction(computeOnly(r.timeline)));
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+  const peakStashBytes: Record<number, number> = {};
+  for (const rec of records) for (const r of rec.results) for (const [s, b] of Object.entries(r.peakStashBytes)) peakStashBytes[Number(s)] = Math.max(peakStashBytes[Number(s)] ?? 0, b);
+
+  const last = records[records.length - 1];
+  const losses = input.stepLosses ?? records.map((r) => r.loss);
+  const report: RunReport = {
+    config,
+    schedule,
+    stageBlocks: plan.stageBlocks,
+    adapter,
+    steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)) })),
+    losses,
+    validationLoss: input.validationLoss,
+    timeline: last.timeline,
+    simulatedTimeline: { ...sim.timeline, source: 'simulated' },
+    makespanMs: { measured: mean(makespans), simulated: sim.makespan },
+    bubble: {
+      measured: mean(bubbles),
+      simulated: sim.bubble,
+      closedForm: plan.async ? null : closedFormBubble(schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
+    },
+    meanOpMs,
+    peakStashBytes,
+    commShare: computeMs > 0 ? commMs / computeMs : 0,
+    commMsPerCrossing,
+    samplesPerSecond: wallMs > 0 ? (config.batchSize * losses.length) / (wallMs / 1000) : 0,
+    wallMs,
+    leakedBuffers: input.leakedBuffers,
+    weights: input.weights,
+  };
+  if (plan.async) {
+    const ws: Record<number, { versions: number; bytes: number }> = {};
+    for (const r of last.results) Object.assign(ws, r.weightStash ?? {});
+    report.weightStash = ws;
+  }
+  return report;
+}

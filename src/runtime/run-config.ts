@@ -1,0 +1,133 @@
+/**
+ * A pipeline run's configuration: the training configuration (model, data,
+ * batch, optimizer, seed; src/nn/train-config.ts) plus the pipeline: ranks
+ * (workers, the pipeline width p), virtual stages per rank (v) and the
+ * schedule. Plain JSON, with the same names as the CLI's flags; it lives in the
+ * page's URL query so a link reproduces a run.
+ */
+import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
+import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
+import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/registry.ts';
+import { FAULT_KINDS, type Fault } from './faults.ts';
+
+/** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
+export type RunScheduleName = ScheduleName | 'pipedream';
+export const RUN_SCHEDULES: readonly RunScheduleName[] = [...SCHEDULE_NAMES, 'pipedream'];
+
+export interface RunConfig extends Omit<TrainConfig, 'stages'> {
+  /** Workers (pipeline width p). */
+  ranks: number;
+  /** Stages per rank (v); the model is cut into ranks × virtual stages. */
+  virtual: number;
+  schedule: RunScheduleName;
+  /** Tests only: inject one fault. */
+  fault?: Fault;
+}
+
+export const MAX_RUN_RANKS = 16;
+
+/** The page's default: 4 ranks, 8 micro-batches, 1F1B, on the spiral MLP (4 blocks). */
+export function defaultRunConfig(): RunConfig {
+  const { stages: _stages, ...train } = defaultTrainConfig('spiral');
+  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b' };
+}
+
+/** Stages of a run: ranks × virtual. */
+export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
+  return cfg.ranks * cfg.virtual;
+}
+
+/** The training configuration the single-device reference runs for the same model cut the same way. */
+export function toTrainConfig(cfg: RunConfig): TrainConfig {
+  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, ...train } = cfg;
+  return { ...train, stages: runStages(cfg) };
+}
+
+/** Throws a ConfigError naming the first bad field, its value and the rule. */
+export function validateRunConfig(cfg: RunConfig): void {
+  if (cfg === null || typeof cfg !== 'object') throw new ConfigError('config', cfg, 'must be an object');
+  const schedule = requireOneOf('schedule', cfg.schedule, RUN_SCHEDULES);
+  requireInt('ranks', cfg.ranks, 1, MAX_RUN_RANKS);
+  requireInt('virtual', cfg.virtual, 1, 8);
+  const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
+  if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
+    throw new ConfigError(
+      cfg.virtual > 1 ? 'virtual' : 'ranks',
+      cfg.virtual > 1 ? cfg.virtual : cfg.ranks,
+      `ranks × virtual = ${runStages(cfg)} stages, but the model has only ${blocks} blocks (layers + 1) and a stage holds at least one block`,
+    );
+  }
+  validateTrainConfig(toTrainConfig(cfg));
+  if (schedule === 'pipedream') {
+    if (cfg.virtual !== 1) throw new ConfigError('virtual', cfg.virtual, 'pipedream holds one stage per rank, so virtual must be 1');
+  } else {
+    scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
+  }
+  if (cfg.fault !== undefined) {
+    requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
+    if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');
+  }
+}
+
+type Field = keyof RunConfig;
+/** The fields that travel in a URL, in a stable order. */
+export const URL_FIELDS: readonly Field[] = [
+  'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'points', 'noise',
+  'ranks', 'virtual', 'schedule', 'microbatches', 'batchSize', 'recompute',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
+];
+
+export function configToQuery(cfg: RunConfig): string {
+  const q = new URLSearchParams();
+  for (const f of URL_FIELDS) q.set(f, String(cfg[f]));
+  return q.toString();
+}
+
+function parseValue(raw: string, like: unknown): unknown {
+  if (typeof like === 'number') {
+    const t = raw.trim();
+    return t === '' ? NaN : Number(t);
+  }
+  if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
+  return raw;
+}
+
+/**
+ * Reads a configuration from a URL query. Values that fail validation are
+ * reported (field, value, rule) and replaced by their defaults; the rest stays.
+ */
+export function configFromQuery(search: string, base: RunConfig = defaultRunConfig()): { config: RunConfig; errors: ConfigError[] } {
+  const q = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  const cfg = { ...base } as Record<string, unknown>;
+  const given = new Set<string>();
+  const errors: ConfigError[] = [];
+  for (const [k, v] of q) {
+    if (!(URL_FIELDS as readonly string[]).includes(k)) continue;
+    cfg[k] = parseValue(v, (base as unknown as Record<string, unknown>)[k]);
+    given.add(k);
+  }
+  // A data set implies its model unless the link says otherwise.
+  if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
+  for (let tries = 0; tries <= URL_FIELDS.length; tries++) {
+    try {
+      validateRunConfig(cfg as unknown as RunConfig);
+      return { config: cfg as unknown as RunConfig, errors };
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      const field = e.field.split(/[.[]/)[0];
+      if (given.has(field)) {
+        errors.push(e);
+        cfg[field] = (base as unknown as Record<string, unknown>)[field];
+        given.delete(field);
+        continue;
+      }
+      // The clash is between a given value and a default: drop the given ones one by one, last first.
+      const last = [...given].pop();
+      if (last === undefined) throw e;
+      errors.push(new ConfigError(last, cfg[last], `conflicts with ${e.message}`));
+      cfg[last] = (base as unknown as Record<string, unknown>)[last];
+      given.delete(last);
+    }
+  }
+  return { config: base, errors };
+}

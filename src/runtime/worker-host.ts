@@ -1,0 +1,69 @@
+/**
+ * A rank in its own module Worker, driven through Comlink (the control plane).
+ * The MessagePorts of the data plane are transferred to the worker at init.
+ * A worker that dies outside a call (an uncaught error) rejects `fatal`.
+ */
+import * as Comlink from 'comlink';
+import type { RankHost, RankInit, RankStats, Weights } from './rank-host.ts';
+import type { StepResult } from './rank-executor.ts';
+import type { StageWorkerApi } from './stage-worker.ts';
+
+export class WorkerRankHost implements RankHost {
+  readonly fatal: Promise<never>;
+  private readonly worker: Worker;
+  private readonly api: Comlink.Remote<StageWorkerApi>;
+  private terminated = false;
+  private static live = 0;
+
+  /** Workers started and not yet terminated, across all runs (the no-leak test reads it). */
+  static liveWorkers(): number {
+    return WorkerRankHost.live;
+  }
+
+  constructor(readonly rank: number) {
+    this.worker = new Worker(new URL('./stage-worker.ts', import.meta.url), { type: 'module', name: `pipelab-rank-${rank}` });
+    WorkerRankHost.live++;
+    this.api = Comlink.wrap<StageWorkerApi>(this.worker);
+    this.fatal = new Promise<never>((_, reject) => {
+      this.worker.addEventListener('error', (e: ErrorEvent) => {
+        e.preventDefault();
+        reject(new Error(`rank ${rank}: its worker crashed: ${e.message || 'unknown error'}`));
+      });
+      this.worker.addEventListener('messageerror', () => reject(new Error(`rank ${rank}: a control message could not be read`)));
+    });
+    this.fatal.catch(() => {});
+  }
+
+  private call<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.fatal]);
+  }
+
+  init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }> {
+    const portList = [...ports.entries()];
+    return this.call(this.api.init(Comlink.transfer({ init, ports: portList }, portList.map(([, p]) => p))));
+  }
+
+  step(step: number): Promise<StepResult> {
+    return this.call(this.api.step(step));
+  }
+
+  readWeights(): Promise<Weights> {
+    return this.call(this.api.readWeights());
+  }
+
+  stats(): Promise<RankStats> {
+    return this.call(this.api.stats());
+  }
+
+  dispose(): Promise<{ leakedBuffers: number }> {
+    return this.call(this.api.dispose());
+  }
+
+  terminate(): void {
+    if (this.terminated) return;
+    this.terminated = true;
+    this.api[Comlink.releaseProxy]();
+    this.worker.terminate();
+    WorkerRankHost.live--;
+  }
+}
