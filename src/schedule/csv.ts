@@ -1,0 +1,172 @@
+/**
+ * torch.distributed.pipelining's compute-only CSV, read and written.
+ *
+ * The format, as PyTorch's `_dump_csv` writes it and `_load_csv` reads it
+ * (PipelineScheduleMulti; `_PipelineScheduleRuntime._load_csv` with
+ * format="compute_only" reads the same and then adds the communication):
+ *  - Python's csv module, default "excel" dialect: comma separated, `"`
+ *    quoting only where needed, rows ended by "\r\n";
+ *  - no header; row r (0-based) is rank r's action list, in order;
+ *  - each cell is `str(_Action)`, i.e. `{stage}{op}{mb}` such as `2F0` or `1I3`;
+ *  - an empty cell is a `None` action, an idle time step: PyTorch's own
+ *    generators pad with them so that column j is time step j on every rank,
+ *    and `_load_csv` (via `_Action.from_str("")`) turns them back into None;
+ *  - the stage-to-rank map is not written: `_load_csv` infers it from which
+ *    row holds each stage, and the stage and micro-batch counts are the
+ *    schedule's (here: the largest index seen, plus one).
+ * We write no empty cells by default (the simulator and runtime do not need
+ * them); `align: true` pads with them like PyTorch does, each column being one
+ * step of the unit-time simulation (every op one step, free links), which
+ * lock-step executors such as PipelineScheduleMulti._step_microbatches need.
+ * On reading, empty cells are skipped, whitespace around a cell is ignored
+ * (PyTorch strips it), \n and \r\n line ends are both accepted, and any cell
+ * that is not a compute action (e.g. PyTorch's `1SEND_F0`) is rejected with its
+ * row and column.
+ */
+import { ConfigError } from '../util/errors.ts';
+import { formatAction, parseAction } from './action-text.ts';
+import { play } from './engine.ts';
+import type { Action, Schedule } from './types.ts';
+import { assertValidSchedule } from './validate.ts';
+
+/** A rejected CSV cell; row and column are 1-based, as a spreadsheet shows them. */
+export class CsvError extends ConfigError {
+  constructor(
+    readonly row: number,
+    readonly col: number,
+    value: unknown,
+    rule: string,
+  ) {
+    super(`csv row ${row} column ${col}`, value, rule);
+    this.name = 'CsvError';
+  }
+}
+
+export interface CsvWriteOptions {
+  /** Pad with empty cells so that column j is time step j of the unit-time play (PyTorch's layout). */
+  align?: boolean;
+}
+
+const EOL = '\r\n';
+
+export function toCsv(s: Schedule, opts: CsvWriteOptions = {}): string {
+  if (!opts.align) return s.order.map((list) => list.map(formatAction).join(',') + EOL).join('');
+  assertValidSchedule(s);
+  const { start } = play(s, { duration: () => 1, linkDelay: () => 0 });
+  return s.order
+    .map((list, r) => {
+      const cells: string[] = [];
+      list.forEach((a, i) => {
+        const step = start[r][i];
+        while (cells.length < step) cells.push('');
+        cells.push(formatAction(a));
+      });
+      return cells.join(',') + EOL;
+    })
+    .join('');
+}
+
+/** Splits CSV text into rows of cells (Python csv.reader, excel dialect). The text after the last line end is a row only if non-empty. */
+export function splitCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  let i = 0;
+  let rowNo = 1;
+  let cellStart = true;
+  while (i < text.length) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"') {
+        if (text[i + 1] === '"') {
+          cell += '"';
+          i += 2;
+          continue;
+        }
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+      i++;
+      continue;
+    }
+    if (ch === '"' && cellStart) {
+      quoted = true;
+      cellStart = false;
+      i++;
+    } else if (ch === ',') {
+      row.push(cell);
+      cell = '';
+      cellStart = true;
+      i++;
+    } else if (ch === '\r' || ch === '\n') {
+      row.push(cell);
+      rows.push(row.length === 1 && row[0] === '' ? [] : row);
+      row = [];
+      cell = '';
+      cellStart = true;
+      rowNo++;
+      i += ch === '\r' && text[i + 1] === '\n' ? 2 : 1;
+    } else {
+      cell += ch;
+      cellStart = false;
+      i++;
+    }
+  }
+  if (quoted) throw new CsvError(rowNo, row.length + 1, cell, 'has an opening quote that is never closed');
+  if (cell !== '' || row.length > 0) {
+    row.push(cell);
+    rows.push(row);
+  }
+  return rows;
+}
+
+export interface ParsedCsv {
+  schedule: Schedule;
+  /** cells[r][i]: 1-based row and column of order[r][i] in the file. */
+  cells: { row: number; col: number }[][];
+}
+
+/** Parses PyTorch's compute-only CSV; throws CsvError naming the row and column of a malformed cell. */
+export function parseCsv(text: string, name = 'csv'): ParsedCsv {
+  const rows = splitCsv(text);
+  if (rows.length === 0) throw new ConfigError('csv', text, 'holds no rows; expected one row of actions per rank');
+  const order: Action[][] = [];
+  const cells: { row: number; col: number }[][] = [];
+  const stageHome = new Map<number, { rank: number; col: number }>();
+  let stages = 0;
+  let microbatches = 0;
+  rows.forEach((row, r) => {
+    const list: Action[] = [];
+    const where: { row: number; col: number }[] = [];
+    row.forEach((text, c) => {
+      if (text.trim() === '') return;
+      const a = parseAction(text);
+      if (!a) throw new CsvError(r + 1, c + 1, text, 'is not a compute action {stage}{F|B|I|W}{mb} such as 2F0');
+      const home = stageHome.get(a.stage);
+      if (home && home.rank !== r) {
+        throw new CsvError(r + 1, c + 1, text, `stage ${a.stage} is already on row ${home.rank + 1} (column ${home.col}); a stage lives on one rank`);
+      }
+      if (!home) stageHome.set(a.stage, { rank: r, col: c + 1 });
+      stages = Math.max(stages, a.stage + 1);
+      microbatches = Math.max(microbatches, a.mb + 1);
+      list.push(a);
+      where.push({ row: r + 1, col: c + 1 });
+    });
+    order.push(list);
+    cells.push(where);
+  });
+  if (stages === 0) throw new ConfigError('csv', text, 'holds no actions');
+  const stageToRank: number[] = [];
+  for (let st = 0; st < stages; st++) {
+    const home = stageHome.get(st);
+    if (!home) throw new ConfigError('csv', `stage ${st}`, `appears in no row, but stage ${stages - 1} does; stages must be numbered 0..${stages - 1}`);
+    stageToRank.push(home.rank);
+  }
+  return { schedule: { name, stages, ranks: rows.length, microbatches, stageToRank, order }, cells };
+}
+
+export function fromCsv(text: string, name = 'csv'): Schedule {
+  return parseCsv(text, name).schedule;
+}

@@ -1,0 +1,43 @@
+/** The pure side of schedules: everything a runtime, view or CLI needs. */
+export type { Action, Op, Schedule } from './types.ts';
+export { OPS } from './types.ts';
+export type { CommKind, Interval, RankUsage, Timeline, TimelineStats } from './timeline.ts';
+export { bubbleFraction, isCompute, makespan, rankUsage, timelineStats } from './timeline.ts';
+export { formatAction, parseAction } from './action-text.ts';
+export { stageToRankMap, stagesOfRanks, type Placement } from './placement.ts';
+export {
+  generateSchedule,
+  scheduleKind,
+  SCHEDULES,
+  SCHEDULE_NAMES,
+  MAX_ACTIONS,
+  MAX_MICROBATCHES,
+  MAX_RANKS,
+  MAX_VIRTUAL,
+  type ScheduleKind,
+  type ScheduleName,
+} from './registry.ts';
+export {
+  assertValidSchedule,
+  summarizeSchedule,
+  validateSchedule,
+  type ScheduleSummary,
+  type ValidationFailure,
+  type ValidationResult,
+} from './validate.ts';
+export {
+  costsPerStage,
+  DEFAULT_OP_COSTS,
+  peakMemory,
+  resolveCosts,
+  simulate,
+  type CostModel,
+  type PerLink,
+  type PerStage,
+  type RankMemory,
+  type ResolvedCosts,
+  type SimulationResult,
+} from './simulate.ts';
+export { closedForm, closedFormBubble, closedFormPeakActivations, type ClosedForm } from './theory.ts';
+export { CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
+export { toChromeTrace, type ChromeTrace, type TraceEvent } from './chrome-trace.ts';

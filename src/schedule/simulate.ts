@@ -1,0 +1,207 @@
+/**
+ * The simulator: plays a schedule against a cost model and returns the same
+ * Timeline the runtime measures, plus makespan, busy/idle per rank, bubble
+ * fraction and peak activation memory per rank.
+ *
+ * Cost model. Op times are per stage (a number applies to every stage):
+ * defaults F = 1, B = 2, I = 1, W = 1 time units. With v stages per rank each
+ * stage is 1/v of the rank's share of the model, so to compare schedules with
+ * different v at equal model cost pass `costsPerStage({F: 1, B: 2}, v)`. A
+ * message between two different ranks takes latency(from, to) +
+ * bytes / bandwidth(from, to), where bytes is the activation size at that stage
+ * boundary (the gradient coming back has the same size); messages between
+ * stages on the same rank are free. Links are full duplex and never congest.
+ *
+ * Memory. A stage keeps heldBytes (default: activationBytes) for each
+ * micro-batch from the start of its F until the end of its B, or, when the
+ * backward is split, until the end of its W: W still needs the stored
+ * activations, as the zero-bubble paper counts them. A rank's peak is taken over
+ * its own action order, which is also its time order.
+ */
+import { ConfigError, requireFinite } from '../util/errors.ts';
+import { play } from './engine.ts';
+import { timelineStats, type Interval, type Timeline } from './timeline.ts';
+import type { Action, Op, Schedule } from './types.ts';
+import { assertValidSchedule } from './validate.ts';
+
+export type PerStage = number | readonly number[];
+export type PerLink = number | ((fromRank: number, toRank: number) => number);
+
+export interface CostModel {
+  F?: PerStage;
+  B?: PerStage;
+  I?: PerStage;
+  W?: PerStage;
+  /** Time from send to first byte between two ranks; default 0. */
+  latency?: PerLink;
+  /** Bytes per time unit between two ranks; default Infinity (free). */
+  bandwidth?: PerLink;
+  /** Bytes of the tensor stage s sends to stage s+1 (and of the gradient coming back); default 0. */
+  activationBytes?: PerStage;
+  /** Bytes stage s keeps per micro-batch for its backward; default activationBytes. */
+  heldBytes?: PerStage;
+  /** Unit of the times; 'unit' (default) or 'ms'. */
+  unit?: 'ms' | 'unit';
+}
+
+export const DEFAULT_OP_COSTS: Readonly<Record<Op, number>> = { F: 1, B: 2, I: 1, W: 1 };
+
+/** Per-stage costs for v stages per rank when the whole of one rank's share of the model costs `model`. */
+export function costsPerStage(model: Partial<Record<Op, number>>, virtual: number): Partial<Record<Op, number>> {
+  const out: Partial<Record<Op, number>> = {};
+  for (const op of ['F', 'B', 'I', 'W'] as const) {
+    const x = model[op];
+    if (x !== undefined) out[op] = x / virtual;
+  }
+  return out;
+}
+
+export interface RankMemory {
+  rank: number;
+  /** Most (stage, micro-batch) activations held at once. */
+  peakMicrobatches: number;
+  /** Most bytes held at once. */
+  peakBytes: number;
+}
+
+export interface SimulationResult {
+  timeline: Timeline;
+  makespan: number;
+  busy: number[];
+  idle: number[];
+  /** 1 − Σ busy / (ranks · makespan). */
+  bubble: number;
+  memory: RankMemory[];
+}
+
+function perStage(field: string, x: PerStage | undefined, fallback: number | Float64Array, stages: number): Float64Array {
+  if (x === undefined) return typeof fallback === 'number' ? new Float64Array(stages).fill(fallback) : fallback;
+  if (typeof x === 'number') {
+    requireFinite(field, x, { min: 0 });
+    return new Float64Array(stages).fill(x);
+  }
+  if (!Array.isArray(x) || x.length !== stages) {
+    throw new ConfigError(field, x, `must be a number or a list of ${stages} numbers, one per stage`);
+  }
+  const out = new Float64Array(stages);
+  x.forEach((v, s) => {
+    out[s] = requireFinite(`${field}[${s}]`, v, { min: 0 });
+  });
+  return out;
+}
+
+function perLink(field: string, x: PerLink | undefined, fallback: number, positive: boolean): (a: number, b: number) => number {
+  if (x === undefined) return () => fallback;
+  if (typeof x === 'function') return x;
+  if (positive) {
+    if (typeof x !== 'number' || Number.isNaN(x) || x <= 0) throw new ConfigError(field, x, 'must be a number greater than 0 (Infinity for free links)');
+  } else {
+    requireFinite(field, x, { min: 0 });
+  }
+  return () => x;
+}
+
+export interface ResolvedCosts {
+  op: Record<Op, Float64Array>;
+  latency: (a: number, b: number) => number;
+  bandwidth: (a: number, b: number) => number;
+  activationBytes: Float64Array;
+  heldBytes: Float64Array;
+  unit: 'ms' | 'unit';
+}
+
+/** Expands a cost model to per-stage arrays for `stages` stages; throws ConfigError naming the bad field. */
+export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
+  const op = {
+    F: perStage('costs.F', c.F, DEFAULT_OP_COSTS.F, stages),
+    B: perStage('costs.B', c.B, DEFAULT_OP_COSTS.B, stages),
+    I: perStage('costs.I', c.I, DEFAULT_OP_COSTS.I, stages),
+    W: perStage('costs.W', c.W, DEFAULT_OP_COSTS.W, stages),
+  };
+  const activationBytes = perStage('costs.activationBytes', c.activationBytes, 0, stages);
+  const heldBytes = perStage('costs.heldBytes', c.heldBytes, activationBytes, stages);
+  if (c.unit !== undefined && c.unit !== 'ms' && c.unit !== 'unit') throw new ConfigError('costs.unit', c.unit, 'must be one of ms, unit');
+  return {
+    op,
+    latency: perLink('costs.latency', c.latency, 0, false),
+    bandwidth: perLink('costs.bandwidth', c.bandwidth, Infinity, true),
+    activationBytes,
+    heldBytes,
+    unit: c.unit ?? 'unit',
+  };
+}
+
+/**
+ * Plays `s` against `costs`. Throws ConfigError if the schedule is invalid
+ * (see validate.ts) or a cost is. O(actions) time and memory.
+ */
+export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
+  assertValidSchedule(s);
+  const c = resolveCosts(costs, s.stages);
+  const transfers: Interval[] = [];
+  const result = play(s, {
+    duration: (a: Action) => c.op[a.op][a.stage],
+    linkDelay: (from, to, boundary) => {
+      const bytes = c.activationBytes[boundary];
+      return c.latency(from, to) + (bytes > 0 ? bytes / c.bandwidth(from, to) : 0);
+    },
+    onTransfer: (a, rank, from, sentAt, arrivedAt) => {
+      transfers.push({ rank, stage: a.stage, op: 'comm', mb: a.mb, start: sentAt, end: arrivedAt, comm: 'transfer', peer: from });
+    },
+  });
+  if (result.stuck.length > 0) throw new Error('simulate: the validated schedule got stuck (a bug in the engine)');
+
+  const intervals: Interval[] = [];
+  for (let r = 0; r < s.ranks; r++) {
+    const list = s.order[r];
+    const st = result.start[r];
+    const en = result.end[r];
+    for (let i = 0; i < list.length; i++) {
+      const a = list[i];
+      intervals.push({ rank: r, stage: a.stage, op: a.op, mb: a.mb, start: st[i], end: en[i] });
+    }
+  }
+  for (const t of transfers) intervals.push(t);
+  const timeline: Timeline = {
+    source: 'simulated',
+    ranks: s.ranks,
+    stages: s.stages,
+    microbatches: s.microbatches,
+    intervals,
+    unit: c.unit,
+  };
+  const stats = timelineStats(timeline);
+  return {
+    timeline,
+    makespan: stats.makespan,
+    busy: stats.perRank.map((u) => u.busy),
+    idle: stats.perRank.map((u) => u.idle),
+    bubble: stats.bubble,
+    memory: peakMemory(s, c.heldBytes),
+  };
+}
+
+/** Peak activations per rank: held from F until B, or until W when the backward is split. */
+export function peakMemory(s: Schedule, heldBytes?: Float64Array): RankMemory[] {
+  const out: RankMemory[] = [];
+  for (let r = 0; r < s.ranks; r++) {
+    let held = 0;
+    let bytes = 0;
+    let peakHeld = 0;
+    let peakBytes = 0;
+    for (const a of s.order[r]) {
+      const b = heldBytes ? heldBytes[a.stage] : 0;
+      if (a.op === 'F') {
+        held++;
+        bytes += b;
+        if (held > peakHeld) peakHeld = held;
+        if (bytes > peakBytes) peakBytes = bytes;
+      } else if (a.op === 'B' || a.op === 'W') {
+        held--;
+        bytes -= b;
+      }
+    }
+    out.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });
+  }
+  return out;
+}

@@ -1,0 +1,110 @@
+/**
+ * The Timeline: what every rank did and when. The simulator produces one and
+ * the runtime measures one; the analysis below reads either the same way.
+ */
+import type { Op } from './types.ts';
+
+/**
+ * Communication as seen from one rank: `send` posting a message, `recv-wait`
+ * blocked on one, `readback` GPU to CPU, `upload` CPU to GPU, `transfer` a
+ * message in flight on the link (drawn on the receiving rank, `peer` the sender).
+ */
+export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer';
+
+export interface Interval {
+  rank: number;
+  stage: number;
+  op: Op | 'comm';
+  mb: number;
+  start: number;
+  end: number;
+  comm?: CommKind;
+  peer?: number;
+}
+
+export interface Timeline {
+  source: 'measured' | 'simulated';
+  ranks: number;
+  stages: number;
+  microbatches: number;
+  intervals: Interval[];
+  unit: 'ms' | 'unit';
+}
+
+export interface RankUsage {
+  rank: number;
+  /** Sum of F/B/I/W interval lengths on this rank (overlaps counted twice; a rank runs one at a time). */
+  busy: number;
+  /** makespan − busy. */
+  idle: number;
+  /** First compute start and last compute end on this rank (0, 0 when it ran nothing). */
+  first: number;
+  last: number;
+}
+
+export interface TimelineStats {
+  /** Earliest start of any interval (compute or comm). */
+  start: number;
+  /** Latest end minus earliest start. */
+  makespan: number;
+  perRank: RankUsage[];
+  /** Σ busy over ranks. */
+  busy: number;
+  /** 1 − Σ busy / (ranks · makespan); 0 for an empty timeline. */
+  bubble: number;
+}
+
+export function isCompute(iv: Interval): boolean {
+  return iv.op !== 'comm';
+}
+
+/** Latest end minus earliest start over all intervals (compute and communication). */
+export function makespan(t: Timeline): number {
+  return span(t).makespan;
+}
+
+function span(t: Timeline): { start: number; makespan: number } {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const iv of t.intervals) {
+    if (iv.start < lo) lo = iv.start;
+    if (iv.end > hi) hi = iv.end;
+  }
+  return lo === Infinity ? { start: 0, makespan: 0 } : { start: lo, makespan: hi - lo };
+}
+
+/** Busy (compute) and idle time of every rank, over the timeline's whole makespan. */
+export function rankUsage(t: Timeline): RankUsage[] {
+  const { makespan: total } = span(t);
+  const out: RankUsage[] = [];
+  for (let r = 0; r < t.ranks; r++) out.push({ rank: r, busy: 0, idle: 0, first: Infinity, last: -Infinity });
+  for (const iv of t.intervals) {
+    if (!isCompute(iv)) continue;
+    const u = out[iv.rank];
+    if (!u) continue;
+    u.busy += iv.end - iv.start;
+    if (iv.start < u.first) u.first = iv.start;
+    if (iv.end > u.last) u.last = iv.end;
+  }
+  for (const u of out) {
+    u.idle = total - u.busy;
+    if (u.first === Infinity) {
+      u.first = 0;
+      u.last = 0;
+    }
+  }
+  return out;
+}
+
+/** Bubble fraction: 1 − Σ busy compute / (ranks · makespan), counting only F/B/I/W intervals. */
+export function bubbleFraction(t: Timeline): number {
+  return timelineStats(t).bubble;
+}
+
+export function timelineStats(t: Timeline): TimelineStats {
+  const { start, makespan: total } = span(t);
+  const perRank = rankUsage(t);
+  const busy = perRank.reduce((s, u) => s + u.busy, 0);
+  const bubble = total > 0 && t.ranks > 0 ? 1 - busy / (t.ranks * total) : 0;
+  return { start, makespan: total, perRank, busy, bubble };
+}
