@@ -1,0 +1,49 @@
+/** Text and JSON renderings of schedules for the terminal. */
+import { formatAction, type Schedule } from '../schedule/index.ts';
+
+/** JSON with one line per rank's action list, so a schedule stays readable in a terminal or diff. */
+export function scheduleToJson(s: Schedule): string {
+  const head = [
+    `  "name": ${JSON.stringify(s.name)}`,
+    `  "stages": ${s.stages}`,
+    `  "ranks": ${s.ranks}`,
+    `  "microbatches": ${s.microbatches}`,
+    `  "stageToRank": ${JSON.stringify(s.stageToRank)}`,
+  ];
+  const rows = s.order.map((list) => `    ${JSON.stringify(list.map((a) => ({ stage: a.stage, op: a.op, mb: a.mb })))}`);
+  return `{\n${head.join(',\n')},\n  "order": [\n${rows.join(',\n')}\n  ]\n}\n`;
+}
+
+export function stagesOf(s: Schedule, rank: number): number[] {
+  const out: number[] = [];
+  s.stageToRank.forEach((r, st) => {
+    if (r === rank) out.push(st);
+  });
+  return out;
+}
+
+export function scheduleToText(s: Schedule): string {
+  const actions = s.order.reduce((n, l) => n + l.length, 0);
+  const v = s.stages / s.ranks;
+  const lines = [
+    `${s.name}: ${s.ranks} ranks × ${Number.isInteger(v) ? v : v.toFixed(2)} stage${v === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches, ${actions} actions`,
+  ];
+  const width = String(s.ranks - 1).length;
+  for (let r = 0; r < s.ranks; r++) {
+    const st = stagesOf(s, r);
+    lines.push(`rank ${String(r).padStart(width)} (stage${st.length === 1 ? '' : 's'} ${st.join(',')}): ${s.order[r].map(formatAction).join(' ')}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** Fixed-width table. */
+export function table(header: string[], rows: (string | number)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, c) => Math.max(...cells.map((r) => (r[c] ?? '').length)));
+  return cells.map((r) => r.map((x, c) => x.padEnd(widths[c])).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+export function fmt(x: number, digits = 4): string {
+  if (!Number.isFinite(x)) return String(x);
+  return Number.isInteger(x) ? String(x) : x.toFixed(digits);
+}

@@ -1,0 +1,12 @@
+/** What the CLI touches outside itself, so tests can run it in-process too. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  readFile(path: string): string;
+  writeFile(path: string, text: string): void;
+}
+
+/** Exit codes: 0 done, 1 the schedule given is invalid or malformed, 2 bad usage (flags, values, files). */
+export const EXIT_OK = 0;
+export const EXIT_INVALID = 1;
+export const EXIT_USAGE = 2;

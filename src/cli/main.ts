@@ -1,0 +1,77 @@
+/**
+ * `pipelab`, the command-line front door to the pure side of schedules:
+ * `schedule`, `simulate`, `validate`. bin/pipelab.mjs runs `runCli` under tsx.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { ConfigError } from '../util/errors.ts';
+import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
+import { UsageError } from './args.ts';
+import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
+import { scheduleCommand } from './schedule-command.ts';
+import { simulateCommand } from './simulate-command.ts';
+import { validateCommand } from './validate-command.ts';
+
+const COMMANDS = {
+  schedule: scheduleCommand,
+  simulate: simulateCommand,
+  validate: validateCommand,
+} as const;
+type CommandName = keyof typeof COMMANDS;
+const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+
+export const MAIN_HELP = `usage: pipelab <command> [flags]
+
+PipeLab's pipeline schedules from the command line.
+
+commands:
+  schedule   generate a schedule; print it as PyTorch CSV, JSON or text
+  simulate   play a schedule against a cost model: makespan, bubble, peak memory
+  validate   check a schedule file (PyTorch CSV or JSON): complete, ordered, deadlock-free
+
+schedules: ${SCHEDULE_NAMES.join(', ')}
+\`pipelab <command> --help\` shows a command's flags.
+exit codes: 0 done, 1 invalid or malformed schedule, 2 bad usage.
+`;
+
+export const nodeIo: CliIo = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+  readFile: (p) => readFileSync(p, 'utf8'),
+  writeFile: (p, t) => writeFileSync(p, t),
+};
+
+export function runCli(argv: readonly string[], io: CliIo = nodeIo): number {
+  const [command, ...rest] = argv;
+  if (command === undefined) {
+    io.err(MAIN_HELP);
+    return EXIT_USAGE;
+  }
+  if (command === '--help' || command === '-h' || command === 'help') {
+    const topic = rest[0];
+    if (topic && topic in COMMANDS) return COMMANDS[topic as CommandName](['--help'], io);
+    io.out(MAIN_HELP);
+    return EXIT_OK;
+  }
+  if (!(command in COMMANDS)) {
+    io.err(`pipelab: command = ${JSON.stringify(command)}: must be one of ${COMMAND_NAMES.join(', ')} (see pipelab --help)\n`);
+    return EXIT_USAGE;
+  }
+  try {
+    return COMMANDS[command as CommandName](rest, io);
+  } catch (e) {
+    if (e instanceof CsvError) {
+      io.err(`pipelab ${command}: malformed CSV: ${e.message}\n`);
+      return EXIT_INVALID;
+    }
+    if (e instanceof UsageError) {
+      io.err(`pipelab ${command}: ${e.message}\n(see pipelab ${command} --help)\n`);
+      return EXIT_USAGE;
+    }
+    if (e instanceof ConfigError) {
+      // A file that parses but holds bad values (e.g. a malformed JSON schedule).
+      io.err(`pipelab ${command}: ${e.message}\n`);
+      return EXIT_INVALID;
+    }
+    throw e;
+  }
+}
