@@ -2,9 +2,11 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
+import { initStateFromUrl } from './state/init.ts';
 import './ui/styles.css';
 
 installAutomation();
+initStateFromUrl();
 
 const root = document.getElementById('root');
 if (!root) throw new Error('index.html has no #root element');

@@ -1,0 +1,102 @@
+/**
+ * Compare: one configuration, several schedules. Each is simulated at once
+ * with unit costs; "measure" then trains each for a few steps on the workers,
+ * one after the other, with the same model, data and seed.
+ */
+import { runInBrowser } from '../runtime/browser-run.ts';
+import type { RunConfig } from '../runtime/run-config.ts';
+import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
+import { checkRunConfig } from './config-actions.ts';
+import { predict, type Prediction } from './derived.ts';
+import { isActive, usePipeLab, type CompareMeasurement } from './store.ts';
+
+export const COMPARE_SCHEDULES: readonly ScheduleName[] = SCHEDULE_NAMES;
+
+/** Stages per rank each schedule gets in a comparison: its fixed count, or `virtual` for those that take any. */
+export function compareVirtual(name: ScheduleName, virtual: number): number {
+  const kind = scheduleKind(name);
+  if (kind.name === 'zb-v') return 2;
+  return kind.acceptsVirtual ? virtual : 1;
+}
+
+/**
+ * The configuration each schedule runs with: the same model for all, deep
+ * enough (layers + 1 ≥ ranks × v) for the schedule with the most stages.
+ */
+export function compareConfigs(base: RunConfig, names: readonly ScheduleName[], virtual: number): Map<ScheduleName, RunConfig> {
+  const maxV = Math.max(1, ...names.map((n) => compareVirtual(n, virtual)));
+  const layers = Math.max(base.layers, base.ranks * maxV - 1);
+  const out = new Map<ScheduleName, RunConfig>();
+  for (const n of names) out.set(n, { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) });
+  return out;
+}
+
+export interface CompareSimulated {
+  name: ScheduleName;
+  config: RunConfig;
+  prediction: Prediction | null;
+  /** Why it cannot run at these sizes (from the schedule's or the configuration's rules). */
+  problem: string | null;
+}
+
+export function simulateAll(base: RunConfig, names: readonly ScheduleName[], virtual: number): CompareSimulated[] {
+  const cfgs = compareConfigs(base, names, virtual);
+  return names.map((name) => {
+    const config = cfgs.get(name) as RunConfig;
+    let problem: string | null = null;
+    try {
+      scheduleKind(name).validateParams(config.ranks, config.microbatches, config.virtual);
+    } catch (e) {
+      problem = e instanceof Error ? e.message : String(e);
+    }
+    const prediction = problem ? null : predict(config);
+    if (!problem) problem = checkRunConfig(config)?.message ?? null;
+    return { name, config, prediction, problem };
+  });
+}
+
+let measuring: AbortController | null = null;
+
+function setMeasurement(name: string, m: Partial<CompareMeasurement>): void {
+  usePipeLab.setState((s) => {
+    const prev: CompareMeasurement = s.compare[name] ?? { status: 'queued', timeline: null, makespanMs: null, bubble: null, samplesPerSecond: null, finalLoss: null, error: null };
+    return { compare: { ...s.compare, [name]: { ...prev, ...m } } };
+  });
+}
+
+/** Trains every runnable entry for `steps` steps, one after the other. */
+export async function measureAll(entries: readonly CompareSimulated[], steps: number): Promise<void> {
+  const s = usePipeLab.getState();
+  if (measuring || isActive(s.run.status) || s.webgpu.state !== 'available') return;
+  const ac = new AbortController();
+  measuring = ac;
+  usePipeLab.setState({ compareStatus: 'measuring', compare: {} });
+  const runnable = entries.filter((e) => e.problem === null);
+  for (const e of runnable) setMeasurement(e.name, { status: 'queued' });
+  try {
+    for (const e of runnable) {
+      if (ac.signal.aborted) break;
+      setMeasurement(e.name, { status: 'running' });
+      try {
+        const report = await runInBrowser({ ...e.config, steps, evalEvery: 0 }, { signal: ac.signal });
+        setMeasurement(e.name, {
+          status: 'done',
+          timeline: report.timeline,
+          makespanMs: report.makespanMs.measured,
+          bubble: report.bubble.measured,
+          samplesPerSecond: report.samplesPerSecond,
+          finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,
+        });
+      } catch (err) {
+        setMeasurement(e.name, { status: 'error', error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  } finally {
+    measuring = null;
+    usePipeLab.setState({ compareStatus: 'idle' });
+  }
+}
+
+export function stopMeasuring(): void {
+  measuring?.abort();
+}

@@ -1,0 +1,110 @@
+/**
+ * Numbers and timelines derived from the configuration and the measurements:
+ * the simulator's prediction for a configuration before it runs, a simulated
+ * timeline fed with the measured per-op times, and rescaling a timeline so it
+ * can be drawn over another.
+ */
+import type { RunConfig } from '../runtime/run-config.ts';
+import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+
+export interface Prediction {
+  schedule: Schedule;
+  result: SimulationResult;
+  closed: ClosedForm | null;
+  closedPeak: number[] | null;
+}
+
+/** The schedule one step of `cfg` runs (PipeDream's one step is a 1F1B pass over its micro-batches). */
+export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
+  const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
+  return generateSchedule(name, cfg.ranks, cfg.microbatches, cfg.schedule === 'pipedream' ? 1 : cfg.virtual);
+}
+
+/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes. */
+export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
+  try {
+    const schedule = stepSchedule(cfg);
+    const v = schedule.name === 'zb-v' ? 1 : schedule.stages / schedule.ranks;
+    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, v));
+    const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
+    return {
+      schedule,
+      result,
+      closed: closedForm(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
+      closedPeak: closedFormPeakActivations(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** Mean measured duration per stage and op, ms. */
+export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
+  const sum = new Map<string, { s: number; n: number }>();
+  for (const iv of t.intervals) {
+    if (iv.op === 'comm') continue;
+    const k = `${iv.stage}:${iv.op}`;
+    const e = sum.get(k) ?? { s: 0, n: 0 };
+    e.s += iv.end - iv.start;
+    e.n++;
+    sum.set(k, e);
+  }
+  const out = new Map<number, Partial<Record<Op, number>>>();
+  for (const [k, { s, n }] of sum) {
+    const [stage, op] = k.split(':');
+    const m = out.get(Number(stage)) ?? {};
+    m[op as Op] = s / n;
+    out.set(Number(stage), m);
+  }
+  return out;
+}
+
+/** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
+export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
+  try {
+    const means = meanOpTimes(measured);
+    const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means.get(s)?.[op] ?? 0);
+    return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms' }).timeline;
+  } catch {
+    return null;
+  }
+}
+
+/** `t` stretched and shifted so that it spans exactly the time `target` spans (for drawing one over the other). */
+export function scaleOnto(t: Timeline, target: Timeline): { timeline: Timeline; factor: number } {
+  const src = timelineStats(t);
+  const dst = timelineStats(target);
+  if (!(src.makespan > 0) || !(dst.makespan > 0)) return { timeline: t, factor: 1 };
+  const factor = dst.makespan / src.makespan;
+  const at = (x: number) => dst.start + (x - src.start) * factor;
+  const intervals = t.intervals.map((iv) => ({ ...iv, start: at(iv.start), end: at(iv.end) }));
+  return { timeline: { ...t, intervals, unit: target.unit }, factor };
+}
+
+/** Compute-only copy (drops communication intervals). */
+export function computeOnly(t: Timeline): Timeline {
+  return { ...t, intervals: t.intervals.filter((iv) => iv.op !== 'comm') };
+}
+
+/**
+ * Most micro-batches whose activations a rank held at once in a measured
+ * timeline: a forward holds from its start, a backward (B, or W when the
+ * backward is split) frees at its end.
+ */
+export function measuredPeakMicrobatches(t: Timeline): number[] {
+  const split = t.intervals.some((iv) => iv.op === 'W');
+  const events: { rank: number; at: number; d: number }[] = [];
+  for (const iv of t.intervals) {
+    if (iv.op === 'F') events.push({ rank: iv.rank, at: iv.start, d: 1 });
+    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ rank: iv.rank, at: iv.end, d: -1 });
+  }
+  // Frees before holds at the same instant.
+  events.sort((a, b) => a.at - b.at || a.d - b.d);
+  const held = new Array<number>(t.ranks).fill(0);
+  const peak = new Array<number>(t.ranks).fill(0);
+  for (const e of events) {
+    held[e.rank] += e.d;
+    if (held[e.rank] > peak[e.rank]) peak[e.rank] = held[e.rank];
+  }
+  return peak;
+}

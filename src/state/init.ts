@@ -1,0 +1,29 @@
+/**
+ * Start-up: the URL's configuration into the store (naming every bad value),
+ * WebGPU detection, and from then on every change of the configuration,
+ * simulation parameters or view written back into the URL.
+ */
+import { checkRunConfig, checkSimParams } from './config-actions.ts';
+import { usePipeLab } from './store.ts';
+import { readUrlState, urlQueryFor } from './url-state.ts';
+import { detectWebGpu, webGpuForcedOff } from './webgpu-support.ts';
+
+export function initStateFromUrl(): void {
+  const { config, sim, view, problems } = readUrlState(window.location.search);
+  usePipeLab.setState({ config, sim, view, urlProblems: problems, configProblem: checkRunConfig(config), simProblem: checkSimParams(sim) });
+
+  if (webGpuForcedOff(window.location.search)) {
+    usePipeLab.getState().setWebGpu({ state: 'unavailable', reason: 'no-api', detail: 'WebGPU is switched off by ?webgpu=off in the address.' });
+  } else {
+    void detectWebGpu().then((s) => usePipeLab.getState().setWebGpu(s));
+  }
+
+  usePipeLab.subscribe((s, prev) => {
+    if (s.config === prev.config && s.sim === prev.sim && s.view === prev.view) return;
+    const keep = new URLSearchParams(window.location.search).get('webgpu');
+    let q = urlQueryFor(s.config, s.sim, s.view);
+    if (keep !== null) q += `&webgpu=${encodeURIComponent(keep)}`;
+    const url = `${window.location.pathname}?${q}${window.location.hash}`;
+    window.history.replaceState(null, '', url);
+  });
+}

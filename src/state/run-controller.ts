@@ -1,0 +1,145 @@
+/**
+ * Run, pause, resume, single-step and stop, over runInBrowser. One run at a
+ * time; its progress, losses and live timeline go into the store as each step
+ * lands, the report and what is derived from the trained weights at the end.
+ */
+import { runInBrowser } from '../runtime/browser-run.ts';
+import type { RunReport } from '../runtime/report-types.ts';
+import type { RunConfig } from '../runtime/run-config.ts';
+import { isTwoD } from '../data/datasets.ts';
+import { ProgressMeter } from './progress.ts';
+import { StepGate } from './step-gate.ts';
+import { idleProgress, isActive, usePipeLab, type RunProgress } from './store.ts';
+import { decisionBoundary, sampleTrainedNames } from './trained-model.ts';
+
+interface ActiveRun {
+  ac: AbortController;
+  gate: StepGate;
+  meter: ProgressMeter;
+}
+
+let active: ActiveRun | null = null;
+
+function patchRun(patch: Partial<RunProgress>): void {
+  usePipeLab.setState((s) => ({ run: { ...s.run, ...patch } }));
+}
+
+/** Why the run button is off, or null when a run can start. */
+export function cannotRunReason(): string | null {
+  const s = usePipeLab.getState();
+  if (isActive(s.run.status)) return 'A run is in progress.';
+  if (s.webgpu.state === 'checking') return 'Still looking for WebGPU.';
+  if (s.webgpu.state === 'unavailable') return 'WebGPU is not available in this browser; the simulator still works.';
+  if (s.configProblem) return `Fix the configuration first: ${s.configProblem.message}`;
+  return null;
+}
+
+/** Starts a run of the current configuration; `paused` starts it held, running one step (single-step from idle). */
+export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
+  if (active || cannotRunReason() !== null) return;
+  const config: RunConfig = usePipeLab.getState().config;
+  const run: ActiveRun = { ac: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
+  active = run;
+  const t0 = performance.now();
+  usePipeLab.setState({
+    run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
+    losses: [],
+    validation: [],
+    liveTimeline: null,
+    report: null,
+    names: null,
+    boundary: null,
+  });
+  try {
+    const report = await runInBrowser(config, {
+      signal: run.ac.signal,
+      readWeights: true,
+      onStarted: (_plan, adapter) => patchRun({ adapter, status: run.gate.isPaused ? 'paused' : 'running' }),
+      beforeStep: async () => {
+        if (run.gate.isPaused && !run.ac.signal.aborted) {
+          run.meter.reset();
+          if (usePipeLab.getState().run.status !== 'stopping') patchRun({ status: 'paused' });
+        }
+        await run.gate.wait(run.ac.signal);
+        if (!run.ac.signal.aborted) patchRun({ status: 'running' });
+      },
+      onStep: (p) => {
+        const now = performance.now();
+        run.meter.mark(now);
+        const est = run.meter.estimate(p.step + 1, p.steps);
+        usePipeLab.setState((s) => ({
+          losses: [...s.losses, p.loss],
+          liveTimeline: p.timeline,
+          run: { ...s.run, step: p.step + 1, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
+        }));
+      },
+    });
+    finishRun(run, report, performance.now() - t0);
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
+  } finally {
+    if (active === run) active = null;
+  }
+}
+
+function finishRun(run: ActiveRun, report: RunReport, elapsedMs: number): void {
+  const stopped = run.ac.signal.aborted;
+  const last = report.losses.length;
+  usePipeLab.setState((s) => ({
+    report,
+    liveTimeline: report.timeline,
+    losses: report.losses.length >= s.losses.length ? [...report.losses] : s.losses,
+    validation: report.validationLoss !== undefined && last > 0 ? [{ step: last - 1, loss: report.validationLoss }] : [],
+    run: { ...s.run, status: stopped ? 'stopped' : 'done', step: last, elapsedMs, etaMs: null, adapter: report.adapter },
+  }));
+  void deriveResults(report);
+}
+
+/** Decision boundary (2-D sets) or sampled names (names) from the weights the run read back. */
+export async function deriveResults(report: RunReport, seed = report.config.seed): Promise<void> {
+  const w = report.weights;
+  if (!w || report.losses.length === 0) return;
+  try {
+    if (isTwoD(report.config.dataset)) {
+      const boundary = await decisionBoundary(report.config, w);
+      if (usePipeLab.getState().report === report) usePipeLab.setState({ boundary });
+    } else {
+      const names = await sampleTrainedNames(report.config, w, 16, seed);
+      if (usePipeLab.getState().report === report) usePipeLab.setState({ names });
+    }
+  } catch (e) {
+    console.warn('PipeLab: could not derive results from the trained weights:', e);
+  }
+}
+
+export function pauseRun(): void {
+  if (!active) return;
+  active.gate.pause();
+  // The status turns to 'paused' when the step in flight ends and the gate holds.
+}
+
+export function resumeRun(): void {
+  if (!active) return;
+  active.gate.resume();
+  patchRun({ status: 'running' });
+}
+
+/** One more step, then hold; from idle, starts a run held after its first step. */
+export function stepRun(): void {
+  if (!active) {
+    void startRun({ paused: true });
+    return;
+  }
+  active.gate.stepOnce();
+}
+
+export function stopRun(): void {
+  if (!active) return;
+  active.ac.abort();
+  patchRun({ status: 'stopping' });
+}
+
+export function hasActiveRun(): boolean {
+  return active !== null;
+}

@@ -1,0 +1,105 @@
+/**
+ * The trained model, rebuilt on the float64 CPU reference from the weights a
+ * run read back: the decision boundary of a 2-D set on a grid, freshly
+ * sampled names, and the parameter shapes the safetensors export needs.
+ */
+import { createDataset, isTwoD } from '../data/datasets.ts';
+import { sampleNames } from '../data/sample-names.ts';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { buildModelSpec } from '../nn/model-config.ts';
+import { StageChain } from '../nn/stage-chain.ts';
+import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import type { BoundaryGrid } from './store.ts';
+
+export type WeightMap = Record<string, Float32Array | Float64Array>;
+
+function chainFor(cfg: RunConfig, weights: WeightMap | null): { be: CpuBackend; chain: StageChain } {
+  const be = new CpuBackend();
+  const spec = buildModelSpec(toTrainConfig(cfg));
+  const chain = new StageChain(be, spec, 1, cfg.seed);
+  if (weights) chain.loadParams(weights);
+  return { be, chain };
+}
+
+/** Name → shape of every parameter of the configuration's model. */
+export function parameterShapes(cfg: RunConfig): Record<string, number[]> {
+  const { chain } = chainFor(cfg, null);
+  const out: Record<string, number[]> = {};
+  for (const p of chain.params) out[p.name] = [...p.value.shape];
+  chain.dispose();
+  return out;
+}
+
+/** The predicted class over a size × size grid spanning the data, with the training points. */
+export async function decisionBoundary(cfg: RunConfig, weights: WeightMap, size = 72): Promise<BoundaryGrid> {
+  if (!isTwoD(cfg.dataset)) throw new Error(`decision boundary: ${cfg.dataset} is not a 2-D data set`);
+  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed });
+  const pts = data.train.inputs as Float32Array;
+  let m = 1;
+  for (let i = 0; i < pts.length; i++) m = Math.max(m, Math.abs(pts[i]));
+  const lo = -m * 1.1;
+  const hi = m * 1.1;
+  const { be, chain } = chainFor(cfg, weights);
+  const grid = new Float64Array(size * size * 2);
+  for (let r = 0; r < size; r++) {
+    for (let c = 0; c < size; c++) {
+      const i = r * size + c;
+      grid[i * 2] = lo + ((c + 0.5) / size) * (hi - lo);
+      grid[i * 2 + 1] = hi - ((r + 0.5) / size) * (hi - lo);
+    }
+  }
+  const classes = new Uint8Array(size * size);
+  const confidence = new Float32Array(size * size);
+  const k = data.classes;
+  const input = be.tensor(grid, [size * size, 2]);
+  const logits = chain.logits(input);
+  const L = await be.read(logits);
+  be.dispose(input);
+  be.dispose(logits);
+  for (let i = 0; i < size * size; i++) {
+    let arg = 0;
+    let mx = -Infinity;
+    for (let j = 0; j < k; j++) {
+      if (L[i * k + j] > mx) {
+        mx = L[i * k + j];
+        arg = j;
+      }
+    }
+    let z = 0;
+    for (let j = 0; j < k; j++) z += Math.exp(L[i * k + j] - mx);
+    classes[i] = arg;
+    confidence[i] = 1 / z;
+  }
+  // Training accuracy, from the same model.
+  const tin = be.tensor(data.train.inputs, [data.train.n, 2]);
+  const tl = await be.read(chain.logits(tin));
+  let correct = 0;
+  for (let i = 0; i < data.train.n; i++) {
+    let arg = 0;
+    for (let j = 1; j < k; j++) if (tl[i * k + j] > tl[i * k + arg]) arg = j;
+    if (arg === data.train.labels[i]) correct++;
+  }
+  chain.dispose();
+  return { size, lo, hi, classes, confidence, points: Float32Array.from(pts), labels: Int32Array.from(data.train.labels), classCount: k, accuracy: correct / data.train.n };
+}
+
+/** `count` new names from the trained character model. */
+export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, count: number, seed: number): Promise<string[]> {
+  if (cfg.dataset !== 'names') throw new Error(`names: the model was trained on ${cfg.dataset}, not names`);
+  const { be, chain } = chainFor(cfg, weights);
+  try {
+    return await sampleNames(
+      async (contexts, rows) => {
+        const input = be.tensor(contexts, [rows, cfg.context], 'i32');
+        const logits = chain.logits(input);
+        be.dispose(input);
+        const out = await be.read(logits);
+        be.dispose(logits);
+        return out;
+      },
+      { count, context: cfg.context, seed, temperature: 0.9 },
+    );
+  } finally {
+    chain.dispose();
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The URL query holds the whole configuration: the run configuration (the
+ * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
+ * reports every bad value (field, value, rule) and keeps the rest.
+ */
+import { configFromQuery, configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { ConfigError } from '../util/errors.ts';
+import { defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
+import { problemOf, VIEWS, type FieldProblem, type View } from './store.ts';
+
+export interface UrlState {
+  config: RunConfig;
+  sim: SimParams;
+  view: View;
+  problems: FieldProblem[];
+}
+
+export function readUrlState(search: string): UrlState {
+  const params = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  const problems: FieldProblem[] = [];
+  const { config, errors } = configFromQuery(search);
+  problems.push(...errors.map(problemOf));
+  const sim = simParamsFromQuery(params);
+  problems.push(...sim.errors.map(problemOf));
+  let view: View = 'run';
+  const v = params.get('view');
+  if (v !== null) {
+    if ((VIEWS as readonly string[]).includes(v)) view = v as View;
+    else problems.push(problemOf(new ConfigError('view', v, `must be one of ${VIEWS.join(', ')}`)));
+  }
+  return { config, sim: sim.params, view, problems };
+}
+
+function sameSim(a: SimParams, b: SimParams): boolean {
+  return (Object.keys(a) as (keyof SimParams)[]).every((k) => a[k] === b[k]);
+}
+
+/** The query for a state: run keys always, view when not the run view, sim keys when they differ from the defaults or the view is simulate. */
+export function urlQueryFor(config: RunConfig, sim: SimParams, view: View): string {
+  const params = new URLSearchParams(configToQuery(config));
+  if (view !== 'run') params.set('view', view);
+  if (view === 'simulate' || !sameSim(sim, defaultSimParams())) simParamsToQuery(sim, params);
+  return params.toString();
+}

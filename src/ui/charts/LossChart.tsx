@@ -1,0 +1,86 @@
+/**
+ * Training loss per step (a line) and validation loss (points), in SVG. The
+ * y axis starts at 0 unless the losses sit far from it.
+ */
+import { useMemo } from 'react';
+import { niceStep, ticks } from '../timeline/axis-ticks.ts';
+
+export interface ValidationPoint {
+  step: number;
+  loss: number;
+}
+
+export interface LossChartProps {
+  losses: readonly number[];
+  validation?: readonly ValidationPoint[];
+  /** Total steps planned, so the x axis does not rescale as the run goes. */
+  steps?: number;
+  height?: number;
+}
+
+const W = 420;
+const M = { l: 40, r: 12, t: 12, b: 24 };
+
+export function LossChart({ losses, validation = [], steps, height = 180 }: LossChartProps) {
+  const plot = useMemo(() => {
+    const H = height;
+    const xs = Math.max(steps ?? 0, losses.length, ...validation.map((v) => v.step + 1), 2);
+    const all = [...losses, ...validation.map((v) => v.loss)].filter(Number.isFinite);
+    let lo = all.length ? Math.min(...all) : 0;
+    let hi = all.length ? Math.max(...all) : 1;
+    if (lo > 0 && lo < hi * 0.6) lo = 0;
+    if (hi - lo < 1e-6) {
+      hi += 0.5;
+      lo = Math.max(0, lo - 0.5);
+    }
+    const pad = (hi - lo) * 0.06;
+    hi += pad;
+    lo = Math.max(lo === 0 ? 0 : lo - pad, lo === 0 ? 0 : -Infinity);
+    const x = (i: number) => M.l + (i / Math.max(1, xs - 1)) * (W - M.l - M.r);
+    const y = (v: number) => M.t + (1 - (v - lo) / (hi - lo)) * (H - M.t - M.b);
+    const path = losses
+      .map((v, i) => (Number.isFinite(v) ? `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(v).toFixed(1)}` : ''))
+      .join('');
+    const yTicks = ticks(lo, hi, 4);
+    const xStep = Math.max(1, niceStep(xs - 1, 5));
+    const xTicks = ticks(0, xs - 1, 5).filter((t) => Number.isInteger(t) || xStep < 1);
+    return { H, x, y, path, yTicks, xTicks, lo, hi };
+  }, [losses, validation, steps, height]);
+
+  const last = losses.length ? losses[losses.length - 1] : null;
+  const first = losses.length ? losses[0] : null;
+  const lastVal = validation.length ? validation[validation.length - 1] : null;
+  const summary =
+    first !== null && last !== null
+      ? `Training loss from ${first.toFixed(3)} at step 1 to ${last.toFixed(3)} at step ${losses.length}${lastVal ? `; validation loss ${lastVal.loss.toFixed(3)}` : ''}.`
+      : 'No loss yet: start a run.';
+
+  return (
+    <figure className="loss-chart">
+      <svg viewBox={`0 0 ${W} ${plot.H}`} role="img" aria-label={`Loss curve. ${summary}`}>
+        {plot.yTicks.map((t) => (
+          <g key={`y${t}`}>
+            <line x1={M.l} x2={W - M.r} y1={plot.y(t)} y2={plot.y(t)} className="grid" />
+            <text x={M.l - 6} y={plot.y(t)} className="tick" textAnchor="end" dominantBaseline="middle">
+              {Number(t.toPrecision(3))}
+            </text>
+          </g>
+        ))}
+        {plot.xTicks.map((t) => (
+          <text key={`x${t}`} x={plot.x(t)} y={plot.H - 6} className="tick" textAnchor="middle">
+            {t + 1}
+          </text>
+        ))}
+        <path d={plot.path} className="train" />
+        {validation.map((v) => (
+          <circle key={v.step} cx={plot.x(v.step)} cy={plot.y(v.loss)} r={3.5} className="val" />
+        ))}
+      </svg>
+      <figcaption>
+        <span className="key train">training</span>
+        {validation.length > 0 && <span className="key val">validation</span>}
+        <span className="muted">{summary}</span>
+      </figcaption>
+    </figure>
+  );
+}

@@ -1,0 +1,154 @@
+/**
+ * Compare schedules: the Train configuration under several schedules, their
+ * timelines stacked on one time scale and their numbers in one table.
+ */
+import { useMemo, useState } from 'react';
+import { scheduleKind, timelineStats, type ScheduleName, type Timeline } from '../../schedule/index.ts';
+import { COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
+import { isActive, usePipeLab } from '../../state/store.ts';
+import { CheckboxField, NumberField } from '../controls/fields.tsx';
+import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
+import { ms, num, pct } from '../timeline/format.ts';
+import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+
+const DEFAULT_PICK: readonly ScheduleName[] = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1'];
+
+export function CompareView() {
+  const config = usePipeLab((s) => s.config);
+  const measurements = usePipeLab((s) => s.compare);
+  const status = usePipeLab((s) => s.compareStatus);
+  const runStatus = usePipeLab((s) => s.run.status);
+  const webgpu = usePipeLab((s) => s.webgpu);
+  const mode = usePipeLab((s) => s.timelineMode);
+  const setMode = usePipeLab((s) => s.setTimelineMode);
+  const [picked, setPicked] = useState<ScheduleName[]>([...DEFAULT_PICK]);
+  const [virtual, setVirtual] = useState(2);
+  const [steps, setSteps] = useState(3);
+  const [sameScale, setSameScale] = useState(true);
+
+  const entries = useMemo(() => simulateAll(config, picked, virtual), [config, picked, virtual]);
+
+  const drawn = entries.map((e) => {
+    const m = measurements[e.name];
+    const measured = m?.timeline ?? null;
+    const simulated = e.prediction?.result.timeline ?? null;
+    const primary: Timeline | null = measured && mode !== 'simulated' ? measured : simulated;
+    return { e, m, measured, simulated, primary };
+  });
+  const extentFor = useMemo(() => {
+    const maxEnd: Record<string, number> = {};
+    for (const d of drawn) {
+      if (!d.primary) continue;
+      const st = timelineStats(d.primary);
+      maxEnd[d.primary.unit] = Math.max(maxEnd[d.primary.unit] ?? 0, st.start + st.makespan);
+    }
+    return (t: Timeline | null) => (sameScale && t && maxEnd[t.unit] ? { t0: 0, t1: maxEnd[t.unit] } : undefined);
+  }, [drawn, sameScale]);
+
+  const canMeasure = webgpu.state === 'available' && !isActive(runStatus) && status === 'idle';
+  const toggle = (n: ScheduleName, on: boolean) => setPicked((p) => (on ? COMPARE_SCHEDULES.filter((x) => x === n || p.includes(x)) : p.filter((x) => x !== n)));
+  const layers = entries[0]?.config.layers ?? config.layers;
+
+  return (
+    <div className="layout">
+      <aside className="sidebar" aria-label="Comparison settings">
+        <form className="config" aria-label="Comparison settings" onSubmit={(e) => e.preventDefault()}>
+          <fieldset>
+            <legend>Schedules</legend>
+            {COMPARE_SCHEDULES.map((n) => (
+              <CheckboxField key={n} label={SCHEDULE_LABELS[n]} name={`compare-${n}`} checked={picked.includes(n)} onChange={(on) => toggle(n, on)} />
+            ))}
+          </fieldset>
+          <fieldset>
+            <legend>Sizes</legend>
+            <NumberField
+              label="Stages per rank (interleaved, looped)"
+              name="compare-virtual"
+              integer
+              min={1}
+              max={8}
+              value={virtual}
+              onChange={setVirtual}
+              hint={`ZB-V always holds 2. Every schedule runs the same ${layers + 1}-block model.`}
+            />
+            <NumberField label="Steps to measure" name="compare-steps" integer min={1} max={100} value={steps} onChange={setSteps} hint="per schedule, on the workers" />
+            <CheckboxField label="One time scale for all" name="compare-same-scale" checked={sameScale} onChange={setSameScale} />
+          </fieldset>
+          <div className="buttons">
+            {status === 'measuring' ? (
+              <button type="button" onClick={stopMeasuring}>
+                ■ Stop measuring
+              </button>
+            ) : (
+              <button type="button" className="primary" disabled={!canMeasure || entries.every((e) => e.problem !== null)} onClick={() => void measureAll(entries, steps)}>
+                ▶ Measure each
+              </button>
+            )}
+          </div>
+          <p className="muted small">
+            Configuration from Train: {config.ranks} ranks, {config.microbatches} micro-batches, batch {config.batchSize}, {config.dataset}, seed {config.seed}.
+            {webgpu.state === 'unavailable' && ' Without WebGPU the comparison is simulated only.'}
+          </p>
+        </form>
+      </aside>
+      <div className="main-col">
+        <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
+          <h2 id="compare-title">Side by side</h2>
+          <table className="numbers">
+            <thead>
+              <tr>
+                <th scope="col">schedule</th>
+                <th scope="col">v</th>
+                <th scope="col">bubble, simulated</th>
+                <th scope="col">closed form</th>
+                <th scope="col">peak act. (mb)</th>
+                <th scope="col">bubble, measured</th>
+                <th scope="col">makespan</th>
+                <th scope="col">samples/s</th>
+                <th scope="col">loss</th>
+              </tr>
+            </thead>
+            <tbody>
+              {drawn.map(({ e, m }) => (
+                <tr key={e.name}>
+                  <th scope="row">{SCHEDULE_LABELS[e.name]}</th>
+                  <td>{e.config.virtual}</td>
+                  <td className="strong">{pct(e.prediction?.result.bubble)}</td>
+                  <td>{pct(e.prediction?.closed?.bubble)}</td>
+                  <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
+                  <td>{m?.status === 'done' ? pct(m.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}</td>
+                  <td>{ms(m?.makespanMs)}</td>
+                  <td>{num(m?.samplesPerSecond, 0)}</td>
+                  <td>{num(m?.finalLoss, 4)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps.</p>
+        </section>
+        {drawn.map(({ e, m, measured, simulated }) => (
+          <TimelinePanel
+            key={e.name}
+            title={`${SCHEDULE_LABELS[e.name]}${e.config.virtual > 1 ? ` (v = ${e.config.virtual})` : ''}`}
+            measured={measured}
+            simulated={simulated}
+            mode={mode}
+            onModeChange={setMode}
+            extent={extentFor(measured && mode !== 'simulated' ? measured : simulated)}
+            emptyText={e.problem ?? 'Nothing to draw.'}
+            caption={
+              m?.status === 'error' ? (
+                <span className="run-error">Measuring failed: {m.error}</span>
+              ) : e.problem ? (
+                <span className="muted">{e.problem}</span>
+              ) : (
+                scheduleKind(e.name).source
+              )
+            }
+            testId={`compare-${e.name}`}
+          />
+        ))}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * Every knob of a run, grouped: model and data, pipeline, training. A value
+ * that breaks a rule is named under its field and in the summary above; the
+ * rest of the configuration stays as it is.
+ */
+import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
+import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
+import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
+import { LR_SCHEDULES, type LrSchedule } from '../../nn/train-config.ts';
+import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
+import { scheduleKind } from '../../schedule/index.ts';
+import { patchConfig, setConfig, withDataset, withSchedule } from '../../state/config-actions.ts';
+import { usePipeLab } from '../../state/store.ts';
+import { CheckboxField, NumberField, SelectField } from './fields.tsx';
+import { SCHEDULE_LABELS } from './schedule-labels.ts';
+
+const DATASET_LABELS: Record<DatasetName, string> = {
+  spiral: 'Spiral (3 classes, 2-D)',
+  moons: 'Moons (2 classes, 2-D)',
+  circles: 'Circles (2 classes, 2-D)',
+  xor: 'XOR (2 classes, 2-D)',
+  names: 'Names (next character)',
+};
+
+export function ConfigPanel({ disabled }: { disabled: boolean }) {
+  const cfg = usePipeLab((s) => s.config);
+  const problem = usePipeLab((s) => s.configProblem);
+  const errorFor = (...fields: string[]) => (problem && fields.includes(problem.field.split(/[.[]/)[0]) ? problem.message : null);
+  const set = (patch: Partial<RunConfig>) => patchConfig(patch);
+  const twoD = isTwoD(cfg.dataset);
+  const kindAcceptsVirtual = cfg.schedule !== 'pipedream' && scheduleKind(cfg.schedule).acceptsVirtual;
+
+  return (
+    <form className="config" aria-label="Run configuration" onSubmit={(e) => e.preventDefault()}>
+      {problem && (
+        <p className="config-problem" role="alert">
+          <b>Not valid yet:</b> {problem.message}
+        </p>
+      )}
+      <fieldset disabled={disabled}>
+        <legend>Model and data</legend>
+        <SelectField
+          label="Data set"
+          name="dataset"
+          value={cfg.dataset}
+          options={DATASETS.map((d) => ({ value: d, label: DATASET_LABELS[d] }))}
+          onChange={(d) => setConfig(withDataset(cfg, d))}
+          error={errorFor('dataset', 'model')}
+          hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : 'A character MLP learns English first names; sample new ones.'}
+        />
+        <div className="row2">
+          <NumberField label="Depth (layers)" name="layers" integer min={1} max={LIMITS.layers} value={cfg.layers} onChange={(layers) => set({ layers })} error={errorFor('layers')} hint={`${cfg.layers + 1} blocks`} />
+          <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />
+        </div>
+        <SelectField<HiddenActivation>
+          label="Activation"
+          name="activation"
+          value={cfg.activation}
+          options={HIDDEN_ACTIVATIONS.map((a) => ({ value: a, label: a }))}
+          onChange={(activation) => set({ activation })}
+          error={errorFor('activation')}
+        />
+        {twoD ? (
+          <div className="row2">
+            <NumberField label="Points" name="points" integer min={3} value={cfg.points} onChange={(points) => set({ points })} error={errorFor('points')} />
+            <NumberField label="Noise" name="noise" min={0} max={1} step={0.01} value={cfg.noise} onChange={(noise) => set({ noise })} error={errorFor('noise')} />
+          </div>
+        ) : (
+          <div className="row2">
+            <NumberField label="Context (chars)" name="context" integer min={1} max={LIMITS.context} value={cfg.context} onChange={(context) => set({ context })} error={errorFor('context')} />
+            <NumberField label="Embedding width" name="embedDim" integer min={1} max={LIMITS.embedDim} value={cfg.embedDim} onChange={(embedDim) => set({ embedDim })} error={errorFor('embedDim')} />
+          </div>
+        )}
+      </fieldset>
+
+      <fieldset disabled={disabled}>
+        <legend>Pipeline</legend>
+        <SelectField<RunScheduleName>
+          label="Schedule"
+          name="schedule"
+          value={cfg.schedule}
+          options={RUN_SCHEDULES.map((s) => ({ value: s, label: SCHEDULE_LABELS[s] }))}
+          onChange={(s) => setConfig(withSchedule(cfg, s))}
+          error={errorFor('schedule')}
+          hint={cfg.schedule === 'pipedream' ? 'Asynchronous 1F1B with weight stashing: no flush between steps.' : scheduleKind(cfg.schedule).title}
+        />
+        <div className="row2">
+          <NumberField
+            label="Stages (ranks)"
+            name="ranks"
+            integer
+            min={1}
+            max={MAX_RUN_RANKS}
+            value={cfg.ranks}
+            onChange={(ranks) => set({ ranks })}
+            error={errorFor('ranks')}
+            hint={`one worker + GPU device each; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
+          />
+          <NumberField
+            label="Virtual stages per rank"
+            name="virtual"
+            integer
+            min={1}
+            max={8}
+            value={cfg.virtual}
+            onChange={(virtual) => set({ virtual })}
+            error={errorFor('virtual')}
+            disabled={!kindAcceptsVirtual}
+            hint={kindAcceptsVirtual ? 'model chunks per rank' : 'this schedule holds a fixed number'}
+          />
+        </div>
+        <div className="row2">
+          <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} />
+          <NumberField
+            label="Batch size"
+            name="batchSize"
+            integer
+            min={1}
+            value={cfg.batchSize}
+            onChange={(batchSize) => set({ batchSize })}
+            error={errorFor('batchSize')}
+            hint={cfg.batchSize % cfg.microbatches === 0 ? `${cfg.batchSize / cfg.microbatches} per micro-batch` : undefined}
+          />
+        </div>
+        <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
+      </fieldset>
+
+      <fieldset disabled={disabled}>
+        <legend>Training</legend>
+        <div className="row2">
+          <SelectField<OptimizerName>
+            label="Optimizer"
+            name="optimizer"
+            value={cfg.optimizer}
+            options={OPTIMIZERS.map((o) => ({ value: o, label: o === 'adamw' ? 'AdamW' : 'SGD' }))}
+            onChange={(optimizer) => set({ optimizer })}
+            error={errorFor('optimizer')}
+          />
+          <NumberField label="Learning rate" name="lr" min={0} step={0.001} value={cfg.lr} onChange={(lr) => set({ lr })} error={errorFor('lr')} />
+        </div>
+        <div className="row2">
+          {cfg.optimizer === 'sgd' ? (
+            <NumberField label="Momentum" name="momentum" min={0} max={1} step={0.05} value={cfg.momentum} onChange={(momentum) => set({ momentum })} error={errorFor('momentum')} />
+          ) : (
+            <NumberField label="Weight decay" name="weightDecay" min={0} step={0.001} value={cfg.weightDecay} onChange={(weightDecay) => set({ weightDecay })} error={errorFor('weightDecay')} />
+          )}
+          <SelectField<LrSchedule>
+            label="LR schedule"
+            name="lrSchedule"
+            value={cfg.lrSchedule}
+            options={LR_SCHEDULES.map((s) => ({ value: s, label: s }))}
+            onChange={(lrSchedule) => set({ lrSchedule })}
+            error={errorFor('lrSchedule')}
+          />
+        </div>
+        <div className="row3">
+          <NumberField label="Steps" name="steps" integer min={1} value={cfg.steps} onChange={(steps) => set({ steps })} error={errorFor('steps')} />
+          <NumberField label="Seed" name="seed" integer min={0} value={cfg.seed} onChange={(seed) => set({ seed })} error={errorFor('seed')} />
+          <NumberField label="Eval every" name="evalEvery" integer min={0} value={cfg.evalEvery} onChange={(evalEvery) => set({ evalEvery })} error={errorFor('evalEvery')} hint="steps" />
+        </div>
+      </fieldset>
+    </form>
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * Labelled form fields. Number fields keep what the person typed while it is
+ * not a valid value, show why under the field, and commit only valid numbers.
+ */
+import { useEffect, useId, useState, type ReactNode } from 'react';
+
+interface FieldShellProps {
+  id: string;
+  label: string;
+  hint?: ReactNode;
+  error?: string | null;
+  children: ReactNode;
+}
+
+function FieldShell({ id, label, hint, error, children }: FieldShellProps) {
+  return (
+    <div className={`field${error ? ' invalid' : ''}`}>
+      <label htmlFor={id}>{label}</label>
+      {children}
+      {error ? (
+        <p className="field-error" id={`${id}-msg`}>
+          {error}
+        </p>
+      ) : hint ? (
+        <p className="field-hint" id={`${id}-msg`}>
+          {hint}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+export interface NumberFieldProps {
+  label: string;
+  value: number;
+  onChange: (v: number) => void;
+  min?: number;
+  max?: number;
+  step?: number;
+  integer?: boolean;
+  hint?: ReactNode;
+  /** An error from outside (e.g. the whole-configuration check) for this field. */
+  error?: string | null;
+  disabled?: boolean;
+  name?: string;
+}
+
+function checkNumber(text: string, o: NumberFieldProps): number | string {
+  if (text.trim() === '') return 'enter a number';
+  const n = Number(text);
+  if (!Number.isFinite(n)) return `“${text}” is not a number`;
+  if (o.integer && !Number.isInteger(n)) return 'must be a whole number';
+  if (o.min !== undefined && n < o.min) return `must be at least ${o.min}`;
+  if (o.max !== undefined && n > o.max) return `must be at most ${o.max}`;
+  return n;
+}
+
+export function NumberField(props: NumberFieldProps) {
+  const { label, value, onChange, min, max, step, hint, error, disabled, name } = props;
+  const id = useId();
+  const [text, setText] = useState(String(value));
+  const [local, setLocal] = useState<string | null>(null);
+  useEffect(() => {
+    // Follow outside changes unless the field holds a draft that differs.
+    setText((t) => (Number(t) === value && t.trim() !== '' ? t : String(value)));
+    setLocal(null);
+  }, [value]);
+  const shown = local ?? error ?? null;
+  return (
+    <FieldShell id={id} label={label} hint={hint} error={shown}>
+      <input
+        id={id}
+        name={name}
+        type="number"
+        inputMode={props.integer ? 'numeric' : 'decimal'}
+        value={text}
+        min={min}
+        max={max}
+        step={step ?? (props.integer ? 1 : 'any')}
+        disabled={disabled}
+        aria-invalid={shown ? true : undefined}
+        aria-describedby={shown || hint ? `${id}-msg` : undefined}
+        onChange={(e) => {
+          const t = e.target.value;
+          setText(t);
+          const r = checkNumber(t, props);
+          if (typeof r === 'number') {
+            setLocal(null);
+            if (r !== value) onChange(r);
+          } else setLocal(r);
+        }}
+        onBlur={() => {
+          if (local) {
+            setText(String(value));
+            setLocal(null);
+          }
+        }}
+      />
+    </FieldShell>
+  );
+}
+
+export interface SelectFieldProps<T extends string> {
+  label: string;
+  value: T;
+  options: readonly { value: T; label: string }[];
+  onChange: (v: T) => void;
+  hint?: ReactNode;
+  error?: string | null;
+  disabled?: boolean;
+  name?: string;
+}
+
+export function SelectField<T extends string>({ label, value, options, onChange, hint, error, disabled, name }: SelectFieldProps<T>) {
+  const id = useId();
+  return (
+    <FieldShell id={id} label={label} hint={hint} error={error}>
+      <select
+        id={id}
+        name={name}
+        value={value}
+        disabled={disabled}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error || hint ? `${id}-msg` : undefined}
+        onChange={(e) => onChange(e.target.value as T)}
+      >
+        {options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </FieldShell>
+  );
+}
+
+export interface CheckboxFieldProps {
+  label: string;
+  checked: boolean;
+  onChange: (v: boolean) => void;
+  hint?: ReactNode;
+  disabled?: boolean;
+  name?: string;
+}
+
+export function CheckboxField({ label, checked, onChange, hint, disabled, name }: CheckboxFieldProps) {
+  const id = useId();
+  return (
+    <div className="field checkbox">
+      <input id={id} name={name} type="checkbox" checked={checked} disabled={disabled} onChange={(e) => onChange(e.target.checked)} aria-describedby={hint ? `${id}-msg` : undefined} />
+      <label htmlFor={id}>{label}</label>
+      {hint && (
+        <p className="field-hint" id={`${id}-msg`}>
+          {hint}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,16 @@
+/** Short names of the schedules for menus and tables. */
+import type { RunScheduleName } from '../../runtime/run-config.ts';
+
+export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
+  gpipe: 'GPipe',
+  '1f1b': '1F1B',
+  'interleaved-1f1b': 'Interleaved 1F1B',
+  'zb-h1': 'ZB-H1 (zero bubble)',
+  'zb-v': 'ZB-V (zero bubble, V)',
+  'looped-bfs': 'Looped BFS',
+  pipedream: 'PipeDream (async)',
+};
+
+export function scheduleLabel(name: string): string {
+  return (SCHEDULE_LABELS as Record<string, string>)[name] ?? name;
+}

@@ -1,0 +1,60 @@
+/**
+ * The files PipeLab hands out: a Chrome trace of a timeline, a schedule as
+ * PyTorch's CSV, the run report as JSON (weights left out: they have their own
+ * file), and the trained weights as safetensors.
+ */
+import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunConfig } from '../../runtime/run-config.ts';
+import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
+import { parameterShapes } from '../../state/trained-model.ts';
+import { writeSafetensors, type NamedTensor } from '../../util/safetensors.ts';
+
+export interface ExportFile {
+  name: string;
+  type: string;
+  data: string | Uint8Array;
+}
+
+export function slug(s: string): string {
+  return s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase();
+}
+
+export function traceFile(t: Timeline, title: string, base: string): ExportFile {
+  return { name: `${base}-trace.json`, type: 'application/json', data: JSON.stringify(toChromeTrace(t, title)) };
+}
+
+export function csvFile(s: Schedule, base: string): ExportFile {
+  return { name: `${base}-schedule.csv`, type: 'text/csv', data: toCsv(s) };
+}
+
+/** The report as plain JSON; `weights` becomes a list of names and shapes (the values go in the safetensors file). */
+export function reportFile(r: RunReport, base: string): ExportFile {
+  const { weights, ...rest } = r;
+  const shapes = weights ? Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, v.length])) : undefined;
+  return { name: `${base}-report.json`, type: 'application/json', data: JSON.stringify({ ...rest, weightSizes: shapes }, null, 1) };
+}
+
+export function safetensorsFile(config: RunConfig, weights: Record<string, Float32Array | Float64Array>, base: string): ExportFile {
+  const shapes = parameterShapes(config);
+  const tensors: Record<string, NamedTensor> = {};
+  for (const name of Object.keys(shapes).sort()) {
+    const w = weights[name];
+    if (!w) throw new Error(`safetensors export: the run read back no weights for ${name}`);
+    tensors[name] = { data: w instanceof Float32Array ? w : Float32Array.from(w), shape: shapes[name] };
+  }
+  const metadata = { format: 'pt', producer: 'PipeLab', config: JSON.stringify(config) };
+  return { name: `${base}-weights.safetensors`, type: 'application/octet-stream', data: writeSafetensors(tensors, metadata) };
+}
+
+export function download(f: ExportFile): void {
+  const part: BlobPart = typeof f.data === 'string' ? f.data : new Uint8Array(f.data);
+  const url = URL.createObjectURL(new Blob([part], { type: f.type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = f.name;
+  a.rel = 'noopener';
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

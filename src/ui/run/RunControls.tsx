@@ -1,0 +1,86 @@
+/** Run, pause/resume, single-step and stop, with the progress bar, speed and time left. */
+import { cannotRunReason, pauseRun, resumeRun, startRun, stepRun, stopRun } from '../../state/run-controller.ts';
+import { isActive, usePipeLab } from '../../state/store.ts';
+import { duration, num } from '../timeline/format.ts';
+
+export function RunControls() {
+  const run = usePipeLab((s) => s.run);
+  const lastLoss = usePipeLab((s) => (s.losses.length ? s.losses[s.losses.length - 1] : null));
+  // Re-render when any input of the reason changes.
+  usePipeLab((s) => [s.webgpu.state, s.configProblem?.message, s.run.status].join('|'));
+  const reason = cannotRunReason();
+  const activeRun = isActive(run.status);
+  const paused = run.status === 'paused';
+  const frac = run.steps > 0 ? run.step / run.steps : 0;
+
+  return (
+    <div className="run-controls" aria-label="Run controls" role="group">
+      <div className="buttons">
+        {!activeRun ? (
+          <button type="button" className="primary" onClick={() => void startRun()} disabled={reason !== null} title={reason ?? 'Train with this configuration'}>
+            ▶ Run
+          </button>
+        ) : paused ? (
+          <button type="button" className="primary" onClick={resumeRun}>
+            ▶ Resume
+          </button>
+        ) : (
+          <button type="button" onClick={pauseRun} disabled={run.status !== 'running'}>
+            ❚❚ Pause
+          </button>
+        )}
+        <button
+          type="button"
+          onClick={stepRun}
+          disabled={activeRun ? !paused : reason !== null}
+          title="Run exactly one step, then hold"
+        >
+          Step
+        </button>
+        <button type="button" onClick={stopRun} disabled={!activeRun || run.status === 'stopping'}>
+          ■ Stop
+        </button>
+      </div>
+      <div className="progress">
+        <div
+          className="bar"
+          role="progressbar"
+          aria-label="Training progress"
+          aria-valuemin={0}
+          aria-valuemax={run.steps || 1}
+          aria-valuenow={run.step}
+          aria-valuetext={run.steps ? `step ${run.step} of ${run.steps}` : 'not started'}
+        >
+          <div className={`fill ${run.status}`} style={{ width: `${(frac * 100).toFixed(2)}%` }} />
+        </div>
+        <dl className="progress-stats">
+          <div>
+            <dt>step</dt>
+            <dd>
+              {run.step}
+              {run.steps ? ` / ${run.steps}` : ''}
+            </dd>
+          </div>
+          <div>
+            <dt>steps/s</dt>
+            <dd>{num(run.stepsPerSecond, 1)}</dd>
+          </div>
+          <div>
+            <dt>time left</dt>
+            <dd>{activeRun && !paused ? duration(run.etaMs) : '—'}</dd>
+          </div>
+          <div>
+            <dt>loss</dt>
+            <dd>{num(lastLoss, 4)}</dd>
+          </div>
+        </dl>
+      </div>
+      {reason && !activeRun && run.status !== 'error' && <p className="muted small why-off">{reason}</p>}
+      {run.status === 'error' && (
+        <p className="run-error" role="alert">
+          <b>The run stopped:</b> {run.error}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,87 @@
+/**
+ * Train: the configuration on the left; run controls, the live timeline, the
+ * numbers, the loss curve, what the model learned and the exports on the right.
+ * Before a run the timeline shows the simulator's prediction for the schedule.
+ */
+import { useMemo } from 'react';
+import { predict, simulateWithMeasured, stepSchedule } from '../../state/derived.ts';
+import { isActive, usePipeLab } from '../../state/store.ts';
+import { LossChart } from '../charts/LossChart.tsx';
+import { ConfigPanel } from '../controls/ConfigPanel.tsx';
+import { scheduleLabel } from '../controls/schedule-labels.ts';
+import { ExportPanel } from '../exports/ExportPanel.tsx';
+import { NoWebGpuNotice } from '../NoWebGpuNotice.tsx';
+import { ResultsPanel } from '../results/ResultsPanel.tsx';
+import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { RunControls } from './RunControls.tsx';
+import { RunNumbers } from './RunNumbers.tsx';
+
+export function RunView() {
+  const formConfig = usePipeLab((s) => s.config);
+  const run = usePipeLab((s) => s.run);
+  const live = usePipeLab((s) => s.liveTimeline);
+  const report = usePipeLab((s) => s.report);
+  const losses = usePipeLab((s) => s.losses);
+  const validation = usePipeLab((s) => s.validation);
+  const mode = usePipeLab((s) => s.timelineMode);
+  const setMode = usePipeLab((s) => s.setTimelineMode);
+  const webgpu = usePipeLab((s) => s.webgpu);
+  const setView = usePipeLab((s) => s.setView);
+  const configProblem = usePipeLab((s) => s.configProblem);
+
+  // The numbers follow the run on screen; with none, the form.
+  const config = run.config ?? formConfig;
+  const prediction = useMemo(
+    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual }),
+    [config.schedule, config.ranks, config.microbatches, config.virtual],
+  );
+  const schedule = useMemo(() => {
+    try {
+      return report?.schedule ?? stepSchedule(config);
+    } catch {
+      return null;
+    }
+  }, [report, config]);
+  const simulated = useMemo(() => {
+    if (report) return report.simulatedTimeline;
+    if (live && prediction) return simulateWithMeasured(prediction.schedule, live);
+    return prediction?.result.timeline ?? null;
+  }, [report, live, prediction]);
+  const measured = report?.timeline ?? live;
+
+  const title = `${scheduleLabel(config.schedule)} · ${config.ranks} ranks × ${config.microbatches} micro-batches`;
+  const caption = measured
+    ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
+    : `Predicted by the simulator (F = 1, B = 2 units per stage). Press Run to measure it on ${config.ranks} WebGPU workers.`;
+
+  return (
+    <div className="layout">
+      <aside className="sidebar" aria-label="Configuration">
+        <ConfigPanel disabled={isActive(run.status)} />
+      </aside>
+      <div className="main-col">
+        {webgpu.state === 'unavailable' && <NoWebGpuNotice support={webgpu} onSimulate={() => setView('simulate')} />}
+        <RunControls />
+        <TimelinePanel
+          title={title}
+          measured={measured}
+          simulated={simulated}
+          mode={mode}
+          onModeChange={setMode}
+          caption={caption}
+          emptyText={configProblem ? configProblem.message : 'This schedule cannot be drawn at these sizes.'}
+          testId="run-timeline"
+        />
+        <div className="cards">
+          <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />
+          <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel">
+            <h2 id="loss-title">Loss</h2>
+            <LossChart losses={losses} validation={validation} steps={run.steps || config.steps} />
+          </section>
+          <ResultsPanel />
+          <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={report} config={config} />
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,154 @@
+/**
+ * Simulate only: any schedule at sizes no browser could train (64 ranks × 512
+ * micro-batches and beyond), played against the cost model and drawn at once,
+ * with the closed form beside it.
+ */
+import { useMemo } from 'react';
+import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../../schedule/index.ts';
+import { patchSim } from '../../state/config-actions.ts';
+import { SIM_LIMITS } from '../../state/sim-params.ts';
+import { runSimulation, type SimOutcome } from '../../state/simulation.ts';
+import { usePipeLab } from '../../state/store.ts';
+import { NumberField, SelectField } from '../controls/fields.tsx';
+import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
+import { num, pct } from '../timeline/format.ts';
+import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { MemoryBars } from './MemoryBars.tsx';
+
+function useSimulation(): { outcome: SimOutcome | null; error: string | null } {
+  const sim = usePipeLab((s) => s.sim);
+  const problem = usePipeLab((s) => s.simProblem);
+  return useMemo(() => {
+    if (problem) return { outcome: null, error: problem.message };
+    try {
+      return { outcome: runSimulation(sim), error: null };
+    } catch (e) {
+      return { outcome: null, error: e instanceof Error ? e.message : String(e) };
+    }
+  }, [sim, problem]);
+}
+
+export function SimulateView() {
+  const sim = usePipeLab((s) => s.sim);
+  const problem = usePipeLab((s) => s.simProblem);
+  const { outcome, error } = useSimulation();
+  const kind = SCHEDULES[sim.schedule];
+  const errorFor = (f: string) => (problem && problem.field === `sim.${f}` ? problem.message : null);
+  const r = outcome?.result;
+  const actions = outcome ? outcome.schedule.order.reduce((n, l) => n + l.length, 0) : 0;
+  const peak = r ? Math.max(...r.memory.map((m) => m.peakMicrobatches)) : null;
+  const closedPeak = outcome?.closedPeak ? Math.max(...outcome.closedPeak) : null;
+
+  return (
+    <div className="layout">
+      <aside className="sidebar" aria-label="Simulation settings">
+        <form className="config" aria-label="Simulation settings" onSubmit={(e) => e.preventDefault()}>
+          {problem && (
+            <p className="config-problem" role="alert">
+              <b>Not valid:</b> {problem.message}
+            </p>
+          )}
+          <fieldset>
+            <legend>Schedule</legend>
+            <SelectField<ScheduleName>
+              label="Schedule"
+              name="sim.schedule"
+              value={sim.schedule}
+              options={SCHEDULE_NAMES.map((s) => ({ value: s, label: SCHEDULE_LABELS[s] }))}
+              onChange={(schedule) => patchSim({ schedule })}
+              hint={`${kind.title}. ${kind.source}.`}
+            />
+            <div className="row2">
+              <NumberField label="Ranks" name="sim.ranks" integer min={1} max={SIM_LIMITS.ranks} value={sim.ranks} onChange={(ranks) => patchSim({ ranks })} error={errorFor('ranks')} />
+              <NumberField label="Micro-batches" name="sim.microbatches" integer min={1} max={SIM_LIMITS.microbatches} value={sim.microbatches} onChange={(microbatches) => patchSim({ microbatches })} error={errorFor('microbatches')} />
+            </div>
+            <NumberField
+              label="Virtual stages per rank"
+              name="sim.virtual"
+              integer
+              min={1}
+              max={SIM_LIMITS.virtual}
+              value={sim.virtual}
+              onChange={(virtual) => patchSim({ virtual })}
+              error={errorFor('virtual')}
+              disabled={!kind.acceptsVirtual}
+            />
+          </fieldset>
+          <fieldset>
+            <legend>Cost model (per rank’s share of the model)</legend>
+            <div className="row2">
+              <NumberField label="F time" name="sim.costF" min={0} step={0.1} value={sim.costF} onChange={(costF) => patchSim({ costF })} error={errorFor('costF')} />
+              <NumberField label="B time" name="sim.costB" min={0} step={0.1} value={sim.costB} onChange={(costB) => patchSim({ costB })} error={errorFor('costB')} />
+            </div>
+            {kind.splitBackward && (
+              <div className="row2">
+                <NumberField label="I time" name="sim.costI" min={0} step={0.1} value={sim.costI} onChange={(costI) => patchSim({ costI })} error={errorFor('costI')} hint="input gradient" />
+                <NumberField label="W time" name="sim.costW" min={0} step={0.1} value={sim.costW} onChange={(costW) => patchSim({ costW })} error={errorFor('costW')} hint="weight gradient" />
+              </div>
+            )}
+            <NumberField label="Link latency" name="sim.latency" min={0} step={0.1} value={sim.latency} onChange={(latency) => patchSim({ latency })} error={errorFor('latency')} hint="between ranks, same units" />
+          </fieldset>
+        </form>
+      </aside>
+      <div className="main-col">
+        <TimelinePanel
+          title={outcome ? `${SCHEDULE_LABELS[sim.schedule]}: ${sim.ranks} ranks × ${sim.microbatches} micro-batches` : 'Simulation'}
+          measured={null}
+          simulated={outcome?.result.timeline ?? null}
+          mode="simulated"
+          emptyText={error ?? 'Nothing to simulate.'}
+          testId="sim-timeline"
+          caption={
+            outcome ? (
+              <>
+                {actions.toLocaleString('en-US')} actions simulated and drawn in {outcome.tookMs.toFixed(0)} ms. Zoom in with the wheel to see single
+                micro-batches.
+              </>
+            ) : undefined
+          }
+        />
+        <div className="cards">
+          <section className="panel" aria-labelledby="sim-numbers">
+            <h2 id="sim-numbers">Simulated vs closed form</h2>
+            <table className="numbers">
+              <thead>
+                <tr>
+                  <th scope="col" />
+                  <th scope="col">simulated</th>
+                  <th scope="col">closed form</th>
+                </tr>
+              </thead>
+              <tbody>
+                <tr>
+                  <th scope="row">Makespan (units)</th>
+                  <td>{num(r?.makespan)}</td>
+                  <td>{num(outcome?.closed?.makespan)}</td>
+                </tr>
+                <tr>
+                  <th scope="row">Bubble</th>
+                  <td>{pct(r?.bubble, 2)}</td>
+                  <td>
+                    {pct(outcome?.closed?.bubble, 2)}
+                    {outcome?.closed && <span className="formula"> {outcome.closed.formula}</span>}
+                  </td>
+                </tr>
+                <tr>
+                  <th scope="row">Peak activations (micro-batches, worst rank)</th>
+                  <td>{num(peak)}</td>
+                  <td>{num(closedPeak)}</td>
+                </tr>
+                <tr>
+                  <th scope="row">Micro-batches per unit time</th>
+                  <td>{r ? num(sim.microbatches / r.makespan, 3) : '—'}</td>
+                  <td>{outcome?.closed ? num(sim.microbatches / outcome.closed.makespan, 3) : '—'}</td>
+                </tr>
+              </tbody>
+            </table>
+            {!outcome?.closed && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links; change the costs back to compare.</p>}
+          </section>
+          {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
+        </div>
+      </div>
+    </div>
+  );
+}

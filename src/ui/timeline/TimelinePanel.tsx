@@ -1,0 +1,95 @@
+/**
+ * The hero: a timeline with its mode switch (measured, simulated, both), the
+ * bubble and makespan in the corner, and the legend.
+ */
+import { useId, useMemo, type ReactNode } from 'react';
+import { scaleOnto } from '../../state/derived.ts';
+import type { TimelineMode } from '../../state/store.ts';
+import { timelineStats, type Op, type Timeline } from '../../schedule/index.ts';
+import { ms, num, pct } from './format.ts';
+import { TimelineCanvas } from './TimelineCanvas.tsx';
+import { TimelineLegend } from './TimelineLegend.tsx';
+import type { Bounds } from './viewport.ts';
+
+export interface TimelinePanelProps {
+  title: string;
+  measured: Timeline | null;
+  simulated: Timeline | null;
+  mode: TimelineMode;
+  onModeChange?: (m: TimelineMode) => void;
+  caption?: ReactNode;
+  extent?: Bounds;
+  height?: number;
+  emptyText?: string;
+  /** Extra controls at the right of the header. */
+  actions?: ReactNode;
+  testId?: string;
+}
+
+const MODE_LABEL: Record<TimelineMode, string> = { measured: 'Measured', simulated: 'Simulated', overlay: 'Both' };
+
+function opsIn(t: Timeline | null): Op[] {
+  if (!t) return [];
+  const seen = new Set<Op>();
+  for (const iv of t.intervals) if (iv.op !== 'comm') seen.add(iv.op);
+  return (['F', 'B', 'I', 'W'] as const).filter((o) => seen.has(o));
+}
+
+export function TimelinePanel(props: TimelinePanelProps) {
+  const { title, measured, simulated, onModeChange, caption, extent, height, emptyText, actions, testId } = props;
+  const groupName = useId();
+  const both = measured !== null && simulated !== null;
+  const mode: TimelineMode = !measured ? 'simulated' : !simulated ? 'measured' : props.mode;
+
+  const overlay = useMemo(() => {
+    if (mode !== 'overlay' || !measured || !simulated) return null;
+    return scaleOnto(simulated, measured);
+  }, [mode, measured, simulated]);
+
+  const primary = mode === 'simulated' ? simulated : measured;
+  const stats = useMemo(() => (primary ? timelineStats(primary) : null), [primary]);
+  const ops = opsIn(primary ?? simulated);
+  const hasComm = !!primary?.intervals.some((iv) => iv.op === 'comm');
+  const chunks = !!primary && primary.stages > primary.ranks;
+  const source = mode === 'simulated' ? 'simulated' : 'measured';
+  const label = `${title}: ${source} timeline, ${primary?.ranks ?? 0} ranks`;
+
+  return (
+    <section className="panel timeline-panel" aria-label={title} data-testid={testId}>
+      <header className="panel-head">
+        <h2>{title}</h2>
+        {both && onModeChange && (
+          <fieldset className="segmented" aria-label="Timeline source">
+            <legend className="visually-hidden">Timeline source</legend>
+            {(['measured', 'simulated', 'overlay'] as const).map((m) => (
+              <label key={m} className={mode === m ? 'on' : ''}>
+                <input type="radio" name={groupName} value={m} checked={mode === m} onChange={() => onModeChange(m)} />
+                {MODE_LABEL[m]}
+              </label>
+            ))}
+          </fieldset>
+        )}
+        {actions}
+      </header>
+      <div className="timeline-stage">
+        {stats && (
+          <div className="bubble-badge" aria-live="off">
+            <span className="big">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ' (this step)' : ''}
+            <span className="sep" />
+            {primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} units`} makespan
+            {mode === 'overlay' && overlay && (
+              <span className="overlay-note">
+                simulated outlines scaled ×{overlay.factor.toFixed(2)} to the measured makespan
+              </span>
+            )}
+          </div>
+        )}
+        <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} />
+      </div>
+      <footer className="panel-foot">
+        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} comm={hasComm} overlay={mode === 'overlay'} chunks={chunks} />
+        {caption && <p className="caption">{caption}</p>}
+      </footer>
+    </section>
+  );
+}

@@ -1,0 +1,62 @@
+/**
+ * Colours of the timeline: one hue per op (F, B, I, W), a lighter shade for
+ * every other virtual-stage chunk, greys and teal for communication, and the
+ * hatch that marks idle time (the bubble).
+ */
+import type { CommKind, Op } from '../../schedule/index.ts';
+
+export const OP_COLORS: Readonly<Record<Op, string>> = {
+  F: '#5b9cff',
+  B: '#ff9f43',
+  I: '#ffd166',
+  W: '#c084fc',
+};
+
+export const OP_NAMES: Readonly<Record<Op, string>> = {
+  F: 'forward',
+  B: 'backward',
+  I: 'backward (input)',
+  W: 'backward (weights)',
+};
+
+export const COMM_COLORS: Readonly<Record<CommKind, string>> = {
+  send: '#8b95a7',
+  transfer: '#2dd4bf',
+  'recv-wait': '#f87171',
+  readback: '#a3b1c6',
+  upload: '#a3b1c6',
+};
+
+export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
+  send: 'send',
+  transfer: 'in flight',
+  'recv-wait': 'waiting to receive',
+  readback: 'GPU → CPU',
+  upload: 'CPU → GPU',
+};
+
+export const THEME = {
+  laneBg: '#1a1f29',
+  hatch: 'rgba(248, 113, 113, 0.22)',
+  gutterText: '#aab3c2',
+  axisText: '#8791a3',
+  grid: 'rgba(255, 255, 255, 0.06)',
+  label: '#0b0e14',
+  overlay: 'rgba(255, 255, 255, 0.9)',
+  hover: '#ffffff',
+  commLaneBg: '#141821',
+} as const;
+
+function mixWithWhite(hex: string, amount: number): string {
+  const n = parseInt(hex.slice(1), 16);
+  const ch = (v: number) => Math.round(v + (255 - v) * amount);
+  const r = ch((n >> 16) & 255);
+  const g = ch((n >> 8) & 255);
+  const b = ch(n & 255);
+  return `#${((1 << 24) | (r << 16) | (g << 8) | b).toString(16).slice(1)}`;
+}
+
+/** Fill for an op on virtual-stage chunk `chunk` (0-based); odd chunks are lighter. */
+export function opColor(op: Op, chunk: number): string {
+  return chunk % 2 === 1 ? mixWithWhite(OP_COLORS[op], 0.42) : OP_COLORS[op];
+}

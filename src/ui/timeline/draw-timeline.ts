@@ -1,0 +1,320 @@
+/**
+ * Draws a timeline on a 2D canvas: a lane per rank (hatched where the rank is
+ * idle: the bubble), a thin communication lane under it, actions filled by op
+ * and labelled with their micro-batch when there is room, an optional overlay
+ * drawn as outlines, and a time axis. Only intervals in view are visited
+ * (binary search per lane); fills are batched per colour and runs narrower
+ * than a pixel are merged, so the cost stays bounded by the pixels, not by
+ * the number of intervals.
+ */
+import type { Interval } from '../../schedule/index.ts';
+import { formatTick, niceStep, ticks } from './axis-ticks.ts';
+import { COMM_COLORS, opColor, THEME } from './colors.ts';
+import type { Lane, LaneIndex } from './lane-index.ts';
+import { visibleRange } from './lane-index.ts';
+import type { Viewport } from './viewport.ts';
+import { xOf } from './viewport.ts';
+
+export const GUTTER = 58;
+export const AXIS = 22;
+const PAD_BOTTOM = 6;
+
+export interface LaneBox {
+  /** Compute lane top and height. */
+  y: number;
+  h: number;
+  /** Communication sub-lane top and height (0 when the timeline has none). */
+  cy: number;
+  ch: number;
+}
+
+export interface TimelineLayout {
+  width: number;
+  height: number;
+  plotX: number;
+  plotW: number;
+  lanes: LaneBox[];
+}
+
+/** Row height per rank that keeps lanes readable from 2 to 64+ ranks. */
+export function rowHeightFor(ranks: number): number {
+  if (ranks <= 4) return 54;
+  if (ranks <= 8) return 40;
+  if (ranks <= 16) return 26;
+  if (ranks <= 32) return 14;
+  return 8;
+}
+
+export function canvasHeightFor(ranks: number): number {
+  return AXIS + Math.max(1, ranks) * rowHeightFor(ranks) + PAD_BOTTOM;
+}
+
+export function layoutLanes(ranks: number, width: number, height: number, hasComm: boolean): TimelineLayout {
+  const rows = Math.max(1, ranks);
+  const row = (height - AXIS - PAD_BOTTOM) / rows;
+  const gap = row >= 20 ? 4 : row >= 10 ? 2 : 1;
+  const ch = hasComm ? Math.max(2, Math.round(row * 0.18)) : 0;
+  const h = Math.max(1, row - gap - ch - (hasComm ? 1 : 0));
+  const lanes: LaneBox[] = [];
+  for (let r = 0; r < ranks; r++) {
+    const y = AXIS + r * row;
+    lanes.push({ y, h, cy: y + h + (hasComm ? 1 : 0), ch });
+  }
+  return { width, height, plotX: GUTTER, plotW: Math.max(1, width - GUTTER - 8), lanes };
+}
+
+export interface TimelineScene {
+  index: LaneIndex;
+  view: Viewport;
+  layout: TimelineLayout;
+  /** Stages per rank (virtual stages) for chunk shading; 1 for plain schedules. */
+  ranks: number;
+  unit: 'ms' | 'unit';
+  overlay?: LaneIndex | null;
+  hover?: Interval | null;
+  /** Rank lane labels, e.g. "R0". */
+  laneLabel?: (rank: number) => string;
+}
+
+interface RectBatch {
+  rects: number[];
+}
+
+/** Collects rects per colour, merging a rect into the previous one of the same colour when they touch at pixel scale. */
+class Batcher {
+  readonly byColor = new Map<string, RectBatch>();
+  private lastColor = '';
+  private last: RectBatch | null = null;
+
+  add(color: string, x0: number, y: number, x1: number, h: number): void {
+    let batch = color === this.lastColor ? this.last : this.byColor.get(color);
+    if (!batch) {
+      batch = { rects: [] };
+      this.byColor.set(color, batch);
+    }
+    this.lastColor = color;
+    this.last = batch;
+    const r = batch.rects;
+    const n = r.length;
+    // Same row, starts within half a pixel of the previous rect's end: extend it.
+    if (n >= 4 && r[n - 3] === y && r[n - 1] === h && x0 <= r[n - 4] + r[n - 2] + 0.5) {
+      const end = Math.max(r[n - 4] + r[n - 2], x1);
+      r[n - 2] = end - r[n - 4];
+      return;
+    }
+    r.push(x0, y, x1 - x0, h);
+  }
+
+  fill(ctx: CanvasRenderingContext2D): void {
+    for (const [color, batch] of this.byColor) {
+      ctx.fillStyle = color;
+      ctx.beginPath();
+      const r = batch.rects;
+      for (let i = 0; i < r.length; i += 4) ctx.rect(r[i], r[i + 1], r[i + 2], r[i + 3]);
+      ctx.fill();
+    }
+  }
+}
+
+let hatchCache: { pattern: CanvasPattern; ctx: CanvasRenderingContext2D } | null = null;
+
+function hatchPattern(ctx: CanvasRenderingContext2D): CanvasPattern | string {
+  if (hatchCache && hatchCache.ctx === ctx) return hatchCache.pattern;
+  const tile = document.createElement('canvas');
+  tile.width = 8;
+  tile.height = 8;
+  const t = tile.getContext('2d');
+  if (!t) return THEME.laneBg;
+  t.fillStyle = THEME.laneBg;
+  t.fillRect(0, 0, 8, 8);
+  t.strokeStyle = THEME.hatch;
+  t.lineWidth = 2;
+  t.beginPath();
+  t.moveTo(-2, 10);
+  t.lineTo(10, -2);
+  t.moveTo(-2, 2);
+  t.lineTo(2, -2);
+  t.moveTo(6, 10);
+  t.lineTo(10, 6);
+  t.stroke();
+  const pattern = ctx.createPattern(tile, 'repeat');
+  if (!pattern) return THEME.laneBg;
+  hatchCache = { pattern, ctx };
+  return pattern;
+}
+
+function clipX(x: number, plotX: number, plotW: number): number {
+  return x < plotX - 1 ? plotX - 1 : x > plotX + plotW + 1 ? plotX + plotW + 1 : x;
+}
+
+function drawComputeLane(
+  lane: Lane,
+  box: LaneBox,
+  scene: TimelineScene,
+  fills: Batcher,
+  labels: { x: number; y: number; text: string }[],
+): void {
+  const { view, layout } = scene;
+  const { plotX, plotW } = layout;
+  const [from, to] = visibleRange(lane, view.a, view.b);
+  const showLabels = box.h >= 11;
+  for (let i = from; i < to; i++) {
+    const iv = lane.items[i];
+    if (iv.op === 'comm') continue;
+    const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
+    let x1 = clipX(plotX + xOf(view, lane.ends[i], plotW), plotX, plotW);
+    if (x1 - x0 < 0.6) x1 = x0 + 0.6;
+    const chunk = Math.floor(iv.stage / Math.max(1, scene.ranks));
+    // A hairline gap between neighbours keeps back-to-back actions apart when they are wide enough.
+    const w = x1 - x0;
+    fills.add(opColor(iv.op, chunk), x0, box.y, w > 4 ? x1 - 1 : x1, box.h);
+    if (showLabels && w >= 13) labels.push({ x: (x0 + x1) / 2, y: box.y + box.h / 2, text: String(iv.mb) });
+  }
+}
+
+function drawCommLane(lane: Lane, box: LaneBox, scene: TimelineScene, fills: Batcher): void {
+  if (box.ch <= 0) return;
+  const { view, layout } = scene;
+  const { plotX, plotW } = layout;
+  const [from, to] = visibleRange(lane, view.a, view.b);
+  for (let i = from; i < to; i++) {
+    const iv = lane.items[i];
+    const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
+    let x1 = clipX(plotX + xOf(view, lane.ends[i], plotW), plotX, plotW);
+    if (x1 - x0 < 0.6) x1 = x0 + 0.6;
+    fills.add(COMM_COLORS[iv.comm ?? 'send'], x0, box.cy, x1, box.ch);
+  }
+}
+
+function drawOverlay(scene: TimelineScene, ctx: CanvasRenderingContext2D): void {
+  const overlay = scene.overlay;
+  if (!overlay) return;
+  const { view, layout } = scene;
+  const { plotX, plotW } = layout;
+  ctx.save();
+  ctx.strokeStyle = THEME.overlay;
+  ctx.lineWidth = 1.25;
+  ctx.setLineDash([4, 2]);
+  ctx.beginPath();
+  overlay.compute.forEach((lane, r) => {
+    const box = layout.lanes[r];
+    if (!box) return;
+    const [from, to] = visibleRange(lane, view.a, view.b);
+    let lastX = -Infinity;
+    for (let i = from; i < to; i++) {
+      const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
+      const x1 = clipX(plotX + xOf(view, lane.ends[i], plotW), plotX, plotW);
+      if (x1 < lastX + 1) continue;
+      lastX = x1;
+      ctx.rect(x0 + 0.5, box.y + 1.5, Math.max(0.5, x1 - x0 - 1), Math.max(0.5, box.h - 3));
+    }
+  });
+  ctx.stroke();
+  ctx.restore();
+}
+
+function drawAxis(scene: TimelineScene, ctx: CanvasRenderingContext2D): void {
+  const { view, layout, unit } = scene;
+  const { plotX, plotW, height } = layout;
+  const maxTicks = Math.max(2, Math.floor(plotW / 90));
+  const step = niceStep(view.b - view.a, maxTicks);
+  ctx.font = '11px ui-sans-serif, system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  ctx.textAlign = 'center';
+  ctx.fillStyle = THEME.axisText;
+  ctx.strokeStyle = THEME.grid;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (const t of ticks(view.a, view.b, maxTicks)) {
+    const x = Math.round(plotX + xOf(view, t, plotW)) + 0.5;
+    if (x < plotX || x > plotX + plotW) continue;
+    ctx.moveTo(x, AXIS - 4);
+    ctx.lineTo(x, height - PAD_BOTTOM);
+    ctx.fillText(formatTick(t, step, unit), x, AXIS / 2 - 1);
+  }
+  ctx.stroke();
+}
+
+/** Draws the whole scene; `ctx` is already scaled for devicePixelRatio. */
+export function drawTimeline(ctx: CanvasRenderingContext2D, scene: TimelineScene): void {
+  const { layout, index } = scene;
+  const { width, height, plotX, plotW } = layout;
+  ctx.clearRect(0, 0, width, height);
+
+  // Lanes: hatched everywhere, so whatever compute does not cover reads as idle.
+  const hatch = hatchPattern(ctx);
+  ctx.fillStyle = hatch;
+  for (const box of layout.lanes) ctx.fillRect(plotX, box.y, plotW, box.h);
+  if (index.hasComm) {
+    ctx.fillStyle = THEME.commLaneBg;
+    for (const box of layout.lanes) if (box.ch > 0) ctx.fillRect(plotX, box.cy, plotW, box.ch);
+  }
+
+  drawAxis(scene, ctx);
+
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(plotX, 0, plotW, height);
+  ctx.clip();
+  const fills = new Batcher();
+  const labels: { x: number; y: number; text: string }[] = [];
+  index.compute.forEach((lane, r) => {
+    const box = layout.lanes[r];
+    if (box) drawComputeLane(lane, box, scene, fills, labels);
+  });
+  index.comm.forEach((lane, r) => {
+    const box = layout.lanes[r];
+    if (box) drawCommLane(lane, box, scene, fills);
+  });
+  fills.fill(ctx);
+
+  if (labels.length > 0) {
+    const box0 = layout.lanes[0];
+    const size = Math.max(9, Math.min(12, Math.floor((box0?.h ?? 12) * 0.42)));
+    ctx.font = `600 ${size}px ui-sans-serif, system-ui, sans-serif`;
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.fillStyle = THEME.label;
+    for (const l of labels) ctx.fillText(l.text, l.x, l.y + 0.5);
+  }
+
+  drawOverlay(scene, ctx);
+
+  const hover = scene.hover;
+  if (hover) {
+    const box = layout.lanes[hover.rank];
+    if (box) {
+      const x0 = plotX + xOf(scene.view, hover.start, plotW);
+      const x1 = plotX + xOf(scene.view, hover.end, plotW);
+      const y = hover.op === 'comm' ? box.cy : box.y;
+      const h = hover.op === 'comm' ? box.ch : box.h;
+      ctx.strokeStyle = THEME.hover;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0 - 1, y - 1, Math.max(2, x1 - x0) + 2, h + 2);
+    }
+  }
+  ctx.restore();
+
+  // Gutter labels.
+  ctx.font = '600 11px ui-sans-serif, system-ui, sans-serif';
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  ctx.fillStyle = THEME.gutterText;
+  const every = layout.lanes.length > 0 && layout.lanes[0].h + layout.lanes[0].ch < 9 ? 4 : 1;
+  layout.lanes.forEach((box, r) => {
+    if (r % every !== 0) return;
+    const text = scene.laneLabel ? scene.laneLabel(r) : `R${r}`;
+    ctx.fillText(text, plotX - 8, box.y + box.h / 2);
+  });
+}
+
+/** The lane (rank) and part ('compute' | 'comm') under canvas point (x, y), or null. */
+export function laneAt(layout: TimelineLayout, x: number, y: number): { rank: number; part: 'compute' | 'comm' } | null {
+  if (x < layout.plotX || x > layout.plotX + layout.plotW) return null;
+  for (let r = 0; r < layout.lanes.length; r++) {
+    const b = layout.lanes[r];
+    if (y >= b.y && y < b.y + b.h) return { rank: r, part: 'compute' };
+    if (b.ch > 0 && y >= b.cy - 1 && y < b.cy + b.ch + 1) return { rank: r, part: 'comm' };
+  }
+  return null;
+}

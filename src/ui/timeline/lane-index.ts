@@ -1,0 +1,120 @@
+/**
+ * A Timeline arranged for drawing and hit-testing: per rank, the compute
+ * intervals and the communication intervals, each sorted by start, packed into
+ * typed arrays, with a running maximum of ends so the first interval that can
+ * reach a time is found by binary search (comm intervals may overlap).
+ */
+import type { Interval, Timeline } from '../../schedule/index.ts';
+
+export interface Lane {
+  /** Intervals sorted by start. */
+  items: Interval[];
+  starts: Float64Array;
+  ends: Float64Array;
+  /** maxEnd[i] = max(ends[0..i]); non-decreasing. */
+  maxEnd: Float64Array;
+}
+
+export interface LaneIndex {
+  ranks: number;
+  compute: Lane[];
+  comm: Lane[];
+  /** Earliest start and latest end over every interval (0, 0 when empty). */
+  t0: number;
+  t1: number;
+  /** Number of intervals indexed. */
+  count: number;
+  hasComm: boolean;
+}
+
+function makeLane(items: Interval[]): Lane {
+  items.sort((a, b) => a.start - b.start || a.end - b.end);
+  const n = items.length;
+  const starts = new Float64Array(n);
+  const ends = new Float64Array(n);
+  const maxEnd = new Float64Array(n);
+  let mx = -Infinity;
+  for (let i = 0; i < n; i++) {
+    starts[i] = items[i].start;
+    ends[i] = items[i].end;
+    mx = Math.max(mx, items[i].end);
+    maxEnd[i] = mx;
+  }
+  return { items, starts, ends, maxEnd };
+}
+
+export function buildLaneIndex(t: Timeline): LaneIndex {
+  const compute: Interval[][] = Array.from({ length: t.ranks }, () => []);
+  const comm: Interval[][] = Array.from({ length: t.ranks }, () => []);
+  let t0 = Infinity;
+  let t1 = -Infinity;
+  for (const iv of t.intervals) {
+    if (iv.rank < 0 || iv.rank >= t.ranks) continue;
+    (iv.op === 'comm' ? comm : compute)[iv.rank].push(iv);
+    if (iv.start < t0) t0 = iv.start;
+    if (iv.end > t1) t1 = iv.end;
+  }
+  if (t0 === Infinity) {
+    t0 = 0;
+    t1 = 0;
+  }
+  const commLanes = comm.map(makeLane);
+  return {
+    ranks: t.ranks,
+    compute: compute.map(makeLane),
+    comm: commLanes,
+    t0,
+    t1,
+    count: t.intervals.length,
+    hasComm: commLanes.some((l) => l.items.length > 0),
+  };
+}
+
+/** First index i with maxEnd[i] >= time (lane length when none): intervals before it end before `time`. */
+export function firstReaching(lane: Lane, time: number): number {
+  let lo = 0;
+  let hi = lane.maxEnd.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (lane.maxEnd[mid] < time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** First index i with starts[i] > time: intervals from it on start after `time`. */
+export function firstStartingAfter(lane: Lane, time: number): number {
+  let lo = 0;
+  let hi = lane.starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (lane.starts[mid] <= time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index range [from, to) of the lane's intervals that may overlap [a, b]. */
+export function visibleRange(lane: Lane, a: number, b: number): [number, number] {
+  return [firstReaching(lane, a), firstStartingAfter(lane, b)];
+}
+
+/**
+ * The interval of the lane under `time`, allowing `slack` (time units) either
+ * side so that thin intervals can still be picked; the nearest wins.
+ */
+export function hitTest(lane: Lane, time: number, slack = 0): Interval | null {
+  const [from, to] = visibleRange(lane, time - slack, time + slack);
+  let best: Interval | null = null;
+  let bestDist = Infinity;
+  for (let i = from; i < to; i++) {
+    const s = lane.starts[i];
+    const e = lane.ends[i];
+    const d = time < s ? s - time : time > e ? time - e : 0;
+    if (d <= slack && (d < bestDist || (d === bestDist && best !== null && e - s < best.end - best.start))) {
+      best = lane.items[i];
+      bestDist = d;
+    }
+  }
+  return best;
+}
