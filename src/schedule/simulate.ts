@@ -19,10 +19,9 @@
  * its own action order, which is also its time order.
  */
 import { ConfigError, requireFinite } from '../util/errors.ts';
-import { play } from './engine.ts';
 import { timelineStats, type Interval, type Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
-import { assertValidSchedule } from './validate.ts';
+import { validateAndPlay } from './validate.ts';
 
 export type PerStage = number | readonly number[];
 export type PerLink = number | ((fromRank: number, toRank: number) => number);
@@ -136,10 +135,9 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
  * (see validate.ts) or a cost is. O(actions) time and memory.
  */
 export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
-  assertValidSchedule(s);
   const c = resolveCosts(costs, s.stages);
   const transfers: Interval[] = [];
-  const result = play(s, {
+  const { result: valid, play: result } = validateAndPlay(s, {
     duration: (a: Action) => c.op[a.op][a.stage],
     linkDelay: (from, to, boundary) => {
       const bytes = c.activationBytes[boundary];
@@ -149,19 +147,23 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
       transfers.push({ rank, stage: a.stage, op: 'comm', mb: a.mb, start: sentAt, end: arrivedAt, comm: 'transfer', peer: from });
     },
   });
-  if (result.stuck.length > 0) throw new Error('simulate: the validated schedule got stuck (a bug in the engine)');
+  if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
+  if (!result) throw new Error('simulate: no play for a valid schedule (a bug)');
 
-  const intervals: Interval[] = [];
+  let total = transfers.length;
+  for (const list of s.order) total += list.length;
+  const intervals = new Array<Interval>(total);
+  let n = 0;
   for (let r = 0; r < s.ranks; r++) {
     const list = s.order[r];
     const st = result.start[r];
     const en = result.end[r];
     for (let i = 0; i < list.length; i++) {
       const a = list[i];
-      intervals.push({ rank: r, stage: a.stage, op: a.op, mb: a.mb, start: st[i], end: en[i] });
+      intervals[n++] = { rank: r, stage: a.stage, op: a.op, mb: a.mb, start: st[i], end: en[i] };
     }
   }
-  for (const t of transfers) intervals.push(t);
+  for (const t of transfers) intervals[n++] = t;
   const timeline: Timeline = {
     source: 'simulated',
     ranks: s.ranks,

@@ -19,7 +19,7 @@
  */
 import { ConfigError, formatValue } from '../util/errors.ts';
 import { formatAction } from './action-text.ts';
-import { play, type Wait } from './engine.ts';
+import { play, type Play, type PlayCosts, type Wait } from './engine.ts';
 import { OPS, type Action, type Op, type Schedule } from './types.ts';
 
 export interface ValidationFailure {
@@ -86,37 +86,44 @@ interface Positions {
   W: Int32Array;
 }
 
+const OP_INDEX: Readonly<Record<string, number>> = { F: 0, B: 1, I: 2, W: 3 };
+
 function checkActions(s: Schedule, pos: Positions): ValidationFailure | null {
   const m = s.microbatches;
+  const S = s.stages;
+  const byIndex = [pos.F, pos.B, pos.I, pos.W];
   for (let r = 0; r < s.ranks; r++) {
     const list = s.order[r];
     for (let i = 0; i < list.length; i++) {
       const a = list[i] as unknown as Record<string, unknown>;
       if (typeof a !== 'object' || a === null) return fail(`order[${r}][${i}]`, a, 'must be an action {stage, op, mb}', r, i, null);
-      const { stage, op, mb } = a;
-      if (!isInt(stage) || stage < 0 || stage >= s.stages) {
-        return fail(`order[${r}][${i}].stage`, stage, `must be a stage between 0 and ${s.stages - 1}`, r, i, null);
+      const stage = a.stage;
+      const op = a.op;
+      const mb = a.mb;
+      if (!isInt(stage) || stage < 0 || stage >= S) {
+        return fail(`order[${r}][${i}].stage`, stage, `must be a stage between 0 and ${S - 1}`, r, i, null);
       }
-      if (typeof op !== 'string' || !(OPS as readonly string[]).includes(op)) {
-        return fail(`order[${r}][${i}].op`, op, `must be one of ${OPS.join(', ')}`, r, i, null);
-      }
+      const o = typeof op === 'string' && Object.hasOwn(OP_INDEX, op) ? OP_INDEX[op] : -1;
+      if (o < 0) return fail(`order[${r}][${i}].op`, op, `must be one of ${OPS.join(', ')}`, r, i, null);
       if (!isInt(mb) || mb < 0 || mb >= m) {
         return fail(`order[${r}][${i}].mb`, mb, `must be a micro-batch between 0 and ${m - 1}`, r, i, null);
       }
-      const action: Action = { stage, op: op as Op, mb };
-      const home = s.stageToRank[stage];
-      if (home !== r) return failAt(r, i, action, `runs stage ${stage}, which stageToRank places on rank ${home}`);
       const k = stage * m + mb;
-      const p = pos[op as Op];
+      const p = byIndex[o];
+      const home = s.stageToRank[stage];
+      if (home === r && p[k] === 0 && (o === 0 || (o === 1 ? pos.I[k] === 0 && pos.W[k] === 0 : pos.B[k] === 0))) {
+        p[k] = i + 1;
+        continue;
+      }
+      // Something is wrong with this action: say what.
+      const action: Action = { stage, op: op as Op, mb };
+      if (home !== r) return failAt(r, i, action, `runs stage ${stage}, which stageToRank places on rank ${home}`);
       if (p[k] > 0) return failAt(r, i, action, `runs ${formatAction(action)} a second time (first at order[${r}][${p[k] - 1}])`);
-      if (op === 'B' && (pos.I[k] > 0 || pos.W[k] > 0)) {
+      if (op === 'B') {
         const other = pos.I[k] > 0 ? 'I' : 'W';
         return failAt(r, i, action, `runs a full backward of a micro-batch whose backward is split (${formatAction({ stage, op: other, mb })} at order[${r}][${pos[other][k] - 1}])`);
       }
-      if ((op === 'I' || op === 'W') && pos.B[k] > 0) {
-        return failAt(r, i, action, `splits the backward of a micro-batch that already has a full backward (${formatAction({ stage, op: 'B', mb })} at order[${r}][${pos.B[k] - 1}])`);
-      }
-      p[k] = i + 1;
+      return failAt(r, i, action, `splits the backward of a micro-batch that already has a full backward (${formatAction({ stage, op: 'B', mb })} at order[${r}][${pos.B[k] - 1}])`);
     }
   }
   return null;
@@ -124,26 +131,27 @@ function checkActions(s: Schedule, pos: Positions): ValidationFailure | null {
 
 function checkComplete(s: Schedule, pos: Positions): ValidationFailure | null {
   const m = s.microbatches;
-  for (let st = 0; st < s.stages; st++) {
+  const n = s.stages * m;
+  for (let k = 0; k < n; k++) {
+    const F = pos.F[k];
+    const B = pos.B[k];
+    const I = pos.I[k];
+    const W = pos.W[k];
+    if (F > 0 && (B > 0 ? I === 0 && W === 0 : I > 0 && W > 0)) continue;
+    const st = Math.floor(k / m);
+    const mb = k % m;
     const r = s.stageToRank[st];
-    for (let mb = 0; mb < m; mb++) {
-      const k = st * m + mb;
-      const missing = (op: Op, rule: string): ValidationFailure => {
-        const action: Action = { stage: st, op, mb };
-        return fail(`order[${r}]`, formatAction(action), `is missing: ${rule}`, r, null, action);
-      };
-      if (pos.F[k] === 0) return missing('F', `stage ${st} never runs the forward of micro-batch ${mb}`);
-      if (pos.W[k] > 0 && pos.I[k] === 0) {
-        const w: Action = { stage: st, op: 'W', mb };
-        return failAt(r, pos.W[k] - 1, w, `runs ${formatAction(w)} but never its ${formatAction({ stage: st, op: 'I', mb })}`);
-      }
-      if (pos.B[k] === 0 && pos.I[k] === 0) {
-        return missing('B', `stage ${st} never runs the backward of micro-batch ${mb} (neither B nor I and W)`);
-      }
-      if (pos.I[k] > 0 && pos.W[k] === 0) {
-        return missing('W', `stage ${st} runs ${formatAction({ stage: st, op: 'I', mb })} but never its W`);
-      }
+    const missing = (op: Op, rule: string): ValidationFailure => {
+      const action: Action = { stage: st, op, mb };
+      return fail(`order[${r}]`, formatAction(action), `is missing: ${rule}`, r, null, action);
+    };
+    if (F === 0) return missing('F', `stage ${st} never runs the forward of micro-batch ${mb}`);
+    if (W > 0 && I === 0) {
+      const w: Action = { stage: st, op: 'W', mb };
+      return failAt(r, W - 1, w, `runs ${formatAction(w)} but never its ${formatAction({ stage: st, op: 'I', mb })}`);
     }
+    if (B === 0 && I === 0) return missing('B', `stage ${st} never runs the backward of micro-batch ${mb} (neither B nor I and W)`);
+    return missing('W', `stage ${st} runs ${formatAction({ stage: st, op: 'I', mb })} but never its W`);
   }
   return null;
 }
@@ -159,9 +167,7 @@ function locate(s: Schedule, pos: Positions, w: Wait): { action: Action; rank: n
   return { action: { stage: w.stage, op, mb: w.mb }, rank, index: pos[op][k] - 1 };
 }
 
-function checkDeadlock(s: Schedule, pos: Positions): ValidationFailure | null {
-  const { stuck } = play(s, UNIT_COSTS);
-  if (stuck.length === 0) return null;
+function diagnoseStuck(s: Schedule, pos: Positions, stuck: Wait[]): ValidationFailure {
   const byRank = new Map<number, Wait>();
   for (const w of stuck) byRank.set(w.rank, w);
   // An action placed before its own dependency on the same rank.
@@ -195,12 +201,26 @@ function checkDeadlock(s: Schedule, pos: Positions): ValidationFailure | null {
   return failAt(head.rank, head.index, a, `deadlocks when receives block: ${steps.join('; ')}`);
 }
 
-export function validateSchedule(s: Schedule): ValidationResult {
+/**
+ * Validates `s` and, when it is well formed and complete, plays it with
+ * `costs`, so the simulator gets its timing from the same play that proves the
+ * schedule free of deadlock (whether a play gets stuck does not depend on the
+ * costs). `play` is null unless the schedule is valid.
+ */
+export function validateAndPlay(s: Schedule, costs: PlayCosts): { result: ValidationResult; play: Play | null } {
   const shape = checkShape(s);
-  if (shape) return shape;
+  if (shape) return { result: shape, play: null };
   const n = s.stages * s.microbatches;
   const pos: Positions = { F: new Int32Array(n), B: new Int32Array(n), I: new Int32Array(n), W: new Int32Array(n) };
-  return checkActions(s, pos) ?? checkComplete(s, pos) ?? checkDeadlock(s, pos) ?? { ok: true };
+  const structural = checkActions(s, pos) ?? checkComplete(s, pos);
+  if (structural) return { result: structural, play: null };
+  const played = play(s, costs);
+  if (played.stuck.length > 0) return { result: diagnoseStuck(s, pos, played.stuck), play: null };
+  return { result: { ok: true }, play: played };
+}
+
+export function validateSchedule(s: Schedule): ValidationResult {
+  return validateAndPlay(s, UNIT_COSTS).result;
 }
 
 /** Throws a ConfigError (`order[r][i] = "1B0": rank r ...`) unless the schedule is valid. */

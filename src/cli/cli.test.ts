@@ -1,0 +1,173 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { fromCsv, generateSchedule, toCsv, validateSchedule } from '../schedule/index.ts';
+import type { CliIo } from './io.ts';
+import { runCli } from './main.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const bin = join(root, 'bin', 'pipelab.mjs');
+const dir = mkdtempSync(join(tmpdir(), 'pipelab-cli-'));
+
+/** The real thing: `node bin/pipelab.mjs ...`. */
+function spawn(...args: string[]): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** In-process, for the many small cases. */
+function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string> } {
+  let out = '';
+  let err = '';
+  const files = new Map<string, string>();
+  const io: CliIo = {
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    readFile: (p) => readFileSync(p, 'utf8'),
+    writeFile: (p, t) => void files.set(p, t),
+  };
+  const code = runCli(args, io);
+  return { code, out, err, files };
+}
+
+describe('pipelab (spawned through bin/pipelab.mjs)', () => {
+  it('prints a PyTorch CSV that loads back as the same schedule', () => {
+    const r = spawn('schedule', '--schedule', '1f1b', '--ranks', '4', '--microbatches', '8', '--format', 'csv');
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(toCsv(generateSchedule('1f1b', 4, 8)));
+    expect(fromCsv(r.out, '1f1b')).toEqual(generateSchedule('1f1b', 4, 8));
+  });
+
+  it('simulates with --json', () => {
+    const r = spawn('simulate', '--schedule', 'interleaved-1f1b', '--ranks', '4', '--microbatches', '8', '--virtual', '2', '--json');
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.schedule).toEqual({ name: 'interleaved-1f1b', ranks: 4, virtual: 2, stages: 8, microbatches: 8 });
+    expect(j.makespan).toBe(3 * (2 * 8 + 4 - 1));
+    expect(j.bubble.simulated).toBeCloseTo(3 / 19, 12);
+    expect(j.bubble.closedForm).toBeCloseTo(3 / 19, 12);
+    expect(j.ranks).toHaveLength(4);
+    expect(j.ranks[0]).toMatchObject({ rank: 0, busy: 48, peakActivations: 11 });
+  });
+
+  it('validates a file: 0 and a summary, or 1 and the reason', () => {
+    const good = join(dir, 'good.csv');
+    writeFileSync(good, toCsv(generateSchedule('zb-h1', 3, 4)));
+    const ok = spawn('validate', good);
+    expect(ok.code).toBe(0);
+    expect(ok.out).toContain('ok: ');
+    expect(ok.out).toContain('3 ranks, 3 stages, 4 micro-batches, 36 actions (F 12, B 0, I 12, W 12)');
+
+    const bad = join(dir, 'bad.csv');
+    writeFileSync(bad, '0F0,0B0,0F1,0B1\r\n1F0,1F1,1B0,1B1\r\n');
+    const no = spawn('validate', bad);
+    expect(no.code).toBe(1);
+    expect(no.err).toContain('invalid: order[0][1] = "0B0": rank 0 deadlocks when receives block');
+    expect(no.err).toContain('(CSV row 1, column 2)');
+  });
+
+  it('names a bad flag, its value and the accepted values; exit 2', () => {
+    const r = spawn('schedule', '--schedule', 'pipedream', '--ranks', '4');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--schedule = "pipedream": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, looped-bfs');
+  });
+
+  it('has --help', () => {
+    const r = spawn('simulate', '--help');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('usage: pipelab simulate');
+  });
+});
+
+describe('pipelab (in process)', () => {
+  it('has --help on each command and on the whole', () => {
+    for (const cmd of ['schedule', 'simulate', 'validate']) {
+      const r = run(cmd, '--help');
+      expect(r.code).toBe(0);
+      expect(r.out).toContain(`usage: pipelab ${cmd}`);
+      expect(run('help', cmd).out).toBe(r.out);
+    }
+    expect(run('--help').out).toContain('commands:');
+    expect(run().code).toBe(2);
+    expect(run('schedule', '--format', 'yaml').err).toContain('--format = "yaml": must be one of csv, json, text');
+  });
+
+  it('prints text and json', () => {
+    const t = run('schedule', '--schedule', 'gpipe', '--ranks', '2', '--microbatches', '2');
+    expect(t.code).toBe(0);
+    expect(t.out).toBe('gpipe: 2 ranks × 1 stage per rank = 2 stages, 2 micro-batches, 8 actions\nrank 0 (stage 0): 0F0 0F1 0B0 0B1\nrank 1 (stage 1): 1F0 1F1 1B0 1B1\n');
+    const j = run('schedule', '--schedule', 'zb-v', '--ranks', '2', '--microbatches', '3', '--format', 'json');
+    expect(j.code).toBe(0);
+    const s = JSON.parse(j.out);
+    expect(s).toEqual(generateSchedule('zb-v', 2, 3));
+    expect(validateSchedule(s)).toEqual({ ok: true });
+  });
+
+  it('pads CSV like PyTorch with --align', () => {
+    const r = run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--align');
+    expect(r.out).toBe('0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n');
+    expect(run('schedule', '--align').code).toBe(2);
+  });
+
+  it('simulates as text with the closed form beside, and custom costs', () => {
+    const r = run('simulate', '--schedule', 'gpipe', '--ranks', '4', '--microbatches', '8');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('makespan   33\n');
+    expect(r.out).toContain('bubble     0.2727 simulated; 0.2727 closed form (p−1)/(m+p−1)');
+    expect(r.out).toMatch(/rank\s+busy\s+idle\s+peak activations\s+peak bytes/);
+    const c = run('simulate', '--schedule', 'gpipe', '--ranks', '2', '--microbatches', '1', '--costs', 'F=2,B=3', '--json');
+    const j = JSON.parse(c.out);
+    expect(j.makespan).toBe(2 * (2 + 3));
+    expect(j.bubble.closedForm).toBeNull();
+  });
+
+  it('simulates a file and writes a Chrome trace', () => {
+    const file = join(dir, 'sched.csv');
+    writeFileSync(file, toCsv(generateSchedule('zb-h1', 4, 8)));
+    const r = run('simulate', '--file', file, '--trace', 'out.json', '--latency', '0.5');
+    expect(r.code).toBe(0);
+    const trace = JSON.parse(r.files.get('out.json') as string);
+    expect(trace.traceEvents.some((e: { name: string }) => e.name === '3W7')).toBe(true);
+    expect(run('simulate', '--file', file, '--ranks', '4').code).toBe(2);
+  });
+
+  it('rejects bad values with the flag named', () => {
+    const cases: [string[], string][] = [
+      [['schedule', '--ranks', 'four'], '--ranks = "four": must be an integer between 1 and 1024'],
+      [['schedule', '--ranks', '0'], '--ranks = "0": must be an integer between 1 and 1024'],
+      [['schedule', '--schedule', 'interleaved-1f1b', '--ranks', '4', '--microbatches', '6', '--virtual', '2'], '--microbatches = 6: interleaved-1f1b needs a multiple of ranks (4)'],
+      [['schedule', '--schedule', '1f1b', '--virtual', '2'], '--virtual = 2: 1f1b holds one stage per rank'],
+      [['schedule', '--bogus', '1'], 'flag = "--bogus": is not a flag of `pipelab schedule`; it accepts --schedule, --ranks'],
+      [['schedule', '--ranks'], '--ranks = null: needs a value (P)'],
+      [['simulate', '--costs', 'F=1,X=2'], '--costs = "F=1,X=2": must be a comma-separated list of op=time with ops F, B, I, W'],
+      [['simulate', '--bandwidth', '-1'], '--bandwidth = "-1": must be a number'],
+      [['validate'], 'FILE = null: give exactly one schedule file'],
+      [['validate', join(dir, 'missing.csv')], 'cannot be read'],
+      [['frobnicate'], 'command = "frobnicate": must be one of schedule, simulate, validate'],
+    ];
+    for (const [args, message] of cases) {
+      const r = run(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toContain(message);
+    }
+  });
+
+  it('reports a malformed CSV with its row and column; exit 1', () => {
+    const file = join(dir, 'malformed.csv');
+    writeFileSync(file, '0F0,0B0\n1F0,1Z0\n');
+    const r = run('validate', file);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('malformed CSV: csv row 2 column 2 = "1Z0"');
+  });
+
+  it('validates with --json', () => {
+    const file = join(dir, 'v.csv');
+    writeFileSync(file, toCsv(generateSchedule('looped-bfs', 2, 3, 2)));
+    const r = run('validate', file, '--json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ ok: true, ranks: 2, stages: 4, microbatches: 3, stagesPerRank: [[0, 2], [1, 3]] });
+  });
+});

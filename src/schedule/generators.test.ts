@@ -1,0 +1,152 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../util/errors.ts';
+import { formatAction, parseAction } from './action-text.ts';
+import { generateSchedule, SCHEDULES, SCHEDULE_NAMES } from './registry.ts';
+import { paramsArb } from './test-support.ts';
+import type { Schedule } from './types.ts';
+import { summarizeSchedule, validateSchedule } from './validate.ts';
+
+const text = (s: Schedule, r: number) => s.order[r].map(formatAction).join(' ');
+
+describe('generators', () => {
+  it('every generated schedule validates and is complete (random p, m, v)', () => {
+    fc.assert(
+      fc.property(paramsArb(), ({ name, p, m, v }) => {
+        const s = generateSchedule(name, p, m, v);
+        expect(validateSchedule(s)).toEqual({ ok: true });
+        expect(s.ranks).toBe(p);
+        expect(s.stages).toBe(p * v);
+        expect(s.microbatches).toBe(m);
+        const sum = summarizeSchedule(s);
+        expect(sum.ops.F).toBe(p * v * m);
+        expect(sum.ops.B + sum.ops.I).toBe(p * v * m);
+        expect(sum.ops.W).toBe(sum.ops.I);
+        expect(sum.ops.I > 0).toBe(SCHEDULES[name].splitBackward);
+        // Every rank holds v stages.
+        for (const stages of sum.stagesPerRank) expect(stages).toHaveLength(v);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('validates over the whole grid p = 1..16, m = 1..32 for the one-stage-per-rank schedules and zb-v', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 32; m++) {
+        for (const name of ['gpipe', '1f1b', 'zb-h1', 'zb-v'] as const) {
+          const r = validateSchedule(generateSchedule(name, p, m));
+          if (!r.ok) throw new Error(`${name} p=${p} m=${m}: ${r.error}`);
+        }
+      }
+    }
+  });
+
+  it('places stages: plain s→s, interleaved and looped s→s mod p, zb-v as a V', () => {
+    expect(generateSchedule('1f1b', 4, 4).stageToRank).toEqual([0, 1, 2, 3]);
+    expect(generateSchedule('interleaved-1f1b', 4, 4, 2).stageToRank).toEqual([0, 1, 2, 3, 0, 1, 2, 3]);
+    expect(generateSchedule('looped-bfs', 3, 4, 3).stageToRank).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    expect(generateSchedule('zb-v', 4, 8).stageToRank).toEqual([0, 1, 2, 3, 3, 2, 1, 0]);
+  });
+
+  it('gpipe: all forwards then all backwards', () => {
+    const s = generateSchedule('gpipe', 2, 3);
+    expect(text(s, 0)).toBe('0F0 0F1 0F2 0B0 0B1 0B2');
+    expect(text(s, 1)).toBe('1F0 1F1 1F2 1B0 1B1 1B2');
+  });
+
+  it('1f1b: p−r−1 warm-up forwards, then one forward one backward, then the cool-down', () => {
+    const s = generateSchedule('1f1b', 3, 4);
+    expect(text(s, 0)).toBe('0F0 0F1 0F2 0B0 0F3 0B1 0B2 0B3');
+    expect(text(s, 1)).toBe('1F0 1F1 1B0 1F2 1B1 1F3 1B2 1B3');
+    expect(text(s, 2)).toBe('2F0 2B0 2F1 2B1 2F2 2B2 2F3 2B3');
+    // Fewer micro-batches than ranks: the warm-up is capped at m.
+    expect(text(generateSchedule('1f1b', 4, 1), 0)).toBe('0F0 0B0');
+  });
+
+  it('interleaved-1f1b: Megatron order, chunks in groups of p micro-batches', () => {
+    const s = generateSchedule('interleaved-1f1b', 2, 4, 2);
+    // Rank 0 warms up with 2(p−r−1) + (v−1)p = 4 forwards.
+    expect(text(s, 0)).toBe('0F0 0F1 2F0 2F1 0F2 2B0 0F3 2B1 2F2 0B0 2F3 0B1 2B2 2B3 0B2 0B3');
+    expect(text(s, 1)).toBe('1F0 1F1 3F0 3B0 3F1 3B1 1F2 1B0 1F3 1B1 3F2 3B2 3F3 3B3 1B2 1B3');
+  });
+
+  it('zb-h1: 1F1B with B split into I and W, rank r trailing its W passes by r', () => {
+    const s = generateSchedule('zb-h1', 3, 4);
+    expect(text(s, 0)).toBe('0F0 0F1 0F2 0I0 0W0 0F3 0I1 0W1 0I2 0W2 0I3 0W3');
+    expect(text(s, 1)).toBe('1F0 1F1 1I0 1F2 1I1 1W0 1F3 1I2 1W1 1I3 1W2 1W3');
+    expect(text(s, 2)).toBe('2F0 2I0 2F1 2I1 2F2 2I2 2W0 2F3 2I3 2W1 2W2 2W3');
+  });
+
+  it('looped-bfs: breadth first over chunks, backwards last micro-batch first', () => {
+    const s = generateSchedule('looped-bfs', 2, 2, 2);
+    expect(text(s, 0)).toBe('0F0 0F1 2F0 2F1 2B1 2B0 0B1 0B0');
+  });
+
+  it('zb-v drops the actions of micro-batches it was padded with when m < 2p−1', () => {
+    const s = generateSchedule('zb-v', 4, 2);
+    expect(s.order.flat().every((a) => a.mb < 2)).toBe(true);
+    expect(validateSchedule(s).ok).toBe(true);
+  });
+
+  it('is pure: the same parameters give equal schedules', () => {
+    for (const name of SCHEDULE_NAMES) {
+      const v = SCHEDULES[name].defaultVirtual;
+      expect(generateSchedule(name, 4, 8, v)).toEqual(generateSchedule(name, 4, 8, v));
+    }
+  });
+});
+
+describe('validateParams', () => {
+  const fieldOf = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      return (e as ConfigError).field;
+    }
+    throw new Error('did not throw');
+  };
+
+  it('names the field that broke a rule', () => {
+    expect(fieldOf(() => generateSchedule('interleaved-1f1b', 4, 6, 2))).toBe('microbatches');
+    expect(fieldOf(() => generateSchedule('gpipe', 4, 8, 2))).toBe('virtual');
+    expect(fieldOf(() => generateSchedule('zb-h1', 4, 8, 3))).toBe('virtual');
+    expect(fieldOf(() => generateSchedule('zb-v', 4, 8, 3))).toBe('virtual');
+    expect(fieldOf(() => generateSchedule('1f1b', 0, 8))).toBe('ranks');
+    expect(fieldOf(() => generateSchedule('1f1b', 2.5, 8))).toBe('ranks');
+    expect(fieldOf(() => generateSchedule('1f1b', 4, 0))).toBe('microbatches');
+    expect(fieldOf(() => generateSchedule('looped-bfs', 4, 8, 0))).toBe('virtual');
+    expect(fieldOf(() => generateSchedule('nope', 4, 8))).toBe('schedule');
+    expect(fieldOf(() => generateSchedule('looped-bfs', 1024, 65536, 64))).toBe('microbatches');
+  });
+
+  it('says the rule in the message, e.g. Megatron’s micro-batch multiple', () => {
+    expect(() => generateSchedule('interleaved-1f1b', 4, 6, 2)).toThrow('microbatches = 6: interleaved-1f1b needs a multiple of ranks (4)');
+  });
+
+  it('lists which schedules accept virtual > 1', () => {
+    const accepts = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual);
+    expect(accepts).toEqual(['interleaved-1f1b', 'zb-v', 'looped-bfs']);
+    expect(SCHEDULES['zb-v'].defaultVirtual).toBe(2);
+    expect(generateSchedule('zb-v', 3, 5).stages).toBe(6);
+  });
+});
+
+describe('action text', () => {
+  it('writes {stage}{op}{mb} and reads it back', () => {
+    fc.assert(
+      fc.property(fc.nat(10_000), fc.constantFrom('F', 'B', 'I', 'W' as const), fc.nat(10_000), (stage, op, mb) => {
+        const a = { stage, op, mb };
+        expect(parseAction(formatAction(a))).toEqual(a);
+      }),
+    );
+    expect(formatAction({ stage: 2, op: 'F', mb: 0 })).toBe('2F0');
+    expect(parseAction(' 1I3 ')).toEqual({ stage: 1, op: 'I', mb: 3 });
+  });
+
+  it('rejects what is not a compute action', () => {
+    for (const bad of ['', 'F0', '1F', '1X0', '1SEND_F0', '0UNSHARD', '-1F0', '1F0x', '1 F0', '1.5F0']) {
+      expect(parseAction(bad)).toBeNull();
+    }
+  });
+});

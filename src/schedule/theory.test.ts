@@ -1,0 +1,132 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { generateSchedule } from './registry.ts';
+import { costsPerStage, simulate } from './simulate.ts';
+import { paramsArb } from './test-support.ts';
+import { closedForm, closedFormBubble, closedFormPeakActivations } from './theory.ts';
+
+/**
+ * The simulator (default per-stage costs F=1, B=2, I=W=1, free links) against
+ * the closed forms, exactly: makespans are integers and compared with ===; the
+ * bubble fraction is compared with the textbook formula to 1e−12 (the two are
+ * the same rational number computed in different orders).
+ */
+function check(name: string, p: number, m: number, v: number): void {
+  const s = generateSchedule(name, p, m, v);
+  const r = simulate(s);
+  const cf = closedForm(name, p, m, v);
+  if (!cf) throw new Error(`no closed form for ${name} p=${p} m=${m} v=${v}`);
+  if (r.makespan !== cf.makespan) throw new Error(`${name} p=${p} m=${m} v=${v}: simulated makespan ${r.makespan}, closed form ${cf.makespan}`);
+  if (Math.abs(r.bubble - cf.bubble) > 1e-12) throw new Error(`${name} p=${p} m=${m} v=${v}: bubble ${r.bubble} vs ${cf.bubble}`);
+  for (const busy of r.busy) if (busy !== cf.work) throw new Error(`${name}: busy ${busy} vs work ${cf.work}`);
+}
+
+describe('simulator = closed forms, p = 1..16, m = 1..64', () => {
+  it('gpipe and 1f1b: (p−1)/(m+p−1)', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 64; m++) {
+        check('gpipe', p, m, 1);
+        check('1f1b', p, m, 1);
+        expect(closedFormBubble('1f1b', p, m)).toBe((p - 1) / (m + p - 1));
+      }
+    }
+  });
+
+  it('interleaved-1f1b: (p−1)/(v·m+p−1) for m a multiple of p, v = 1..4', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = p; m <= 64; m += p) {
+        for (let v = 1; v <= 4; v++) check('interleaved-1f1b', p, m, v);
+      }
+    }
+  });
+
+  it('interleaved-1f1b with each rank’s model costing F=1, B=2 (per-stage costs 1/v)', () => {
+    for (const [p, m, v] of [
+      [4, 8, 2],
+      [8, 16, 4],
+      [3, 6, 3],
+      [16, 64, 4],
+    ]) {
+      const r = simulate(generateSchedule('interleaved-1f1b', p, m, v), costsPerStage({ F: 1, B: 2 }, v));
+      expect(r.bubble).toBeCloseTo((p - 1) / (v * m + p - 1), 12);
+      // Bubble time is Megatron's (p−1)(t_f + t_b)/v with t_f = 1, t_b = 2.
+      expect(r.makespan - 3 * m).toBeCloseTo((3 * (p - 1)) / v, 9);
+    }
+  });
+
+  it('zb-h1: 3m+p−1, bubble p−1 per rank, a third of 1F1B’s 3(p−1); 2m+2p−1 when m < p', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 64; m++) {
+        check('zb-h1', p, m, 1);
+        if (m >= p) {
+          expect(closedFormBubble('zb-h1', p, m)).toBe((p - 1) / (3 * m + p - 1));
+          const zb = simulate(generateSchedule('zb-h1', p, m)).makespan - 3 * m;
+          const ofb = simulate(generateSchedule('1f1b', p, m)).makespan - 3 * m;
+          expect(3 * zb).toBe(ofb);
+        }
+      }
+    }
+  });
+
+  it('zb-v: 6m + max(p−1, 4p−2m−2)', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 64; m++) check('zb-v', p, m, 2);
+    }
+  });
+
+  it('looped-bfs: 3(v−1)·max(m,p) + 3(m+p−1), i.e. (p−1)/(v·m+p−1) when m ≥ p', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 64; m += p > 8 ? 3 : 1) {
+        for (const v of [1, 2, 3]) check('looped-bfs', p, m, v);
+      }
+    }
+  });
+
+  it('has no closed form where none is claimed', () => {
+    expect(closedFormBubble('interleaved-1f1b', 4, 6, 2)).toBeNull();
+    expect(closedFormBubble('gpipe', 4, 6, 2)).toBeNull();
+    expect(closedFormBubble('zb-v', 4, 6, 1)).toBeNull();
+    expect(closedFormBubble('something', 4, 6, 1)).toBeNull();
+  });
+});
+
+describe('peak activation memory', () => {
+  it('GPipe holds all m micro-batches, on the first rank too; 1F1B at most p', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = 1; m <= 64; m += 7) {
+        const g = simulate(generateSchedule('gpipe', p, m)).memory;
+        expect(g[0].peakMicrobatches).toBe(m);
+        const o = simulate(generateSchedule('1f1b', p, m)).memory;
+        expect(o[0].peakMicrobatches).toBe(Math.min(p, m));
+        for (const r of o) expect(r.peakMicrobatches).toBeLessThanOrEqual(p);
+      }
+    }
+  });
+
+  it('matches the closed forms per rank (gpipe, 1f1b, zb-h1, interleaved), bytes included', () => {
+    fc.assert(
+      fc.property(
+        paramsArb(12, 32).filter((x) => x.name !== 'zb-v' && x.name !== 'looped-bfs'),
+        fc.integer({ min: 1, max: 1000 }),
+        ({ name, p, m, v }, bytes) => {
+          const r = simulate(generateSchedule(name, p, m, v), { activationBytes: bytes });
+          const want = closedFormPeakActivations(name, p, m, v);
+          expect(r.memory.map((x) => x.peakMicrobatches)).toEqual(want);
+          expect(r.memory.map((x) => x.peakBytes)).toEqual(want?.map((k) => k * bytes));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('ZB-H1 and ZB-V hold no more than 1F1B’s worst rank (ZB-V counts half-size stages)', () => {
+    for (let p = 1; p <= 12; p++) {
+      for (let m = 1; m <= 40; m += 3) {
+        const zb = simulate(generateSchedule('zb-h1', p, m)).memory;
+        for (const r of zb) expect(r.peakMicrobatches).toBeLessThanOrEqual(Math.min(p, m));
+        const zv = simulate(generateSchedule('zb-v', p, m)).memory;
+        for (const r of zv) expect(r.peakMicrobatches / 2).toBeLessThanOrEqual(p);
+      }
+    }
+  });
+});
