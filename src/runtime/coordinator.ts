@@ -82,6 +82,7 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
   const ended = () => {
     for (const h of hosts) h.terminate();
   };
+  const tStart = performance.now();
   try {
     for (let r = 0; r < ranks; r++) hosts.push(opts.hostFactory(r));
     const fatal = Promise.race(hosts.map((h) => h.fatal));
@@ -101,6 +102,7 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
+    const tUp = performance.now();
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
@@ -147,7 +149,8 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
     const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
-    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses });
+    const phases = { startMs: tUp - tStart, stepsMs: wallMs, endMs: performance.now() - tStart - (tUp - tStart) - wallMs };
+    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases });
   } catch (e) {
     throw e instanceof Error ? e : new RunError(String(e));
   } finally {

@@ -22,6 +22,8 @@ export interface VersionRecord {
   forward: number;
   /** Weight version loaded when the backward ran. */
   backward: number;
+  /** The stage's current version when the backward ran (> forward when the stash mattered). */
+  current: number;
 }
 
 interface StashedVersion {
@@ -82,7 +84,7 @@ export class WeightStash {
       for (const t of stash.copies) this.be.dispose(t);
       this.versions.delete(fv);
     }
-    return { result, record: { stage: this.stage, mb, forward: fv, backward: loaded } };
+    return { result, record: { stage: this.stage, mb, forward: fv, backward: loaded, current: this.version } };
   }
 
   bytes(): number {

@@ -50,7 +50,10 @@ export interface RunReport {
   /** Mean communication time per boundary crossing and micro-batch, ms. */
   commMsPerCrossing: number;
   samplesPerSecond: number;
+  /** Time of the steps, ms (samplesPerSecond counts only this). */
   wallMs: number;
+  /** Starting the ranks (workers, devices, stages), the steps, and ending them, ms. */
+  phases: { startMs: number; stepsMs: number; endMs: number };
   /** GPU buffers still alive after each rank freed its stages (must be 0). */
   leakedBuffers: number;
   /** Weights read back at the end, by parameter name (when asked for). */

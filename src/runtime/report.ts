@@ -61,6 +61,7 @@ export interface ReportInput {
   /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
   stepLosses?: number[];
   validationLoss?: number;
+  phases: RunReport['phases'];
 }
 
 export function buildReport(input: ReportInput): RunReport {
@@ -126,6 +127,7 @@ export function buildReport(input: ReportInput): RunReport {
     commMsPerCrossing,
     samplesPerSecond: wallMs > 0 ? (config.batchSize * losses.length) / (wallMs / 1000) : 0,
     wallMs,
+    phases: input.phases,
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
   };

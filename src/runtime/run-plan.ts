@@ -27,7 +27,7 @@ export function planRun(config: RunConfig): RunPlan {
   const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), stages);
   const isAsync = config.schedule === 'pipedream';
   const schedule = isAsync
-    ? pipedreamSchedule(config.ranks, config.microbatches)
+    ? pipedreamSchedule(config.ranks, config.steps * config.microbatches)
     : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
   assertValidSchedule(schedule);
   return { spec, schedule, stageBlocks, async: isAsync };

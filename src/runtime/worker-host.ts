@@ -14,15 +14,22 @@ export class WorkerRankHost implements RankHost {
   private readonly api: Comlink.Remote<StageWorkerApi>;
   private terminated = false;
   private static live = 0;
+  private static started = 0;
 
   /** Workers started and not yet terminated, across all runs (the no-leak test reads it). */
   static liveWorkers(): number {
     return WorkerRankHost.live;
   }
 
+  /** Workers ever started on this page. */
+  static startedWorkers(): number {
+    return WorkerRankHost.started;
+  }
+
   constructor(readonly rank: number) {
     this.worker = new Worker(new URL('./stage-worker.ts', import.meta.url), { type: 'module', name: `pipelab-rank-${rank}` });
     WorkerRankHost.live++;
+    WorkerRankHost.started++;
     this.api = Comlink.wrap<StageWorkerApi>(this.worker);
     this.fatal = new Promise<never>((_, reject) => {
       this.worker.addEventListener('error', (e: ErrorEvent) => {

@@ -1,0 +1,182 @@
+/**
+ * The pipeline runtime for real: one module Worker and one WebGPU device per
+ * rank in headless Chromium, micro-batches over MessageChannels.
+ */
+import { test, expect, type Page } from '@playwright/test';
+import { SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
+
+async function open(page: Page): Promise<void> {
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./');
+  await page.waitForFunction(() => !!window.pipelab);
+}
+
+/** Every (p, m, v) of p in {2, 4}, m in {1, 4, 8} that the schedule accepts. */
+function pairs(name: ScheduleName): [number, number, number][] {
+  const kind = SCHEDULES[name];
+  const v = name === 'zb-v' || kind.acceptsVirtual ? 2 : 1;
+  const out: [number, number, number][] = [];
+  for (const p of [2, 4]) {
+    for (const m of [1, 4, 8]) {
+      try {
+        kind.validateParams(p, m, v);
+        out.push([p, m, v]);
+      } catch {
+        // not accepted (interleaved needs m % p == 0)
+      }
+    }
+  }
+  return out;
+}
+
+test.describe('synchronous schedules train exactly like one device', () => {
+  for (const name of Object.keys(SCHEDULES) as ScheduleName[]) {
+    test(name, async ({ page }) => {
+      test.setTimeout(300_000);
+      await open(page);
+      const cases = pairs(name);
+      expect(cases.length).toBeGreaterThan(0);
+      const results = await page.evaluate(
+        async ({ name, cases }) => {
+          // One model for every case: 8 blocks hold up to p·v = 8 stages.
+          const base = { ...window.pipelab.defaultConfig(), layers: 7, hidden: 12, batchSize: 16, steps: 2, evalEvery: 0, schedule: name as never };
+          const refs = new Map<number, Awaited<ReturnType<typeof window.pipelab.runSingleDevice>>>();
+          const out = [];
+          for (const [p, m, v] of cases) {
+            const cfg = { ...base, ranks: p, microbatches: m, virtual: v };
+            if (!refs.has(m)) refs.set(m, await window.pipelab.runSingleDevice(cfg));
+            const ref = refs.get(m)!;
+            const rep = await window.pipelab.run(cfg, { readWeights: true });
+            let maxLoss = 0, maxWeight = 0;
+            rep.losses.forEach((l, i) => (maxLoss = Math.max(maxLoss, Math.abs(l - ref.losses[i]) / Math.abs(ref.losses[i]))));
+            const names = Object.keys(ref.params);
+            for (const k of names) {
+              const a = rep.weights![k], b = ref.params[k];
+              let num = 0, den = 0;
+              for (let i = 0; i < b.length; i++) {
+                num += (a[i] - b[i]) ** 2;
+                den += b[i] ** 2;
+              }
+              maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
+            }
+            const compute = rep.timeline.intervals.filter((iv) => iv.op !== 'comm');
+            out.push({ p, m, v, maxLoss, maxWeight, weights: Object.keys(rep.weights!).length, params: names.length, lanes: new Set(compute.map((iv) => iv.rank)).size, actions: compute.length, losses: rep.losses.length, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers() });
+          }
+          return out;
+        },
+        { name, cases },
+      );
+      const split = SCHEDULES[name].splitBackward;
+      for (const r of results) {
+        const label = `${name} p=${r.p} m=${r.m} v=${r.v}`;
+        // Same kernels in the same order per micro-batch: only the order of the
+        // micro-batch sums may differ, so 1e-5 relative is a loose bound.
+        expect(r.maxLoss, label).toBeLessThan(1e-5);
+        expect(r.maxWeight, label).toBeLessThan(1e-5);
+        expect(r.weights, label).toBe(r.params);
+        expect(r.lanes, label).toBe(r.p);
+        expect(r.actions, label).toBe(r.p * r.v * r.m * (split ? 3 : 2));
+        expect(r.losses, label).toBe(2);
+        expect(r.leaked, label).toBe(0);
+        expect(r.live, label).toBe(0);
+      }
+    });
+  }
+});
+
+test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream' as const, hidden: 16, batchSize: 32, microbatches: 4, steps: 40, lr: 0.01, lrSchedule: 'constant' as const, evalEvery: 0 };
+    const rep = await window.pipelab.run(cfg);
+    return { losses: rep.losses, stash: rep.weightStash, live: window.pipelab.liveWorkers() };
+  });
+  expect(r.losses).toHaveLength(40);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  expect(mean(r.losses.slice(-5))).toBeLessThan(0.9 * mean(r.losses.slice(0, 5)));
+  expect(r.stash?.[0].versions).toBe(4);
+  expect(r.stash?.[3].versions).toBe(1);
+  expect(r.live).toBe(0);
+});
+
+test.describe('faults end the run with a message, never a hang', () => {
+  const faults: [string, { kind: string; action: string; step?: number }, RegExp][] = [
+    ['a worker that throws', { kind: 'throw', action: '2F1' }, /rank 2, stage 2, action 2F1, step 0: injected fault: the stage kernel threw/],
+    ['a lost device', { kind: 'lose-device', action: '1B0' }, /rank 1.*(device was lost|lost)/],
+    ['a crashed worker', { kind: 'crash-worker', action: '3F0' }, /rank 3: its worker crashed/],
+    ['a missing message', { kind: 'drop-message', action: '0F2' }, /rank 1, stage 1, action 1F2, step 0: rank 1 waited 2\.0 s for the activation of micro-batch 2 from rank 0/],
+    ['a malformed message', { kind: 'malformed-message', action: '1F0' }, /rank 2 got a malformed message from rank 1: buffer\.byteLength/],
+    ['a non-finite loss', { kind: 'nan-loss', action: '3F0', step: 1 }, /step 1: the loss is NaN/],
+  ];
+  for (const [what, fault, message] of faults) {
+    test(what, async ({ page }) => {
+      await open(page);
+      const r = await page.evaluate(async (fault) => {
+        const cfg = { ...window.pipelab.defaultConfig(), hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0 };
+        const t0 = performance.now();
+        let error = '';
+        try {
+          await window.pipelab.run({ ...cfg, fault: fault as never }, { recvTimeoutMs: 2000, stepTimeoutMs: 20000 });
+        } catch (e) {
+          error = (e as Error).message;
+        }
+        const ms = performance.now() - t0;
+        const liveAfterFault = window.pipelab.liveWorkers();
+        const next = await window.pipelab.run(cfg);
+        return { error, ms, liveAfterFault, nextLosses: next.losses, liveAfterNext: window.pipelab.liveWorkers() };
+      }, fault);
+      expect(r.error).toMatch(message);
+      expect(r.ms).toBeLessThan(30_000);
+      expect(r.liveAfterFault).toBe(0);
+      expect(r.nextLosses.every(Number.isFinite)).toBe(true);
+      expect(r.liveAfterNext).toBe(0);
+    });
+  }
+});
+
+test('bad configurations are rejected before any worker starts', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const base = window.pipelab.defaultConfig();
+    const bad = [
+      { ...base, ranks: 8 },
+      { ...base, microbatches: 7 },
+      { ...base, schedule: 'zigzag' as never },
+      { ...base, schedule: 'zb-v' as const, virtual: 3, layers: 15 },
+    ];
+    const errors = [];
+    for (const cfg of bad) {
+      try {
+        await window.pipelab.run(cfg);
+        errors.push('accepted');
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+    }
+    return { errors, started: window.pipelab.startedWorkers() };
+  });
+  expect(r.errors[0]).toMatch(/^ranks = 8: ranks × virtual = 8 stages, but the model has only 4 blocks/);
+  expect(r.errors[1]).toMatch(/^microbatches = 7: must divide batchSize = 64 evenly/);
+  expect(r.errors[2]).toMatch(/^schedule = "zigzag": must be one of/);
+  expect(r.errors[3]).toMatch(/^virtual = 3: zb-v holds exactly 2 stages per rank/);
+  expect(r.started).toBe(0);
+});
+
+test('no leaks: 50 runs in a row leave no workers and no GPU buffers alive', async ({ page }) => {
+  test.setTimeout(400_000);
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), ranks: 2, layers: 1, hidden: 8, batchSize: 8, microbatches: 2, steps: 1, evalEvery: 0 };
+    let leaked = 0, maxLive = 0;
+    for (let i = 0; i < 50; i++) {
+      const rep = await window.pipelab.run({ ...cfg, seed: i });
+      leaked += rep.leakedBuffers;
+      maxLive = Math.max(maxLive, window.pipelab.liveWorkers());
+    }
+    return { leaked, maxLive, started: window.pipelab.startedWorkers(), live: window.pipelab.liveWorkers() };
+  });
+  expect(r.started).toBe(100);
+  expect(r.live).toBe(0);
+  expect(r.maxLive).toBe(0);
+  expect(r.leaked).toBe(0);
+});

@@ -1,0 +1,35 @@
+/**
+ * Runs a configuration in this browser tab: one module Worker and one WebGPU
+ * device per rank. Also the single-device reference on this page's own
+ * device, for the equality test and the side-by-side numbers.
+ */
+import { WebGpuUnavailableError } from '../gpu/device.ts';
+import { GpuBackend } from '../gpu/gpu-backend.ts';
+import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
+import { runPipeline, type RunOptions } from './coordinator.ts';
+import type { RunReport } from './report-types.ts';
+import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { WorkerRankHost } from './worker-host.ts';
+
+export function hasWebGpu(): boolean {
+  return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
+}
+
+export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
+
+export async function runInBrowser(config: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+  validateRunConfig(config);
+  if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
+  return runPipeline(config, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
+}
+
+/** The same training on one device (this page's), the model cut into the same stages and run in sequence. */
+export async function runSingleDevice(config: RunConfig): Promise<TrainResult> {
+  validateRunConfig(config);
+  const be = await GpuBackend.create();
+  try {
+    return await trainSingleDevice(be, toTrainConfig(config));
+  } finally {
+    be.destroy();
+  }
+}
