@@ -1,0 +1,113 @@
+// LayerNorm over the last axis of X [rows, cols].
+//   forward:          y = (x - mean) * rstd * gamma + beta; also writes mean and rstd per row
+//   backward input:   dx = rstd/c * (c*g*dy - sum(g*dy) - xhat * sum(g*dy*xhat))
+//   backward weights: dgamma += sum_rows dy*xhat, dbeta += sum_rows dy
+// Rows (forward, backward input) or columns (weights) are one thread each:
+// no barriers, and every sum runs in a fixed order (deterministic).
+
+const WG: u32 = 64u;
+
+struct Params {
+  rows: u32,
+  cols: u32,
+  eps: f32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read> Gamma: array<f32>;
+@group(0) @binding(3) var<storage, read> Beta: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(5) var<storage, read_write> Mean: array<f32>;
+@group(0) @binding(6) var<storage, read_write> Rstd: array<f32>;
+
+// backward bindings (same slots, other names)
+@group(0) @binding(2) var<storage, read> G: array<f32>;      // gamma
+@group(0) @binding(3) var<storage, read> MeanIn: array<f32>;
+@group(0) @binding(4) var<storage, read> RstdIn: array<f32>;
+@group(0) @binding(5) var<storage, read> DY: array<f32>;
+@group(0) @binding(6) var<storage, read_write> DX: array<f32>;
+
+// weight-gradient bindings
+@group(0) @binding(2) var<storage, read> MeanW: array<f32>;
+@group(0) @binding(3) var<storage, read> RstdW: array<f32>;
+@group(0) @binding(4) var<storage, read> DYW: array<f32>;
+@group(0) @binding(5) var<storage, read_write> DGamma: array<f32>;
+@group(0) @binding(6) var<storage, read_write> DBeta: array<f32>;
+
+fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+}
+
+@compute @workgroup_size(WG)
+fn ln_fwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(num_workgroups) nwg: vec3<u32>) {
+  let r = index(lid, wid, nwg);
+  if (r >= p.rows) {
+    return;
+  }
+  let base = r * p.cols;
+  let c = f32(p.cols);
+  var s = 0.0;
+  for (var j = 0u; j < p.cols; j++) {
+    s += X[base + j];
+  }
+  let mu = s / c;
+  var v = 0.0;
+  for (var j = 0u; j < p.cols; j++) {
+    let d = X[base + j] - mu;
+    v += d * d;
+  }
+  let rs = inverseSqrt(v / c + p.eps);
+  Mean[r] = mu;
+  Rstd[r] = rs;
+  for (var j = 0u; j < p.cols; j++) {
+    Y[base + j] = (X[base + j] - mu) * rs * Gamma[j] + Beta[j];
+  }
+}
+
+@compute @workgroup_size(WG)
+fn ln_bwd_input(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(num_workgroups) nwg: vec3<u32>) {
+  let r = index(lid, wid, nwg);
+  if (r >= p.rows) {
+    return;
+  }
+  let base = r * p.cols;
+  let mu = MeanIn[r];
+  let rs = RstdIn[r];
+  var s1 = 0.0;
+  var s2 = 0.0;
+  for (var j = 0u; j < p.cols; j++) {
+    let xh = (X[base + j] - mu) * rs;
+    let gd = G[j] * DY[base + j];
+    s1 += gd;
+    s2 += gd * xh;
+  }
+  let c = f32(p.cols);
+  for (var j = 0u; j < p.cols; j++) {
+    let xh = (X[base + j] - mu) * rs;
+    let gd = G[j] * DY[base + j];
+    DX[base + j] = (rs / c) * (c * gd - s1 - xh * s2);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn ln_bwd_weight_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                     @builtin(num_workgroups) nwg: vec3<u32>) {
+  let j = index(lid, wid, nwg);
+  if (j >= p.cols) {
+    return;
+  }
+  var sg = 0.0;
+  var sb = 0.0;
+  for (var r = 0u; r < p.rows; r++) {
+    let d = DYW[r * p.cols + j];
+    let xh = (X[r * p.cols + j] - MeanW[r]) * RstdW[r];
+    sg += d * xh;
+    sb += d;
+  }
+  DGamma[j] = DGamma[j] + sg;
+  DBeta[j] = DBeta[j] + sb;
+}

@@ -1,0 +1,126 @@
+/**
+ * Every matmul variant, every form (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ), plain and
+ * accumulating, at awkward sizes, against the float64 CPU reference.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import type { MatmulOptions } from '../nn/backend.ts';
+import { MATMUL_FORMS, type GpuBackend, type MatmulForm } from './gpu-backend.ts';
+import { MATMUL_VARIANTS } from './kernels.ts';
+import { createTestBackend } from './testing/node-gpu.ts';
+import { assertClose, makeRng, randomArray, seedNote, testSeed } from './testing/compare.ts';
+
+let gpu: GpuBackend;
+const cpu = new CpuBackend();
+const seed = testSeed();
+
+beforeAll(async () => {
+  gpu = await createTestBackend();
+});
+afterAll(() => gpu?.destroy());
+
+function optsOf(form: MatmulForm): MatmulOptions {
+  return { transA: form[0] === 'T', transB: form[1] === 'T' };
+}
+
+/** Checks variant `variant` (null: the backend's current choice) on one problem, plain and accumulating. */
+async function checkMatmul(variant: string | null, form: MatmulForm, M: number, N: number, K: number, acc: boolean): Promise<void> {
+  const rng = makeRng(seed, `${variant}:${form}:${M}x${N}x${K}:${acc}`);
+  const o = optsOf(form);
+  const aShape = o.transA ? [K, M] : [M, K];
+  const bShape = o.transB ? [N, K] : [K, N];
+  const a = randomArray(rng, M * K);
+  const b = randomArray(rng, K * N);
+  const what = `matmul ${variant ?? 'default'} ${form} M=${M} N=${N} K=${K}${acc ? ' acc' : ''}`;
+  const ga = gpu.tensor(a, aShape);
+  const gb = gpu.tensor(b, bShape);
+  const ca = cpu.tensor(a, aShape);
+  const cb = cpu.tensor(b, bShape);
+  let got: ArrayLike<number>;
+  let ref: ArrayLike<number>;
+  if (acc) {
+    const c0 = randomArray(rng, M * N);
+    const gc = gpu.tensor(c0, [M, N]);
+    const cc = cpu.tensor(c0, [M, N]);
+    gpu.matmulAccWith(variant, gc, ga, gb, o);
+    gpu.matmulAccWith(variant, gc, ga, gb, o); // twice: accumulation really accumulates
+    cpu.matmulAcc(cc, ca, cb, o);
+    cpu.matmulAcc(cc, ca, cb, o);
+    got = await gpu.read(gc);
+    ref = await cpu.read(cc);
+    gpu.dispose(gc);
+  } else {
+    const gc = gpu.matmulWith(variant, ga, gb, o);
+    expect(gc.shape).toEqual([M, N]);
+    got = await gpu.read(gc);
+    ref = await cpu.read(cpu.matmul(ca, cb, o));
+    gpu.dispose(gc);
+  }
+  gpu.dispose(ga);
+  gpu.dispose(gb);
+  assertClose(got, ref, what, seed);
+}
+
+const SMALL: [number, number, number][] = [
+  [1, 1, 1],
+  [7, 33, 129],
+  [33, 7, 5],
+  [129, 65, 33],
+  [2, 3, 1],
+];
+
+describe('every matmul variant, every form', () => {
+  for (const v of MATMUL_VARIANTS) {
+    test(`${v.name}: ${v.description}`, async () => {
+      for (const form of MATMUL_FORMS) {
+        for (const [M, N, K] of SMALL) await checkMatmul(v.name, form, M, N, K, false);
+        await checkMatmul(v.name, form, 17, 9, 31, true);
+      }
+    });
+  }
+});
+
+describe('bigger problems', () => {
+  test('64x256x256 and 129x257x191, all forms, default variant and shared64, plain and acc', async () => {
+    for (const form of MATMUL_FORMS) {
+      await checkMatmul(null, form, 64, 256, 256, form === 'NN');
+      await checkMatmul(null, form, 129, 257, 191, form !== 'NN');
+    }
+    await checkMatmul('shared64', 'NN', 64, 256, 256, false);
+    await checkMatmul('shared64', 'TN', 129, 257, 191, true);
+  });
+});
+
+describe('autotune', () => {
+  test('times the variants, keeps one per form, and results stay correct', async () => {
+    const report = await gpu.autotune({ sizes: [[64, 64, 64]], repeats: 1, candidates: ['reg4x4', 'reg4x8', 'shared32'] });
+    expect(report.forms.map((f) => f.form)).toEqual(['NN', 'NT', 'TN']);
+    for (const f of report.forms) {
+      expect(['reg4x4', 'reg4x8', 'shared32']).toContain(f.winner);
+      expect(f.timings).toHaveLength(3);
+      for (const t of f.timings) expect(t.ms[0], seedNote(seed)).toBeGreaterThanOrEqual(0);
+      expect(gpu.matmulChoice()[f.form]).toBe(f.winner);
+    }
+    expect(gpu.matmulChoice().TT).toBe(gpu.matmulChoice().NN);
+    for (const form of MATMUL_FORMS) await checkMatmul(null, form, 33, 65, 17, form === 'TN');
+    gpu.setMatmulVariant('reg4x4');
+    expect(gpu.matmulChoice()).toEqual({ NN: 'reg4x4', NT: 'reg4x4', TN: 'reg4x4', TT: 'reg4x4' });
+  });
+});
+
+describe('aliasing', () => {
+  test('matmulAcc with out also an operand reads the operand as it was', async () => {
+    const rng = makeRng(seed, 'alias');
+    const n = 9;
+    const c0 = randomArray(rng, n * n);
+    const b = randomArray(rng, n * n);
+    const gc = gpu.tensor(c0, [n, n]);
+    const gb = gpu.tensor(b, [n, n]);
+    gpu.matmulAcc(gc, gc, gb);
+    const cc = cpu.tensor(c0, [n, n]);
+    cpu.matmulAcc(cc, cpu.clone(cc), cpu.tensor(b, [n, n]));
+    assertClose(await gpu.read(gc), await cpu.read(cc), 'matmulAcc(out, out, b)', seed);
+    gpu.dispose(gc);
+    gpu.dispose(gb);
+  });
+});

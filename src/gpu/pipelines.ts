@@ -1,0 +1,120 @@
+/**
+ * Pipeline cache: one shader module per (WGSL file, specialisation constants),
+ * one compute pipeline per (module, entry point), with explicit bind group
+ * layouts so an entry point may leave some bindings of its file unused.
+ *
+ * Specialisation constants are the only WGSL the host writes: each becomes one
+ * line `const NAME = value;` prepended to the file (booleans as bool, integers
+ * as u32, other numbers as f32).
+ */
+
+/** What sits at one binding: the uniform params block, a read-only or a read-write storage buffer. */
+export type BindingKind = 'uniform' | 'read' | 'rw';
+
+export type ConstValue = boolean | number;
+
+export interface KernelSpec {
+  /** Short name of the WGSL file (for labels and cache keys), e.g. 'matmul'. */
+  file: string;
+  /** The WGSL source of that file. */
+  source: string;
+  entry: string;
+  /** Binding number -> kind; null (or a hole) for a binding the entry point does not use. */
+  bindings: readonly (BindingKind | null)[];
+  consts?: Readonly<Record<string, ConstValue>>;
+}
+
+export function constPrefix(consts: Readonly<Record<string, ConstValue>> | undefined): string {
+  if (!consts) return '';
+  let out = '';
+  for (const name of Object.keys(consts).sort()) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad specialisation constant name ${name}`);
+    const v = consts[name];
+    let lit: string;
+    if (typeof v === 'boolean') lit = v ? 'true' : 'false';
+    else if (Number.isInteger(v) && v >= 0 && v <= 0xffffffff) lit = `${v}u`;
+    else if (Number.isFinite(v)) lit = `${v}f`;
+    else throw new Error(`bad specialisation constant ${name} = ${v}`);
+    out += `const ${name} = ${lit};\n`;
+  }
+  return out;
+}
+
+export class PipelineCache {
+  private readonly modules = new Map<string, GPUShaderModule>();
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly layouts = new Map<string, { bgl: GPUBindGroupLayout; pl: GPUPipelineLayout }>();
+
+  constructor(private readonly device: GPUDevice) {}
+
+  get size(): number {
+    return this.pipelines.size;
+  }
+
+  key(spec: KernelSpec): string {
+    return `${spec.file}#${spec.entry}|${constPrefix(spec.consts).replace(/\n/g, ' ')}`;
+  }
+
+  layout(bindings: readonly (BindingKind | null)[]): { bgl: GPUBindGroupLayout; pl: GPUPipelineLayout } {
+    const key = bindings.map((b) => b ?? '-').join(',');
+    let l = this.layouts.get(key);
+    if (!l) {
+      const entries: GPUBindGroupLayoutEntry[] = [];
+      bindings.forEach((kind, binding) => {
+        if (!kind) return;
+        const type: GPUBufferBindingType = kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage';
+        entries.push({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+      });
+      const bgl = this.device.createBindGroupLayout({ label: key, entries });
+      const pl = this.device.createPipelineLayout({ label: key, bindGroupLayouts: [bgl] });
+      l = { bgl, pl };
+      this.layouts.set(key, l);
+    }
+    return l;
+  }
+
+  get(spec: KernelSpec): { pipeline: GPUComputePipeline; bgl: GPUBindGroupLayout } {
+    const key = this.key(spec);
+    const l = this.layout(spec.bindings);
+    let pipeline = this.pipelines.get(key);
+    if (!pipeline) {
+      pipeline = this.device.createComputePipeline({
+        label: key,
+        layout: l.pl,
+        compute: { module: this.module(spec), entryPoint: spec.entry },
+      });
+      this.pipelines.set(key, pipeline);
+    }
+    return { pipeline, bgl: l.bgl };
+  }
+
+  /** Compiles a pipeline ahead of use without blocking (createComputePipelineAsync). */
+  async warm(spec: KernelSpec): Promise<void> {
+    const key = this.key(spec);
+    if (this.pipelines.has(key)) return;
+    const l = this.layout(spec.bindings);
+    const pipeline = await this.device.createComputePipelineAsync({
+      label: key,
+      layout: l.pl,
+      compute: { module: this.module(spec), entryPoint: spec.entry },
+    });
+    if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
+  }
+
+  private module(spec: KernelSpec): GPUShaderModule {
+    const prefix = constPrefix(spec.consts);
+    const mkey = `${spec.file}|${prefix}`;
+    let m = this.modules.get(mkey);
+    if (!m) {
+      m = this.device.createShaderModule({ label: `${spec.file}.wgsl`, code: prefix + spec.source });
+      this.modules.set(mkey, m);
+    }
+    return m;
+  }
+
+  clear(): void {
+    this.modules.clear();
+    this.pipelines.clear();
+    this.layouts.clear();
+  }
+}
