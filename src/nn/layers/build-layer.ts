@@ -1,0 +1,22 @@
+/** Builds the layer a LayerSpec describes (the loss is not a Layer: the Stage runs it). */
+import type { Backend } from '../backend.ts';
+import type { LayerSpec } from '../model-spec.ts';
+import { ActivationLayer } from './activation-layer.ts';
+import { Embedding } from './embedding.ts';
+import type { Layer } from './layer.ts';
+import { LayerNorm } from './layer-norm.ts';
+import { Linear } from './linear.ts';
+
+export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>, seed: number): Layer {
+  const name = `${blockName}.${spec.name}`;
+  switch (spec.kind) {
+    case 'embedding':
+      return new Embedding(be, name, spec, seed);
+    case 'linear':
+      return new Linear(be, name, spec, seed);
+    case 'layernorm':
+      return new LayerNorm(be, name, spec, seed);
+    case 'activation':
+      return new ActivationLayer(be, name, spec.fn);
+  }
+}

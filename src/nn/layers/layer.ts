@@ -1,0 +1,28 @@
+/**
+ * A layer with its backward split in two, as zero-bubble schedules need:
+ *
+ *   forward(x, save)            → y, and (when save) the tensors backward needs
+ *   backwardInput(saved, dy)    → dx
+ *   backwardWeight(saved, dy)   → param.grad += ∂L/∂param
+ *
+ * The caller (a Stage) owns every tensor: `saved` holds references the stage
+ * keeps in its stash and disposes; a layer never disposes its input or dy.
+ * A layer without parameters has no backwardWeight.
+ */
+import type { Tensor } from '../backend.ts';
+import type { Param } from '../param.ts';
+
+export interface LayerForward {
+  y: Tensor;
+  /** What backward needs (empty when save was false). May include x itself. */
+  saved: Tensor[];
+}
+
+export interface Layer {
+  /** Global name, e.g. 'block1.linear'. */
+  readonly name: string;
+  readonly params: readonly Param[];
+  forward(x: Tensor, save: boolean): LayerForward;
+  backwardInput(saved: readonly Tensor[], dy: Tensor): Tensor;
+  backwardWeight?(saved: readonly Tensor[], dy: Tensor): void;
+}

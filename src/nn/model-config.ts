@@ -1,0 +1,128 @@
+/**
+ * The user-facing model configuration, its validation, and the builders that
+ * turn it into a ModelSpec (a list of blocks).
+ *
+ * - 'mlp' (for the 2-D sets): `layers` hidden blocks of (Linear → activation)
+ *   of width `hidden`, then the head block (Linear hidden → classes, loss).
+ * - 'char-mlp' (for names): block 0 = Embedding(28, embedDim) over `context`
+ *   characters → Linear(context·embedDim → hidden) → LayerNorm → activation;
+ *   blocks 1 .. layers-1 = Linear(hidden → hidden) → LayerNorm → activation;
+ *   head = Linear(hidden → 28), loss.
+ *
+ * Both have layers + 1 blocks.
+ */
+import { requireInt, requireOneOf, ConfigError } from '../util/errors.ts';
+import { DATASETS, datasetClasses, isTwoD } from '../data/datasets.ts';
+import type { DatasetName } from '../data/datasets.ts';
+import { NAMES_VOCAB_SIZE } from '../data/names.ts';
+import type { Activation } from './backend.ts';
+import type { BlockSpec, LayerSpec, ModelSpec } from './model-spec.ts';
+import { validateModelSpec } from './model-spec.ts';
+
+export type ModelName = 'mlp' | 'char-mlp';
+export const MODELS: readonly ModelName[] = ['mlp', 'char-mlp'];
+
+export type HiddenActivation = Exclude<Activation, 'identity'>;
+export const HIDDEN_ACTIVATIONS: readonly HiddenActivation[] = ['relu', 'gelu', 'tanh'];
+
+export interface ModelConfig {
+  model: ModelName;
+  dataset: DatasetName;
+  /** Hidden width H. */
+  hidden: number;
+  /** Hidden blocks before the head; the model has layers + 1 blocks. */
+  layers: number;
+  activation: HiddenActivation;
+  /** char-mlp: characters of context k (ignored by mlp, but still checked). */
+  context: number;
+  /** char-mlp: embedding width E per character (ignored by mlp, but still checked). */
+  embedDim: number;
+}
+
+export const LIMITS = { hidden: 4096, layers: 64, context: 16, embedDim: 512 } as const;
+
+/** The model a data set is trained with. */
+export function modelFor(dataset: DatasetName): ModelName {
+  return isTwoD(dataset) ? 'mlp' : 'char-mlp';
+}
+
+export function defaultModelConfig(dataset: DatasetName = 'spiral'): ModelConfig {
+  requireOneOf('dataset', dataset, DATASETS);
+  if (isTwoD(dataset)) {
+    return { model: 'mlp', dataset, hidden: 64, layers: 3, activation: 'relu', context: 3, embedDim: 16 };
+  }
+  return { model: 'char-mlp', dataset, hidden: 128, layers: 2, activation: 'gelu', context: 4, embedDim: 16 };
+}
+
+/** Throws a ConfigError naming the first bad field, its value and the rule. */
+export function validateModelConfig(cfg: ModelConfig): void {
+  if (cfg === null || typeof cfg !== 'object') throw new ConfigError('model config', cfg, 'must be an object');
+  const model = requireOneOf('model', cfg.model, MODELS);
+  const dataset = requireOneOf('dataset', cfg.dataset, DATASETS);
+  if (model !== modelFor(dataset)) {
+    const rule = model === 'mlp' ? 'must be a 2-D set (spiral, moons, circles, xor) for model "mlp"' : 'must be "names" for model "char-mlp"';
+    throw new ConfigError('dataset', dataset, rule);
+  }
+  requireInt('hidden', cfg.hidden, 1, LIMITS.hidden);
+  requireInt('layers', cfg.layers, 1, LIMITS.layers);
+  requireOneOf('activation', cfg.activation, HIDDEN_ACTIVATIONS);
+  requireInt('context', cfg.context, 1, LIMITS.context);
+  requireInt('embedDim', cfg.embedDim, 1, LIMITS.embedDim);
+}
+
+/** Std of a hidden Linear's weights: He for relu/gelu, Xavier-like (1/fan-in) for tanh. */
+function hiddenStd(fanIn: number, act: HiddenActivation): number {
+  return Math.sqrt((act === 'tanh' ? 1 : 2) / fanIn);
+}
+
+export function buildModelSpec(cfg: ModelConfig): ModelSpec {
+  validateModelConfig(cfg);
+  const spec = cfg.model === 'mlp' ? mlpSpec(cfg) : charMlpSpec(cfg);
+  validateModelSpec(spec);
+  return spec;
+}
+
+function linear(inCols: number, outCols: number, std: number): LayerSpec {
+  return { kind: 'linear', name: 'linear', in: inCols, out: outCols, init: { kind: 'normal', std } };
+}
+
+function head(hidden: number, classes: number): BlockSpec {
+  return {
+    name: 'head',
+    layers: [linear(hidden, classes, Math.sqrt(1 / hidden)), { kind: 'softmax-cross-entropy', name: 'loss', classes }],
+  };
+}
+
+function mlpSpec(cfg: ModelConfig): ModelSpec {
+  const classes = datasetClasses(cfg.dataset);
+  const H = cfg.hidden;
+  const blocks: BlockSpec[] = [];
+  for (let i = 0; i < cfg.layers; i++) {
+    const inCols = i === 0 ? 2 : H;
+    blocks.push({
+      name: `block${i}`,
+      layers: [linear(inCols, H, hiddenStd(inCols, cfg.activation)), { kind: 'activation', name: 'act', fn: cfg.activation, dim: H }],
+    });
+  }
+  blocks.push(head(H, classes));
+  return { name: `mlp-${cfg.dataset}`, input: { dtype: 'f32', cols: 2 }, classes, blocks };
+}
+
+function charMlpSpec(cfg: ModelConfig): ModelSpec {
+  const { hidden: H, context: k, embedDim: E } = cfg;
+  const V = NAMES_VOCAB_SIZE;
+  const blocks: BlockSpec[] = [];
+  for (let i = 0; i < cfg.layers; i++) {
+    const inCols = i === 0 ? k * E : H;
+    const layers: LayerSpec[] = [];
+    if (i === 0) layers.push({ kind: 'embedding', name: 'embedding', vocab: V, dim: E, context: k, init: { kind: 'normal', std: 1 } });
+    layers.push(
+      linear(inCols, H, hiddenStd(inCols, cfg.activation)),
+      { kind: 'layernorm', name: 'layernorm', dim: H, eps: 1e-5 },
+      { kind: 'activation', name: 'act', fn: cfg.activation, dim: H },
+    );
+    blocks.push({ name: `block${i}`, layers });
+  }
+  blocks.push(head(H, V));
+  return { name: 'char-mlp-names', input: { dtype: 'i32', cols: k }, classes: V, blocks };
+}

@@ -1,0 +1,194 @@
+/**
+ * A model as plain data: a list of blocks, each a list of layers. Stages are
+ * contiguous block ranges, so the block is the unit a pipeline cuts at. The
+ * last block (the head) ends with the softmax-cross-entropy loss.
+ *
+ * Parameter names are global: `${block.name}.${layer.name}.${param}`, e.g.
+ * 'block0.embedding.table', 'block1.linear.W', 'head.linear.b'.
+ */
+import { ConfigError } from '../util/errors.ts';
+import type { Activation } from './backend.ts';
+import type { InitSpec } from './param.ts';
+
+export interface EmbeddingSpec {
+  readonly kind: 'embedding';
+  readonly name: string;
+  readonly vocab: number;
+  readonly dim: number;
+  /** Indices per row; the output has context · dim columns. */
+  readonly context: number;
+  readonly init: InitSpec;
+}
+
+export interface LinearSpec {
+  readonly kind: 'linear';
+  readonly name: string;
+  readonly in: number;
+  readonly out: number;
+  readonly init: InitSpec;
+}
+
+export interface LayerNormSpec {
+  readonly kind: 'layernorm';
+  readonly name: string;
+  readonly dim: number;
+  readonly eps: number;
+}
+
+export interface ActivationSpec {
+  readonly kind: 'activation';
+  readonly name: string;
+  readonly fn: Activation;
+  readonly dim: number;
+}
+
+export interface LossSpec {
+  readonly kind: 'softmax-cross-entropy';
+  readonly name: string;
+  readonly classes: number;
+}
+
+export type LayerSpec = EmbeddingSpec | LinearSpec | LayerNormSpec | ActivationSpec | LossSpec;
+
+export interface BlockSpec {
+  readonly name: string;
+  readonly layers: readonly LayerSpec[];
+}
+
+export interface ModelSpec {
+  readonly name: string;
+  /** What the first block takes: f32 features [n, cols] or i32 indices [n, cols]. */
+  readonly input: { readonly dtype: 'f32' | 'i32'; readonly cols: number };
+  readonly classes: number;
+  readonly blocks: readonly BlockSpec[];
+}
+
+/** Columns a layer takes (for an embedding: indices per row). */
+export function layerInCols(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'embedding':
+      return l.context;
+    case 'linear':
+      return l.in;
+    case 'layernorm':
+    case 'activation':
+      return l.dim;
+    case 'softmax-cross-entropy':
+      return l.classes;
+  }
+}
+
+/** Columns a layer gives (the loss: 1, the loss value). */
+export function layerOutCols(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'embedding':
+      return l.context * l.dim;
+    case 'linear':
+      return l.out;
+    case 'layernorm':
+    case 'activation':
+      return l.dim;
+    case 'softmax-cross-entropy':
+      return 1;
+  }
+}
+
+/** Columns a block takes and gives (the head gives the logits' width, before its loss). */
+export function blockInCols(b: BlockSpec): number {
+  return layerInCols(b.layers[0]);
+}
+
+export function blockOutCols(b: BlockSpec): number {
+  const last = b.layers[b.layers.length - 1];
+  return last.kind === 'softmax-cross-entropy' ? last.classes : layerOutCols(last);
+}
+
+export function layerParamCount(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'embedding':
+      return l.vocab * l.dim;
+    case 'linear':
+      return l.in * l.out + l.out;
+    case 'layernorm':
+      return 2 * l.dim;
+    default:
+      return 0;
+  }
+}
+
+/** Forward floating-point operations per example row (a multiply-add counts 2). */
+export function layerFlopsPerRow(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'embedding':
+      return l.context * l.dim; // a gather: one move per output element
+    case 'linear':
+      return 2 * l.in * l.out + l.out;
+    case 'layernorm':
+      return 8 * l.dim;
+    case 'activation':
+      return (l.fn === 'gelu' ? 8 : l.fn === 'tanh' ? 4 : 1) * l.dim;
+    case 'softmax-cross-entropy':
+      return 4 * l.classes;
+  }
+}
+
+export type CostMeasure = 'flops' | 'params';
+
+/**
+ * One cost per block, for partitionBlocks. 'flops' (the default) balances
+ * compute: forward FLOPs per row, and backward is about twice forward for
+ * every layer, so the forward count orders stages the same way. 'params'
+ * balances weight and optimizer-state memory.
+ */
+export function blockCosts(spec: ModelSpec, measure: CostMeasure = 'flops'): number[] {
+  const f = measure === 'flops' ? layerFlopsPerRow : layerParamCount;
+  return spec.blocks.map((b) => b.layers.reduce((s, l) => s + f(l), 0));
+}
+
+export function paramCount(spec: ModelSpec): number {
+  return blockCosts(spec, 'params').reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Checks a spec is consistent: every layer takes the width the previous one
+ * gives, the first block takes the input, exactly the last layer of the last
+ * block is the loss, and names are unique.
+ */
+export function validateModelSpec(spec: ModelSpec): void {
+  if (spec.blocks.length === 0) throw new ConfigError('model.blocks', spec.blocks.length, 'must hold at least one block');
+  let cols = spec.input.cols;
+  const names = new Set<string>();
+  spec.blocks.forEach((b, bi) => {
+    if (b.layers.length === 0) throw new ConfigError(`model.blocks[${bi}].layers`, 0, 'must hold at least one layer');
+    if (names.has(b.name)) throw new ConfigError(`model.blocks[${bi}].name`, b.name, 'must be unique');
+    names.add(b.name);
+    b.layers.forEach((l, li) => {
+      const field = `model.blocks[${bi}].layers[${li}]`;
+      const isLastLayer = bi === spec.blocks.length - 1 && li === b.layers.length - 1;
+      if ((l.kind === 'softmax-cross-entropy') !== isLastLayer) {
+        throw new ConfigError(`${field}.kind`, l.kind, 'the loss must be the last layer of the last block, and only there');
+      }
+      if (l.kind === 'embedding' && (bi !== 0 || li !== 0)) {
+        throw new ConfigError(`${field}.kind`, l.kind, 'an embedding must be the first layer of the first block');
+      }
+      if (l.kind === 'embedding' && spec.input.dtype !== 'i32') {
+        throw new ConfigError('model.input.dtype', spec.input.dtype, 'must be i32 when the model starts with an embedding');
+      }
+      if (bi === 0 && li === 0 && l.kind !== 'embedding' && spec.input.dtype !== 'f32') {
+        throw new ConfigError('model.input.dtype', spec.input.dtype, 'must be f32 unless the model starts with an embedding');
+      }
+      for (const [k, v] of Object.entries(l)) {
+        if (typeof v === 'number' && k !== 'eps' && !(Number.isInteger(v) && v > 0)) {
+          throw new ConfigError(`${field}.${k}`, v, 'must be a positive integer');
+        }
+      }
+      const inCols = layerInCols(l);
+      if (inCols !== cols) throw new ConfigError(`${field}.in`, inCols, `must equal the width of what comes before it, ${cols}`);
+      cols = l.kind === 'softmax-cross-entropy' ? 1 : layerOutCols(l);
+    });
+  });
+  const loss = spec.blocks[spec.blocks.length - 1].layers.at(-1);
+  if (loss?.kind === 'softmax-cross-entropy' && loss.classes !== spec.classes) {
+    throw new ConfigError('model.classes', spec.classes, `must equal the loss's classes, ${loss.classes}`);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * SGD (momentum, weight decay) and AdamW over a list of parameters, with the
+ * state (velocity; first and second moments) kept next to each parameter on
+ * the same backend. Applied per parameter, so a model split into stages and
+ * stepped stage by stage gets exactly the update one device would.
+ *
+ * Weight decay applies to parameters with `decay` (matrices and embedding
+ * tables), not to biases or LayerNorm gain/shift.
+ */
+import { ConfigError, requireFinite, requireOneOf } from '../util/errors.ts';
+import type { Backend, Tensor } from './backend.ts';
+import type { Param } from './param.ts';
+
+export type OptimizerName = 'sgd' | 'adamw';
+export const OPTIMIZERS: readonly OptimizerName[] = ['sgd', 'adamw'];
+
+export interface OptimizerConfig {
+  optimizer: OptimizerName;
+  lr: number;
+  /** SGD momentum in [0, 1). */
+  momentum: number;
+  /** Decoupled for AdamW (p *= 1 − lr·wd); added to the gradient for SGD. */
+  weightDecay: number;
+  /** AdamW β1, β2, ε (defaults 0.9, 0.999, 1e-8). */
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+}
+
+export function validateOptimizerConfig(cfg: OptimizerConfig): void {
+  requireOneOf('optimizer', cfg.optimizer, OPTIMIZERS);
+  requireFinite('lr', cfg.lr, { min: 0, exclusiveMin: true });
+  if (cfg.lr > 10) throw new ConfigError('lr', cfg.lr, 'must be at most 10');
+  requireFinite('momentum', cfg.momentum, { min: 0 });
+  if (cfg.momentum >= 1) throw new ConfigError('momentum', cfg.momentum, 'must be less than 1');
+  requireFinite('weightDecay', cfg.weightDecay, { min: 0, max: 1 });
+  for (const [field, v] of [['beta1', cfg.beta1], ['beta2', cfg.beta2]] as const) {
+    if (v === undefined) continue;
+    requireFinite(field, v, { min: 0 });
+    if (v >= 1) throw new ConfigError(field, v, 'must be less than 1');
+  }
+  if (cfg.eps !== undefined) requireFinite('eps', cfg.eps, { min: 0, exclusiveMin: true });
+}
+
+export interface Optimizer {
+  readonly name: OptimizerName;
+  /** Steps taken so far. */
+  readonly steps: number;
+  /** The learning rate of the next step (a schedule may change it between steps). */
+  lr: number;
+  /** Updates every parameter from its grad · gradScale (1 when the loss scale already averages). */
+  step(gradScale?: number): void;
+  dispose(): void;
+}
+
+export function createOptimizer(be: Backend, params: readonly Param[], cfg: OptimizerConfig): Optimizer {
+  validateOptimizerConfig(cfg);
+  return cfg.optimizer === 'sgd' ? new Sgd(be, params, cfg) : new AdamW(be, params, cfg);
+}
+
+function checkGradScale(gradScale: number): number {
+  return requireFinite('gradScale', gradScale, { min: 0, exclusiveMin: true });
+}
+
+class Sgd implements Optimizer {
+  readonly name = 'sgd';
+  steps = 0;
+  lr: number;
+  private readonly velocity: Tensor[];
+
+  constructor(
+    private readonly be: Backend,
+    private readonly params: readonly Param[],
+    private readonly cfg: OptimizerConfig,
+  ) {
+    this.lr = cfg.lr;
+    this.velocity = params.map((p) => be.zeros(p.value.shape));
+  }
+
+  step(gradScale = 1): void {
+    checkGradScale(gradScale);
+    requireFinite('lr', this.lr, { min: 0, exclusiveMin: true });
+    this.params.forEach((p, i) => {
+      const weightDecay = p.decay ? this.cfg.weightDecay : 0;
+      this.be.sgdStep(p.value, p.grad, this.velocity[i], { lr: this.lr, momentum: this.cfg.momentum, weightDecay, gradScale });
+    });
+    this.steps++;
+  }
+
+  dispose(): void {
+    for (const t of this.velocity) this.be.dispose(t);
+  }
+}
+
+class AdamW implements Optimizer {
+  readonly name = 'adamw';
+  steps = 0;
+  lr: number;
+  private readonly m: Tensor[];
+  private readonly v: Tensor[];
+
+  constructor(
+    private readonly be: Backend,
+    private readonly params: readonly Param[],
+    private readonly cfg: OptimizerConfig,
+  ) {
+    this.lr = cfg.lr;
+    this.m = params.map((p) => be.zeros(p.value.shape));
+    this.v = params.map((p) => be.zeros(p.value.shape));
+  }
+
+  step(gradScale = 1): void {
+    checkGradScale(gradScale);
+    requireFinite('lr', this.lr, { min: 0, exclusiveMin: true });
+    const step = this.steps + 1;
+    const { beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = this.cfg;
+    this.params.forEach((p, i) => {
+      const weightDecay = p.decay ? this.cfg.weightDecay : 0;
+      this.be.adamwStep(p.value, p.grad, this.m[i], this.v[i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
+    });
+    this.steps = step;
+  }
+
+  dispose(): void {
+    for (const t of [...this.m, ...this.v]) this.be.dispose(t);
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * A trainable parameter and its deterministic initialisation.
+ *
+ * Initial values depend only on (seed, global parameter name): the stream is
+ * `new Rng(seed).fork(name)`, so a parameter gets the same values whether the
+ * model is one stage or cut into eight, and whichever worker builds it.
+ */
+import { Rng } from '../util/rng.ts';
+import type { Backend, Tensor } from './backend.ts';
+
+export interface Param {
+  /** Global name, e.g. 'block1.linear.W'. */
+  readonly name: string;
+  readonly value: Tensor;
+  /** Gradient, accumulated over the micro-batches of a step. */
+  readonly grad: Tensor;
+  /** Whether weight decay applies (matrices and embedding tables; not biases or LayerNorm gain/shift). */
+  readonly decay: boolean;
+}
+
+export type InitSpec = { kind: 'normal'; std: number } | { kind: 'const'; value: number };
+
+export function initValues(name: string, size: number, init: InitSpec, seed: number): Float64Array {
+  const out = new Float64Array(size);
+  if (init.kind === 'const') {
+    out.fill(Math.fround(init.value));
+    return out;
+  }
+  const rng = new Rng(seed).fork(name);
+  // Rounded to float32 so the CPU reference and the GPU start from identical weights.
+  for (let i = 0; i < size; i++) out[i] = Math.fround(init.std * rng.normal());
+  return out;
+}
+
+export function createParam(be: Backend, name: string, shape: readonly number[], init: InitSpec, seed: number, decay: boolean): Param {
+  const size = shape.reduce((a, b) => a * b, 1);
+  return { name, value: be.tensor(initValues(name, size, init, seed), shape), grad: be.zeros(shape), decay };
+}
+
+export function disposeParam(be: Backend, p: Param): void {
+  be.dispose(p.value);
+  be.dispose(p.grad);
+}

@@ -1,0 +1,343 @@
+/**
+ * A pipeline stage: a contiguous range of a model's blocks, with the
+ * parameters of those blocks and a stash per in-flight micro-batch.
+ *
+ * Ownership (so nothing is copied or freed twice):
+ * - `forward` takes ownership of `input`; `backwardInput`/`backward` take
+ *   ownership of `dOutput`. Do not dispose or reuse them after the call.
+ * - `labels` stay the caller's: the stage copies them when it needs them later
+ *   (recompute), so the caller may dispose them right after `forward`.
+ * - Every returned tensor (activation, loss, input gradient, `infer` output)
+ *   belongs to the caller, who disposes it.
+ * - `infer` does not take ownership of its input.
+ *
+ * Stash per micro-batch: after `forward`, what every layer's backward needs
+ * (with recompute: only the input, and the labels on the last stage); after
+ * `backwardInput`, only what `backwardWeight` needs (the weight layers'
+ * inputs and output gradients); `backwardWeight` frees it.
+ */
+import { ConfigError, requireFinite, requireInt } from '../util/errors.ts';
+import type { Backend, Tensor } from './backend.ts';
+import { buildLayer } from './layers/build-layer.ts';
+import type { Layer } from './layers/layer.ts';
+import { SoftmaxCrossEntropy } from './layers/loss.ts';
+import type { ModelSpec } from './model-spec.ts';
+import { blockInCols, blockOutCols, validateModelSpec } from './model-spec.ts';
+import { disposeParam } from './param.ts';
+import type { Param } from './param.ts';
+
+export interface StageOptions {
+  /** Keep only the input per micro-batch and recompute the forward in backwardInput. */
+  recompute?: boolean;
+}
+
+export type ParamValues = Record<string, Float32Array | Float64Array>;
+
+interface Stash {
+  readonly n: number;
+  phase: 'forward' | 'input-done';
+  /** Recompute only: the stage input, and (last stage) a copy of the labels. */
+  input: Tensor | null;
+  labels: Tensor | null;
+  readonly lossScale: number;
+  /** Per layer, what its backward needs (null with recompute until backwardInput). */
+  saved: Tensor[][] | null;
+  /** Last stage, no recompute: the loss gradient, computed with the loss. */
+  dLogits: Tensor | null;
+  /** After backwardInput: per layer with parameters, the gradient of its output. */
+  dys: (Tensor | null)[] | null;
+}
+
+export class Stage {
+  readonly index: number;
+  readonly isFirst: boolean;
+  readonly isLast: boolean;
+  readonly blockRange: readonly [number, number];
+  /** Names of the blocks this stage holds. */
+  readonly blockNames: readonly string[];
+  readonly params: Param[];
+  readonly layers: readonly Layer[];
+  /** Columns of the input: indices per row on an embedding stage, else features. */
+  readonly inCols: number;
+  readonly inDType: 'f32' | 'i32';
+  /** Columns of the output activation (the last stage: the logits' width, for infer). */
+  readonly outCols: number;
+  readonly recompute: boolean;
+
+  private readonly loss: SoftmaxCrossEntropy | null;
+  private readonly stashes = new Map<number, Stash>();
+
+  constructor(
+    private readonly be: Backend,
+    readonly model: ModelSpec,
+    stageIndex: number,
+    blockRange: [number, number],
+    seed: number,
+    opts: StageOptions = {},
+  ) {
+    validateModelSpec(model);
+    this.index = requireInt('stageIndex', stageIndex, 0);
+    const nb = model.blocks.length;
+    if (!Array.isArray(blockRange) || blockRange.length !== 2) throw new ConfigError('blockRange', blockRange, 'must be [start, end)');
+    const [start, end] = blockRange;
+    requireInt('blockRange[0]', start, 0, nb - 1);
+    requireInt('blockRange[1]', end, start + 1, nb);
+    requireInt('seed', seed, 0, 0xffffffff);
+    this.blockRange = [start, end];
+    this.isFirst = start === 0;
+    this.isLast = end === nb;
+    this.recompute = opts.recompute ?? false;
+    const blocks = model.blocks.slice(start, end);
+    this.blockNames = blocks.map((b) => b.name);
+    const layers: Layer[] = [];
+    for (const b of blocks) {
+      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed));
+    }
+    this.layers = layers;
+    this.params = layers.flatMap((l) => [...l.params]);
+    this.loss = this.isLast ? new SoftmaxCrossEntropy(be, `${model.blocks[nb - 1].name}.loss`) : null;
+    this.inCols = this.isFirst ? model.input.cols : blockInCols(blocks[0]);
+    this.inDType = this.isFirst ? model.input.dtype : 'f32';
+    this.outCols = blockOutCols(blocks[blocks.length - 1]);
+  }
+
+  forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Tensor {
+    requireInt('mb', mb, 0);
+    if (this.stashes.has(mb)) {
+      throw new ConfigError('mb', mb, `stage ${this.index} already holds the forward of this micro-batch (run its backward first)`);
+    }
+    const n = this.checkInput(input);
+    if (this.isLast) this.checkLossArgs(n, labels, lossScale);
+    const save = !this.recompute;
+    const { out, saved } = this.run(input, save);
+    if (!this.recompute && !saved.some((s) => s.includes(input))) this.be.dispose(input);
+    const stash: Stash = {
+      n,
+      phase: 'forward',
+      input: this.recompute ? input : null,
+      labels: null,
+      lossScale: lossScale ?? 0,
+      saved: save ? saved : null,
+      dLogits: null,
+      dys: null,
+    };
+    let result = out;
+    if (this.loss && labels && lossScale !== undefined) {
+      const { loss, dlogits } = this.loss.forward(out, labels, lossScale);
+      this.be.dispose(out);
+      if (save) stash.dLogits = dlogits;
+      else {
+        this.be.dispose(dlogits);
+        stash.labels = this.be.clone(labels);
+      }
+      result = loss;
+    }
+    this.stashes.set(mb, stash);
+    return result;
+  }
+
+  backwardInput(mb: number, dOutput: Tensor | null): Tensor | null {
+    const st = this.stashFor(mb, 'forward');
+    if (this.isLast && dOutput !== null) {
+      throw new ConfigError('dOutput', dOutput.shape, `must be null on the last stage (stage ${this.index}): the loss gradient is internal`);
+    }
+    if (!this.isLast) {
+      if (dOutput === null || dOutput === undefined) {
+        throw new ConfigError('dOutput', dOutput, `must be a gradient tensor [${st.n}, ${this.outCols}] on stage ${this.index}, which is not the last`);
+      }
+      if (dOutput.dtype !== 'f32' || dOutput.shape.length !== 2 || dOutput.shape[0] !== st.n || dOutput.shape[1] !== this.outCols) {
+        throw new ConfigError('dOutput.shape', dOutput.shape, `must be [${st.n}, ${this.outCols}] (f32): the shape of stage ${this.index}'s output for micro-batch ${mb}`);
+      }
+    }
+    let saved: Tensor[][];
+    let dy: Tensor;
+    if (st.saved) {
+      saved = st.saved;
+      dy = this.isLast ? (st.dLogits as Tensor) : (dOutput as Tensor);
+    } else {
+      const r = this.run(st.input as Tensor, true);
+      saved = r.saved;
+      if (this.loss) {
+        const { loss, dlogits } = this.loss.forward(r.out, st.labels as Tensor, st.lossScale);
+        this.be.dispose(loss);
+        this.be.dispose(r.out);
+        dy = dlogits;
+      } else {
+        this.be.dispose(r.out);
+        dy = dOutput as Tensor;
+      }
+    }
+    const before = this.tensorsOf(st, saved);
+    const dys: (Tensor | null)[] = new Array<Tensor | null>(this.layers.length).fill(null);
+    let cur: Tensor | null = dy;
+    for (let i = this.layers.length - 1; i >= 0; i--) {
+      const layer = this.layers[i];
+      const g = cur as Tensor;
+      cur = i === 0 && this.isFirst ? null : layer.backwardInput(saved[i], g);
+      if (layer.params.length > 0) dys[i] = g;
+      else this.be.dispose(g);
+    }
+    // Keep only what backwardWeight needs: the weight layers' saved tensors and output gradients.
+    const keptSaved = saved.map((s, i) => (this.layers[i].params.length > 0 ? s : []));
+    const kept = new Set<Tensor>([...keptSaved.flat(), ...dys.filter((t): t is Tensor => t !== null)]);
+    for (const t of before) if (!kept.has(t)) this.be.dispose(t);
+    st.saved = keptSaved;
+    st.dys = dys;
+    st.input = null;
+    st.labels = null;
+    st.dLogits = null;
+    st.phase = 'input-done';
+    return cur;
+  }
+
+  backwardWeight(mb: number): void {
+    const st = this.stashFor(mb, 'input-done');
+    const saved = st.saved as Tensor[][];
+    const dys = st.dys as (Tensor | null)[];
+    this.layers.forEach((layer, i) => {
+      const dy = dys[i];
+      if (dy && layer.backwardWeight) layer.backwardWeight(saved[i], dy);
+    });
+    for (const t of this.tensorsOf(st)) this.be.dispose(t);
+    this.stashes.delete(mb);
+  }
+
+  backward(mb: number, dOutput: Tensor | null): Tensor | null {
+    const dx = this.backwardInput(mb, dOutput);
+    this.backwardWeight(mb);
+    return dx;
+  }
+
+  /**
+   * Forward without a stash or loss, for evaluation and sampling: returns the
+   * output activation (the last stage: the logits). Does not take `input`.
+   */
+  infer(input: Tensor): Tensor {
+    this.checkInput(input);
+    return this.run(input, false).out;
+  }
+
+  zeroGrads(): void {
+    for (const p of this.params) this.be.fill(p.grad, 0);
+  }
+
+  /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */
+  stashBytes(): number {
+    let bytes = 0;
+    for (const st of this.stashes.values()) for (const t of this.tensorsOf(st)) bytes += 4 * t.size;
+    return bytes;
+  }
+
+  liveStashes(): number {
+    return this.stashes.size;
+  }
+
+  /** Micro-batches with a stash, ascending. */
+  liveMicrobatches(): number[] {
+    return [...this.stashes.keys()].sort((a, b) => a - b);
+  }
+
+  /** Bytes (as float32) of this stage's parameters. */
+  paramBytes(): number {
+    return this.params.reduce((s, p) => s + 4 * p.value.size, 0);
+  }
+
+  async readParams(): Promise<ParamValues> {
+    return this.readAll((p) => p.value);
+  }
+
+  async readGrads(): Promise<ParamValues> {
+    return this.readAll((p) => p.grad);
+  }
+
+  /**
+   * Sets this stage's parameters from `values` (by global name; names of other
+   * stages' parameters are ignored). Every parameter of this stage must be there.
+   */
+  loadParams(values: Readonly<Record<string, ArrayLike<number>>>): void {
+    for (const p of this.params) {
+      const v = values[p.name];
+      if (v === undefined) throw new ConfigError(`params["${p.name}"]`, 'missing', `must be given: stage ${this.index} holds it`);
+      if (v.length !== p.value.size) {
+        throw new ConfigError(`params["${p.name}"].length`, v.length, `must be ${p.value.size} (shape [${p.value.shape.join(', ')}])`);
+      }
+    }
+    for (const p of this.params) {
+      const t = this.be.tensor(values[p.name], p.value.shape);
+      this.be.copyInto(p.value, t);
+      this.be.dispose(t);
+    }
+  }
+
+  dispose(): void {
+    for (const st of this.stashes.values()) for (const t of this.tensorsOf(st)) this.be.dispose(t);
+    this.stashes.clear();
+    for (const p of this.params) disposeParam(this.be, p);
+  }
+
+  // --- internals ---
+
+  /** Runs the layers; disposes intermediates nobody saved, never `x`. */
+  private run(x: Tensor, save: boolean): { out: Tensor; saved: Tensor[][] } {
+    let cur = x;
+    const saved: Tensor[][] = [];
+    for (const layer of this.layers) {
+      const f = layer.forward(cur, save);
+      saved.push(f.saved);
+      if (cur !== x && !f.saved.includes(cur)) this.be.dispose(cur);
+      cur = f.y;
+    }
+    return { out: cur, saved };
+  }
+
+  private checkInput(input: Tensor): number {
+    const field = `stage ${this.index} input`;
+    if (!input || !Array.isArray(input.shape)) throw new ConfigError(field, input, 'must be a tensor');
+    const want = this.isFirst && this.inDType === 'i32' ? `[rows, ${this.inCols}] context indices` : `[rows, ${this.inCols}]`;
+    if (input.shape.length !== 2 || input.shape[1] !== this.inCols) throw new ConfigError(`${field}.shape`, input.shape, `must be ${want}`);
+    if (input.dtype !== this.inDType) throw new ConfigError(`${field}.dtype`, input.dtype, `must be ${this.inDType}`);
+    return input.shape[0];
+  }
+
+  private checkLossArgs(n: number, labels: Tensor | undefined, lossScale: number | undefined): void {
+    if (!labels) throw new ConfigError('labels', labels, `must be given to the last stage (stage ${this.index}): i32 [${n}]`);
+    if (labels.dtype !== 'i32' || labels.shape.length !== 1 || labels.shape[0] !== n) {
+      throw new ConfigError('labels.shape', labels.shape, `must be i32 [${n}] (one label per input row)`);
+    }
+    requireFinite('lossScale', lossScale, { min: 0, exclusiveMin: true });
+  }
+
+  private stashFor(mb: number, phase: Stash['phase']): Stash {
+    requireInt('mb', mb, 0);
+    const st = this.stashes.get(mb);
+    if (!st) throw new ConfigError('mb', mb, `stage ${this.index} holds no forward of this micro-batch (run forward first)`);
+    if (st.phase !== phase) {
+      const rule = phase === 'forward' ? 'has already run backwardInput for this micro-batch' : 'must run backwardInput for this micro-batch before backwardWeight';
+      throw new ConfigError('mb', mb, `stage ${this.index} ${rule}`);
+    }
+    return st;
+  }
+
+  /** Every distinct tensor a stash holds (optionally with a freshly recomputed `saved`). */
+  private tensorsOf(st: Stash, saved: Tensor[][] | null = st.saved): Set<Tensor> {
+    const all = new Set<Tensor>();
+    const add = (t: Tensor | null) => {
+      if (t) all.add(t);
+    };
+    add(st.input);
+    add(st.labels);
+    add(st.dLogits);
+    for (const s of saved ?? []) for (const t of s) all.add(t);
+    for (const t of st.dys ?? []) add(t);
+    return all;
+  }
+
+  private async readAll(pick: (p: Param) => Tensor): Promise<ParamValues> {
+    const out: ParamValues = {};
+    for (const p of this.params) {
+      const v = await this.be.read(pick(p));
+      out[p.name] = v instanceof Int32Array ? Float64Array.from(v) : v;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Everything one training run needs: the model, the data, the batch and its
+ * micro-batches, the optimizer and its schedule, and the seed. Shared by the
+ * single-device loop here and the pipeline runtime.
+ */
+import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
+import { isTwoD } from '../data/datasets.ts';
+import type { DatasetName } from '../data/datasets.ts';
+import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
+import { defaultModelConfig, validateModelConfig } from './model-config.ts';
+import type { ModelConfig } from './model-config.ts';
+import { validateOptimizerConfig } from './optimizer.ts';
+import type { OptimizerName } from './optimizer.ts';
+
+export type LrSchedule = 'constant' | 'cosine';
+export const LR_SCHEDULES: readonly LrSchedule[] = ['constant', 'cosine'];
+
+export interface TrainConfig extends ModelConfig {
+  /** 2-D sets: training points (ignored by names, but still checked). */
+  points: number;
+  /** 2-D sets: noise level (see src/data/two-d.ts). */
+  noise: number;
+  /** Examples per step. */
+  batchSize: number;
+  /** Micro-batches per step; must divide batchSize. */
+  microbatches: number;
+  optimizer: OptimizerName;
+  /** Peak learning rate. */
+  lr: number;
+  /** SGD momentum. */
+  momentum: number;
+  weightDecay: number;
+  /** 'cosine' decays lr from `lr` to lr/10 over the run; 'constant' keeps it. */
+  lrSchedule: LrSchedule;
+  steps: number;
+  /** Fixes initialisation, data, split and batch order. */
+  seed: number;
+  /** Keep only stage inputs and recompute the forward in backward. */
+  recompute: boolean;
+  /** Pipeline stages (the single-device loop runs them in sequence). */
+  stages: number;
+  /** Evaluate every this many steps (0: only after the last step). */
+  evalEvery: number;
+}
+
+export const TRAIN_LIMITS = { points: 100_000, batchSize: 65_536, steps: 1_000_000 } as const;
+
+/** A configuration that trains well: spiral ≥ 95% training accuracy, names < 2.25 nats/char validation loss. */
+export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig {
+  const model = defaultModelConfig(dataset);
+  const common = { recompute: false, stages: 1, seed: 1, momentum: 0.9, lrSchedule: 'cosine' as const };
+  if (isTwoD(dataset)) {
+    return {
+      ...model,
+      ...common,
+      points: 300,
+      noise: TWO_D_DEFAULT_NOISE[dataset],
+      batchSize: 64,
+      microbatches: 4,
+      optimizer: 'adamw',
+      lr: 1e-2,
+      weightDecay: 0,
+      steps: 200,
+      evalEvery: 50,
+    };
+  }
+  return {
+    ...model,
+    ...common,
+    points: 300,
+    noise: 0,
+    batchSize: 128,
+    microbatches: 4,
+    optimizer: 'adamw',
+    lr: 1e-2,
+    weightDecay: 0.01,
+    steps: 400,
+    evalEvery: 100,
+  };
+}
+
+/** Throws a ConfigError naming the first bad field, its value and the rule. */
+export function validateTrainConfig(cfg: TrainConfig): void {
+  validateModelConfig(cfg);
+  requireInt('points', cfg.points, 3, TRAIN_LIMITS.points);
+  requireFinite('noise', cfg.noise, { min: 0, max: 1 });
+  requireInt('batchSize', cfg.batchSize, 1, TRAIN_LIMITS.batchSize);
+  requireInt('microbatches', cfg.microbatches, 1, cfg.batchSize);
+  if (cfg.batchSize % cfg.microbatches !== 0) {
+    throw new ConfigError('microbatches', cfg.microbatches, `must divide batchSize = ${cfg.batchSize} evenly`);
+  }
+  validateOptimizerConfig(cfg);
+  requireOneOf('lrSchedule', cfg.lrSchedule, LR_SCHEDULES);
+  requireInt('steps', cfg.steps, 1, TRAIN_LIMITS.steps);
+  requireInt('seed', cfg.seed, 0, 0xffffffff);
+  if (typeof cfg.recompute !== 'boolean') throw new ConfigError('recompute', cfg.recompute, 'must be true or false');
+  const blocks = cfg.layers + 1;
+  if (typeof cfg.stages !== 'number' || !Number.isInteger(cfg.stages) || cfg.stages < 1 || cfg.stages > blocks) {
+    throw new ConfigError('stages', cfg.stages, `must be an integer from 1 to the number of blocks, ${blocks} (layers + 1; a stage holds at least one block)`);
+  }
+  requireInt('evalEvery', cfg.evalEvery, 0);
+}
+
+/** The learning rate of step `step` (0-based). */
+export function lrAt(cfg: Pick<TrainConfig, 'lr' | 'lrSchedule' | 'steps'>, step: number): number {
+  if (cfg.lrSchedule === 'constant' || cfg.steps <= 1) return cfg.lr;
+  const t = Math.min(1, step / (cfg.steps - 1));
+  const min = cfg.lr / 10;
+  return min + 0.5 * (cfg.lr - min) * (1 + Math.cos(Math.PI * t));
+}

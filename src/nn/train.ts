@@ -1,0 +1,115 @@
+/**
+ * The single-device training loop (no workers): the model as one stage, or as
+ * `cfg.stages` stages run in sequence on the same backend. Each step draws a
+ * seeded batch, splits it into micro-batches, accumulates their gradients
+ * (loss scale 1 / batchSize, so accumulation is exact), and applies the
+ * optimizer once.
+ */
+import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
+import { createDataset } from '../data/datasets.ts';
+import type { Dataset } from '../data/examples.ts';
+import type { Backend } from './backend.ts';
+import { evaluate } from './evaluate.ts';
+import { buildModelSpec } from './model-config.ts';
+import type { ModelSpec } from './model-spec.ts';
+import { createOptimizer } from './optimizer.ts';
+import type { BlockRange } from './partition.ts';
+import { StageChain } from './stage-chain.ts';
+import type { ParamValues } from './stage.ts';
+import { lrAt, validateTrainConfig } from './train-config.ts';
+import type { TrainConfig } from './train-config.ts';
+
+export interface StepReport {
+  /** 0-based. */
+  step: number;
+  /** Mean training loss of the step's batch, nats per example. */
+  loss: number;
+  lr: number;
+}
+
+export interface EvalReport {
+  /** Steps done when evaluated. */
+  step: number;
+  /** 2-D sets: over the whole training set (names: not computed, NaN). */
+  trainLoss: number;
+  trainAccuracy: number;
+  /** The held-out set: 2-D sets an independent draw; names the 10% of names split off. */
+  valLoss: number;
+  valAccuracy: number;
+}
+
+export interface TrainHooks {
+  onStep?(r: StepReport): void | Promise<void>;
+  onEval?(r: EvalReport): void | Promise<void>;
+  /** Checked before every step; true ends the run early (still evaluated). */
+  shouldStop?(): boolean;
+  /** The trained model, before it is disposed (e.g. to sample names from it). */
+  onDone?(model: StageChain, data: Dataset): void | Promise<void>;
+}
+
+export interface TrainResult {
+  spec: ModelSpec;
+  ranges: readonly BlockRange[];
+  /** Per step. */
+  losses: number[];
+  evals: EvalReport[];
+  final: EvalReport;
+  params: ParamValues;
+  stepsDone: number;
+  ms: number;
+}
+
+export async function evaluateModel(be: Backend, model: StageChain, data: Dataset, step: number): Promise<EvalReport> {
+  const val = await evaluate(be, model, data.val);
+  // The names training set is large (~50k rows) and only its held-out loss is reported.
+  const train = data.name !== 'names' ? await evaluate(be, model, data.train) : { loss: NaN, accuracy: NaN };
+  return { step, trainLoss: train.loss, trainAccuracy: train.accuracy, valLoss: val.loss, valAccuracy: val.accuracy };
+}
+
+export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: TrainHooks = {}): Promise<TrainResult> {
+  validateTrainConfig(cfg);
+  const t0 = performance.now();
+  const data = createDataset(cfg);
+  const spec = buildModelSpec(cfg);
+  const model = new StageChain(be, spec, cfg.stages, cfg.seed, { recompute: cfg.recompute });
+  const opt = createOptimizer(be, model.params, cfg);
+  const sampler = new BatchSampler(data.train, cfg.batchSize, cfg.seed);
+  const lossScale = 1 / cfg.batchSize;
+  const losses: number[] = [];
+  const evals: EvalReport[] = [];
+  let step = 0;
+  try {
+    for (; step < cfg.steps; step++) {
+      if (hooks.shouldStop?.()) break;
+      const mbs = splitMicrobatches(sampler.batch(step), cfg.microbatches);
+      model.zeroGrads();
+      const total = be.zeros([1]);
+      mbs.forEach((mb, i) => {
+        const loss = model.forwardBackward(i, mb, lossScale);
+        be.axpy(total, loss, 1);
+        be.dispose(loss);
+      });
+      opt.lr = lrAt(cfg, step);
+      opt.step(1);
+      be.flush();
+      const loss = (await be.read(total))[0];
+      be.dispose(total);
+      losses.push(loss);
+      await hooks.onStep?.({ step, loss, lr: opt.lr });
+      if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery === 0 && step + 1 < cfg.steps) {
+        const r = await evaluateModel(be, model, data, step + 1);
+        evals.push(r);
+        await hooks.onEval?.(r);
+      }
+    }
+    const final = await evaluateModel(be, model, data, step);
+    evals.push(final);
+    await hooks.onEval?.(final);
+    const params = await model.readParams();
+    await hooks.onDone?.(model, data);
+    return { spec, ranges: model.ranges, losses, evals, final, params, stepsDone: step, ms: performance.now() - t0 };
+  } finally {
+    opt.dispose();
+    model.dispose();
+  }
+}
