@@ -2,6 +2,8 @@ import { defineConfig } from '@playwright/test';
 import { chromiumLaunchOptions } from './e2e/chromium.ts';
 
 const port = Number(process.env.PIPELAB_E2E_PORT ?? 4317);
+// The built app to serve (vite build's outDir); another folder lets two test runs share a checkout.
+const dist = process.env.PIPELAB_DIST ?? 'dist';
 
 // Tests run against the built app (dist/) served by `vite preview`.
 export default defineConfig({
@@ -20,7 +22,7 @@ export default defineConfig({
     screenshot: 'only-on-failure',
   },
   webServer: {
-    command: `npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
+    command: `npx vite preview --host 127.0.0.1 --port ${port} --strictPort --outDir ${dist}`,
     url: `http://127.0.0.1:${port}/`,
     reuseExistingServer: false,
     timeout: 60_000,

@@ -102,9 +102,9 @@ test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions
 test.describe('faults end the run with a message, never a hang', () => {
   const faults: [string, { kind: string; action: string; step?: number }, RegExp][] = [
     ['a worker that throws', { kind: 'throw', action: '2F1' }, /rank 2, stage 2, action 2F1, step 0: injected fault: the stage kernel threw/],
-    ['a lost device', { kind: 'lose-device', action: '1B0' }, /rank 1.*(device was lost|lost)/],
+    ['a lost device', { kind: 'lose-device', action: '1B0' }, /^rank 1, stage 1, action 1\w+, step 0: .*WebGPU device was lost/],
     ['a crashed worker', { kind: 'crash-worker', action: '3F0' }, /rank 3: its worker crashed/],
-    ['a missing message', { kind: 'drop-message', action: '0F2' }, /rank 1, stage 1, action 1F2, step 0: rank 1 waited 2\.0 s for the activation of micro-batch 2 from rank 0/],
+    ['a missing message', { kind: 'drop-message', action: '0F2' }, /rank 1, stage 1, action 1F2, step 0: rank 1 waited 4\.0 s for the activation of micro-batch 2 from rank 0/],
     ['a malformed message', { kind: 'malformed-message', action: '1F0' }, /rank 2 got a malformed message from rank 1: buffer\.byteLength/],
     ['a non-finite loss', { kind: 'nan-loss', action: '3F0', step: 1 }, /step 1: the loss is NaN/],
   ];
@@ -116,7 +116,7 @@ test.describe('faults end the run with a message, never a hang', () => {
         const t0 = performance.now();
         let error = '';
         try {
-          await window.pipelab.run({ ...cfg, fault: fault as never }, { recvTimeoutMs: 2000, stepTimeoutMs: 20000 });
+          await window.pipelab.run({ ...cfg, fault: fault as never }, { recvTimeoutMs: 4000, stepTimeoutMs: 30000 });
         } catch (e) {
           error = (e as Error).message;
         }

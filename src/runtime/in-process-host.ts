@@ -23,6 +23,7 @@ export class InProcessRankHost implements RankHost {
 
   async init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }> {
     this.runtime = createRankRuntime(this.be, init, ports);
+    await this.runtime.warmUp();
     return { adapter: this.be.name };
   }
 

@@ -19,6 +19,13 @@ import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from './run-config.ts';
 
 export interface RankRuntime {
+  /**
+   * One dry forward and backward of a one-row micro-batch through each of the
+   * rank's stages, then the gradients are zeroed: every kernel is compiled
+   * before the first step, so step 0 is measured like the others and peers do
+   * not wait on a compiler. Weights and optimizer state are untouched.
+   */
+  warmUp(): Promise<void>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Omit<RankStats, 'buffers' | 'bufferBytes' | 'adapter'>;
@@ -132,7 +139,22 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
       : undefined,
   });
 
+  const WARM_UP_MB = 0x7fffffff;
   return {
+    async warmUp() {
+      for (const st of stages.values()) {
+        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([1, st.inCols]);
+        const labels = st.isLast ? be.zeros([1], 'i32') : undefined;
+        const out = st.forward(WARM_UP_MB, input, labels, data.lossScale);
+        if (labels) be.dispose(labels);
+        const dOut = st.isLast ? null : be.zeros([...out.shape]);
+        be.dispose(out);
+        const dIn = st.backward(WARM_UP_MB, dOut);
+        if (dIn) be.dispose(dIn);
+        st.zeroGrads();
+      }
+      await be.sync();
+    },
     step: (step) => executor.runStep(step),
     async readWeights() {
       const out: Weights = {};

@@ -7,7 +7,7 @@ import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import type { StepResult } from './rank-executor.ts';
+import { ActionError, type StepResult } from './rank-executor.ts';
 
 let runtime: RankRuntime | null = null;
 let backend: GpuBackend | null = null;
@@ -29,13 +29,25 @@ const api = {
         });
       },
     });
+    const rt = runtime;
     be.device.lost.then((info) => {
-      runtime?.fail(new Error(`rank ${init.rank}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
+      rt.fail(new Error(`rank ${init.rank}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
     });
+    await rt.warmUp();
     return { adapter: be.adapterDescription() };
   },
-  step(step: number): Promise<StepResult> {
-    return need().step(step);
+  async step(step: number): Promise<StepResult> {
+    try {
+      return await need().step(step);
+    } catch (e) {
+      // A lost device shows first as a failed map or submit; name the cause.
+      const be = backend;
+      const lost = be ? await Promise.race([be.lost, new Promise<null>((r) => setTimeout(() => r(null), 200))]) : null;
+      if (lost !== null && e instanceof ActionError) {
+        throw new ActionError(e.rank, e.action, e.step, new Error(`the WebGPU device was lost: ${lost}`));
+      }
+      throw e;
+    }
   },
   readWeights(): Promise<Weights> {
     return need().readWeights();
