@@ -54,9 +54,9 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     const report = await runInBrowser(config, {
       signal: run.ac.signal,
       readWeights: true,
-      onStarted: (_plan, adapter) => patchRun({ adapter, status: run.gate.isPaused ? 'paused' : 'running' }),
+      onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
       beforeStep: async () => {
-        if (run.gate.isPaused && !run.ac.signal.aborted) {
+        if (run.gate.wouldHold && !run.ac.signal.aborted) {
           run.meter.reset();
           if (usePipeLab.getState().run.status !== 'stopping') patchRun({ status: 'paused' });
         }

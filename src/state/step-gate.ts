@@ -17,6 +17,11 @@ export class StepGate {
     return this.paused;
   }
 
+  /** True when wait() would hold now (paused with no step credit). */
+  get wouldHold(): boolean {
+    return this.paused && this.credits === 0;
+  }
+
   pause(): void {
     this.paused = true;
   }

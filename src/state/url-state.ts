@@ -3,7 +3,7 @@
  * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
  * reports every bad value (field, value, rule) and keeps the rest.
  */
-import { configFromQuery, configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, URL_FIELDS, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
 import { problemOf, VIEWS, type FieldProblem, type View } from './store.ts';
@@ -18,7 +18,18 @@ export interface UrlState {
 export function readUrlState(search: string): UrlState {
   const params = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
   const problems: FieldProblem[] = [];
-  const { config, errors } = configFromQuery(search);
+  // Name what was typed ("ranks = "abc"") rather than what it parses to (NaN), then leave it out.
+  const base = defaultRunConfig() as unknown as Record<string, unknown>;
+  const runParams = new URLSearchParams(params);
+  for (const f of URL_FIELDS) {
+    const raw = runParams.get(f);
+    if (raw === null || typeof base[f] !== 'number') continue;
+    if (raw.trim() === '' || !Number.isFinite(Number(raw))) {
+      problems.push(problemOf(new ConfigError(f, raw, 'must be a number')));
+      runParams.delete(f);
+    }
+  }
+  const { config, errors } = configFromQuery(runParams.toString());
   problems.push(...errors.map(problemOf));
   const sim = simParamsFromQuery(params);
   problems.push(...sim.errors.map(problemOf));

@@ -56,7 +56,7 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
       : 'No loss yet: start a run.';
 
   return (
-    <figure className="loss-chart">
+    <figure className="loss-chart" data-losses={losses.map((l) => l.toPrecision(6)).join(',')}>
       <svg viewBox={`0 0 ${W} ${plot.H}`} role="img" aria-label={`Loss curve. ${summary}`}>
         {plot.yTicks.map((t) => (
           <g key={`y${t}`}>

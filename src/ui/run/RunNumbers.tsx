@@ -63,7 +63,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         </thead>
         <tbody>
           <tr>
-            <th scope="row">Makespan per step</th>
+            <th scope="row">{report ? "Makespan per step (mean)" : "Makespan per step"}</th>
             <td>{ms(makespanMeasured)}</td>
             <td>{simulated ? ms(makespanSimulated) : prediction ? `${num(prediction.result.makespan)} u` : '—'}</td>
             <td>{closed ? `${num(closed.makespan)} u` : '—'}</td>
