@@ -7,7 +7,12 @@ export default defineConfig({
   plugins: [react()],
   worker: { format: 'es' },
   assetsInclude: [],
-  build: { target: 'es2022', sourcemap: true },
+  build: {
+    target: 'es2022',
+    sourcemap: true,
+    // The playground, and the benchmark page that `npm run bench` drives (it alone loads TensorFlow.js).
+    rollupOptions: { input: { main: 'index.html', bench: 'bench.html' } },
+  },
   server: { host: '127.0.0.1', port: 5173 },
   preview: { host: '127.0.0.1', port: 4173 },
 });

@@ -1,0 +1,123 @@
+/**
+ * `npm run bench`: builds the app, serves dist/ on 127.0.0.1, starts headless
+ * Chromium (the system one, or PIPELAB_CHROMIUM) and runs the benchmark suites
+ * through the bench page's window.pipelabBench. Writes bench/results.json and
+ * bench/RESULTS.md and prints the tables.
+ *
+ *   npm run bench                  every suite, full grid
+ *   npm run bench -- --quick       a small grid (a few minutes)
+ *   npm run bench -- --suite kernels,schedules
+ *   npm run bench -- --no-build    serve the dist/ already there
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright';
+import { preview } from 'vite';
+import { chromiumLaunchOptions } from '../chromium.ts';
+import { SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
+import { renderMarkdown } from './markdown.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Args {
+  quick: boolean;
+  suites: SuiteName[];
+  build: boolean;
+  out: string;
+}
+
+function usage(): string {
+  return `usage: npm run bench -- [--quick] [--suite ${Object.keys(SUITES).join(',')}] [--no-build] [--out DIR]`;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { quick: false, suites: Object.keys(SUITES) as SuiteName[], build: true, out: join(root, 'bench') };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') args.quick = true;
+    else if (a === '--no-build') args.build = false;
+    else if (a === '--suite') {
+      const v = argv[++i] ?? '';
+      const names = v.split(',').filter(Boolean);
+      const bad = names.find((n) => !(n in SUITES));
+      if (bad !== undefined || names.length === 0) {
+        throw new Error(`--suite = ${JSON.stringify(v)}: must be a comma-separated list of ${Object.keys(SUITES).join(', ')}`);
+      }
+      args.suites = names as SuiteName[];
+    } else if (a === '--out') args.out = resolve(argv[++i] ?? '');
+    else if (a === '--help' || a === '-h') {
+      console.log(usage());
+      process.exit(0);
+    } else throw new Error(`unknown option ${JSON.stringify(a)}\n${usage()}`);
+  }
+  return args;
+}
+
+function packageVersion(name: string): string {
+  try {
+    return JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+  } catch {
+    return 'not installed';
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const t0 = Date.now();
+  if (args.build) {
+    console.log('bench: building dist/ ...');
+    execFileSync('npx', ['vite', 'build', '--logLevel', 'warn'], { cwd: root, stdio: 'inherit' });
+  }
+  const server = await preview({ root, logLevel: 'warn', preview: { host: '127.0.0.1', port: 0, strictPort: false } });
+  const url = server.resolvedUrls?.local[0];
+  if (!url) throw new Error('vite preview did not report a URL');
+  const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
+  let page: Page | null = null;
+  try {
+    page = await browser.newPage();
+    page.on('pageerror', (e) => console.error(`bench page error: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') console.error(`bench page console: ${m.text()}`);
+    });
+    await page.goto(`${url}bench.html`);
+    await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
+    const adapter = await page.evaluate(() => window.pipelabBench.adapterInfo());
+    console.log(`bench: ${browser.version()} on ${adapter.vendor ?? '?'} ${adapter.architecture ?? '?'} ${adapter.description ?? ''}`);
+    const ctx: BenchContext = { page, quick: args.quick, log: (s) => console.log(`bench: ${s}`) };
+    const results: Partial<Record<SuiteName, SuiteResult>> = {};
+    for (const name of args.suites) {
+      const s0 = Date.now();
+      console.log(`bench: suite ${name} ...`);
+      results[name] = await SUITES[name](ctx);
+      console.log(`bench: suite ${name} done in ${((Date.now() - s0) / 1000).toFixed(0)} s`);
+    }
+    const report = {
+      date: new Date().toISOString(),
+      quick: args.quick,
+      seconds: Math.round((Date.now() - t0) / 1000),
+      machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
+      browser: browser.version(),
+      adapter,
+      packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
+      pipelab: packageVersion('..') === 'not installed' ? JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version : packageVersion('..'),
+      results,
+    };
+    mkdirSync(args.out, { recursive: true });
+    writeFileSync(join(args.out, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
+    const md = renderMarkdown(report);
+    writeFileSync(join(args.out, 'RESULTS.md'), md);
+    console.log(`\n${md}`);
+    console.log(`bench: wrote ${join(args.out, 'results.json')} and RESULTS.md in ${report.seconds} s`);
+  } finally {
+    await browser.close();
+    await new Promise<void>((r) => server.httpServer.close(() => r()));
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(`bench: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

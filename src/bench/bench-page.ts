@@ -1,0 +1,40 @@
+/**
+ * The benchmark page: window.pipelabBench, driven by e2e/bench/run.ts in
+ * headless Chromium. Every suite measures PipeLab beside a peer in the same
+ * page on the same adapter (TensorFlow.js's WebGPU backend, or the simulator
+ * and closed form for schedules).
+ */
+import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
+import { installAutomation } from '../runtime/automation.ts';
+
+const log = document.getElementById('log');
+
+function say(line: string): void {
+  if (log) log.textContent += `${line}\n`;
+}
+
+const api = {
+  ready: true,
+  async adapterInfo(): Promise<Record<string, string>> {
+    const a = await navigator.gpu?.requestAdapter();
+    if (!a) return { error: 'no WebGPU adapter' };
+    const i = a.info;
+    return { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description };
+  },
+  async schedule(c: ScheduleBenchCase, steps: number) {
+    say(`schedule ${c.schedule} p=${c.ranks} m=${c.microbatches}`);
+    return benchSchedule(c, steps);
+  },
+};
+
+export type PipelabBench = typeof api;
+
+declare global {
+  interface Window {
+    pipelabBench: PipelabBench;
+  }
+}
+
+installAutomation();
+window.pipelabBench = api;
+say('ready');

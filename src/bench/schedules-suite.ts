@@ -1,0 +1,89 @@
+/**
+ * The schedules suite: real pipeline runs (one Worker and one WebGPU device per
+ * rank) over a grid of schedules, p and m, each beside the simulator fed with
+ * the run's measured per-op times and beside the closed form.
+ */
+import { runInBrowser } from '../runtime/browser-run.ts';
+import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+
+export interface ScheduleBenchCase {
+  schedule: RunConfig['schedule'];
+  ranks: number;
+  microbatches: number;
+  virtual?: number;
+  dataset?: RunConfig['dataset'];
+}
+
+export interface ScheduleBenchRow {
+  schedule: string;
+  dataset: string;
+  p: number;
+  m: number;
+  v: number;
+  steps: number;
+  makespanMeasuredMs: number;
+  makespanSimulatedMs: number;
+  /** |simulated − measured| / measured. */
+  simulationError: number;
+  bubbleMeasured: number;
+  bubbleSimulated: number;
+  bubbleClosedForm: number | null;
+  peakStashBytes: number[];
+  /** Communication (readback + transfer + upload) per boundary and micro-batch, ms. */
+  commMsPerCrossing: number;
+  /** Communication time as a share of compute time. */
+  commShare: number;
+  samplesPerSecond: number;
+  meanOpMs: Record<string, Record<string, number>>;
+}
+
+/** The names model, cut into p balanced stages: every stage holds one block of the same size. */
+export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
+  const base = defaultRunConfig();
+  const v = c.virtual ?? (c.schedule === 'zb-v' ? 2 : 1);
+  const names = (c.dataset ?? 'names') === 'names';
+  return {
+    ...base,
+    dataset: names ? 'names' : c.dataset ?? 'spiral',
+    model: names ? 'char-mlp' : 'mlp',
+    // p·v blocks of equal width, and a light head: balanced stages.
+    layers: Math.max(1, c.ranks * v - 1),
+    hidden: names ? 256 : 128,
+    context: 4,
+    embedDim: 16,
+    activation: names ? 'tanh' : 'relu',
+    batchSize: 64 * c.microbatches,
+    microbatches: c.microbatches,
+    ranks: c.ranks,
+    virtual: v,
+    schedule: c.schedule,
+    steps,
+    evalEvery: 0,
+    lrSchedule: 'constant',
+  };
+}
+
+export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promise<ScheduleBenchRow> {
+  const cfg = benchConfig(c, steps);
+  const r = await runInBrowser(cfg, { recvTimeoutMs: 120_000, stepTimeoutMs: 300_000 });
+  const stages = cfg.ranks * cfg.virtual;
+  return {
+    schedule: cfg.schedule,
+    dataset: cfg.dataset,
+    p: cfg.ranks,
+    m: cfg.microbatches,
+    v: cfg.virtual,
+    steps,
+    makespanMeasuredMs: r.makespanMs.measured,
+    makespanSimulatedMs: r.makespanMs.simulated,
+    simulationError: Math.abs(r.makespanMs.simulated - r.makespanMs.measured) / r.makespanMs.measured,
+    bubbleMeasured: r.bubble.measured,
+    bubbleSimulated: r.bubble.simulated,
+    bubbleClosedForm: r.bubble.closedForm,
+    peakStashBytes: Array.from({ length: stages }, (_, s) => r.peakStashBytes[s] ?? 0),
+    commMsPerCrossing: r.commMsPerCrossing,
+    commShare: r.commShare,
+    samplesPerSecond: r.samplesPerSecond,
+    meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
+  };
+}
