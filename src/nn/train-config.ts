@@ -69,7 +69,7 @@ export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig
     ...common,
     points: 300,
     noise: 0,
-    batchSize: 128,
+    batchSize: 256,
     microbatches: 4,
     optimizer: 'adamw',
     lr: 1e-2,
