@@ -1,8 +1,10 @@
 // Elementwise kernels: fill, bias add, bias-gradient column sum, activations
 // and their backward, axpy, scale, and the zero-padding copy that matmul uses.
 //
-// One-dimensional kernels run WG threads per workgroup on a 2-D grid of
-// workgroups (x up to 65535), element i = (wid.y * num_workgroups.x + wid.x) * WG + lid.x.
+// One-dimensional kernels are grid-stride loops over a 1-D grid of WG-thread
+// workgroups. Row/column kernels (bias_add, pad2d) run a 2-D grid instead,
+// column c = wid.x * WG + lid.x and row r = wid.y, each striding by the grid:
+// no integer division per element (it is slow on CPUs).
 
 const WG: u32 = 64u;
 
@@ -32,16 +34,21 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> Out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> OutU: array<u32>;
 
-fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+// Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
+// number of workgroups; few big workgroups run faster on CPU adapters).
+fn first(lid: vec3<u32>, wid: vec3<u32>) -> u32 {
+  return wid.x * WG + lid.x;
+}
+
+fn stride(nwg: vec3<u32>) -> u32 {
+  return nwg.x * WG;
 }
 
 // Out[i] = bits (u32), for f32 and i32 tensors alike.
 @compute @workgroup_size(WG)
 fn fill(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
+  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     OutU[i] = p.kind;
   }
 }
@@ -50,9 +57,11 @@ fn fill(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 @compute @workgroup_size(WG)
 fn bias_add(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
-    Out[i] = X[i] + Y2[i % p.cols];
+  for (var c = wid.x * WG + lid.x; c < p.cols; c += nwg.x * WG) {
+    let b = Y2[c];
+    for (var r = wid.y; r < p.rows; r += nwg.y) {
+      Out[r * p.cols + c] = X[r * p.cols + c] + b;
+    }
   }
 }
 
@@ -60,15 +69,13 @@ fn bias_add(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
 @compute @workgroup_size(WG)
 fn col_sum_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
-  let c = index(lid, wid, nwg);
-  if (c >= p.cols) {
-    return;
+  for (var c = first(lid, wid); c < p.cols; c += stride(nwg)) {
+    var s = 0.0;
+    for (var r = 0u; r < p.rows; r++) {
+      s += X[r * p.cols + c];
+    }
+    Out[c] = Out[c] + s;
   }
-  var s = 0.0;
-  for (var r = 0u; r < p.rows; r++) {
-    s += X[r * p.cols + c];
-  }
-  Out[c] = Out[c] + s;
 }
 
 // tanh that never overflows: |x| >= 15 is +-1 in f32 anyway.
@@ -140,8 +147,7 @@ fn act_grad(kind: u32, x: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn act_fwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
+  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     Out[i] = act(p.kind, X[i]);
   }
 }
@@ -150,8 +156,7 @@ fn act_fwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
 @compute @workgroup_size(WG)
 fn act_bwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
+  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     Out[i] = Y2[i] * act_grad(p.kind, X[i]);
   }
 }
@@ -160,8 +165,7 @@ fn act_bwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
 @compute @workgroup_size(WG)
 fn axpy(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
+  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     Out[i] = Out[i] + p.alpha * X[i];
   }
 }
@@ -170,8 +174,7 @@ fn axpy(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 @compute @workgroup_size(WG)
 fn scale(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
          @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i < p.n) {
+  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     Out[i] = Out[i] * p.alpha;
   }
 }
@@ -180,15 +183,13 @@ fn scale(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
 @compute @workgroup_size(WG)
 fn pad2d(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
          @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i >= p.prows * p.pcols) {
-    return;
+  for (var c = wid.x * WG + lid.x; c < p.pcols; c += nwg.x * WG) {
+    for (var r = wid.y; r < p.prows; r += nwg.y) {
+      var v = 0.0;
+      if (r < p.rows && c < p.cols) {
+        v = X[r * p.cols + c];
+      }
+      Out[r * p.pcols + c] = v;
+    }
   }
-  let r = i / p.pcols;
-  let c = i % p.pcols;
-  var v = 0.0;
-  if (r < p.rows && c < p.cols) {
-    v = X[r * p.cols + c];
-  }
-  Out[i] = v;
 }

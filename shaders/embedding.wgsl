@@ -28,44 +28,47 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> Out: array<f32>;
 @group(0) @binding(1) var<storage, read> DY: array<f32>;
 
-fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+// Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
+// number of workgroups; few big workgroups run faster on CPU adapters).
+fn first(lid: vec3<u32>, wid: vec3<u32>) -> u32 {
+  return wid.x * WG + lid.x;
+}
+
+fn stride(nwg: vec3<u32>) -> u32 {
+  return nwg.x * WG;
 }
 
 @compute @workgroup_size(WG)
 fn emb_gather(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
               @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i >= p.positions * p.E) {
-    return;
+  // 2-D grid: e = wid.x * WG + lid.x, position = wid.y (striding when larger).
+  for (var e = wid.x * WG + lid.x; e < p.E; e += nwg.x * WG) {
+    for (var pos = wid.y; pos < p.positions; pos += nwg.y) {
+      let v = Idx[pos];
+      // Out-of-range indices are rejected on the host; read them as 0 if one slips through.
+      var val = 0.0;
+      if (v >= 0 && u32(v) < p.V) {
+        val = Table[u32(v) * p.E + e];
+      }
+      Out[pos * p.E + e] = val;
+    }
   }
-  let pos = i / p.E;
-  let e = i % p.E;
-  let v = Idx[pos];
-  // Out-of-range indices are rejected on the host; read them as 0 if one slips through.
-  var val = 0.0;
-  if (v >= 0 && u32(v) < p.V) {
-    val = Table[u32(v) * p.E + e];
-  }
-  Out[i] = val;
 }
 
 @compute @workgroup_size(WG)
 fn emb_scatter_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                    @builtin(num_workgroups) nwg: vec3<u32>) {
-  let t = index(lid, wid, nwg);
-  if (t >= p.blocks * p.E) {
-    return;
-  }
-  let e = t % p.E;
-  let block = t / p.E;
-  let lo = block * p.rowsPerBlock;
-  let hi = min(lo + p.rowsPerBlock, p.V);
-  for (var pos = 0u; pos < p.positions; pos++) {
-    let v = Idx[pos];
-    if (v >= i32(lo) && v < i32(hi)) {
-      let o = u32(v) * p.E + e;
-      Out[o] = Out[o] + DY[pos * p.E + e];
+  for (var t = first(lid, wid); t < p.blocks * p.E; t += stride(nwg)) {
+    let e = t % p.E;
+    let block = t / p.E;
+    let lo = block * p.rowsPerBlock;
+    let hi = min(lo + p.rowsPerBlock, p.V);
+    for (var pos = 0u; pos < p.positions; pos++) {
+      let v = Idx[pos];
+      if (v >= i32(lo) && v < i32(hi)) {
+        let o = u32(v) * p.E + e;
+        Out[o] = Out[o] + DY[pos * p.E + e];
+      }
     }
   }
 }

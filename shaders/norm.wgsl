@@ -36,78 +36,78 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> DGamma: array<f32>;
 @group(0) @binding(6) var<storage, read_write> DBeta: array<f32>;
 
-fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+// Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
+// number of workgroups; few big workgroups run faster on CPU adapters).
+fn first(lid: vec3<u32>, wid: vec3<u32>) -> u32 {
+  return wid.x * WG + lid.x;
+}
+
+fn stride(nwg: vec3<u32>) -> u32 {
+  return nwg.x * WG;
 }
 
 @compute @workgroup_size(WG)
 fn ln_fwd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
           @builtin(num_workgroups) nwg: vec3<u32>) {
-  let r = index(lid, wid, nwg);
-  if (r >= p.rows) {
-    return;
-  }
-  let base = r * p.cols;
-  let c = f32(p.cols);
-  var s = 0.0;
-  for (var j = 0u; j < p.cols; j++) {
-    s += X[base + j];
-  }
-  let mu = s / c;
-  var v = 0.0;
-  for (var j = 0u; j < p.cols; j++) {
-    let d = X[base + j] - mu;
-    v += d * d;
-  }
-  let rs = inverseSqrt(v / c + p.eps);
-  Mean[r] = mu;
-  Rstd[r] = rs;
-  for (var j = 0u; j < p.cols; j++) {
-    Y[base + j] = (X[base + j] - mu) * rs * Gamma[j] + Beta[j];
+  for (var r = first(lid, wid); r < p.rows; r += stride(nwg)) {
+    let base = r * p.cols;
+    let c = f32(p.cols);
+    var s = 0.0;
+    for (var j = 0u; j < p.cols; j++) {
+      s += X[base + j];
+    }
+    let mu = s / c;
+    var v = 0.0;
+    for (var j = 0u; j < p.cols; j++) {
+      let d = X[base + j] - mu;
+      v += d * d;
+    }
+    let rs = inverseSqrt(v / c + p.eps);
+    Mean[r] = mu;
+    Rstd[r] = rs;
+    for (var j = 0u; j < p.cols; j++) {
+      Y[base + j] = (X[base + j] - mu) * rs * Gamma[j] + Beta[j];
+    }
   }
 }
 
 @compute @workgroup_size(WG)
 fn ln_bwd_input(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) nwg: vec3<u32>) {
-  let r = index(lid, wid, nwg);
-  if (r >= p.rows) {
-    return;
-  }
-  let base = r * p.cols;
-  let mu = MeanIn[r];
-  let rs = RstdIn[r];
-  var s1 = 0.0;
-  var s2 = 0.0;
-  for (var j = 0u; j < p.cols; j++) {
-    let xh = (X[base + j] - mu) * rs;
-    let gd = G[j] * DY[base + j];
-    s1 += gd;
-    s2 += gd * xh;
-  }
-  let c = f32(p.cols);
-  for (var j = 0u; j < p.cols; j++) {
-    let xh = (X[base + j] - mu) * rs;
-    let gd = G[j] * DY[base + j];
-    DX[base + j] = (rs / c) * (c * gd - s1 - xh * s2);
+  for (var r = first(lid, wid); r < p.rows; r += stride(nwg)) {
+    let base = r * p.cols;
+    let mu = MeanIn[r];
+    let rs = RstdIn[r];
+    var s1 = 0.0;
+    var s2 = 0.0;
+    for (var j = 0u; j < p.cols; j++) {
+      let xh = (X[base + j] - mu) * rs;
+      let gd = G[j] * DY[base + j];
+      s1 += gd;
+      s2 += gd * xh;
+    }
+    let c = f32(p.cols);
+    for (var j = 0u; j < p.cols; j++) {
+      let xh = (X[base + j] - mu) * rs;
+      let gd = G[j] * DY[base + j];
+      DX[base + j] = (rs / c) * (c * gd - s1 - xh * s2);
+    }
   }
 }
 
 @compute @workgroup_size(WG)
 fn ln_bwd_weight_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                      @builtin(num_workgroups) nwg: vec3<u32>) {
-  let j = index(lid, wid, nwg);
-  if (j >= p.cols) {
-    return;
+  for (var j = first(lid, wid); j < p.cols; j += stride(nwg)) {
+    var sg = 0.0;
+    var sb = 0.0;
+    for (var r = 0u; r < p.rows; r++) {
+      let d = DYW[r * p.cols + j];
+      let xh = (X[r * p.cols + j] - MeanW[r]) * RstdW[r];
+      sg += d * xh;
+      sb += d;
+    }
+    DGamma[j] = DGamma[j] + sg;
+    DBeta[j] = DBeta[j] + sb;
   }
-  var sg = 0.0;
-  var sb = 0.0;
-  for (var r = 0u; r < p.rows; r++) {
-    let d = DYW[r * p.cols + j];
-    let xh = (X[r * p.cols + j] - MeanW[r]) * RstdW[r];
-    sg += d * xh;
-    sb += d;
-  }
-  DGamma[j] = DGamma[j] + sg;
-  DBeta[j] = DBeta[j] + sb;
 }

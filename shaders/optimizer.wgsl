@@ -40,36 +40,38 @@ struct AdamParams {
 @group(0) @binding(3) var<storage, read_write> M1: array<f32>;
 @group(0) @binding(4) var<storage, read_write> M2: array<f32>;
 
-fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+// Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
+// number of workgroups; few big workgroups run faster on CPU adapters).
+fn first(lid: vec3<u32>, wid: vec3<u32>) -> u32 {
+  return wid.x * WG + lid.x;
+}
+
+fn stride(nwg: vec3<u32>) -> u32 {
+  return nwg.x * WG;
 }
 
 @compute @workgroup_size(WG)
 fn sgd(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
        @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i >= sp.n) {
-    return;
+  for (var i = first(lid, wid); i < sp.n; i += stride(nwg)) {
+    let pv = Param[i];
+    let v = sp.momentum * Vel[i] + (sp.gradScale * Grad[i] + sp.wd * pv);
+    Vel[i] = v;
+    Param[i] = pv - sp.lr * v;
   }
-  let pv = Param[i];
-  let v = sp.momentum * Vel[i] + (sp.gradScale * Grad[i] + sp.wd * pv);
-  Vel[i] = v;
-  Param[i] = pv - sp.lr * v;
 }
 
 @compute @workgroup_size(WG)
 fn adamw(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
          @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(lid, wid, nwg);
-  if (i >= ap.n) {
-    return;
+  for (var i = first(lid, wid); i < ap.n; i += stride(nwg)) {
+    let g = ap.gradScale * Grad[i];
+    let m = ap.beta1 * M1[i] + ap.omb1 * g;
+    let v = ap.beta2 * M2[i] + ap.omb2 * g * g;
+    M1[i] = m;
+    M2[i] = v;
+    let mh = m / ap.bc1;
+    let vh = v / ap.bc2;
+    Param[i] = Param[i] * ap.decay - ap.lr * mh / (sqrt(vh) + ap.eps);
   }
-  let g = ap.gradScale * Grad[i];
-  let m = ap.beta1 * M1[i] + ap.omb1 * g;
-  let v = ap.beta2 * M2[i] + ap.omb2 * g * g;
-  M1[i] = m;
-  M2[i] = v;
-  let mh = m / ap.bc1;
-  let vh = v / ap.bc2;
-  Param[i] = Param[i] * ap.decay - ap.lr * mh / (sqrt(vh) + ap.eps);
 }

@@ -22,42 +22,46 @@ struct Params {
 @group(0) @binding(1) var<storage, read> RowLossIn: array<f32>;
 @group(0) @binding(3) var<storage, read_write> Loss: array<f32>;
 
-fn index(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return (wid.y * nwg.x + wid.x) * WG + lid.x;
+// Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
+// number of workgroups; few big workgroups run faster on CPU adapters).
+fn first(lid: vec3<u32>, wid: vec3<u32>) -> u32 {
+  return wid.x * WG + lid.x;
+}
+
+fn stride(nwg: vec3<u32>) -> u32 {
+  return nwg.x * WG;
 }
 
 @compute @workgroup_size(WG)
 fn sx_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
            @builtin(num_workgroups) nwg: vec3<u32>) {
-  let r = index(lid, wid, nwg);
-  if (r >= p.rows) {
-    return;
-  }
-  let base = r * p.cols;
-  var mx = Logits[base];
-  for (var j = 1u; j < p.cols; j++) {
-    mx = max(mx, Logits[base + j]);
-  }
-  var s = 0.0;
-  for (var j = 0u; j < p.cols; j++) {
-    s += exp(Logits[base + j] - mx);
-  }
-  // Relative to the row max: l - mx is exact in f32, while lse = mx + log(s)
-  // would round at the magnitude of the logits (huge logits lose digits).
-  let logS = log(s);
-  let invS = 1.0 / s;
-  let y = Labels[r];
-  let valid = y >= 0 && u32(y) < p.cols;
-  // Labels are range-checked on the host; an out-of-range one here adds no one-hot term.
-  var rl = mx + logS;
-  if (valid) {
-    rl = (mx - Logits[base + u32(y)]) + logS;
-  }
-  RowLoss[r] = rl;
-  for (var j = 0u; j < p.cols; j++) {
-    let sm = exp(Logits[base + j] - mx) * invS;
-    let oh = select(0.0, 1.0, valid && u32(y) == j);
-    DLogits[base + j] = p.scale * (sm - oh);
+  for (var r = first(lid, wid); r < p.rows; r += stride(nwg)) {
+    let base = r * p.cols;
+    var mx = Logits[base];
+    for (var j = 1u; j < p.cols; j++) {
+      mx = max(mx, Logits[base + j]);
+    }
+    var s = 0.0;
+    for (var j = 0u; j < p.cols; j++) {
+      s += exp(Logits[base + j] - mx);
+    }
+    // Relative to the row max: l - mx is exact in f32, while lse = mx + log(s)
+    // would round at the magnitude of the logits (huge logits lose digits).
+    let logS = log(s);
+    let invS = 1.0 / s;
+    let y = Labels[r];
+    let valid = y >= 0 && u32(y) < p.cols;
+    // Labels are range-checked on the host; an out-of-range one here adds no one-hot term.
+    var rl = mx + logS;
+    if (valid) {
+      rl = (mx - Logits[base + u32(y)]) + logS;
+    }
+    RowLoss[r] = rl;
+    for (var j = 0u; j < p.cols; j++) {
+      let sm = exp(Logits[base + j] - mx) * invS;
+      let oh = select(0.0, 1.0, valid && u32(y) == j);
+      DLogits[base + j] = p.scale * (sm - oh);
+    }
   }
 }
 

@@ -35,10 +35,12 @@ export interface AutotuneOptions {
   sizes?: readonly (readonly [number, number, number])[];
   /** Timed repeats per variant and size (median kept). Default 3. */
   repeats?: number;
-  /** Variant names to try. Default: every variant except 'naive'. */
+  /** Variant names to try. Default: every variant except 'naive', and on a software adapter (SwiftShader: barriers are emulated) no shared-memory ones. */
   candidates?: readonly string[];
-  /** Forms tuned separately. Default NN, NT, TN (TT follows NN). */
+  /** Forms tuned separately; the others take the NN winner. Default ['NN'] (pipeline compiles dominate on software adapters). */
   forms?: readonly MatmulForm[];
+  /** A candidate whose warm-up run is this many times slower than the best so far is not timed further. Default 3. */
+  skipFactor?: number;
 }
 
 export interface AutotuneTiming {
@@ -47,12 +49,17 @@ export interface AutotuneTiming {
   ms: number[];
   /** GFLOP/s over all sizes (total flops / total median time). */
   gflops: number;
+  /** Only the warm-up run was timed (it was far slower than the best). */
+  skipped: boolean;
 }
 
 export interface AutotuneReport {
   sizes: [number, number, number][];
   timingSource: SpanResult['source'];
   forms: { form: MatmulForm; winner: string; gflops: number; timings: AutotuneTiming[] }[];
+  /** Time spent compiling the candidates' pipelines, and in all. */
+  compileMs: number;
+  totalMs: number;
 }
 
 export interface GpuBackendOptions {
@@ -167,6 +174,8 @@ export class GpuBackend implements Backend {
   private destroyed = false;
   private readonly errors: string[] = [];
   private readonly usageStorage: number;
+  /** Cap on the workgroups of the elementwise (grid-stride) kernels. */
+  private readonly maxGroups: number;
 
   /** Acquires a device (navigator.gpu or opts.gpu) and builds the backend; runs the autotune if asked. */
   static async create(opts: GpuBackendOptions = {}): Promise<GpuBackend> {
@@ -185,6 +194,7 @@ export class GpuBackend implements Backend {
     this.hasTimestamps = acq.hasTimestamps && opts.timestamps !== false;
     const arch = `${acq.adapterInfo.architecture} ${acq.adapterInfo.description}`.toLowerCase();
     this.isSoftware = SOFTWARE_ARCHITECTURES.some((s) => arch.includes(s));
+    this.maxGroups = this.isSoftware ? 256 : 16384;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes);
     this.pipelines = new PipelineCache(this.device);
@@ -247,11 +257,19 @@ export class GpuBackend implements Backend {
     return this.pool.acquire(bytes, this.usageStorage).buffer;
   }
 
+  /**
+   * Workgroups for a grid-stride kernel over n items: one item per thread up
+   * to a cap (software adapters run few big workgroups faster than many).
+   */
   private grid(n: number): Groups {
-    const g = Math.ceil(n / WG1D);
-    if (g <= 65535) return [g, 1];
-    const x = 65535;
-    return [x, Math.ceil(g / x)];
+    return [Math.max(1, Math.min(Math.ceil(n / WG1D), this.maxGroups))];
+  }
+
+  /** A 2-D grid for [rows, cols] kernels: x over columns (WG1D each), y over rows; both stride beyond. */
+  private grid2d(cols: number, rows: number): Groups {
+    const x = Math.max(1, Math.min(Math.ceil(cols / WG1D), this.maxGroups));
+    const y = Math.max(1, Math.min(rows, Math.floor(this.maxGroups / x), 65535));
+    return [x, y];
   }
 
   /**
@@ -540,65 +558,78 @@ export class GpuBackend implements Backend {
   private pad(t: GpuTensor, rows: number, cols: number): GPUBuffer {
     const [r, c] = t.shape;
     const out = this.temp(rows * cols * 4);
-    this.run('pad', K.pad2d, Params.of().U(0).U(c).U(0).U(r).F(0).U(cols).U(rows), [null, t, null, out], this.grid(rows * cols));
+    this.run('pad', K.pad2d, Params.of().U(0).U(c).U(0).U(r).F(0).U(cols).U(rows), [null, t, null, out], this.grid2d(cols, rows));
     return out;
   }
 
   /**
    * Times the matmul variants at representative sizes and keeps the fastest
-   * per form. Runs at create({ autotune }) and may be called again.
+   * (per tuned form; untuned forms take the NN winner). Runs at
+   * create({ autotune }) and may be called again. Each candidate gets one
+   * warm-up run per size; one more than `skipFactor` times slower than the
+   * best so far is not timed further (it cannot win).
    */
   async autotune(o: AutotuneOptions = {}): Promise<AutotuneReport> {
     this.alive();
+    const t0 = now();
     const sizes = (o.sizes ?? [[256, 256, 256]]).map((s) => [s[0], s[1], s[2]] as [number, number, number]);
     const repeats = o.repeats ?? 3;
-    const candidates = (o.candidates ?? MATMUL_VARIANTS.filter((v) => v.name !== 'naive').map((v) => v.name)).map((n) => {
+    const skipFactor = o.skipFactor ?? 3;
+    const defaults = MATMUL_VARIANTS.filter((v) => v.kind !== 'naive' && !(this.isSoftware && v.kind === 'shared'));
+    const candidates = (o.candidates ?? defaults.map((v) => v.name)).map((n) => {
       const v = findMatmulVariant(n);
       if (!v) throw new ConfigError('autotune candidates', n, `must be one of ${MATMUL_VARIANTS.map((x) => x.name).join(', ')}`);
       return v;
     });
-    const forms = o.forms ?? (['NN', 'NT', 'TN'] as MatmulForm[]);
-    // Compile every candidate first, off the clock.
-    await Promise.all(
-      forms.flatMap((f) => candidates.map((v) => this.pipelines.warm(matmulSpec(v, f[0] === 'T', f[1] === 'T')))),
-    );
-    const report: AutotuneReport = { sizes, timingSource: this.hasTimestamps ? 'timestamp' : 'wall', forms: [] };
+    if (candidates.length === 0) throw new ConfigError('autotune candidates', [], 'must name at least one variant');
+    const forms = o.forms ?? (['NN'] as MatmulForm[]);
+    // Compile first, off the clock (pipeline creation is slow on software adapters).
+    for (const f of forms) for (const v of candidates) this.pipelines.get(matmulSpec(v, f[0] === 'T', f[1] === 'T'));
+    const compileMs = now() - t0;
+    const report: AutotuneReport = { sizes, timingSource: this.hasTimestamps ? 'timestamp' : 'wall', forms: [], compileMs, totalMs: 0 };
     for (const form of forms) {
       const opts = { transA: form[0] === 'T', transB: form[1] === 'T' };
-      const timings: AutotuneTiming[] = candidates.map((v) => ({ variant: v.name, ms: [], gflops: 0 }));
+      const timings: AutotuneTiming[] = candidates.map((v) => ({ variant: v.name, ms: [], gflops: 0, skipped: false }));
       let flops = 0;
       for (const [M, N, Kd] of sizes) {
         flops += 2 * M * N * Kd;
         const a = this.tensor(randomData(M * Kd), opts.transA ? [Kd, M] : [M, Kd]);
         const b = this.tensor(randomData(Kd * N), opts.transB ? [N, Kd] : [Kd, N]);
         const c = this.zeros([M, N]);
+        await this.sync();
+        let best = Infinity;
         for (let vi = 0; vi < candidates.length; vi++) {
           const v = candidates[vi];
-          this.matmulAccWith(v.name, c, a, b, opts); // warm-up
-          await this.sync();
-          const runs: number[] = [];
-          for (let r = 0; r < repeats; r++) {
-            const { ms } = await this.time(() => this.matmulAccWith(v.name, c, a, b, opts));
-            runs.push(ms);
+          const warm = (await this.time(() => this.matmulAccWith(v.name, c, a, b, opts))).ms;
+          const runs: number[] = [warm];
+          if (warm <= skipFactor * best) {
+            runs.length = 0;
+            for (let r = 0; r < repeats; r++) runs.push((await this.time(() => this.matmulAccWith(v.name, c, a, b, opts))).ms);
+          } else {
+            timings[vi].skipped = true;
           }
           runs.sort((x, y) => x - y);
-          timings[vi].ms.push(runs[Math.floor(runs.length / 2)]);
+          const med = runs[Math.floor(runs.length / 2)];
+          timings[vi].ms.push(med);
+          best = Math.min(best, med);
         }
         this.dispose(a);
         this.dispose(b);
         this.dispose(c);
       }
-      let best = 0;
+      let bi = 0;
       timings.forEach((t, i) => {
         const total = t.ms.reduce((x, y) => x + y, 0);
         t.gflops = total > 0 ? flops / (total * 1e6) : 0;
-        if (t.gflops > timings[best].gflops) best = i;
+        if (t.gflops > timings[bi].gflops) bi = i;
       });
-      this.choice[form] = candidates[best];
-      report.forms.push({ form, winner: candidates[best].name, gflops: timings[best].gflops, timings });
+      this.choice[form] = candidates[bi];
+      report.forms.push({ form, winner: candidates[bi].name, gflops: timings[bi].gflops, timings });
     }
-    if (!forms.includes('TT') && forms.includes('NN')) this.choice.TT = this.choice.NN;
+    const nn = this.choice.NN;
+    for (const f of MATMUL_FORMS) if (!forms.includes(f)) this.choice[f] = forms.includes('NN') ? nn : this.choice[forms[0]];
     await this.sync();
+    report.totalMs = now() - t0;
     this.autotuneReport = report;
     return report;
   }
@@ -612,7 +643,7 @@ export class GpuBackend implements Backend {
     const X = this.f32('biasAdd x', x);
     const B = this.f32('biasAdd bias', bias);
     const { t } = this.alloc([n, c], 'f32');
-    this.run('biasAdd', K.biasAdd, Params.of().U(n * c).U(c), [null, X, B, t], this.grid(n * c));
+    this.run('biasAdd', K.biasAdd, Params.of().U(n * c).U(c).U(0).U(n), [null, X, B, t], this.grid2d(c, n));
     return t;
   }
 
@@ -725,7 +756,7 @@ export class GpuBackend implements Backend {
     const I = this.own('embedding idx', idx);
     this.checkIndices('embedding idx', I, V, k);
     const { t } = this.alloc([n, k * E], 'f32');
-    this.run('embedding', K.embGather, Params.of().U(n * k).U(E).U(V), [null, T, I, t], this.grid(n * k * E));
+    this.run('embedding', K.embGather, Params.of().U(n * k).U(E).U(V), [null, T, I, t], this.grid2d(E, n * k));
     return t;
   }
 
@@ -846,6 +877,10 @@ function describe(t: unknown): string {
     return `tensor [${Array.isArray(s) ? s.join(', ') : '?'}] of ${(t as { constructor?: { name?: string } }).constructor?.name ?? 'unknown'}`;
   }
   return String(t);
+}
+
+function now(): number {
+  return typeof performance !== 'undefined' ? performance.now() : Date.now();
 }
 
 function randomData(n: number): Float32Array {

@@ -93,8 +93,9 @@ describe('bigger problems', () => {
 
 describe('autotune', () => {
   test('times the variants, keeps one per form, and results stay correct', async () => {
-    const report = await gpu.autotune({ sizes: [[64, 64, 64]], repeats: 1, candidates: ['reg4x4', 'reg4x8', 'shared32'] });
+    const report = await gpu.autotune({ sizes: [[64, 64, 64]], repeats: 1, candidates: ['reg4x4', 'reg4x8', 'shared32'], forms: ['NN', 'NT', 'TN'] });
     expect(report.forms.map((f) => f.form)).toEqual(['NN', 'NT', 'TN']);
+    expect(report.totalMs).toBeGreaterThanOrEqual(report.compileMs);
     for (const f of report.forms) {
       expect(['reg4x4', 'reg4x8', 'shared32']).toContain(f.winner);
       expect(f.timings).toHaveLength(3);
@@ -103,6 +104,11 @@ describe('autotune', () => {
     }
     expect(gpu.matmulChoice().TT).toBe(gpu.matmulChoice().NN);
     for (const form of MATMUL_FORMS) await checkMatmul(null, form, 33, 65, 17, form === 'TN');
+    // Default: NN is tuned and every form takes its winner.
+    const r2 = await gpu.autotune({ sizes: [[32, 48, 40]], repeats: 1, candidates: ['reg4x4', 'reg8x8'] });
+    expect(r2.forms.map((f) => f.form)).toEqual(['NN']);
+    const ch = gpu.matmulChoice();
+    expect(new Set(Object.values(ch))).toEqual(new Set([r2.forms[0].winner]));
     gpu.setMatmulVariant('reg4x4');
     expect(gpu.matmulChoice()).toEqual({ NN: 'reg4x4', NT: 'reg4x4', TN: 'reg4x4', TT: 'reg4x4' });
   });

@@ -204,6 +204,32 @@ describe('arithmetic', () => {
   });
 });
 
+describe('grids larger than one dispatch axis (65535 workgroups / rows)', () => {
+  test('70000-row bias add, embedding and padded matmul; a 4.3M-element axpy', async () => {
+    const rng = makeRng(seed, 'big-grid');
+    const n = 70_000;
+    const [gx, cx] = pair(randomArray(rng, n * 2), [n, 2]);
+    const [gb, cb] = pair(randomArray(rng, 2), [2]);
+    await check(gpu.biasAdd(gx, gb), cpu.biasAdd(cx, cb), 'biasAdd [70000, 2]');
+    const idx = Array.from({ length: n }, () => rng.int(3));
+    const [gt, ct] = pair(randomArray(rng, 3), [3, 1]);
+    const [gi, ci] = pair(idx, [n, 1], 'i32');
+    await check(gpu.embedding(gt, gi), cpu.embedding(ct, ci), 'embedding of 70000 positions');
+    const [ga, ca] = pair(randomArray(rng, n * 3), [n, 3]); // K = 3: A is zero-padded to [70000, 4]
+    const [gw, cw] = pair(randomArray(rng, 3), [3, 1]);
+    await check(gpu.matmul(ga, gw), cpu.matmul(ca, cw), 'matmul [70000, 3] x [3, 1]');
+    const big = 4_300_000; // > 65535 * 64 elements: the 1-D grid wraps into y
+    const y = gpu.zeros([big]);
+    const x = gpu.tensor(new Float32Array(big).fill(2), [big]);
+    gpu.axpy(y, x, 1.5);
+    const out = await gpu.read(y);
+    expect(out[0]).toBe(3);
+    expect(out[big - 1]).toBe(3);
+    expect(out.every((v) => v === 3)).toBe(true);
+    for (const t of [gx, gb, gt, gi, ga, gw, x, y]) gpu.dispose(t);
+  });
+});
+
 describe('optimizers', () => {
   test('SGD with momentum and weight decay, several steps', async () => {
     for (const [n, d] of SHAPES) {
