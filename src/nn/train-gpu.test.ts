@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GpuBackend } from '../gpu/gpu-backend.ts';
 import { createTestBackend } from '../gpu/testing/node-gpu.ts';
 import { sampleNames } from '../data/sample-names.ts';
+import { nextCharLogits } from './sample.ts';
 import { defaultTrainConfig } from './train-config.ts';
 import type { TrainConfig } from './train-config.ts';
 import { trainSingleDevice } from './train.ts';
@@ -32,17 +33,7 @@ describe('training on the GPU backend', () => {
     let samples: string[] = [];
     const r = await trainSingleDevice(gpu, cfg, {
       onDone: async (model) => {
-        samples = await sampleNames(
-          async (ctx, rows) => {
-            const x = gpu.tensor(ctx, [rows, cfg.context], 'i32');
-            const logits = model.logits(x);
-            gpu.dispose(x);
-            const v = await gpu.read(logits);
-            gpu.dispose(logits);
-            return v;
-          },
-          { count: 12, context: cfg.context, seed: 1 },
-        );
+        samples = await sampleNames(nextCharLogits(gpu, model), { count: 12, context: cfg.context, seed: 1 });
       },
     });
     console.log(`gpu names: ${cfg.steps} steps, ${(r.ms / 1000).toFixed(1)} s, val loss ${r.final.valLoss.toFixed(4)} nats/char, val accuracy ${r.final.valAccuracy.toFixed(3)}; samples: ${samples.join(' ')}`);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { sampleNames } from '../data/sample-names.ts';
 import { NAMES_VOCAB } from '../data/names.ts';
 import { CpuBackend } from './cpu-backend.ts';
+import { nextCharLogits } from './sample.ts';
 import { defaultTrainConfig, lrAt, validateTrainConfig } from './train-config.ts';
 import type { TrainConfig } from './train-config.ts';
 import { trainSingleDevice } from './train.ts';
@@ -69,14 +70,7 @@ describe('trainSingleDevice on the CPU reference', () => {
     let names: string[] = [];
     await trainSingleDevice(cpu, cfg, {
       onDone: async (model) => {
-        names = await sampleNames(
-          async (ctx, rows) => {
-            const x = cpu.tensor(ctx, [rows, cfg.context], 'i32');
-            const logits = model.logits(x);
-            return cpu.read(logits);
-          },
-          { count: 20, context: cfg.context, seed: 3, maxLength: 12 },
-        );
+        names = await sampleNames(nextCharLogits(cpu, model), { count: 20, context: cfg.context, seed: 3, maxLength: 12 });
       },
     });
     expect(names).toHaveLength(20);
