@@ -154,21 +154,22 @@ test('simulate only draws 64 ranks × 512 micro-batches at once and agrees with 
   expect(await countColour(page, 'sim-timeline', B_ORANGE)).toBeGreaterThan(1000);
   await keepScreenshot(page, info, 'simulate-64x512');
 
-  // Smooth with more than 10,000 intervals: 30 wheel zooms, each drawn in its own frame.
+  // Smooth with more than 10,000 intervals: 30 wheel zooms in and out, each drawn in its own frame.
   const frames = await plot.locator('canvas').evaluate(async (canvas) => {
     const r = canvas.getBoundingClientRect();
-    const times: number[] = [];
+    const plotEl = canvas.parentElement as HTMLElement;
+    const draws: number[] = [];
     for (let i = 0; i < 30; i++) {
-      const t0 = performance.now();
       canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: i < 15 ? -120 : 120, clientX: r.left + r.width * 0.6, clientY: r.top + 40, bubbles: true, cancelable: true }));
       await new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res)));
-      times.push(performance.now() - t0);
+      draws.push(Number(plotEl.dataset.drawMs));
     }
-    times.sort((a, b) => a - b);
-    return { median: times[15], worst: times[29] };
+    draws.sort((a, b) => a - b);
+    return { median: draws[15], worst: draws[29] };
   });
-  console.log(`zoom frames with ${64 * 512 * 2} intervals: median ${frames.median.toFixed(1)} ms, worst ${frames.worst.toFixed(1)} ms`);
-  expect(frames.median).toBeLessThan(250);
+  console.log(`draw time per frame with ${64 * 512 * 2} intervals: median ${frames.median.toFixed(1)} ms, worst ${frames.worst.toFixed(1)} ms`);
+  // A frame at 60 Hz is 16.7 ms; software rendering on a loaded machine gets room, a slow renderer would not pass.
+  expect(frames.median).toBeLessThan(50);
 
   // Tooltip on hover; keyboard zoom.
   const box = await plot.locator('canvas').boundingBox();
@@ -200,6 +201,13 @@ test('compare shows the schedules side by side on one scale', async ({ page }, i
   await expect(table.getByRole('row', { name: /^GPipe/ })).toContainText('27.3%');
   await expect(table.getByRole('row', { name: /^ZB-H1/ })).toContainText('11.1%');
   await keepScreenshot(page, info, 'compare');
+  // The picked schedules live in the URL too.
+  await page.getByRole('checkbox', { name: 'GPipe', exact: true }).uncheck();
+  await page.getByRole('checkbox', { name: 'ZB-V (zero bubble, V)', exact: true }).check();
+  await expect.poll(() => new URL(page.url()).searchParams.get('compare.schedules')).toBe('1f1b,interleaved-1f1b,zb-h1,zb-v');
+  await page.reload();
+  await expect(page.getByRole('checkbox', { name: 'GPipe', exact: true })).not.toBeChecked();
+  await expect(page.getByTestId('compare-zb-v').getByRole('group')).toHaveAttribute('data-ranks', '4');
 });
 
 test('without WebGPU the page says how to turn it on and still simulates', async ({ page }, info) => {

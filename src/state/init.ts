@@ -9,8 +9,8 @@ import { readUrlState, urlQueryFor } from './url-state.ts';
 import { detectWebGpu, webGpuForcedOff } from './webgpu-support.ts';
 
 export function initStateFromUrl(): void {
-  const { config, sim, view, problems } = readUrlState(window.location.search);
-  usePipeLab.setState({ config, sim, view, urlProblems: problems, configProblem: checkRunConfig(config), simProblem: checkSimParams(sim) });
+  const { config, sim, compare, view, problems } = readUrlState(window.location.search);
+  usePipeLab.setState({ config, sim, compareParams: compare, view, urlProblems: problems, configProblem: checkRunConfig(config), simProblem: checkSimParams(sim) });
 
   if (webGpuForcedOff(window.location.search)) {
     usePipeLab.getState().setWebGpu({ state: 'unavailable', reason: 'no-api', detail: 'WebGPU is switched off by ?webgpu=off in the address.' });
@@ -19,9 +19,9 @@ export function initStateFromUrl(): void {
   }
 
   usePipeLab.subscribe((s, prev) => {
-    if (s.config === prev.config && s.sim === prev.sim && s.view === prev.view) return;
+    if (s.config === prev.config && s.sim === prev.sim && s.view === prev.view && s.compareParams === prev.compareParams) return;
     const keep = new URLSearchParams(window.location.search).get('webgpu');
-    let q = urlQueryFor(s.config, s.sim, s.view);
+    let q = urlQueryFor(s.config, s.sim, s.view, s.compareParams);
     if (keep !== null) q += `&webgpu=${encodeURIComponent(keep)}`;
     const url = `${window.location.pathname}?${q}${window.location.hash}`;
     window.history.replaceState(null, '', url);

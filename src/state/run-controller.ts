@@ -10,7 +10,7 @@ import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
 import { idleProgress, isActive, usePipeLab, type RunProgress } from './store.ts';
-import { decisionBoundary, sampleTrainedNames } from './trained-model.ts';
+import { decisionBoundary, sampleTrainedNames, validationLoss } from './trained-model.ts';
 
 interface ActiveRun {
   ac: AbortController;
@@ -67,6 +67,9 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         const now = performance.now();
         run.meter.mark(now);
         const est = run.meter.estimate(p.step + 1, p.steps);
+        // A runtime that evaluates every evalEvery steps may add the validation loss to its progress.
+        const val = (p as { validationLoss?: unknown }).validationLoss;
+        if (typeof val === 'number' && Number.isFinite(val)) addValidation(p.step, val);
         usePipeLab.setState((s) => ({
           losses: [...s.losses, p.loss],
           liveTimeline: p.timeline,
@@ -90,13 +93,22 @@ function finishRun(run: ActiveRun, report: RunReport, elapsedMs: number): void {
     report,
     liveTimeline: report.timeline,
     losses: report.losses.length >= s.losses.length ? [...report.losses] : s.losses,
-    validation: report.validationLoss !== undefined && last > 0 ? [{ step: last - 1, loss: report.validationLoss }] : [],
+    validation: report.validationLoss !== undefined && last > 0 ? [...s.validation.filter((v) => v.step < last - 1), { step: last - 1, loss: report.validationLoss }] : s.validation,
     run: { ...s.run, status: stopped ? 'stopped' : 'done', step: last, elapsedMs, etaMs: null, adapter: report.adapter },
   }));
   void deriveResults(report);
 }
 
-/** Decision boundary (2-D sets) or sampled names (names) from the weights the run read back. */
+/** Adds a validation point unless one is there for that step. */
+function addValidation(step: number, loss: number): void {
+  usePipeLab.setState((s) => (s.validation.some((v) => v.step === step) ? s : { validation: [...s.validation, { step, loss }].sort((a, b) => a.step - b.step) }));
+}
+
+/**
+ * Decision boundary (2-D sets) or sampled names (names) from the weights the
+ * run read back, and the validation loss before training (same seed, same
+ * initial weights) and after it, where the runtime reported none.
+ */
 export async function deriveResults(report: RunReport, seed = report.config.seed): Promise<void> {
   const w = report.weights;
   if (!w || report.losses.length === 0) return;
@@ -107,6 +119,11 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     } else {
       const names = await sampleTrainedNames(report.config, w, 16, seed);
       if (usePipeLab.getState().report === report) usePipeLab.setState({ names });
+    }
+    if (seed === report.config.seed && usePipeLab.getState().report === report) {
+      const last = report.losses.length - 1;
+      if (report.validationLoss === undefined) addValidation(last, await validationLoss(report.config, w));
+      addValidation(0, await validationLoss(report.config, null));
     }
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);

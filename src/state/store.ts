@@ -10,6 +10,7 @@ import type { RunReport } from '../runtime/report-types.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { Timeline } from '../schedule/index.ts';
 import type { ConfigError } from '../util/errors.ts';
+import { defaultCompareParams, type CompareParams } from './compare-params.ts';
 import { defaultSimParams, type SimParams } from './sim-params.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
 
@@ -96,6 +97,7 @@ export interface PipeLabState {
   names: string[] | null;
   boundary: BoundaryGrid | null;
 
+  compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
   compare: Record<string, CompareMeasurement>;
   compareStatus: 'idle' | 'measuring';
@@ -133,6 +135,7 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
   names: null,
   boundary: null,
 
+  compareParams: defaultCompareParams(),
   compare: {},
   compareStatus: 'idle',
 

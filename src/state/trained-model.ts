@@ -7,6 +7,7 @@ import { createDataset, isTwoD } from '../data/datasets.ts';
 import { sampleNames } from '../data/sample-names.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
+import { evaluate } from '../nn/evaluate.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BoundaryGrid } from './store.ts';
@@ -99,6 +100,17 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
       },
       { count, context: cfg.context, seed, temperature: 0.9 },
     );
+  } finally {
+    chain.dispose();
+  }
+}
+
+/** Mean cross-entropy on the validation split: with `weights`, of the trained model; with null, of the initial one (the same seed gives the same start). */
+export async function validationLoss(cfg: RunConfig, weights: WeightMap | null): Promise<number> {
+  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed });
+  const { be, chain } = chainFor(cfg, weights);
+  try {
+    return (await evaluate(be, chain, data.val)).loss;
   } finally {
     chain.dispose();
   }

@@ -5,13 +5,12 @@
 import { useMemo, useState } from 'react';
 import { scheduleKind, timelineStats, type ScheduleName, type Timeline } from '../../schedule/index.ts';
 import { COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
+import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { ms, num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
-
-const DEFAULT_PICK: readonly ScheduleName[] = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1'];
 
 export function CompareView() {
   const config = usePipeLab((s) => s.config);
@@ -21,9 +20,11 @@ export function CompareView() {
   const webgpu = usePipeLab((s) => s.webgpu);
   const mode = usePipeLab((s) => s.timelineMode);
   const setMode = usePipeLab((s) => s.setTimelineMode);
-  const [picked, setPicked] = useState<ScheduleName[]>([...DEFAULT_PICK]);
-  const [virtual, setVirtual] = useState(2);
-  const [steps, setSteps] = useState(3);
+  const cp = usePipeLab((s) => s.compareParams);
+  const setCp = (patch: Partial<CompareParams>) => usePipeLab.setState((s) => ({ compareParams: { ...s.compareParams, ...patch } }));
+  const { schedules: picked, virtual, steps } = cp;
+  const setVirtual = (v: number) => setCp({ virtual: v });
+  const setSteps = (n: number) => setCp({ steps: n });
   const [sameScale, setSameScale] = useState(true);
 
   const entries = useMemo(() => simulateAll(config, picked, virtual), [config, picked, virtual]);
@@ -46,7 +47,7 @@ export function CompareView() {
   }, [drawn, sameScale]);
 
   const canMeasure = webgpu.state === 'available' && !isActive(runStatus) && status === 'idle';
-  const toggle = (n: ScheduleName, on: boolean) => setPicked((p) => (on ? COMPARE_SCHEDULES.filter((x) => x === n || p.includes(x)) : p.filter((x) => x !== n)));
+  const toggle = (n: ScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
   const layers = entries[0]?.config.layers ?? config.layers;
 
   return (
@@ -66,12 +67,12 @@ export function CompareView() {
               name="compare-virtual"
               integer
               min={1}
-              max={8}
+              max={COMPARE_LIMITS.virtual}
               value={virtual}
               onChange={setVirtual}
               hint={`ZB-V always holds 2. Every schedule runs the same ${layers + 1}-block model.`}
             />
-            <NumberField label="Steps to measure" name="compare-steps" integer min={1} max={100} value={steps} onChange={setSteps} hint="per schedule, on the workers" />
+            <NumberField label="Steps to measure" name="compare-steps" integer min={1} max={COMPARE_LIMITS.steps} value={steps} onChange={setSteps} hint="per schedule, on the workers" />
             <CheckboxField label="One time scale for all" name="compare-same-scale" checked={sameScale} onChange={setSameScale} />
           </fieldset>
           <div className="buttons">
@@ -124,7 +125,7 @@ export function CompareView() {
               ))}
             </tbody>
           </table>
-          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps.</p>
+          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps. The synchronous schedules compute the same update, so their losses agree.</p>
         </section>
         {drawn.map(({ e, m, measured, simulated }) => (
           <TimelinePanel

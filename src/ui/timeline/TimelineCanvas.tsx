@@ -90,6 +90,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
       ctx.clearRect(0, 0, layout.width, layout.height);
       return;
     }
+    const t0 = performance.now();
     drawTimeline(ctx, {
       index: idx ?? base,
       overlay: idx ? ov : null,
@@ -99,6 +100,8 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
       unit,
       hover: hoverRef.current,
     });
+    // How long the last frame took to draw, for the tests and the curious.
+    if (wrapRef.current) wrapRef.current.dataset.drawMs = (performance.now() - t0).toFixed(2);
   }, []);
 
   const requestDraw = useCallback(() => {

@@ -60,3 +60,21 @@ function mixWithWhite(hex: string, amount: number): string {
 export function opColor(op: Op, chunk: number): string {
   return chunk % 2 === 1 ? mixWithWhite(OP_COLORS[op], 0.42) : OP_COLORS[op];
 }
+
+/**
+ * Every fill the timeline uses, by index: op o (F, B, I, W) on an even chunk
+ * at 2·o, on an odd chunk at 2·o + 1; communication kinds from 8 on. The
+ * lane index stores these indices so drawing never builds a colour string.
+ */
+const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
+const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
+
+export const PALETTE: readonly string[] = [
+  ...OP_ORDER.flatMap((op) => [opColor(op, 0), opColor(op, 1)]),
+  ...COMM_ORDER.map((k) => COMM_COLORS[k]),
+];
+
+export function paletteIndex(op: Op | 'comm', chunk: number, comm?: CommKind): number {
+  if (op === 'comm') return 8 + COMM_ORDER.indexOf(comm ?? 'send');
+  return OP_ORDER.indexOf(op) * 2 + (chunk % 2);
+}

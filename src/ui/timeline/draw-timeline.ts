@@ -9,7 +9,7 @@
  */
 import type { Interval } from '../../schedule/index.ts';
 import { formatTick, niceStep, ticks } from './axis-ticks.ts';
-import { COMM_COLORS, opColor, THEME } from './colors.ts';
+import { PALETTE, THEME } from './colors.ts';
 import type { Lane, LaneIndex } from './lane-index.ts';
 import { visibleRange } from './lane-index.ts';
 import type { Viewport } from './viewport.ts';
@@ -76,43 +76,33 @@ export interface TimelineScene {
   laneLabel?: (rank: number) => string;
 }
 
-interface RectBatch {
-  rects: number[];
-}
-
-/** Collects rects per colour, merging a rect into the previous one of the same colour when they touch at pixel scale. */
+/**
+ * Rects per palette colour. A rect that starts within half a pixel of the
+ * previous rect of the same colour on the same row extends it instead, so
+ * thousands of sub-pixel actions become a handful of rects.
+ */
 class Batcher {
-  readonly byColor = new Map<string, RectBatch>();
-  private lastColor = '';
-  private last: RectBatch | null = null;
+  private readonly rects: number[][] = PALETTE.map(() => []);
 
-  add(color: string, x0: number, y: number, x1: number, h: number): void {
-    let batch = color === this.lastColor ? this.last : this.byColor.get(color);
-    if (!batch) {
-      batch = { rects: [] };
-      this.byColor.set(color, batch);
-    }
-    this.lastColor = color;
-    this.last = batch;
-    const r = batch.rects;
+  add(color: number, x0: number, y: number, x1: number, h: number): void {
+    const r = this.rects[color];
     const n = r.length;
-    // Same row, starts within half a pixel of the previous rect's end: extend it.
     if (n >= 4 && r[n - 3] === y && r[n - 1] === h && x0 <= r[n - 4] + r[n - 2] + 0.5) {
-      const end = Math.max(r[n - 4] + r[n - 2], x1);
-      r[n - 2] = end - r[n - 4];
+      const end = r[n - 4] + r[n - 2];
+      if (x1 > end) r[n - 2] = x1 - r[n - 4];
       return;
     }
     r.push(x0, y, x1 - x0, h);
   }
 
   fill(ctx: CanvasRenderingContext2D): void {
-    for (const [color, batch] of this.byColor) {
-      ctx.fillStyle = color;
+    this.rects.forEach((r, color) => {
+      if (r.length === 0) return;
+      ctx.fillStyle = PALETTE[color];
       ctx.beginPath();
-      const r = batch.rects;
       for (let i = 0; i < r.length; i += 4) ctx.rect(r[i], r[i + 1], r[i + 2], r[i + 3]);
       ctx.fill();
-    }
+    });
   }
 }
 
@@ -147,42 +137,41 @@ function clipX(x: number, plotX: number, plotW: number): number {
   return x < plotX - 1 ? plotX - 1 : x > plotX + plotW + 1 ? plotX + plotW + 1 : x;
 }
 
-function drawComputeLane(
-  lane: Lane,
-  box: LaneBox,
-  scene: TimelineScene,
-  fills: Batcher,
-  labels: { x: number; y: number; text: string }[],
-): void {
-  const { view, layout } = scene;
-  const { plotX, plotW } = layout;
-  const [from, to] = visibleRange(lane, view.a, view.b);
-  const showLabels = box.h >= 11;
-  for (let i = from; i < to; i++) {
-    const iv = lane.items[i];
-    if (iv.op === 'comm') continue;
-    const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
-    let x1 = clipX(plotX + xOf(view, lane.ends[i], plotW), plotX, plotW);
-    if (x1 - x0 < 0.6) x1 = x0 + 0.6;
-    const chunk = Math.floor(iv.stage / Math.max(1, scene.ranks));
-    // A hairline gap between neighbours keeps back-to-back actions apart when they are wide enough.
-    const w = x1 - x0;
-    fills.add(opColor(iv.op, chunk), x0, box.y, w > 4 ? x1 - 1 : x1, box.h);
-    if (showLabels && w >= 13) labels.push({ x: (x0 + x1) / 2, y: box.y + box.h / 2, text: String(iv.mb) });
-  }
+interface Label {
+  x: number;
+  y: number;
+  text: string;
 }
 
-function drawCommLane(lane: Lane, box: LaneBox, scene: TimelineScene, fills: Batcher): void {
-  if (box.ch <= 0) return;
+/** Per palette colour, the pixel up to which the current lane is already filled. */
+const coveredTo = new Float64Array(PALETTE.length);
+
+/** Adds a lane's visible intervals to `fills` (and, when wide enough, their micro-batch to `labels`). */
+function drawLane(lane: Lane, y: number, h: number, scene: TimelineScene, fills: Batcher, labels: Label[] | null): void {
+  if (h <= 0) return;
   const { view, layout } = scene;
   const { plotX, plotW } = layout;
   const [from, to] = visibleRange(lane, view.a, view.b);
+  const k = plotW / (view.b - view.a);
+  const off = plotX - view.a * k;
+  const { starts, ends, colors } = lane;
+  const lo = plotX - 1;
+  const hi = plotX + plotW + 1;
+  const lastX1 = coveredTo.fill(-Infinity);
   for (let i = from; i < to; i++) {
-    const iv = lane.items[i];
-    const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
-    let x1 = clipX(plotX + xOf(view, lane.ends[i], plotW), plotX, plotW);
+    let x0 = starts[i] * k + off;
+    let x1 = ends[i] * k + off;
+    const c = colors[i];
+    // Within what this lane's last rect of this colour already covers: nothing to add.
+    if (x1 <= lastX1[c]) continue;
+    if (x0 < lo) x0 = lo;
+    if (x1 > hi) x1 = hi;
     if (x1 - x0 < 0.6) x1 = x0 + 0.6;
-    fills.add(COMM_COLORS[iv.comm ?? 'send'], x0, box.cy, x1, box.ch);
+    const w = x1 - x0;
+    // A hairline gap between neighbours keeps back-to-back actions apart when they are wide enough.
+    fills.add(c, x0, y, w > 4 ? x1 - 1 : x1, h);
+    lastX1[c] = x1;
+    if (labels && w >= 13) labels.push({ x: (x0 + x1) / 2, y: y + h / 2, text: String(lane.items[i].mb) });
   }
 }
 
@@ -257,14 +246,14 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, scene: TimelineScene
   ctx.rect(plotX, 0, plotW, height);
   ctx.clip();
   const fills = new Batcher();
-  const labels: { x: number; y: number; text: string }[] = [];
+  const labels: Label[] = [];
   index.compute.forEach((lane, r) => {
     const box = layout.lanes[r];
-    if (box) drawComputeLane(lane, box, scene, fills, labels);
+    if (box) drawLane(lane, box.y, box.h, scene, fills, box.h >= 11 ? labels : null);
   });
   index.comm.forEach((lane, r) => {
     const box = layout.lanes[r];
-    if (box) drawCommLane(lane, box, scene, fills);
+    if (box) drawLane(lane, box.cy, box.ch, scene, fills, null);
   });
   fills.fill(ctx);
 

@@ -5,6 +5,7 @@
  * reach a time is found by binary search (comm intervals may overlap).
  */
 import type { Interval, Timeline } from '../../schedule/index.ts';
+import { paletteIndex } from './colors.ts';
 
 export interface Lane {
   /** Intervals sorted by start. */
@@ -13,6 +14,8 @@ export interface Lane {
   ends: Float64Array;
   /** maxEnd[i] = max(ends[0..i]); non-decreasing. */
   maxEnd: Float64Array;
+  /** Fill of each interval, an index into PALETTE. */
+  colors: Uint8Array;
 }
 
 export interface LaneIndex {
@@ -27,20 +30,23 @@ export interface LaneIndex {
   hasComm: boolean;
 }
 
-function makeLane(items: Interval[]): Lane {
+function makeLane(items: Interval[], ranks: number): Lane {
   items.sort((a, b) => a.start - b.start || a.end - b.end);
   const n = items.length;
   const starts = new Float64Array(n);
   const ends = new Float64Array(n);
   const maxEnd = new Float64Array(n);
+  const colors = new Uint8Array(n);
   let mx = -Infinity;
   for (let i = 0; i < n; i++) {
-    starts[i] = items[i].start;
-    ends[i] = items[i].end;
-    mx = Math.max(mx, items[i].end);
+    const iv = items[i];
+    starts[i] = iv.start;
+    ends[i] = iv.end;
+    mx = Math.max(mx, iv.end);
     maxEnd[i] = mx;
+    colors[i] = paletteIndex(iv.op, Math.floor(iv.stage / Math.max(1, ranks)), iv.comm);
   }
-  return { items, starts, ends, maxEnd };
+  return { items, starts, ends, maxEnd, colors };
 }
 
 export function buildLaneIndex(t: Timeline): LaneIndex {
@@ -58,10 +64,10 @@ export function buildLaneIndex(t: Timeline): LaneIndex {
     t0 = 0;
     t1 = 0;
   }
-  const commLanes = comm.map(makeLane);
+  const commLanes = comm.map((l) => makeLane(l, t.ranks));
   return {
     ranks: t.ranks,
-    compute: compute.map(makeLane),
+    compute: compute.map((l) => makeLane(l, t.ranks)),
     comm: commLanes,
     t0,
     t1,
