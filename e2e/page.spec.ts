@@ -183,6 +183,12 @@ test('simulate only draws 64 ranks × 512 micro-batches at once and agrees with 
   await page.keyboard.press('+');
   await page.keyboard.press('ArrowRight');
 
+  // Its schedule and timeline export too.
+  const csv = fromCsv((await download(page, 'Schedule (PyTorch CSV)')).toString('utf8'));
+  expect([csv.ranks, csv.microbatches]).toEqual([64, 512]);
+  const trace = JSON.parse((await download(page, 'Chrome trace (JSON)')).toString('utf8')) as { traceEvents: { ph: string }[] };
+  expect(trace.traceEvents.filter((e) => e.ph === 'X').length).toBe(64 * 512 * 2);
+
   // Another schedule at scale, from the controls.
   await page.getByLabel('Schedule', { exact: true }).selectOption('zb-h1');
   await expect(plot).toHaveAttribute('data-intervals', String(64 * 512 * 3));

@@ -77,6 +77,7 @@ export function RunView() {
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel">
             <h2 id="loss-title">Loss</h2>
             <LossChart losses={losses} validation={validation} steps={run.steps || config.steps} />
+            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights and after the last step.</p>}
           </section>
           <ResultsPanel />
           <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={report} config={config} />

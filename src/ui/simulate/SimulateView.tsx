@@ -13,6 +13,7 @@ import { NumberField, SelectField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { ExportPanel } from '../exports/ExportPanel.tsx';
 import { MemoryBars } from './MemoryBars.tsx';
 
 function useSimulation(): { outcome: SimOutcome | null; error: string | null } {
@@ -147,6 +148,7 @@ export function SimulateView() {
             {!outcome?.closed && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
+          <ExportPanel title={`${sim.schedule}-${sim.ranks}x${sim.microbatches}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
         </div>
       </div>
     </div>
