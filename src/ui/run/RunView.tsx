@@ -4,6 +4,7 @@
  * Before a run the timeline shows the simulator's prediction for the schedule.
  */
 import { useMemo } from 'react';
+import type { RunConfig } from '../../runtime/run-config.ts';
 import { predict, simulateWithMeasured, stepSchedule } from '../../state/derived.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { LossChart } from '../charts/LossChart.tsx';
@@ -16,11 +17,15 @@ import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { RunControls } from './RunControls.tsx';
 import { RunNumbers } from './RunNumbers.tsx';
 
+function samePipeline(a: RunConfig, b: RunConfig): boolean {
+  return a.schedule === b.schedule && a.ranks === b.ranks && a.microbatches === b.microbatches && a.virtual === b.virtual;
+}
+
 export function RunView() {
   const formConfig = usePipeLab((s) => s.config);
   const run = usePipeLab((s) => s.run);
-  const live = usePipeLab((s) => s.liveTimeline);
-  const report = usePipeLab((s) => s.report);
+  const lastLive = usePipeLab((s) => s.liveTimeline);
+  const lastReport = usePipeLab((s) => s.report);
   const losses = usePipeLab((s) => s.losses);
   const validation = usePipeLab((s) => s.validation);
   const mode = usePipeLab((s) => s.timelineMode);
@@ -29,8 +34,12 @@ export function RunView() {
   const setView = usePipeLab((s) => s.setView);
   const configProblem = usePipeLab((s) => s.configProblem);
 
-  // The numbers follow the run on screen; with none, the form.
-  const config = run.config ?? formConfig;
+  // The run on screen while it runs, and after it while the form still asks for the same pipeline;
+  // edit the pipeline and the view turns to the simulator's prediction for the new one.
+  const showRun = run.config !== null && (isActive(run.status) || samePipeline(run.config, formConfig));
+  const config = showRun && run.config ? run.config : formConfig;
+  const report = showRun ? lastReport : null;
+  const live = showRun ? lastLive : null;
   const prediction = useMemo(
     () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual }),
     [config.schedule, config.ranks, config.microbatches, config.virtual],
@@ -80,7 +89,7 @@ export function RunView() {
             {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights and after the last step.</p>}
           </section>
           <ResultsPanel />
-          <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={report} config={config} />
+          <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={lastReport} config={config} />
         </div>
       </div>
     </div>
