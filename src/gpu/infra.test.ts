@@ -275,6 +275,19 @@ describe('timing and specialisation', () => {
     for (const x of [a, c, t.result]) gpu.dispose(x);
   });
 
+  test('without timestamp-query the span falls back to wall time', async () => {
+    const be = await createTestBackend({ timestamps: false });
+    try {
+      expect(be.hasTimestamps).toBe(false);
+      const a = be.tensor(randomArray(makeRng(seed, 'w'), 64 * 64), [64, 64]);
+      const r = await be.time(() => be.matmul(a, a));
+      expect(r.source).toBe('wall');
+      expect(r.ms).toBeGreaterThan(0);
+    } finally {
+      be.destroy();
+    }
+  });
+
   test('specialisation constants: the only WGSL the host writes', () => {
     expect(constPrefix({ TRANS_A: true, TM: 4, SCALE: 0.5 })).toBe('const SCALE = 0.5f;\nconst TM = 4u;\nconst TRANS_A = true;\n');
     expect(() => constPrefix({ 'X; fn': 1 })).toThrow();
