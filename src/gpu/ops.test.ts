@@ -55,6 +55,8 @@ describe('memory', () => {
     gpu.fill(t, 0.25);
     expect(Array.from(await gpu.read(t))).toEqual(new Array(37).fill(0.25));
     assertClose(await gpu.read(c), Float32Array.from(data), 'clone kept the old values', seed, { rel: 0, abs: 0 });
+    gpu.fill(t, -Infinity);
+    expect(Array.from(await gpu.read(t))).toEqual(new Array(37).fill(-Infinity));
     gpu.fill(ti, -3);
     expect(Array.from(await gpu.read(ti))).toEqual(new Array(6).fill(-3));
     gpu.copyInto(t, c);
