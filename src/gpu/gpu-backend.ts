@@ -2,7 +2,7 @@
  * The WebGPU implementation of the Backend contract (src/nn/backend.ts): every
  * op is a WGSL kernel from shaders/, queued in one command encoder and
  * submitted lazily (flush / read / sync). Checked op by op against the float64
- * CpuBackend in gpu-backend.test.ts.
+ * CpuBackend in ops.test.ts and matmul.test.ts.
  *
  *   const gpu = await GpuBackend.create({ autotune: true });
  *   const c = gpu.matmul(a, b, { transB: true });
