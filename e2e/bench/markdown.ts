@@ -1,5 +1,8 @@
 /** The benchmark report as Markdown tables: every figure beside its peer, as ratios. */
 import type { ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
+import type { KernelAutotune, KernelBenchRow } from '../../src/bench/kernels-suite.ts';
+import type { TrainingBenchRow } from '../../src/bench/training-suite.ts';
+import type { StepProfile } from '../../src/bench/step-profile.ts';
 import type { SuiteResult } from './suites.ts';
 
 interface Report {
@@ -25,8 +28,102 @@ function schedulesTable(rows: ScheduleBenchRow[]): string {
   return [head, sep, ...lines].join('\n');
 }
 
-const RENDER: Record<string, (rows: never[]) => string> = {
-  schedules: schedulesTable as (rows: never[]) => string,
+const ratio = (x: number) => `${x.toFixed(2)}×`;
+
+function table(head: string[], rows: string[][]): string {
+  return [`| ${head.join(' | ')} |`, `|${' --- |'.repeat(head.length)}`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+function kernelsTable(res: SuiteResult): string {
+  const rows = res.rows as KernelBenchRow[];
+  const out: string[] = [];
+  out.push(
+    table(
+      ['size (M×N×K)', 'form', 'ours GFLOP/s', 'TF.js GFLOP/s', 'ours / TF.js', 'ours ms', 'TF.js ms', 'our variant', 'dispatches ours / TF.js', 'TF.js program'],
+      rows.map((r) => [`${r.M}×${r.N}×${r.K}`, r.op, f(r.oursGflops, 2), f(r.tfjsGflops, 3), ratio(r.ratio), f(r.oursMs, 2), f(r.tfjsMs, 1), r.variant, `${r.oursDispatches} / ${r.tfjsDispatches}`, r.tfjsPrograms.join(', ')]),
+    ),
+  );
+  const at = res.meta?.autotune as KernelAutotune | undefined;
+  if (at) {
+    out.push('');
+    out.push(`Autotune (GpuBackend.create({ autotune: true }), ${f(at.createMs, 0)} ms with the device): choice per form ${Object.entries(at.choice).map(([k, v]) => `${k} ${v}`).join(', ')}.`);
+    for (const form of at.report?.forms ?? []) {
+      out.push('');
+      out.push(
+        table(
+          [`${form.form} candidate at ${at.report!.sizes.map((s) => s.join('×')).join(', ')}`, 'GFLOP/s', 'median ms', 'winner'],
+          form.timings.map((t) => [t.variant, f(t.gflops, 2), t.ms.map((m) => f(m, 1)).join(', ') + (t.skipped ? ' (warm-up only: too slow)' : ''), t.variant === form.winner ? '✔' : '']),
+        ),
+      );
+    }
+  }
+  return out.join('\n');
+}
+
+function profileRows(model: string, side: string, p: StepProfile, top = 6): string[][] {
+  const rest = p.ops.slice(top);
+  const rows = p.ops.slice(0, top).map((o) => [model, side, o.op, String(o.calls), f(o.ms, 2), pct(p.gpuMs > 0 ? o.ms / p.gpuMs : 0)]);
+  if (rest.length) rows.push([model, side, `${rest.length} other ops`, String(rest.reduce((a, o) => a + o.calls, 0)), f(rest.reduce((a, o) => a + o.ms, 0), 2), pct(p.gpuMs > 0 ? rest.reduce((a, o) => a + o.ms, 0) / p.gpuMs : 0)]);
+  rows.push([model, side, '**total GPU**', String(p.ops.reduce((a, o) => a + o.calls, 0)), f(p.gpuMs, 2), '100%']);
+  return rows;
+}
+
+function trainingTable(res: SuiteResult): string {
+  const rows = res.rows as TrainingBenchRow[];
+  const out: string[] = [];
+  out.push(
+    table(
+      ['model', 'batch', 'params', 'ours samples/s', 'TF.js samples/s', 'ours / TF.js', 'ours ms/step', 'TF.js ms/step', 'steps (warm-up + timed)', 'loss after them: ours', 'TF.js', 'max abs Δloss over steps'],
+      rows.map((r) => [
+        `${r.model} (${r.layers}×${r.hidden}, ${r.activation})`,
+        String(r.batchSize),
+        String(r.params),
+        f(r.ours.samplesPerSecond, 0),
+        f(r.tfjs.samplesPerSecond, 0),
+        ratio(r.ratio),
+        f(r.ours.medianStepMs, 1),
+        f(r.tfjs.medianStepMs, 1),
+        `${r.warmup} + ${r.steps}`,
+        f(r.ours.finalLoss, 4),
+        f(r.tfjs.finalLoss, 4),
+        r.maxLossDiff.toExponential(1),
+      ]),
+    ),
+  );
+  out.push('');
+  out.push('What a timed step costs each side (WebGPU calls counted in the page, per step):');
+  out.push('');
+  out.push(
+    table(
+      ['model', 'side', 'ms/step', 'CPU issue ms', 'dispatches', 'submits', 'writeBuffer calls (KiB)', 'bind groups', 'buffers created', 'bare sync round trip ms'],
+      rows.flatMap((r) =>
+        (['ours', 'tfjs'] as const).map((side) => {
+          const s = r[side];
+          const c = s.perStep;
+          return [r.model, side === 'ours' ? 'ours' : 'TF.js', f(s.medianStepMs, 1), f(s.medianIssueMs, 1), f(c.dispatches, 0), f(c.submits, 0), `${f(c.writeBuffers, 0)} (${f(c.writeBufferBytes / 1024, 1)})`, f(c.bindGroups, 0), f(c.buffersCreated, 0), f(s.syncMs, 1)];
+        }),
+      ),
+    ),
+  );
+  const profiled = rows.filter((r) => r.profile);
+  if (profiled.length) {
+    out.push('');
+    out.push('Where one more step\'s GPU time goes, per op (ours: each op timed alone with timestamp queries, so the profiled step runs slower than a plain one; TF.js: tf.profile):');
+    out.push('');
+    out.push(
+      table(
+        ['model', 'side', 'op', 'calls', 'GPU ms', 'share'],
+        profiled.flatMap((r) => [...profileRows(r.model, 'ours', r.profile!.ours), ...profileRows(r.model, 'TF.js', r.profile!.tfjs)]),
+      ),
+    );
+  }
+  return out.join('\n');
+}
+
+const RENDER: Record<string, (res: SuiteResult) => string> = {
+  schedules: (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
+  kernels: kernelsTable,
+  training: trainingTable,
 };
 
 export function renderMarkdown(r: Report): string {
@@ -48,7 +145,7 @@ export function renderMarkdown(r: Report): string {
     out.push('');
     for (const n of res.notes ?? []) out.push(`- ${n}`);
     if (res.notes?.length) out.push('');
-    out.push(RENDER[name] ? RENDER[name](res.rows as never[]) : '```json\n' + JSON.stringify(res.rows, null, 2) + '\n```');
+    out.push(RENDER[name] ? RENDER[name](res) : '```json\n' + JSON.stringify(res.rows, null, 2) + '\n```');
   }
   out.push('');
   return out.join('\n');

@@ -8,6 +8,9 @@
  *   npm run bench -- --quick       a small grid (a few minutes)
  *   npm run bench -- --suite kernels,schedules
  *   npm run bench -- --no-build    serve the dist/ already there
+ *
+ * PIPELAB_DIST names another build folder than dist/ (as for the e2e tests), so
+ * a benchmark does not rebuild a dist/ that someone else is serving.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -64,14 +67,41 @@ function packageVersion(name: string): string {
   }
 }
 
+/**
+ * The app's own page must not carry TensorFlow.js (only bench.html loads it):
+ * follows every chunk index.html reaches (static and dynamic imports, workers)
+ * and throws if one holds TF.js's engine.
+ */
+function checkAppHasNoTfjs(dist: string): void {
+  const html = readFileSync(join(dist, 'index.html'), 'utf8');
+  const ref = /["'`(]\.?\.?\/?(?:assets\/)?([\w.-]+\.js)["'`)]/g;
+  const todo = [...html.matchAll(/src="\.\/assets\/([\w.-]+\.js)"/g)].map((m) => m[1]);
+  const seen = new Set<string>();
+  while (todo.length) {
+    const f = todo.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    let text: string;
+    try {
+      text = readFileSync(join(dist, 'assets', f), 'utf8');
+    } catch {
+      continue;
+    }
+    if (text.includes('tfjsflags')) throw new Error(`the app's page (index.html) reaches ${f}, which holds TensorFlow.js: only bench.html may load it`);
+    for (const m of text.matchAll(ref)) todo.push(m[1]);
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
+  const dist = resolve(root, process.env.PIPELAB_DIST ?? 'dist');
   if (args.build) {
-    console.log('bench: building dist/ ...');
-    execFileSync('npx', ['vite', 'build', '--logLevel', 'warn'], { cwd: root, stdio: 'inherit' });
+    console.log(`bench: building ${dist} ...`);
+    execFileSync('npx', ['vite', 'build', '--logLevel', 'warn', '--outDir', dist, '--emptyOutDir'], { cwd: root, stdio: 'inherit' });
   }
-  const server = await preview({ root, logLevel: 'warn', preview: { host: '127.0.0.1', port: 0, strictPort: false } });
+  checkAppHasNoTfjs(dist);
+  const server = await preview({ root, logLevel: 'warn', build: { outDir: dist }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
   const url = server.resolvedUrls?.local[0];
   if (!url) throw new Error('vite preview did not report a URL');
   const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
@@ -80,13 +110,16 @@ async function main(): Promise<void> {
     page = await browser.newPage();
     page.on('pageerror', (e) => console.error(`bench page error: ${e.message}`));
     page.on('console', (m) => {
-      if (m.type() === 'error') console.error(`bench page console: ${m.text()}`);
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) console.error(`bench page console: ${m.text()}`);
+    });
+    page.on('response', (r) => {
+      if (r.status() >= 400) console.error(`bench page: ${r.status()} for ${r.url()}`);
     });
     await page.goto(`${url}bench.html`);
     await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
     const adapter = await page.evaluate(() => window.pipelabBench.adapterInfo());
     console.log(`bench: ${browser.version()} on ${adapter.vendor ?? '?'} ${adapter.architecture ?? '?'} ${adapter.description ?? ''}`);
-    const ctx: BenchContext = { page, quick: args.quick, log: (s) => console.log(`bench: ${s}`) };
+    const ctx: BenchContext = { page, quick: args.quick, log: (s) => console.log(`bench: [${((Date.now() - t0) / 1000).toFixed(0)} s] ${s}`) };
     const results: Partial<Record<SuiteName, SuiteResult>> = {};
     for (const name of args.suites) {
       const s0 = Date.now();

@@ -4,6 +4,9 @@
  */
 import type { Page } from 'playwright';
 import type { ScheduleBenchCase, ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
+import type { KernelBenchRow } from '../../src/bench/kernels-suite.ts';
+import type { TrainingBenchCase, TrainingBenchRow } from '../../src/bench/training-suite.ts';
+import { BENCH_SIZES, type MatmulSize } from '../../src/gpu/matmul-bench.ts';
 
 export interface BenchContext {
   page: Page;
@@ -14,6 +17,8 @@ export interface BenchContext {
 export interface SuiteResult {
   rows: unknown[];
   notes?: string[];
+  /** Suite-wide facts (e.g. the matmul autotune's choice). */
+  meta?: Record<string, unknown>;
 }
 
 async function schedules(ctx: BenchContext): Promise<SuiteResult> {
@@ -47,5 +52,64 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { schedules } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+const x = (v: number, d = 2) => `${v.toFixed(d)}×`;
+
+async function kernels(ctx: BenchContext): Promise<SuiteResult> {
+  const setup = await ctx.page.evaluate(() => window.pipelabBench.kernelsSetup());
+  const tuned = setup.report?.forms.map((f) => `${f.form} → ${f.winner} (${f.gflops.toFixed(2)} GFLOP/s)`).join(', ') ?? 'no autotune report';
+  ctx.log(`autotune: ${tuned}; choice ${JSON.stringify(setup.choice)}; ${setup.createMs.toFixed(0)} ms`);
+  // Quick: the training-like and the ragged size only (TF.js takes 0.3 to 1 s per matmul at 256³ and 512³ on SwiftShader), fewer repeats.
+  const sizes: readonly MatmulSize[] = ctx.quick ? BENCH_SIZES.filter(([M, N, K]) => M * N * K < 256 ** 3) : BENCH_SIZES;
+  const opts = ctx.quick ? { warmup: 1, repeats: 3 } : { warmup: 2, repeats: 7 };
+  const rows: KernelBenchRow[] = [];
+  for (const size of sizes) {
+    const r = await ctx.page.evaluate(({ size, opts }) => window.pipelabBench.kernelSize(size, opts), { size, opts });
+    for (const k of r) ctx.log(`${k.M}x${k.N}x${k.K} ${k.op}: ours ${k.oursGflops.toFixed(2)} GFLOP/s (${k.variant}), TF.js ${k.tfjsGflops.toFixed(2)}: ${x(k.ratio)}`);
+    rows.push(...r);
+  }
+  await ctx.page.evaluate(() => window.pipelabBench.kernelsTeardown());
+  const geo = Math.exp(rows.reduce((a, r) => a + Math.log(r.ratio), 0) / rows.length);
+  return {
+    rows,
+    meta: { autotune: setup, geomeanRatio: geo },
+    notes: [
+      `ours: GpuBackend.create({ autotune: true }), each form run with the variant the autotune chose for it (src/gpu/matmul-bench.ts); TF.js: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend (src/gpu/tfjs-matmul-bench.ts). Same page, same adapter, separate devices.`,
+      `each figure: ${opts.warmup} untimed run${opts.warmup === 1 ? '' : 's'}, then the median of ${opts.repeats} timed repeats from a settled queue to queue completion (submit and completion included), a repeat being a batch of matmuls (enough for ~20 MFLOP, at most 16). For each size ours runs first, then TF.js.`,
+      `ours / TF.js: geometric mean ${x(geo)}, lowest ${x(Math.min(...rows.map((r) => r.ratio)))} (target ≥ 3×).`,
+      'dispatches: one more matmul of each side, counted in the page; our ragged sizes take 3 (A and B zero-padded to multiples of 4 for the vec4 kernels, then the matmul).',
+    ],
+  };
+}
+
+async function training(ctx: BenchContext): Promise<SuiteResult> {
+  const cases: TrainingBenchCase[] = ctx.quick
+    ? [
+        { dataset: 'spiral', warmup: 2, steps: 6 },
+        { dataset: 'names', warmup: 2, steps: 4 },
+      ]
+    : [
+        { dataset: 'spiral', warmup: 5, steps: 40, profile: true },
+        { dataset: 'names', warmup: 5, steps: 30, profile: true },
+      ];
+  const rows: TrainingBenchRow[] = [];
+  for (const c of cases) {
+    const r = await ctx.page.evaluate((c) => window.pipelabBench.training(c), c);
+    ctx.log(
+      `${r.model} batch ${r.batchSize}: ours ${r.ours.samplesPerSecond.toFixed(0)} samples/s (${r.ours.medianStepMs.toFixed(1)} ms/step, ${r.ours.perStep.dispatches.toFixed(0)} dispatches), TF.js ${r.tfjs.samplesPerSecond.toFixed(0)} (${r.tfjs.medianStepMs.toFixed(1)} ms/step, ${r.tfjs.perStep.dispatches.toFixed(0)} dispatches): ${x(r.ratio)}; loss after ${r.warmup + r.steps} steps ${r.ours.finalLoss.toFixed(4)} vs ${r.tfjs.finalLoss.toFixed(4)}`,
+    );
+    rows.push(r);
+  }
+  return {
+    rows,
+    notes: [
+      `ours / TF.js samples/s: ${rows.map((r) => `${r.dataset} ${x(r.ratio)}`).join(', ')} (target ≥ 3×).`,
+      'one training step of the whole model as a single stage on one device: ours as src/nn/train.ts runs it (StageChain, forwardBackward, AdamW step, loss read back), on GpuBackend.create() with its default matmul variant (no autotune, as the app runs it).',
+      'TF.js: the same network built from the same ModelSpec (src/bench/tfjs-models.ts: tf.matMul + bias, tf.gather embedding, tf.moments LayerNorm, GELU in its tanh form as ours, tf.losses.softmaxCrossEntropy mean over the batch), optimizer.minimize with tf.train.adam, on its WebGPU backend.',
+      'same initial weights (ours copied into the tf.variables), same batches (our seeded BatchSampler, the same rows to both), same lr, β1 0.9, β2 0.999, ε 1e-8, constant lr. TF.js has no AdamW, so our weightDecay is 0 (the names default is 0.01) and our AdamW is Adam. Batch size is the dataset default; ours runs the batch as one micro-batch (the default config splits it in 4 for the pipeline).',
+      'steps alternate between ours and TF.js, each synced before the next (ours: the loss read back; TF.js: await loss.data()); the first steps are warm-up and not timed; samples/s = batch / median step time. "issue" is the CPU time to encode and submit the step, before waiting for it.',
+    ],
+  };
+}
+
+export const SUITES = { schedules, kernels, training } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;

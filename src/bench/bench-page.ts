@@ -5,6 +5,9 @@
  * and closed form for schedules).
  */
 import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
+import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
+import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
+import type { MatmulSize } from '../gpu/matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
 
 const log = document.getElementById('log');
@@ -24,6 +27,22 @@ const api = {
   async schedule(c: ScheduleBenchCase, steps: number) {
     say(`schedule ${c.schedule} p=${c.ranks} m=${c.microbatches}`);
     return benchSchedule(c, steps);
+  },
+  /** Our backend with its autotune, and TF.js's WebGPU backend, started; what the autotune picked. */
+  async kernelsSetup() {
+    say('kernels: autotune, TF.js WebGPU');
+    return kernelsSetup();
+  },
+  async kernelSize(size: MatmulSize, o: KernelBenchOptions) {
+    say(`kernels ${size.join('x')}`);
+    return benchKernelSize(size, o);
+  },
+  kernelsTeardown(): void {
+    kernelsTeardown();
+  },
+  async training(c: TrainingBenchCase) {
+    say(`training ${c.dataset}`);
+    return benchTraining(c);
   },
 };
 
