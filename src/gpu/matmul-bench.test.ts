@@ -1,18 +1,12 @@
 /**
- * The matmul benchmark: a quick check that it measures and formats, and the
- * full table (PipeLab vs TensorFlow.js, both on Dawn + SwiftShader in Node)
- * when asked for:
- *
- *   PIPELAB_GPU_BENCH=1 npx vitest run src/gpu/matmul-bench.test.ts
- *
- * (PIPELAB_GPU_BENCH=autotune also runs the start-up autotune first.)
+ * The matmul benchmark measures and formats (the full table is a benchmark,
+ * not a test: src/gpu/matmul-bench.node-bench.ts, `npm run bench:node`).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GpuBackend } from './gpu-backend.ts';
-import { BENCH_SIZES, benchMatmul, compareRows, formatBench, type MatmulBenchRow } from './matmul-bench.ts';
-import { createTestBackend, nodeGpu } from './testing/node-gpu.ts';
+import { benchMatmul, compareRows, formatBench, type MatmulBenchRow } from './matmul-bench.ts';
+import { createTestBackend } from './testing/node-gpu.ts';
 
-const FULL = process.env.PIPELAB_GPU_BENCH;
 const cpuClockMs = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -20,7 +14,7 @@ const cpuClockMs = (): number => {
 
 let gpu: GpuBackend;
 beforeAll(async () => {
-  gpu = await createTestBackend({ autotune: FULL === 'autotune' });
+  gpu = await createTestBackend();
 });
 afterAll(() => gpu?.destroy());
 
@@ -41,26 +35,4 @@ describe('matmul benchmark', () => {
     expect(text).toContain('9x17x5');
     expect(text).toContain('2.00x');
   });
-
-  test.skipIf(!FULL)('full table: PipeLab vs TensorFlow.js WebGPU (Dawn + SwiftShader in Node)', async () => {
-    if (gpu.autotuneReport) {
-      for (const f of gpu.autotuneReport.forms) {
-        console.log(`autotune ${f.form}: ${f.winner} (${f.timings.map((t) => `${t.variant} ${t.gflops.toFixed(2)}${t.skipped ? '*' : ''}`).join(', ')}) in ${gpu.autotuneReport.totalMs.toFixed(0)} ms`);
-      }
-    }
-    let peer: MatmulBenchRow[] = [];
-    try {
-      const g = globalThis as { navigator?: { gpu?: GPU } };
-      if (!g.navigator) Object.defineProperty(globalThis, 'navigator', { value: {}, configurable: true, writable: true });
-      g.navigator!.gpu = await nodeGpu();
-      const { benchTfjsMatmul } = await import('./tfjs-matmul-bench.ts');
-      peer = await benchTfjsMatmul(BENCH_SIZES, { repeats: 3, cpuClockMs });
-    } catch (e) {
-      console.log(`TensorFlow.js WebGPU could not run here: ${(e as Error).message}`);
-    }
-    const rows = await benchMatmul(gpu, BENCH_SIZES, { repeats: 3, cpuClockMs });
-    console.log(`${gpu.adapterDescription()}\n${formatBench(rows, peer)}`);
-    if (peer.length) console.log(peer.map((r) => `tfjs ${r.form} ${r.M}x${r.N}x${r.K}: ${r.gflopsPerCpuS?.toFixed(2)} GFLOP/cpu-s`).join('\n'));
-    expect(rows).toHaveLength(BENCH_SIZES.length * 3);
-  }, 600_000);
 });

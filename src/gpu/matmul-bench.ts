@@ -88,6 +88,21 @@ export function cpuFields(cpu: number[], M: number, N: number, K: number): { cpu
   return { cpuMs: c, gflopsPerCpuS: (2 * M * N * K) / (c * 1e6) };
 }
 
+/** One result row from the timed repeats (ms) of a form at a size: the median, the best, GFLOP/s. */
+export function benchRow(
+  impl: MatmulBenchRow['impl'],
+  variant: string,
+  form: MatmulBenchRow['form'],
+  [M, N, K]: MatmulSize,
+  times: number[],
+  cpu: number[],
+  repeats: number,
+  batch: number,
+): MatmulBenchRow {
+  const med = median(times);
+  return { impl, variant, form, M, N, K, medianMs: med, minMs: Math.min(...times), gflops: (2 * M * N * K) / (med * 1e6), repeats, batch, ...cpuFields(cpu, M, N, K) };
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
@@ -125,21 +140,7 @@ export async function benchMatmul(backend: GpuBackend, sizes: readonly MatmulSiz
       }
       backend.dispose(a);
       backend.dispose(b);
-      const med = median(times);
-      const row: MatmulBenchRow = {
-        impl: 'pipelab',
-        variant,
-        form,
-        M,
-        N,
-        K,
-        medianMs: med,
-        minMs: Math.min(...times),
-        gflops: (2 * M * N * K) / (med * 1e6),
-        repeats,
-        batch,
-        ...cpuFields(cpu, M, N, K),
-      };
+      const row = benchRow('pipelab', variant, form, [M, N, K], times, cpu, repeats, batch);
       rows.push(row);
       opts.onRow?.(row);
     }

@@ -7,7 +7,7 @@
  * TensorFlow.js is loaded on demand (dynamic import): pages that never run
  * the benchmark do not carry it.
  */
-import { BENCH_FORMS, BENCH_SIZES, cpuFields, defaultBatch, median, operandShapes, randomOperand, type MatmulBenchOptions, type MatmulBenchRow, type MatmulSize } from './matmul-bench.ts';
+import { BENCH_FORMS, BENCH_SIZES, benchRow, defaultBatch, operandShapes, randomOperand, type MatmulBenchOptions, type MatmulBenchRow, type MatmulSize } from './matmul-bench.ts';
 
 type Tf = typeof import('@tensorflow/tfjs');
 
@@ -97,21 +97,7 @@ export async function benchTfjsMatmul(sizes: readonly MatmulSize[] = BENCH_SIZES
       }
       a.dispose();
       b.dispose();
-      const med = median(times);
-      const row: MatmulBenchRow = {
-        impl: 'tfjs-webgpu',
-        variant: 'tf.matMul',
-        form,
-        M,
-        N,
-        K,
-        medianMs: med,
-        minMs: Math.min(...times),
-        gflops: (2 * M * N * K) / (med * 1e6),
-        repeats,
-        batch,
-        ...cpuFields(cpu, M, N, K),
-      };
+      const row = benchRow('tfjs-webgpu', 'tf.matMul', form, [M, N, K], times, cpu, repeats, batch);
       rows.push(row);
       opts.onRow?.(row);
     }
