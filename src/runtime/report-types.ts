@@ -32,8 +32,6 @@ export interface RunReport {
   steps: StepSummary[];
   /** Training loss per step (mean over the batch). */
   losses: number[];
-  /** Validation loss at the end, where the data set has a validation split. */
-  validationLoss?: number;
   /** The last step's measured timeline, ms from that step's start. */
   timeline: Timeline;
   /** The simulator's timeline for the same schedule with the measured per-op times. */

@@ -60,7 +60,6 @@ export interface ReportInput {
   leakedBuffers: number;
   /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
   stepLosses?: number[];
-  validationLoss?: number;
   phases: RunReport['phases'];
 }
 
@@ -112,7 +111,6 @@ export function buildReport(input: ReportInput): RunReport {
     adapter,
     steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)) })),
     losses,
-    validationLoss: input.validationLoss,
     timeline: last.timeline,
     simulatedTimeline: { ...sim.timeline, source: 'simulated' },
     makespanMs: { measured: mean(makespans), simulated: sim.makespan },

@@ -67,9 +67,6 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         const now = performance.now();
         run.meter.mark(now);
         const est = run.meter.estimate(p.step + 1, p.steps);
-        // A runtime that evaluates every evalEvery steps may add the validation loss to its progress.
-        const val = (p as { validationLoss?: unknown }).validationLoss;
-        if (typeof val === 'number' && Number.isFinite(val)) addValidation(p.step, val);
         usePipeLab.setState((s) => ({
           losses: [...s.losses, p.loss],
           liveTimeline: p.timeline,
@@ -93,7 +90,6 @@ function finishRun(run: ActiveRun, report: RunReport, elapsedMs: number): void {
     report,
     liveTimeline: report.timeline,
     losses: report.losses.length >= s.losses.length ? [...report.losses] : s.losses,
-    validation: report.validationLoss !== undefined && last > 0 ? [...s.validation.filter((v) => v.step < last - 1), { step: last - 1, loss: report.validationLoss }] : s.validation,
     run: { ...s.run, status: stopped ? 'stopped' : 'done', step: last, elapsedMs, etaMs: null, adapter: report.adapter },
   }));
   void deriveResults(report);
@@ -107,7 +103,7 @@ function addValidation(step: number, loss: number): void {
 /**
  * Decision boundary (2-D sets) or sampled names (names) from the weights the
  * run read back, and the validation loss before training (same seed, same
- * initial weights) and after it, where the runtime reported none.
+ * initial weights) and after it, on the CPU reference.
  */
 export async function deriveResults(report: RunReport, seed = report.config.seed): Promise<void> {
   const w = report.weights;
@@ -122,7 +118,7 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     }
     if (seed === report.config.seed && usePipeLab.getState().report === report) {
       const last = report.losses.length - 1;
-      if (report.validationLoss === undefined) addValidation(last, await validationLoss(report.config, w));
+      addValidation(last, await validationLoss(report.config, w));
       addValidation(0, await validationLoss(report.config, null));
     }
   } catch (e) {
