@@ -21,10 +21,19 @@ export default defineConfig({
     launchOptions: chromiumLaunchOptions(),
     screenshot: 'only-on-failure',
   },
-  webServer: {
-    command: `npx vite preview --host 127.0.0.1 --port ${port} --strictPort --outDir ${dist}`,
-    url: `http://127.0.0.1:${port}/`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-  },
+  webServer: [
+    {
+      command: `npx vite preview --host 127.0.0.1 --port ${port} --strictPort --outDir ${dist}`,
+      url: `http://127.0.0.1:${port}/`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+    },
+    {
+      // The dev server `npm start` runs (React StrictMode, unbundled modules): e2e/dev-server.spec.ts.
+      command: `npx vite --host 127.0.0.1 --port ${port + 1} --strictPort`,
+      url: `http://127.0.0.1:${port + 1}/`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+    },
+  ],
 });

@@ -108,7 +108,15 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
     if (frameRef.current === 0) frameRef.current = requestAnimationFrame(draw);
   }, [draw]);
 
-  useEffect(() => () => cancelAnimationFrame(frameRef.current), []);
+  // Reset the handle too: React (StrictMode in dev) may mount again after this cleanup,
+  // and a stale non-zero handle would make requestDraw think a frame is still pending.
+  useEffect(
+    () => () => {
+      cancelAnimationFrame(frameRef.current);
+      frameRef.current = 0;
+    },
+    [],
+  );
 
   // Width follows the container.
   useEffect(() => {
