@@ -46,7 +46,7 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
   return {
     rows,
     notes: [
-      'names model (char-MLP, hidden 256, tanh), one equal block per stage, 64 rows per micro-batch; the first step of each run is left out of the means.',
+      'names model (char-MLP, hidden 256, tanh, 4 characters × 64-wide embeddings), p·v equal blocks, one per stage, the small head with the last (balanced FLOPs); 64 rows per micro-batch; the first step of each run is left out of the means.',
       'simulated: the simulator fed with the run\'s own mean per-stage F/B/I/W times and its mean communication time per crossing as link latency.',
     ],
   };

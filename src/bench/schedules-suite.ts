@@ -37,7 +37,11 @@ export interface ScheduleBenchRow {
   meanOpMs: Record<string, Record<string, number>>;
 }
 
-/** The names model, cut into p balanced stages: every stage holds one block of the same size. */
+/**
+ * The names model cut into p·v balanced stages: p·v equal hidden blocks (the
+ * first block's Linear takes context × embedDim = 256 inputs, like the others),
+ * and the small head rides with the last one (the partitioner balances FLOPs).
+ */
 export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
   const v = c.virtual ?? (c.schedule === 'zb-v' ? 2 : 1);
@@ -46,11 +50,10 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     ...base,
     dataset: names ? 'names' : c.dataset ?? 'spiral',
     model: names ? 'char-mlp' : 'mlp',
-    // p·v blocks of equal width, and a light head: balanced stages.
-    layers: Math.max(1, c.ranks * v - 1),
+    layers: c.ranks * v,
     hidden: names ? 256 : 128,
     context: 4,
-    embedDim: 16,
+    embedDim: 64,
     activation: names ? 'tanh' : 'relu',
     batchSize: 64 * c.microbatches,
     microbatches: c.microbatches,
