@@ -180,3 +180,34 @@ test('no leaks: 50 runs in a row leave no workers and no GPU buffers alive', asy
   expect(r.maxLive).toBe(0);
   expect(r.leaked).toBe(0);
 });
+
+test('the measured timeline: one clock for all ranks, communication as intervals, GPU time from timestamp queries', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const adapter = await navigator.gpu.requestAdapter();
+    const timestamps = !!adapter?.features.has('timestamp-query');
+    const rep = await window.pipelab.run({ ...window.pipelab.defaultConfig(), hidden: 16, batchSize: 32, microbatches: 4, steps: 2, evalEvery: 0 });
+    return { timestamps, intervals: rep.timeline.intervals, meanGpuOpMs: rep.meanGpuOpMs ?? null, ranks: rep.schedule.ranks, stageToRank: rep.schedule.stageToRank };
+  });
+  const compute = r.intervals.filter((iv) => iv.op !== 'comm');
+  // Per rank, actions run one at a time and in the schedule's causal order across ranks:
+  // a stage's forward of a micro-batch starts after the previous stage's forward ended.
+  for (let rank = 0; rank < r.ranks; rank++) {
+    const mine = compute.filter((iv) => iv.rank === rank).sort((a, b) => a.start - b.start);
+    for (let i = 1; i < mine.length; i++) expect(mine[i].start).toBeGreaterThanOrEqual(mine[i - 1].end - 1e-6);
+  }
+  for (const iv of compute.filter((c) => c.op === 'F' && c.stage > 0)) {
+    const prev = compute.find((c) => c.op === 'F' && c.stage === iv.stage - 1 && c.mb === iv.mb)!;
+    expect(iv.start, `${iv.stage}F${iv.mb} after ${prev.stage}F${prev.mb}`).toBeGreaterThanOrEqual(prev.end);
+  }
+  const kinds = new Set(r.intervals.filter((iv) => iv.op === 'comm').map((iv) => iv.comm));
+  for (const k of ['readback', 'transfer', 'upload', 'send']) expect(kinds.has(k as never), k).toBe(true);
+  if (r.timestamps) {
+    for (const iv of compute) {
+      expect(iv.gpuMs, `${iv.stage}${iv.op}${iv.mb}`).toBeGreaterThan(0);
+      // The GPU's own time fits inside the wall interval (timestamps may be rounded to ~0.1 ms).
+      expect(iv.gpuMs!).toBeLessThanOrEqual(iv.end - iv.start + 0.2);
+    }
+    expect(Object.keys(r.meanGpuOpMs ?? {})).toHaveLength(4);
+  }
+});

@@ -68,6 +68,11 @@ export interface RankContext {
     stashes: Map<number, WeightStash>;
     update(stage: number, mb: number): void;
   };
+  /**
+   * Where the adapter has timestamp queries: opens a span around an action's
+   * kernels; its end waits for them like sync() and gives their GPU time.
+   */
+  gpuSpan?(): { end(): Promise<{ ms: number; source: 'timestamp' | 'wall' }> };
   /** Throws if the rank can no longer compute (e.g. its device was lost). */
   checkHealthy?(): void;
   /** Ports to peer ranks, by peer rank. */
@@ -193,6 +198,21 @@ export class RankExecutor {
       );
     };
 
+    /** Waits for an action's kernels; the GPU's own time when timestamp queries give it. */
+    const finish = async (span: ReturnType<NonNullable<RankContext['gpuSpan']>> | undefined): Promise<number | undefined> => {
+      if (!span) {
+        await be.sync();
+        return undefined;
+      }
+      const r = await span.end();
+      return r.source === 'timestamp' ? r.ms : undefined;
+    };
+    const computed = (a: Action, start: number, gpuMs: number | undefined): Interval => {
+      const iv: Interval = { rank, stage: a.stage, op: a.op, mb: a.mb, start, end: epochMs() };
+      if (gpuMs !== undefined) iv.gpuMs = gpuMs;
+      return iv;
+    };
+
     for (const a of schedule.order[rank]) {
       try {
         if (sendError) throw sendError;
@@ -207,17 +227,19 @@ export class RankExecutor {
           const input = stage.isFirst ? ctx.data.inputs(step, a.mb) : await receive('act', a, a.stage - 1);
           const labels = stage.isLast ? ctx.data.labels(step, a.mb) : undefined;
           const t0 = epochMs();
+          const span = ctx.gpuSpan?.();
           ctx.async?.stashes.get(a.stage)?.onForward(a.mb);
           const out = stage.forward(a.mb, input, labels, ctx.data.lossScale);
-          await be.sync();
+          const gpuMs = await finish(span);
           ctx.checkHealthy?.();
-          intervals.push({ rank, stage: a.stage, op: 'F', mb: a.mb, start: t0, end: epochMs() });
+          intervals.push(computed(a, t0, gpuMs));
           if (labels) be.dispose(labels);
           if (stage.isLast) losses.push({ mb: a.mb, loss: out });
           else send('act', a.stage + 1, a.mb, out, a);
         } else if (a.op === 'B' || a.op === 'I') {
           const dOut = stage.isLast ? null : await receive('grad', a, a.stage + 1);
           const t0 = epochMs();
+          const span = ctx.gpuSpan?.();
           let dIn: Tensor | null;
           const ws = ctx.async?.stashes.get(a.stage);
           if (ws && ctx.async) {
@@ -230,17 +252,18 @@ export class RankExecutor {
           } else {
             dIn = a.op === 'B' ? stage.backward(a.mb, dOut) : stage.backwardInput(a.mb, dOut);
           }
-          await be.sync();
+          const gpuMs = await finish(span);
           ctx.checkHealthy?.();
-          intervals.push({ rank, stage: a.stage, op: a.op, mb: a.mb, start: t0, end: epochMs() });
+          intervals.push(computed(a, t0, gpuMs));
           if (dIn && !stage.isFirst) send('grad', a.stage - 1, a.mb, dIn, a);
           else if (dIn) be.dispose(dIn);
         } else {
           const t0 = epochMs();
+          const span = ctx.gpuSpan?.();
           stage.backwardWeight(a.mb);
-          await be.sync();
+          const gpuMs = await finish(span);
           ctx.checkHealthy?.();
-          intervals.push({ rank, stage: a.stage, op: 'W', mb: a.mb, start: t0, end: epochMs() });
+          intervals.push(computed(a, t0, gpuMs));
         }
         trackPeak();
       } catch (e) {

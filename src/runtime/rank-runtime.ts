@@ -14,7 +14,7 @@ import { Stage } from '../nn/stage.ts';
 import { lrAt } from '../nn/train-config.ts';
 import { Mailbox } from './mailbox.ts';
 import { WeightStash } from './pipedream.ts';
-import { RankExecutor, type MicrobatchSource, type StepResult } from './rank-executor.ts';
+import { RankExecutor, type MicrobatchSource, type RankContext, type StepResult } from './rank-executor.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from './run-config.ts';
 
@@ -37,6 +37,8 @@ export interface RankRuntime {
 export interface RankHooks {
   loseDevice?(): void;
   crash?(): void;
+  /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
+  gpuSpan?: RankContext['gpuSpan'];
 }
 
 /** Micro-batch inputs and labels from the seeded sampler; async runs number micro-batches across steps. */
@@ -117,6 +119,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
     fault: init.fault,
     loseDevice: hooks.loseDevice,
     crash: hooks.crash,
+    gpuSpan: hooks.gpuSpan,
     checkHealthy: () => {
       if (lost) throw lost;
     },

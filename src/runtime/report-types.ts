@@ -41,6 +41,8 @@ export interface RunReport {
   bubble: BubbleFigures;
   /** Mean measured time per stage and op, ms: meanOpMs[stage][op]. */
   meanOpMs: Record<number, Partial<Record<Op, number>>>;
+  /** The GPU's own time per stage and op from timestamp queries, where the adapter has them. */
+  meanGpuOpMs?: Record<number, Partial<Record<Op, number>>>;
   /** Largest stash each stage held, bytes, and micro-batches. */
   peakStashBytes: Record<number, number>;
   /** Communication (readback + transfer + upload) per boundary and micro-batch, as a share of compute. */

@@ -49,6 +49,21 @@ function computeOnly(t: Timeline): Timeline {
   return { ...t, intervals: t.intervals.filter(isCompute) };
 }
 
+/** Mean of `value` per stage and op over the intervals that have one. */
+function meanByStageOp(intervals: Interval[], value: (iv: Interval) => number | undefined): Record<number, Partial<Record<Op, number>>> {
+  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
+  for (const iv of intervals) {
+    const v = value(iv);
+    if (v === undefined || iv.op === 'comm') continue;
+    const e = ((sums[iv.stage] ??= {})[iv.op] ??= { t: 0, n: 0 });
+    e.t += v;
+    e.n++;
+  }
+  const out: Record<number, Partial<Record<Op, number>>> = {};
+  for (const [stage, ops] of Object.entries(sums)) out[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
+  return out;
+}
+
 export interface ReportInput {
   config: RunConfig;
   plan: RunPlan;
@@ -69,27 +84,19 @@ export function buildReport(input: ReportInput): RunReport {
   if (records.length === 0) throw new Error('the run ended before its first step finished');
   const measured = records.length > 1 ? records.slice(1) : records;
 
-  // Mean measured time per stage and op.
-  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
-  let computeMs = 0, commMs = 0, crossings = 0;
+  // Mean measured time per stage and op: wall (what the timeline shows) and, where
+  // timestamp queries gave it, the GPU's own time of the action's kernels.
+  const compute = measured.flatMap((r) => r.timeline.intervals.filter(isCompute));
+  const meanOpMs = meanByStageOp(compute, (iv) => iv.end - iv.start);
+  const meanGpuOpMs = meanByStageOp(compute, (iv) => iv.gpuMs);
+  const computeMs = compute.reduce((s, iv) => s + (iv.end - iv.start), 0);
+  let commMs = 0, crossings = 0;
   for (const rec of measured) {
     for (const iv of rec.timeline.intervals) {
-      const d = iv.end - iv.start;
-      if (iv.op === 'comm') {
-        if (iv.comm && COMM_COST.has(iv.comm)) commMs += d;
-        if (iv.comm === 'transfer') crossings++;
-        continue;
-      }
-      computeMs += d;
-      const s = (sums[iv.stage] ??= {});
-      const e = (s[iv.op] ??= { t: 0, n: 0 });
-      e.t += d;
-      e.n++;
+      if (iv.op !== 'comm') continue;
+      if (iv.comm && COMM_COST.has(iv.comm)) commMs += iv.end - iv.start;
+      if (iv.comm === 'transfer') crossings++;
     }
-  }
-  const meanOpMs: RunReport['meanOpMs'] = {};
-  for (const [stage, ops] of Object.entries(sums)) {
-    meanOpMs[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
   }
   const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => meanOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
@@ -120,6 +127,7 @@ export function buildReport(input: ReportInput): RunReport {
       closedForm: plan.async ? null : closedFormBubble(schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
     },
     meanOpMs,
+    ...(Object.keys(meanGpuOpMs).length > 0 ? { meanGpuOpMs } : {}),
     peakStashBytes,
     commShare: computeMs > 0 ? commMs / computeMs : 0,
     commMsPerCrossing,

@@ -22,6 +22,7 @@ const api = {
     backend = await GpuBackend.create();
     const be = backend;
     runtime = createRankRuntime(be, init, new Map(ports), {
+      gpuSpan: be.hasTimestamps ? () => be.beginTiming() : undefined,
       loseDevice: () => be.device.destroy(),
       crash: () => {
         setTimeout(() => {

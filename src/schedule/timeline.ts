@@ -20,6 +20,8 @@ export interface Interval {
   end: number;
   comm?: CommKind;
   peer?: number;
+  /** Measured compute only: the GPU's own time for the action's kernels (timestamp queries), ms. */
+  gpuMs?: number;
 }
 
 export interface Timeline {

@@ -39,7 +39,7 @@ function fmt(t: number, unit: 'ms' | 'unit'): string {
 
 function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
   const what = iv.op === 'comm' ? `${COMM_NAMES[iv.comm ?? 'send']}${iv.peer !== undefined ? ` (peer rank ${iv.peer})` : ''}` : `${iv.op}: ${OP_NAMES[iv.op]}`;
-  return [
+  const lines: [string, string][] = [
     ['rank', String(iv.rank)],
     ['stage', String(iv.stage)],
     ['op', what],
@@ -47,6 +47,8 @@ function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
     ['start', fmt(iv.start, unit)],
     ['duration', fmt(iv.end - iv.start, unit)],
   ];
+  if (iv.gpuMs !== undefined) lines.push(['GPU time', `${fmt(iv.gpuMs, 'ms')} (timestamp queries)`]);
+  return lines;
 }
 
 export function TimelineCanvas({ timeline, overlay, label, extent, height, emptyText }: TimelineCanvasProps) {
