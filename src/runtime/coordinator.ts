@@ -31,6 +31,14 @@ export interface RunOptions {
   /** Awaited before each step (pause and single-step). */
   beforeStep?: (step: number) => Promise<void>;
   readWeights?: boolean;
+  /**
+   * Every this many steps (not after the last one, whose weights come with the
+   * report when readWeights is set) the weights are read back from the ranks and
+   * handed to onWeights, e.g. for a validation curve. 0 or absent: never.
+   */
+  weightsEvery?: number;
+  /** `step` is the 0-based step just done. */
+  onWeights?: (step: number, weights: Weights) => void;
   /** A rank that has not finished a step after this long ends the run. Default 120 s. */
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
@@ -138,6 +146,12 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
       records.push(rec);
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (plan.async) stepLosses = losses;
+      const every = opts.weightsEvery ?? 0;
+      if (opts.onWeights && every > 0 && !plan.async && (step + 1) % every === 0 && step + 1 < config.steps) {
+        const w: Weights = {};
+        for (const part of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
+        opts.onWeights(step, w);
+      }
     }
     const wallMs = performance.now() - t0;
 

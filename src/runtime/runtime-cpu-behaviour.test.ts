@@ -85,6 +85,26 @@ describe('PipeDream asynchronous 1F1B with weight stashing', () => {
   });
 });
 
+describe('weights read back during a run', () => {
+  it('every weightsEvery steps, complete, and equal to the final ones at the last of them', async () => {
+    const seen: { step: number; names: string[]; w: Record<string, Float32Array | Float64Array> }[] = [];
+    const cfg = tiny({ steps: 5 });
+    const report = await runPipeline(cfg, {
+      hostFactory: cpuHosts(),
+      readWeights: true,
+      weightsEvery: 2,
+      onWeights: (step, w) => seen.push({ step, names: Object.keys(w).sort(), w }),
+    });
+    expect(seen.map((s) => s.step)).toEqual([1, 3]);
+    const all = Object.keys(report.weights ?? {}).sort();
+    for (const s of seen) expect(s.names).toEqual(all);
+    // Weights move between reads (training happens), and reads are copies, not live views.
+    const k = all[0];
+    expect(Array.from(seen[0].w[k])).not.toEqual(Array.from(seen[1].w[k]));
+    expect(Array.from(seen[1].w[k])).not.toEqual(Array.from((report.weights ?? {})[k]));
+  });
+});
+
 describe('run configuration in the URL', () => {
   it('round-trips', () => {
     const cfg = { ...defaultRunConfig(), dataset: 'moons' as const, ranks: 2, microbatches: 16, lr: 0.003, recompute: true, schedule: 'zb-h1' as const };

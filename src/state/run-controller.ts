@@ -54,6 +54,18 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     const report = await runInBrowser(config, {
       signal: run.ac.signal,
       readWeights: true,
+      // A validation curve: every evalEvery steps the weights come back and the
+      // held-out loss is computed from them on the CPU reference.
+      weightsEvery: config.evalEvery,
+      onWeights: (step, w) => {
+        void validationLoss(config, w).then(
+          (loss) => {
+            // Late results still count, unless a newer run has started (it reset the curve).
+            if (active === run || active === null) addValidation(step, loss);
+          },
+          (e: unknown) => console.warn('PipeLab: validation loss failed:', e),
+        );
+      },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
       beforeStep: async () => {
         if (run.gate.wouldHold && !run.ac.signal.aborted) {
