@@ -113,8 +113,8 @@ export async function acquireDevice(gpu?: GPU, opts: AcquireOptions = {}): Promi
     const reason = String(info.reason ?? 'unknown');
     const message =
       reason === 'destroyed'
-        ? 'WebGPU device was destroyed'
-        : `WebGPU device lost (${reason}): ${info.message || 'no message'}. Reload the page (or restart the run) to get a new device.`;
+        ? 'the WebGPU device was lost (destroyed)'
+        : `the WebGPU device was lost (${reason}): ${info.message || 'no message'}. Reload the page (or restart the run) to get a new device.`;
     opts.onLost?.(message, reason);
     return { message, reason };
   });

@@ -150,6 +150,9 @@ function f32Bits(v: number): number {
 
 const SOFTWARE_ARCHITECTURES = ['swiftshader', 'llvmpipe', 'lavapipe', 'warp'];
 
+/** How long a failed map or submit waits for the device-lost report that explains it. */
+const LOSS_GRACE_MS = 200;
+
 export class GpuBackend implements Backend {
   readonly name = 'webgpu';
   readonly device: GPUDevice;
@@ -400,11 +403,23 @@ export class GpuBackend implements Backend {
     this.throwGpuErrors();
   }
 
+  /**
+   * The one place a lost device is named: `p` (a map or a submitted-work
+   * wait) ends with DeviceLostError when the device is lost while it waits,
+   * or when it fails and the loss is reported shortly after (a lost device
+   * shows first as a failed map or submit).
+   */
   private async raceLost<T>(p: Promise<T>): Promise<T> {
     const lost = this.lost.then((m): never => {
       throw new DeviceLostError(m);
     });
-    return Promise.race([p, lost]);
+    try {
+      return await Promise.race([p, lost]);
+    } catch (e) {
+      if (e instanceof DeviceLostError) throw e;
+      const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
+      throw late === null ? e : new DeviceLostError(late);
+    }
   }
 
   /** Live tensors (a leak check counts these) and the pool's numbers. */

@@ -62,8 +62,8 @@ function channelsFor(plan: RunPlan): [number, number][] {
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
-/** PipeDream: per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
-function asyncStepLosses(results: StepResult[], m: number): number[] {
+/** A stream (one window for every step): per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
+function streamStepLosses(results: StepResult[], m: number): number[] {
   const all = results.flatMap((r) => r.losses).sort((a, b) => a.mb - b.mb);
   const out: number[] = [];
   for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / m);
@@ -78,10 +78,14 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promi
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** Validates and plans `config` (before any worker starts), then runs it. */
 export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<RunReport> {
-  // Everything that can be checked is checked before any worker starts.
-  const plan = planRun(config);
-  const { schedule } = plan;
+  return runPlan(planRun(config), opts);
+}
+
+/** Runs a plan made by planRun. */
+export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunReport> {
+  const { schedule, config } = plan;
   const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
@@ -103,7 +107,7 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
       ports[b].set(a, ch.port2);
     }
     const inits = hosts.map((h, r) => {
-      const init: RankInit = { config, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+      const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
       return h.init(init, ports[r]);
     });
     const up = await Promise.race([Promise.all(inits), fatal]);
@@ -114,8 +118,8 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
-    // PipeDream's asynchronous 1F1B has no flush: the whole run is one stream (one window).
-    const windows = plan.async ? 1 : config.steps;
+    const { stream } = plan.windows;
+    const windows = plan.windows.windows(config.steps);
     for (let step = 0; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (opts.beforeStep) await opts.beforeStep(step);
@@ -137,7 +141,7 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
         () => `step ${step}: rank ${[...pending].join(', ')} did not finish within ${(stepTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
-      const losses = plan.async ? asyncStepLosses(results, config.microbatches) : [rec.loss];
+      const losses = stream ? streamStepLosses(results, config.microbatches) : [rec.loss];
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
           throw new RunError(`step ${step + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
@@ -145,9 +149,9 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
       });
       records.push(rec);
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
-      if (plan.async) stepLosses = losses;
+      if (stream) stepLosses = losses;
       const every = opts.weightsEvery ?? 0;
-      if (opts.onWeights && every > 0 && !plan.async && (step + 1) % every === 0 && step + 1 < config.steps) {
+      if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
         const w: Weights = {};
         for (const part of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
         opts.onWeights(step, w);

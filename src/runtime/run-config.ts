@@ -7,12 +7,12 @@
  */
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
-import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/registry.ts';
+import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
 
-/** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
-export type RunScheduleName = ScheduleName | 'pipedream';
-export const RUN_SCHEDULES: readonly RunScheduleName[] = [...SCHEDULE_NAMES, 'pipedream'];
+export type { RunScheduleName } from '../schedule/registry.ts';
+/** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
+export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
 export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   /** Workers (pipeline width p). */
@@ -48,7 +48,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   if (cfg === null || typeof cfg !== 'object') throw new ConfigError('config', cfg, 'must be an object');
   const schedule = requireOneOf('schedule', cfg.schedule, RUN_SCHEDULES);
   requireInt('ranks', cfg.ranks, 1, MAX_RUN_RANKS);
-  requireInt('virtual', cfg.virtual, 1, 8);
+  requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -58,11 +58,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     );
   }
   validateTrainConfig(toTrainConfig(cfg));
-  if (schedule === 'pipedream') {
-    if (cfg.virtual !== 1) throw new ConfigError('virtual', cfg.virtual, 'pipedream holds one stage per rank, so virtual must be 1');
-  } else {
-    scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
-  }
+  scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
     if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');

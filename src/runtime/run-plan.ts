@@ -1,34 +1,38 @@
 /**
- * Turns a run configuration into what the ranks run: the model cut into
- * ranks × virtual stages (balanced, contiguous) and a validated schedule.
+ * Turns a run configuration into what the ranks run: the configuration
+ * validated (once per run, here), the model spec built (once, and sent to every
+ * rank), the model cut into ranks × virtual stages (balanced, contiguous), and
+ * a validated schedule spanning one window of the schedule's update policy.
  * Everything here runs before any worker starts.
  */
 import { buildModelSpec } from '../nn/model-config.ts';
 import { blockCosts, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
-import { generateSchedule } from '../schedule/registry.ts';
+import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
-import { pipedreamSchedule } from './pipedream.ts';
 import { runStages, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 
 export interface RunPlan {
+  config: RunConfig;
   spec: ModelSpec;
+  kind: ScheduleKind;
+  /** The schedule of one window (a step under 'flush'; the whole run for a stream). */
   schedule: Schedule;
   stageBlocks: BlockRange[];
-  /** True for PipeDream's asynchronous 1F1B: no flush, a weight update after every backward. */
-  async: boolean;
+  /** How the run's steps map onto windows under the schedule's update policy. */
+  windows: UpdateWindows;
 }
 
 export function planRun(config: RunConfig): RunPlan {
   validateRunConfig(config);
   const spec = buildModelSpec(toTrainConfig(config));
-  const stages = runStages(config);
-  const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), stages);
-  const isAsync = config.schedule === 'pipedream';
-  const schedule = isAsync
-    ? pipedreamSchedule(config.ranks, config.steps * config.microbatches)
-    : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
+  const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), runStages(config));
+  const kind = scheduleKind(config.schedule);
+  const windows = UPDATE_WINDOWS[kind.update];
+  const m = windows.microbatches(config.microbatches, config.steps);
+  kind.validateParams(config.ranks, m, config.virtual);
+  const schedule = kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
-  return { spec, schedule, stageBlocks, async: isAsync };
+  return { config, spec, kind, schedule, stageBlocks, windows };
 }

@@ -7,7 +7,7 @@ import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import { ActionError, type StepResult } from './rank-executor.ts';
+import type { StepResult } from './rank-executor.ts';
 
 let runtime: RankRuntime | null = null;
 let backend: GpuBackend | null = null;
@@ -31,24 +31,14 @@ const api = {
       },
     });
     const rt = runtime;
-    be.device.lost.then((info) => {
-      rt.fail(new Error(`rank ${init.rank}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
-    });
+    // The backend is where a lost device is noticed (its ops and reads throw
+    // DeviceLostError); here the rank's waits for peers end with it too.
+    void be.lost.then((message) => rt.fail(new Error(`rank ${init.rank}: ${message}`)));
     await rt.warmUp();
     return { adapter: be.adapterDescription() };
   },
-  async step(step: number): Promise<StepResult> {
-    try {
-      return await need().step(step);
-    } catch (e) {
-      // A lost device shows first as a failed map or submit; name the cause.
-      const be = backend;
-      const lost = be ? await Promise.race([be.lost, new Promise<null>((r) => setTimeout(() => r(null), 200))]) : null;
-      if (lost !== null && e instanceof ActionError) {
-        throw new ActionError(e.rank, e.action, e.step, new Error(`the WebGPU device was lost: ${lost}`));
-      }
-      throw e;
-    }
+  step(step: number): Promise<StepResult> {
+    return need().step(step);
   },
   readWeights(): Promise<Weights> {
     return need().readWeights();

@@ -12,8 +12,36 @@ import { zbV } from './generators/zb-v.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
+/** The synchronous schedules: one schedule per step, then a flush. */
 export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
+/** Every schedule a run can use: the synchronous ones and PipeDream's asynchronous 1F1B. */
+export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream'] as const;
+export type RunScheduleName = (typeof RUN_SCHEDULE_NAMES)[number];
+
+/**
+ * How a schedule updates the weights. 'flush': gradients accumulate over the
+ * step's micro-batches and the optimizer runs once at the end of each step.
+ * 'stash-and-update-after-backward' (PipeDream): no flush; each stage applies
+ * its optimizer after every backward and keeps ("stashes") the weight version
+ * each in-flight micro-batch's forward used, so the whole run is one stream.
+ */
+export type UpdatePolicyName = 'flush' | 'stash-and-update-after-backward';
+
+/** What a run's window is under an update policy. */
+export interface UpdateWindows {
+  /** Schedules the run executes one after the other (steps for 'flush', 1 for a stream). */
+  windows(steps: number): number;
+  /** Micro-batches one window's schedule holds. */
+  microbatches(microbatchesPerStep: number, steps: number): number;
+  /** True when one window spans every step (micro-batches are numbered across steps; no per-step closed form). */
+  stream: boolean;
+}
+
+export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> = {
+  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false },
+  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true },
+};
 
 export const MAX_RANKS = 1024;
 export const MAX_VIRTUAL = 64;
@@ -22,7 +50,7 @@ export const MAX_MICROBATCHES = 65536;
 export const MAX_ACTIONS = 1 << 24;
 
 export interface ScheduleKind {
-  name: ScheduleName;
+  name: RunScheduleName;
   /** One line for people. */
   title: string;
   /** Where it comes from. */
@@ -33,6 +61,17 @@ export interface ScheduleKind {
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
+  /** The v this schedule runs with when `requested` is asked for (zb-v: 2; one-stage schedules: 1). */
+  virtualFor(requested: number): number;
+  /**
+   * Over how many chunks a rank's per-op cost is split for the simulator: v
+   * for chunked schedules; 1 for zb-v, whose two stages are each a full stage.
+   */
+  costChunks(virtual: number): number;
+  /** How the weights are updated (see UpdatePolicyName). */
+  update: UpdatePolicyName;
+  /** The synchronous schedule whose closed forms describe one step of this one (itself for those). */
+  theoryAs: ScheduleName;
   placement: Placement;
   /** Throws ConfigError naming the field (ranks, microbatches, virtual) and the rule it broke. */
   validateParams(ranks: number, microbatches: number, virtual: number): void;
@@ -60,9 +99,13 @@ function requireOneStagePerRank(name: string, virtual: number): void {
   }
 }
 
-export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
+export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
   gpipe: {
     name: 'gpipe',
+    virtualFor: () => 1,
+    costChunks: (v) => v,
+    update: 'flush',
+    theoryAs: 'gpipe',
     title: 'GPipe: all forwards, then all backwards',
     source: 'Huang et al., 2019, arXiv:1811.06965',
     splitBackward: false,
@@ -77,6 +120,10 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
   },
   '1f1b': {
     name: '1f1b',
+    virtualFor: () => 1,
+    costChunks: (v) => v,
+    update: 'flush',
+    theoryAs: '1f1b',
     title: '1F1B (PipeDream-flush): warm-up, one forward one backward, cool-down',
     source: 'Narayanan et al., 2021, arXiv:2006.09503; Megatron-LM',
     splitBackward: false,
@@ -91,6 +138,10 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
   },
   'interleaved-1f1b': {
     name: 'interleaved-1f1b',
+    virtualFor: (v) => v,
+    costChunks: (v) => v,
+    update: 'flush',
+    theoryAs: 'interleaved-1f1b',
     title: 'Interleaved 1F1B: v model chunks per rank, looped placement',
     source: 'Narayanan et al., SC 2021, arXiv:2104.04473; Megatron-LM',
     splitBackward: false,
@@ -107,6 +158,10 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
   },
   'zb-h1': {
     name: 'zb-h1',
+    virtualFor: () => 1,
+    costChunks: (v) => v,
+    update: 'flush',
+    theoryAs: 'zb-h1',
     title: 'ZB-H1: 1F1B with B split into I and W, W filling the cool-down',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241',
     splitBackward: true,
@@ -121,6 +176,10 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
   },
   'zb-v': {
     name: 'zb-v',
+    virtualFor: () => 2,
+    costChunks: () => 1,
+    update: 'flush',
+    theoryAs: 'zb-v',
     title: 'ZB-V: two stages per rank in a V, B split into I and W',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241, section 6',
     splitBackward: true,
@@ -135,6 +194,10 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
   },
   'looped-bfs': {
     name: 'looped-bfs',
+    virtualFor: (v) => v,
+    costChunks: (v) => v,
+    update: 'flush',
+    theoryAs: 'looped-bfs',
     title: 'Looped BFS: breadth-first over v chunks per rank',
     source: 'Lamy-Poirier, 2022, arXiv:2211.05953',
     splitBackward: false,
@@ -146,10 +209,29 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
     },
     generate: (p, m, v) => loopedBfs(p, m, v),
   },
+  pipedream: {
+    name: 'pipedream',
+    virtualFor: () => 1,
+    costChunks: (v) => v,
+    update: 'stash-and-update-after-backward',
+    theoryAs: '1f1b',
+    title: 'PipeDream: asynchronous 1F1B with weight stashing, no flush between steps',
+    source: 'Narayanan et al., SOSP 2019, arXiv:1806.03377',
+    splitBackward: false,
+    acceptsVirtual: false,
+    defaultVirtual: 1,
+    placement: 'loop',
+    validateParams(p, m, v) {
+      requireCommon(p, m, v, 2);
+      requireOneStagePerRank('pipedream', v);
+    },
+    generate: (p, m) => ({ ...oneFOneB(p, m), name: 'pipedream' }),
+  },
 };
 
+/** The kind of any schedule a run can use (PipeDream included). */
 export function scheduleKind(name: unknown): ScheduleKind {
-  return SCHEDULES[requireOneOf('schedule', name, SCHEDULE_NAMES)];
+  return SCHEDULES[requireOneOf('schedule', name, RUN_SCHEDULE_NAMES)];
 }
 
 /**

@@ -110,3 +110,18 @@ export function timelineStats(t: Timeline): TimelineStats {
   const bubble = total > 0 && t.ranks > 0 ? 1 - busy / (t.ranks * total) : 0;
   return { start, makespan: total, perRank, busy, bubble };
 }
+
+/** Mean of `value` per stage and op over the intervals that have one. */
+export function meanByStageOp(intervals: Interval[], value: (iv: Interval) => number | undefined): Record<number, Partial<Record<Op, number>>> {
+  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
+  for (const iv of intervals) {
+    const v = value(iv);
+    if (v === undefined || iv.op === 'comm') continue;
+    const e = ((sums[iv.stage] ??= {})[iv.op] ??= { t: 0, n: 0 });
+    e.t += v;
+    e.n++;
+  }
+  const out: Record<number, Partial<Record<Op, number>>> = {};
+  for (const [stage, ops] of Object.entries(sums)) out[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
+  return out;
+}

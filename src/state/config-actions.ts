@@ -49,10 +49,7 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
 
 /** A new schedule brings the virtual stages it needs (zb-v: 2; one-stage schedules: 1). */
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {
-  if (schedule === 'pipedream') return { ...cfg, schedule, virtual: 1 };
-  const kind = scheduleKind(schedule);
-  const virtual = kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? cfg.virtual : 1;
-  return { ...cfg, schedule, virtual };
+  return { ...cfg, schedule, virtual: scheduleKind(schedule).virtualFor(cfg.virtual) };
 }
 
 export function setConfig(next: RunConfig): void {
@@ -71,8 +68,7 @@ export function patchSim(patch: Partial<SimParams>): void {
   const cur = usePipeLab.getState().sim;
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
-    const kind = scheduleKind(patch.schedule);
-    next = { ...next, virtual: kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
+    next = { ...next, virtual: scheduleKind(patch.schedule).virtualFor(Math.max(cur.virtual, 2)) };
   }
   setSim(next);
 }

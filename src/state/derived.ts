@@ -5,7 +5,7 @@
  * can be drawn over another.
  */
 import type { RunConfig } from '../runtime/run-config.ts';
-import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, meanByStageOp, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -14,56 +14,34 @@ export interface Prediction {
   closedPeak: number[] | null;
 }
 
-/** The schedule one step of `cfg` runs (PipeDream's one step is a 1F1B pass over its micro-batches). */
+/** The schedule one step of `cfg` runs (a stream's step is its action order over the step's micro-batches). */
 export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
-  const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
-  return generateSchedule(name, cfg.ranks, cfg.microbatches, cfg.schedule === 'pipedream' ? 1 : cfg.virtual);
+  return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, scheduleKind(cfg.schedule).virtualFor(cfg.virtual));
 }
 
 /** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes. */
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
+    const kind = scheduleKind(cfg.schedule);
     const schedule = stepSchedule(cfg);
-    const v = schedule.name === 'zb-v' ? 1 : schedule.stages / schedule.ranks;
-    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, v));
-    const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
+    const v = schedule.stages / schedule.ranks;
+    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)));
     return {
       schedule,
       result,
-      closed: closedForm(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
-      closedPeak: closedFormPeakActivations(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
+      closed: closedForm(kind.theoryAs, schedule.ranks, schedule.microbatches, v),
+      closedPeak: closedFormPeakActivations(kind.theoryAs, schedule.ranks, schedule.microbatches, v),
     };
   } catch {
     return null;
   }
 }
 
-/** Mean measured duration per stage and op, ms. */
-export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
-  const sum = new Map<string, { s: number; n: number }>();
-  for (const iv of t.intervals) {
-    if (iv.op === 'comm') continue;
-    const k = `${iv.stage}:${iv.op}`;
-    const e = sum.get(k) ?? { s: 0, n: 0 };
-    e.s += iv.end - iv.start;
-    e.n++;
-    sum.set(k, e);
-  }
-  const out = new Map<number, Partial<Record<Op, number>>>();
-  for (const [k, { s, n }] of sum) {
-    const [stage, op] = k.split(':');
-    const m = out.get(Number(stage)) ?? {};
-    m[op as Op] = s / n;
-    out.set(Number(stage), m);
-  }
-  return out;
-}
-
 /** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
   try {
-    const means = meanOpTimes(measured);
-    const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means.get(s)?.[op] ?? 0);
+    const means = meanByStageOp(measured.intervals, (iv) => iv.end - iv.start);
+    const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means[s]?.[op] ?? 0);
     return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms' }).timeline;
   } catch {
     return null;

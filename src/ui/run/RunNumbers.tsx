@@ -5,7 +5,7 @@
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
-import { timelineStats, type Timeline } from '../../schedule/index.ts';
+import { scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct } from '../timeline/format.ts';
 
@@ -33,7 +33,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const bubbleClosed = report?.bubble.closedForm ?? closed?.bubble ?? null;
   const sps = (makespan: number | null) => (makespan && makespan > 0 ? (config.batchSize / makespan) * 1000 : null);
   const ranks = (measured ?? simulated ?? prediction?.result.timeline)?.ranks ?? config.ranks;
-  const stagesPerRank = config.schedule === 'pipedream' ? 1 : config.virtual;
+  const stagesPerRank = scheduleKind(config.schedule).virtualFor(config.virtual);
   const stageBytes = (r: number): number | null => {
     if (!report) return null;
     let sum = 0;
