@@ -3,9 +3,10 @@ import { createRoot } from 'react-dom/client';
 import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
+import { automationSession } from './state/store.ts';
 import './ui/styles.css';
 
-installAutomation();
+installAutomation(automationSession);
 initStateFromUrl();
 
 const root = document.getElementById('root');

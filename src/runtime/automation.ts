@@ -3,7 +3,8 @@
  * benchmark). Plain JSON in, plain JSON out.
  *
  *   window.pipelab.defaultConfig()          the default run configuration
- *   window.pipelab.run(config)              resolves to the run report
+ *   window.pipelab.run(config)              resolves to the run report; refused (naming
+ *                                           what runs) while another run holds the workers
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
  */
@@ -30,14 +31,44 @@ declare global {
   }
 }
 
-export function installAutomation(): void {
+/**
+ * The page's one-session rule as automation sees it: `begin` claims the
+ * workers for an automation run and returns its end, or throws naming the
+ * session that holds them.
+ */
+export interface SessionGate {
+  begin(): () => void;
+}
+
+/** Without a page (the benchmark page): automation runs exclude each other. */
+function ownRunsGate(): SessionGate {
+  let running = false;
+  return {
+    begin() {
+      if (running) throw new Error('cannot start a run started through window.pipelab.run: a run started through window.pipelab.run is going; wait for it to end');
+      running = true;
+      return () => {
+        running = false;
+      };
+    },
+  };
+}
+
+export function installAutomation(gate: SessionGate = ownRunsGate()): void {
   window.pipelab = {
     defaultConfig: defaultRunConfig,
     urlConfig() {
       const { config, errors } = configFromQuery(window.location.search);
       return { config, errors: errors.map((e) => e.message) };
     },
-    run: (config, opts) => runInBrowser(config, opts ?? {}),
+    async run(config, opts) {
+      const end = gate.begin();
+      try {
+        return await runInBrowser(config, opts ?? {});
+      } finally {
+        end();
+      }
+    },
     runSingleDevice,
     liveWorkers: () => WorkerRankHost.liveWorkers(),
     startedWorkers: () => WorkerRankHost.startedWorkers(),
