@@ -6,7 +6,7 @@ import type { Page } from 'playwright';
 import type { ScheduleBenchCase, ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
 import type { KernelBenchRow } from '../../src/bench/kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../../src/bench/training-suite.ts';
-import { BENCH_SIZES, type MatmulSize } from '../../src/gpu/matmul-bench.ts';
+import { BENCH_SIZES, type MatmulSize } from '../../src/bench/matmul-bench.ts';
 
 export interface BenchContext {
   page: Page;
@@ -73,7 +73,7 @@ async function kernels(ctx: BenchContext): Promise<SuiteResult> {
     rows,
     meta: { autotune: setup, geomeanRatio: geo },
     notes: [
-      `ours: GpuBackend.create({ autotune: true }), each form run with the variant the autotune chose for it (src/gpu/matmul-bench.ts); TF.js: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend (src/gpu/tfjs-matmul-bench.ts). Same page, same adapter, separate devices.`,
+      `ours: GpuBackend.create({ autotune: true }), each form run with the variant the autotune chose for it (src/bench/matmul-bench.ts); TF.js: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend (src/bench/tfjs-matmul-bench.ts). Same page, same adapter, separate devices.`,
       `each figure: ${opts.warmup} untimed run${opts.warmup === 1 ? '' : 's'}, then the median of ${opts.repeats} timed repeats from a settled queue to queue completion (submit and completion included), a repeat being a batch of matmuls (enough for ~20 MFLOP, at most 16). For each size ours runs first, then TF.js.`,
       `ours / TF.js: geometric mean ${x(geo)}, lowest ${x(Math.min(...rows.map((r) => r.ratio)))} (target ≥ 3×).`,
       'dispatches: one more matmul of each side, counted in the page; our ragged sizes take 3 (A and B zero-padded to multiples of 4 for the vec4 kernels, then the matmul).',

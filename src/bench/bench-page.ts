@@ -7,7 +7,7 @@
 import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
-import type { MatmulSize } from '../gpu/matmul-bench.ts';
+import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
 
 const log = document.getElementById('log');

@@ -20,7 +20,7 @@ import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import type { Examples } from '../data/examples.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import { loadTfjsWebGpu } from '../gpu/tfjs-matmul-bench.ts';
+import { loadTfjsWebGpu } from './tfjs-matmul-bench.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { StageChain } from '../nn/stage-chain.ts';
