@@ -85,6 +85,20 @@ describe('PipeDream asynchronous 1F1B with weight stashing', () => {
   });
 });
 
+describe('GPU time of actions', () => {
+  it('without timestamp queries (the CPU reference has none) actions carry wall time only and the report no GPU times', async () => {
+    const report = await runPipeline(tiny(), { hostFactory: cpuHosts() });
+    const compute = report.timeline.intervals.filter((iv) => iv.op !== 'comm');
+    expect(compute.length).toBeGreaterThan(0);
+    for (const iv of compute) {
+      expect(iv.gpuMs).toBeUndefined();
+      expect(iv.end).toBeGreaterThanOrEqual(iv.start);
+    }
+    expect(report.meanGpuOpMs).toBeUndefined();
+    expect(Object.keys(report.meanOpMs).length).toBe(report.schedule.stages);
+  });
+});
+
 describe('weights read back during a run', () => {
   it('every weightsEvery steps, complete, and equal to the final ones at the last of them', async () => {
     const seen: { step: number; names: string[]; w: Record<string, Float32Array | Float64Array> }[] = [];
