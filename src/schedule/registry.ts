@@ -93,140 +93,117 @@ function requireCommon(ranks: number, microbatches: number, virtual: number, ops
   }
 }
 
-function requireOneStagePerRank(name: string, virtual: number): void {
-  if (virtual !== 1) {
-    throw new ConfigError('virtual', virtual, `${name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
-  }
+/** Stages per rank a schedule takes: exactly one, any v ≥ 1, or a fixed count (zb-v's V: 2). */
+type VirtualRule = 'one' | 'any' | { fixed: number };
+
+interface KindDecl {
+  name: RunScheduleName;
+  title: string;
+  source: string;
+  splitBackward: boolean;
+  virtual: VirtualRule;
+  generate: ScheduleKind['generate'];
+  /** Schedule-specific rules beyond the common ones and the virtual rule. */
+  check?: (ranks: number, microbatches: number, virtual: number) => void;
+  placement?: Placement;
+  update?: UpdatePolicyName;
+  theoryAs?: ScheduleName;
+  costChunks?: ScheduleKind['costChunks'];
+}
+
+/** A schedule kind from its declaration: each rule (virtual stages, checks, policy) is declared once, here turned into fields. */
+function kind(d: KindDecl): ScheduleKind {
+  const rule = d.virtual;
+  const fixed = typeof rule === 'object' ? rule.fixed : null;
+  return {
+    name: d.name,
+    title: d.title,
+    source: d.source,
+    splitBackward: d.splitBackward,
+    acceptsVirtual: rule !== 'one',
+    defaultVirtual: fixed ?? 1,
+    virtualFor: (requested) => (fixed !== null ? fixed : rule === 'any' ? requested : 1),
+    costChunks: d.costChunks ?? ((v) => v),
+    update: d.update ?? 'flush',
+    theoryAs: d.theoryAs ?? (d.name as ScheduleName),
+    placement: d.placement ?? 'loop',
+    validateParams(p, m, v) {
+      requireCommon(p, m, v, d.splitBackward ? 3 : 2);
+      if (rule === 'one' && v !== 1) {
+        throw new ConfigError('virtual', v, `${d.name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
+      }
+      if (fixed !== null && v !== fixed) throw new ConfigError('virtual', v, `${d.name} holds exactly ${fixed} stages per rank (a V), so virtual must be ${fixed}`);
+      d.check?.(p, m, v);
+    },
+    generate: d.generate,
+  };
 }
 
 export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
-  gpipe: {
+  gpipe: kind({
     name: 'gpipe',
-    virtualFor: () => 1,
-    costChunks: (v) => v,
-    update: 'flush',
-    theoryAs: 'gpipe',
     title: 'GPipe: all forwards, then all backwards',
     source: 'Huang et al., 2019, arXiv:1811.06965',
     splitBackward: false,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      requireOneStagePerRank('gpipe', v);
-    },
+    virtual: 'one',
     generate: (p, m) => gpipe(p, m),
-  },
-  '1f1b': {
+  }),
+  '1f1b': kind({
     name: '1f1b',
-    virtualFor: () => 1,
-    costChunks: (v) => v,
-    update: 'flush',
-    theoryAs: '1f1b',
     title: '1F1B (PipeDream-flush): warm-up, one forward one backward, cool-down',
     source: 'Narayanan et al., 2021, arXiv:2006.09503; Megatron-LM',
     splitBackward: false,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      requireOneStagePerRank('1f1b', v);
-    },
+    virtual: 'one',
     generate: (p, m) => oneFOneB(p, m),
-  },
-  'interleaved-1f1b': {
+  }),
+  'interleaved-1f1b': kind({
     name: 'interleaved-1f1b',
-    virtualFor: (v) => v,
-    costChunks: (v) => v,
-    update: 'flush',
-    theoryAs: 'interleaved-1f1b',
     title: 'Interleaved 1F1B: v model chunks per rank, looped placement',
     source: 'Narayanan et al., SC 2021, arXiv:2104.04473; Megatron-LM',
     splitBackward: false,
-    acceptsVirtual: true,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      if (m % p !== 0) {
-        throw new ConfigError('microbatches', m, `interleaved-1f1b needs a multiple of ranks (${p}), as Megatron-LM does`);
-      }
+    virtual: 'any',
+    check(p, m) {
+      if (m % p !== 0) throw new ConfigError('microbatches', m, `interleaved-1f1b needs a multiple of ranks (${p}), as Megatron-LM does`);
     },
     generate: (p, m, v) => interleaved1F1B(p, m, v),
-  },
-  'zb-h1': {
+  }),
+  'zb-h1': kind({
     name: 'zb-h1',
-    virtualFor: () => 1,
-    costChunks: (v) => v,
-    update: 'flush',
-    theoryAs: 'zb-h1',
     title: 'ZB-H1: 1F1B with B split into I and W, W filling the cool-down',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241',
     splitBackward: true,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      requireOneStagePerRank('zb-h1', v);
-    },
+    virtual: 'one',
     generate: (p, m) => zbH1(p, m),
-  },
-  'zb-v': {
+  }),
+  'zb-v': kind({
     name: 'zb-v',
-    virtualFor: () => 2,
-    costChunks: () => 1,
-    update: 'flush',
-    theoryAs: 'zb-v',
     title: 'ZB-V: two stages per rank in a V, B split into I and W',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241, section 6',
     splitBackward: true,
-    acceptsVirtual: true,
-    defaultVirtual: 2,
+    virtual: { fixed: 2 },
     placement: 'v',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      if (v !== 2) throw new ConfigError('virtual', v, 'zb-v holds exactly 2 stages per rank (a V), so virtual must be 2');
-    },
+    // Its two stages are each a full stage in theory.ts, not chunks of one.
+    costChunks: () => 1,
     generate: (p, m) => zbV(p, m),
-  },
-  'looped-bfs': {
+  }),
+  'looped-bfs': kind({
     name: 'looped-bfs',
-    virtualFor: (v) => v,
-    costChunks: (v) => v,
-    update: 'flush',
-    theoryAs: 'looped-bfs',
     title: 'Looped BFS: breadth-first over v chunks per rank',
     source: 'Lamy-Poirier, 2022, arXiv:2211.05953',
     splitBackward: false,
-    acceptsVirtual: true,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-    },
+    virtual: 'any',
     generate: (p, m, v) => loopedBfs(p, m, v),
-  },
-  pipedream: {
+  }),
+  pipedream: kind({
     name: 'pipedream',
-    virtualFor: () => 1,
-    costChunks: (v) => v,
-    update: 'stash-and-update-after-backward',
-    theoryAs: '1f1b',
     title: 'PipeDream: asynchronous 1F1B with weight stashing, no flush between steps',
     source: 'Narayanan et al., SOSP 2019, arXiv:1806.03377',
     splitBackward: false,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      requireOneStagePerRank('pipedream', v);
-    },
+    virtual: 'one',
+    update: 'stash-and-update-after-backward',
+    theoryAs: '1f1b',
     generate: (p, m) => ({ ...oneFOneB(p, m), name: 'pipedream' }),
-  },
+  }),
 };
 
 /** The kind of any schedule a run can use (PipeDream included). */

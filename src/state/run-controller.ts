@@ -11,7 +11,7 @@ import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
-import { beginSession, endSession, idleProgress, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
+import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
 import { decisionBoundary, sampleTrainedNames, validationLoss } from './trained-model.ts';
 
 interface ActiveRun extends SessionControl {
@@ -51,12 +51,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
-    losses: [],
-    validation: [],
-    liveTimeline: null,
-    report: null,
-    names: null,
-    boundary: null,
+    ...noRunResults(),
   });
   try {
     const report = await runInBrowser(config, {

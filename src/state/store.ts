@@ -132,6 +132,11 @@ export function idleProgress(): RunProgress {
   return { status: 'idle', step: 0, steps: 0, stepsPerSecond: null, etaMs: null, elapsedMs: 0, error: null, adapter: null, config: null };
 }
 
+/** What a run produces, before it has produced any of it. */
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary'> {
+  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null };
+}
+
 export function problemOf(e: ConfigError): FieldProblem {
   return { field: e.field, message: e.message };
 }
@@ -147,13 +152,7 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
   timelineMode: 'measured',
 
   run: idleProgress(),
-  losses: [],
-  validation: [],
-  liveTimeline: null,
-  report: null,
-
-  names: null,
-  boundary: null,
+  ...noRunResults(),
 
   compareParams: defaultCompareParams(),
   compare: {},
