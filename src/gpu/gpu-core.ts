@@ -347,7 +347,9 @@ export class GpuCore {
   /** Starts timing a span of ops; `await span.end()` gives its GPU time (timestamp-query, or wall time). */
   beginTiming(): GpuSpan {
     this.alive();
-    return this.timer.begin();
+    const span = this.timer.begin();
+    // Its end maps the query results: a lost device is named here as for read and sync.
+    return { end: () => this.raceLost(span.end()) };
   }
 
   /** Times the ops `fn` issues. */
