@@ -216,6 +216,30 @@ test('compare shows the schedules side by side on one scale', async ({ page }, i
   await expect(page.getByTestId('compare-zb-v').getByRole('group')).toHaveAttribute('data-ranks', '4');
 });
 
+test('one session at a time: while Compare measures, Train and window.pipelab.run are refused with a message naming it', async ({ page }) => {
+  const errors = watchConsole(page);
+  await page.goto('./?view=compare&compare.schedules=gpipe,1f1b&compare.steps=100&steps=100&hidden=16');
+  await page.getByRole('button', { name: '▶ Measure each' }).click();
+  await expect(page.getByRole('button', { name: '■ Stop measuring' })).toBeVisible();
+  const refused = await page.evaluate(() =>
+    window.pipelab.run({ ...window.pipelab.defaultConfig(), steps: 1, evalEvery: 0 }).then(
+      () => 'started',
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    ),
+  );
+  expect(refused).toMatch(/^cannot start a run started through window\.pipelab\.run: a comparison measuring schedules \(Compare\) is going/);
+  await page.getByRole('tab', { name: 'Train' }).click();
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeDisabled();
+  await expect(page.locator('.why-off')).toContainText('Cannot train now: a comparison measuring schedules (Compare) is going');
+  await page.getByRole('tab', { name: 'Compare schedules' }).click();
+  await page.getByRole('button', { name: '■ Stop measuring' }).click();
+  await expect(page.getByRole('button', { name: '▶ Measure each' })).toBeVisible({ timeout: 120_000 });
+  await page.getByRole('tab', { name: 'Train' }).click();
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeEnabled();
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+  expect(errors).toEqual([]);
+});
+
 test('without WebGPU the page says how to turn it on and still simulates', async ({ page }, info) => {
   const errors = watchConsole(page);
   await page.goto('./?webgpu=off');
