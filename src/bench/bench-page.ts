@@ -1,5 +1,5 @@
 /**
- * The benchmark page: window.pipelabBench, driven by e2e/bench/run.ts in
+ * The benchmark page: window.pipelabBench, driven by src/bench/driver/run.ts in
  * headless Chromium. Every suite measures PipeLab beside a peer in the same
  * page on the same adapter (TensorFlow.js's WebGPU backend, or the simulator
  * and closed form for schedules).

@@ -1,8 +1,8 @@
 /** The benchmark report as Markdown tables: every figure beside its peer, as ratios. */
-import type { ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
-import type { KernelAutotune, KernelBenchRow } from '../../src/bench/kernels-suite.ts';
-import type { TrainingBenchRow } from '../../src/bench/training-suite.ts';
-import type { StepProfile } from '../../src/bench/step-profile.ts';
+import type { ScheduleBenchRow } from '../schedules-suite.ts';
+import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
+import type { TrainingBenchRow } from '../training-suite.ts';
+import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
 
 interface Report {

@@ -3,10 +3,10 @@
  * hold PipeLab's figure beside its peer's, measured in the same run.
  */
 import type { Page } from 'playwright';
-import type { ScheduleBenchCase, ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
-import type { KernelBenchRow } from '../../src/bench/kernels-suite.ts';
-import type { TrainingBenchCase, TrainingBenchRow } from '../../src/bench/training-suite.ts';
-import { BENCH_SIZES, type MatmulSize } from '../../src/bench/matmul-bench.ts';
+import type { ScheduleBenchCase, ScheduleBenchRow } from '../schedules-suite.ts';
+import type { KernelBenchRow } from '../kernels-suite.ts';
+import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
+import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 
 export interface BenchContext {
   page: Page;
