@@ -120,7 +120,10 @@ const DRAW_BUDGET_MS = 50;
  * drawn in its own frame; the canvas reports each frame's draw time.
  */
 async function timeline(ctx: BenchContext): Promise<SuiteResult> {
-  const page = await ctx.page.context().newPage();
+  const browser = ctx.page.context().browser();
+  if (!browser) throw new Error('timeline suite: the bench page has no browser to open the app in');
+  const context = await browser.newContext();
+  const page = await context.newPage();
   try {
     await page.goto(new URL('./?view=simulate', ctx.page.url()).toString());
     const plot = page.getByTestId('sim-timeline').getByRole('group');
@@ -145,7 +148,7 @@ async function timeline(ctx: BenchContext): Promise<SuiteResult> {
       notes: [`median draw time per frame of 30 wheel zooms, against a budget of ${DRAW_BUDGET_MS} ms (a 60 Hz frame is 16.7 ms; software rendering on a loaded machine gets room).`],
     };
   } finally {
-    await page.close();
+    await context.close();
   }
 }
 
