@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig } from '../runtime/run-config.ts';
-import { withDataset } from './config-actions.ts';
+import { defaultRunConfig, withDataset } from '../runtime/run-config.ts';
 import { defaultSimParams } from './sim-params.ts';
 import { readUrlState, urlQueryFor } from './url-state.ts';
 

@@ -4,9 +4,7 @@
  * reports every bad value (field, value, rule) and keeps the rest.
  */
 import { configFromQuery, configToQuery, defaultRunConfig, URL_FIELDS, type RunConfig } from '../runtime/run-config.ts';
-import { DATASETS, type DatasetName } from '../data/datasets.ts';
 import { ConfigError } from '../util/errors.ts';
-import { withDataset } from './config-actions.ts';
 import { compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
 import { defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
 import { problemOf, VIEWS, type FieldProblem, type View } from './store.ts';
@@ -33,10 +31,7 @@ export function readUrlState(search: string): UrlState {
       runParams.delete(f);
     }
   }
-  // A link that names a data set starts from what choosing it in the menu gives (its model, batch, lr, noise).
-  const ds = params.get('dataset');
-  const start = ds !== null && (DATASETS as readonly string[]).includes(ds) ? withDataset(defaultRunConfig(), ds as DatasetName) : defaultRunConfig();
-  const { config, errors } = configFromQuery(runParams.toString(), start);
+  const { config, errors } = configFromQuery(runParams.toString());
   problems.push(...errors.map(problemOf));
   const sim = simParamsFromQuery(params);
   problems.push(...sim.errors.map(problemOf));

@@ -3,7 +3,6 @@ import { useEffect } from 'react';
 import { usePipeLab } from '../state/store.ts';
 import { CompareView } from './compare/CompareView.tsx';
 import { Header } from './Header.tsx';
-import { Intro } from './onboarding/Intro.tsx';
 import { onShortcutKey } from './run/run-shortcut.ts';
 import { RunView } from './run/RunView.tsx';
 import { SimulateView } from './simulate/SimulateView.tsx';
@@ -24,12 +23,7 @@ export function App() {
       <Header />
       <UrlProblems />
       <main id={`view-${view}`} tabIndex={-1} role="tabpanel" aria-labelledby={`tab-${view}`}>
-        {view === 'run' && (
-          <>
-            <Intro />
-            <RunView />
-          </>
-        )}
+        {view === 'run' && <RunView />}
         {view === 'compare' && <CompareView />}
         {view === 'simulate' && <SimulateView />}
       </main>
