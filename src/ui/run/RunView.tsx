@@ -62,7 +62,7 @@ export function RunView() {
   const title = `${scheduleLabel(config.schedule)} · ${config.ranks} ranks × ${config.microbatches} micro-batches`;
   const caption = measured
     ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
-    : `Predicted by the simulator (F = 1, B = 2 units per stage). Press Run to measure it on ${config.ranks} WebGPU workers.`;
+    : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units). Press Run to measure it on ${config.ranks} WebGPU workers.`;
 
   return (
     <div className="layout run-layout">
@@ -92,7 +92,7 @@ export function RunView() {
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel">
             <h2 id="loss-title">Loss</h2>
             <LossChart losses={losses} validation={validation} steps={run.steps || config.steps} />
-            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery} steps` : ''} and after the last step.</p>}
+            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step.</p>}
           </section>
           <ResultsPanel />
           <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={lastReport} config={config} />
