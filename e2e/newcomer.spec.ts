@@ -98,6 +98,20 @@ for (const size of SIZES) {
       await expect(page.getByTestId('intro')).toBeVisible();
     });
 
+    test('the skip link leads to the run controls and the R shortcut is written on the page', async ({ page }) => {
+      await page.goto('./');
+      await expect(page.getByRole('button', { name: '▶ Run' })).toBeVisible();
+      await page.keyboard.press('Tab');
+      const skip = page.getByRole('link', { name: 'Skip to the run controls' });
+      await expect(skip).toBeFocused();
+      const sb = (await skip.boundingBox())!;
+      expect(sb.y).toBeGreaterThanOrEqual(0);
+      await page.keyboard.press('Enter');
+      await expect(page.locator('#run-controls')).toBeFocused();
+      await expect(page.locator('#run-controls .shortcut-hint')).toBeVisible();
+      await expect(page.getByRole('button', { name: '▶ Run' })).toHaveAttribute('aria-keyshortcuts', 'R');
+    });
+
     test('Compare and Simulate fit the window; the Compare table scrolls inside its box', async ({ page }) => {
       await page.goto('./?view=compare');
       await expect(page.getByTestId('compare-table')).toBeVisible();
@@ -242,5 +256,40 @@ test.describe('at 1440×900', () => {
     const losses = ((await page.getByTestId('loss-panel').locator('figure').getAttribute('data-losses')) ?? '').split(',').map(Number);
     await expect(page.getByTestId('loss-hover')).toContainText(`step 6: training loss ${losses[5].toFixed(4)}`);
     await shot(page, 'wide-after-run');
+  });
+
+  test('Compare: every measured row says where its gap comes from, and agrees with its panel', async ({ page }) => {
+    await page.goto('./?view=compare&compare.schedules=1f1b,zb-h1&compare.steps=2&compare.virtual=2&hidden=16');
+    await waitForWebGpu(page);
+    await page.getByRole('button', { name: '▶ Measure each' }).click();
+    for (const name of ['1f1b', 'zb-h1']) await expect(page.getByTestId(`gap-${name}`)).toContainText('pp', { timeout: 120_000 });
+    const table = page.getByTestId('compare-table');
+    for (const [name, label] of [['1f1b', '1F1B'], ['zb-h1', 'ZB-H1']] as const) {
+      const row = table.getByRole('row', { name: new RegExp(`^${label}`) });
+      const parts = ((await page.getByTestId(`gap-${name}`).textContent()) ?? '').split(' · ');
+      expect(parts).toHaveLength(3);
+      // Table and panel: the same step, the same bubble.
+      const badge = (await page.getByTestId(`compare-${name}`).getByTestId('badge-bubble').textContent())!;
+      await expect(row.getByRole('cell').nth(4)).toHaveText(badge);
+    }
+    await shot(page, 'wide-compare-measured');
+  });
+});
+
+test.describe('at 390×844 after a run', () => {
+  test.use({ viewport: { width: 390, height: 844 } });
+
+  test('nothing overflows the window once the numbers, the gap table and the results are there', async ({ page }) => {
+    await page.goto('./?steps=3&evalEvery=0&hidden=16');
+    await waitForWebGpu(page);
+    await page.getByRole('button', { name: '▶ Run' }).click();
+    await waitForStatus(page, ['done'], 120_000);
+    await expect(page.getByTestId('gap-attribution')).toBeVisible();
+    const o = await noHorizontalOverflow(page);
+    expect(o.scroll).toBeLessThanOrEqual(o.inner);
+    await page.getByTestId('run-numbers').scrollIntoViewIfNeeded();
+    await shot(page, 'phone-after-run-numbers');
+    await page.getByTestId('gap-attribution').scrollIntoViewIfNeeded();
+    await shot(page, 'phone-after-run-gap');
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { closedForm, generateSchedule, simulate, type Op } from '../schedule/index.ts';
+import { closedForm, generateSchedule, simulate, timelineStats, type Op } from '../schedule/index.ts';
 import { predict } from './derived.ts';
-import { attributeGap, closedMakespanInPredictionUnits } from './explain.ts';
+import { attributeGap, attributeLastStep, closedMakespanInPredictionUnits } from './explain.ts';
 
 function opMs(stages: number, f: (s: number) => number): Record<number, Partial<Record<Op, number>>> {
   const out: Record<number, Partial<Record<Op, number>>> = {};
@@ -61,5 +61,20 @@ describe('gap attribution', () => {
   it('needs a closed form or a given starting point', () => {
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, null)).toBeNull();
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, 0.2)?.steps[0].bubble).toBe(0.2);
+  });
+});
+
+describe('gap attribution of the last step', () => {
+  it('ends at the bubble of the step drawn, not at the mean', () => {
+    const schedule = generateSchedule('zb-h1', 4, 8, 1);
+    const F = [1, 2, 1, 1];
+    const drawn = simulate(schedule, { F, I: F, W: F, latency: 0.3, unit: 'ms' }).timeline;
+    const meanOpMs: Record<number, Partial<Record<Op, number>>> = {};
+    F.forEach((f, s) => (meanOpMs[s] = { F: f, I: f, W: f }));
+    const a = attributeLastStep({ schedule, meanOpMs, commMsPerCrossing: 0.3, timeline: drawn, bubble: { measured: 0.99, simulated: 0, closedForm: closedForm('zb-h1', 4, 8, 1)!.bubble } })!;
+    const last = timelineStats({ ...drawn, intervals: drawn.intervals.filter((iv) => iv.op !== 'comm') }).bubble;
+    expect(a.steps[3].bubble).toBeCloseTo(last, 12);
+    // The timeline is itself that simulation, so nothing is left for the device.
+    expect(a.steps[3].adds).toBeCloseTo(0, 9);
   });
 });

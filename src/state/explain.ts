@@ -12,7 +12,8 @@
  * Also the closed form's makespan in the simulator's prediction units.
  */
 import type { RunReport } from '../runtime/report-types.ts';
-import { simulate, type ClosedForm, type Op, type Schedule } from '../schedule/index.ts';
+import { simulate, timelineStats, type ClosedForm, type Op, type Schedule } from '../schedule/index.ts';
+import { computeOnly } from './derived.ts';
 
 export interface GapStep {
   id: 'closed' | 'stages' | 'comm' | 'device';
@@ -34,14 +35,19 @@ function perStage(meanOpMs: RunReport['meanOpMs'], stages: number, op: Op): numb
   return Array.from({ length: stages }, (_, s) => meanOpMs[s]?.[op] ?? 0);
 }
 
-/** The attribution for a finished run; null where the schedule has no closed form (it needs a starting point). */
+/** The attribution for a finished run; null where the schedule has no closed form (it needs a starting point) or cannot be simulated. */
 export function attributeGap(report: Pick<RunReport, 'schedule' | 'meanOpMs' | 'commMsPerCrossing' | 'bubble'>, closedBubble: number | null): GapAttribution | null {
   const start = report.bubble.closedForm ?? closedBubble;
   if (start === null || !Number.isFinite(start)) return null;
   const s: Schedule = report.schedule;
   const costs = { F: perStage(report.meanOpMs, s.stages, 'F'), B: perStage(report.meanOpMs, s.stages, 'B'), I: perStage(report.meanOpMs, s.stages, 'I'), W: perStage(report.meanOpMs, s.stages, 'W'), unit: 'ms' as const };
-  const stages = simulate(s, costs).bubble;
-  const comm = simulate(s, { ...costs, latency: (a: number, b: number) => (a === b ? 0 : report.commMsPerCrossing) }).bubble;
+  let stages: number, comm: number;
+  try {
+    stages = simulate(s, costs).bubble;
+    comm = simulate(s, { ...costs, latency: (a: number, b: number) => (a === b ? 0 : report.commMsPerCrossing) }).bubble;
+  } catch {
+    return null; // a schedule the simulator does not play (it was run, so this should not happen): no attribution rather than a wrong one
+  }
   const measured = report.bubble.measured;
   const stageMs = Array.from({ length: s.stages }, (_, i) => (['F', 'B', 'I', 'W'] as const).reduce((sum, op) => sum + (report.meanOpMs[i]?.[op] ?? 0), 0));
   return {
@@ -54,6 +60,12 @@ export function attributeGap(report: Pick<RunReport, 'schedule' | 'meanOpMs' | '
       { id: 'device', label: 'ranks sharing one device (the rest)', bubble: measured, adds: measured - comm },
     ],
   };
+}
+
+/** The attribution ending at the last measured step's bubble (the step a timeline draws) instead of the mean over the steps. */
+export function attributeLastStep(report: Pick<RunReport, 'schedule' | 'meanOpMs' | 'commMsPerCrossing' | 'bubble' | 'timeline'>): GapAttribution | null {
+  const last = timelineStats(computeOnly(report.timeline)).bubble;
+  return attributeGap({ ...report, bubble: { ...report.bubble, measured: last } }, null);
 }
 
 /**

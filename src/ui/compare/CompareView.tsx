@@ -10,7 +10,7 @@ import { isActive, usePipeLab, type CompareMeasurement } from '../../state/store
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { computeOnly } from '../../state/derived.ts';
-import { ms, num, pct } from '../timeline/format.ts';
+import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 
 /** The last measured step's figures, counted as its panel's badge counts them (compute only). */
@@ -114,6 +114,9 @@ export function CompareView() {
                 <th scope="col">peak act. (mb)</th>
                 <th scope="col">bubble, measured (last step)</th>
                 <th scope="col">makespan, ms (last step)</th>
+                <th scope="col" title="What adds to the closed-form bubble: uneven stage costs, communication, ranks sharing one device (percentage points; see the Train view for the method)">
+                  gap: stages · comm · shared device
+                </th>
                 <th scope="col">samples/s</th>
                 <th scope="col">loss</th>
               </tr>
@@ -128,6 +131,7 @@ export function CompareView() {
                   <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
                   <td>{m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}</td>
                   <td>{ms(m ? lastStep(m)?.makespan : null)}</td>
+                  <td data-testid={`gap-${e.name}`}>{m?.gap ? m.gap.steps.slice(1).map((g) => pp(g.adds)).join(' · ') : '—'}</td>
                   <td>{num(m?.samplesPerSecond, 0)}</td>
                   <td>{num(m?.finalLoss, 4)}</td>
                 </tr>
@@ -135,7 +139,7 @@ export function CompareView() {
             </tbody>
           </table>
           </div>
-          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. The synchronous schedules compute the same update, so their losses agree.</p>
+          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.</p>
         </section>
         {drawn.map(({ e, m, measured, simulated }) => (
           <TimelinePanel

@@ -6,21 +6,11 @@
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import { attributeGap } from '../../state/explain.ts';
-import { ms, pct } from '../timeline/format.ts';
+import { ms, pct, pp } from '../timeline/format.ts';
 
-function pp(x: number): string {
-  const v = x * 100;
-  return `${v >= 0 ? '+' : '−'}${Math.abs(v).toFixed(1)} pp`;
-}
 
 export function GapAttributionTable({ report, closedBubble }: { report: RunReport; closedBubble: number | null }) {
-  const gap = useMemo(() => {
-    try {
-      return attributeGap(report, closedBubble);
-    } catch {
-      return null;
-    }
-  }, [report, closedBubble]);
+  const gap = useMemo(() => attributeGap(report, closedBubble), [report, closedBubble]);
   if (!gap) return null;
   return (
     <div className="gap" data-testid="gap-attribution">
