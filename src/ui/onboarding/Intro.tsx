@@ -45,8 +45,8 @@ export function Intro() {
       <p>
         A small neural network is cut into <b>stages</b>, one per <b>rank</b> (a Web Worker with its own WebGPU device). A <b>schedule</b> decides
         when each rank runs the forward (F) and backward (B) of each <b>micro-batch</b>. Press <kbd>Run</kbd> (or the <kbd>R</kbd> key) and the
-        timeline draws what every rank really did; the hatched gaps are the <b>bubble</b>, time a rank waits for its neighbours. The table beside it
-        compares the measurement with the simulator and the textbook formula, and says where the difference comes from.
+        timeline draws what every rank really did; the hatched gaps are the <b>bubble</b>, time a rank waits for its neighbours. The numbers under
+        the timeline compare the measurement with the simulator and the textbook formula, and say where the difference comes from.
       </p>
       <h3 className="intro-sub">Try one idea at a time</h3>
       <ul className="presets" aria-label="Presets">
