@@ -191,8 +191,15 @@ test.describe('at 1440×900', () => {
     await expect(page.locator('.shortcut-hint')).toContainText('R');
     // R starts; Stop at once, while the workers start, is a stop.
     await page.keyboard.press('r');
-    await waitForStatus(page, ['starting', 'running']);
-    await page.getByRole('button', { name: '■ Stop' }).click();
+    // Stop in the same frame the page says it is starting the workers (before any step).
+    const stoppedWhile = await page.evaluate(async () => {
+      const st = () => document.querySelector('[role=status]')?.getAttribute('data-status');
+      while (st() === 'idle') await new Promise((r) => requestAnimationFrame(r));
+      const was = st();
+      [...document.querySelectorAll('button')].find((b) => b.textContent === '■ Stop')?.click();
+      return was;
+    });
+    expect(stoppedWhile).toBe('starting');
     await waitForStatus(page, ['stopped', 'done', 'error']);
     expect(await status(page)).toBe('stopped');
     await expect(page.getByRole('status')).not.toContainText('failed');

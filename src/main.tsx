@@ -4,6 +4,8 @@ import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
 import './ui/styles.css';
+import './ui/layout.css';
+import './ui/onboarding/intro.css';
 
 installAutomation();
 initStateFromUrl();
