@@ -10,6 +10,7 @@ import type { Timeline } from '../schedule/types.ts';
 import type { RankHost, RankInit, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 import type { RunConfig } from './run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 
@@ -78,8 +79,9 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promi
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<RunReport> {
-  // Everything that can be checked is checked before any worker starts.
+export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<RunReport> {
+  // Everything that can be checked is checked before any worker starts, on one plain-JSON copy read once.
+  const config = snapshotRunConfig(input);
   const plan = planRun(config);
   const { schedule } = plan;
   const ranks = schedule.ranks;

@@ -9,6 +9,7 @@ import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
+import { checkRunLimits } from './run-limits.ts';
 
 /** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
 export type RunScheduleName = ScheduleName | 'pipedream';
@@ -64,9 +65,12 @@ export function validateRunConfig(cfg: RunConfig): void {
     scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   }
   if (cfg.fault !== undefined) {
+    if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
     if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');
+    if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
   }
+  checkRunLimits(cfg);
 }
 
 type Field = keyof RunConfig;
