@@ -6,7 +6,8 @@
  *   window.pipelab.run(config, { signal })  resolves to the run report; aborting `signal`
  *                                           stops the run (at the latest after the step in
  *                                           flight), ends every worker, and resolves to a
- *                                           report of the steps done
+ *                                           report of the steps done (rejects when none was);
+ *                                           onStep(progress) is called after each step
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
  */
@@ -24,7 +25,7 @@ export interface PipelabAutomation {
    * The configuration is read once into a plain-JSON copy and validated before
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal'>): Promise<RunReport>;
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
   liveWorkers(): number;
   startedWorkers(): number;
@@ -53,8 +54,8 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     defaultConfig: defaultRunConfig,
     urlConfig: () => readUrl(window.location.search),
     run: (config, runOpts) => {
-      const { readWeights, recvTimeoutMs, stepTimeoutMs, signal } = runOpts ?? {};
-      return runInBrowser(config, { readWeights, recvTimeoutMs, stepTimeoutMs, signal });
+      const { readWeights, recvTimeoutMs, stepTimeoutMs, signal, onStep } = runOpts ?? {};
+      return runInBrowser(config, { readWeights, recvTimeoutMs, stepTimeoutMs, signal, onStep });
     },
     runSingleDevice,
     liveWorkers: () => WorkerRankHost.liveWorkers(),

@@ -156,6 +156,7 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
       }
     }
     const wallMs = performance.now() - t0;
+    if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
 
     let weights: Weights | undefined;
     if (opts.readWeights) {
