@@ -29,3 +29,13 @@ describe('GPU failures are named with rank and stage', () => {
     expect(() => checkAdapterBufferLimits(cfg, 1, [1], { maxStorageBufferBindingSize: 2 ** 30, maxBufferSize: 2 ** 30 })).not.toThrow();
   });
 });
+
+describe('messages that already name their rank', () => {
+  it('pass through unchanged, without the error kind in front', () => {
+    class ActionError extends Error {
+      override name = 'ActionError';
+    }
+    const m = 'rank 2, stage 2, action 2F2, step 0: rank 2 waited 4.0 s for the activation of micro-batch 2 from rank 1 (stage 1) for 2F2 and it never came';
+    expect(describeGpuFailure(new ActionError(m), 'rank 2, stage 2, step 0')).toBe(m);
+  });
+});

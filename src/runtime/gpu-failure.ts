@@ -19,7 +19,10 @@ export function rankWhere(rank: number, stageToRank: readonly number[]): string 
 export function describeGpuFailure(e: unknown, where: string): string {
   let message: string;
   try {
-    message = e instanceof Error ? (e.name && e.name !== 'Error' && !e.message.startsWith(e.name) ? `${e.name}: ${e.message}` : e.message) : String(e);
+    const raw = e instanceof Error ? e.message : String(e);
+    // A message that already names its rank (an ActionError's) keeps its words; others get their kind (TypeError, OperationError).
+    const named = e instanceof Error && !/^rank \d+/.test(raw) && e.name && e.name !== 'Error' && !raw.startsWith(e.name);
+    message = named ? `${(e as Error).name}: ${raw}` : raw;
   } catch {
     message = 'an unreadable error';
   }
