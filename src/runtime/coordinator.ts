@@ -40,7 +40,7 @@ export interface RunOptions {
   weightsEvery?: number;
   /** `step` is the 0-based step just done. */
   onWeights?: (step: number, weights: Weights) => void;
-  /** A rank that has not finished a step after this long ends the run. Default 120 s. */
+  /** A rank that has not finished a step after this long ends the run (PipeDream: steps × this for its one stream). Default 120 s. */
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
   recvTimeoutMs?: number;
@@ -87,6 +87,8 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
   const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
+  // PipeDream runs all its steps as one window: each step gets the same time as a synchronous one.
+  const windowTimeoutMs = plan.async ? stepTimeoutMs * config.steps : stepTimeoutMs;
 
   const hosts: RankHost[] = [];
   const ended = () => {
@@ -135,8 +137,8 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
           ),
           fatal,
         ]),
-        stepTimeoutMs,
-        () => `step ${step}: rank ${[...pending].join(', ')} did not finish within ${(stepTimeoutMs / 1000).toFixed(0)} s`,
+        windowTimeoutMs,
+        () => `${plan.async ? `the PipeDream stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
       const losses = plan.async ? asyncStepLosses(results, config.microbatches) : [rec.loss];
