@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRunConfig, validateRunConfig } from '../runtime/run-config.ts';
 import { defaultSimParams } from './sim-params.ts';
-import { readUrlState, urlConfigOf, urlQueryFor } from './url-state.ts';
+import { MAX_URL_PROBLEMS, readUrlState, urlConfigOf, urlQueryFor } from './url-state.ts';
 
 describe('URL state', () => {
   it('round-trips a configuration, the view and the simulation parameters', () => {
@@ -79,5 +79,13 @@ describe('URL state', () => {
     // Every message names a value the link holds.
     for (const m of messages) expect(m).toMatch(/^sim\.(microbatches = 8192|ranks = 512|virtual = 16): /);
     expect(s.sim.ranks * s.sim.virtual * s.sim.microbatches * 2).toBeLessThanOrEqual(2_000_000);
+  });
+
+  it('lists at most a dozen problems for a link full of unknown keys', () => {
+    const query = Array.from({ length: 1000 }, (_, i) => `k${i}=1`).join('&');
+    const problems = readUrlState(`?${query}`).problems.map((p) => p.message);
+    expect(problems).toHaveLength(MAX_URL_PROBLEMS);
+    expect(problems[0]).toMatch(/^k0 = "1": is not a known URL key/);
+    expect(problems[MAX_URL_PROBLEMS - 1]).toBe(`… and ${1000 - (MAX_URL_PROBLEMS - 1)} more problems in the link`);
   });
 });

@@ -17,6 +17,9 @@ export interface UrlState {
   problems: FieldProblem[];
 }
 
+/** At most this many problems are listed for one link (the last line counts the rest). */
+export const MAX_URL_PROBLEMS = 12;
+
 /** The query keys of the page besides the run configuration's. */
 export const PAGE_QUERY_KEYS: readonly string[] = ['view', ...SIM_QUERY_KEYS, ...COMPARE_QUERY_KEYS];
 
@@ -40,6 +43,10 @@ export function readUrlState(search: string): UrlState {
   if (v !== null) {
     if ((VIEWS as readonly string[]).includes(v)) view = v as View;
     else problems.push(problemOf(new ConfigError('view', v, `must be one of ${VIEWS.join(', ')}`)));
+  }
+  if (problems.length > MAX_URL_PROBLEMS) {
+    const more = problems.length - (MAX_URL_PROBLEMS - 1);
+    problems.splice(MAX_URL_PROBLEMS - 1, problems.length, { field: 'url', message: `… and ${more} more problems in the link` });
   }
   return { config, sim: sim.params, compare: compare.params, view, problems };
 }
