@@ -102,6 +102,14 @@ export function runActions(cfg: LimitInput): number {
   return cfg.ranks * cfg.virtual * cfg.microbatches * (scheduleKind(cfg.schedule).splitBackward ? 3 : 2);
 }
 
+/** Throws a ConfigError unless one step of the schedule at these sizes has at most RUN_LIMITS.actionsPerStep actions (before it is generated). */
+export function checkStepActions(schedule: ScheduleName, ranks: number, virtual: number, microbatches: number): void {
+  const actions = ranks * virtual * microbatches * (scheduleKind(schedule).splitBackward ? 3 : 2);
+  if (!(actions <= RUN_LIMITS.actionsPerStep)) {
+    throw new ConfigError('microbatches', microbatches, `ranks · virtual · microbatches · ops = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
+  }
+}
+
 /** Throws a ConfigError naming the field, its value and the limit it passes. Call on a configuration that passed its field rules. */
 export function checkRunLimits(cfg: LimitInput): void {
   if (cfg.microbatches > RUN_LIMITS.microbatches) {
@@ -115,9 +123,7 @@ export function checkRunLimits(cfg: LimitInput): void {
       `PipeDream runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
     );
   }
-  if (cfg.schedule !== 'pipedream' && actions > RUN_LIMITS.actionsPerStep) {
-    throw new ConfigError('microbatches', cfg.microbatches, `ranks · virtual · microbatches · ops = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
-  }
+  if (cfg.schedule !== 'pipedream') checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches);
   const cut = stageCut(cfg);
   for (const b of largestStageBuffers(cfg, cut)) {
     if (b.bytes > RUN_LIMITS.bufferBytes) {
