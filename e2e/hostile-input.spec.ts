@@ -159,3 +159,14 @@ test('random configurations are refused or complete, and the page keeps answerin
     expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
   }
 });
+
+test('a huge micro-batch count typed into the form is named and does not freeze the page', async ({ page }) => {
+  await open(page);
+  await page.getByRole('tab', { name: 'Train' }).click();
+  await page.getByLabel('Micro-batches', { exact: true }).fill('1000000');
+  const t0 = Date.now();
+  expect(await page.evaluate(() => 1 + 1)).toBe(2);
+  expect(Date.now() - t0).toBeLessThan(1000);
+  await expect(page.locator('.config-problem')).toContainText('microbatches = 1000000');
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeDisabled();
+});
