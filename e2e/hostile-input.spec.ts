@@ -46,8 +46,8 @@ test('hostile configurations are refused before any worker starts, naming field,
   });
   const expected: Record<string, RegExp> = {
     'fault null': /^fault = null: must be an object \{kind, action, step\?\} or absent$/,
-    'a function': /^lr = "a function": must be plain JSON/,
-    'a Symbol': /^schedule = "a Symbol": must be plain JSON/,
+    'a function': /^lr = a function: must be plain JSON/,
+    'a Symbol': /^schedule = Symbol\(1f1b\): must be plain JSON/,
     'a throwing getter': /^ranks = "a getter": could not be read \(boom\)$/,
     'an unknown key': /^stages = 4: is not a known configuration key; the nearest is "steps"$/,
     __proto__: /^__proto__ = 1: is not a known configuration key; the nearest is "/,

@@ -16,6 +16,8 @@ import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
 import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { ConfigError, requireFinite } from '../util/errors.ts';
+import { unknownKeyRule } from '../util/nearest.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -38,6 +40,36 @@ declare global {
   }
 }
 
+type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
+
+/** The run options, each read once and checked, naming the option, its value and the rule. */
+export function runOptionsOf(input: unknown): RunOpts {
+  if (input === undefined || input === null) return {};
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'readWeights', 'recvTimeoutMs', 'stepTimeoutMs'];
+  const out: RunOpts = {};
+  for (const key of Object.keys(input)) {
+    const value: unknown = (input as Record<string, unknown>)[key];
+    if (!known.includes(key)) throw new ConfigError(`options.${key}`, value, unknownKeyRule(key, known, 'run option'));
+    if (value === undefined) continue;
+    if (key === 'signal') {
+      if (!(value instanceof AbortSignal)) throw new ConfigError('options.signal', String(value), 'must be an AbortSignal (new AbortController().signal)');
+      out.signal = value;
+    } else if (key === 'onStep') {
+      if (typeof value !== 'function') throw new ConfigError('options.onStep', value, 'must be a function');
+      out.onStep = value as RunOpts['onStep'];
+    } else if (key === 'readWeights') {
+      if (typeof value !== 'boolean') throw new ConfigError('options.readWeights', value, 'must be true or false');
+      out.readWeights = value;
+    } else {
+      const ms = requireFinite(`options.${key}`, value, { min: 1, max: 3_600_000 });
+      if (key === 'recvTimeoutMs') out.recvTimeoutMs = ms;
+      else out.stepTimeoutMs = ms;
+    }
+  }
+  return out;
+}
+
 export interface AutomationOptions {
   /** How this page reads its URL (the app's own reader, so both word every problem the same); default: the run keys alone. */
   readUrl?: (search: string) => { config: RunConfig; errors: string[] };
@@ -53,10 +85,7 @@ export function installAutomation(opts: AutomationOptions = {}): void {
   window.pipelab = {
     defaultConfig: defaultRunConfig,
     urlConfig: () => readUrl(window.location.search),
-    run: (config, runOpts) => {
-      const { readWeights, recvTimeoutMs, stepTimeoutMs, signal, onStep } = runOpts ?? {};
-      return runInBrowser(config, { readWeights, recvTimeoutMs, stepTimeoutMs, signal, onStep });
-    },
+    run: async (config, runOpts) => runInBrowser(config, runOptionsOf(runOpts)),
     runSingleDevice,
     liveWorkers: () => WorkerRankHost.liveWorkers(),
     startedWorkers: () => WorkerRankHost.startedWorkers(),

@@ -38,13 +38,13 @@ export function plainJsonCopy(value: unknown, field: string, depth = 0): unknown
     case 'boolean':
       return value;
     case 'undefined':
-      throw new ConfigError(field, 'undefined', `${NOT_JSON}, not undefined`);
+      throw new ConfigError(field, undefined, `${NOT_JSON}, not undefined`);
     case 'function':
-      throw new ConfigError(field, 'a function', `${NOT_JSON}, not a function`);
+      throw new ConfigError(field, value, `${NOT_JSON}, not a function`);
     case 'symbol':
-      throw new ConfigError(field, 'a Symbol', `${NOT_JSON}, not a Symbol`);
+      throw new ConfigError(field, value, `${NOT_JSON}, not a Symbol`);
     case 'bigint':
-      throw new ConfigError(field, `${String(value)}n`, `${NOT_JSON}, not a BigInt`);
+      throw new ConfigError(field, value, `${NOT_JSON}, not a BigInt`);
   }
   if (value === null) return null;
   if (depth >= SNAPSHOT_LIMITS.depth) throw new ConfigError(field, 'an object', `is nested deeper than ${SNAPSHOT_LIMITS.depth} levels`);

@@ -26,7 +26,9 @@ function formatWhole(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(formatWhole).join(', ')}]`;
   if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
-  if (typeof v === 'symbol' || typeof v === 'function' || typeof v === 'bigint') return typeof v === 'function' ? 'a function' : String(v);
+  if (typeof v === 'function') return 'a function';
+  if (typeof v === 'symbol') return String(v);
+  if (typeof v === 'bigint') return `${v}n`;
   try {
     return JSON.stringify(v) ?? String(v);
   } catch {
