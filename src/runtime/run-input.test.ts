@@ -118,15 +118,22 @@ describe('limits on the work a run may ask for', () => {
   it('hidden 4096, layers 64, ranks 16 (it used to lose the device after 80 s)', async () => {
     // Per block: 4096² + 4096 weights; 4 blocks per rank; AdamW keeps 4 copies: ≈ 1 GiB on the first ranks.
     const m = await refusedBeforeStart({ ...base(), hidden: 4096, layers: 64, ranks: 16 });
-    expect(m).toMatch(/^hidden = 4096: a rank would hold about (\d+\.\d) GiB/);
-    const gib = Number(/about (\d+\.\d) GiB/.exec(m)![1]);
+    expect(m).toMatch(/^hidden = 4096: a rank would hold about (\d+\.\d+) GiB/);
+    const gib = Number(/about (\d+\.\d+) GiB/.exec(m)![1]);
     const perBlock = (4096 * 4096 + 4096) * 4 * 4;
     expect(gib).toBeGreaterThanOrEqual((4 * perBlock) / 2 ** 30 - 0.1);
   });
   it('a buffer over 128 MiB names the stage and the buffer', async () => {
     // One micro-batch of 65536 rows × 4096 columns × 4 bytes = 1 GiB.
     const m = await refusedBeforeStart({ ...base(), hidden: 4096, layers: 3, batchSize: 65536, microbatches: 1 });
-    expect(m).toMatch(/^batchSize = 65536: stage 0's buffer .* activations of one micro-batch \(65536 rows\) would take 1\.0 GiB; a GPU buffer may take at most 128\.0 MiB/);
+    expect(m).toMatch(/^batchSize = 65536: stage 0's buffer .* activations of one micro-batch \(65536 rows\) would take 1\.00 GiB; a GPU buffer may take at most 128\.0 MiB/);
+  });
+  it('memory that is mostly activations names batchSize', async () => {
+    const m = await refusedBeforeStart({ ...base(), hidden: 4096, layers: 3, batchSize: 8192, microbatches: 64 });
+    expect(m).toMatch(/^batchSize = 8192: all ranks together would hold about [\d.]+ GiB \(weights, gradients and optimizer state [\d.]+ MiB, activations [\d.]+ GiB\); a run may hold at most 2\.00 GiB/);
+    // The weights: two 4096² hidden Linears plus the 2→4096 one and the 4096→3 head (3 spiral classes), each kept 4 times (AdamW), float32.
+    const weights = 4 * 4 * (2 * (4096 * 4096 + 4096) + (2 * 4096 + 4096) + (4096 * 3 + 3));
+    expect(m).toContain(`optimizer state ${(weights / 2 ** 20).toFixed(1)} MiB`);
   });
   it('the default configuration passes', () => {
     expect(() => validateRunConfig(defaultRunConfig())).not.toThrow();

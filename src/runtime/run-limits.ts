@@ -52,7 +52,7 @@ export interface StageBuffer {
 }
 
 function fmtBytes(b: number): string {
-  return b >= 1024 * MiB ? `${(b / (1024 * MiB)).toFixed(1)} GiB` : `${(b / MiB).toFixed(1)} MiB`;
+  return b >= 1024 * MiB ? `${(b / (1024 * MiB)).toFixed(2)} GiB` : `${(b / MiB).toFixed(1)} MiB`;
 }
 
 /** The model of a run cut into its stages, as the run plan cuts it. */
@@ -79,8 +79,8 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
   });
 }
 
-/** Estimated bytes of each stage: weights, gradients, optimizer state, stashed versions, in-flight activations. */
-export function stageMemoryBytes(cfg: LimitInput, cut = stageCut(cfg)): number[] {
+/** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
+export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
   const rows = cfg.batchSize / cfg.microbatches;
   const copies = 2 + (cfg.optimizer === 'sgd' ? 1 : 2) + (cfg.schedule === 'pipedream' ? cfg.ranks - 1 : 0);
   return cut.stageBlocks.map(([a, b]) => {
@@ -92,8 +92,15 @@ export function stageMemoryBytes(cfg: LimitInput, cut = stageCut(cfg)): number[]
         widths += layerInCols(l) + layerOutCols(l);
       }
     }
-    return 4 * (params * copies + cfg.microbatches * rows * widths);
+    const weights = 4 * params * copies;
+    const activations = 4 * cfg.microbatches * rows * widths;
+    return { weights, activations, total: weights + activations };
   });
+}
+
+/** The field to name for too much memory: what dominates the estimate. */
+function memoryField(cfg: LimitInput, weights: number, activations: number): { field: string; value: number } {
+  return activations > weights ? { field: 'batchSize', value: cfg.batchSize } : { field: 'hidden', value: cfg.hidden };
 }
 
 /** Actions of one synchronous step, or of a whole PipeDream run. */
@@ -135,14 +142,26 @@ export function checkRunLimits(cfg: LimitInput): void {
       );
     }
   }
-  const perStage = stageMemoryBytes(cfg, cut);
-  const perRank = Math.max(...perStage) * cfg.virtual;
+  const perStage = stageMemory(cfg, cut);
+  const worst = perStage.reduce((a, b) => (b.total > a.total ? b : a));
+  const perRank = worst.total * cfg.virtual;
   if (perRank > RUN_LIMITS.rankBytes) {
-    throw new ConfigError('hidden', cfg.hidden, `a rank would hold about ${fmtBytes(perRank)} (weights, gradients, optimizer state, activations); a rank may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`);
+    const { field, value } = memoryField(cfg, worst.weights, worst.activations);
+    throw new ConfigError(
+      field,
+      value,
+      `a rank would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a rank may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
+    );
   }
-  const total = perStage.reduce((s, x) => s + x, 0);
-  if (total > RUN_LIMITS.totalBytes) {
-    throw new ConfigError('ranks', cfg.ranks, `all ranks together would hold about ${fmtBytes(total)}; a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`);
+  const weights = perStage.reduce((s, x) => s + x.weights, 0);
+  const activations = perStage.reduce((s, x) => s + x.activations, 0);
+  if (weights + activations > RUN_LIMITS.totalBytes) {
+    const { field, value } = memoryField(cfg, weights, activations);
+    throw new ConfigError(
+      field,
+      value,
+      `all ranks together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
+    );
   }
   const flops = 3 * cut.spec.blocks.reduce((s, b) => s + b.layers.reduce((t, l) => t + layerFlopsPerRow(l), 0), 0) * cfg.batchSize;
   if (flops > RUN_LIMITS.flopsPerStep) {
