@@ -129,6 +129,7 @@ test('random configurations are refused or complete, and the page keeps answerin
     }),
     { numRuns: 6, seed: 10 },
   );
+  const seen = { refused: 0, done: 0 };
   for (const over of configs) {
     const before = await page.evaluate(() => window.pipelab.startedWorkers());
     await page.evaluate((o) => {
@@ -149,7 +150,9 @@ test('random configurations are refused or complete, and the page keeps answerin
         if (outcome.startsWith('refused')) {
           expect(outcome, JSON.stringify(over)).toMatch(/^refused [\w.]+ = .+: .+/);
           expect(started, outcome).toBe(0);
+          seen.refused++;
         } else {
+          seen.done++;
           expect(outcome).toBe(`done ${(over as { steps: number }).steps}`);
         }
         break;
@@ -158,6 +161,9 @@ test('random configurations are refused or complete, and the page keeps answerin
     }
     expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
   }
+  // Both sides of the property were exercised.
+  expect(seen.refused).toBeGreaterThan(0);
+  expect(seen.done).toBeGreaterThan(0);
 });
 
 test('a huge micro-batch count typed into the form is named and does not freeze the page', async ({ page }) => {
