@@ -209,6 +209,8 @@ test.describe('at 1440×900', () => {
     await waitForStatus(page, ['running']);
     const focused = await page.evaluate(() => document.activeElement?.textContent ?? document.activeElement?.tagName);
     expect(focused).toBe('❚❚ Pause');
+    // Step cannot act while a run runs; it says so without dropping focus.
+    await expect(page.getByRole('button', { name: 'Step' })).toHaveAttribute('aria-disabled', 'true');
     await page.locator('body').press('r');
     await waitForStatus(page, ['paused']);
     await page.keyboard.press('r');

@@ -31,8 +31,9 @@ export function RunControls() {
         </button>
         <button
           type="button"
-          onClick={stepRun}
-          disabled={activeRun ? !paused : reason !== null}
+          onClick={() => (!activeRun || paused) && stepRun()}
+          disabled={!activeRun && reason !== null}
+          aria-disabled={activeRun && !paused ? true : undefined}
           title="Run exactly one step, then hold"
         >
           Step
