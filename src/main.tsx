@@ -4,9 +4,12 @@ import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
 import { automationSession } from './state/store.ts';
+import { urlConfigOf } from './state/url-state.ts';
 import './ui/styles.css';
+import './ui/layout.css';
+import './ui/onboarding/intro.css';
 
-installAutomation(automationSession);
+installAutomation({ readUrl: urlConfigOf, session: automationSession });
 initStateFromUrl();
 
 const root = document.getElementById('root');

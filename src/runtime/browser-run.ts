@@ -11,6 +11,7 @@ import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { planRun } from './run-plan.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 
 export function hasWebGpu(): boolean {
   return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
@@ -18,14 +19,15 @@ export function hasWebGpu(): boolean {
 
 export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 
-export async function runInBrowser(config: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
-  const plan = planRun(config);
+export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+  const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
   return runPlan(plan, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */
-export async function runSingleDevice(config: RunConfig): Promise<TrainResult> {
+export async function runSingleDevice(input: RunConfig): Promise<TrainResult> {
+  const config = snapshotRunConfig(input);
   validateRunConfig(config);
   const be = await GpuBackend.create();
   try {

@@ -39,7 +39,7 @@ export interface RunOptions {
   weightsEvery?: number;
   /** `step` is the 0-based step just done. */
   onWeights?: (step: number, weights: Weights) => void;
-  /** A rank that has not finished a step after this long ends the run. Default 120 s. */
+  /** A rank that has not finished a step after this long ends the run (PipeDream: steps × this for its one stream). Default 120 s. */
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
   recvTimeoutMs?: number;
@@ -78,9 +78,9 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promi
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-/** Validates and plans `config` (before any worker starts), then runs it. */
-export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<RunReport> {
-  return runPlan(planRun(config), opts);
+/** Plans `input` (one plain-JSON copy, validated once, before any worker starts), then runs it. */
+export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<RunReport> {
+  return runPlan(planRun(input), opts);
 }
 
 /** Runs a plan made by planRun. */
@@ -89,6 +89,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
+  // A window may hold several steps (a stream holds all of them): each step gets the same time.
+  const windowCount = plan.windows.windows(config.steps);
+  const windowTimeoutMs = stepTimeoutMs * (config.steps / windowCount);
 
   const hosts: RankHost[] = [];
   const ended = () => {
@@ -119,7 +122,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
     const { stream } = plan.windows;
-    const windows = plan.windows.windows(config.steps);
+    const windows = windowCount;
     for (let step = 0; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (opts.beforeStep) await opts.beforeStep(step);
@@ -137,8 +140,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
           ),
           fatal,
         ]),
-        stepTimeoutMs,
-        () => `step ${step}: rank ${[...pending].join(', ')} did not finish within ${(stepTimeoutMs / 1000).toFixed(0)} s`,
+        windowTimeoutMs,
+        () => `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
       const losses = stream ? streamStepLosses(results, config.microbatches) : [rec.loss];
@@ -158,6 +161,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       }
     }
     const wallMs = performance.now() - t0;
+    if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
 
     let weights: Weights | undefined;
     if (opts.readWeights) {

@@ -9,6 +9,12 @@ import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
+import { checkRunLimits } from './run-limits.ts';
+import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
+import { unknownKeyRule } from '../util/nearest.ts';
+import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
+import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
+import { defaultModelConfig } from '../nn/model-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
@@ -30,6 +36,20 @@ export const MAX_RUN_RANKS = 16;
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
   return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b' };
+}
+
+/** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
+export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
+  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset);
+  let next: RunConfig = { ...cfg, dataset };
+  if (crossed) {
+    const m = defaultModelConfig(dataset);
+    const t = defaultTrainConfig(dataset);
+    next = { ...next, ...m, layers: Math.max(m.layers, cfg.ranks * cfg.virtual - 1), batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
+  }
+  if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
+  return next;
 }
 
 /** Stages of a run: ranks × virtual. */
@@ -60,9 +80,12 @@ export function validateRunConfig(cfg: RunConfig): void {
   validateTrainConfig(toTrainConfig(cfg));
   scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
+    if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
     if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');
+    if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
   }
+  checkRunLimits(cfg);
 }
 
 type Field = keyof RunConfig;
@@ -79,51 +102,55 @@ export function configToQuery(cfg: RunConfig): string {
   return q.toString();
 }
 
-function parseValue(raw: string, like: unknown): unknown {
-  if (typeof like === 'number') {
-    const t = raw.trim();
-    return t === '' ? NaN : Number(t);
-  }
+function parseValue(field: string, raw: string, like: unknown): unknown {
+  if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
+}
+
+export interface QueryReadOptions {
+  /** Keys of the query that belong to someone else (the page's `view`, `sim.*`, ...): not reported as unknown. */
+  otherKeys?: readonly string[];
 }
 
 /**
  * Reads a configuration from a URL query. Values that fail validation are
  * reported (field, value, rule) and replaced by their defaults; the rest stays.
+ * Keys that are neither run fields nor `otherKeys` are reported with the nearest known key.
  */
-export function configFromQuery(search: string, base: RunConfig = defaultRunConfig()): { config: RunConfig; errors: ConfigError[] } {
+export function configFromQuery(search: string, givenBase?: RunConfig, opts: QueryReadOptions = {}): { config: RunConfig; errors: ConfigError[] } {
   const q = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  // Without a given base, a link that names a data set starts from what choosing it in the page's menu gives (its model, batch, lr, noise).
+  const ds = q.get('dataset');
+  const base = givenBase ?? (ds !== null && (DATASETS as readonly string[]).includes(ds) ? withDataset(defaultRunConfig(), ds as DatasetName) : defaultRunConfig());
+  const baseRecord = base as unknown as Record<string, unknown>;
   const cfg = { ...base } as Record<string, unknown>;
   const given = new Set<string>();
   const errors: ConfigError[] = [];
+  const others = opts.otherKeys ?? [];
   for (const [k, v] of q) {
-    if (!(URL_FIELDS as readonly string[]).includes(k)) continue;
-    cfg[k] = parseValue(v, (base as unknown as Record<string, unknown>)[k]);
-    given.add(k);
+    if (!(URL_FIELDS as readonly string[]).includes(k)) {
+      if (!others.includes(k)) errors.push(new ConfigError(k, v, unknownKeyRule(k, [...URL_FIELDS, ...others], 'URL key')));
+      continue;
+    }
+    try {
+      cfg[k] = parseValue(k, v, baseRecord[k]);
+      given.add(k);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      errors.push(e);
+    }
   }
   // A data set implies its model unless the link says otherwise.
   if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
-  for (let tries = 0; tries <= URL_FIELDS.length; tries++) {
-    try {
-      validateRunConfig(cfg as unknown as RunConfig);
-      return { config: cfg as unknown as RunConfig, errors };
-    } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      const field = e.field.split(/[.[]/)[0];
-      if (given.has(field)) {
-        errors.push(e);
-        cfg[field] = (base as unknown as Record<string, unknown>)[field];
-        given.delete(field);
-        continue;
-      }
-      // The clash is between a given value and a default: drop the given ones one by one, last first.
-      const last = [...given].pop();
-      if (last === undefined) throw e;
-      errors.push(new ConfigError(last, cfg[last], `conflicts with ${e.message}`));
-      cfg[last] = (base as unknown as Record<string, unknown>)[last];
-      given.delete(last);
-    }
-  }
-  return { config: base, errors };
+  const ok = revertUntilValid(
+    cfg,
+    given,
+    (k) => baseRecord[k],
+    () => validateRunConfig(cfg as unknown as RunConfig),
+    (field) => field.split(/[.[]/)[0],
+    (k) => k,
+    errors,
+  );
+  return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

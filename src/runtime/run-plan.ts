@@ -1,6 +1,6 @@
 /**
- * Turns a run configuration into what the ranks run: the configuration
- * validated (once per run, here), the model spec built (once, and sent to every
+ * Turns a run configuration into what the ranks run: one plain-JSON copy of
+ * it, validated (once per run, here), the model spec built (once, and sent to every
  * rank), the model cut into ranks × virtual stages (balanced, contiguous), and
  * a validated schedule spanning one window of the schedule's update policy.
  * Everything here runs before any worker starts.
@@ -11,6 +11,7 @@ import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 import { runStages, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 
 export interface RunPlan {
@@ -24,7 +25,9 @@ export interface RunPlan {
   windows: UpdateWindows;
 }
 
-export function planRun(config: RunConfig): RunPlan {
+export function planRun(input: RunConfig): RunPlan {
+  // One plain-JSON copy, read once; validated once, here.
+  const config = snapshotRunConfig(input);
   validateRunConfig(config);
   const spec = buildModelSpec(toTrainConfig(config));
   const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), runStages(config));

@@ -36,11 +36,13 @@ export interface UpdateWindows {
   microbatches(microbatchesPerStep: number, steps: number): number;
   /** True when one window spans every step (micro-batches are numbered across steps; no per-step closed form). */
   stream: boolean;
+  /** Weight versions a stage holds beyond its current weights, at most (stashed for in-flight micro-batches). */
+  extraWeightVersions(ranks: number): number;
 }
 
 export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> = {
-  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false },
-  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true },
+  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false, extraWeightVersions: () => 0 },
+  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: (ranks) => ranks - 1 },
 };
 
 export const MAX_RANKS = 1024;

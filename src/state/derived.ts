@@ -5,6 +5,7 @@
  * can be drawn over another.
  */
 import type { RunConfig } from '../runtime/run-config.ts';
+import { checkStepActions } from '../runtime/run-limits.ts';
 import { generateSchedule, costsPerStage, meanByStageOp, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
@@ -14,12 +15,15 @@ export interface Prediction {
   closedPeak: number[] | null;
 }
 
-/** The schedule one step of `cfg` runs (a stream's step is its action order over the step's micro-batches). */
+/** The schedule one step of `cfg` runs (a stream's step is its action order over the step's micro-batches); throws a ConfigError past the run's action limit. */
 export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
-  return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, scheduleKind(cfg.schedule).virtualFor(cfg.virtual));
+  const v = scheduleKind(cfg.schedule).virtualFor(cfg.virtual);
+  // A draft the run would refuse for its size is not generated either: the form's main thread stays free.
+  checkStepActions(cfg.schedule, cfg.ranks, v, cfg.microbatches);
+  return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, v);
 }
 
-/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes. */
+/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes or the run would refuse them as too much work. */
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
     const kind = scheduleKind(cfg.schedule);
