@@ -19,10 +19,10 @@ function spawn(...args: string[]): { code: number | null; out: string; err: stri
 }
 
 /** In-process, for the many small cases. */
-function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string> } {
+function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string | Uint8Array> } {
   let out = '';
   let err = '';
-  const files = new Map<string, string>();
+  const files = new Map<string, string | Uint8Array>();
   const io: CliIo = {
     out: (t) => void (out += t),
     err: (t) => void (err += t),
@@ -106,10 +106,15 @@ describe('pipelab (in process)', () => {
     expect(validateSchedule(s)).toEqual({ ok: true });
   });
 
-  it('pads CSV like PyTorch with --align', () => {
-    const r = run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--align');
-    expect(r.out).toBe('0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n');
+  it('pads CSV like PyTorch by default (time-aligned; --align says so), dense with --dense', () => {
+    const aligned = '0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n';
+    expect(run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv').out).toBe(aligned);
+    expect(run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--align').out).toBe(aligned);
+    const dense = run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--dense');
+    expect(dense.out).toBe('0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n');
     expect(run('schedule', '--align').code).toBe(2);
+    expect(run('schedule', '--dense').code).toBe(2);
+    expect(run('schedule', '--format', 'csv', '--align', '--dense').code).toBe(2);
   });
 
   it('simulates as text with the closed form beside, and custom costs', () => {

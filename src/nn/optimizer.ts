@@ -27,6 +27,9 @@ export interface OptimizerConfig {
   eps?: number;
 }
 
+/** AdamW's β1, β2 and ε when a configuration does not set them (PyTorch's defaults too). */
+export const ADAMW_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8 } as const;
+
 export function validateOptimizerConfig(cfg: OptimizerConfig): void {
   requireOneOf('optimizer', cfg.optimizer, OPTIMIZERS);
   requireFinite('lr', cfg.lr, { min: 0, exclusiveMin: true });
@@ -113,7 +116,7 @@ class AdamW implements Optimizer {
     checkGradScale(gradScale);
     requireFinite('lr', this.lr, { min: 0, exclusiveMin: true });
     const step = this.steps + 1;
-    const { beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = this.cfg;
+    const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
     this.params.forEach((p, i) => {
       const weightDecay = p.decay ? this.cfg.weightDecay : 0;
       this.be.adamwStep(p.value, p.grad, this.m[i], this.v[i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
