@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
-import { fromCsv, generateSchedule } from '../schedule/index.ts';
+import { fromCsv, generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
 import { ConfigError } from '../util/errors.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
@@ -92,16 +92,19 @@ describe('what the exported program refuses', () => {
     expect(r.output).toContain('did not load from init.safetensors: missing');
   }, 180_000);
 
-  it('ends a run whose message never comes with a timeout naming the rank and the action, never a hang', async () => {
+  it('ends a run whose peer stops answering with a timeout naming the rank, the step and the column, never a hang', async () => {
     const { dir } = bundle({ ...small, schedule: 'gpipe', ranks: 2, steps: 1 });
-    // Rank 0 no longer runs micro-batch 3: rank 1 waits for its activation.
-    const csv = readFileSync(join(dir, 'schedule.csv'), 'utf8').replace('0F3,', ',').replace('0B3', '');
-    writeFileSync(join(dir, 'schedule.csv'), csv);
-    const r = await runTorchrun(dir, 2, ['--timeout', '5'], 120_000);
+    const r = await runTorchrun(dir, 2, ['--timeout', '5', '--test-stall-rank', '1'], 120_000);
     expect(r.code).not.toBe(0);
-    // Whichever rank's wait ends first reports (the other may be stopped by torchrun): both name rank and action.
-    expect(r.output).toMatch(
-      /train\.py: (rank 1: step 0 action 1F3: no act for stage 1 micro-batch 3 from rank 0|rank 0: step 0 action 0B0: no grad for stage 0 micro-batch 0 from rank 1) within 5\.0 s/,
-    );
+    expect(r.output).toMatch(/train\.py: rank 0: step 0 column \d+: (no grad of micro-batch \d+ for stage 0 from rank 1|act of micro-batch \d+ for stage 1 not taken by rank 1) within 5\.0 s/);
+  }, 180_000);
+
+  it('refuses a CSV that is not time-aligned, naming the action and the input it lacks', async () => {
+    const cfg: RunConfig = { ...small, schedule: 'zb-h1', ranks: 2, steps: 1 };
+    const { dir } = bundle(cfg);
+    writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('zb-h1', 2, cfg.microbatches), { align: false }));
+    const r = await runTorchrun(dir, 2, ['--timeout', '20'], 120_000);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('rank 1: step 0 column 1: 1F0 needs the act of micro-batch 0 for stage 1, which no earlier column of schedule.csv sends: the file is not time-aligned');
   }, 180_000);
 });

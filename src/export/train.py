@@ -6,8 +6,9 @@
 
 Each rank builds the stages the schedule puts on it, loads their initial weights from init.safetensors,
 and walks its row of schedule.csv step after step: F (forward), B (full backward), I (backward for the
-stage input only) and W (backward for the weights only), sending activations and gradients to the ranks
-that need them with point-to-point send/recv. Gradients accumulate over the step's micro-batches; at the
+stage input only) and W (backward for the weights only). Column t of the file is time step t on every
+rank: after it, the activations and gradients it produced go to the ranks that need them with
+point-to-point send/recv, both ends posting them in the same order. Gradients accumulate over the step's micro-batches; at the
 end of the step (the flush) each rank steps its own optimizer. The rank holding the last stage prints
 the loss of every step. At the end rank 0 gathers the weights, writes trained.safetensors (the page's
 names and layouts) and prints the held-out loss.
@@ -167,10 +168,11 @@ class Stage:
 
 
 # --------------------------------------------------------------------------------------------------
-# The schedule: schedule.csv, one row per rank, each cell {stage}{F|B|I|W}{mb}; empty cells are idle
-# time steps (PyTorch's time-aligned layout) and are skipped.
+# The schedule: schedule.csv, one row per rank, each cell {stage}{F|B|I|W}{mb}; column t is time step t
+# on every rank and an empty cell is an idle step (PyTorch's time-aligned layout, as _dump_csv writes it).
 
 def read_schedule(path):
+    """Per rank, its actions as (column, stage, op, micro-batch)."""
     import csv
 
     with open(path, newline="") as f:
@@ -185,7 +187,7 @@ def read_schedule(path):
             i = next((i for i, ch in enumerate(cell) if ch in "FBIW"), -1)
             if i <= 0 or not cell[:i].isdigit() or not cell[i + 1:].isdigit():
                 raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {cell!r} is not an action such as 2F0")
-            actions.append((int(cell[:i]), cell[i], int(cell[i + 1:])))
+            actions.append((c, int(cell[:i]), cell[i], int(cell[i + 1:])))
         order.append(actions)
     return order
 
@@ -199,7 +201,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds a receive may wait before the run fails")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for trained.safetensors")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per rank (torch.set_num_threads)")
+    ap.add_argument("--test-stall-rank", type=int, default=-1, help=argparse.SUPPRESS)  # tests: a rank that stops answering
     args = ap.parse_args()
+    stall_rank = args.test_stall_rank
 
     cfg = json.load(open(os.path.join(HERE, "config.json")))
     P, S, M = cfg["ranks"], cfg["stages"], cfg["microbatches"]
@@ -260,72 +264,98 @@ def main():
         else:
             optimizer = torch.optim.SGD(groups, lr=opt["lr"], momentum=opt["momentum"])
 
-    local = {}  # same-rank hand-offs (two stages on one rank, e.g. ZB-V)
-
-    def send(t, to_stage, kind, mb):
-        dst = stage_to_rank[to_stage]
-        if dst == rank:
-            local[(to_stage, kind, mb)] = t.detach().clone()
-            return None
-        return dist.isend(t.detach().contiguous(), dst, tag=(to_stage * M + mb) * 2 + (kind == "grad"))
-
-    def recv(stage, kind, mb, cols, from_stage, what):
-        if stage_to_rank[from_stage] == rank:
-            return local.pop((stage, kind, mb))
-        buf = torch.empty(rows, cols, device=device)
-        work = dist.irecv(buf, stage_to_rank[from_stage], tag=(stage * M + mb) * 2 + (kind == "grad"))
-        wait(work, timeout, f"rank {rank}: {what}: no {kind} for stage {stage} micro-batch {mb} from rank {stage_to_rank[from_stage]} within {args.timeout} s")
-        return buf
-
+    # The messages of a step, from the whole schedule (every rank reads every row): what column t sends.
+    # An F of stage s sends its output to stage s + 1; a B or I of stage s > 0 sends the input gradient
+    # to stage s - 1. Messages between two stages on one rank (e.g. ZB-V) stay in this process.
     last_stage = S - 1
+    columns = 1 + max((a[0] for row in order for a in row), default=0)
+    sent_at = [[] for _ in range(columns)]
+    for r, row in enumerate(order):
+        for (c, s, op, mb) in row:
+            if op == "F" and s < last_stage:
+                sent_at[c].append((r, stage_to_rank[s + 1], "act", s + 1, mb))
+            elif op in ("B", "I") and s > 0:
+                sent_at[c].append((r, stage_to_rank[s - 1], "grad", s - 1, mb))
+    my_action = {c: (s, op, mb) for (c, s, op, mb) in order[rank]}
+
+    def exchange(step, col, outbox, inbox):
+        """After column `col`, every message it produced goes from its sender to its receiver. The two ends
+        post their point-to-point operations in the same order (sorted), column by column, as NCCL needs."""
+        ops, waits = [], []
+        for (src, dst, kind, to_stage, mb) in sorted(sent_at[col]):
+            key = (kind, to_stage, mb)
+            tag = (to_stage * M + mb) * 2 + (kind == "grad")
+            if src == dst == rank:
+                inbox[key] = outbox.pop(key)
+            elif src == rank:
+                ops.append(dist.P2POp(dist.isend, outbox.pop(key).contiguous(), dst, tag=tag))
+                waits.append(f"rank {rank}: step {step} column {col + 1}: {kind} of micro-batch {mb} for stage {to_stage} not taken by rank {dst} within {args.timeout} s")
+            elif dst == rank:
+                cols = cfg["stageInCols"][to_stage] if kind == "act" else stages[to_stage].out_cols
+                inbox[key] = torch.empty(rows, cols, device=device)
+                ops.append(dist.P2POp(dist.irecv, inbox[key], src, tag=tag))
+                waits.append(f"rank {rank}: step {step} column {col + 1}: no {kind} of micro-batch {mb} for stage {to_stage} from rank {src} within {args.timeout} s")
+        if ops:
+            for work, message in zip(dist.batch_isend_irecv(ops), waits):
+                wait(work, timeout, message)
+
+    def take(inbox, key, step, col, action):
+        if key not in inbox:
+            raise SystemExit(f"rank {rank}: step {step} column {col + 1}: {action} needs the {key[0]} of micro-batch {key[2]} for stage {key[1]}, "
+                             "which no earlier column of schedule.csv sends: the file is not time-aligned (every input from another rank "
+                             "must sit in an earlier column than its use; pipelab writes it so) or misses an action")
+        return inbox.pop(key)
+
     step_ms = []
     for step in range(steps):
         t0 = time.perf_counter()
         for st in stages.values():
             for p in st.params.values():
                 p.grad = None
-        pending, held, step_loss = [], {}, 0.0
-        for (s, op, mb) in order[rank]:
-            st, what = stages[s], f"step {step} action {s}{op}{mb}"
-            if op == "F":
-                if s == 0:
-                    x = inputs[step, mb * rows:(mb + 1) * rows].to(device, in_dtype)
+        held, outbox, inbox, step_loss = {}, {}, {}, 0.0
+        for col in range(columns):
+            if col in my_action:
+                s, op, mb = my_action[col]
+                st, action = stages[s], f"{s}{op}{mb}"
+                if op == "F":
+                    if s == 0:
+                        x = inputs[step, mb * rows:(mb + 1) * rows].to(device, in_dtype)
+                    else:
+                        x = take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
+                    y = st.forward(x)
+                    if st.is_last:
+                        y = F.cross_entropy(y, labels[step, mb * rows:(mb + 1) * rows].to(device), reduction="sum") * loss_scale
+                        step_loss += y.item()
+                    else:
+                        outbox[("act", s + 1, mb)] = y.detach()
+                    held[(s, mb)] = (x, y, None)
                 else:
-                    x = recv(s, "act", mb, cfg["stageInCols"][s], s - 1, what).requires_grad_(True)
-                y = st.forward(x)
-                if st.is_last:
-                    y = F.cross_entropy(y, labels[step, mb * rows:(mb + 1) * rows].to(device), reduction="sum") * loss_scale
-                    step_loss += y.item()
-                else:
-                    pending.append(send(y, s + 1, "act", mb))
-                held[(s, mb)] = (x, y, None)
-            else:
-                x, y, dy = held[(s, mb)]
-                if dy is None and s != last_stage:
-                    dy = recv(s, "grad", mb, stages[s].out_cols, s + 1, what)
-                needs_input = s > 0  # stage 0 takes data, which has no gradient
-                ps = list(st.params.values())
-                if op == "B":
-                    gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)
-                    if needs_input:
-                        pending.append(send(gs[0], s - 1, "grad", mb))
-                        gs = gs[1:]
-                    accumulate(ps, gs)
-                elif op == "I" and needs_input:
-                    # I: the gradient for the stage input only, keeping the graph for W
-                    # (torch.distributed.pipelining's stage_backward_input).
-                    (dx,) = torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
-                    pending.append(send(dx, s - 1, "grad", mb))
-                elif op == "W":
-                    # W: the gradient for the weights, later (stage_backward_weight).
-                    accumulate(ps, torch.autograd.grad(y, ps, grad_outputs=dy))
-                if op == "I":
-                    held[(s, mb)] = (x, y, dy)
-                else:
-                    del held[(s, mb)]
-        for w in pending:
-            if w is not None:
-                wait(w, timeout, f"rank {rank}: step {step}: a send was not received within {args.timeout} s")
+                    x, y, dy = held[(s, mb)]
+                    if dy is None and s != last_stage:
+                        dy = take(inbox, ("grad", s, mb), step, col, action)
+                    needs_input = s > 0  # stage 0 takes data, which has no gradient
+                    ps = list(st.params.values())
+                    if op == "B":
+                        gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)
+                        if needs_input:
+                            outbox[("grad", s - 1, mb)] = gs[0]
+                            gs = gs[1:]
+                        accumulate(ps, gs)
+                    elif op == "I" and needs_input:
+                        # I: the gradient for the stage input only, keeping the graph for W
+                        # (torch.distributed.pipelining's stage_backward_input).
+                        (dx,) = torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
+                        outbox[("grad", s - 1, mb)] = dx
+                    elif op == "W":
+                        # W: the gradient for the weights, later (stage_backward_weight).
+                        accumulate(ps, torch.autograd.grad(y, ps, grad_outputs=dy))
+                    if op == "I":
+                        held[(s, mb)] = (x, y, dy)
+                    else:
+                        del held[(s, mb)]
+            if stall_rank == rank and step == 0 and col == 0:
+                time.sleep(10 * args.timeout)  # tests only: this rank stops answering
+            exchange(step, col, outbox, inbox)
         if optimizer is not None:
             for g in optimizer.param_groups:
                 g["lr"] = cfg["lrPerStep"][step]
