@@ -64,7 +64,7 @@ def write_safetensors(path, tensors, metadata=None):
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     for name in names:
         t = tensors[name].detach().to("cpu", torch.float32).contiguous()
-        blob = t.numpy().astype("<f4").tobytes()
+        blob = struct.pack(f"<{t.numel()}f", *t.flatten().tolist())  # no numpy: torch >= 2 does not require it
         header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
