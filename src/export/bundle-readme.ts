@@ -33,6 +33,8 @@ Every step prints \`step N loss X\` (from the rank holding the last stage): the 
 At the end rank 0 writes \`out/trained.safetensors\` (the page's weight names) and prints the held-out loss.
 The world size must be ${P}: another one is refused with a message naming both. A receive that waits
 longer than \`--timeout\` seconds (default 120) ends the run with a message naming the rank and the action.
+Flags: \`--backend gloo|nccl\`, \`--steps N\` (fewer than exported), \`--timeout S\`, \`--threads T\` (CPU threads per rank),
+\`--out DIR\`; \`python3 train.py --help\` lists them.
 With PyTorch 1.13 on Python 3.11, torchrun needs \`--redirects 1 --tee 1\` (a launcher bug newer torch does not have).
 
 ## On several machines
