@@ -27,6 +27,9 @@ export interface OptimizerConfig {
   eps?: number;
 }
 
+/** AdamW's β1, β2 and ε when a configuration does not set them (PyTorch's defaults too). */
+export const ADAMW_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8 } as const;
+
 /**
  * The one rule for a learning rate, used by the configuration check and by
  * every optimizer step: finite, above 0, at least `min` and at most 10. A
@@ -127,7 +130,7 @@ class AdamW extends SlotOptimizer {
   }
 
   protected update(p: Param, i: number, weightDecay: number, gradScale: number, step: number): void {
-    const { beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = this.cfg;
+    const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
     this.be.adamwStep(p.value, p.grad, this.slots[0][i], this.slots[1][i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
   }
 }
