@@ -5,7 +5,9 @@ export type { CommKind, Interval, RankUsage, Timeline, TimelineStats } from './t
 export { bubbleFraction, isCompute, makespan, rankUsage, timelineStats } from './timeline.ts';
 export { formatAction, parseAction } from './action-text.ts';
 export { stageToRankMap, stagesOfRanks, type Placement } from './placement.ts';
+export { autoSchedule, type AutoResult, type MemoryCap } from './generators/auto.ts';
 export {
+  DEFAULT_AUTO_COSTS,
   generateSchedule,
   scheduleKind,
   SCHEDULES,
@@ -28,6 +30,7 @@ export {
 export {
   costsPerStage,
   DEFAULT_OP_COSTS,
+  linkDelayOf,
   peakMemory,
   resolveCosts,
   simulate,

@@ -11,6 +11,7 @@
  * bytes / bandwidth(from, to), where bytes is the activation size at that stage
  * boundary (the gradient coming back has the same size); messages between
  * stages on the same rank are free. Links are full duplex and never congest.
+ * `comm`, per stage boundary, adds a measured time (a profile's) to that.
  *
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
@@ -39,6 +40,8 @@ export interface CostModel {
   activationBytes?: PerStage;
   /** Bytes stage s keeps per micro-batch for its backward; default activationBytes. */
   heldBytes?: PerStage;
+  /** Extra time of a message across the boundary after stage s (a profile's measured comm); default 0. */
+  comm?: PerStage;
   /** Unit of the times; 'unit' (default) or 'ms'. */
   unit?: 'ms' | 'unit';
 }
@@ -106,6 +109,7 @@ export interface ResolvedCosts {
   bandwidth: (a: number, b: number) => number;
   activationBytes: Float64Array;
   heldBytes: Float64Array;
+  comm: Float64Array;
   unit: 'ms' | 'unit';
 }
 
@@ -119,6 +123,7 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
   };
   const activationBytes = perStage('costs.activationBytes', c.activationBytes, 0, stages);
   const heldBytes = perStage('costs.heldBytes', c.heldBytes, activationBytes, stages);
+  const comm = perStage('costs.comm', c.comm, 0, stages);
   if (c.unit !== undefined && c.unit !== 'ms' && c.unit !== 'unit') throw new ConfigError('costs.unit', c.unit, 'must be one of ms, unit');
   return {
     op,
@@ -126,7 +131,16 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
     bandwidth: perLink('costs.bandwidth', c.bandwidth, Infinity, true),
     activationBytes,
     heldBytes,
+    comm,
     unit: c.unit ?? 'unit',
+  };
+}
+
+/** Time a message from `from` to `to` across the boundary after stage `boundary` takes: latency + bytes / bandwidth + comm. */
+export function linkDelayOf(c: ResolvedCosts): (from: number, to: number, boundary: number) => number {
+  return (from, to, boundary) => {
+    const bytes = c.activationBytes[boundary];
+    return c.latency(from, to) + (bytes > 0 ? bytes / c.bandwidth(from, to) : 0) + c.comm[boundary];
   };
 }
 
@@ -139,10 +153,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const transfers: Interval[] = [];
   const { result: valid, play: result } = validateAndPlay(s, {
     duration: (a: Action) => c.op[a.op][a.stage],
-    linkDelay: (from, to, boundary) => {
-      const bytes = c.activationBytes[boundary];
-      return c.latency(from, to) + (bytes > 0 ? bytes / c.bandwidth(from, to) : 0);
-    },
+    linkDelay: linkDelayOf(c),
     onTransfer: (a, rank, from, sentAt, arrivedAt) => {
       transfers.push({ rank, stage: a.stage, op: 'comm', mb: a.mb, start: sentAt, end: arrivedAt, comm: 'transfer', peer: from });
     },

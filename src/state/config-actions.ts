@@ -51,7 +51,7 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {
   if (schedule === 'pipedream') return { ...cfg, schedule, virtual: 1 };
   const kind = scheduleKind(schedule);
-  const virtual = kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? cfg.virtual : 1;
+  const virtual = kind.placement === 'v' ? 2 : kind.acceptsVirtual ? cfg.virtual : 1;
   return { ...cfg, schedule, virtual };
 }
 
@@ -72,7 +72,7 @@ export function patchSim(patch: Partial<SimParams>): void {
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
     const kind = scheduleKind(patch.schedule);
-    next = { ...next, virtual: kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
+    next = { ...next, virtual: kind.placement === 'v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
   }
   setSim(next);
 }

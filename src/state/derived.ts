@@ -24,7 +24,7 @@ export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microb
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
     const schedule = stepSchedule(cfg);
-    const v = schedule.name === 'zb-v' ? 1 : schedule.stages / schedule.ranks;
+    const v = schedule.name === 'zb-v' || schedule.name === 'dualpipe-v' ? 1 : schedule.stages / schedule.ranks;
     const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, v));
     const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
     return {
