@@ -1,12 +1,13 @@
 /**
  * `pipelab`, the command-line front door to the pure side of schedules:
- * `schedule`, `simulate`, `validate`. bin/pipelab.mjs runs `runCli` under tsx.
+ * `schedule`, `simulate`, `validate`, `plan`. bin/pipelab.mjs runs `runCli` under tsx.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ConfigError } from '../util/errors.ts';
 import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
 import { UsageError } from './args.ts';
 import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
+import { planCommand } from './plan-command.ts';
 import { scheduleCommand } from './schedule-command.ts';
 import { simulateCommand } from './simulate-command.ts';
 import { validateCommand } from './validate-command.ts';
@@ -15,6 +16,7 @@ const COMMANDS = {
   schedule: scheduleCommand,
   simulate: simulateCommand,
   validate: validateCommand,
+  plan: planCommand,
 } as const;
 type CommandName = keyof typeof COMMANDS;
 const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
@@ -27,6 +29,7 @@ commands:
   schedule   generate a schedule; print it as PyTorch CSV, JSON or text
   simulate   play a schedule against a cost model: makespan, bubble, peak memory
   validate   check a schedule file (PyTorch CSV or JSON): complete, ordered, deadlock-free
+  plan       from a profile: the split, and a schedule that fits a memory cap
 
 schedules: ${SCHEDULE_NAMES.join(', ')}
 \`pipelab <command> --help\` shows a command's flags.
