@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { makePlan } from '../plan/plan.ts';
 import { parseProfile, profileToJson } from '../plan/profile.ts';
 import { fromCsv, simulate, validateSchedule } from '../schedule/index.ts';
+import { fmt } from './format.ts';
 import type { CliIo } from './io.ts';
 import { runCli } from './main.ts';
 
@@ -63,6 +64,23 @@ describe('pipelab plan (in process)', () => {
     expect(r.out).toMatch(/schedule\s+makespan\s+bubble\s+peak activations\s+peak bytes\s+fits the cap/);
     expect(r.out).toMatch(/\n1f1b\s+\S+\s+\S+\s+3\s+\S+\s+yes/);
     expect(r.out).toMatch(/\ngpipe\s+\S+\s+\S+\s+8\s+\S+\s+no/);
+  });
+
+  it('predicts this machine (shared lanes) beside independent GPUs when the profile has lanes', () => {
+    const shared = join(dir, 'shared.json');
+    writeFileSync(shared, profileToJson({ ...profile, lanes: 1 }));
+    const r = run('plan', '--profile', shared, '--ranks', '3', '--microbatches', '4', '--mem-cap', '3');
+    expect(r.code, r.err).toBe(0);
+    const plan = makePlan({ profile: { ...profile, lanes: 1 }, ranks: 3, microbatches: 4, cap: { microbatches: 3 } });
+    const p = plan.predictions;
+    if (!p) throw new Error('no predictions');
+    // One lane: the device does all the work one block at a time, plus whatever waits on the links.
+    const work = profile.blocks.reduce((x, b) => x + b.F + b.I + b.W, 0) * 4;
+    expect(p.thisMachine.makespan).toBeGreaterThanOrEqual(work - 1e-9);
+    expect(p.independent.makespan).toBe(plan.auto.simulation.makespan);
+    expect(r.out).toContain(`predicted  this machine (1 lanes shared by 3 ranks): makespan ${fmt(p.thisMachine.makespan)} ms`);
+    expect(r.out).toContain(`3 independent GPUs: makespan ${fmt(plan.auto.simulation.makespan)} ms`);
+    expect(run('plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '3').out).not.toContain('predicted');
   });
 
   it('prints JSON and takes a cap in bytes', () => {

@@ -117,5 +117,12 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
       ],
     ),
   );
+  if (plan.predictions) {
+    const { thisMachine, independent } = plan.predictions;
+    io.out(
+      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${ranks} ranks): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
+        `           ${ranks} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
+    );
+  }
   return EXIT_OK;
 }

@@ -3,9 +3,10 @@
  * split of partition.ts; with a cap in bytes, no stage may keep more than the
  * cap for a single micro-batch), sum the profile into per-stage costs, build
  * the auto schedule within the cap, and set 1F1B, ZB-H1 and GPipe beside it
- * under the same costs.
+ * under the same costs; with the profile's lanes, the two predictions (this
+ * machine, shared; p independent devices).
  */
-import { autoSchedule, generateSchedule, simulate, type AutoResult, type CostModel, type MemoryCap } from '../schedule/index.ts';
+import { autoSchedule, generateSchedule, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions } from '../schedule/index.ts';
 import { requireInt } from '../util/errors.ts';
 import { planPartition, type PartitionPlan } from './partition.ts';
 import { stageCosts, type Profile } from './profile.ts';
@@ -35,6 +36,8 @@ export interface Plan {
   costs: CostModel;
   auto: AutoResult;
   baselines: Baseline[];
+  /** The auto schedule on this machine (the profile's shared device) and on p independent devices; null without profile.lanes. */
+  predictions: Predictions | null;
 }
 
 export function costModelOf(p: Profile, part: PartitionPlan, recompute = false): CostModel {
@@ -54,5 +57,6 @@ export function makePlan(req: PlanRequest): Plan {
     const fits = (req.cap.microbatches === undefined || peakMicrobatches <= req.cap.microbatches) && (req.cap.bytes === undefined || peakBytes <= req.cap.bytes);
     return { name, makespan: r.makespan, bubble: r.bubble, peakMicrobatches, peakBytes, fits };
   });
-  return { partition, costs, auto, baselines };
+  const lanes = req.profile.lanes;
+  return { partition, costs, auto, baselines, predictions: lanes === undefined ? null : predictions(auto.schedule, costs, lanes) };
 }

@@ -67,6 +67,9 @@ describe('profile', () => {
     expect(bad({ ...good, version: 2 })).toBe('profile.version = 2: must be 1');
     expect(bad({ ...good, extra: 1 })).toContain('profile.extra = 1: is not a field of a profile');
     expect(bad(null)).toContain('profile = null: must be an object');
+    expect(bad({ ...good, lanes: 0 })).toContain('profile.lanes = 0: must be a finite number greater than 0');
+    expect(parseProfile({ ...good, lanes: 1.6 }).lanes).toBe(1.6);
+    expect(profileFromJson(profileToJson(parseProfile({ ...good, lanes: 1.6 })))).toEqual(parseProfile({ ...good, lanes: 1.6 }));
     expect(() => profileFromJson('{"blocks": [')).toThrow(/^profile = .*: is not valid JSON/);
   });
 

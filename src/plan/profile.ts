@@ -12,7 +12,12 @@
  *   blocks[i].heldBytesRecompute   the same when the block recomputes its
  *                         activations in the backward (it keeps its input only);
  *   comm[i]               time to send the activation across the boundary after
- *                         block i (and its gradient back), n − 1 entries.
+ *                         block i (and its gradient back), n − 1 entries;
+ *   lanes                 (optional) the effective parallel lanes of the device
+ *                         the profile was taken on, when all ranks share it (a
+ *                         browser's one GPU, a small machine's cores): n ranks
+ *                         computing at once each run at min(1, lanes / n). The
+ *                         simulator's shared-device mode takes it.
  *
  * `parseProfile` checks an unknown value and throws a ConfigError naming the
  * field (`profile.blocks[2].F`), the value and the rule.
@@ -42,10 +47,12 @@ export interface Profile {
   blocks: BlockProfile[];
   /** Time across the boundary after block i, for i = 0 … n − 2. */
   comm: number[];
+  /** Effective lanes of the shared device the profile was measured on; absent: independent devices. */
+  lanes?: number;
 }
 
 const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute'] as const;
-const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm'] as const;
+const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes'] as const;
 
 function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -111,7 +118,14 @@ export function parseProfile(x: unknown): Profile {
     }
     comm = x.comm.map((c, i) => cost(`profile.comm[${i}]`, c));
   }
-  return { version: PROFILE_VERSION, unit, source, blocks, comm };
+  const out: Profile = { version: PROFILE_VERSION, unit, source, blocks, comm };
+  if (x.lanes !== undefined) {
+    if (typeof x.lanes !== 'number' || !Number.isFinite(x.lanes) || x.lanes <= 0) {
+      throw new ConfigError('profile.lanes', x.lanes, 'must be a finite number greater than 0 (the device’s effective parallel lanes)');
+    }
+    out.lanes = x.lanes;
+  }
+  return out;
 }
 
 /** Parses profile JSON text; malformed JSON is a ConfigError on `profile`. */
@@ -136,7 +150,7 @@ export function profileToJson(p: Profile): string {
     '  "blocks": [',
     rows.join(',\n'),
     '  ],',
-    `  "comm": ${JSON.stringify(p.comm)}`,
+    `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}`,
     '}',
     '',
   ].join('\n');
