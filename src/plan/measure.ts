@@ -16,7 +16,7 @@
  * `measureProfile` takes the runner (the browser's workers, or the in-process
  * CPU runtime in tests), so it runs wherever a pipeline runs.
  */
-import { blockInCols } from '../nn/model-spec.ts';
+import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import { MAX_RUN_RANKS, type RunConfig } from '../runtime/run-config.ts';
 import { planRun } from '../runtime/run-plan.ts';
@@ -29,9 +29,14 @@ const COMM_COST: ReadonlySet<string> = new Set(['readback', 'transfer', 'upload'
 /** Steps of a profiling run; the first warms caches and is left out of the report's means. */
 export const PROFILE_STEPS = 4;
 
+/** The model a run configuration trains (its blocks do not depend on ranks or schedule). */
+export function modelSpecOf(cfg: RunConfig): ModelSpec {
+  return planRun({ ...cfg, schedule: '1f1b', ranks: 1, virtual: 1 }).spec;
+}
+
 /** The run that profiles `cfg`'s model: ZB-H1, one block per rank, one micro-batch of cfg's micro-batch size. */
 export function profilingConfig(cfg: RunConfig): RunConfig {
-  const blocks = planRun({ ...cfg, schedule: '1f1b', ranks: 1, virtual: 1 }).spec.blocks.length;
+  const blocks = modelSpecOf(cfg).blocks.length;
   if (blocks > MAX_RUN_RANKS) {
     throw new ConfigError('layers', cfg.layers, `gives ${blocks} blocks; the profiling pass runs one block per rank, at most ${MAX_RUN_RANKS}`);
   }
