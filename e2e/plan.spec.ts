@@ -24,3 +24,26 @@ test('window.pipelab.profile measures every block and the profile plans', async 
   expect(planPartition(profile, 2).ranges).toHaveLength(2);
   expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
 });
+
+test('the page plans: the profile as a table, the three cuts, the auto schedule within the cap, a measured profile', async ({ page }) => {
+  test.setTimeout(240_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./?view=simulate&layers=3&hidden=32');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  const rows = panel.getByTestId('plan-profile').locator('tbody tr');
+  await expect(rows).toHaveCount(4);
+  await expect(panel.getByTestId('plan-splits').locator('tbody tr')).toHaveCount(3);
+  await panel.getByLabel('Memory cap (micro-batches per rank)').fill('1');
+  const schedules = panel.getByTestId('plan-schedules');
+  await expect(schedules.locator('tbody tr').first()).toContainText('auto');
+  await expect(schedules.locator('tbody tr').first()).toContainText('yes');
+  // 1F1B holds as many micro-batches as ranks on rank 0: over a cap of 1.
+  await expect(schedules.locator('tbody tr', { hasText: '1f1b' })).toContainText('no');
+  await panel.getByTestId('plan-measure').click();
+  await expect(panel.getByLabel('Profile source')).toHaveValue('measured', { timeout: 120_000 });
+  await expect(panel).toContainText(/measured on .* \((GPU timestamps|wall time)\)/);
+  await expect(rows).toHaveCount(4);
+  const [dl] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Export profile (JSON)' }).click()]);
+  expect(dl.suggestedFilename()).toBe('pipelab-profile.json');
+});
