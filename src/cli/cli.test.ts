@@ -1,37 +1,11 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fromCsv, generateSchedule, toCsv, validateSchedule } from '../schedule/index.ts';
-import type { CliIo } from './io.ts';
-import { runCli } from './main.ts';
+import { run, spawn } from './cli-test-support.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const bin = join(root, 'bin', 'pipelab.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-cli-'));
-
-/** The real thing: `node bin/pipelab.mjs ...`. */
-function spawn(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-/** In-process, for the many small cases. */
-function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string> } {
-  let out = '';
-  let err = '';
-  const files = new Map<string, string>();
-  const io: CliIo = {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    readFile: (p) => readFileSync(p, 'utf8'),
-    writeFile: (p, t) => void files.set(p, t),
-  };
-  const code = runCli(args, io);
-  return { code, out, err, files };
-}
 
 describe('pipelab (spawned through bin/pipelab.mjs)', () => {
   it('prints a PyTorch CSV that loads back as the same schedule', () => {

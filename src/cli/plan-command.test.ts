@@ -1,31 +1,14 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { makePlan } from '../plan/plan.ts';
 import { parseProfile, profileToJson } from '../plan/profile.ts';
 import { fromCsv, simulate, validateSchedule } from '../schedule/index.ts';
 import { fmt } from './format.ts';
-import type { CliIo } from './io.ts';
-import { runCli } from './main.ts';
+import { run, spawn } from './cli-test-support.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const bin = join(root, 'bin', 'pipelab.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-plan-'));
-
-function spawn(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-function run(...args: string[]): { code: number; out: string; err: string } {
-  let out = '';
-  let err = '';
-  const io: CliIo = { out: (t) => void (out += t), err: (t) => void (err += t), readFile: (p) => readFileSync(p, 'utf8'), writeFile: () => undefined };
-  return { code: runCli(args, io), out, err };
-}
 
 // A heavy head, as in the names models: six light blocks and one three times as heavy.
 const profile = parseProfile({

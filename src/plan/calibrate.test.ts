@@ -1,7 +1,7 @@
 /** Calibration against ground truth made by the shared-device simulator itself, and the prediction check on such runs. */
 import { describe, expect, it } from 'vitest';
 import { generateSchedule, simulate, type CostModel } from '../schedule/index.ts';
-import { calibrateSolo, meanOpTimes } from './calibrate.ts';
+import { calibrateSolo, meanOpTimesOf } from './calibrate.ts';
 import { fitLanes, LANE_CANDIDATES, predictRun, type RecordedRun } from './prediction-check.ts';
 
 const truthCosts = (stages: number): CostModel => ({
@@ -17,7 +17,7 @@ const truthCosts = (stages: number): CostModel => ({
 function fakeRun(schedule: string, p: number, m: number, v: number, lanes: number): RecordedRun {
   const s = generateSchedule(schedule, p, m, v);
   const r = simulate(s, { ...truthCosts(s.stages), lanes });
-  return { schedule, p, m, v, makespanMeasuredMs: r.makespan, commMsPerCrossing: 2, meanOpMs: meanOpTimes(r) };
+  return { schedule, p, m, v, makespanMeasuredMs: r.makespan, commMsPerCrossing: 2, meanOpMs: meanOpTimesOf(r) };
 }
 
 describe('calibrateSolo', () => {
@@ -31,7 +31,7 @@ describe('calibrateSolo', () => {
       const s = generateSchedule(name, p, m, v);
       const truth = truthCosts(s.stages);
       const measured = simulate(s, { ...truth, lanes: 1.5 });
-      const c = calibrateSolo(s, meanOpTimes(measured), 1.5, { latency: 2 });
+      const c = calibrateSolo(s, meanOpTimesOf(measured), 1.5, { latency: 2 });
       expect(c.residual).toBeLessThan(1e-9);
       expect(c.shared.makespan).toBeCloseTo(measured.makespan, 6);
       for (const a of s.order.flat()) {
@@ -45,7 +45,7 @@ describe('calibrateSolo', () => {
   it('with a lane per rank is today’s simulator: solo = measured means', () => {
     const s = generateSchedule('1f1b', 3, 5);
     const measured = simulate(s, truthCosts(3));
-    const c = calibrateSolo(s, meanOpTimes(measured), 3, { latency: 2 });
+    const c = calibrateSolo(s, meanOpTimesOf(measured), 3, { latency: 2 });
     expect(c.iterations).toBe(0);
     expect(c.shared.makespan).toBe(measured.makespan);
     expect(c.solo.F).toEqual(truthCosts(3).F);

@@ -9,7 +9,7 @@
  * agree. Its makespan is the shared-device prediction of the run; the same solo
  * times played on independent devices are the ideal.
  */
-import { simulate, type CostModel, type Op, type Schedule, type SimulationResult } from '../schedule/index.ts';
+import { meanOpTimes, simulate, type CostModel, type Op, type Schedule, type SimulationResult } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 
 export type StageOpMs = Record<number, Partial<Record<Op, number>>>;
@@ -28,23 +28,9 @@ export interface Calibration {
 
 const OPS: readonly Op[] = ['F', 'B', 'I', 'W'];
 
-/** Mean duration of each (stage, op) in a simulated or measured timeline. */
-export function meanOpTimes(r: SimulationResult): StageOpMs {
-  const sums = new Map<string, { t: number; n: number }>();
-  for (const iv of r.timeline.intervals) {
-    if (iv.op === 'comm') continue;
-    const k = `${iv.stage}:${iv.op}`;
-    const e = sums.get(k) ?? { t: 0, n: 0 };
-    e.t += iv.end - iv.start;
-    e.n++;
-    sums.set(k, e);
-  }
-  const out: StageOpMs = {};
-  for (const [k, e] of sums) {
-    const [s, op] = k.split(':');
-    (out[Number(s)] ??= {})[op as Op] = e.t / e.n;
-  }
-  return out;
+/** Mean duration of each (stage, op) of a simulation, as a record. */
+export function meanOpTimesOf(r: SimulationResult): StageOpMs {
+  return Object.fromEntries(meanOpTimes(r.timeline));
 }
 
 export function calibrateSolo(schedule: Schedule, measured: StageOpMs, lanes: number, links: Pick<CostModel, 'latency' | 'bandwidth' | 'activationBytes' | 'comm'> = {}, maxIterations = 200): Calibration {
@@ -62,7 +48,7 @@ export function calibrateSolo(schedule: Schedule, measured: StageOpMs, lanes: nu
   let residual = Infinity;
   let it = 0;
   for (; it < maxIterations; it++) {
-    const sim = meanOpTimes(shared);
+    const sim = meanOpTimesOf(shared);
     residual = 0;
     for (const key of used) {
       const [ss, op] = key.split(':') as [string, Op];

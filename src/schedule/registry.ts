@@ -59,6 +59,10 @@ function requireCommon(ranks: number, microbatches: number, virtual: number, ops
   }
 }
 
+function requireTwoStagesPerRank(name: string, virtual: number): void {
+  if (virtual !== 2) throw new ConfigError('virtual', virtual, `${name} holds exactly 2 stages per rank (a V), so virtual must be 2`);
+}
+
 function requireOneStagePerRank(name: string, virtual: number): void {
   if (virtual !== 1) {
     throw new ConfigError('virtual', virtual, `${name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
@@ -134,7 +138,7 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
     placement: 'v',
     validateParams(p, m, v) {
       requireCommon(p, m, v, 3);
-      if (v !== 2) throw new ConfigError('virtual', v, 'zb-v holds exactly 2 stages per rank (a V), so virtual must be 2');
+      requireTwoStagesPerRank('zb-v', v);
     },
     generate: (p, m) => zbV(p, m),
   },
@@ -161,7 +165,7 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
     placement: 'v',
     validateParams(p, m, v) {
       requireCommon(p, m, v, 3);
-      if (v !== 2) throw new ConfigError('virtual', v, 'dualpipe-v holds exactly 2 stages per rank (a V), so virtual must be 2');
+      requireTwoStagesPerRank('dualpipe-v', v);
     },
     generate: (p, m) => dualPipeV(p, m),
   },
