@@ -6,7 +6,9 @@
  * under the same costs; with the profile's lanes, the two predictions (this
  * machine, shared; p independent devices).
  */
-import { autoSchedule, generateSchedule, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions } from '../schedule/index.ts';
+import type { ModelSpec } from '../nn/model-spec.ts';
+import { autoSchedule, generateSchedule, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
+import { flopsProfile } from './flops-profile.ts';
 import { requireInt } from '../util/errors.ts';
 import { planPartition, type PartitionPlan } from './partition.ts';
 import { stageCosts, type Profile } from './profile.ts';
@@ -40,15 +42,25 @@ export interface Plan {
   predictions: Predictions | null;
 }
 
-export function costModelOf(p: Profile, part: PartitionPlan, recompute = false): CostModel {
-  const c = stageCosts(p, part.ranges, recompute);
+/** The simulator's per-stage cost model of a profile cut at `ranges`. */
+export function costModelOf(p: Profile, ranges: readonly (readonly [number, number])[], recompute = false): CostModel {
+  const c = stageCosts(p, ranges, recompute);
   return { F: c.F, I: c.I, W: c.W, B: c.B, heldBytes: c.heldBytes, comm: [...c.comm, 0], unit: p.unit };
+}
+
+/**
+ * The schedule a run named 'auto' gets: stage costs from the FLOPs estimate of
+ * its model (`rows` rows per micro-batch) cut at its stage ranges, and 1F1B's
+ * memory as the cap (as many micro-batches per rank as ranks).
+ */
+export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, number])[], ranks: number, microbatches: number, rows: number): Schedule {
+  return autoSchedule(ranks, microbatches, costModelOf(flopsProfile(spec, rows), ranges), { microbatches: ranks }).schedule;
 }
 
 export function makePlan(req: PlanRequest): Plan {
   const m = requireInt('microbatches', req.microbatches, 1);
   const partition = planPartition(req.profile, req.ranks, { memCap: req.cap.bytes, microbatches: 1, recompute: req.recompute });
-  const costs = costModelOf(req.profile, partition, req.recompute);
+  const costs = costModelOf(req.profile, partition.ranges, req.recompute);
   const auto = autoSchedule(req.ranks, m, costs, req.cap);
   const baselines = (['1f1b', 'zb-h1', 'gpipe'] as const).map((name): Baseline => {
     const r = simulate(generateSchedule(name, req.ranks, m), costs);

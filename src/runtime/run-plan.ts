@@ -9,6 +9,7 @@ import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { generateSchedule } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
+import { autoForRun } from '../plan/plan.ts';
 import { pipedreamSchedule } from './pipedream.ts';
 import { runStages, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 
@@ -28,7 +29,9 @@ export function planRun(config: RunConfig): RunPlan {
   const isAsync = config.schedule === 'pipedream';
   const schedule = isAsync
     ? pipedreamSchedule(config.ranks, config.steps * config.microbatches)
-    : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
+    : config.schedule === 'auto'
+      ? autoForRun(spec, stageBlocks, config.ranks, config.microbatches, Math.max(1, Math.floor(config.batchSize / config.microbatches)))
+      : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
   assertValidSchedule(schedule);
   return { spec, schedule, stageBlocks, async: isAsync };
 }
