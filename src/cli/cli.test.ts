@@ -98,6 +98,15 @@ describe('pipelab (in process)', () => {
     expect(j.bubble.closedForm).toBeNull();
   });
 
+  it('simulates a shared device with --lanes: 1F1B, p = 2, m = 2 on one lane takes all 12 units of work', () => {
+    const j = JSON.parse(run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--lanes', '1', '--json').out);
+    expect(j.makespan).toBe(12);
+    expect(j.costs.lanes).toBe(1);
+    expect(j.bubble.closedForm).toBeNull();
+    expect(JSON.parse(run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--lanes', '2', '--json').out).makespan).toBe(9);
+    expect(run('simulate', '--lanes', '0').err).toContain('--lanes = "0": must be a number at least');
+  });
+
   it('simulates a file and writes a Chrome trace', () => {
     const file = join(dir, 'sched.csv');
     writeFileSync(file, toCsv(generateSchedule('zb-h1', 4, 8)));
