@@ -42,6 +42,7 @@ function ProfileTable({ profile }: { profile: Profile }) {
   const max = Math.max(...profile.blocks.map((b) => b.F + b.I + b.W));
   const unit = profile.unit === 'ms' ? 'ms' : 'units';
   return (
+    <div style={{ overflowX: 'auto' }}>
     <table className="numbers plan-table" data-testid="plan-profile">
       <thead>
         <tr>
@@ -70,12 +71,14 @@ function ProfileTable({ profile }: { profile: Profile }) {
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 
 function SplitBars({ splits }: { splits: SplitView[] }) {
   const max = Math.max(...splits.flatMap((s) => s.stageTime));
   return (
+    <div style={{ overflowX: 'auto' }}>
     <table className="numbers plan-table" data-testid="plan-splits">
       <thead>
         <tr>
@@ -100,6 +103,7 @@ function SplitBars({ splits }: { splits: SplitView[] }) {
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 
@@ -110,6 +114,7 @@ function PlanTable({ plan }: { plan: Plan }) {
     ...plan.baselines.map((b) => ({ name: b.name, makespan: b.makespan, bubble: b.bubble, peak: b.peakMicrobatches, fits: b.fits })),
   ];
   return (
+    <div style={{ overflowX: 'auto' }}>
     <table className="numbers plan-table" data-testid="plan-schedules">
       <thead>
         <tr>
@@ -148,6 +153,7 @@ function PlanTable({ plan }: { plan: Plan }) {
         )}
       </tbody>
     </table>
+    </div>
   );
 }
 
@@ -210,7 +216,7 @@ export function PlanPanel() {
 
   const profile = outcome.profile;
   return (
-    <section className="panel plan-panel" aria-labelledby="plan-title" data-testid="plan-panel">
+    <section className="panel plan-panel" aria-labelledby="plan-title" data-testid="plan-panel" style={{ gridColumn: '1 / -1' }}>
       <details>
       <summary>
         <h2 id="plan-title" style={{ display: 'inline' }}>Plan: where to cut, and a schedule that fits memory</h2>
