@@ -47,3 +47,29 @@ test('the page plans: the profile as a table, the three cuts, the auto schedule 
   const [dl] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Export profile (JSON)' }).click()]);
   expect(dl.suggestedFilename()).toBe('pipelab-profile.json');
 });
+
+test('a run named auto keeps within its memCap; a run may cut by block count', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.goto('./?schedule=auto&memCap=1&partition=blocks&ranks=2');
+  await page.waitForFunction(() => !!window.pipelab);
+  const r = await page.evaluate(async () => {
+    const { config, errors } = window.pipelab.urlConfig();
+    const rep = await window.pipelab.run({ ...config, layers: 3, hidden: 16, batchSize: 32, microbatches: 4, steps: 2, evalEvery: 0 });
+    // live activations per rank, in its own order: +1 at F, −1 at W or B
+    const peaks = rep.schedule.order.map((list) => {
+      let n = 0, peak = 0;
+      for (const a of list) {
+        n += a.op === 'F' ? 1 : a.op === 'W' || a.op === 'B' ? -1 : 0;
+        peak = Math.max(peak, n);
+      }
+      return peak;
+    });
+    return { errors, config: { schedule: config.schedule, memCap: config.memCap, partition: config.partition }, peaks, stageBlocks: rep.stageBlocks, losses: rep.losses.length, live: window.pipelab.liveWorkers() };
+  });
+  expect(r.errors).toEqual([]);
+  expect(r.config).toEqual({ schedule: 'auto', memCap: 1, partition: 'blocks' });
+  expect(r.peaks).toEqual([1, 1]);
+  expect(r.stageBlocks).toEqual([[0, 2], [2, 4]]);
+  expect(r.losses).toBe(2);
+  expect(r.live).toBe(0);
+});

@@ -16,6 +16,19 @@ describe('plans', () => {
     for (const m of simulate(plan.schedule, costs).memory) expect(m.peakMicrobatches).toBeLessThanOrEqual(3);
   });
 
+  it('a run cuts by FLOPs or by block count, and its auto schedule keeps within memCap', () => {
+    // 5 blocks: the embedding block is light in FLOPs, so FLOPs give it a hidden block for company.
+    const base = { ...defaultRunConfig(), dataset: 'names' as const, model: 'char-mlp' as const, ranks: 3, microbatches: 8, batchSize: 64, layers: 4 };
+    expect(planRun(base).stageBlocks).toEqual([[0, 2], [2, 3], [3, 5]]);
+    expect(planRun({ ...base, partition: 'blocks' }).stageBlocks).toEqual([[0, 1], [1, 3], [3, 5]]);
+    const capped = planRun({ ...base, schedule: 'auto', memCap: 1 });
+    expect(validateSchedule(capped.schedule)).toEqual({ ok: true });
+    expect(Math.max(...simulate(capped.schedule).memory.map((m) => m.peakMicrobatches))).toBe(1);
+    expect(Math.max(...simulate(planRun({ ...base, schedule: 'auto' }).schedule).memory.map((m) => m.peakMicrobatches))).toBeLessThanOrEqual(3);
+    expect(() => planRun({ ...base, partition: 'time' as never })).toThrow('partition = "time": must be one of flops, blocks');
+    expect(() => planRun({ ...base, memCap: -1 })).toThrow('memCap = -1: must be an integer between 0 and 1024');
+  });
+
   it('puts the split, the auto schedule and the baselines together under one cost model', () => {
     const profile = parseProfile({ unit: 'ms', blocks: [1, 2, 1, 3].map((k) => ({ F: k, I: k, W: k / 2, heldBytes: 10 * k })), comm: [0.5, 0.5, 0.5] });
     const p = makePlan({ profile, ranks: 2, microbatches: 6, cap: { microbatches: 2 } });

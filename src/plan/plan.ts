@@ -50,11 +50,12 @@ export function costModelOf(p: Profile, ranges: readonly (readonly [number, numb
 
 /**
  * The schedule a run named 'auto' gets: stage costs from the FLOPs estimate of
- * its model (`rows` rows per micro-batch) cut at its stage ranges, and 1F1B's
- * memory as the cap (as many micro-batches per rank as ranks).
+ * its model (`rows` rows per micro-batch) cut at its stage ranges, within
+ * `cap` micro-batches per rank (a run's memCap; 1F1B's memory, as many as
+ * ranks, when it gives none).
  */
-export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, number])[], ranks: number, microbatches: number, rows: number): Schedule {
-  return autoSchedule(ranks, microbatches, costModelOf(flopsProfile(spec, rows), ranges), { microbatches: ranks }).schedule;
+export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, number])[], ranks: number, microbatches: number, rows: number, cap: number): Schedule {
+  return autoSchedule(ranks, microbatches, costModelOf(flopsProfile(spec, rows), ranges), { microbatches: cap }).schedule;
 }
 
 export function makePlan(req: PlanRequest): Plan {
