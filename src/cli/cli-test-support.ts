@@ -16,10 +16,10 @@ export function spawn(...args: string[]): { code: number | null; out: string; er
 }
 
 /** In-process, for the many small cases; files written are kept in `files`. */
-export function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string> } {
+export function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string | Uint8Array> } {
   let out = '';
   let err = '';
-  const files = new Map<string, string>();
+  const files = new Map<string, string | Uint8Array>();
   const io: CliIo = {
     out: (t) => void (out += t),
     err: (t) => void (err += t),
