@@ -10,12 +10,15 @@
  *                                           onStep(progress) is called after each step
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
+ *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
 import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { measureProfile } from '../plan/measure.ts';
+import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 
@@ -29,6 +32,8 @@ export interface PipelabAutomation {
    */
   run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
+  /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
+  profile(config: RunConfig): Promise<Profile>;
   liveWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
@@ -87,6 +92,7 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     urlConfig: () => readUrl(window.location.search),
     run: async (config, runOpts) => runInBrowser(config, runOptionsOf(runOpts)),
     runSingleDevice,
+    profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
     liveWorkers: () => WorkerRankHost.liveWorkers(),
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,

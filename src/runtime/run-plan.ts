@@ -1,16 +1,18 @@
 /**
  * Turns a run configuration into what the ranks run: the model cut into
- * ranks × virtual stages (balanced, contiguous) and a validated schedule.
+ * ranks × virtual stages (contiguous; balanced FLOPs or equal block counts)
+ * and a validated schedule ('auto': built for the model's FLOPs within memCap).
  * Everything here runs before any worker starts.
  */
-import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, type ModelSpec } from '../nn/model-spec.ts';
-import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
+import type { ModelSpec } from '../nn/model-spec.ts';
+import type { BlockRange } from '../nn/partition.ts';
 import { generateSchedule } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
+import { autoForRun } from '../plan/plan.ts';
 import { pipedreamSchedule } from './pipedream.ts';
-import { runStages, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { validateRunConfig, type RunConfig } from './run-config.ts';
+import { stageCut } from './run-limits.ts';
 
 export interface RunPlan {
   spec: ModelSpec;
@@ -22,13 +24,14 @@ export interface RunPlan {
 
 export function planRun(config: RunConfig): RunPlan {
   validateRunConfig(config);
-  const spec = buildModelSpec(toTrainConfig(config));
-  const stages = runStages(config);
-  const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), stages);
+  // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
+  const { spec, stageBlocks } = stageCut(config);
   const isAsync = config.schedule === 'pipedream';
   const schedule = isAsync
     ? pipedreamSchedule(config.ranks, config.steps * config.microbatches)
-    : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
+    : config.schedule === 'auto'
+      ? autoForRun(spec, stageBlocks, config.ranks, config.microbatches, Math.max(1, Math.floor(config.batchSize / config.microbatches)), config.memCap || config.ranks)
+      : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
   assertValidSchedule(schedule);
   return { spec, schedule, stageBlocks, async: isAsync };
 }

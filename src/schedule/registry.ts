@@ -9,11 +9,16 @@ import { loopedBfs } from './generators/looped-bfs.ts';
 import { oneFOneB } from './generators/one-f-one-b.ts';
 import { zbH1 } from './generators/zb-h1.ts';
 import { zbV } from './generators/zb-v.ts';
+import { dualPipeV } from './generators/dualpipe-v.ts';
+import { autoSchedule } from './generators/auto.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
-export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs'] as const;
+export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
+
+/** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
+export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
 
 export const MAX_RANKS = 1024;
 export const MAX_VIRTUAL = 64;
@@ -27,9 +32,9 @@ export interface ScheduleKind {
   title: string;
   /** Where it comes from. */
   source: string;
-  /** True when the backward is split into I and W. */
+  /** True when the backward is split into I and W (for some or all micro-batches). */
   splitBackward: boolean;
-  /** Whether v > 1 stages per rank is accepted (zb-v needs exactly 2). */
+  /** Whether v > 1 stages per rank is accepted (the V placements, zb-v and dualpipe-v, need exactly 2). */
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
@@ -52,6 +57,10 @@ function requireCommon(ranks: number, microbatches: number, virtual: number, ops
       `ranks · virtual · microbatches · ${opsPerMb} = ${actions} actions exceeds the limit of ${MAX_ACTIONS}`,
     );
   }
+}
+
+function requireTwoStagesPerRank(name: string, virtual: number): void {
+  if (virtual !== 2) throw new ConfigError('virtual', virtual, `${name} holds exactly 2 stages per rank (a V), so virtual must be 2`);
 }
 
 function requireOneStagePerRank(name: string, virtual: number): void {
@@ -129,7 +138,7 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
     placement: 'v',
     validateParams(p, m, v) {
       requireCommon(p, m, v, 3);
-      if (v !== 2) throw new ConfigError('virtual', v, 'zb-v holds exactly 2 stages per rank (a V), so virtual must be 2');
+      requireTwoStagesPerRank('zb-v', v);
     },
     generate: (p, m) => zbV(p, m),
   },
@@ -145,6 +154,36 @@ export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
       requireCommon(p, m, v, 2);
     },
     generate: (p, m, v) => loopedBfs(p, m, v),
+  },
+  'dualpipe-v': {
+    name: 'dualpipe-v',
+    title: 'DualPipe-V: two stages per rank in a V, F and B of different micro-batches side by side',
+    source: 'DeepSeek-AI, 2024, arXiv:2412.19437; github.com/deepseek-ai/DualPipe (DualPipeV)',
+    splitBackward: true,
+    acceptsVirtual: true,
+    defaultVirtual: 2,
+    placement: 'v',
+    validateParams(p, m, v) {
+      requireCommon(p, m, v, 3);
+      requireTwoStagesPerRank('dualpipe-v', v);
+    },
+    generate: (p, m) => dualPipeV(p, m),
+  },
+  auto: {
+    name: 'auto',
+    title: 'Auto: the fastest schedule found within a memory cap, from the stage costs',
+    source: 'after Qi et al., ICLR 2024, arXiv:2401.10241, section 4 (generators/auto.ts)',
+    splitBackward: true,
+    acceptsVirtual: false,
+    defaultVirtual: 1,
+    placement: 'loop',
+    validateParams(p, m, v) {
+      requireCommon(p, m, v, 3);
+      requireOneStagePerRank('auto', v);
+    },
+    // Through this door: equal stages (F = I = W = 1) and 1F1B's memory, p micro-batches per rank. With a
+    // profile's costs and another cap, call autoSchedule (src/plan, `pipelab plan`).
+    generate: (p, m) => autoSchedule(p, m, DEFAULT_AUTO_COSTS, { microbatches: p }).schedule,
   },
 };
 

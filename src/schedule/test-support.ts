@@ -24,7 +24,7 @@ export function paramsArb(maxP = 10, maxM = 24): fc.Arbitrary<Params> {
       const kind = SCHEDULES[name];
       if (name === 'interleaved-1f1b') m = p * Math.max(1, Math.round(m / p));
       if (!kind.acceptsVirtual) v = 1;
-      if (name === 'zb-v') v = 2;
+      if (kind.placement === 'v') v = 2;
       return { name, p, m, v };
     });
 }

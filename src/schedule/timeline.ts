@@ -110,3 +110,24 @@ export function timelineStats(t: Timeline): TimelineStats {
   const bubble = total > 0 && t.ranks > 0 ? 1 - busy / (t.ranks * total) : 0;
   return { start, makespan: total, perRank, busy, bubble };
 }
+
+/** Mean duration of each (stage, op) over a timeline's compute intervals. */
+export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
+  const sum = new Map<string, { s: number; n: number }>();
+  for (const iv of t.intervals) {
+    if (iv.op === 'comm') continue;
+    const k = `${iv.stage}:${iv.op}`;
+    const e = sum.get(k) ?? { s: 0, n: 0 };
+    e.s += iv.end - iv.start;
+    e.n++;
+    sum.set(k, e);
+  }
+  const out = new Map<number, Partial<Record<Op, number>>>();
+  for (const [k, { s, n }] of sum) {
+    const [stage, op] = k.split(':');
+    const m = out.get(Number(stage)) ?? {};
+    m[op as Op] = s / n;
+    out.set(Number(stage), m);
+  }
+  return out;
+}

@@ -16,7 +16,7 @@ export const COMPARE_SCHEDULES: readonly ScheduleName[] = SCHEDULE_NAMES;
 /** Stages per rank each schedule gets in a comparison: its fixed count, or `virtual` for those that take any. */
 export function compareVirtual(name: ScheduleName, virtual: number): number {
   const kind = scheduleKind(name);
-  if (kind.name === 'zb-v') return 2;
+  if (kind.placement === 'v') return 2;
   return kind.acceptsVirtual ? virtual : 1;
 }
 

@@ -37,7 +37,7 @@ export function checkSimParams(p: SimParams): FieldProblem | null {
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {
   if (schedule === 'pipedream') return { ...cfg, schedule, virtual: 1 };
   const kind = scheduleKind(schedule);
-  const virtual = kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? Math.max(cfg.virtual, 2) : 1;
+  const virtual = kind.placement === 'v' ? 2 : kind.acceptsVirtual ? Math.max(cfg.virtual, 2) : 1;
   return { ...cfg, schedule, virtual, layers: Math.max(cfg.layers, depthFor(cfg.ranks, virtual)) };
 }
 
@@ -63,7 +63,7 @@ export function patchSim(patch: Partial<SimParams>): void {
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
     const kind = scheduleKind(patch.schedule);
-    next = { ...next, virtual: kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
+    next = { ...next, virtual: kind.placement === 'v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
   }
   setSim(next);
 }

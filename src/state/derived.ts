@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../runtime/run-config.ts';
 import { checkStepActions } from '../runtime/run-limits.ts';
-import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, meanOpTimes, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -28,7 +28,7 @@ export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microb
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
     const schedule = stepSchedule(cfg);
-    const v = schedule.name === 'zb-v' ? 1 : schedule.stages / schedule.ranks;
+    const v = schedule.name === 'zb-v' || schedule.name === 'dualpipe-v' ? 1 : schedule.stages / schedule.ranks;
     const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, v));
     const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
     return {
@@ -43,25 +43,7 @@ export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatche
 }
 
 /** Mean measured duration per stage and op, ms. */
-export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
-  const sum = new Map<string, { s: number; n: number }>();
-  for (const iv of t.intervals) {
-    if (iv.op === 'comm') continue;
-    const k = `${iv.stage}:${iv.op}`;
-    const e = sum.get(k) ?? { s: 0, n: 0 };
-    e.s += iv.end - iv.start;
-    e.n++;
-    sum.set(k, e);
-  }
-  const out = new Map<number, Partial<Record<Op, number>>>();
-  for (const [k, { s, n }] of sum) {
-    const [stage, op] = k.split(':');
-    const m = out.get(Number(stage)) ?? {};
-    m[op as Op] = s / n;
-    out.set(Number(stage), m);
-  }
-  return out;
-}
+export { meanOpTimes };
 
 /** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
