@@ -1,38 +1,12 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fromCsv, generateSchedule, toCsv, validateSchedule } from '../schedule/index.ts';
 import { readSafetensors } from '../util/safetensors.ts';
-import type { CliIo } from './io.ts';
-import { runCli } from './main.ts';
+import { run, spawn } from './cli-test-support.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const bin = join(root, 'bin', 'pipelab.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-cli-'));
-
-/** The real thing: `node bin/pipelab.mjs ...`. */
-function spawn(...args: string[]): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-/** In-process, for the many small cases. */
-function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string | Uint8Array> } {
-  let out = '';
-  let err = '';
-  const files = new Map<string, string | Uint8Array>();
-  const io: CliIo = {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    readFile: (p) => readFileSync(p, 'utf8'),
-    writeFile: (p, t) => void files.set(p, t),
-  };
-  const code = runCli(args, io);
-  return { code, out, err, files };
-}
 
 describe('pipelab (spawned through bin/pipelab.mjs)', () => {
   it('prints a PyTorch CSV that loads back as the same schedule', () => {
@@ -128,6 +102,15 @@ describe('pipelab (in process)', () => {
     const j = JSON.parse(c.out);
     expect(j.makespan).toBe(2 * (2 + 3));
     expect(j.bubble.closedForm).toBeNull();
+  });
+
+  it('simulates a shared device with --lanes: 1F1B, p = 2, m = 2 on one lane takes all 12 units of work', () => {
+    const j = JSON.parse(run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--lanes', '1', '--json').out);
+    expect(j.makespan).toBe(12);
+    expect(j.costs.lanes).toBe(1);
+    expect(j.bubble.closedForm).toBeNull();
+    expect(JSON.parse(run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--lanes', '2', '--json').out).makespan).toBe(9);
+    expect(run('simulate', '--lanes', '0').err).toContain('--lanes = "0": must be a number at least');
   });
 
   it('simulates a file and writes a Chrome trace', () => {

@@ -1,6 +1,6 @@
 /**
  * `pipelab`, the command-line front door to the pure side of schedules:
- * `schedule`, `simulate`, `validate`, and `export-torch` (a run as a PyTorch program). bin/pipelab.mjs runs `runCli` under tsx.
+ * `schedule`, `simulate`, `validate`, `plan`, and `export-torch` (a run as a PyTorch program). bin/pipelab.mjs runs `runCli` under tsx.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -8,6 +8,7 @@ import { ConfigError, cutForEcho } from '../util/errors.ts';
 import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
 import { UsageError } from './args.ts';
 import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
+import { planCommand } from './plan-command.ts';
 import { exportTorchCommand } from './export-torch-command.ts';
 import { scheduleCommand } from './schedule-command.ts';
 import { simulateCommand } from './simulate-command.ts';
@@ -17,6 +18,7 @@ const COMMANDS = {
   schedule: scheduleCommand,
   simulate: simulateCommand,
   validate: validateCommand,
+  plan: planCommand,
   'export-torch': exportTorchCommand,
 } as const;
 type CommandName = keyof typeof COMMANDS;
@@ -30,6 +32,7 @@ commands:
   schedule   generate a schedule; print it as PyTorch CSV, JSON or text
   simulate   play a schedule against a cost model: makespan, bubble, peak memory
   validate   check a schedule file (PyTorch CSV or JSON): complete, ordered, deadlock-free
+  plan       from a profile: the split, and a schedule that fits a memory cap
   export-torch  write a run (model, stages, schedule, weights, batches) as a PyTorch program for torchrun
 
 schedules: ${SCHEDULE_NAMES.join(', ')}

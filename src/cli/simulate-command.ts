@@ -23,6 +23,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'latency', value: 'T', help: 'link latency between two ranks, in time units (default 0)' },
   { name: 'bandwidth', value: 'BYTES', help: 'link bandwidth in bytes per time unit (default inf: free)' },
   { name: 'activation-bytes', value: 'BYTES', help: 'bytes a stage sends per micro-batch, and keeps for its backward (default 0)' },
+  { name: 'lanes', value: 'K', help: 'shared-device mode: the ranks share one device with K effective lanes (default inf: a device per rank)' },
   { name: 'trace', value: 'FILE', help: 'also write the timeline as Chrome trace JSON (Perfetto, chrome://tracing)' },
   { name: 'json', boolean: true, help: 'print the result as JSON' },
   { name: 'help', boolean: true, help: 'show this help' },
@@ -74,6 +75,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const latency = numberFlag(a, 'latency', 0) ?? 0;
   const bandwidth = numberFlag(a, 'bandwidth', Number.MIN_VALUE, true) ?? Infinity;
   const bytes = numberFlag(a, 'activation-bytes', 0) ?? 0;
+  const lanes = numberFlag(a, 'lanes', Number.MIN_VALUE, true) ?? Infinity;
   const traceFile = stringFlag(a, 'trace');
   const picked = pick(a, io);
   if ('invalid' in picked) {
@@ -81,9 +83,9 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     return EXIT_INVALID;
   }
   const { schedule: s, virtual } = picked;
-  const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes };
+  const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes, lanes };
   const r = simulate(s, costs);
-  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && latency === 0 && (bytes === 0 || bandwidth === Infinity);
+  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks;
   const cf = Number.isInteger(virtual) ? closedForm(s.name, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs and free links; their bubble fraction holds for any time unit.
   const closed = cf && isDefault ? cf : null;
@@ -92,7 +94,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   if (boolFlag(a, 'json')) {
     const out = {
       schedule: { name: s.name, ranks: s.ranks, virtual, stages: s.stages, microbatches: s.microbatches },
-      costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, perStage: true },
+      costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, lanes: Number.isFinite(lanes) ? lanes : 'inf', perStage: true },
       makespan: r.makespan,
       bubble: { simulated: r.bubble, closedForm: closed ? closed.bubble : null, formula: closed ? closed.formula : null },
       ranks: r.busy.map((busy, rank) => ({
@@ -109,7 +111,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const costText = OP_KEYS.map((op) => `${op}=${opCosts[op]}`).join(' ');
   const lines = [
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches`,
-    `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes`,
+    `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
     `makespan   ${fmt(r.makespan)}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? 'closed form assumes default costs and free links' : 'no closed form known'}`,
     '',

@@ -98,7 +98,7 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
   }
 
   const be = new CpuBackend();
-  const chain = new StageChain(be, spec, stageBlocks.length, run.seed);
+  const chain = new StageChain(be, spec, stageBlocks.length, run.seed, { ranges: stageBlocks });
   const init: Record<string, NamedTensor> = {};
   const stageParams = chain.stages.map((st) =>
     st.params.map((p): [string, number[]] => {

@@ -22,9 +22,10 @@ export class StageChain {
     readonly spec: ModelSpec,
     stages: number,
     seed: number,
-    opts: StageOptions & { cost?: CostMeasure } = {},
+    opts: StageOptions & { cost?: CostMeasure; ranges?: readonly BlockRange[] } = {},
   ) {
-    this.ranges = partitionBlocks(spec.blocks.length, blockCosts(spec, opts.cost), stages);
+    // Given ranges (a run's own cut) must hold `stages` stages; otherwise cut by `cost`.
+    this.ranges = opts.ranges && opts.ranges.length === stages ? opts.ranges : partitionBlocks(spec.blocks.length, blockCosts(spec, opts.cost), stages);
     this.stages = this.ranges.map((r, i) => new Stage(be, spec, i, [r[0], r[1]], seed, opts));
   }
 

@@ -12,12 +12,15 @@
  *                                           holds the workers
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
+ *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
 import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { measureProfile } from '../plan/measure.ts';
+import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 
@@ -31,6 +34,8 @@ export interface PipelabAutomation {
    */
   run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
+  /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
+  profile(config: RunConfig): Promise<Profile>;
   liveWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
@@ -123,6 +128,7 @@ export function installAutomation(opts: AutomationOptions = {}): void {
       }
     },
     runSingleDevice,
+    profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
     liveWorkers: () => WorkerRankHost.liveWorkers(),
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,

@@ -9,7 +9,7 @@ import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
-import { checkRunLimits } from './run-limits.ts';
+import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
@@ -20,12 +20,20 @@ export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
 export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
+/** How a run cuts its model into stages: balanced FLOPs (the default) or equal block counts. */
+export const PARTITIONS = ['flops', 'blocks'] as const;
+export type Partition = (typeof PARTITIONS)[number];
+
 export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   /** Workers (pipeline width p). */
   ranks: number;
   /** Stages per rank (v); the model is cut into ranks × virtual stages. */
   virtual: number;
   schedule: RunScheduleName;
+  /** How the model is cut into stages (src/plan compares these with a measured cut). */
+  partition: Partition;
+  /** The auto schedule's cap on live activations per rank, in micro-batches; 0: 1F1B's memory (as many as ranks). */
+  memCap: number;
   /** Tests only: inject one fault. */
   fault?: Fault;
 }
@@ -35,7 +43,7 @@ export const MAX_RUN_RANKS = 16;
 /** The page's default: 4 ranks, 8 micro-batches, 1F1B, on the spiral MLP (4 blocks). */
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
-  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b' };
+  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
 /** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
@@ -59,7 +67,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, ...train } = cfg;
+  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, partition: _p, memCap: _c, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -69,6 +77,8 @@ export function validateRunConfig(cfg: RunConfig): void {
   const schedule = requireOneOf('schedule', cfg.schedule, RUN_SCHEDULES);
   requireInt('ranks', cfg.ranks, 1, MAX_RUN_RANKS);
   requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
+  requireOneOf('partition', cfg.partition, PARTITIONS);
+  requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -92,7 +102,7 @@ type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'points', 'noise',
-  'ranks', 'virtual', 'schedule', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'virtual', 'schedule', 'partition', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];
 

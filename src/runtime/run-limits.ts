@@ -42,6 +42,8 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   ranks: number;
   virtual: number;
   schedule: RunScheduleName;
+  /** 'blocks': equal block counts; otherwise balanced FLOPs. */
+  partition?: 'flops' | 'blocks';
 }
 
 export interface StageBuffer {
@@ -59,7 +61,8 @@ function fmtBytes(b: number): string {
 export function stageCut(cfg: LimitInput): { spec: ModelSpec; stageBlocks: BlockRange[] } {
   const stages = cfg.ranks * cfg.virtual;
   const spec = buildModelSpec({ ...cfg });
-  return { spec, stageBlocks: partitionBlocks(spec.blocks.length, blockCosts(spec), stages) };
+  const costs = cfg.partition === 'blocks' ? spec.blocks.map(() => 1) : blockCosts(spec);
+  return { spec, stageBlocks: partitionBlocks(spec.blocks.length, costs, stages) };
 }
 
 /** The largest buffer of each stage (parameters or one micro-batch's activations). */

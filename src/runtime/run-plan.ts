@@ -1,18 +1,21 @@
 /**
  * Turns a run configuration into what the ranks run: one plain-JSON copy of
- * it, validated (once per run, here), the model spec built (once, and sent to every
- * rank), the model cut into ranks × virtual stages (balanced, contiguous), and
- * a validated schedule spanning one window of the schedule's update policy.
- * Everything here runs before any worker starts.
+ * it, validated (once per run, here), the model spec built (once, and sent to
+ * every rank), the model cut into ranks × virtual stages (contiguous; balanced
+ * FLOPs or equal block counts), and a validated schedule spanning one window of
+ * the schedule's update policy (a schedule planned from stage costs, 'auto', is
+ * built for the model's FLOPs within memCap). Everything here runs before any
+ * worker starts.
  */
-import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, type ModelSpec } from '../nn/model-spec.ts';
-import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
+import type { ModelSpec } from '../nn/model-spec.ts';
+import type { BlockRange } from '../nn/partition.ts';
+import { autoForRun } from '../plan/plan.ts';
 import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
-import { runStages, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { validateRunConfig, type RunConfig } from './run-config.ts';
+import { stageCut } from './run-limits.ts';
 
 export interface RunPlan {
   config: RunConfig;
@@ -29,13 +32,15 @@ export function planRun(input: RunConfig): RunPlan {
   // One plain-JSON copy, read once; validated once, here.
   const config = snapshotRunConfig(input);
   validateRunConfig(config);
-  const spec = buildModelSpec(toTrainConfig(config));
-  const stageBlocks = partitionBlocks(spec.blocks.length, blockCosts(spec), runStages(config));
+  // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
+  const { spec, stageBlocks } = stageCut(config);
   const kind = scheduleKind(config.schedule);
   const windows = UPDATE_WINDOWS[kind.update];
   const m = windows.microbatches(config.microbatches, config.steps);
   kind.validateParams(config.ranks, m, config.virtual);
-  const schedule = kind.generate(config.ranks, m, config.virtual);
+  const schedule = kind.fromStageCosts
+    ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / config.microbatches)), config.memCap || config.ranks)
+    : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
   return { config, spec, kind, schedule, stageBlocks, windows };
 }

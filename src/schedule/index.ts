@@ -2,10 +2,12 @@
 export type { Action, Op, Schedule } from './types.ts';
 export { OPS } from './types.ts';
 export type { CommKind, Interval, RankUsage, Timeline, TimelineStats } from './timeline.ts';
-export { bubbleFraction, isCompute, makespan, meanByStageOp, rankUsage, timelineStats } from './timeline.ts';
+export { bubbleFraction, isCompute, makespan, meanByStageOp, meanOpTimes, rankUsage, timelineStats } from './timeline.ts';
 export { formatAction, parseAction } from './action-text.ts';
 export { stageToRankMap, stagesOfRanks, type Placement } from './placement.ts';
+export { autoSchedule, type AutoResult, type MemoryCap } from './generators/auto.ts';
 export {
+  DEFAULT_AUTO_COSTS,
   generateSchedule,
   scheduleKind,
   SCHEDULES,
@@ -28,12 +30,15 @@ export {
 export {
   costsPerStage,
   DEFAULT_OP_COSTS,
+  linkDelayOf,
   peakMemory,
+  predictions,
   resolveCosts,
   simulate,
   type CostModel,
   type PerLink,
   type PerStage,
+  type Predictions,
   type RankMemory,
   type ResolvedCosts,
   type SimulationResult,

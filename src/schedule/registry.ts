@@ -9,11 +9,13 @@ import { loopedBfs } from './generators/looped-bfs.ts';
 import { oneFOneB } from './generators/one-f-one-b.ts';
 import { zbH1 } from './generators/zb-h1.ts';
 import { zbV } from './generators/zb-v.ts';
+import { dualPipeV } from './generators/dualpipe-v.ts';
+import { autoSchedule } from './generators/auto.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
 /** The synchronous schedules: one schedule per step, then a flush. */
-export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs'] as const;
+export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
 /** Every schedule a run can use: the synchronous ones and PipeDream's asynchronous 1F1B. */
 export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream'] as const;
@@ -45,6 +47,9 @@ export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> =
   'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: (ranks) => ranks - 1 },
 };
 
+/** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
+export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
+
 export const MAX_RANKS = 1024;
 export const MAX_VIRTUAL = 64;
 export const MAX_MICROBATCHES = 65536;
@@ -57,9 +62,9 @@ export interface ScheduleKind {
   title: string;
   /** Where it comes from. */
   source: string;
-  /** True when the backward is split into I and W. */
+  /** True when the backward is split into I and W (for some or all micro-batches). */
   splitBackward: boolean;
-  /** Whether v > 1 stages per rank is accepted (zb-v needs exactly 2). */
+  /** Whether v > 1 stages per rank is accepted (the V placements, zb-v and dualpipe-v, need exactly 2). */
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
@@ -74,6 +79,8 @@ export interface ScheduleKind {
   update: UpdatePolicyName;
   /** The synchronous schedule whose closed forms describe one step of this one (itself for those). */
   theoryAs: ScheduleName;
+  /** True when a run builds it from its measured or estimated stage costs (src/plan), not from p and m alone. */
+  fromStageCosts: boolean;
   placement: Placement;
   /** Throws ConfigError naming the field (ranks, microbatches, virtual) and the rule it broke. */
   validateParams(ranks: number, microbatches: number, virtual: number): void;
@@ -111,6 +118,7 @@ interface KindDecl {
   update?: UpdatePolicyName;
   theoryAs?: ScheduleName;
   costChunks?: ScheduleKind['costChunks'];
+  fromStageCosts?: boolean;
 }
 
 /** A schedule kind from its declaration: each rule (virtual stages, checks, policy) is declared once, here turned into fields. */
@@ -128,6 +136,7 @@ function kind(d: KindDecl): ScheduleKind {
     costChunks: d.costChunks ?? ((v) => v),
     update: d.update ?? 'flush',
     theoryAs: d.theoryAs ?? (d.name as ScheduleName),
+    fromStageCosts: d.fromStageCosts ?? false,
     placement: d.placement ?? 'loop',
     validateParams(p, m, v) {
       requireCommon(p, m, v, d.splitBackward ? 3 : 2);
@@ -195,6 +204,28 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
     splitBackward: false,
     virtual: 'any',
     generate: (p, m, v) => loopedBfs(p, m, v),
+  }),
+  'dualpipe-v': kind({
+    name: 'dualpipe-v',
+    title: 'DualPipe-V: two stages per rank in a V, F and B of different micro-batches side by side',
+    source: 'DeepSeek-AI, 2024, arXiv:2412.19437; github.com/deepseek-ai/DualPipe (DualPipeV)',
+    splitBackward: true,
+    virtual: { fixed: 2 },
+    placement: 'v',
+    // Its two stages are each a full stage in theory.ts, not chunks of one.
+    costChunks: () => 1,
+    generate: (p, m) => dualPipeV(p, m),
+  }),
+  auto: kind({
+    name: 'auto',
+    title: 'Auto: the fastest schedule found within a memory cap, from the stage costs',
+    source: 'after Qi et al., ICLR 2024, arXiv:2401.10241, section 4 (generators/auto.ts)',
+    splitBackward: true,
+    virtual: 'one',
+    fromStageCosts: true,
+    // Through this door: equal stages (F = I = W = 1) and 1F1B's memory, p micro-batches per rank. With a
+    // profile's costs and another cap, call autoSchedule (src/plan, `pipelab plan`).
+    generate: (p, m) => autoSchedule(p, m, DEFAULT_AUTO_COSTS, { microbatches: p }).schedule,
   }),
   pipedream: kind({
     name: 'pipedream',

@@ -11,6 +11,13 @@
  * bytes / bandwidth(from, to), where bytes is the activation size at that stage
  * boundary (the gradient coming back has the same size); messages between
  * stages on the same rank are free. Links are full duplex and never congest.
+ * `comm`, per stage boundary, adds a measured time (a profile's) to that.
+ *
+ * Shared device. With `lanes` below the number of ranks the ranks share one
+ * device (every browser tab's ranks share one GPU; on a small machine they
+ * share the cores): n ranks computing at once each progress at rate
+ * min(1, lanes / n) (shared-device.ts). `predictions` gives both answers, "this
+ * machine" and "p independent devices" (the closed forms' ideal).
  *
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
@@ -21,6 +28,8 @@
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { timelineStats, type Interval, type Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
+import type { PlayCosts } from './engine.ts';
+import { playShared } from './shared-device.ts';
 import { validateAndPlay } from './validate.ts';
 
 export type PerStage = number | readonly number[];
@@ -39,6 +48,14 @@ export interface CostModel {
   activationBytes?: PerStage;
   /** Bytes stage s keeps per micro-batch for its backward; default activationBytes. */
   heldBytes?: PerStage;
+  /** Extra time of a message across the boundary after stage s (a profile's measured comm); default 0. */
+  comm?: PerStage;
+  /**
+   * Shared-device mode: the ranks share one device with this many effective
+   * lanes; when n ranks compute at once each runs at rate min(1, lanes / n)
+   * (shared-device.ts). Default Infinity: p independent devices.
+   */
+  lanes?: number;
   /** Unit of the times; 'unit' (default) or 'ms'. */
   unit?: 'ms' | 'unit';
 }
@@ -106,6 +123,8 @@ export interface ResolvedCosts {
   bandwidth: (a: number, b: number) => number;
   activationBytes: Float64Array;
   heldBytes: Float64Array;
+  comm: Float64Array;
+  lanes: number;
   unit: 'ms' | 'unit';
 }
 
@@ -119,6 +138,10 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
   };
   const activationBytes = perStage('costs.activationBytes', c.activationBytes, 0, stages);
   const heldBytes = perStage('costs.heldBytes', c.heldBytes, activationBytes, stages);
+  const comm = perStage('costs.comm', c.comm, 0, stages);
+  if (c.lanes !== undefined && (typeof c.lanes !== 'number' || Number.isNaN(c.lanes) || c.lanes <= 0)) {
+    throw new ConfigError('costs.lanes', c.lanes, 'must be a number greater than 0 (Infinity for independent devices)');
+  }
   if (c.unit !== undefined && c.unit !== 'ms' && c.unit !== 'unit') throw new ConfigError('costs.unit', c.unit, 'must be one of ms, unit');
   return {
     op,
@@ -126,7 +149,17 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
     bandwidth: perLink('costs.bandwidth', c.bandwidth, Infinity, true),
     activationBytes,
     heldBytes,
+    comm,
+    lanes: c.lanes ?? Infinity,
     unit: c.unit ?? 'unit',
+  };
+}
+
+/** Time a message from `from` to `to` across the boundary after stage `boundary` takes: latency + bytes / bandwidth + comm. */
+export function linkDelayOf(c: ResolvedCosts): (from: number, to: number, boundary: number) => number {
+  return (from, to, boundary) => {
+    const bytes = c.activationBytes[boundary];
+    return c.latency(from, to) + (bytes > 0 ? bytes / c.bandwidth(from, to) : 0) + c.comm[boundary];
   };
 }
 
@@ -137,18 +170,20 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
 export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const c = resolveCosts(costs, s.stages);
   const transfers: Interval[] = [];
-  const { result: valid, play: result } = validateAndPlay(s, {
-    duration: (a: Action) => c.op[a.op][a.stage],
-    linkDelay: (from, to, boundary) => {
-      const bytes = c.activationBytes[boundary];
-      return c.latency(from, to) + (bytes > 0 ? bytes / c.bandwidth(from, to) : 0);
-    },
+  const duration = (a: Action) => c.op[a.op][a.stage];
+  const linkDelay = linkDelayOf(c);
+  const costsOfPlay: PlayCosts = {
+    duration,
+    linkDelay,
     onTransfer: (a, rank, from, sentAt, arrivedAt) => {
       transfers.push({ rank, stage: a.stage, op: 'comm', mb: a.mb, start: sentAt, end: arrivedAt, comm: 'transfer', peer: from });
     },
-  });
+  };
+  const shared = c.lanes < s.ranks;
+  const { result: valid, play: first } = validateAndPlay(s, shared ? { duration, linkDelay } : costsOfPlay);
   if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
-  if (!result) throw new Error('simulate: no play for a valid schedule (a bug)');
+  if (!first) throw new Error('simulate: no play for a valid schedule (a bug)');
+  const result = shared ? playShared(s, costsOfPlay, c.lanes) : first;
 
   let total = transfers.length;
   for (const list of s.order) total += list.length;
@@ -206,4 +241,16 @@ export function peakMemory(s: Schedule, heldBytes?: Float64Array): RankMemory[] 
     out.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });
   }
   return out;
+}
+
+export interface Predictions {
+  /** The ranks share one device with `lanes` effective lanes. */
+  thisMachine: SimulationResult;
+  /** Each rank has its own device (the closed forms' ideal). */
+  independent: SimulationResult;
+}
+
+/** The two predictions of a run: on a shared device with `lanes` lanes, and on p independent devices. */
+export function predictions(s: Schedule, costs: CostModel, lanes: number): Predictions {
+  return { thisMachine: simulate(s, { ...costs, lanes }), independent: simulate(s, { ...costs, lanes: Infinity }) };
 }

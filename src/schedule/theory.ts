@@ -9,9 +9,16 @@
  *   zb-h1              makespan 3m + p − 1 + max(0, p − m)     bubble (p−1)/(3m+p−1) when m ≥ p
  *   zb-v               makespan 6m + max(p − 1, 4p − 2m − 2)   bubble (p−1)/(6m+p−1) when m ≥ 2p−1
  *   looped-bfs         makespan 3(v−1)·max(m, p) + 3(m + p − 1) bubble (p−1)/(v·m+p−1) when m ≥ p
+ *   dualpipe-v         makespan 6m + max(p − 1, 5p − 2m − 1 − 2·[m ≤ p])  bubble (p−1)/(6m+p−1) when m ≥ 2p
  *
- * Each rank does 3·v·m units of work (6m for zb-v, whose two stages each cost
- * F = I = W = 1), and bubble = 1 − work / makespan.
+ * Each rank does 3·v·m units of work (6m for zb-v and dualpipe-v, whose two
+ * stages each cost F = I = W = 1, B = 2), and bubble = 1 − work / makespan.
+ *
+ * DualPipe-V: once m ≥ 2p its bubble equals ZB-V's, p − 1 per rank, here
+ * where F and B run one after the other; DualPipe's own gain, overlapping the
+ * F of one micro-batch with the B of another (and their communication), is
+ * not in this cost model. With fewer micro-batches its warm-up is not filled:
+ * the tail is 5p − 2m − 3 for m ≤ p and 5p − 2m − 1 for p < m < 2p.
  *
  * ZB-H1 against the paper: Qi et al. give a bubble of (p−1)(T_F + T_B − T_W)
  * for ZB-H1, T_B being the input-gradient pass I. With T_F = T_I = T_W = 1 that
@@ -60,6 +67,16 @@ export function closedForm(name: ScheduleName | string, p: number, m: number, v 
         work: 6 * m,
         bubble: tail / (6 * m + tail),
         formula: tail === p - 1 ? '(p−1)/(6m+p−1)' : '(4p−2m−2)/(4m+4p−2)',
+      };
+    }
+    case 'dualpipe-v': {
+      if (v !== 2) return null;
+      const tail = Math.max(p - 1, 5 * p - 2 * m - 1 - (m <= p ? 2 : 0));
+      return {
+        makespan: 6 * m + tail,
+        work: 6 * m,
+        bubble: tail / (6 * m + tail),
+        formula: tail === p - 1 ? '(p−1)/(6m+p−1)' : m <= p ? '(5p−2m−3)/(4m+5p−3)' : '(5p−2m−1)/(4m+5p−1)',
       };
     }
     case 'looped-bfs': {

@@ -125,3 +125,11 @@ export function meanByStageOp(intervals: Interval[], value: (iv: Interval) => nu
   for (const [stage, ops] of Object.entries(sums)) out[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
   return out;
 }
+
+/** Mean duration of each (stage, op) over a timeline's compute intervals (meanByStageOp of the durations). */
+export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
+  const means = meanByStageOp(t.intervals, (iv) => iv.end - iv.start);
+  const out = new Map<number, Partial<Record<Op, number>>>();
+  for (const [stage, ops] of Object.entries(means)) out.set(Number(stage), ops);
+  return out;
+}

@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../runtime/run-config.ts';
 import { checkStepActions } from '../runtime/run-limits.ts';
-import { generateSchedule, costsPerStage, meanByStageOp, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -40,6 +40,9 @@ export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatche
     return null;
   }
 }
+
+/** Mean measured duration per stage and op, ms. */
+export { meanOpTimes };
 
 /** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {

@@ -7,7 +7,7 @@ import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
 import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, type LrSchedule } from '../../nn/train-config.ts';
-import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, withDataset, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
+import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type Partition, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
 import { scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, withSchedule } from '../../state/config-actions.ts';
 import { usePipeLab } from '../../state/store.ts';
@@ -132,6 +132,28 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
+        <div className="row2">
+          <SelectField<Partition>
+            label="Cut stages by"
+            name="partition"
+            value={cfg.partition}
+            options={PARTITIONS.map((p) => ({ value: p, label: p === 'flops' ? 'FLOPs (balanced)' : 'block count' }))}
+            onChange={(partition) => set({ partition })}
+            error={errorFor('partition')}
+            hint="the Plan panel (Simulate) sets both beside the measured cut"
+          />
+          <NumberField
+            label="Memory cap (auto)"
+            name="memCap"
+            integer
+            min={0}
+            value={cfg.memCap}
+            onChange={(memCap) => set({ memCap })}
+            error={errorFor('memCap')}
+            disabled={!kind.fromStageCosts}
+            hint={cfg.memCap === 0 ? `micro-batches per rank; 0: as many as ranks (${cfg.ranks}), 1F1B's memory` : 'micro-batches per rank the auto schedule may hold'}
+          />
+        </div>
       </fieldset>
 
       <fieldset disabled={disabled}>

@@ -8,6 +8,8 @@ export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   'zb-h1': 'ZB-H1 (zero bubble)',
   'zb-v': 'ZB-V (zero bubble, V)',
   'looped-bfs': 'Looped BFS',
+  'dualpipe-v': 'DualPipe-V (V, F beside B)',
+  auto: 'Auto (fits a memory cap)',
   pipedream: 'PipeDream (async)',
 };
 

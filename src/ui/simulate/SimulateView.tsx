@@ -15,6 +15,7 @@ import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { ExportPanel } from '../exports/ExportPanel.tsx';
 import { MemoryBars } from './MemoryBars.tsx';
+import { PlanPanel } from '../plan/PlanPanel.tsx';
 
 function useSimulation(): { outcome: SimOutcome | null; error: string | null } {
   const sim = usePipeLab((s) => s.sim);
@@ -151,6 +152,7 @@ export function SimulateView() {
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
           <ExportPanel title={`${sim.schedule}-${sim.ranks}x${sim.microbatches}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
+          <PlanPanel />
         </div>
       </div>
     </div>

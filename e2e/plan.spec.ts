@@ -1,0 +1,75 @@
+/** The profiling pass in the browser: one Worker and one WebGPU device per block, read back as a profile that plans. */
+import { test, expect } from '@playwright/test';
+
+test('window.pipelab.profile measures every block and the profile plans', async ({ page }) => {
+  test.setTimeout(240_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./');
+  await page.waitForFunction(() => !!window.pipelab);
+  const profile = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 32, batchSize: 64, microbatches: 4, steps: 2, evalEvery: 0 };
+    return window.pipelab.profile(cfg);
+  });
+  const { parseProfile } = await import('../src/plan/profile.ts');
+  const { planPartition } = await import('../src/plan/partition.ts');
+  expect(parseProfile(profile)).toEqual(profile);
+  expect(profile.blocks.length).toBeGreaterThanOrEqual(4);
+  expect(profile.comm).toHaveLength(profile.blocks.length - 1);
+  for (const b of profile.blocks) {
+    expect(b.F).toBeGreaterThan(0);
+    expect(b.I + b.W).toBeGreaterThan(0);
+    expect(b.heldBytes).toBeGreaterThan(0);
+  }
+  expect(profile.source).toMatch(/measured on .* \((GPU timestamps|wall time)\), 16 rows per micro-batch/);
+  expect(planPartition(profile, 2).ranges).toHaveLength(2);
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+});
+
+test('the page plans: the profile as a table, the three cuts, the auto schedule within the cap, a measured profile', async ({ page }) => {
+  test.setTimeout(240_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./?view=simulate&layers=3&hidden=32');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  const rows = panel.getByTestId('plan-profile').locator('tbody tr');
+  await expect(rows).toHaveCount(4);
+  await expect(panel.getByTestId('plan-splits').locator('tbody tr')).toHaveCount(3);
+  await panel.getByLabel('Memory cap (micro-batches per rank)').fill('1');
+  const schedules = panel.getByTestId('plan-schedules');
+  await expect(schedules.locator('tbody tr').first()).toContainText('auto');
+  await expect(schedules.locator('tbody tr').first()).toContainText('yes');
+  // 1F1B holds as many micro-batches as ranks on rank 0: over a cap of 1.
+  await expect(schedules.locator('tbody tr', { hasText: '1f1b' })).toContainText('no');
+  await panel.getByTestId('plan-measure').click();
+  await expect(panel.getByLabel('Profile source')).toHaveValue('measured', { timeout: 120_000 });
+  await expect(panel).toContainText(/measured on .* \((GPU timestamps|wall time)\)/);
+  await expect(rows).toHaveCount(4);
+  const [dl] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Export profile (JSON)' }).click()]);
+  expect(dl.suggestedFilename()).toBe('pipelab-profile.json');
+});
+
+test('a run named auto keeps within its memCap; a run may cut by block count', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.goto('./?schedule=auto&memCap=1&partition=blocks&ranks=2');
+  await page.waitForFunction(() => !!window.pipelab);
+  const r = await page.evaluate(async () => {
+    const { config, errors } = window.pipelab.urlConfig();
+    const rep = await window.pipelab.run({ ...config, layers: 3, hidden: 16, batchSize: 32, microbatches: 4, steps: 2, evalEvery: 0 });
+    // live activations per rank, in its own order: +1 at F, −1 at W or B
+    const peaks = rep.schedule.order.map((list) => {
+      let n = 0, peak = 0;
+      for (const a of list) {
+        n += a.op === 'F' ? 1 : a.op === 'W' || a.op === 'B' ? -1 : 0;
+        peak = Math.max(peak, n);
+      }
+      return peak;
+    });
+    return { errors, config: { schedule: config.schedule, memCap: config.memCap, partition: config.partition }, peaks, stageBlocks: rep.stageBlocks, losses: rep.losses.length, live: window.pipelab.liveWorkers() };
+  });
+  expect(r.errors).toEqual([]);
+  expect(r.config).toEqual({ schedule: 'auto', memCap: 1, partition: 'blocks' });
+  expect(r.peaks).toEqual([1, 1]);
+  expect(r.stageBlocks).toEqual([[0, 2], [2, 4]]);
+  expect(r.losses).toBe(2);
+  expect(r.live).toBe(0);
+});

@@ -1,0 +1,103 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makePlan } from '../plan/plan.ts';
+import { parseProfile, profileToJson } from '../plan/profile.ts';
+import { fromCsv, simulate, validateSchedule } from '../schedule/index.ts';
+import { fmt } from './format.ts';
+import { run, spawn } from './cli-test-support.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'pipelab-plan-'));
+
+// A heavy head, as in the names models: six light blocks and one three times as heavy.
+const profile = parseProfile({
+  unit: 'ms',
+  source: 'test',
+  blocks: [1, 1, 1, 1, 1, 1, 3].map((k, i) => ({ name: `b${i}`, F: k, I: k, W: k, heldBytes: 1000 * k })),
+  comm: [0.1, 0.1, 0.1, 0.1, 0.1, 0.1],
+});
+const file = join(dir, 'profile.json');
+writeFileSync(file, profileToJson(profile));
+
+describe('pipelab plan (spawned)', () => {
+  it('prints the auto schedule as PyTorch CSV that loads back valid, within the cap', () => {
+    const r = spawn('plan', '--profile', file, '--ranks', '3', '--microbatches', '6', '--mem-cap', '2', '--format', 'csv');
+    expect(r.code, r.err).toBe(0);
+    const s = fromCsv(r.out, 'auto');
+    expect(validateSchedule(s)).toEqual({ ok: true });
+    const plan = makePlan({ profile, ranks: 3, microbatches: 6, cap: { microbatches: 2 } });
+    expect(s.order).toEqual(plan.auto.schedule.order);
+    expect(Math.max(...simulate(s).memory.map((x) => x.peakMicrobatches))).toBeLessThanOrEqual(2);
+  });
+
+  it('names a missing flag and a cap nothing meets; exit 2', () => {
+    const r = spawn('plan', '--profile', file, '--ranks', '3', '--microbatches', '6');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--mem-cap = null: is required');
+  });
+});
+
+describe('pipelab plan (in process)', () => {
+  it('prints the plan: the split (the heavy head alone), the schedule, and the baselines', () => {
+    const r = run('plan', '--profile', file, '--ranks', '3', '--microbatches', '8', '--mem-cap', '3');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('split      stage 0: blocks 0–2; stage 1: blocks 3–5; stage 2: blocks 6–6');
+    expect(r.out).toContain('cap        3 micro-batches per rank');
+    expect(r.out).toMatch(/schedule\s+makespan\s+bubble\s+peak activations\s+peak bytes\s+fits the cap/);
+    expect(r.out).toMatch(/\n1f1b\s+\S+\s+\S+\s+3\s+\S+\s+yes/);
+    expect(r.out).toMatch(/\ngpipe\s+\S+\s+\S+\s+8\s+\S+\s+no/);
+  });
+
+  it('predicts this machine (shared lanes) beside independent GPUs when the profile has lanes', () => {
+    const shared = join(dir, 'shared.json');
+    writeFileSync(shared, profileToJson({ ...profile, lanes: 1 }));
+    const r = run('plan', '--profile', shared, '--ranks', '3', '--microbatches', '4', '--mem-cap', '3');
+    expect(r.code, r.err).toBe(0);
+    const plan = makePlan({ profile: { ...profile, lanes: 1 }, ranks: 3, microbatches: 4, cap: { microbatches: 3 } });
+    const p = plan.predictions;
+    if (!p) throw new Error('no predictions');
+    // One lane: the device does all the work one block at a time, plus whatever waits on the links.
+    const work = profile.blocks.reduce((x, b) => x + b.F + b.I + b.W, 0) * 4;
+    expect(p.thisMachine.makespan).toBeGreaterThanOrEqual(work - 1e-9);
+    expect(p.independent.makespan).toBe(plan.auto.simulation.makespan);
+    expect(r.out).toContain(`predicted  this machine (1 lanes shared by 3 ranks): makespan ${fmt(p.thisMachine.makespan)} ms`);
+    expect(r.out).toContain(`3 independent GPUs: makespan ${fmt(plan.auto.simulation.makespan)} ms`);
+    expect(run('plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '3').out).not.toContain('predicted');
+  });
+
+  it('prints JSON and takes a cap in bytes', () => {
+    const r = run('plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '6KB', '--format', 'json');
+    expect(r.code, r.err).toBe(0);
+    const s = JSON.parse(r.out);
+    expect(validateSchedule(s)).toEqual({ ok: true });
+    const plan = makePlan({ profile, ranks: 3, microbatches: 4, cap: { bytes: 6000 } });
+    for (const m of simulate(s, plan.costs).memory) expect(m.peakBytes).toBeLessThanOrEqual(6000);
+  });
+
+  it('refuses bad flags and bad profiles naming the field, the value and the rule', () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ blocks: [{ F: 1, I: 1, W: 1 }, { F: 1, I: -2, W: 1 }] }));
+    const cases: [string[], number, string][] = [
+      [['plan', '--profile', file, '--ranks', '8', '--microbatches', '4', '--mem-cap', '2'], 2, '--ranks = 8: must be at most the number of blocks, 7'],
+      [['plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '0'], 2, '--mem-cap = "0": must be at least 1 micro-batch'],
+      [['plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '2.5'], 2, '--mem-cap = "2.5": must be a number of micro-batches'],
+      [['plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '4 parsecs'], 2, '--mem-cap = "4 parsecs": must be a number of micro-batches'],
+      [['plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '2KB'], 2, '--mem-cap = "2KB": no split into 3 stages keeps every rank\'s activations within it; the smallest cap that works is 3000 bytes'],
+      [['plan', '--profile', file, '--ranks', '0', '--microbatches', '4', '--mem-cap', '2'], 2, '--ranks = "0": must be an integer between 1 and 1024'],
+      [['plan', '--profile', join(dir, 'nope.json'), '--ranks', '3', '--microbatches', '4', '--mem-cap', '2'], 2, 'cannot be read'],
+      [['plan', '--profile', bad, '--ranks', '2', '--microbatches', '4', '--mem-cap', '2'], 1, 'profile.blocks[1].I = -2: must be at least 0'],
+      [['plan', '--profile', file, '--ranks', '3', '--microbatches', '4', '--mem-cap', '2', '--format', 'yaml'], 2, '--format = "yaml": must be one of text, csv, json'],
+    ];
+    for (const [args, code, message] of cases) {
+      const r = run(...args);
+      expect(r.code, args.join(' ')).toBe(code);
+      expect(r.err, args.join(' ')).toContain(message);
+    }
+  });
+
+  it('has --help and is listed in the main help', () => {
+    expect(run('plan', '--help').out).toContain('usage: pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C');
+    expect(run('--help').out).toContain('plan       from a profile');
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * Runs planned by src/plan exported for PyTorch: a cut by block count keeps
+ * each stage's parameters with its blocks, and dualpipe-v (B beside split I/W)
+ * and auto train under torchrun exactly like the float64 single-device loop.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { trainSingleDevice } from '../nn/train.ts';
+import { defaultRunConfig, toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { planRun } from '../runtime/run-plan.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeBundle } from './testing/torchrun.ts';
+import { buildTorchBundle, type TorchBundleConfig } from './torch-bundle.ts';
+import { readTrainPy } from './train-py-file.ts';
+
+const names: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'char-mlp', context: 3, embedDim: 8, layers: 4, hidden: 16, batchSize: 32, microbatches: 4, steps: 4, evalEvery: 0 };
+
+function configOf(cfg: RunConfig): TorchBundleConfig {
+  const file = buildTorchBundle(cfg, readTrainPy()).find((f) => f.path === 'config.json');
+  if (!file || typeof file.data !== 'string') throw new Error('no config.json');
+  return JSON.parse(file.data) as TorchBundleConfig;
+}
+
+describe('planned runs exported for PyTorch', () => {
+  it('a cut by block count: each stage lists the parameters of its own blocks', () => {
+    const cfg: RunConfig = { ...names, ranks: 3, partition: 'blocks' };
+    const c = configOf(cfg);
+    expect(c.stageBlocks).toEqual(planRun(cfg).stageBlocks);
+    expect(c.stageBlocks).toEqual([[0, 1], [1, 3], [3, 5]]);
+    const blockNames = planRun(cfg).spec.blocks.map((b) => b.name);
+    c.stageParams.forEach((params, s) => {
+      const [a, b] = c.stageBlocks[s];
+      for (const [name] of params) expect(blockNames.slice(a, b), `${name} on stage ${s}`).toContain(name.split('.')[0]);
+    });
+  });
+
+  for (const cfg of [
+    // As torch-export.test.ts's zb-v case (GELU, 24 wide), whose float32 run it matches to 1e-4.
+    { ...names, activation: 'gelu', hidden: 24, schedule: 'dualpipe-v', ranks: 2, virtual: 2, layers: 3, microbatches: 4 },
+    { ...names, schedule: 'auto', ranks: 3, memCap: 2, partition: 'blocks' },
+  ] as RunConfig[]) {
+    it(`${cfg.schedule} trains under torchrun like one device`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'pipelab-torch-plan-'));
+      writeBundle(dir, buildTorchBundle(cfg, readTrainPy()));
+      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+      const r = await runTorchrun(dir, cfg.ranks);
+      expect(r.code, r.output).toBe(0);
+      expect(r.losses.length, r.output).toBe(cfg.steps);
+      const lossDiff = maxRelativeDiff(r.losses, ref.losses);
+      const weightDiff = maxWeightDiff(readTrainedWeights(dir), ref.params);
+      console.log(`${cfg.schedule}: max relative loss difference ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
+      expect(lossDiff).toBeLessThan(1e-4);
+      expect(weightDiff).toBeLessThan(1e-4);
+    }, 240_000);
+  }
+});

@@ -1,0 +1,46 @@
+/** The profiling pass on the in-process CPU runtime: one block per rank, F/I/W timed apart, bytes and comm per boundary. */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { runPipeline } from '../runtime/coordinator.ts';
+import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { planRun } from '../runtime/run-plan.ts';
+import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { blockInCols } from '../nn/model-spec.ts';
+import { measureProfile, profileFromReport, profilingConfig } from './measure.ts';
+import { parseProfile } from './profile.ts';
+import { planPartition } from './partition.ts';
+
+const cfg: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 8, batchSize: 16, microbatches: 4, ranks: 2, steps: 2, evalEvery: 0 };
+const runCpu = (c: RunConfig) => runPipeline(c, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), recvTimeoutMs: 5000 });
+
+describe('profiling pass', () => {
+  it('runs ZB-H1 with one block per rank and one micro-batch of the configured size', () => {
+    const p = profilingConfig(cfg);
+    const blocks = planRun({ ...cfg, ranks: 1 }).spec.blocks.length;
+    expect(p).toMatchObject({ schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: 4 });
+    expect(() => profilingConfig({ ...cfg, layers: 40 })).toThrow(/^layers = 40: gives \d+ blocks; the profiling pass runs one block per rank, at most 16/);
+  });
+
+  it('measures a valid profile: every block timed, one micro-batch of activations held, comm per boundary', async () => {
+    const profile = await measureProfile(cfg, runCpu);
+    const spec = planRun({ ...cfg, ranks: 1 }).spec;
+    expect(parseProfile(JSON.parse(JSON.stringify(profile)))).toEqual(profile);
+    expect(profile.blocks.map((b) => b.name)).toEqual(spec.blocks.map((b) => b.name));
+    expect(profile.comm).toHaveLength(spec.blocks.length - 1);
+    for (const [i, b] of profile.blocks.entries()) {
+      for (const t of [b.F, b.I, b.W]) expect(t).toBeGreaterThanOrEqual(0);
+      expect(b.B).toBe(b.I + b.W);
+      expect(b.heldBytes).toBeGreaterThan(0);
+      expect(b.heldBytesRecompute).toBe(Math.min(b.heldBytes, blockInCols(spec.blocks[i]) * 4 * 4));
+    }
+    for (const c of profile.comm) expect(c).toBeGreaterThanOrEqual(0);
+    expect(profile.source).toContain('wall time');
+    // and it plans
+    expect(planPartition(profile, 2).ranges).toHaveLength(2);
+  });
+
+  it('refuses a report that is not one block per stage', async () => {
+    const report = await runCpu({ ...cfg, schedule: 'zb-h1', ranks: 2, microbatches: 1 });
+    expect(() => profileFromReport(report)).toThrow('report.stageBlocks');
+  });
+});

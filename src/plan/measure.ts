@@ -1,0 +1,98 @@
+/**
+ * The profiling pass: a short real run with one block per stage and one stage
+ * per rank under ZB-H1 (so F, I and W are each timed apart) and one
+ * micro-batch per step (so the ranks take turns and an op's time is its own,
+ * not shared), read back as a Profile:
+ *
+ *   F, I, W      the run's mean time per stage and op: the GPU's own time from
+ *                timestamp queries where the adapter has them, wall time
+ *                otherwise;
+ *   heldBytes    the stage's peak stash, one micro-batch's worth (m = 1);
+ *   heldBytesRecompute  the block's input, rows × columns × 4 bytes (what a
+ *                recomputing stage keeps);
+ *   comm[b]      readback + send + transfer + upload across boundary b, per
+ *                crossing.
+ *
+ * `measureProfile` takes the runner (the browser's workers, or the in-process
+ * CPU runtime in tests), so it runs wherever a pipeline runs.
+ */
+import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
+import type { RunReport } from '../runtime/report-types.ts';
+import { MAX_RUN_RANKS, type RunConfig } from '../runtime/run-config.ts';
+import { planRun } from '../runtime/run-plan.ts';
+import type { Op } from '../schedule/index.ts';
+import { ConfigError } from '../util/errors.ts';
+import { PROFILE_VERSION, type BlockProfile, type Profile } from './profile.ts';
+
+const COMM_COST: ReadonlySet<string> = new Set(['readback', 'transfer', 'upload', 'send']);
+
+/** Steps of a profiling run; the first warms caches and is left out of the report's means. */
+export const PROFILE_STEPS = 4;
+
+/** The model a run configuration trains (its blocks do not depend on ranks or schedule). */
+export function modelSpecOf(cfg: RunConfig): ModelSpec {
+  return planRun({ ...cfg, schedule: '1f1b', ranks: 1, virtual: 1 }).spec;
+}
+
+/** The run that profiles `cfg`'s model: ZB-H1, one block per rank, one micro-batch of cfg's micro-batch size. */
+export function profilingConfig(cfg: RunConfig): RunConfig {
+  const blocks = modelSpecOf(cfg).blocks.length;
+  if (blocks > MAX_RUN_RANKS) {
+    throw new ConfigError('layers', cfg.layers, `gives ${blocks} blocks; the profiling pass runs one block per rank, at most ${MAX_RUN_RANKS}`);
+  }
+  const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
+  return { ...cfg, schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
+}
+
+/** Per-boundary communication per crossing, from the report's last timeline; the report's mean where a boundary shows none. */
+function commPerBoundary(report: RunReport): number[] {
+  const n = report.schedule.stages;
+  const time = new Array<number>(Math.max(0, n - 1)).fill(0);
+  const crossings = new Array<number>(Math.max(0, n - 1)).fill(0);
+  for (const iv of report.timeline.intervals) {
+    if (iv.op !== 'comm' || !iv.comm || !COMM_COST.has(iv.comm) || iv.peer === undefined) continue;
+    const peerStage = report.schedule.stageToRank.indexOf(iv.peer);
+    const b = Math.min(iv.stage, peerStage);
+    if (b < 0 || b >= n - 1) continue;
+    time[b] += iv.end - iv.start;
+    if (iv.comm === 'transfer') crossings[b]++;
+  }
+  return time.map((t, b) => (crossings[b] > 0 ? t / crossings[b] : report.commMsPerCrossing));
+}
+
+/** The profile a profiling run measured (`report` of a run of profilingConfig). */
+export function profileFromReport(report: RunReport): Profile {
+  const cfg = report.config;
+  const plan = planRun(cfg);
+  const rows = cfg.batchSize / cfg.microbatches;
+  const n = plan.spec.blocks.length;
+  if (report.schedule.stages !== n || report.stageBlocks.some(([a, b], s) => a !== s || b !== s + 1)) {
+    throw new ConfigError('report.stageBlocks', report.stageBlocks, 'must hold one block per stage: profile a run of profilingConfig(config)');
+  }
+  const timed = (s: number, op: Op): number => {
+    const gpu = report.meanGpuOpMs?.[s]?.[op];
+    const wall = report.meanOpMs[s]?.[op];
+    const t = gpu !== undefined && gpu > 0 ? gpu : wall;
+    if (t === undefined) throw new ConfigError(`report.meanOpMs[${s}].${op}`, t, 'is missing: the profiling run must time F, I and W of every stage (ZB-H1)');
+    return t;
+  };
+  const blocks: BlockProfile[] = plan.spec.blocks.map((blk, s) => {
+    const I = timed(s, 'I');
+    const W = timed(s, 'W');
+    const held = report.peakStashBytes[s] ?? 0;
+    return { name: blk.name, F: timed(s, 'F'), I, W, B: I + W, heldBytes: held, heldBytesRecompute: Math.min(held, blockInCols(blk) * rows * 4) };
+  });
+  const gpu = report.meanGpuOpMs !== undefined && Object.keys(report.meanGpuOpMs).length > 0;
+  return {
+    version: PROFILE_VERSION,
+    unit: 'ms',
+    source: `measured on ${report.adapter} (${gpu ? 'GPU timestamps' : 'wall time'}), ${rows} rows per micro-batch`,
+    blocks,
+    comm: commPerBoundary(report),
+  };
+}
+
+/** Runs the profiling pass of `cfg` with `run` and reads the profile back. */
+export async function measureProfile(cfg: RunConfig, run: (c: RunConfig) => Promise<RunReport>): Promise<Profile> {
+  return profileFromReport(await run(profilingConfig(cfg)));
+}

@@ -1,0 +1,75 @@
+/**
+ * A plan from a profile: cut the blocks into one stage per rank (the optimal
+ * split of partition.ts; with a cap in bytes, no stage may keep more than the
+ * cap for a single micro-batch), sum the profile into per-stage costs, build
+ * the auto schedule within the cap, and set 1F1B, ZB-H1 and GPipe beside it
+ * under the same costs; with the profile's lanes, the two predictions (this
+ * machine, shared; p independent devices).
+ */
+import type { ModelSpec } from '../nn/model-spec.ts';
+import { autoSchedule, generateSchedule, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
+import { flopsProfile } from './flops-profile.ts';
+import { requireInt } from '../util/errors.ts';
+import { planPartition, type PartitionPlan } from './partition.ts';
+import { stageCosts, type Profile } from './profile.ts';
+
+export interface PlanRequest {
+  profile: Profile;
+  ranks: number;
+  microbatches: number;
+  cap: MemoryCap;
+  /** Keep heldBytesRecompute instead of heldBytes. */
+  recompute?: boolean;
+}
+
+export interface Baseline {
+  name: 'gpipe' | '1f1b' | 'zb-h1';
+  makespan: number;
+  bubble: number;
+  peakMicrobatches: number;
+  peakBytes: number;
+  /** Whether its peak stays within the cap. */
+  fits: boolean;
+}
+
+export interface Plan {
+  partition: PartitionPlan;
+  /** Per-stage costs the schedule was built for (simulate.ts's CostModel). */
+  costs: CostModel;
+  auto: AutoResult;
+  baselines: Baseline[];
+  /** The auto schedule on this machine (the profile's shared device) and on p independent devices; null without profile.lanes. */
+  predictions: Predictions | null;
+}
+
+/** The simulator's per-stage cost model of a profile cut at `ranges`. */
+export function costModelOf(p: Profile, ranges: readonly (readonly [number, number])[], recompute = false): CostModel {
+  const c = stageCosts(p, ranges, recompute);
+  return { F: c.F, I: c.I, W: c.W, B: c.B, heldBytes: c.heldBytes, comm: [...c.comm, 0], unit: p.unit };
+}
+
+/**
+ * The schedule a run named 'auto' gets: stage costs from the FLOPs estimate of
+ * its model (`rows` rows per micro-batch) cut at its stage ranges, within
+ * `cap` micro-batches per rank (a run's memCap; 1F1B's memory, as many as
+ * ranks, when it gives none).
+ */
+export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, number])[], ranks: number, microbatches: number, rows: number, cap: number): Schedule {
+  return autoSchedule(ranks, microbatches, costModelOf(flopsProfile(spec, rows), ranges), { microbatches: cap }).schedule;
+}
+
+export function makePlan(req: PlanRequest): Plan {
+  const m = requireInt('microbatches', req.microbatches, 1);
+  const partition = planPartition(req.profile, req.ranks, { memCap: req.cap.bytes, microbatches: 1, recompute: req.recompute });
+  const costs = costModelOf(req.profile, partition.ranges, req.recompute);
+  const auto = autoSchedule(req.ranks, m, costs, req.cap);
+  const baselines = (['1f1b', 'zb-h1', 'gpipe'] as const).map((name): Baseline => {
+    const r = simulate(generateSchedule(name, req.ranks, m), costs);
+    const peakMicrobatches = Math.max(...r.memory.map((x) => x.peakMicrobatches));
+    const peakBytes = Math.max(...r.memory.map((x) => x.peakBytes));
+    const fits = (req.cap.microbatches === undefined || peakMicrobatches <= req.cap.microbatches) && (req.cap.bytes === undefined || peakBytes <= req.cap.bytes);
+    return { name, makespan: r.makespan, bubble: r.bubble, peakMicrobatches, peakBytes, fits };
+  });
+  const lanes = req.profile.lanes;
+  return { partition, costs, auto, baselines, predictions: lanes === undefined ? null : predictions(auto.schedule, costs, lanes) };
+}

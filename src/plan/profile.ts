@@ -1,0 +1,212 @@
+/**
+ * The Profile: what one micro-batch costs, block by block. It is plain data
+ * (JSON in, JSON out) so a profile measured on the page, typed in by hand, or
+ * taken on a real cluster is planned the same way.
+ *
+ *   blocks[i].F, .I, .W   time of the forward, the input-gradient backward and
+ *                         the weight-gradient backward of block i for one
+ *                         micro-batch (B, the full backward, is I + W unless
+ *                         given);
+ *   blocks[i].heldBytes   bytes block i keeps alive from its forward until its
+ *                         backward (W) for one micro-batch;
+ *   blocks[i].heldBytesRecompute   the same when the block recomputes its
+ *                         activations in the backward (it keeps its input only);
+ *   comm[i]               time to send the activation across the boundary after
+ *                         block i (and its gradient back), n − 1 entries;
+ *   lanes                 (optional) the effective parallel lanes of the device
+ *                         the profile was taken on, when all ranks share it (a
+ *                         browser's one GPU, a small machine's cores): n ranks
+ *                         computing at once each run at min(1, lanes / n). The
+ *                         simulator's shared-device mode takes it.
+ *
+ * `parseProfile` checks an unknown value and throws a ConfigError naming the
+ * field (`profile.blocks[2].F`), the value and the rule.
+ */
+import { ConfigError, formatValue } from '../util/errors.ts';
+
+export const PROFILE_VERSION = 1;
+export const MAX_PROFILE_BLOCKS = 4096;
+
+export interface BlockProfile {
+  name: string;
+  F: number;
+  I: number;
+  W: number;
+  /** Full backward (I and W in one pass); I + W when not measured. */
+  B: number;
+  heldBytes: number;
+  heldBytesRecompute: number;
+}
+
+export interface Profile {
+  version: typeof PROFILE_VERSION;
+  /** Unit of every time in the profile. */
+  unit: 'ms' | 'unit';
+  /** Where the numbers come from, for people (e.g. "measured on SwiftShader", "FLOPs estimate"). */
+  source: string;
+  blocks: BlockProfile[];
+  /** Time across the boundary after block i, for i = 0 … n − 2. */
+  comm: number[];
+  /** Effective lanes of the shared device the profile was measured on; absent: independent devices. */
+  lanes?: number;
+}
+
+const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute'] as const;
+const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes'] as const;
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function rejectUnknown(field: string, x: Record<string, unknown>, known: readonly string[]): void {
+  for (const k of Object.keys(x)) {
+    if (!known.includes(k)) throw new ConfigError(`${field}.${k}`, x[k], `is not a field of a ${field === 'profile' ? 'profile' : 'block profile'}; known fields are ${known.join(', ')}`);
+  }
+}
+
+function cost(field: string, x: unknown): number {
+  if (x === undefined) throw new ConfigError(field, x, 'is missing: every block needs F, I and W times');
+  if (typeof x !== 'number' || !Number.isFinite(x)) throw new ConfigError(field, x, 'must be a finite number');
+  if (x < 0) throw new ConfigError(field, x, 'must be at least 0 (a time or a size cannot be negative)');
+  return x;
+}
+
+function optionalCost(field: string, x: unknown, fallback: number): number {
+  return x === undefined ? fallback : cost(field, x);
+}
+
+function parseBlock(i: number, x: unknown): BlockProfile {
+  const field = `profile.blocks[${i}]`;
+  if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {F, I, W, heldBytes, ...}');
+  rejectUnknown(field, x, BLOCK_KEYS);
+  const name = x.name ?? `block${i}`;
+  if (typeof name !== 'string') throw new ConfigError(`${field}.name`, name, 'must be a string');
+  const F = cost(`${field}.F`, x.F);
+  const I = cost(`${field}.I`, x.I);
+  const W = cost(`${field}.W`, x.W);
+  const B = optionalCost(`${field}.B`, x.B, I + W);
+  const heldBytes = optionalCost(`${field}.heldBytes`, x.heldBytes, 0);
+  const heldBytesRecompute = optionalCost(`${field}.heldBytesRecompute`, x.heldBytesRecompute, heldBytes);
+  if (heldBytesRecompute > heldBytes) {
+    throw new ConfigError(`${field}.heldBytesRecompute`, heldBytesRecompute, `must be at most heldBytes (${heldBytes}): recomputation keeps less, not more`);
+  }
+  return { name, F, I, W, B, heldBytes, heldBytesRecompute };
+}
+
+/** Checks `x` is a profile; fills defaults (B = I + W, names, comm 0, heldBytesRecompute = heldBytes). */
+export function parseProfile(x: unknown): Profile {
+  if (!isRecord(x)) throw new ConfigError('profile', x, 'must be an object {version, unit, blocks, comm}');
+  rejectUnknown('profile', x, PROFILE_KEYS);
+  const version = x.version ?? PROFILE_VERSION;
+  if (version !== PROFILE_VERSION) throw new ConfigError('profile.version', version, `must be ${PROFILE_VERSION}`);
+  const unit = x.unit ?? 'ms';
+  if (unit !== 'ms' && unit !== 'unit') throw new ConfigError('profile.unit', unit, 'must be one of ms, unit');
+  const source = x.source ?? '';
+  if (typeof source !== 'string') throw new ConfigError('profile.source', source, 'must be a string');
+  if (!Array.isArray(x.blocks) || x.blocks.length === 0) {
+    throw new ConfigError('profile.blocks', x.blocks, 'must be a non-empty list of block profiles, one per model block');
+  }
+  if (x.blocks.length > MAX_PROFILE_BLOCKS) throw new ConfigError('profile.blocks.length', x.blocks.length, `must be at most ${MAX_PROFILE_BLOCKS}`);
+  const blocks = x.blocks.map((b, i) => parseBlock(i, b));
+  const n = blocks.length;
+  let comm: number[];
+  if (x.comm === undefined) comm = new Array<number>(n - 1).fill(0);
+  else {
+    if (!Array.isArray(x.comm) || x.comm.length !== n - 1) {
+      const len = Array.isArray(x.comm) ? x.comm.length : x.comm;
+      throw new ConfigError('profile.comm.length', len, `must list one time per boundary between blocks, ${n - 1} for ${n} blocks`);
+    }
+    comm = x.comm.map((c, i) => cost(`profile.comm[${i}]`, c));
+  }
+  const out: Profile = { version: PROFILE_VERSION, unit, source, blocks, comm };
+  if (x.lanes !== undefined) {
+    if (typeof x.lanes !== 'number' || !Number.isFinite(x.lanes) || x.lanes <= 0) {
+      throw new ConfigError('profile.lanes', x.lanes, 'must be a finite number greater than 0 (the device’s effective parallel lanes)');
+    }
+    out.lanes = x.lanes;
+  }
+  return out;
+}
+
+/** Parses profile JSON text; malformed JSON is a ConfigError on `profile`. */
+export function profileFromJson(text: string): Profile {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError('profile', text.length > 40 ? `${text.slice(0, 40)}…` : text, `is not valid JSON (${(e as Error).message})`);
+  }
+  return parseProfile(value);
+}
+
+/** JSON with one line per block, readable in a terminal or a diff; profileFromJson reads it back. */
+export function profileToJson(p: Profile): string {
+  const rows = p.blocks.map((b) => `    ${JSON.stringify(Object.fromEntries(BLOCK_KEYS.map((k) => [k, b[k]])))}`);
+  return [
+    '{',
+    `  "version": ${p.version},`,
+    `  "unit": ${JSON.stringify(p.unit)},`,
+    `  "source": ${JSON.stringify(p.source)},`,
+    '  "blocks": [',
+    rows.join(',\n'),
+    '  ],',
+    `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}`,
+    '}',
+    '',
+  ].join('\n');
+}
+
+/** Per-stage costs of a contiguous split: what the simulator and the schedule builder take. */
+export interface StageCosts {
+  F: number[];
+  I: number[];
+  W: number[];
+  B: number[];
+  heldBytes: number[];
+  /** comm[s]: time across the boundary after stage s (s = 0 … stages − 2). */
+  comm: number[];
+}
+
+/** Sums a profile over stage ranges [start, end) of blocks; `recompute` takes heldBytesRecompute. */
+export function stageCosts(p: Profile, ranges: readonly (readonly [number, number])[], recompute = false): StageCosts {
+  const out: StageCosts = { F: [], I: [], W: [], B: [], heldBytes: [], comm: [] };
+  let expect = 0;
+  ranges.forEach(([a, b], s) => {
+    if (a !== expect || b <= a || b > p.blocks.length) {
+      throw new ConfigError(`ranges[${s}]`, [a, b], `must be a non-empty block range starting at ${expect} and ending by ${p.blocks.length}`);
+    }
+    expect = b;
+    let F = 0;
+    let I = 0;
+    let W = 0;
+    let B = 0;
+    let held = 0;
+    for (let i = a; i < b; i++) {
+      const blk = p.blocks[i];
+      F += blk.F;
+      I += blk.I;
+      W += blk.W;
+      B += blk.B;
+      held += recompute ? blk.heldBytesRecompute : blk.heldBytes;
+    }
+    out.F.push(F);
+    out.I.push(I);
+    out.W.push(W);
+    out.B.push(B);
+    out.heldBytes.push(held);
+    if (s < ranges.length - 1) out.comm.push(p.comm[b - 1]);
+  });
+  if (expect !== p.blocks.length) throw new ConfigError('ranges', formatValue(ranges), `must cover all ${p.blocks.length} blocks`);
+  return out;
+}
+
+/** A profile with every block costing the same: F = I = W = 1, no memory, free links (the textbook case). */
+export function uniformProfile(blocks: number): Profile {
+  return {
+    version: PROFILE_VERSION,
+    unit: 'unit',
+    source: 'uniform',
+    blocks: Array.from({ length: blocks }, (_, i) => ({ name: `block${i}`, F: 1, I: 1, W: 1, B: 2, heldBytes: 0, heldBytesRecompute: 0 })),
+    comm: new Array<number>(Math.max(0, blocks - 1)).fill(0),
+  };
+}

@@ -1,0 +1,263 @@
+/**
+ * Plan the pipeline: a profile of the run configuration's model (the FLOPs
+ * estimate, or measured by a profiling pass on the workers, or pasted JSON),
+ * as a table with bars and a JSON export; the cuts by blocks, FLOPs and
+ * measured time side by side; and the auto schedule within a memory cap beside
+ * 1F1B, ZB-H1 and GPipe (src/plan). Its state is its own: nothing here
+ * changes the run configuration.
+ */
+import { useMemo, useState } from 'react';
+import { blockCosts } from '../../nn/model-spec.ts';
+import { flopsProfile } from '../../plan/flops-profile.ts';
+import { measureProfile, modelSpecOf } from '../../plan/measure.ts';
+import { makePlan, type Plan } from '../../plan/plan.ts';
+import { profileFromJson, profileToJson, type Profile } from '../../plan/profile.ts';
+import { splitsOf, type SplitView } from '../../plan/splits.ts';
+import { runInBrowser } from '../../runtime/browser-run.ts';
+import { isActive, usePipeLab } from '../../state/store.ts';
+import { NumberField, SelectField } from '../controls/fields.tsx';
+import { download } from '../exports/export-files.ts';
+import { bytes, num, pct } from '../timeline/format.ts';
+
+type Source = 'flops' | 'measured' | 'pasted';
+
+const SOURCES: { value: Source; label: string }[] = [
+  { value: 'flops', label: 'FLOPs estimate' },
+  { value: 'measured', label: 'Measured (profiling pass)' },
+  { value: 'pasted', label: 'Pasted JSON' },
+];
+
+const BAR_TRACK = { display: 'inline-block', width: '6em', height: '0.7em', marginRight: '0.3em', background: 'rgba(127,127,127,0.2)', borderRadius: 2 } as const;
+const BAR_FILL = { display: 'block', height: '100%', background: '#5b9cff', borderRadius: 2 } as const;
+
+function Bar({ value, max, label }: { value: number; max: number; label: string }) {
+  return (
+    <span className="plan-bar" title={label} aria-label={label} style={BAR_TRACK}>
+      <span style={{ ...BAR_FILL, width: `${max > 0 ? (100 * value) / max : 0}%` }} />
+    </span>
+  );
+}
+
+function ProfileTable({ profile }: { profile: Profile }) {
+  const max = Math.max(...profile.blocks.map((b) => b.F + b.I + b.W));
+  const unit = profile.unit === 'ms' ? 'ms' : 'units';
+  return (
+    <div style={{ overflowX: 'auto' }}>
+    <table className="numbers plan-table" data-testid="plan-profile">
+      <thead>
+        <tr>
+          <th scope="col">block</th>
+          <th scope="col">F</th>
+          <th scope="col">I</th>
+          <th scope="col">W</th>
+          <th scope="col">held</th>
+          <th scope="col">comm after</th>
+          <th scope="col">F + I + W ({unit})</th>
+        </tr>
+      </thead>
+      <tbody>
+        {profile.blocks.map((b, i) => (
+          <tr key={i}>
+            <th scope="row">{b.name}</th>
+            <td>{num(b.F, 3)}</td>
+            <td>{num(b.I, 3)}</td>
+            <td>{num(b.W, 3)}</td>
+            <td>{bytes(b.heldBytes)}</td>
+            <td>{i < profile.comm.length ? num(profile.comm[i], 3) : '—'}</td>
+            <td>
+              <Bar value={b.F + b.I + b.W} max={max} label={`${b.name}: ${num(b.F + b.I + b.W, 3)} ${unit}`} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    </div>
+  );
+}
+
+function SplitBars({ splits }: { splits: SplitView[] }) {
+  const max = Math.max(...splits.flatMap((s) => s.stageTime));
+  return (
+    <div style={{ overflowX: 'auto' }}>
+    <table className="numbers plan-table" data-testid="plan-splits">
+      <thead>
+        <tr>
+          <th scope="col">cut by</th>
+          <th scope="col">stages (blocks)</th>
+          <th scope="col">slowest stage</th>
+          <th scope="col">per-stage time</th>
+        </tr>
+      </thead>
+      <tbody>
+        {splits.map((s) => (
+          <tr key={s.by}>
+            <th scope="row">{s.by}</th>
+            <td>{s.ranges.map(([a, b]) => (b - a === 1 ? `${a}` : `${a}–${b - 1}`)).join(' | ')}</td>
+            <td>{num(s.bottleneck, 3)}</td>
+            <td className="plan-stage-bars">
+              {s.stageTime.map((t, i) => (
+                <Bar key={i} value={t} max={max} label={`stage ${i}: ${num(t, 3)}`} />
+              ))}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    </div>
+  );
+}
+
+function PlanTable({ plan }: { plan: Plan }) {
+  const sim = plan.auto.simulation;
+  const rows = [
+    { name: `auto (${plan.auto.candidate})`, makespan: sim.makespan, bubble: sim.bubble, peak: Math.max(...sim.memory.map((m) => m.peakMicrobatches)), fits: true },
+    ...plan.baselines.map((b) => ({ name: b.name, makespan: b.makespan, bubble: b.bubble, peak: b.peakMicrobatches, fits: b.fits })),
+  ];
+  return (
+    <div style={{ overflowX: 'auto' }}>
+    <table className="numbers plan-table" data-testid="plan-schedules">
+      <thead>
+        <tr>
+          <th scope="col">schedule</th>
+          <th scope="col">makespan</th>
+          <th scope="col">bubble</th>
+          <th scope="col">peak activations</th>
+          <th scope="col">fits the cap</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.name}>
+            <th scope="row">{r.name}</th>
+            <td>{num(r.makespan, 2)}</td>
+            <td>{pct(r.bubble, 1)}</td>
+            <td>{r.peak}</td>
+            <td>{r.fits ? 'yes' : 'no'}</td>
+          </tr>
+        ))}
+        {plan.predictions && (
+          <>
+            <tr>
+              <th scope="row">auto, this machine (shared device)</th>
+              <td>{num(plan.predictions.thisMachine.makespan, 2)}</td>
+              <td>{pct(plan.predictions.thisMachine.bubble, 1)}</td>
+              <td colSpan={2} />
+            </tr>
+            <tr>
+              <th scope="row">auto, p independent GPUs</th>
+              <td>{num(plan.predictions.independent.makespan, 2)}</td>
+              <td>{pct(plan.predictions.independent.bubble, 1)}</td>
+              <td colSpan={2} />
+            </tr>
+          </>
+        )}
+      </tbody>
+    </table>
+    </div>
+  );
+}
+
+export function PlanPanel() {
+  const config = usePipeLab((s) => s.config);
+  const busy = usePipeLab((s) => isActive(s.run.status));
+  const [source, setSource] = useState<Source>('flops');
+  const [measured, setMeasured] = useState<Profile | null>(null);
+  const [measuring, setMeasuring] = useState(false);
+  const [pasted, setPasted] = useState('');
+  const [ranks, setRanks] = useState(config.ranks);
+  const [microbatches, setMicrobatches] = useState(config.microbatches);
+  const [cap, setCap] = useState(config.ranks);
+  const [problem, setProblem] = useState<string | null>(null);
+
+  const spec = useMemo(() => {
+    try {
+      return modelSpecOf(config);
+    } catch {
+      return null;
+    }
+  }, [config]);
+
+  const outcome = useMemo((): { profile: Profile | null; error: string | null } => {
+    try {
+      if (source === 'measured') return { profile: measured, error: measured ? null : 'Not measured yet: press “Profile this model”.' };
+      if (source === 'pasted') return pasted.trim() ? { profile: profileFromJson(pasted), error: null } : { profile: null, error: 'Paste a profile (JSON) above.' };
+      if (!spec) return { profile: null, error: 'The run configuration is not valid.' };
+      return { profile: flopsProfile(spec, Math.max(1, Math.floor(config.batchSize / config.microbatches))), error: null };
+    } catch (e) {
+      return { profile: null, error: e instanceof Error ? e.message : String(e) };
+    }
+  }, [source, measured, pasted, spec, config]);
+
+  const planned = useMemo((): { splits: SplitView[] | null; plan: Plan | null; error: string | null } => {
+    const profile = outcome.profile;
+    if (!profile) return { splits: null, plan: null, error: null };
+    try {
+      const flops = spec && spec.blocks.length === profile.blocks.length ? blockCosts(spec) : profile.blocks.map((b) => b.F);
+      const splits = splitsOf(profile, flops, ranks);
+      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap } });
+      return { splits, plan, error: null };
+    } catch (e) {
+      return { splits: null, plan: null, error: e instanceof Error ? e.message : String(e) };
+    }
+  }, [outcome.profile, spec, ranks, microbatches, cap]);
+
+  const measure = async () => {
+    setMeasuring(true);
+    setProblem(null);
+    try {
+      setMeasured(await measureProfile(config, (c) => runInBrowser(c, {})));
+      setSource('measured');
+    } catch (e) {
+      setProblem(e instanceof Error ? e.message : String(e));
+    } finally {
+      setMeasuring(false);
+    }
+  };
+
+  const profile = outcome.profile;
+  return (
+    <section className="panel plan-panel" aria-labelledby="plan-title" data-testid="plan-panel" style={{ gridColumn: '1 / -1' }}>
+      <details>
+      <summary>
+        <h2 id="plan-title" style={{ display: 'inline' }}>Plan: where to cut, and a schedule that fits memory</h2>
+      </summary>
+      <div className="row2">
+        <SelectField<Source> label="Profile source" name="plan.source" value={source} options={SOURCES} onChange={setSource} hint="per-block F, I, W times, held bytes, comm" />
+        <div className="field">
+          <button type="button" onClick={measure} disabled={measuring || busy || !spec} data-testid="plan-measure">
+            {measuring ? 'Profiling…' : 'Profile this model'}
+          </button>
+          <p className="field-hint">a short ZB-H1 run, one block per rank</p>
+        </div>
+      </div>
+      {source === 'pasted' && (
+        <div className="field">
+          <label htmlFor="plan-pasted">Profile JSON</label>
+          <textarea id="plan-pasted" name="plan.pasted" rows={5} value={pasted} onChange={(e) => setPasted(e.target.value)} spellCheck={false} />
+        </div>
+      )}
+      <div className="row2">
+        <NumberField label="Ranks to plan for" name="plan.ranks" integer min={1} max={1024} value={ranks} onChange={setRanks} />
+        <NumberField label="Micro-batches to plan for" name="plan.microbatches" integer min={1} max={4096} value={microbatches} onChange={setMicrobatches} />
+      </div>
+      <NumberField label="Memory cap (micro-batches per rank)" name="plan.cap" integer min={1} max={4096} value={cap} onChange={setCap} hint="live activations a rank may hold; 1F1B needs as many as ranks" />
+      {(problem ?? outcome.error ?? planned.error) && (
+        <p className="config-problem" role="alert">
+          {problem ?? outcome.error ?? planned.error}
+        </p>
+      )}
+      {profile && (
+        <>
+          <p className="muted small">{profile.source || 'profile'}</p>
+          <ProfileTable profile={profile} />
+          <button type="button" onClick={() => download({ name: 'pipelab-profile.json', type: 'application/json', data: profileToJson(profile) })}>
+            Export profile (JSON)
+          </button>
+        </>
+      )}
+      {planned.splits && <SplitBars splits={planned.splits} />}
+      {planned.plan && <PlanTable plan={planned.plan} />}
+      </details>
+    </section>
+  );
+}
