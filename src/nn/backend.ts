@@ -147,5 +147,5 @@ export interface Backend {
 export const GELU_C = Math.sqrt(2 / Math.PI);
 export const GELU_K = 0.044715;
 
-/** The label of a padded target: no loss, no gradient (PyTorch's ignore_index = −1, as makemore uses). */
-export const IGNORE_LABEL = -1;
+/** The label of a padded target: no loss, no gradient (defined with the data's Examples). */
+export { IGNORE_LABEL } from '../data/examples.ts';
