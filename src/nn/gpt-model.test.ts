@@ -1,0 +1,138 @@
+/**
+ * The 'gpt' model on the names: the sequence data (makemore's x/y with padded
+ * targets), the configuration rules, the spec (makemore's parameter names and
+ * count), and the loss normalisation that makes micro-batch accumulation equal
+ * the full-batch gradient (float64 CPU reference, 1e-12).
+ */
+import { describe, expect, it } from 'vitest';
+import { splitMicrobatches, BatchSampler } from '../data/batches.ts';
+import { createDataset } from '../data/datasets.ts';
+import { IGNORE_LABEL, targetCount } from '../data/examples.ts';
+import { minBlockSize, nameSequences } from '../data/name-sequences.ts';
+import { encodeName } from '../data/names.ts';
+import type { Backend, Tensor } from './backend.ts';
+import { CpuBackend } from './cpu-backend.ts';
+import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-config.ts';
+import { paramCount } from './model-spec.ts';
+import { StageChain } from './stage-chain.ts';
+import { trainSingleDevice } from './train.ts';
+import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from './train-config.ts';
+
+const be = new CpuBackend();
+const tiny: ModelConfig = { ...defaultGptConfig(), layers: 3, heads: 2, width: 6 };
+
+function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < a.length; i++) {
+    num += (a[i] - b[i]) ** 2;
+    den += b[i] ** 2;
+  }
+  return Math.sqrt(num / Math.max(den, 1e-300));
+}
+
+async function read(be: Backend, t: Tensor): Promise<number> {
+  const v = (await be.read(t))[0];
+  be.dispose(t);
+  return v;
+}
+
+describe('names as sequences', () => {
+  it('x = [0, name] and y = [name, 0], padded to the block size with −1 targets', () => {
+    const ex = nameSequences(['emma', 'bo'], 6);
+    const e = encodeName('emma'), b = encodeName('bo');
+    expect(Array.from(ex.inputs)).toEqual([0, ...e, 0, 0, ...b, 0, 0, 0]);
+    expect(Array.from(ex.labels)).toEqual([...e, 0, -1, ...b, 0, -1, -1, -1]);
+    expect(ex.labelCols).toBe(6);
+    expect(targetCount(ex)).toBe(5 + 3);
+    expect(() => nameSequences(['emma'], 4)).toThrow('blockSize = 4: must be at least the longest name + 1 = 5');
+  });
+
+  it('the longest name + 1 is 16 (makemore block size), and every name fits', () => {
+    expect(minBlockSize()).toBe(16);
+    const ds = createDataset({ ...defaultTrainConfig('names'), ...defaultGptConfig() });
+    expect(ds.train.inputCols).toBe(16);
+    expect(ds.train.labels.length).toBe(16 * ds.train.n);
+    expect(ds.val.n + ds.train.n).toBeGreaterThan(8000);
+  });
+});
+
+describe("the 'gpt' configuration", () => {
+  const base: TrainConfig = { ...defaultTrainConfig('names'), ...tiny };
+  it.each([
+    [{ heads: 4 }, 'heads = 4: must divide width = 6 (each head takes width / heads columns)'],
+    [{ blockSize: 12 }, 'blockSize = 12: must be at least the longest name + 1 = 16 (the start mark and every character)'],
+    [{ width: 0 }, 'width = 0: must be an integer between 1 and 1024'],
+    [{ stages: 5 }, 'stages = 5: must be an integer from 1 to the number of blocks, 4'],
+    [{ dataset: 'spiral' }, 'dataset = "spiral": must be "names" for model "gpt"'],
+  ] as [Partial<TrainConfig>, string][])('refuses %j', (patch, msg) => {
+    expect(() => validateTrainConfig({ ...base, ...patch })).toThrow(msg);
+  });
+
+  it("the default spec: makemore's names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", () => {
+    const spec = buildModelSpec(defaultGptConfig());
+    expect(spec.blocks.map((b) => b.name)).toEqual(['block0', 'block1', 'block2', 'block3', 'head']);
+    expect(paramCount(spec)).toBe(204_672);
+    const chain = new StageChain(be, spec, 1, 1);
+    const shapes = Object.fromEntries(chain.params.map((p) => [p.name, p.value.shape]));
+    expect(chain.params.reduce((s, p) => s + p.value.size, 0)).toBe(204_672);
+    expect(shapes['transformer.wte.weight']).toEqual([28, 64]);
+    expect(shapes['transformer.wpe.weight']).toEqual([16, 64]);
+    expect(shapes['transformer.h.3.attn.c_attn.weight']).toEqual([192, 64]);
+    expect(shapes['transformer.h.0.mlp.c_proj.weight']).toEqual([64, 256]);
+    expect(shapes['lm_head.weight']).toEqual([28, 64]);
+    expect(Object.keys(shapes)).not.toContain('lm_head.bias');
+    expect(Object.keys(shapes)).toHaveLength(2 + 4 * 12 + 3);
+  });
+});
+
+describe('GPT training step on the CPU reference', () => {
+  const cfg: TrainConfig = { ...defaultTrainConfig('names'), ...tiny, batchSize: 8 };
+  const ds = createDataset(cfg);
+  const batch = new BatchSampler(ds.train, 8, 3).batch(0);
+  const scale = 1 / targetCount(batch);
+
+  async function grads(stages: number, microbatches: number, recompute = false): Promise<{ loss: number; g: Record<string, Float64Array | Float32Array> }> {
+    const chain = new StageChain(be, buildModelSpec(cfg), stages, 5, { recompute });
+    let loss = 0;
+    for (const [i, mb] of splitMicrobatches(batch, microbatches).entries()) loss += await read(be, chain.forwardBackward(i, mb, scale));
+    const g = await chain.readGrads();
+    chain.dispose();
+    return { loss, g };
+  }
+
+  it('starts near ln 28 nats/char', async () => {
+    const { loss } = await grads(1, 1);
+    expect(Math.abs(loss - Math.log(28))).toBeLessThan(0.05);
+  });
+
+  it('micro-batches (padded targets normalised over the whole batch) give the full-batch loss and gradient; so do 4 stages and recomputation', async () => {
+    // Names differ in length, so micro-batches hold different numbers of targets.
+    const counts = splitMicrobatches(batch, 4).map(targetCount);
+    expect(new Set(counts).size).toBeGreaterThan(1);
+    expect(Array.from(batch.labels).filter((l) => l === IGNORE_LABEL).length).toBeGreaterThan(0);
+    const full = await grads(1, 1);
+    for (const [stages, m, recompute] of [[1, 4, false], [4, 4, false], [2, 8, true]] as const) {
+      const r = await grads(stages, m, recompute);
+      expect(Math.abs(r.loss - full.loss), `loss, ${stages} stages, ${m} micro-batches`).toBeLessThan(1e-12 * full.loss);
+      for (const n of Object.keys(full.g)) expect(relErr(r.g[n], full.g[n]), `${n}, ${stages} stages, ${m} mbs, recompute ${recompute}`).toBeLessThan(1e-12);
+    }
+  });
+
+  it("the training loop's step loss is the mean over the batch's non-padded targets (an independent per-target count), with 4 micro-batches", async () => {
+    const run = { ...cfg, microbatches: 4, steps: 1, lr: 0.01, seed: 3, evalEvery: 0 };
+    const r = await trainSingleDevice(be, run);
+    const b = new BatchSampler(createDataset(run).train, run.batchSize, run.seed).batch(0);
+    const chain = new StageChain(be, buildModelSpec(run), 1, run.seed);
+    const L = (await be.read(chain.logits(chain.inputTensor(b)))) as Float64Array;
+    let sum = 0, n = 0;
+    b.labels.forEach((y, i) => {
+      if (y < 0) return;
+      const row = L.subarray(i * 28, (i + 1) * 28);
+      const mx = Math.max(...row);
+      sum += mx + Math.log(row.reduce((s, v) => s + Math.exp(v - mx), 0)) - row[y];
+      n++;
+    });
+    expect(n).toBeLessThan(b.labels.length);
+    expect(Math.abs(r.losses[0] - sum / n)).toBeLessThan(1e-12);
+  });
+});
