@@ -153,6 +153,11 @@ export function layerRowFactor(l: LayerSpec): number {
   return l.kind === 'gpt-embedding' ? l.blockSize : 1;
 }
 
+/** Activation rows one example becomes after the first layer (the GPT: its tokens; else 1). */
+export function rowsPerExample(spec: ModelSpec): number {
+  return layerRowFactor(spec.blocks[0].layers[0]);
+}
+
 export function layerParamCount(l: LayerSpec): number {
   switch (l.kind) {
     case 'gpt-embedding':

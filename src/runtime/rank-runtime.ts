@@ -9,6 +9,7 @@ import { createDataset } from '../data/datasets.ts';
 import { targetCount, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
+import { rowsPerExample } from '../nn/model-spec.ts';
 import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
 import { Stage } from '../nn/stage.ts';
 import { lrAt } from '../nn/train-config.ts';
@@ -152,8 +153,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   return {
     async warmUp() {
       for (const st of stages.values()) {
-        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([1, st.inCols]);
-        const labels = st.isLast ? be.zeros([st.rowFactor], 'i32') : undefined;
+        // One example: one row on the first stage, its rows (the GPT: one per token) after it.
+        const rows = rowsPerExample(spec);
+        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
+        const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
         const out = st.forward(WARM_UP_MB, input, labels, 1);
         if (labels) be.dispose(labels);
         const dOut = st.isLast ? null : be.zeros([...out.shape]);
