@@ -16,6 +16,8 @@ import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-conf
 import { paramCount } from './model-spec.ts';
 import { StageChain } from './stage-chain.ts';
 import { trainSingleDevice } from './train.ts';
+import { nextCharLogits, samplingWindow } from './sample.ts';
+import { sampleNames } from '../data/sample-names.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from './train-config.ts';
 
 const be = new CpuBackend();
@@ -134,5 +136,25 @@ describe('GPT training step on the CPU reference', () => {
     });
     expect(n).toBeLessThan(b.labels.length);
     expect(Math.abs(r.losses[0] - sum / n)).toBeLessThan(1e-12);
+  });
+});
+
+describe('sampling names from the GPT', () => {
+  it("the next-character logits are the model's logits at the name's last position, and sampled names fit the block", async () => {
+    const spec = buildModelSpec(tiny);
+    const chain = new StageChain(be, spec, 1, 4);
+    const T = 16;
+    const e = encodeName('emma');
+    const window = new Int32Array(T);
+    window.set(e, T - e.length); // left-padded with end marks, as sampleNames keeps it
+    const got = await nextCharLogits(be, chain)(window, 1);
+    const seq = new Int32Array(T);
+    seq.set(e, 1);
+    const all = await be.read(chain.logits(be.tensor(seq, [1, T], 'i32')));
+    expect(Array.from(got)).toEqual(Array.from(all.subarray(4 * 28, 5 * 28)));
+    expect(samplingWindow(spec, 3)).toEqual({ context: 16, maxLength: 15 });
+    const names = await sampleNames(nextCharLogits(be, chain), { count: 6, seed: 1, ...samplingWindow(spec, 3) });
+    expect(names).toHaveLength(6);
+    for (const n of names) expect(n).toMatch(/^[a-z-]{0,15}$/);
   });
 });

@@ -8,6 +8,7 @@ import { sampleNames } from '../data/sample-names.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { evaluate } from '../nn/evaluate.ts';
+import { nextCharLogits, samplingWindow } from '../nn/sample.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BoundaryGrid } from './store.ts';
@@ -89,17 +90,7 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
   if (cfg.dataset !== 'names') throw new Error(`names: the model was trained on ${cfg.dataset}, not names`);
   const { be, chain } = chainFor(cfg, weights);
   try {
-    return await sampleNames(
-      async (contexts, rows) => {
-        const input = be.tensor(contexts, [rows, cfg.context], 'i32');
-        const logits = chain.logits(input);
-        be.dispose(input);
-        const out = await be.read(logits);
-        be.dispose(logits);
-        return out;
-      },
-      { count, context: cfg.context, seed, temperature: 0.9 },
-    );
+    return await sampleNames(nextCharLogits(be, chain), { count, ...samplingWindow(chain.spec, cfg.context), seed, temperature: 0.9 });
   } finally {
     chain.dispose();
   }
@@ -107,7 +98,7 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
 
 /** Mean cross-entropy on the validation split: with `weights`, of the trained model; with null, of the initial one (the same seed gives the same start). */
 export async function validationLoss(cfg: RunConfig, weights: WeightMap | null): Promise<number> {
-  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed });
+  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed, model: cfg.model, blockSize: cfg.blockSize });
   const { be, chain } = chainFor(cfg, weights);
   try {
     return (await evaluate(be, chain, data.val)).loss;
