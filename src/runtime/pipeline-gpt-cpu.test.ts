@@ -10,7 +10,7 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { SCHEDULES, type ScheduleName } from '../schedule/registry.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, toTrainConfig, type RunConfig } from './run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, type RunConfig } from './run-config.ts';
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
 
@@ -90,5 +90,36 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
     const tail = report.losses.slice(-3).reduce((a, b) => a + b) / 3;
     expect(tail).toBeLessThan(head * 0.95);
     expect(report.weightStash?.[0].versions).toBe(4);
+  });
+});
+
+describe('bad GPT configurations are refused before any rank starts (runtime, automation and URL alike)', () => {
+  const bad: [string, Partial<RunConfig>, RegExp][] = [
+    ['heads that do not divide the width', { heads: 4, width: 6 }, /^heads = 4: must divide width = 6/],
+    ['a block size shorter than the longest name + 1', { blockSize: 15 }, /^blockSize = 15: must be at least the longest name \+ 1 = 16/],
+    ['more stages than blocks', { ranks: 4, layers: 2 }, /^ranks = 4: ranks × virtual = 4 stages, but the model has only 3 blocks/],
+    ['the GPT on a 2-D set', { dataset: 'spiral' }, /^dataset = "spiral": must be "names" for model "gpt"/],
+  ];
+  it.each(bad)('%s', async (_what, over, message) => {
+    const started: number[] = [];
+    const factory = (r: number) => {
+      started.push(r);
+      return hosts(r);
+    };
+    await expect(runPipeline(gptConfig(over), { hostFactory: factory })).rejects.toThrow(message);
+    expect(started).toEqual([]);
+  });
+
+  it('a link carries heads, width and block size; a bad one is reported by field, value and rule', () => {
+    const cfg = gptConfig({ heads: 3, width: 12, blockSize: 20 });
+    const back = configFromQuery(configToQuery(cfg));
+    expect(back.errors).toEqual([]);
+    expect([back.config.model, back.config.heads, back.config.width, back.config.blockSize]).toEqual(['gpt', 3, 12, 20]);
+    const { config, errors } = configFromQuery('dataset=names&model=gpt&width=10&heads=4');
+    // heads goes back to its default (4), which still clashes with the given width, so width goes back too.
+    expect(errors[0].message).toBe('heads = 4: must divide width = 10 (each head takes width / heads columns)');
+    expect(errors.map((e) => e.field)).toEqual(['heads', 'width']);
+    expect(config.model).toBe('gpt');
+    expect(config.width! % config.heads!).toBe(0);
   });
 });

@@ -4,7 +4,7 @@
  * rest of the configuration stays as it is.
  */
 import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
-import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
+import { HIDDEN_ACTIVATIONS, LIMITS, modelSwitch, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
@@ -48,6 +48,23 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           error={errorFor('dataset', 'model')}
           hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : 'A character MLP learns English first names; sample new ones.'}
         />
+        {!twoD && (
+          <SelectField<'char-mlp' | 'gpt'>
+            label="Model"
+            name="model"
+            value={cfg.model === 'gpt' ? 'gpt' : 'char-mlp'}
+            options={[{ value: 'char-mlp', label: 'Character MLP' }, { value: 'gpt', label: 'GPT (causal self-attention)' }]}
+            onChange={(model) => set(modelSwitch(model, runStages(cfg) - 1))}
+            error={errorFor('model')}
+          />
+        )}
+        {cfg.model === 'gpt' && (
+          <div className="row2">
+            <NumberField label="Heads" name="heads" integer min={1} max={LIMITS.heads} value={cfg.heads ?? 4} onChange={(heads) => set({ heads })} error={errorFor('heads')} />
+            <NumberField label="Width (C)" name="width" integer min={1} max={LIMITS.width} value={cfg.width ?? 64} onChange={(width) => set({ width })} error={errorFor('width')} />
+            <NumberField label="Block size" name="blockSize" integer min={1} max={LIMITS.blockSize} value={cfg.blockSize ?? 16} onChange={(blockSize) => set({ blockSize })} error={errorFor('blockSize')} />
+          </div>
+        )}
         <div className="row2">
           <NumberField label="Depth (layers)" name="layers" integer min={1} max={LIMITS.layers} value={cfg.layers} onChange={(layers) => set({ layers })} error={errorFor('layers')} hint={`${cfg.layers + 1} blocks`} />
           <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />
