@@ -34,18 +34,26 @@ fn stride(nwg: vec3<u32>) -> u32 {
   return nwg.x * WG;
 }
 
+// The (b, h, t, j) of element i of a [B*H*T, T] scores-shaped array.
+fn score_index(i: u32) -> vec4<u32> {
+  let j = i % p.T;
+  let row = i / p.T;
+  let t = row % p.T;
+  let bh = row / p.T;
+  return vec4<u32>(bh / p.H, bh % p.H, t, j);
+}
+
 // scores: A = qkv. Out[(bh*T + t)*T + j] = scale * q_t . k_j (j <= t), else 0.
 @compute @workgroup_size(WG)
 fn attn_scores(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) nwg: vec3<u32>) {
   let C = p.H * p.D;
   for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
-    let j = i % p.T;
-    let row = i / p.T;
-    let t = row % p.T;
-    let bh = row / p.T;
-    let h = bh % p.H;
-    let b = bh / p.H;
+    let ix = score_index(i);
+    let b = ix.x;
+    let h = ix.y;
+    let t = ix.z;
+    let j = ix.w;
     var s = 0.0;
     if (j <= t) {
       let qo = (b * p.T + t) * 3u * C + h * p.D;
@@ -132,12 +140,11 @@ fn attn_dprobs(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
                @builtin(num_workgroups) nwg: vec3<u32>) {
   let C = p.H * p.D;
   for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
-    let j = i % p.T;
-    let row = i / p.T;
-    let t = row % p.T;
-    let bh = row / p.T;
-    let h = bh % p.H;
-    let b = bh / p.H;
+    let ix = score_index(i);
+    let b = ix.x;
+    let h = ix.y;
+    let t = ix.z;
+    let j = ix.w;
     var s = 0.0;
     if (j <= t) {
       let go = (b * p.T + t) * C + h * p.D;

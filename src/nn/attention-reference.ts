@@ -7,17 +7,26 @@ import type { AttentionDims } from './attention-shapes.ts';
 
 type F = Float64Array;
 
-export function scoresRef(qkv: F, { B, T, H, D, C }: AttentionDims, scale: number): F {
+/**
+ * [B·H·T, T]: for j ≤ t, scale · Σ_d a[row b·T+t, aOff + h·D + d] · qkv[row b·T+j, bOff + h·D + d]
+ * (a has aCols columns); 0 above the diagonal.
+ */
+function causalPairDots(a: F, aCols: number, aOff: number, qkv: F, bOff: number, { B, T, H, D, C }: AttentionDims, scale: number): F {
   const out = new Float64Array(B * H * T * T);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < H; h++)
       for (let t = 0; t < T; t++)
         for (let j = 0; j <= t; j++) {
           let s = 0;
-          for (let d = 0; d < D; d++) s += qkv[(b * T + t) * 3 * C + h * D + d] * qkv[(b * T + j) * 3 * C + C + h * D + d];
+          for (let d = 0; d < D; d++) s += a[(b * T + t) * aCols + aOff + h * D + d] * qkv[(b * T + j) * 3 * C + bOff + h * D + d];
           out[((b * H + h) * T + t) * T + j] = scale * s;
         }
   return out;
+}
+
+/** scale · q_t · k_j. */
+export function scoresRef(qkv: F, dims: AttentionDims, scale: number): F {
+  return causalPairDots(qkv, 3 * dims.C, 0, qkv, dims.C, dims, scale);
 }
 
 export function causalSoftmaxRef(s: F, T: number): F {
@@ -57,17 +66,9 @@ export function valuesRef(p: F, qkv: F, { B, T, H, D, C }: AttentionDims): F {
   return y;
 }
 
-export function probsGradRef(qkv: F, dy: F, { B, T, H, D, C }: AttentionDims): F {
-  const out = new Float64Array(B * H * T * T);
-  for (let b = 0; b < B; b++)
-    for (let h = 0; h < H; h++)
-      for (let t = 0; t < T; t++)
-        for (let j = 0; j <= t; j++) {
-          let s = 0;
-          for (let d = 0; d < D; d++) s += dy[(b * T + t) * C + h * D + d] * qkv[(b * T + j) * 3 * C + 2 * C + h * D + d];
-          out[((b * H + h) * T + t) * T + j] = s;
-        }
-  return out;
+/** dP = dy_t · v_j. */
+export function probsGradRef(qkv: F, dy: F, dims: AttentionDims): F {
+  return causalPairDots(dy, dims.C, 0, qkv, 2 * dims.C, dims, 1);
 }
 
 export function qkvGradRef(qkv: F, p: F, ds: F, dy: F, { B, T, H, D, C }: AttentionDims, scale: number): F {

@@ -15,6 +15,7 @@ import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-config.ts';
 import { paramCount } from './model-spec.ts';
 import { StageChain } from './stage-chain.ts';
+import { compareGrads } from './testing/gradcheck.ts';
 import { trainSingleDevice } from './train.ts';
 import { nextCharLogits, samplingWindow } from './sample.ts';
 import { sampleNames } from '../data/sample-names.ts';
@@ -23,14 +24,7 @@ import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from './tra
 const be = new CpuBackend();
 const tiny: ModelConfig = { ...defaultGptConfig(), layers: 3, heads: 2, width: 6 };
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num / Math.max(den, 1e-300));
-}
+const relErr = (a: ArrayLike<number>, b: ArrayLike<number>): number => compareGrads(a, b).relErr;
 
 async function read(be: Backend, t: Tensor): Promise<number> {
   const v = (await be.read(t))[0];

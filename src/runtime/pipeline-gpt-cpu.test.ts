@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
+import { compareGrads } from '../nn/testing/gradcheck.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { SCHEDULES, type ScheduleName } from '../schedule/registry.ts';
 import { runPipeline } from './coordinator.ts';
@@ -33,14 +34,7 @@ function gptConfig(over: Partial<RunConfig>): RunConfig {
   };
 }
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-30);
-}
+const relErr = (a: ArrayLike<number>, b: ArrayLike<number>): number => compareGrads(a, b).relErr;
 
 const cases: [ScheduleName, number, number][] = [];
 for (const name of Object.keys(SCHEDULES) as ScheduleName[]) {
