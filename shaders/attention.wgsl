@@ -14,9 +14,9 @@ struct Params {
   H: u32,
   D: u32,
   scale: f32,
-  _p0: u32,
-  _p1: u32,
-  _p2: u32,
+  a_cols: u32, // causal_pair_dots only
+  a_off: u32,
+  b_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -43,10 +43,12 @@ fn score_index(i: u32) -> vec4<u32> {
   return vec4<u32>(bh / p.H, bh % p.H, t, j);
 }
 
-// scores: A = qkv. Out[(bh*T + t)*T + j] = scale * q_t . k_j (j <= t), else 0.
+// Causal pair dots, the scores and their gradient dP alike. A has a_cols columns,
+// B2 = qkv. Out[(bh*T + t)*T + j] = scale * sum_d A[b*T+t, a_off + h*D + d] * B2[b*T+j, b_off + h*D + d]
+// for j <= t, else 0. Scores: A = qkv, a_off = 0 (q), b_off = C (k). dP: A = dy, b_off = 2C (v), scale 1.
 @compute @workgroup_size(WG)
-fn attn_scores(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-               @builtin(num_workgroups) nwg: vec3<u32>) {
+fn causal_pair_dots(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+                    @builtin(num_workgroups) nwg: vec3<u32>) {
   let C = p.H * p.D;
   for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     let ix = score_index(i);
@@ -56,10 +58,10 @@ fn attn_scores(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     let j = ix.w;
     var s = 0.0;
     if (j <= t) {
-      let qo = (b * p.T + t) * 3u * C + h * p.D;
-      let ko = (b * p.T + j) * 3u * C + C + h * p.D;
+      let ao = (b * p.T + t) * p.a_cols + p.a_off + h * p.D;
+      let bo = (b * p.T + j) * 3u * C + p.b_off + h * p.D;
       for (var d = 0u; d < p.D; d++) {
-        s += A[qo + d] * A[ko + d];
+        s += A[ao + d] * B2[bo + d];
       }
       s = p.scale * s;
     }
@@ -129,29 +131,6 @@ fn attn_values(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_
     var s = 0.0;
     for (var j = 0u; j <= t; j++) {
       s += A[po + j] * B2[(b * p.T + j) * 3u * C + 2u * C + c];
-    }
-    Out[i] = s;
-  }
-}
-
-// dP: A = qkv, B2 = dy. Out[(bh*T + t)*T + j] = dy_t . v_j (j <= t), else 0.
-@compute @workgroup_size(WG)
-fn attn_dprobs(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-               @builtin(num_workgroups) nwg: vec3<u32>) {
-  let C = p.H * p.D;
-  for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
-    let ix = score_index(i);
-    let b = ix.x;
-    let h = ix.y;
-    let t = ix.z;
-    let j = ix.w;
-    var s = 0.0;
-    if (j <= t) {
-      let go = (b * p.T + t) * C + h * p.D;
-      let vo = (b * p.T + j) * 3u * C + 2u * C + h * p.D;
-      for (var d = 0u; d < p.D; d++) {
-        s += B2[go + d] * A[vo + d];
-      }
     }
     Out[i] = s;
   }

@@ -25,23 +25,23 @@ const W: BindingKind = 'rw';
 const k = (entry: string, bindings: (BindingKind | null)[]): KernelSpec => ({ file: 'attention', source: attentionSrc, entry, bindings });
 
 export const ATTENTION_KERNELS = {
-  scores: k('attn_scores', [U, R, null, null, null, W]),
+  pairDots: k('causal_pair_dots', [U, R, R, null, null, W]),
   softmax: k('causal_softmax', [U, R, null, null, null, W]),
   softmaxBwd: k('causal_softmax_bwd', [U, R, R, null, null, W]),
   values: k('attn_values', [U, R, R, null, null, W]),
-  dprobs: k('attn_dprobs', [U, R, R, null, null, W]),
   dqkv: k('attn_dqkv', [U, R, R, R, R, W]),
   add: k('residual_add', [U, R, R, null, null, W]),
 } as const;
 
-/** The uniform block of attention.wgsl: n, T, H, D, scale (then padding). */
-function params(n: number, T: number, H: number, D: number, scale: number): Uint8Array {
+/** The uniform block of attention.wgsl: n, T, H, D, scale, and causal_pair_dots' a_cols, a_off, b_off. */
+function params(n: number, T: number, H: number, D: number, scale: number, pair: [number, number, number] = [0, 0, 0]): Uint8Array {
   const u = new Uint32Array(8);
   u[0] = n;
   u[1] = T;
   u[2] = H;
   u[3] = D;
   new Float32Array(u.buffer)[4] = scale;
+  u.set(pair, 5);
   return new Uint8Array(u.buffer);
 }
 
@@ -50,7 +50,8 @@ export function attentionScores(g: OpHost, qkv: Tensor, heads: number, T: number
   checkScale('attentionScores', scale);
   const Q = g.f32('attentionScores qkv', qkv);
   const out = g.alloc([dims.B * dims.H * T, T]);
-  g.launch('attentionScores', ATTENTION_KERNELS.scores, params(out.size, T, dims.H, dims.D, scale), [null, Q, null, null, null, out], out.size);
+  const C = dims.C;
+  g.launch('attentionScores', ATTENTION_KERNELS.pairDots, params(out.size, T, dims.H, dims.D, scale, [3 * C, 0, C]), [null, Q, Q, null, null, out], out.size);
   return out;
 }
 
@@ -89,7 +90,8 @@ export function attentionProbsGrad(g: OpHost, qkv: Tensor, dy: Tensor, heads: nu
   const Q = g.f32('attentionProbsGrad qkv', qkv);
   const DY = g.f32('attentionProbsGrad dy', dy);
   const out = g.alloc([dims.B * dims.H * T, T]);
-  g.launch('attentionProbsGrad', ATTENTION_KERNELS.dprobs, params(out.size, T, dims.H, dims.D, 1), [null, Q, DY, null, null, out], out.size);
+  const C = dims.C;
+  g.launch('attentionProbsGrad', ATTENTION_KERNELS.pairDots, params(out.size, T, dims.H, dims.D, 1, [C, 0, 2 * C]), [null, DY, Q, null, null, out], out.size);
   return out;
 }
 
