@@ -13,7 +13,8 @@ import { encodeName } from '../data/names.ts';
 import type { Backend, Tensor } from './backend.ts';
 import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-config.ts';
-import { paramCount } from './model-spec.ts';
+import { blockCosts, paramCount } from './model-spec.ts';
+import { partitionBlocks } from './partition.ts';
 import { StageChain } from './stage-chain.ts';
 import { compareGrads } from './testing/gradcheck.ts';
 import { trainSingleDevice } from './train.ts';
@@ -150,5 +151,33 @@ describe('sampling names from the GPT', () => {
     const names = await sampleNames(nextCharLogits(be, chain), { count: 6, seed: 1, ...samplingWindow(spec, 3) });
     expect(names).toHaveLength(6);
     for (const n of names) expect(n).toMatch(/^[a-z-]{0,15}$/);
+  });
+});
+
+describe('what the partition counts for the GPT', () => {
+  const costs = (over: Partial<ModelConfig>) => blockCosts(buildModelSpec({ ...defaultGptConfig(), ...over }));
+
+  it("a block's cost holds its matmuls (2·T·12C² from its weight shapes) plus attention terms that grow as T²", () => {
+    const spec = buildModelSpec(defaultGptConfig());
+    const chain = new StageChain(be, spec, 1, 1);
+    const T = 16;
+    const weights = chain.params.filter((p) => p.name.startsWith('transformer.h.1.') && p.value.shape.length === 2);
+    const matmul = 2 * T * weights.reduce((s, p) => s + p.value.size, 0);
+    const c16 = costs({ blockSize: 16 })[1], c32 = costs({ blockSize: 32 })[1], c64 = costs({ blockSize: 64 })[1];
+    expect(c16).toBeGreaterThan(matmul);
+    // Per token, the rest grows with T (the causal T² terms); the matmuls per token do not.
+    const restPerToken = (c: number, t: number) => (c - (matmul / T) * t) / t;
+    expect(restPerToken(c32, 32) - restPerToken(c16, 16)).toBeGreaterThan(0);
+    expect(restPerToken(c64, 64) - restPerToken(c32, 32)).toBeCloseTo(2 * (restPerToken(c32, 32) - restPerToken(c16, 16)), 6);
+  });
+
+  it('the first block adds the embedding (gather and add), the head counts the vocab-wide matmul; equal blocks get one stage each', () => {
+    const c = costs({ layers: 4 });
+    expect(c[1]).toBe(c[2]);
+    expect(c[0] - c[1]).toBe(2 * 16 * 64);
+    expect(c[4]).toBeGreaterThan(2 * 16 * 64 * 28);
+    const wide = costs({ layers: 4, width: 128, heads: 4 });
+    expect(wide[4] / c[4]).toBeGreaterThan(1.9);
+    expect(partitionBlocks(5, costs({ layers: 4 }), 4)).toEqual([[0, 1], [1, 2], [2, 3], [3, 5]]);
   });
 });
