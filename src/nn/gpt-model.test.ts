@@ -181,3 +181,40 @@ describe('what the partition counts for the GPT', () => {
     expect(partitionBlocks(5, costs({ layers: 4 }), 4)).toEqual([[0, 1], [1, 2], [2, 3], [3, 5]]);
   });
 });
+
+describe('attention patterns of one name', () => {
+  it('per layer and head, causal rows that sum to 1, equal to an independent softmax of q·k from the weights', async () => {
+    const { attentionPatterns } = await import('./attention-patterns.ts');
+    const cfg = { ...tiny, layers: 1, heads: 2, width: 6 };
+    const chain = new StageChain(be, buildModelSpec(cfg), 1, 8);
+    const r = await attentionPatterns(be, chain, 'anna');
+    expect(r.tokens).toEqual(['.', 'a', 'n', 'n', 'a']);
+    expect(r.probs).toHaveLength(1);
+    expect(r.probs[0]).toHaveLength(2);
+    for (const head of r.probs[0]) {
+      head.forEach((row, t) => {
+        expect(row.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+        for (let j = t + 1; j < row.length; j++) expect(row[j]).toBe(0);
+      });
+    }
+    // Independently: x = wte[tok] + wpe[t]; LayerNorm (gain 1, shift 0 at init); qkv = x·Wᵀ + b; softmax over j ≤ t of q·k / sqrt(D).
+    const w = await chain.readParams();
+    const C = 6, D = 3, toks = [0, ...encodeName('anna')];
+    const xs = toks.map((tok, t) => Array.from({ length: C }, (_, c) => w['transformer.wte.weight'][tok * C + c] + w['transformer.wpe.weight'][t * C + c]));
+    const ln = xs.map((row) => {
+      const mu = row.reduce((a, b) => a + b, 0) / C;
+      const v = row.reduce((a, b) => a + (b - mu) ** 2, 0) / C;
+      return row.map((x) => (x - mu) / Math.sqrt(v + 1e-5));
+    });
+    const W = w['transformer.h.0.attn.c_attn.weight'], bias = w['transformer.h.0.attn.c_attn.bias'];
+    const qkv = ln.map((row) => Array.from({ length: 3 * C }, (_, o) => bias[o] + row.reduce((s, x, i) => s + x * W[o * C + i], 0)));
+    for (let h = 0; h < 2; h++) {
+      const t = 4;
+      const s = Array.from({ length: t + 1 }, (_, j) => Array.from({ length: D }, (_, d) => qkv[t][h * D + d] * qkv[j][C + h * D + d]).reduce((a, b) => a + b, 0) / Math.sqrt(D));
+      const mx = Math.max(...s);
+      const e = s.map((v) => Math.exp(v - mx));
+      const z = e.reduce((a, b) => a + b, 0);
+      e.forEach((v, j) => expect(r.probs[0][h][t][j]).toBeCloseTo(v / z, 12));
+    }
+  });
+});

@@ -82,6 +82,11 @@ export class GptBlock implements Layer {
     return { y, saved: [] };
   }
 
+  /** The attention probabilities [B·H·T, T] among what forward(x, true) saved. */
+  static probsOf(saved: readonly Tensor[]): Tensor {
+    return saved[F.P];
+  }
+
   /** dx; replaces `saved` by what backwardWeight needs (the stage frees the rest). */
   backwardInput(saved: Tensor[], dy: Tensor): Tensor {
     const be = this.be;
