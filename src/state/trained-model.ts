@@ -9,6 +9,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { evaluate } from '../nn/evaluate.ts';
 import { nextCharLogits, samplingWindow } from '../nn/sample.ts';
+import { attentionPatterns, type AttentionPatterns } from '../nn/attention-patterns.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BoundaryGrid } from './store.ts';
@@ -91,6 +92,16 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
   const { be, chain } = chainFor(cfg, weights);
   try {
     return await sampleNames(nextCharLogits(be, chain), { count, ...samplingWindow(chain.spec, cfg.context), seed, temperature: 0.9 });
+  } finally {
+    chain.dispose();
+  }
+}
+
+/** The trained GPT's attention pattern, per layer and head, over one name. */
+export async function trainedAttention(cfg: RunConfig, weights: WeightMap, name: string): Promise<AttentionPatterns> {
+  const { be, chain } = chainFor(cfg, weights);
+  try {
+    return await attentionPatterns(be, chain, name);
   } finally {
     chain.dispose();
   }
