@@ -54,3 +54,23 @@ test('the GPT on every synchronous schedule equals single-device training (p = 2
     expect(r.leaked, label).toBe(0);
   }
 });
+
+test('the page: a GPT link fills its fields, trains across the workers, samples names and shows each head’s attention', async ({ page }) => {
+  test.setTimeout(300_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&ranks=2&microbatches=4&batchSize=16&schedule=1f1b&steps=4&evalEvery=0');
+  await expect(page.getByLabel('Model', { exact: true })).toHaveValue('gpt');
+  await expect(page.getByLabel('Heads', { exact: true })).toHaveValue('2');
+  await expect(page.getByLabel('Width (C)', { exact: true })).toHaveValue('8');
+  await expect(page.getByTestId('url-problems')).toHaveCount(0);
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('list', { name: 'Sampled names' })).toBeVisible({ timeout: 240_000 });
+  const view = page.getByTestId('attention-patterns');
+  await expect(view).toBeVisible({ timeout: 60_000 });
+  // 2 layers × 2 heads.
+  await expect(view.getByRole('img')).toHaveCount(4);
+
+  // Heads that do not divide the width: named under the field, the run refused.
+  await page.getByLabel('Heads', { exact: true }).fill('3');
+  await expect(page.getByRole('alert')).toContainText('heads = 3: must divide width = 8');
+});
