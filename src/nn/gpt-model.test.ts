@@ -20,7 +20,7 @@ import { compareGrads } from './testing/gradcheck.ts';
 import { trainSingleDevice } from './train.ts';
 import { nextCharLogits, samplingWindow } from './sample.ts';
 import { sampleNames } from '../data/sample-names.ts';
-import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from './train-config.ts';
+import { defaultTrainConfig, namesModelSwitch, validateTrainConfig, type TrainConfig } from './train-config.ts';
 
 const be = new CpuBackend();
 const tiny: ModelConfig = { ...defaultGptConfig(), layers: 3, heads: 2, width: 6 };
@@ -63,6 +63,15 @@ describe("the 'gpt' configuration", () => {
     [{ dataset: 'spiral' }, 'dataset = "spiral": must be "names" for model "gpt"'],
   ] as [Partial<TrainConfig>, string][])('refuses %j', (patch, msg) => {
     expect(() => validateTrainConfig({ ...base, ...patch })).toThrow(msg);
+  });
+
+  it('the page\'s switch to the GPT brings a valid configuration, deep enough for the stages', () => {
+    for (const minLayers of [1, 7]) {
+      const cfg = { ...defaultTrainConfig('names'), ...namesModelSwitch('gpt', minLayers) };
+      expect(() => validateTrainConfig(cfg)).not.toThrow();
+      expect([cfg.model, cfg.layers, cfg.heads, cfg.width, cfg.blockSize]).toEqual(['gpt', Math.max(4, minLayers), 4, 64, 16]);
+    }
+    expect(namesModelSwitch('char-mlp', 1).model).toBe('char-mlp');
   });
 
   it("the default spec: makemore's names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", () => {

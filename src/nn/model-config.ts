@@ -67,15 +67,6 @@ export function modelsFor(dataset: DatasetName): readonly ModelName[] {
   return isTwoD(dataset) ? ['mlp'] : ['char-mlp', 'gpt'];
 }
 
-/**
- * The fields a switch to `model` on the names brings (the page's model
- * selector): the GPT's size, or the char-MLP's, at least `minLayers` deep.
- */
-export function modelSwitch(model: 'char-mlp' | 'gpt', minLayers: number): Partial<ModelConfig> {
-  const m = model === 'gpt' ? defaultGptConfig() : defaultModelConfig('names');
-  return { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize: m.blockSize };
-}
-
 /** The default GPT on the names (every other field as the names default). */
 export function defaultGptConfig(): ModelConfig {
   return { ...defaultModelConfig('names'), model: 'gpt', layers: GPT_DEFAULTS.layers };

@@ -4,9 +4,9 @@
  * rest of the configuration stays as it is.
  */
 import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
-import { HIDDEN_ACTIVATIONS, LIMITS, modelSwitch, type HiddenActivation } from '../../nn/model-config.ts';
+import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
-import { LR_SCHEDULES, type LrSchedule } from '../../nn/train-config.ts';
+import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
 import { scheduleKind } from '../../schedule/index.ts';
 import { patchConfig, setConfig, withDataset, withSchedule } from '../../state/config-actions.ts';
@@ -54,7 +54,11 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             name="model"
             value={cfg.model === 'gpt' ? 'gpt' : 'char-mlp'}
             options={[{ value: 'char-mlp', label: 'Character MLP' }, { value: 'gpt', label: 'GPT (causal self-attention)' }]}
-            onChange={(model) => set(modelSwitch(model, runStages(cfg) - 1))}
+            onChange={(model) => {
+              const next = namesModelSwitch(model, runStages(cfg) - 1);
+              // Keep the batch a multiple of the micro-batches.
+              set({ ...next, batchSize: cfg.microbatches * Math.max(1, Math.round((next.batchSize ?? cfg.batchSize) / cfg.microbatches)) });
+            }}
             error={errorFor('model')}
           />
         )}
