@@ -117,14 +117,29 @@ export class CpuBackend implements Backend {
     }
     const A = d(a), B = d(b), C = d(out);
     const ac = a.shape[1], bc = b.shape[1];
-    for (let i = 0; i < M; i++) {
-      for (let j = 0; j < N; j++) {
-        let s = 0;
+    // Every form sums each C[i, j] over k = 0 .. K−1 in order, then adds it to
+    // C: the same rounding whatever the form or the number of rows. The loops
+    // are specialised per form so the inner one runs over contiguous memory.
+    if (!opts.transB) {
+      const row = new Float64Array(N);
+      for (let i = 0; i < M; i++) {
+        row.fill(0);
         for (let k = 0; k < K; k++) {
           const av = opts.transA ? A[k * ac + i] : A[i * ac + k];
-          const bv = opts.transB ? B[j * bc + k] : B[k * bc + j];
-          s += av * bv;
+          const bo = k * bc;
+          for (let j = 0; j < N; j++) row[j] += av * B[bo + j];
         }
+        for (let j = 0; j < N; j++) C[i * N + j] += row[j];
+      }
+      return;
+    }
+    const col = new Float64Array(K);
+    for (let i = 0; i < M; i++) {
+      for (let k = 0; k < K; k++) col[k] = opts.transA ? A[k * ac + i] : A[i * ac + k];
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        const bo = j * bc;
+        for (let k = 0; k < K; k++) s += col[k] * B[bo + k];
         C[i * N + j] += s;
       }
     }
