@@ -3,9 +3,10 @@ import { createRoot } from 'react-dom/client';
 import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
+import { urlConfigOf } from './state/url-state.ts';
 import './ui/styles.css';
 
-installAutomation();
+installAutomation({ readUrl: urlConfigOf });
 initStateFromUrl();
 
 const root = document.getElementById('root');

@@ -1,6 +1,6 @@
 /** Reading a schedule from a file: PyTorch's CSV, or our JSON. */
 import { ConfigError } from '../util/errors.ts';
-import { parseCsv, type Schedule } from '../schedule/index.ts';
+import { CSV_LIMITS, parseCsv, type Schedule } from '../schedule/index.ts';
 import type { CliIo } from './io.ts';
 import { UsageError } from './args.ts';
 
@@ -16,6 +16,9 @@ export function readScheduleFile(io: CliIo, path: string): LoadedFile {
     text = io.readFile(path);
   } catch (e) {
     throw new UsageError('FILE', path, `cannot be read (${(e as Error).message})`);
+  }
+  if (text.length > CSV_LIMITS.chars) {
+    throw new UsageError('FILE', path, `holds ${text.length} characters; a schedule file may hold at most ${CSV_LIMITS.chars}`);
   }
   const name = path.replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '') || 'file';
   if (/\.json$/i.test(path)) {

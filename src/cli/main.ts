@@ -3,7 +3,7 @@
  * `schedule`, `simulate`, `validate`. bin/pipelab.mjs runs `runCli` under tsx.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ConfigError } from '../util/errors.ts';
+import { ConfigError, cutForEcho } from '../util/errors.ts';
 import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
 import { UsageError } from './args.ts';
 import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
@@ -72,6 +72,9 @@ export function runCli(argv: readonly string[], io: CliIo = nodeIo): number {
       io.err(`pipelab ${command}: ${e.message}\n`);
       return EXIT_INVALID;
     }
-    throw e;
+    // Anything else is our bug: one short line, no stack trace (PIPELAB_DEBUG=1 shows it).
+    if (typeof process !== 'undefined' && process.env.PIPELAB_DEBUG) throw e;
+    io.err(`pipelab ${command}: internal error: ${cutForEcho(e instanceof Error ? e.message : String(e), 200)} (PIPELAB_DEBUG=1 shows where)\n`);
+    return EXIT_INVALID;
   }
 }

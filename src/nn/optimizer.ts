@@ -27,10 +27,25 @@ export interface OptimizerConfig {
   eps?: number;
 }
 
+/**
+ * The one rule for a learning rate, used by the configuration check and by
+ * every optimizer step: finite, above 0, at least `min` and at most 10. A
+ * configured rate must be at least 1e-6; a step's rate (the cosine schedule
+ * decays to lr/10) at least 1e-7, so a configuration that passes never
+ * fails in a step.
+ */
+export const LR_LIMITS = { min: 1e-6, stepMin: 1e-7, max: 10 } as const;
+
+export function requireLr(field: string, lr: unknown, min: number = LR_LIMITS.min): number {
+  const v = requireFinite(field, lr, { min: 0, exclusiveMin: true });
+  if (v < min) throw new ConfigError(field, v, `must be at least ${min} (smaller rates vanish in float32 weight updates)`);
+  if (v > LR_LIMITS.max) throw new ConfigError(field, v, `must be at most ${LR_LIMITS.max}`);
+  return v;
+}
+
 export function validateOptimizerConfig(cfg: OptimizerConfig): void {
   requireOneOf('optimizer', cfg.optimizer, OPTIMIZERS);
-  requireFinite('lr', cfg.lr, { min: 0, exclusiveMin: true });
-  if (cfg.lr > 10) throw new ConfigError('lr', cfg.lr, 'must be at most 10');
+  requireLr('lr', cfg.lr);
   requireFinite('momentum', cfg.momentum, { min: 0 });
   if (cfg.momentum >= 1) throw new ConfigError('momentum', cfg.momentum, 'must be less than 1');
   requireFinite('weightDecay', cfg.weightDecay, { min: 0, max: 1 });
@@ -79,7 +94,7 @@ class Sgd implements Optimizer {
 
   step(gradScale = 1): void {
     checkGradScale(gradScale);
-    requireFinite('lr', this.lr, { min: 0, exclusiveMin: true });
+    requireLr('lr', this.lr, LR_LIMITS.stepMin);
     this.params.forEach((p, i) => {
       const weightDecay = p.decay ? this.cfg.weightDecay : 0;
       this.be.sgdStep(p.value, p.grad, this.velocity[i], { lr: this.lr, momentum: this.cfg.momentum, weightDecay, gradScale });
@@ -111,7 +126,7 @@ class AdamW implements Optimizer {
 
   step(gradScale = 1): void {
     checkGradScale(gradScale);
-    requireFinite('lr', this.lr, { min: 0, exclusiveMin: true });
+    requireLr('lr', this.lr, LR_LIMITS.stepMin);
     const step = this.steps + 1;
     const { beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = this.cfg;
     this.params.forEach((p, i) => {

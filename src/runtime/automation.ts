@@ -3,7 +3,11 @@
  * benchmark). Plain JSON in, plain JSON out.
  *
  *   window.pipelab.defaultConfig()          the default run configuration
- *   window.pipelab.run(config)              resolves to the run report
+ *   window.pipelab.run(config, { signal })  resolves to the run report; aborting `signal`
+ *                                           stops the run (at the latest after the step in
+ *                                           flight), ends every worker, and resolves to a
+ *                                           report of the steps done (rejects when none was);
+ *                                           onStep(progress) is called after each step
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
  */
@@ -12,12 +16,18 @@ import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
 import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { ConfigError, requireFinite } from '../util/errors.ts';
+import { unknownKeyRule } from '../util/nearest.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
   /** The configuration in this page's URL query (defaults where absent or invalid) and the errors found. */
   urlConfig(): { config: RunConfig; errors: string[] };
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs'>): Promise<RunReport>;
+  /**
+   * The configuration is read once into a plain-JSON copy and validated before
+   * any worker starts; a refusal rejects with `field = value: rule`.
+   */
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
   liveWorkers(): number;
   startedWorkers(): number;
@@ -30,14 +40,52 @@ declare global {
   }
 }
 
-export function installAutomation(): void {
+type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
+
+/** The run options, each read once and checked, naming the option, its value and the rule. */
+export function runOptionsOf(input: unknown): RunOpts {
+  if (input === undefined || input === null) return {};
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'readWeights', 'recvTimeoutMs', 'stepTimeoutMs'];
+  const out: RunOpts = {};
+  for (const key of Object.keys(input)) {
+    const value: unknown = (input as Record<string, unknown>)[key];
+    if (!known.includes(key)) throw new ConfigError(`options.${key}`, value, unknownKeyRule(key, known, 'run option'));
+    if (value === undefined) continue;
+    if (key === 'signal') {
+      if (!(value instanceof AbortSignal)) throw new ConfigError('options.signal', String(value), 'must be an AbortSignal (new AbortController().signal)');
+      out.signal = value;
+    } else if (key === 'onStep') {
+      if (typeof value !== 'function') throw new ConfigError('options.onStep', value, 'must be a function');
+      out.onStep = value as RunOpts['onStep'];
+    } else if (key === 'readWeights') {
+      if (typeof value !== 'boolean') throw new ConfigError('options.readWeights', value, 'must be true or false');
+      out.readWeights = value;
+    } else {
+      const ms = requireFinite(`options.${key}`, value, { min: 1, max: 3_600_000 });
+      if (key === 'recvTimeoutMs') out.recvTimeoutMs = ms;
+      else out.stepTimeoutMs = ms;
+    }
+  }
+  return out;
+}
+
+export interface AutomationOptions {
+  /** How this page reads its URL (the app's own reader, so both word every problem the same); default: the run keys alone. */
+  readUrl?: (search: string) => { config: RunConfig; errors: string[] };
+}
+
+function runKeysOnly(search: string): { config: RunConfig; errors: string[] } {
+  const { config, errors } = configFromQuery(search);
+  return { config, errors: errors.map((e) => e.message) };
+}
+
+export function installAutomation(opts: AutomationOptions = {}): void {
+  const readUrl = opts.readUrl ?? runKeysOnly;
   window.pipelab = {
     defaultConfig: defaultRunConfig,
-    urlConfig() {
-      const { config, errors } = configFromQuery(window.location.search);
-      return { config, errors: errors.map((e) => e.message) };
-    },
-    run: (config, opts) => runInBrowser(config, opts ?? {}),
+    urlConfig: () => readUrl(window.location.search),
+    run: async (config, runOpts) => runInBrowser(config, runOptionsOf(runOpts)),
     runSingleDevice,
     liveWorkers: () => WorkerRankHost.liveWorkers(),
     startedWorkers: () => WorkerRankHost.startedWorkers(),

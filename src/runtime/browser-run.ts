@@ -10,6 +10,7 @@ import { runPipeline, type RunOptions } from './coordinator.ts';
 import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 
 export function hasWebGpu(): boolean {
   return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;
@@ -17,14 +18,16 @@ export function hasWebGpu(): boolean {
 
 export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 
-export async function runInBrowser(config: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+  const config = snapshotRunConfig(input);
   validateRunConfig(config);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
   return runPipeline(config, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */
-export async function runSingleDevice(config: RunConfig): Promise<TrainResult> {
+export async function runSingleDevice(input: RunConfig): Promise<TrainResult> {
+  const config = snapshotRunConfig(input);
   validateRunConfig(config);
   const be = await GpuBackend.create();
   try {

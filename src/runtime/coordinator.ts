@@ -10,6 +10,7 @@ import type { Timeline } from '../schedule/types.ts';
 import type { RankHost, RankInit, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 import type { RunConfig } from './run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 
@@ -39,7 +40,7 @@ export interface RunOptions {
   weightsEvery?: number;
   /** `step` is the 0-based step just done. */
   onWeights?: (step: number, weights: Weights) => void;
-  /** A rank that has not finished a step after this long ends the run. Default 120 s. */
+  /** A rank that has not finished a step after this long ends the run (PipeDream: steps × this for its one stream). Default 120 s. */
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
   recvTimeoutMs?: number;
@@ -78,13 +79,16 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promi
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<RunReport> {
-  // Everything that can be checked is checked before any worker starts.
+export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<RunReport> {
+  // Everything that can be checked is checked before any worker starts, on one plain-JSON copy read once.
+  const config = snapshotRunConfig(input);
   const plan = planRun(config);
   const { schedule } = plan;
   const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
+  // PipeDream runs all its steps as one window: each step gets the same time as a synchronous one.
+  const windowTimeoutMs = plan.async ? stepTimeoutMs * config.steps : stepTimeoutMs;
 
   const hosts: RankHost[] = [];
   const ended = () => {
@@ -133,8 +137,8 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
           ),
           fatal,
         ]),
-        stepTimeoutMs,
-        () => `step ${step}: rank ${[...pending].join(', ')} did not finish within ${(stepTimeoutMs / 1000).toFixed(0)} s`,
+        windowTimeoutMs,
+        () => `${plan.async ? `the PipeDream stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
       const losses = plan.async ? asyncStepLosses(results, config.microbatches) : [rec.loss];
@@ -154,6 +158,7 @@ export async function runPipeline(config: RunConfig, opts: RunOptions): Promise<
       }
     }
     const wallMs = performance.now() - t0;
+    if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
 
     let weights: Weights | undefined;
     if (opts.readWeights) {

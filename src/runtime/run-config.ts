@@ -9,6 +9,9 @@ import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
+import { checkRunLimits } from './run-limits.ts';
+import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
+import { unknownKeyRule } from '../util/nearest.ts';
 
 /** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
 export type RunScheduleName = ScheduleName | 'pipedream';
@@ -64,9 +67,12 @@ export function validateRunConfig(cfg: RunConfig): void {
     scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   }
   if (cfg.fault !== undefined) {
+    if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
     if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');
+    if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
   }
+  checkRunLimits(cfg);
 }
 
 type Field = keyof RunConfig;
@@ -83,51 +89,52 @@ export function configToQuery(cfg: RunConfig): string {
   return q.toString();
 }
 
-function parseValue(raw: string, like: unknown): unknown {
-  if (typeof like === 'number') {
-    const t = raw.trim();
-    return t === '' ? NaN : Number(t);
-  }
+function parseValue(field: string, raw: string, like: unknown): unknown {
+  if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
+}
+
+export interface QueryReadOptions {
+  /** Keys of the query that belong to someone else (the page's `view`, `sim.*`, ...): not reported as unknown. */
+  otherKeys?: readonly string[];
 }
 
 /**
  * Reads a configuration from a URL query. Values that fail validation are
  * reported (field, value, rule) and replaced by their defaults; the rest stays.
+ * Keys that are neither run fields nor `otherKeys` are reported with the nearest known key.
  */
-export function configFromQuery(search: string, base: RunConfig = defaultRunConfig()): { config: RunConfig; errors: ConfigError[] } {
+export function configFromQuery(search: string, base: RunConfig = defaultRunConfig(), opts: QueryReadOptions = {}): { config: RunConfig; errors: ConfigError[] } {
   const q = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  const baseRecord = base as unknown as Record<string, unknown>;
   const cfg = { ...base } as Record<string, unknown>;
   const given = new Set<string>();
   const errors: ConfigError[] = [];
+  const others = opts.otherKeys ?? [];
   for (const [k, v] of q) {
-    if (!(URL_FIELDS as readonly string[]).includes(k)) continue;
-    cfg[k] = parseValue(v, (base as unknown as Record<string, unknown>)[k]);
-    given.add(k);
+    if (!(URL_FIELDS as readonly string[]).includes(k)) {
+      if (!others.includes(k)) errors.push(new ConfigError(k, v, unknownKeyRule(k, [...URL_FIELDS, ...others], 'URL key')));
+      continue;
+    }
+    try {
+      cfg[k] = parseValue(k, v, baseRecord[k]);
+      given.add(k);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      errors.push(e);
+    }
   }
   // A data set implies its model unless the link says otherwise.
   if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
-  for (let tries = 0; tries <= URL_FIELDS.length; tries++) {
-    try {
-      validateRunConfig(cfg as unknown as RunConfig);
-      return { config: cfg as unknown as RunConfig, errors };
-    } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      const field = e.field.split(/[.[]/)[0];
-      if (given.has(field)) {
-        errors.push(e);
-        cfg[field] = (base as unknown as Record<string, unknown>)[field];
-        given.delete(field);
-        continue;
-      }
-      // The clash is between a given value and a default: drop the given ones one by one, last first.
-      const last = [...given].pop();
-      if (last === undefined) throw e;
-      errors.push(new ConfigError(last, cfg[last], `conflicts with ${e.message}`));
-      cfg[last] = (base as unknown as Record<string, unknown>)[last];
-      given.delete(last);
-    }
-  }
-  return { config: base, errors };
+  const ok = revertUntilValid(
+    cfg,
+    given,
+    (k) => baseRecord[k],
+    () => validateRunConfig(cfg as unknown as RunConfig),
+    (field) => field.split(/[.[]/)[0],
+    (k) => k,
+    errors,
+  );
+  return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

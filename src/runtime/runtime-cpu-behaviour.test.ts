@@ -114,7 +114,7 @@ describe('run configuration in the URL', () => {
   });
   it('names a bad value and keeps the rest', () => {
     const { config, errors } = configFromQuery('?ranks=2&lr=abc&microbatches=16');
-    expect(errors.map((e) => e.message)).toEqual(['lr = NaN: must be a finite number']);
+    expect(errors.map((e) => e.message)).toEqual(['lr = "abc": must be a number in decimal notation, such as 12 or 0.01']);
     expect(config.ranks).toBe(2);
     expect(config.microbatches).toBe(16);
     expect(config.lr).toBe(defaultRunConfig().lr);

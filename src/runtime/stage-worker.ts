@@ -8,8 +8,15 @@ import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import { ActionError, type StepResult } from './rank-executor.ts';
+import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
+import { checkAdapterBufferLimits } from './run-limits.ts';
 
 let runtime: RankRuntime | null = null;
+let current: RankInit | null = null;
+
+function stagesOn(init: RankInit): number[] {
+  return init.schedule.stageToRank.flatMap((r, s) => (r === init.rank ? [s] : []));
+}
 let backend: GpuBackend | null = null;
 
 function need(): RankRuntime {
@@ -19,23 +26,34 @@ function need(): RankRuntime {
 
 const api = {
   async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<{ adapter: string }> {
-    backend = await GpuBackend.create();
-    const be = backend;
-    runtime = createRankRuntime(be, init, new Map(ports), {
-      gpuSpan: be.hasTimestamps ? () => be.beginTiming() : undefined,
-      loseDevice: () => be.device.destroy(),
-      crash: () => {
-        setTimeout(() => {
-          throw new Error('injected fault: the worker crashed');
-        });
-      },
-    });
-    const rt = runtime;
-    be.device.lost.then((info) => {
-      rt.fail(new Error(`rank ${init.rank}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
-    });
-    await rt.warmUp();
-    return { adapter: be.adapterDescription() };
+    current = init;
+    const where = rankWhere(init.rank, init.schedule.stageToRank);
+    try {
+      backend = await GpuBackend.create();
+      const be = backend;
+      // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
+      checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
+      be.device.pushErrorScope('out-of-memory');
+      runtime = createRankRuntime(be, init, new Map(ports), {
+        gpuSpan: be.hasTimestamps ? () => be.beginTiming() : undefined,
+        loseDevice: () => be.device.destroy(),
+        crash: () => {
+          setTimeout(() => {
+            throw new Error('injected fault: the worker crashed');
+          });
+        },
+      });
+      const rt = runtime;
+      be.device.lost.then((info) => {
+        rt.fail(new Error(`${where}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
+      });
+      await rt.warmUp();
+      const oom = scopeFailure(await be.device.popErrorScope(), 'building its stages');
+      if (oom) throw oom;
+      return { adapter: be.adapterDescription() };
+    } catch (e) {
+      throw new Error(describeGpuFailure(e, where));
+    }
   },
   async step(step: number): Promise<StepResult> {
     try {
@@ -47,7 +65,10 @@ const api = {
       if (lost !== null && e instanceof ActionError) {
         throw new ActionError(e.rank, e.action, e.step, new Error(`the WebGPU device was lost: ${lost}`));
       }
-      throw e;
+      const where = current ? `${rankWhere(current.rank, current.schedule.stageToRank)}, step ${step}` : `step ${step}`;
+      const message = describeGpuFailure(e, where);
+      if (e instanceof Error && message === e.message) throw e;
+      throw new Error(message);
     }
   },
   readWeights(): Promise<Weights> {

@@ -65,10 +65,12 @@ describe('PyTorch CSV', () => {
     expect(s.order.map((l) => l.length)).toEqual([2, 2]);
     expect(s.stageToRank).toEqual([0, 1]);
     expect(validateSchedule(s)).toEqual({ ok: true });
-    // A blank row is a rank with no actions, as csv.reader gives [] for it.
-    const t = fromCsv('0F0,0B0\r\n\r\n');
-    expect(t.ranks).toBe(2);
+    // A blank row between rows is a rank with no actions, as csv.reader gives [] for it;
+    // blank lines at the end are not ranks (a trailing blank line is no extra rank).
+    const t = fromCsv('0F0,0B0\r\n\r\n1F0,1B0\r\n');
+    expect(t.ranks).toBe(3);
     expect(t.order[1]).toEqual([]);
+    expect(fromCsv('0F0,0B0\r\n\r\n\n').ranks).toBe(1);
   });
 
   it('reports where each action sits in the file', () => {

@@ -29,6 +29,13 @@ import { play } from './engine.ts';
 import type { Action, Schedule } from './types.ts';
 import { assertValidSchedule } from './validate.ts';
 
+/**
+ * Bounds on what a CSV may hold, so a hostile file gets a short message fast:
+ * a cell is one action (`{stage}{op}{mb}`), at most `cellChars` characters;
+ * at most `rows` ranks; at most `chars` characters in all.
+ */
+export const CSV_LIMITS = { chars: 16 * 1024 * 1024, cellChars: 32, rows: 4096 } as const;
+
 /** A rejected CSV cell; row and column are 1-based, as a spreadsheet shows them. */
 export class CsvError extends ConfigError {
   constructor(
@@ -66,17 +73,45 @@ export function toCsv(s: Schedule, opts: CsvWriteOptions = {}): string {
     .join('');
 }
 
-/** Splits CSV text into rows of cells (Python csv.reader, excel dialect). The text after the last line end is a row only if non-empty. */
+/**
+ * Splits CSV text into rows of cells (Python csv.reader, excel dialect). The
+ * text after the last line end is a row only if non-empty; blank lines at the
+ * end are not rows (a trailing blank line is no extra rank). Throws CsvError
+ * past CSV_LIMITS, without reading the rest.
+ */
 export function splitCsv(text: string): string[][] {
+  if (text.length > CSV_LIMITS.chars) {
+    throw new ConfigError('csv', `${text.length} characters`, `is too long; a schedule CSV may hold at most ${CSV_LIMITS.chars} characters`);
+  }
   const rows: string[][] = [];
+  let blankRows = 0;
   let row: string[] = [];
   let cell = '';
   let quoted = false;
   let i = 0;
   let rowNo = 1;
   let cellStart = true;
+  const endRow = () => {
+    row.push(cell);
+    if (row.length === 1 && row[0] === '') {
+      blankRows++;
+    } else {
+      if (rows.length + blankRows + 1 > CSV_LIMITS.rows) {
+        throw new CsvError(rowNo, 1, row[0], `is past row ${CSV_LIMITS.rows}; a schedule CSV holds one row per rank and at most ${CSV_LIMITS.rows} rows`);
+      }
+      for (; blankRows > 0; blankRows--) rows.push([]);
+      rows.push(row);
+    }
+    row = [];
+    cell = '';
+    cellStart = true;
+    rowNo++;
+  };
   while (i < text.length) {
     const ch = text[i];
+    if (cell.length > CSV_LIMITS.cellChars) {
+      throw new CsvError(rowNo, row.length + 1, cell, `is longer than ${CSV_LIMITS.cellChars} characters; a cell holds one action such as 2F0`);
+    }
     if (quoted) {
       if (ch === '"') {
         if (text[i + 1] === '"') {
@@ -101,12 +136,7 @@ export function splitCsv(text: string): string[][] {
       cellStart = true;
       i++;
     } else if (ch === '\r' || ch === '\n') {
-      row.push(cell);
-      rows.push(row.length === 1 && row[0] === '' ? [] : row);
-      row = [];
-      cell = '';
-      cellStart = true;
-      rowNo++;
+      endRow();
       i += ch === '\r' && text[i + 1] === '\n' ? 2 : 1;
     } else {
       cell += ch;
@@ -114,11 +144,11 @@ export function splitCsv(text: string): string[][] {
       i++;
     }
   }
-  if (quoted) throw new CsvError(rowNo, row.length + 1, cell, 'has an opening quote that is never closed');
-  if (cell !== '' || row.length > 0) {
-    row.push(cell);
-    rows.push(row);
+  if (cell.length > CSV_LIMITS.cellChars) {
+    throw new CsvError(rowNo, row.length + 1, cell, `is longer than ${CSV_LIMITS.cellChars} characters; a cell holds one action such as 2F0`);
   }
+  if (quoted) throw new CsvError(rowNo, row.length + 1, cell, 'has an opening quote that is never closed');
+  if (cell !== '' || row.length > 0) endRow();
   return rows;
 }
 
@@ -164,7 +194,46 @@ export function parseCsv(text: string, name = 'csv'): ParsedCsv {
     if (!home) throw new ConfigError('csv', `stage ${st}`, `appears in no row, but stage ${stages - 1} does; stages must be numbered 0..${stages - 1}`);
     stageToRank.push(home.rank);
   }
+  microbatches = checkMicrobatches(order, cells, stages);
   return { schedule: { name, stages, ranks: rows.length, microbatches, stageToRank, order }, cells };
+}
+
+/**
+ * The micro-batch count is the forwards' (the largest forward micro-batch, plus
+ * one): a backward past it names its own cell rather than a missing forward,
+ * and a count the file cannot hold (each stage needs an F and a B for each
+ * micro-batch) names the cell that asks for it, before anything is allocated.
+ */
+function checkMicrobatches(order: Action[][], cells: { row: number; col: number }[][], stages: number): number {
+  let actions = 0;
+  let fMax = -1;
+  let fAt: { r: number; i: number } | null = null;
+  order.forEach((list, r) => {
+    actions += list.length;
+    list.forEach((a, i) => {
+      if (a.op === 'F' && a.mb > fMax) {
+        fMax = a.mb;
+        fAt = { r, i };
+      }
+    });
+  });
+  const m = fMax + 1;
+  if (fAt !== null && 2 * stages * m > actions) {
+    const { r, i } = fAt as { r: number; i: number };
+    const at = cells[r][i];
+    throw new CsvError(at.row, at.col, formatAction(order[r][i]), `micro-batch ${fMax} needs at least 2 · ${stages} stages · ${m} micro-batches = ${2 * stages * m} actions, but the file holds ${actions}`);
+  }
+  for (let r = 0; r < order.length; r++) {
+    for (let i = 0; i < order[r].length; i++) {
+      const a = order[r][i];
+      if (a.mb >= m) {
+        const at = cells[r][i];
+        const cover = m === 0 ? 'no forward is in the file' : `the forwards cover micro-batches 0 to ${m - 1}`;
+        throw new CsvError(at.row, at.col, formatAction(a), `rank ${r}: micro-batch ${a.mb} has no forward on any stage (${cover})`);
+      }
+    }
+  }
+  return m;
 }
 
 export function fromCsv(text: string, name = 'csv'): Schedule {

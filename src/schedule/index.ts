@@ -39,5 +39,5 @@ export {
   type SimulationResult,
 } from './simulate.ts';
 export { closedForm, closedFormBubble, closedFormPeakActivations, type ClosedForm } from './theory.ts';
-export { CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
+export { CSV_LIMITS, CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
 export { toChromeTrace, type ChromeTrace, type TraceEvent } from './chrome-trace.ts';

@@ -72,11 +72,22 @@ function checkShape(s: Schedule): ValidationFailure | null {
     const len = Array.isArray(s.order) ? s.order.length : s.order;
     return fail('order.length', len, `must hold one action list for each of the ${ranks} ranks`, null, null, null);
   }
+  let actions = 0;
   for (let r = 0; r < ranks; r++) {
     if (!Array.isArray(s.order[r])) return fail(`order[${r}]`, s.order[r], 'must be a list of actions', r, null, null);
+    actions += s.order[r].length;
+  }
+  // Each (stage, micro-batch) needs an F and a backward: counts far beyond the actions given cannot be
+  // complete, and are refused before the per-pair tables are allocated (their size is stages · microbatches).
+  const pairs = s.stages * s.microbatches;
+  if (pairs > Math.max(actions, MIN_PAIRS_CHECKED)) {
+    return fail('microbatches', s.microbatches, `stages · microbatches = ${pairs} (stage, micro-batch) pairs need at least ${2 * pairs} actions, but order holds ${actions}`, null, null, null);
   }
   return null;
 }
+
+/** Below this many (stage, micro-batch) pairs the tables are small and an incomplete schedule is diagnosed action by action. */
+const MIN_PAIRS_CHECKED = 1 << 16;
 
 /** Position of every action, filled by the per-action scan: index+1 in its rank's list, 0 when absent. */
 interface Positions {

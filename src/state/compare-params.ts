@@ -5,6 +5,7 @@
  */
 import { SCHEDULE_NAMES, type ScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';
+import { parseQueryNumber } from '../util/query-values.ts';
 
 export interface CompareParams {
   schedules: ScheduleName[];
@@ -32,6 +33,9 @@ export function compareParamsToQuery(p: CompareParams, params: URLSearchParams, 
 }
 
 /** Reads `compare.*` keys; each bad value is reported and its default kept. */
+/** The `compare.*` keys a URL may hold. */
+export const COMPARE_QUERY_KEYS: readonly string[] = ['compare.schedules', 'compare.virtual', 'compare.steps'];
+
 export function compareParamsFromQuery(params: URLSearchParams): { params: CompareParams; errors: ConfigError[] } {
   const out = defaultCompareParams();
   const errors: ConfigError[] = [];
@@ -46,8 +50,7 @@ export function compareParamsFromQuery(params: URLSearchParams): { params: Compa
     const raw = params.get(`compare.${key}`);
     if (raw === null) continue;
     try {
-      const n = raw.trim() === '' ? NaN : Number(raw);
-      if (!Number.isFinite(n)) throw new ConfigError(`compare.${key}`, raw, 'must be a number');
+      const n = parseQueryNumber(`compare.${key}`, raw);
       out[key] = requireInt(`compare.${key}`, n, 1, COMPARE_LIMITS[key]);
     } catch (e) {
       if (e instanceof ConfigError) errors.push(e);

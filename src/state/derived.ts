@@ -5,6 +5,7 @@
  * can be drawn over another.
  */
 import type { RunConfig } from '../runtime/run-config.ts';
+import { checkStepActions } from '../runtime/run-limits.ts';
 import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
@@ -14,13 +15,16 @@ export interface Prediction {
   closedPeak: number[] | null;
 }
 
-/** The schedule one step of `cfg` runs (PipeDream's one step is a 1F1B pass over its micro-batches). */
+/** The schedule one step of `cfg` runs (PipeDream's one step is a 1F1B pass over its micro-batches); throws a ConfigError past the run's action limit. */
 export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
   const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
-  return generateSchedule(name, cfg.ranks, cfg.microbatches, cfg.schedule === 'pipedream' ? 1 : cfg.virtual);
+  const v = cfg.schedule === 'pipedream' ? 1 : cfg.virtual;
+  // A draft the run would refuse for its size is not generated either: the form's main thread stays free.
+  checkStepActions(name, cfg.ranks, v, cfg.microbatches);
+  return generateSchedule(name, cfg.ranks, cfg.microbatches, v);
 }
 
-/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes. */
+/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes or the run would refuse them as too much work. */
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
     const schedule = stepSchedule(cfg);

@@ -5,6 +5,7 @@
  */
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
+import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 
 export interface SimParams {
   schedule: ScheduleName;
@@ -55,15 +56,20 @@ export function simParamsToQuery(p: SimParams, params: URLSearchParams): void {
   for (const k of NUMERIC) params.set(`sim.${k}`, String(p[k]));
 }
 
-/** Reads `sim.*` keys; a bad value is reported and the default kept for that field. */
+/** The `sim.*` keys a URL may hold. */
+export const SIM_QUERY_KEYS: readonly string[] = ['sim.schedule', ...NUMERIC.map((k) => `sim.${k}`)];
+
+/** Reads `sim.*` keys; a bad value is reported (as the link gave it) and the default kept for that field. */
 export function simParamsFromQuery(params: URLSearchParams): { params: SimParams; errors: ConfigError[] } {
   const out = defaultSimParams();
   const errors: ConfigError[] = [];
+  const given = new Set<string>();
   const sched = params.get('sim.schedule');
   if (sched !== null) {
     try {
       out.schedule = requireOneOf('sim.schedule', sched, SCHEDULE_NAMES);
       out.virtual = scheduleKind(out.schedule).defaultVirtual;
+      given.add('schedule');
     } catch (e) {
       if (e instanceof ConfigError) errors.push(e);
       else throw e;
@@ -72,27 +78,20 @@ export function simParamsFromQuery(params: URLSearchParams): { params: SimParams
   for (const k of NUMERIC) {
     const raw = params.get(`sim.${k}`);
     if (raw === null) continue;
-    const n = raw.trim() === '' ? NaN : Number(raw);
-    if (!Number.isFinite(n)) {
-      errors.push(new ConfigError(`sim.${k}`, raw, 'must be a number'));
-      continue;
-    }
-    (out as unknown as Record<string, number>)[k] = n;
-  }
-  // Whole-record checks; a failing field falls back to its default.
-  for (let tries = 0; tries < NUMERIC.length + 1; tries++) {
     try {
-      validateSimParams(out);
-      break;
+      (out as unknown as Record<string, number>)[k] = parseQueryNumber(`sim.${k}`, raw);
+      given.add(k);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      errors.push(e);
-      const key = e.field.replace(/^sim\./, '') as keyof SimParams;
-      const def = defaultSimParams();
-      if (key === 'virtual') def.virtual = scheduleKind(out.schedule).defaultVirtual;
-      if (key in def && out[key] !== def[key]) (out as unknown as Record<string, unknown>)[key] = def[key];
-      else return { params: def, errors };
+      if (e instanceof ConfigError) errors.push(e);
+      else throw e;
     }
   }
-  return { params: out, errors };
+  // Whole-record checks; a failing field falls back to its default, and a clash with a default names the link's value.
+  const values = out as unknown as Record<string, unknown>;
+  const defaultOf = (key: string): unknown => {
+    if (key === 'virtual') return scheduleKind(out.schedule).defaultVirtual;
+    return (defaultSimParams() as unknown as Record<string, unknown>)[key];
+  };
+  const ok = revertUntilValid(values, given, defaultOf, () => validateSimParams(out), (f) => f.replace(/^sim\./, ''), (k) => `sim.${k}`, errors);
+  return { params: ok ? out : defaultSimParams(), errors };
 }

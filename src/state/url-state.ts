@@ -3,10 +3,10 @@
  * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
  * reports every bad value (field, value, rule) and keeps the rest.
  */
-import { configFromQuery, configToQuery, defaultRunConfig, URL_FIELDS, type RunConfig } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
-import { compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
-import { defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
+import { COMPARE_QUERY_KEYS, compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
+import { SIM_QUERY_KEYS, defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
 import { problemOf, VIEWS, type FieldProblem, type View } from './store.ts';
 
 export interface UrlState {
@@ -17,21 +17,22 @@ export interface UrlState {
   problems: FieldProblem[];
 }
 
+/** At most this many problems are listed for one link (the last line counts the rest). */
+export const MAX_URL_PROBLEMS = 12;
+
+/** The query keys of the page besides the run configuration's. */
+export const PAGE_QUERY_KEYS: readonly string[] = ['view', ...SIM_QUERY_KEYS, ...COMPARE_QUERY_KEYS];
+
+/** What `window.pipelab.urlConfig()` reports: the page's own reading, so both word every problem the same. */
+export function urlConfigOf(search: string): { config: RunConfig; errors: string[] } {
+  const s = readUrlState(search);
+  return { config: s.config, errors: s.problems.map((p) => p.message) };
+}
+
 export function readUrlState(search: string): UrlState {
   const params = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
   const problems: FieldProblem[] = [];
-  // Name what was typed ("ranks = "abc"") rather than what it parses to (NaN), then leave it out.
-  const base = defaultRunConfig() as unknown as Record<string, unknown>;
-  const runParams = new URLSearchParams(params);
-  for (const f of URL_FIELDS) {
-    const raw = runParams.get(f);
-    if (raw === null || typeof base[f] !== 'number') continue;
-    if (raw.trim() === '' || !Number.isFinite(Number(raw))) {
-      problems.push(problemOf(new ConfigError(f, raw, 'must be a number')));
-      runParams.delete(f);
-    }
-  }
-  const { config, errors } = configFromQuery(runParams.toString());
+  const { config, errors } = configFromQuery(params.toString(), defaultRunConfig(), { otherKeys: PAGE_QUERY_KEYS });
   problems.push(...errors.map(problemOf));
   const sim = simParamsFromQuery(params);
   problems.push(...sim.errors.map(problemOf));
@@ -42,6 +43,10 @@ export function readUrlState(search: string): UrlState {
   if (v !== null) {
     if ((VIEWS as readonly string[]).includes(v)) view = v as View;
     else problems.push(problemOf(new ConfigError('view', v, `must be one of ${VIEWS.join(', ')}`)));
+  }
+  if (problems.length > MAX_URL_PROBLEMS) {
+    const more = problems.length - (MAX_URL_PROBLEMS - 1);
+    problems.splice(MAX_URL_PROBLEMS - 1, problems.length, { field: 'url', message: `… and ${more} more problems in the link` });
   }
   return { config, sim: sim.params, compare: compare.params, view, problems };
 }

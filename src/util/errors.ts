@@ -13,15 +13,34 @@ export class ConfigError extends Error {
   }
 }
 
-export function formatValue(v: unknown): string {
+/** Echoed values longer than this are cut, so a message stays readable whatever was typed. */
+export const ECHO_LIMIT = 60;
+
+/** Cuts `text` to ECHO_LIMIT characters, saying how long it was: `"aaaa…" … (10000000 characters)`. */
+export function cutForEcho(text: string, limit = ECHO_LIMIT): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}… (${text.length} characters)`;
+}
+
+function formatWhole(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(formatValue).join(', ')}]`;
+  if (Array.isArray(v)) return `[${v.map(formatWhole).join(', ')}]`;
   if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
+  if (typeof v === 'function') return 'a function';
+  if (typeof v === 'symbol') return String(v);
+  if (typeof v === 'bigint') return `${v}n`;
   try {
     return JSON.stringify(v) ?? String(v);
   } catch {
     return String(v);
   }
+}
+
+/** A value as a message echoes it: JSON-like, cut to a readable length. */
+export function formatValue(v: unknown): string {
+  if (typeof v === 'string' && v.length > ECHO_LIMIT) return `${JSON.stringify(v.slice(0, ECHO_LIMIT)).slice(0, -1)}…" (${v.length} characters)`;
+  if (Array.isArray(v) && v.length > ECHO_LIMIT) return cutForEcho(`[${v.slice(0, ECHO_LIMIT).map(formatWhole).join(', ')}`, ECHO_LIMIT) + ` … (${v.length} items)`;
+  return cutForEcho(formatWhole(v));
 }
 
 /** Throws a ConfigError unless `value` is an integer within [min, max]. */

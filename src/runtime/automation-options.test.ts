@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { runOptionsOf } from './automation.ts';
+
+describe("window.pipelab.run's options are checked, naming option, value and rule", () => {
+  it('accepts the documented options', () => {
+    const signal = new AbortController().signal;
+    const onStep = () => {};
+    expect(runOptionsOf({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 })).toEqual({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 });
+    expect(runOptionsOf(undefined)).toEqual({});
+  });
+  it.each([
+    [{ stepTimeoutMs: -1 }, 'options.stepTimeoutMs = -1: must be at least 1'],
+    [{ recvTimeoutMs: Number.NaN }, 'options.recvTimeoutMs = NaN: must be a finite number'],
+    [{ signal: 'stop' }, 'options.signal = "stop": must be an AbortSignal (new AbortController().signal)'],
+    [{ readWeights: 1 }, 'options.readWeights = 1: must be true or false'],
+    [{ onstep: () => {} }, 'options.onstep = a function: is not a known run option; the nearest is "onStep"'],
+    [5, 'options = 5: must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}'],
+  ])('%o', (opts, message) => {
+    expect(() => runOptionsOf(opts)).toThrow(message);
+  });
+});

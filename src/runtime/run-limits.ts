@@ -1,0 +1,189 @@
+/**
+ * Limits on the work a run may ask for, checked from cheap estimates before
+ * any worker starts (and, for the adapter's own buffer limits, again on the
+ * worker at init). Each refusal names the field, its value and the rule.
+ *
+ * Estimates (bytes are float32):
+ *  - actions per step: stages · m · (2, or 3 when the backward is split); a
+ *    PipeDream run is one stream of steps · m micro-batches: ranks · steps · m · 2;
+ *  - the largest GPU buffer of a stage: a layer's parameters, or one
+ *    micro-batch's activations (rows · widest layer width);
+ *  - memory per rank: for each stage it holds, weights, gradients and optimizer
+ *    state (AdamW 2, SGD 1 per weight; PipeDream stashes up to `ranks` weight
+ *    versions), plus the activations of up to m micro-batches in flight;
+ *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
+ */
+import { ConfigError } from '../util/errors.ts';
+import { buildModelSpec } from '../nn/model-config.ts';
+import { blockCosts, layerFlopsPerRow, layerInCols, layerOutCols, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
+import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
+import type { TrainConfig } from '../nn/train-config.ts';
+import { scheduleKind, type ScheduleName } from '../schedule/registry.ts';
+
+const MiB = 1024 * 1024;
+
+export const RUN_LIMITS = {
+  microbatches: 1024,
+  /** Actions every rank runs in one synchronous step, all ranks together. */
+  actionsPerStep: 32_768,
+  /** A PipeDream run is one stream with no flush: its actions over the whole run. */
+  pipedreamActions: 65_536,
+  /** WebGPU's default maxStorageBufferBindingSize, which every adapter offers. */
+  bufferBytes: 128 * MiB,
+  rankBytes: 1024 * MiB,
+  /** All ranks share this machine's memory. */
+  totalBytes: 2048 * MiB,
+  /** Forward + backward floating-point operations per step. */
+  flopsPerStep: 5e10,
+} as const;
+
+/** What the limits read: a validated run configuration (the type lives in run-config.ts, which calls this). */
+export interface LimitInput extends Omit<TrainConfig, 'stages'> {
+  ranks: number;
+  virtual: number;
+  schedule: ScheduleName | 'pipedream';
+}
+
+export interface StageBuffer {
+  stage: number;
+  /** A parameter's global name, or `activations of layer NAME`. */
+  buffer: string;
+  bytes: number;
+}
+
+function fmtBytes(b: number): string {
+  return b >= 1024 * MiB ? `${(b / (1024 * MiB)).toFixed(2)} GiB` : `${(b / MiB).toFixed(1)} MiB`;
+}
+
+/** The model of a run cut into its stages, as the run plan cuts it. */
+export function stageCut(cfg: LimitInput): { spec: ModelSpec; stageBlocks: BlockRange[] } {
+  const stages = cfg.ranks * cfg.virtual;
+  const spec = buildModelSpec({ ...cfg });
+  return { spec, stageBlocks: partitionBlocks(spec.blocks.length, blockCosts(spec), stages) };
+}
+
+/** The largest buffer of each stage (parameters or one micro-batch's activations). */
+export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): StageBuffer[] {
+  const rows = cfg.batchSize / cfg.microbatches;
+  return cut.stageBlocks.map(([a, b], stage) => {
+    let best: StageBuffer = { stage, buffer: 'none', bytes: 0 };
+    for (const block of cut.spec.blocks.slice(a, b)) {
+      for (const l of block.layers) {
+        const params = 4 * layerParamCount(l);
+        if (params > best.bytes) best = { stage, buffer: `${block.name}.${l.name} parameters`, bytes: params };
+        const act = 4 * rows * Math.max(layerInCols(l), layerOutCols(l));
+        if (act > best.bytes) best = { stage, buffer: `${block.name}.${l.name} activations of one micro-batch (${rows} rows)`, bytes: act };
+      }
+    }
+    return best;
+  });
+}
+
+/** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
+export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
+  const rows = cfg.batchSize / cfg.microbatches;
+  const copies = 2 + (cfg.optimizer === 'sgd' ? 1 : 2) + (cfg.schedule === 'pipedream' ? cfg.ranks - 1 : 0);
+  return cut.stageBlocks.map(([a, b]) => {
+    let params = 0;
+    let widths = 0;
+    for (const block of cut.spec.blocks.slice(a, b)) {
+      for (const l of block.layers) {
+        params += layerParamCount(l);
+        widths += layerInCols(l) + layerOutCols(l);
+      }
+    }
+    const weights = 4 * params * copies;
+    const activations = 4 * cfg.microbatches * rows * widths;
+    return { weights, activations, total: weights + activations };
+  });
+}
+
+/** The field to name for too much memory: what dominates the estimate. */
+function memoryField(cfg: LimitInput, weights: number, activations: number): { field: string; value: number } {
+  return activations > weights ? { field: 'batchSize', value: cfg.batchSize } : { field: 'hidden', value: cfg.hidden };
+}
+
+/** Actions of one synchronous step, or of a whole PipeDream run. */
+export function runActions(cfg: LimitInput): number {
+  if (cfg.schedule === 'pipedream') return cfg.ranks * cfg.steps * cfg.microbatches * 2;
+  return cfg.ranks * cfg.virtual * cfg.microbatches * (scheduleKind(cfg.schedule).splitBackward ? 3 : 2);
+}
+
+/** Throws a ConfigError unless one step of the schedule at these sizes has at most RUN_LIMITS.actionsPerStep actions (before it is generated). */
+export function checkStepActions(schedule: ScheduleName, ranks: number, virtual: number, microbatches: number): void {
+  const actions = ranks * virtual * microbatches * (scheduleKind(schedule).splitBackward ? 3 : 2);
+  if (!(actions <= RUN_LIMITS.actionsPerStep)) {
+    throw new ConfigError('microbatches', microbatches, `ranks · virtual · microbatches · ops = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
+  }
+}
+
+/** Throws a ConfigError naming the field, its value and the limit it passes. Call on a configuration that passed its field rules. */
+export function checkRunLimits(cfg: LimitInput): void {
+  if (cfg.microbatches > RUN_LIMITS.microbatches) {
+    throw new ConfigError('microbatches', cfg.microbatches, `must be at most ${RUN_LIMITS.microbatches} for a run (each micro-batch is a message between workers)`);
+  }
+  const actions = runActions(cfg);
+  if (cfg.schedule === 'pipedream' && actions > RUN_LIMITS.pipedreamActions) {
+    throw new ConfigError(
+      'steps',
+      cfg.steps,
+      `PipeDream runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
+    );
+  }
+  if (cfg.schedule !== 'pipedream') checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches);
+  const cut = stageCut(cfg);
+  for (const b of largestStageBuffers(cfg, cut)) {
+    if (b.bytes > RUN_LIMITS.bufferBytes) {
+      const field = b.buffer.includes('activations') ? 'batchSize' : 'hidden';
+      throw new ConfigError(
+        field,
+        field === 'batchSize' ? cfg.batchSize : cfg.hidden,
+        `stage ${b.stage}'s buffer ${b.buffer} would take ${fmtBytes(b.bytes)}; a GPU buffer may take at most ${fmtBytes(RUN_LIMITS.bufferBytes)} (WebGPU's default maxStorageBufferBindingSize)`,
+      );
+    }
+  }
+  const perStage = stageMemory(cfg, cut);
+  const worst = perStage.reduce((a, b) => (b.total > a.total ? b : a));
+  const perRank = worst.total * cfg.virtual;
+  if (perRank > RUN_LIMITS.rankBytes) {
+    const { field, value } = memoryField(cfg, worst.weights, worst.activations);
+    throw new ConfigError(
+      field,
+      value,
+      `a rank would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a rank may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
+    );
+  }
+  const weights = perStage.reduce((s, x) => s + x.weights, 0);
+  const activations = perStage.reduce((s, x) => s + x.activations, 0);
+  if (weights + activations > RUN_LIMITS.totalBytes) {
+    const { field, value } = memoryField(cfg, weights, activations);
+    throw new ConfigError(
+      field,
+      value,
+      `all ranks together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
+    );
+  }
+  const flops = 3 * cut.spec.blocks.reduce((s, b) => s + b.layers.reduce((t, l) => t + layerFlopsPerRow(l), 0), 0) * cfg.batchSize;
+  if (flops > RUN_LIMITS.flopsPerStep) {
+    throw new ConfigError('batchSize', cfg.batchSize, `a step would take about ${(flops / 1e9).toFixed(0)} GFLOP (forward and backward); a step may take at most ${RUN_LIMITS.flopsPerStep / 1e9} GFLOP`);
+  }
+}
+
+/**
+ * Checks the stage buffers of `rank` against the adapter's own limits (known
+ * only on the worker). Throws an Error naming rank, stage, the buffer and the limit.
+ */
+export function checkAdapterBufferLimits(
+  cfg: LimitInput,
+  rank: number,
+  stagesOfRank: readonly number[],
+  limits: { maxStorageBufferBindingSize: number; maxBufferSize: number },
+): void {
+  const limit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const name = limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
+  for (const b of largestStageBuffers(cfg)) {
+    if (stagesOfRank.includes(b.stage) && b.bytes > limit) {
+      throw new Error(`rank ${rank}, stage ${b.stage}: the buffer ${b.buffer} needs ${fmtBytes(b.bytes)}, more than this adapter's ${name} of ${fmtBytes(limit)}`);
+    }
+  }
+}
