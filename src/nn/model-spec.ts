@@ -158,6 +158,38 @@ export function rowsPerExample(spec: ModelSpec): number {
   return layerRowFactor(spec.blocks[0].layers[0]);
 }
 
+/**
+ * Activation elements one example row keeps at a layer (for memory
+ * estimates): its input and output; a GPT block what it saves for backward
+ * (the residual stream, LayerNorm outputs, qkv, the MLP's 4C, the H·T² attention).
+ */
+export function layerActivationsPerRow(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'gpt-embedding':
+      return 2 * l.blockSize + l.blockSize * l.dim;
+    case 'gpt-block':
+      return l.blockSize * (16 * l.dim + 4) + l.heads * l.blockSize * l.blockSize;
+    case 'gpt-head':
+      return l.blockSize * (2 * l.dim + 2 + l.vocab);
+    default:
+      return layerInCols(l) + layerOutCols(l);
+  }
+}
+
+/** Elements of a layer's largest single activation buffer per example row. */
+export function layerLargestActivationPerRow(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'gpt-embedding':
+      return l.blockSize * l.dim;
+    case 'gpt-block':
+      return Math.max(4 * l.blockSize * l.dim, l.heads * l.blockSize * l.blockSize);
+    case 'gpt-head':
+      return l.blockSize * Math.max(l.dim, l.vocab);
+    default:
+      return Math.max(layerInCols(l), layerOutCols(l));
+  }
+}
+
 export function layerParamCount(l: LayerSpec): number {
   switch (l.kind) {
     case 'gpt-embedding':
