@@ -12,7 +12,7 @@ import { minBlockSize, nameSequences } from '../data/name-sequences.ts';
 import { encodeName } from '../data/names.ts';
 import type { Backend, Tensor } from './backend.ts';
 import { CpuBackend } from './cpu-backend.ts';
-import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-config.ts';
+import { buildModelSpec, defaultGptConfig, MAKEMORE_GPT, type ModelConfig } from './model-config.ts';
 import { blockCosts, paramCount } from './model-spec.ts';
 import { partitionBlocks } from './partition.ts';
 import { StageChain } from './stage-chain.ts';
@@ -69,13 +69,13 @@ describe("the 'gpt' configuration", () => {
     for (const minLayers of [1, 7]) {
       const cfg = { ...defaultTrainConfig('names'), ...namesModelSwitch('gpt', minLayers) };
       expect(() => validateTrainConfig(cfg)).not.toThrow();
-      expect([cfg.model, cfg.layers, cfg.heads, cfg.width, cfg.blockSize]).toEqual(['gpt', Math.max(4, minLayers), 4, 64, 16]);
+      expect([cfg.model, cfg.layers, cfg.heads, cfg.width, cfg.blockSize]).toEqual(['gpt', Math.max(2, minLayers), 4, 32, 16]);
     }
     expect(namesModelSwitch('char-mlp', 1).model).toBe('char-mlp');
   });
 
-  it("the default spec: makemore's names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", () => {
-    const spec = buildModelSpec(defaultGptConfig());
+  it("makemore's size: its names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", () => {
+    const spec = buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT });
     expect(spec.blocks.map((b) => b.name)).toEqual(['block0', 'block1', 'block2', 'block3', 'head']);
     expect(paramCount(spec)).toBe(204_672);
     const chain = new StageChain(be, spec, 1, 1);
@@ -164,10 +164,10 @@ describe('sampling names from the GPT', () => {
 });
 
 describe('what the partition counts for the GPT', () => {
-  const costs = (over: Partial<ModelConfig>) => blockCosts(buildModelSpec({ ...defaultGptConfig(), ...over }));
+  const costs = (over: Partial<ModelConfig>) => blockCosts(buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT, ...over }));
 
   it("a block's cost holds its matmuls (2·T·12C² from its weight shapes) plus attention terms that grow as T²", () => {
-    const spec = buildModelSpec(defaultGptConfig());
+    const spec = buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT });
     const chain = new StageChain(be, spec, 1, 1);
     const T = 16;
     const weights = chain.params.filter((p) => p.name.startsWith('transformer.h.1.') && p.value.shape.length === 2);
