@@ -29,7 +29,7 @@ export default defineConfig({
       timeout: 60_000,
     },
     {
-      // The dev server `npm start` runs (React StrictMode, unbundled modules): e2e/dev-server.spec.ts.
+      // The dev server `npm run dev` runs (React StrictMode, unbundled modules): e2e/dev-server.spec.ts.
       command: `npx vite --host 127.0.0.1 --port ${port + 1} --strictPort`,
       url: `http://127.0.0.1:${port + 1}/`,
       reuseExistingServer: false,

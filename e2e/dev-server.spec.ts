@@ -1,5 +1,5 @@
 /**
- * `npm start` serves the page through Vite's dev server, where React runs in
+ * `npm run dev` serves the page through Vite's dev server, where React runs in
  * StrictMode (effects mount, unmount and mount again). The page must work
  * there too: the timeline draws, and a short run completes.
  */

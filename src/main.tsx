@@ -5,6 +5,8 @@ import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
 import { urlConfigOf } from './state/url-state.ts';
 import './ui/styles.css';
+import './ui/layout.css';
+import './ui/onboarding/intro.css';
 
 installAutomation({ readUrl: urlConfigOf });
 initStateFromUrl();

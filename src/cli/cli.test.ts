@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fromCsv, generateSchedule, toCsv, validateSchedule } from '../schedule/index.ts';
+import { readSafetensors } from '../util/safetensors.ts';
 import type { CliIo } from './io.ts';
 import { runCli } from './main.ts';
 
@@ -19,10 +20,10 @@ function spawn(...args: string[]): { code: number | null; out: string; err: stri
 }
 
 /** In-process, for the many small cases. */
-function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string> } {
+function run(...args: string[]): { code: number; out: string; err: string; files: Map<string, string | Uint8Array> } {
   let out = '';
   let err = '';
-  const files = new Map<string, string>();
+  const files = new Map<string, string | Uint8Array>();
   const io: CliIo = {
     out: (t) => void (out += t),
     err: (t) => void (err += t),
@@ -106,10 +107,15 @@ describe('pipelab (in process)', () => {
     expect(validateSchedule(s)).toEqual({ ok: true });
   });
 
-  it('pads CSV like PyTorch with --align', () => {
-    const r = run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--align');
-    expect(r.out).toBe('0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n');
+  it('pads CSV like PyTorch by default (time-aligned; --align says so), dense with --dense', () => {
+    const aligned = '0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n';
+    expect(run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv').out).toBe(aligned);
+    expect(run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--align').out).toBe(aligned);
+    const dense = run('schedule', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--format', 'csv', '--dense');
+    expect(dense.out).toBe('0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n');
     expect(run('schedule', '--align').code).toBe(2);
+    expect(run('schedule', '--dense').code).toBe(2);
+    expect(run('schedule', '--format', 'csv', '--align', '--dense').code).toBe(2);
   });
 
   it('simulates as text with the closed form beside, and custom costs', () => {
@@ -169,5 +175,33 @@ describe('pipelab (in process)', () => {
     const r = run('validate', file, '--json');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.out)).toMatchObject({ ok: true, ranks: 2, stages: 4, microbatches: 3, stagesPerRank: [[0, 2], [1, 3]] });
+  });
+
+  it('export-torch writes the bundle of the run its flags name (spawned)', () => {
+    const out = join(dir, 'bundle');
+    const r = spawn('export-torch', '--schedule', 'zb-h1', '--ranks', '2', '--microbatches', '4', '--batchSize', '32', '--steps', '3', '--dataset', 'names', '--out', out);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('torchrun --nproc_per_node=2 train.py');
+    for (const f of ['train.py', 'config.json', 'schedule.csv', 'init.safetensors', 'batches.safetensors', 'heldout.safetensors', 'README.md']) {
+      expect(existsSync(join(out, f)), f).toBe(true);
+    }
+    const cfg = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    // The flags land in the run configuration; names implies the char-MLP, the rest are the page's defaults.
+    expect(cfg.run).toMatchObject({ schedule: 'zb-h1', ranks: 2, microbatches: 4, batchSize: 32, steps: 3, dataset: 'names', model: 'char-mlp' });
+    expect(cfg.stageToRank).toEqual([0, 1]);
+    expect(fromCsv(readFileSync(join(out, 'schedule.csv'), 'utf8'))).toMatchObject({ order: generateSchedule('zb-h1', 2, 4).order });
+    const batches = readSafetensors(new Uint8Array(readFileSync(join(out, 'batches.safetensors'))));
+    expect(batches.tensors.inputs.shape).toEqual([3, 32, cfg.run.context]);
+  });
+
+  it('export-torch names the bad flag, its value and the rule; refuses pipedream with its reason', () => {
+    const bad = run('export-torch', '--microbatches', '5', '--out', join(dir, 'never'));
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--microbatches = 5: must divide batchSize = 64 evenly');
+    expect(run('export-torch', '--ranks', '2').err).toContain('--out = null: is required');
+    const pd = run('export-torch', '--schedule', 'pipedream', '--ranks', '2', '--out', join(dir, 'never'));
+    expect(pd.code).toBe(1);
+    expect(pd.err).toContain('schedule = "pipedream": cannot be exported for PyTorch');
+    expect(pd.files.size).toBe(0);
   });
 });

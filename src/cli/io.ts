@@ -3,7 +3,8 @@ export interface CliIo {
   out(text: string): void;
   err(text: string): void;
   readFile(path: string): string;
-  writeFile(path: string, text: string): void;
+  /** Writes a file, creating its folder when missing. */
+  writeFile(path: string, data: string | Uint8Array): void;
 }
 
 /** Exit codes: 0 done, 1 the schedule given is invalid or malformed, 2 bad usage (flags, values, files). */

@@ -1,12 +1,14 @@
 /**
  * `pipelab`, the command-line front door to the pure side of schedules:
- * `schedule`, `simulate`, `validate`. bin/pipelab.mjs runs `runCli` under tsx.
+ * `schedule`, `simulate`, `validate`, and `export-torch` (a run as a PyTorch program). bin/pipelab.mjs runs `runCli` under tsx.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { ConfigError, cutForEcho } from '../util/errors.ts';
 import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
 import { UsageError } from './args.ts';
 import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
+import { exportTorchCommand } from './export-torch-command.ts';
 import { scheduleCommand } from './schedule-command.ts';
 import { simulateCommand } from './simulate-command.ts';
 import { validateCommand } from './validate-command.ts';
@@ -15,6 +17,7 @@ const COMMANDS = {
   schedule: scheduleCommand,
   simulate: simulateCommand,
   validate: validateCommand,
+  'export-torch': exportTorchCommand,
 } as const;
 type CommandName = keyof typeof COMMANDS;
 const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
@@ -27,6 +30,7 @@ commands:
   schedule   generate a schedule; print it as PyTorch CSV, JSON or text
   simulate   play a schedule against a cost model: makespan, bubble, peak memory
   validate   check a schedule file (PyTorch CSV or JSON): complete, ordered, deadlock-free
+  export-torch  write a run (model, stages, schedule, weights, batches) as a PyTorch program for torchrun
 
 schedules: ${SCHEDULE_NAMES.join(', ')}
 \`pipelab <command> --help\` shows a command's flags.
@@ -37,7 +41,10 @@ export const nodeIo: CliIo = {
   out: (t) => void process.stdout.write(t),
   err: (t) => void process.stderr.write(t),
   readFile: (p) => readFileSync(p, 'utf8'),
-  writeFile: (p, t) => writeFileSync(p, t),
+  writeFile: (p, t) => {
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(p, t);
+  },
 };
 
 export function runCli(argv: readonly string[], io: CliIo = nodeIo): number {

@@ -27,6 +27,9 @@ export interface OptimizerConfig {
   eps?: number;
 }
 
+/** AdamW's β1, β2 and ε when a configuration does not set them (PyTorch's defaults too). */
+export const ADAMW_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8 } as const;
+
 /**
  * The one rule for a learning rate, used by the configuration check and by
  * every optimizer step: finite, above 0, at least `min` and at most 10. A
@@ -128,7 +131,7 @@ class AdamW implements Optimizer {
     checkGradScale(gradScale);
     requireLr('lr', this.lr, LR_LIMITS.stepMin);
     const step = this.steps + 1;
-    const { beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = this.cfg;
+    const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
     this.params.forEach((p, i) => {
       const weightDecay = p.decay ? this.cfg.weightDecay : 0;
       this.be.adamwStep(p.value, p.grad, this.m[i], this.v[i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });

@@ -12,6 +12,9 @@ import { FAULT_KINDS, type Fault } from './faults.ts';
 import { checkRunLimits } from './run-limits.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
+import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
+import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
+import { defaultModelConfig } from '../nn/model-config.ts';
 
 /** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
 export type RunScheduleName = ScheduleName | 'pipedream';
@@ -33,6 +36,20 @@ export const MAX_RUN_RANKS = 16;
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
   return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b' };
+}
+
+/** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
+export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
+  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset);
+  let next: RunConfig = { ...cfg, dataset };
+  if (crossed) {
+    const m = defaultModelConfig(dataset);
+    const t = defaultTrainConfig(dataset);
+    next = { ...next, ...m, layers: Math.max(m.layers, cfg.ranks * cfg.virtual - 1), batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
+  }
+  if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
+  return next;
 }
 
 /** Stages of a run: ranks × virtual. */
@@ -105,8 +122,11 @@ export interface QueryReadOptions {
  * reported (field, value, rule) and replaced by their defaults; the rest stays.
  * Keys that are neither run fields nor `otherKeys` are reported with the nearest known key.
  */
-export function configFromQuery(search: string, base: RunConfig = defaultRunConfig(), opts: QueryReadOptions = {}): { config: RunConfig; errors: ConfigError[] } {
+export function configFromQuery(search: string, givenBase?: RunConfig, opts: QueryReadOptions = {}): { config: RunConfig; errors: ConfigError[] } {
   const q = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  // Without a given base, a link that names a data set starts from what choosing it in the page's menu gives (its model, batch, lr, noise).
+  const ds = q.get('dataset');
+  const base = givenBase ?? (ds !== null && (DATASETS as readonly string[]).includes(ds) ? withDataset(defaultRunConfig(), ds as DatasetName) : defaultRunConfig());
   const baseRecord = base as unknown as Record<string, unknown>;
   const cfg = { ...base } as Record<string, unknown>;
   const given = new Set<string>();

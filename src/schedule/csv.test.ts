@@ -3,17 +3,43 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.ts';
 import { CsvError, fromCsv, parseCsv, splitCsv, toCsv } from './csv.ts';
-import { generateSchedule } from './registry.ts';
+import { generateSchedule, SCHEDULES, SCHEDULE_NAMES } from './registry.ts';
 import { simulate } from './simulate.ts';
-import { paramsArb } from './test-support.ts';
+import { crossRankColumnViolations, paramsArb } from './test-support.ts';
 import { validateSchedule } from './validate.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
 describe('PyTorch CSV', () => {
-  it('writes one row per rank, cells {stage}{op}{mb}, rows ended by \\r\\n (Python csv.writer)', () => {
-    expect(toCsv(generateSchedule('1f1b', 2, 2))).toBe('0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n');
-    expect(toCsv(generateSchedule('zb-h1', 1, 2))).toBe('0F0,0I0,0W0,0F1,0I1,0W1\r\n');
+  it('writes one row per rank, cells {stage}{op}{mb}, rows ended by \\r\\n (Python csv.writer); dense on request', () => {
+    expect(toCsv(generateSchedule('1f1b', 2, 2), { align: false })).toBe('0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n');
+    expect(toCsv(generateSchedule('zb-h1', 1, 2), { align: false })).toBe('0F0,0I0,0W0,0F1,0I1,0W1\r\n');
+  });
+
+  it('writes the time-aligned form by default: every cross-rank input sits in an earlier column than its use', () => {
+    expect(toCsv(generateSchedule('1f1b', 2, 2))).toBe('0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1\r\n');
+    let files = 0;
+    for (const name of SCHEDULE_NAMES) {
+      for (const p of [1, 2, 3, 4, 6, 8]) {
+        for (const m of [1, 2, 3, 4, 8, 12, 16]) {
+          for (const v of [1, 2, 3]) {
+            try {
+              SCHEDULES[name].validateParams(p, m, v);
+            } catch {
+              continue; // a combination this schedule does not take
+            }
+            const text = toCsv(generateSchedule(name, p, m, v));
+            expect(crossRankColumnViolations(text), `${name} p=${p} m=${m} v=${v}`).toEqual([]);
+            files++;
+          }
+        }
+      }
+    }
+    expect(files).toBeGreaterThan(150);
+    // The checker can fail: the dense form of zb-h1 at p = 2 puts 1F0 in 0F0's column.
+    expect(crossRankColumnViolations(toCsv(generateSchedule('zb-h1', 2, 4), { align: false }))).toContain(
+      '1F0 (row 2, column 1) uses 0F0 from row 1, column 1',
+    );
   });
 
   it('round-trips every generated schedule, compact and aligned', () => {

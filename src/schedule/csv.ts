@@ -14,10 +14,13 @@
  *  - the stage-to-rank map is not written: `_load_csv` infers it from which
  *    row holds each stage, and the stage and micro-batch counts are the
  *    schedule's (here: the largest index seen, plus one).
- * We write no empty cells by default (the simulator and runtime do not need
- * them); `align: true` pads with them like PyTorch does, each column being one
- * step of the unit-time simulation (every op one step, free links), which
- * lock-step executors such as PipelineScheduleMulti._step_microbatches need.
+ * We write the time-aligned form by default, padded with empty cells like
+ * PyTorch does, each column being one step of the unit-time simulation (every
+ * op one step, free links): lock-step executors such as
+ * PipelineScheduleMulti._step_microbatches run column t of every rank
+ * together, so every input from another rank must sit in an earlier column
+ * than its use (a dense file would have them compute on receive buffers not
+ * yet filled). `align: false` writes the dense form (no empty cells).
  * On reading, empty cells are skipped, whitespace around a cell is ignored
  * (PyTorch strips it), \n and \r\n line ends are both accepted, and any cell
  * that is not a compute action (e.g. PyTorch's `1SEND_F0`) is rejected with its
@@ -50,14 +53,14 @@ export class CsvError extends ConfigError {
 }
 
 export interface CsvWriteOptions {
-  /** Pad with empty cells so that column j is time step j of the unit-time play (PyTorch's layout). */
+  /** Pad with empty cells so that column j is time step j of the unit-time play (PyTorch's layout). Default true; false writes the dense form. */
   align?: boolean;
 }
 
 const EOL = '\r\n';
 
 export function toCsv(s: Schedule, opts: CsvWriteOptions = {}): string {
-  if (!opts.align) return s.order.map((list) => list.map(formatAction).join(',') + EOL).join('');
+  if (opts.align === false) return s.order.map((list) => list.map(formatAction).join(',') + EOL).join('');
   assertValidSchedule(s);
   const { start } = play(s, { duration: () => 1, linkDelay: () => 0 });
   return s.order

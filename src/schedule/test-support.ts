@@ -75,3 +75,34 @@ export function dependsOn(s: Schedule, later: Action, earlier: Action, present =
   }
   return false;
 }
+
+/**
+ * In a PyTorch CSV, every action whose input comes from another rank (F of
+ * stage s > 0 needs (s-1)F of its micro-batch; B or I of stage s < last needs
+ * (s+1)B or (s+1)I) must sit in an earlier column than its use, or a lock-step
+ * executor computes on an unfilled buffer. Returns each violation as text.
+ */
+export function crossRankColumnViolations(csvText: string): string[] {
+  const rows = csvText.split(/\r?\n/).filter((r, i, all) => r !== '' || i < all.length - 1).map((r) => r.split(','));
+  const where = new Map<string, { rank: number; col: number }>();
+  let stages = 0;
+  rows.forEach((row, rank) =>
+    row.forEach((cell, col) => {
+      const m = /^(\d+)([FBIW])(\d+)$/.exec(cell.trim());
+      if (!m) return;
+      where.set(cell.trim(), { rank, col });
+      stages = Math.max(stages, Number(m[1]) + 1);
+    }),
+  );
+  const out: string[] = [];
+  for (const [a, at] of where) {
+    const m = /^(\d+)([FBIW])(\d+)$/.exec(a) as RegExpExecArray;
+    const [st, op, mb] = [Number(m[1]), m[2], m[3]];
+    const inputs = op === 'F' && st > 0 ? [`${st - 1}F${mb}`] : (op === 'B' || op === 'I') && st < stages - 1 ? [`${st + 1}B${mb}`, `${st + 1}I${mb}`] : [];
+    for (const dep of inputs) {
+      const d = where.get(dep);
+      if (d && d.rank !== at.rank && d.col >= at.col) out.push(`${a} (row ${at.rank + 1}, column ${at.col + 1}) uses ${dep} from row ${d.rank + 1}, column ${d.col + 1}`);
+    }
+  }
+  return out;
+}

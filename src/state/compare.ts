@@ -8,6 +8,7 @@ import type { RunConfig } from '../runtime/run-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
 import { predict, type Prediction } from './derived.ts';
+import { attributeLastStep } from './explain.ts';
 import { isActive, usePipeLab, type CompareMeasurement } from './store.ts';
 
 export const COMPARE_SCHEDULES: readonly ScheduleName[] = SCHEDULE_NAMES;
@@ -86,6 +87,7 @@ export async function measureAll(entries: readonly CompareSimulated[], steps: nu
           bubble: report.bubble.measured,
           samplesPerSecond: report.samplesPerSecond,
           finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,
+          gap: attributeLastStep(report),
         });
       } catch (err) {
         setMeasurement(e.name, { status: 'error', error: err instanceof Error ? err.message : String(err) });

@@ -3,10 +3,6 @@
  * it), checked at once, and named in a message when it breaks a rule; the run
  * button waits until the configuration is valid again.
  */
-import { isTwoD, type DatasetName } from '../data/datasets.ts';
-import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
-import { defaultModelConfig } from '../nn/model-config.ts';
-import { defaultTrainConfig } from '../nn/train-config.ts';
 import { validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { scheduleKind } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -33,26 +29,21 @@ export function checkSimParams(p: SimParams): FieldProblem | null {
   }
 }
 
-/** A new data set brings its model (2-D sets: the MLP; names: the character MLP) and a fitting noise level. */
-export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
-  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset);
-  let next: RunConfig = { ...cfg, dataset };
-  if (crossed) {
-    const m = defaultModelConfig(dataset);
-    const t = defaultTrainConfig(dataset);
-    next = { ...next, ...m, layers: Math.max(m.layers, cfg.ranks * cfg.virtual - 1), batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
-    if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
-  }
-  if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
-  return next;
-}
-
-/** A new schedule brings the virtual stages it needs (zb-v: 2; one-stage schedules: 1). */
+/**
+ * A new schedule brings the virtual stages it needs (zb-v: 2; interleaved and
+ * looped: at least 2, else they are 1F1B/GPipe; one-stage schedules: 1) and
+ * the depth those stages need (a block per stage at least).
+ */
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {
   if (schedule === 'pipedream') return { ...cfg, schedule, virtual: 1 };
   const kind = scheduleKind(schedule);
-  const virtual = kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? cfg.virtual : 1;
-  return { ...cfg, schedule, virtual };
+  const virtual = kind.name === 'zb-v' ? 2 : kind.acceptsVirtual ? Math.max(cfg.virtual, 2) : 1;
+  return { ...cfg, schedule, virtual, layers: Math.max(cfg.layers, depthFor(cfg.ranks, virtual)) };
+}
+
+/** The fewest layers (the model has layers + 1 blocks) that give every one of ranks × virtual stages a block. */
+export function depthFor(ranks: number, virtual: number): number {
+  return Math.max(1, ranks * virtual - 1);
 }
 
 export function setConfig(next: RunConfig): void {

@@ -58,6 +58,15 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
       // held-out loss is computed from them on the CPU reference.
       weightsEvery: config.evalEvery,
       onWeights: (step, w) => {
+        // The decision boundary follows the training (2-D sets), drawn from the same weights.
+        if (isTwoD(config.dataset)) {
+          void decisionBoundary(config, w).then(
+            (boundary) => {
+              if (active === run) usePipeLab.setState({ boundary });
+            },
+            (e: unknown) => console.warn('PipeLab: decision boundary failed:', e),
+          );
+        }
         void validationLoss(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
@@ -88,6 +97,11 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     });
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
+    // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
+    if (run.ac.signal.aborted) {
+      patchRun({ status: 'stopped', error: null, stepsPerSecond: null, etaMs: null });
+      return;
+    }
     const message = e instanceof Error ? e.message : String(e);
     patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
   } finally {

@@ -12,6 +12,7 @@ import type { Timeline } from '../schedule/index.ts';
 import type { ConfigError } from '../util/errors.ts';
 import { defaultCompareParams, type CompareParams } from './compare-params.ts';
 import { defaultSimParams, type SimParams } from './sim-params.ts';
+import type { GapAttribution } from './explain.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
 
 export type View = 'run' | 'compare' | 'simulate';
@@ -73,6 +74,8 @@ export interface CompareMeasurement {
   samplesPerSecond: number | null;
   finalLoss: number | null;
   error: string | null;
+  /** Where the last step's bubble departs from the closed form (absent before it is measured). */
+  gap?: GapAttribution | null;
 }
 
 export interface PipeLabState {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, validateRunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, withDataset } from '../runtime/run-config.ts';
 import { defaultSimParams } from './sim-params.ts';
 import { MAX_URL_PROBLEMS, readUrlState, urlConfigOf, urlQueryFor } from './url-state.ts';
 
@@ -14,6 +14,14 @@ describe('URL state', () => {
     expect(back.config).toEqual(config);
     expect(back.sim).toEqual(sim);
     expect(back.view).toBe('simulate');
+  });
+
+  it('a link naming only a data set opens the model that choosing it in the menu gives', () => {
+    const fromLink = readUrlState('?dataset=names&ranks=4&microbatches=8&schedule=1f1b&steps=50');
+    expect(fromLink.problems).toEqual([]);
+    const menu = withDataset(defaultRunConfig(), 'names');
+    expect(fromLink.config).toEqual({ ...menu, steps: 50 });
+    expect(fromLink.config).toMatchObject({ model: 'char-mlp', hidden: 128, activation: 'gelu', batchSize: 256 });
   });
 
   it('names each bad value as typed and keeps the rest', () => {

@@ -3,7 +3,7 @@
  * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
  * reports every bad value (field, value, rule) and keeps the rest.
  */
-import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { COMPARE_QUERY_KEYS, compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
 import { SIM_QUERY_KEYS, defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
@@ -32,7 +32,7 @@ export function urlConfigOf(search: string): { config: RunConfig; errors: string
 export function readUrlState(search: string): UrlState {
   const params = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
   const problems: FieldProblem[] = [];
-  const { config, errors } = configFromQuery(params.toString(), defaultRunConfig(), { otherKeys: PAGE_QUERY_KEYS });
+  const { config, errors } = configFromQuery(params.toString(), undefined, { otherKeys: PAGE_QUERY_KEYS });
   problems.push(...errors.map(problemOf));
   const sim = simParamsFromQuery(params);
   problems.push(...sim.errors.map(problemOf));

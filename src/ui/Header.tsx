@@ -1,5 +1,6 @@
 /** The title bar: name, the three views as tabs, and whether WebGPU is here. */
 import { useRef, type KeyboardEvent } from 'react';
+import { useOnboarding } from '../state/onboarding.ts';
 import { usePipeLab, VIEWS, type View } from '../state/store.ts';
 
 const VIEW_LABELS: Record<View, string> = { run: 'Train', compare: 'Compare schedules', simulate: 'Simulate at scale' };
@@ -9,6 +10,8 @@ export function Header() {
   const setView = usePipeLab((s) => s.setView);
   const webgpu = usePipeLab((s) => s.webgpu);
   const tabs = useRef<(HTMLButtonElement | null)[]>([]);
+  const introOpen = useOnboarding((s) => s.introOpen);
+  const openIntro = useOnboarding((s) => s.openIntro);
 
   const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
     const i = VIEWS.indexOf(view);
@@ -56,6 +59,18 @@ export function Header() {
           </button>
         ))}
       </div>
+      {(!introOpen || view !== 'run') && (
+        <button
+          type="button"
+          className="help-button"
+          onClick={() => {
+            openIntro();
+            setView('run');
+          }}
+        >
+          What is this?
+        </button>
+      )}
       <div className={`gpu-badge ${webgpu.state}`} title={webgpu.state === 'unavailable' ? webgpu.detail : undefined}>
         <span className="dot" aria-hidden="true" />
         {webgpu.state === 'checking' && 'Looking for WebGPU…'}

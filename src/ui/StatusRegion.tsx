@@ -8,7 +8,10 @@ function statusText(s: PipeLabState): string {
   const what = `${scheduleLabel(cfg.schedule)} on ${cfg.ranks} ranks × ${cfg.microbatches} micro-batches`;
   switch (r.status) {
     case 'idle':
-      return s.webgpu.state === 'unavailable' ? 'WebGPU is not available: simulation only.' : `Ready to train ${what}.`;
+      if (s.webgpu.state === 'unavailable') return 'WebGPU is not available: simulation only.';
+      if (s.webgpu.state === 'checking') return 'Looking for WebGPU…';
+      if (s.configProblem) return `Not ready: ${s.configProblem.message}`;
+      return `Ready to train ${what}.`;
     case 'starting':
       return `Starting ${cfg.ranks} workers for ${what}…`;
     case 'running':
@@ -20,7 +23,7 @@ function statusText(s: PipeLabState): string {
     case 'done':
       return `Done: ${r.step} steps${s.losses.length ? `, final loss ${s.losses[s.losses.length - 1].toFixed(4)}` : ''}.`;
     case 'stopped':
-      return `Stopped after ${r.step} of ${r.steps} steps.`;
+      return r.step === 0 ? 'Stopped before the first step.' : `Stopped after ${r.step} of ${r.steps} steps.`;
     case 'error':
       return `Run failed: ${r.error ?? 'unknown error'}`;
   }

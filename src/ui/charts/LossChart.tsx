@@ -1,8 +1,9 @@
 /**
- * Training loss per step (a line) and validation loss (points), in SVG. The
- * y axis starts at 0 unless the losses sit far from it.
+ * Training loss per step (a line) and validation loss (points), in SVG, with
+ * labelled axes and the value under the pointer. The y axis starts at 0
+ * unless the losses sit far from it.
  */
-import { useMemo } from 'react';
+import { useMemo, useState, type PointerEvent } from 'react';
 import { niceStep, ticks } from '../timeline/axis-ticks.ts';
 
 export interface ValidationPoint {
@@ -19,7 +20,7 @@ export interface LossChartProps {
 }
 
 const W = 420;
-const M = { l: 40, r: 12, t: 12, b: 24 };
+const M = { l: 52, r: 12, t: 12, b: 38 };
 
 export function LossChart({ losses, validation = [], steps, height = 180 }: LossChartProps) {
   const plot = useMemo(() => {
@@ -44,8 +45,20 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
     const yTicks = ticks(lo, hi, 4);
     const xStep = Math.max(1, niceStep(xs - 1, 5));
     const xTicks = ticks(0, xs - 1, 5).filter((t) => Number.isInteger(t) || xStep < 1);
-    return { H, x, y, path, yTicks, xTicks, lo, hi };
+    return { H, x, y, path, yTicks, xTicks, lo, hi, xs };
   }, [losses, validation, steps, height]);
+
+  // The step under the pointer (0-based), snapped to the nearest step that has a loss.
+  const [hover, setHover] = useState<number | null>(null);
+  const onMove = (e: PointerEvent<SVGSVGElement>) => {
+    const r = e.currentTarget.getBoundingClientRect();
+    if (r.width <= 0 || losses.length === 0) return;
+    const vx = ((e.clientX - r.left) / r.width) * W;
+    const i = Math.round(((vx - M.l) / (W - M.l - M.r)) * Math.max(1, plot.xs - 1));
+    setHover(Math.min(losses.length - 1, Math.max(0, i)));
+  };
+  const hovered = hover !== null && hover < losses.length ? hover : null;
+  const hoverVal = hovered !== null ? validation.find((v) => v.step === hovered) : undefined;
 
   const last = losses.length ? losses[losses.length - 1] : null;
   const first = losses.length ? losses[0] : null;
@@ -57,7 +70,7 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
 
   return (
     <figure className="loss-chart" data-losses={losses.map((l) => l.toPrecision(6)).join(',')}>
-      <svg viewBox={`0 0 ${W} ${plot.H}`} role="img" aria-label={`Loss curve. ${summary}`}>
+      <svg viewBox={`0 0 ${W} ${plot.H}`} role="img" aria-label={`Loss curve. ${summary}`} onPointerMove={onMove} onPointerLeave={() => setHover(null)}>
         {plot.yTicks.map((t) => (
           <g key={`y${t}`}>
             <line x1={M.l} x2={W - M.r} y1={plot.y(t)} y2={plot.y(t)} className="grid" />
@@ -67,11 +80,23 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
           </g>
         ))}
         {plot.xTicks.map((t) => (
-          <text key={`x${t}`} x={plot.x(t)} y={plot.H - 6} className="tick" textAnchor="middle">
+          <text key={`x${t}`} x={plot.x(t)} y={plot.H - 22} className="tick" textAnchor="middle">
             {t + 1}
           </text>
         ))}
+        <text x={(M.l + W - M.r) / 2} y={plot.H - 4} className="axis-label" textAnchor="middle">
+          step
+        </text>
+        <text x={12} y={(M.t + plot.H - M.b) / 2} className="axis-label" textAnchor="middle" transform={`rotate(-90 12 ${(M.t + plot.H - M.b) / 2})`}>
+          loss (nats)
+        </text>
         <path d={plot.path} className="train" />
+        {hovered !== null && Number.isFinite(losses[hovered]) && (
+          <g className="hover-mark">
+            <line x1={plot.x(hovered)} x2={plot.x(hovered)} y1={M.t} y2={plot.H - M.b} />
+            <circle cx={plot.x(hovered)} cy={plot.y(losses[hovered])} r={4} />
+          </g>
+        )}
         {validation.map((v) => (
           <circle key={v.step} cx={plot.x(v.step)} cy={plot.y(v.loss)} r={3.5} className="val" />
         ))}
@@ -79,7 +104,14 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
       <figcaption>
         <span className="key train">training</span>
         {validation.length > 0 && <span className="key val">validation</span>}
-        <span className="muted">{summary}</span>
+        {hovered !== null ? (
+          <span className="hover-value" data-testid="loss-hover">
+            step {hovered + 1}: training loss {losses[hovered].toFixed(4)}
+            {hoverVal ? `, validation ${hoverVal.loss.toFixed(4)}` : ''}
+          </span>
+        ) : (
+          <span className="muted">{summary}</span>
+        )}
       </figcaption>
     </figure>
   );

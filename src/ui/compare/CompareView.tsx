@@ -6,11 +6,19 @@ import { useMemo, useState } from 'react';
 import { scheduleKind, timelineStats, type ScheduleName, type Timeline } from '../../schedule/index.ts';
 import { COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { isActive, usePipeLab, type CompareMeasurement } from '../../state/store.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
-import { ms, num, pct } from '../timeline/format.ts';
+import { computeOnly } from '../../state/derived.ts';
+import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+
+/** The last measured step's figures, counted as its panel's badge counts them (compute only). */
+function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } | null {
+  if (!m.timeline) return null;
+  const st = timelineStats(computeOnly(m.timeline));
+  return { bubble: st.bubble, makespan: st.makespan };
+}
 
 export function CompareView() {
   const config = usePipeLab((s) => s.config);
@@ -95,6 +103,7 @@ export function CompareView() {
       <div className="main-col">
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
+          <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">
           <table className="numbers">
             <thead>
               <tr>
@@ -103,8 +112,11 @@ export function CompareView() {
                 <th scope="col">bubble, simulated</th>
                 <th scope="col">closed form</th>
                 <th scope="col">peak act. (mb)</th>
-                <th scope="col">bubble, measured</th>
-                <th scope="col">makespan</th>
+                <th scope="col">bubble, measured (last step)</th>
+                <th scope="col">makespan, ms (last step)</th>
+                <th scope="col" title="What adds to the closed-form bubble: uneven stage costs, communication, ranks sharing one device (percentage points; see the Train view for the method)">
+                  gap: stages · comm · shared device
+                </th>
                 <th scope="col">samples/s</th>
                 <th scope="col">loss</th>
               </tr>
@@ -117,15 +129,17 @@ export function CompareView() {
                   <td className="strong">{pct(e.prediction?.result.bubble)}</td>
                   <td>{pct(e.prediction?.closed?.bubble)}</td>
                   <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
-                  <td>{m?.status === 'done' ? pct(m.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}</td>
-                  <td>{ms(m?.makespanMs)}</td>
+                  <td>{m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}</td>
+                  <td>{ms(m ? lastStep(m)?.makespan : null)}</td>
+                  <td data-testid={`gap-${e.name}`}>{m?.gap ? m.gap.steps.slice(1).map((g) => pp(g.adds)).join(' · ') : '—'}</td>
                   <td>{num(m?.samplesPerSecond, 0)}</td>
                   <td>{num(m?.finalLoss, 4)}</td>
                 </tr>
               ))}
             </tbody>
           </table>
-          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps. The synchronous schedules compute the same update, so their losses agree.</p>
+          </div>
+          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.</p>
         </section>
         {drawn.map(({ e, m, measured, simulated }) => (
           <TimelinePanel

@@ -7,9 +7,9 @@ import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
 import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
-import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
+import { MAX_RUN_RANKS, RUN_SCHEDULES, runStages, withDataset, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
 import { scheduleKind } from '../../schedule/index.ts';
-import { patchConfig, setConfig, withDataset, withSchedule } from '../../state/config-actions.ts';
+import { depthFor, patchConfig, setConfig, withSchedule } from '../../state/config-actions.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField } from './fields.tsx';
 import { SCHEDULE_LABELS } from './schedule-labels.ts';
@@ -130,6 +130,14 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             hint={kindAcceptsVirtual ? 'model chunks per rank' : 'this schedule holds a fixed number'}
           />
         </div>
+        {runStages(cfg) > cfg.layers + 1 && depthFor(cfg.ranks, cfg.virtual) <= LIMITS.layers && (
+          <p className="fix-it" data-testid="depth-fix">
+            {runStages(cfg)} stages need at least {runStages(cfg)} blocks; the model has {cfg.layers + 1}.{' '}
+            <button type="button" onClick={() => set({ layers: depthFor(cfg.ranks, cfg.virtual) })}>
+              Set depth to {depthFor(cfg.ranks, cfg.virtual)}
+            </button>
+          </p>
+        )}
         <div className="row2">
           <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} />
           <NumberField

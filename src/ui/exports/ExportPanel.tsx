@@ -1,8 +1,9 @@
-/** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights. */
+/** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights, the run for PyTorch. */
+import { torchExportRefusal } from '../../export/refusals.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
-import { csvFile, download, reportFile, safetensorsFile, slug, traceFile, type ExportFile } from './export-files.ts';
+import { csvFile, download, reportFile, safetensorsFile, slug, torchBundleFile, traceFile, type ExportFile } from './export-files.ts';
 
 export interface ExportPanelProps {
   title: string;
@@ -50,6 +51,12 @@ export function ExportPanel({ title, timeline, schedule, report = null, config =
               hint={weights ? 'loads in PyTorch and numpy' : 'after a run'}
               disabled={!weights || !report}
               make={() => safetensorsFile((report as RunReport).config, weights as Record<string, Float32Array | Float64Array>, base)}
+            />
+            <Button
+              label="Export for PyTorch (zip)"
+              hint={torchExportRefusal(config)?.message ?? `train.py for torchrun --nproc_per_node=${config.ranks}: same model, schedule, weights and batches`}
+              disabled={torchExportRefusal(config) !== null}
+              make={() => torchBundleFile(config, base)}
             />
           </>
         )}

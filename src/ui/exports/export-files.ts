@@ -1,13 +1,17 @@
 /**
  * The files PipeLab hands out: a Chrome trace of a timeline, a schedule as
  * PyTorch's CSV, the run report as JSON (weights left out: they have their own
- * file), and the trained weights as safetensors.
+ * file), the trained weights as safetensors, and the run as a PyTorch
+ * program with its files (a zip; see src/export/torch-bundle.ts).
  */
+import trainPy from '../../export/train.py?raw';
+import { buildTorchBundle } from '../../export/torch-bundle.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
 import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
 import { parameterShapes } from '../../state/trained-model.ts';
 import { writeSafetensors, type NamedTensor } from '../../util/safetensors.ts';
+import { writeZip } from '../../util/zip.ts';
 
 export interface ExportFile {
   name: string;
@@ -44,6 +48,13 @@ export function safetensorsFile(config: RunConfig, weights: Record<string, Float
   }
   const metadata = { format: 'pt', producer: 'PipeLab', config: JSON.stringify(config) };
   return { name: `${base}-weights.safetensors`, type: 'application/octet-stream', data: writeSafetensors(tensors, metadata) };
+}
+
+/** The run configuration as a PyTorch bundle (train.py, config, schedule, weights, batches), one zip holding one folder. */
+export function torchBundleFile(config: RunConfig, base: string): ExportFile {
+  const folder = `${base}-torch`;
+  const files = buildTorchBundle(config, trainPy);
+  return { name: `${folder}.zip`, type: 'application/zip', data: writeZip(files.map((f) => ({ path: `${folder}/${f.path}`, data: f.data }))) };
 }
 
 export function download(f: ExportFile): void {

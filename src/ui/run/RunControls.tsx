@@ -1,7 +1,8 @@
 /** Run, pause/resume, single-step and stop, with the progress bar, speed and time left. */
-import { cannotRunReason, pauseRun, resumeRun, startRun, stepRun, stopRun } from '../../state/run-controller.ts';
+import { cannotRunReason, stepRun, stopRun } from '../../state/run-controller.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { duration, num } from '../timeline/format.ts';
+import { toggleRun } from './run-shortcut.ts';
 
 export function RunControls() {
   const run = usePipeLab((s) => s.run);
@@ -14,32 +15,35 @@ export function RunControls() {
   const frac = run.steps > 0 ? run.step / run.steps : 0;
 
   return (
-    <div className="run-controls" aria-label="Run controls" role="group">
+    <div className="run-controls" id="run-controls" tabIndex={-1} aria-label="Run controls" role="group">
       <div className="buttons">
-        {!activeRun ? (
-          <button type="button" className="primary" onClick={() => void startRun()} disabled={reason !== null} title={reason ?? 'Train with this configuration'}>
-            ▶ Run
-          </button>
-        ) : paused ? (
-          <button type="button" className="primary" onClick={resumeRun}>
-            ▶ Resume
-          </button>
-        ) : (
-          <button type="button" onClick={pauseRun} disabled={run.status !== 'running'}>
-            ❚❚ Pause
-          </button>
-        )}
+        {/* One button element whatever it says, never disabled while a run holds the workers, so focus stays on it after Run. */}
         <button
           type="button"
-          onClick={stepRun}
-          disabled={activeRun ? !paused : reason !== null}
+          className={!activeRun || paused ? 'primary' : ''}
+          onClick={() => toggleRun()}
+          disabled={!activeRun && reason !== null}
+          aria-disabled={activeRun && !paused && run.status !== 'running' ? true : undefined}
+          aria-keyshortcuts="R"
+          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : 'Pause after the step in flight (R)'}
+        >
+          {!activeRun ? '▶ Run' : paused ? '▶ Resume' : '❚❚ Pause'}
+        </button>
+        <button
+          type="button"
+          onClick={() => (!activeRun || paused) && stepRun()}
+          disabled={!activeRun && reason !== null}
+          aria-disabled={activeRun && !paused ? true : undefined}
           title="Run exactly one step, then hold"
         >
           Step
         </button>
-        <button type="button" onClick={stopRun} disabled={!activeRun || run.status === 'stopping'}>
+        <button type="button" onClick={() => activeRun && run.status !== 'stopping' && stopRun()} disabled={!activeRun} aria-disabled={run.status === 'stopping' ? true : undefined}>
           ■ Stop
         </button>
+        <span className="shortcut-hint muted small">
+          <kbd>R</kbd> runs, pauses, resumes
+        </span>
       </div>
       <div className="progress">
         <div

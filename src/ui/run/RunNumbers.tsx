@@ -1,11 +1,17 @@
 /**
- * Measured vs simulated vs closed form, side by side: makespan, bubble,
- * samples per second, and the peak activations each stage held.
+ * Measured vs simulated vs closed form, side by side: makespan (ms and unit
+ * time in rows of their own), bubble, samples per second, the peak
+ * activations each stage held, and where the measured bubble's gap to the
+ * closed form comes from. Every measured figure says whether it is the step
+ * drawn above or the mean of the measured steps.
  */
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
 import { timelineStats, type Timeline } from '../../schedule/index.ts';
+import { computeOnly } from '../../state/derived.ts';
+import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
+import { GapAttributionTable } from './GapAttribution.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct } from '../timeline/format.ts';
 
@@ -17,9 +23,16 @@ export interface RunNumbersProps {
   report: RunReport | null;
 }
 
+/** The steps a report's means cover: the first is left out when there are several (it warms caches). */
+function meanSteps(report: RunReport): string {
+  const n = report.steps.length;
+  return n <= 1 ? '1 step' : `steps 2–${n}`;
+}
+
 export function RunNumbers({ config, measured, simulated, prediction, report }: RunNumbersProps) {
-  const m = useMemo(() => (measured ? timelineStats(measured) : null), [measured]);
-  const s = useMemo(() => (simulated ? timelineStats(simulated) : null), [simulated]);
+  // Compute only, as the report counts it (a step's trailing messages are not part of its makespan).
+  const m = useMemo(() => (measured ? timelineStats(computeOnly(measured)) : null), [measured]);
+  const s = useMemo(() => (simulated ? timelineStats(computeOnly(simulated)) : null), [simulated]);
   const heldMeasured = useMemo(() => (measured ? measuredPeakMicrobatches(measured) : null), [measured]);
   const heldSimulated = useMemo(() => (simulated ? measuredPeakMicrobatches(simulated) : null), [simulated]);
   const closed = prediction?.closed ?? null;
@@ -52,21 +65,31 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   return (
     <section className="panel" aria-labelledby="numbers-title" data-testid="run-numbers">
       <h2 id="numbers-title">Measured · simulated · closed form</h2>
+      <div className="table-scroll">
       <table className="numbers">
         <thead>
           <tr>
             <th scope="col" />
-            <th scope="col">measured</th>
+            <th scope="col">
+              measured
+              <span className="col-note">{report ? `mean of ${meanSteps(report)}` : measured ? 'step drawn' : ''}</span>
+            </th>
             <th scope="col">simulated</th>
             <th scope="col">closed form</th>
           </tr>
         </thead>
         <tbody>
           <tr>
-            <th scope="row">{report ? "Makespan per step (mean)" : "Makespan per step"}</th>
+            <th scope="row">Makespan per step, ms</th>
             <td>{ms(makespanMeasured)}</td>
-            <td>{simulated ? ms(makespanSimulated) : prediction ? `${num(prediction.result.makespan)} u` : '—'}</td>
-            <td>{closed ? `${num(closed.makespan)} u` : '—'}</td>
+            <td>{simulated ? ms(makespanSimulated) : '—'}</td>
+            <td>—</td>
+          </tr>
+          <tr>
+            <th scope="row">Makespan, unit time</th>
+            <td>—</td>
+            <td>{prediction ? `${num(prediction.result.makespan)} u` : '—'}</td>
+            <td>{closed && prediction ? `${num(closedMakespanInPredictionUnits(closed, prediction.schedule))} u` : '—'}</td>
           </tr>
           <tr>
             <th scope="row">Bubble</th>
@@ -77,9 +100,17 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               {closed && <span className="formula"> {closed.formula}</span>}
             </td>
           </tr>
+          {report && m && (
+            <tr>
+              <th scope="row">Bubble, step drawn above</th>
+              <td>{pct(m.bubble)}</td>
+              <td>{s ? pct(s.bubble) : '—'}</td>
+              <td>—</td>
+            </tr>
+          )}
           <tr>
-            <th scope="row">Samples per second</th>
-            <td>{num(report?.samplesPerSecond ?? sps(makespanMeasured), 0)}</td>
+            <th scope="row">Samples per second (batch ÷ makespan)</th>
+            <td>{num(sps(makespanMeasured), 0)}</td>
             <td>{simulated ? num(sps(makespanSimulated), 0) : '—'}</td>
             <td>—</td>
           </tr>
@@ -99,10 +130,18 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
           ))}
         </tbody>
       </table>
+      </div>
       <p className="muted small">
-        Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2) before a run'}, links free. Closed form:
-        identical stages, F = 1, B = 2 units (u). mb: micro-batches’ activations{report ? '; bytes: the largest stash measured' : ''}.
+        {report
+          ? `Measured: mean of ${meanSteps(report)}; the timeline and its badge show the last step. `
+          : measured
+            ? 'Measured: the step drawn above. '
+            : ''}
+        Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
+        {report ? ' and the measured time per message' : ', links free'}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
+        rank’s share of the model costs F = 1, B = 2. mb: micro-batches’ activations{report ? '; bytes: the largest stash measured' : ''}.
       </p>
+      {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
     </section>
   );
 }

@@ -12,6 +12,7 @@ import { ConfigPanel } from '../controls/ConfigPanel.tsx';
 import { scheduleLabel } from '../controls/schedule-labels.ts';
 import { ExportPanel } from '../exports/ExportPanel.tsx';
 import { NoWebGpuNotice } from '../NoWebGpuNotice.tsx';
+import { Intro } from '../onboarding/Intro.tsx';
 import { ResultsPanel } from '../results/ResultsPanel.tsx';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { RunControls } from './RunControls.tsx';
@@ -61,16 +62,21 @@ export function RunView() {
   const title = `${scheduleLabel(config.schedule)} · ${config.ranks} ranks × ${config.microbatches} micro-batches`;
   const caption = measured
     ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
-    : `Predicted by the simulator (F = 1, B = 2 units per stage). Press Run to measure it on ${config.ranks} WebGPU workers.`;
+    : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units). Press Run to measure it on ${config.ranks} WebGPU workers.`;
 
   return (
-    <div className="layout">
+    <div className="layout run-layout">
+      <div className="run-bar">
+        {webgpu.state === 'unavailable' && <NoWebGpuNotice support={webgpu} onSimulate={() => setView('simulate')} />}
+        <RunControls />
+      </div>
+      <div className="run-intro">
+        <Intro />
+      </div>
       <aside className="sidebar" aria-label="Configuration">
         <ConfigPanel disabled={isActive(run.status)} />
       </aside>
       <div className="main-col">
-        {webgpu.state === 'unavailable' && <NoWebGpuNotice support={webgpu} onSimulate={() => setView('simulate')} />}
-        <RunControls />
         <TimelinePanel
           title={title}
           measured={measured}
@@ -86,7 +92,7 @@ export function RunView() {
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel">
             <h2 id="loss-title">Loss</h2>
             <LossChart losses={losses} validation={validation} steps={run.steps || config.steps} />
-            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights and after the last step.</p>}
+            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step.</p>}
           </section>
           <ResultsPanel />
           <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={lastReport} config={config} />

@@ -111,6 +111,7 @@ export function SimulateView() {
         <div className="cards">
           <section className="panel" aria-labelledby="sim-numbers">
             <h2 id="sim-numbers">Simulated vs closed form</h2>
+            <div className="table-scroll">
             <table className="numbers">
               <thead>
                 <tr>
@@ -145,6 +146,7 @@ export function SimulateView() {
                 </tr>
               </tbody>
             </table>
+            </div>
             {!outcome?.closed && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}

@@ -1,15 +1,30 @@
-/** What the colours and marks of the timeline mean. */
-import type { Op } from '../../schedule/index.ts';
-import { COMM_COLORS, OP_COLORS, OP_NAMES } from './colors.ts';
+/**
+ * What the colours and marks of the timeline mean: every op drawn, idle time
+ * (the bubble, hatched grey), and each kind of communication mark on the thin
+ * lane under a rank, with its own label (send, in flight, waiting to receive,
+ * GPU → CPU, CPU → GPU).
+ */
+import type { CommKind, Op } from '../../schedule/index.ts';
+import { COMM_COLORS, COMM_NAMES, OP_COLORS, OP_NAMES } from './colors.ts';
 
 export interface TimelineLegendProps {
   ops: readonly Op[];
-  comm?: boolean;
+  /** The communication kinds drawn (none: no communication lane). */
+  commKinds?: readonly CommKind[];
   overlay?: boolean;
   chunks?: boolean;
 }
 
-export function TimelineLegend({ ops, comm = false, overlay = false, chunks = false }: TimelineLegendProps) {
+/** Legend order; GPU → CPU and CPU → GPU share a colour, so they share an entry. */
+const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
+  { kinds: ['send'], label: `${COMM_NAMES.send} (posting a message)` },
+  { kinds: ['transfer'], label: `${COMM_NAMES.transfer} (between ranks)` },
+  { kinds: ['recv-wait'], label: `${COMM_NAMES['recv-wait']} (blocked on a neighbour)` },
+  { kinds: ['readback', 'upload'], label: `${COMM_NAMES.readback} / ${COMM_NAMES.upload} copies` },
+];
+
+export function TimelineLegend({ ops, commKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {
+  const comm = COMM_ENTRIES.filter((e) => e.kinds.some((k) => commKinds.includes(k)));
   return (
     <ul className="legend" aria-label="Timeline legend">
       {ops.map((op) => (
@@ -23,13 +38,13 @@ export function TimelineLegend({ ops, comm = false, overlay = false, chunks = fa
         idle (the bubble)
       </li>
       {chunks && <li className="muted">lighter shade: a rank’s second (fourth, …) model chunk</li>}
-      {comm && (
-        <li>
-          <span className="swatch thin" style={{ background: COMM_COLORS.transfer }} aria-hidden="true" />
-          <span className="swatch thin" style={{ background: COMM_COLORS['recv-wait'] }} aria-hidden="true" />
-          communication (thin lane: in flight, waiting)
+      {comm.length > 0 && <li className="muted legend-sub">thin lane under each rank:</li>}
+      {comm.map((e) => (
+        <li key={e.kinds[0]} data-comm={e.kinds.join(' ')}>
+          <span className="swatch thin" style={{ background: COMM_COLORS[e.kinds[0]] }} aria-hidden="true" />
+          {e.label}
         </li>
-      )}
+      ))}
       {overlay && (
         <li>
           <span className="swatch outline" aria-hidden="true" />

@@ -3,9 +3,9 @@
  * bubble and makespan in the corner, and the legend.
  */
 import { useId, useMemo, type ReactNode } from 'react';
-import { scaleOnto } from '../../state/derived.ts';
+import { computeOnly, scaleOnto } from '../../state/derived.ts';
 import type { TimelineMode } from '../../state/store.ts';
-import { timelineStats, type Op, type Timeline } from '../../schedule/index.ts';
+import { timelineStats, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
 import { ms, num, pct } from './format.ts';
 import { TimelineCanvas } from './TimelineCanvas.tsx';
 import { TimelineLegend } from './TimelineLegend.tsx';
@@ -47,9 +47,14 @@ export function TimelinePanel(props: TimelinePanelProps) {
   }, [mode, measured, simulated]);
 
   const primary = mode === 'simulated' ? simulated : measured;
-  const stats = useMemo(() => (primary ? timelineStats(primary) : null), [primary]);
+  // Compute only, as the run report and the numbers table count a step.
+  const stats = useMemo(() => (primary ? timelineStats(computeOnly(primary)) : null), [primary]);
   const ops = opsIn(primary ?? simulated);
-  const hasComm = !!primary?.intervals.some((iv) => iv.op === 'comm');
+  const commKinds = useMemo(() => {
+    const seen = new Set<CommKind>();
+    for (const iv of primary?.intervals ?? []) if (iv.op === 'comm') seen.add(iv.comm ?? 'send');
+    return [...seen];
+  }, [primary]);
   const chunks = !!primary && primary.stages > primary.ranks;
   const source = mode === 'simulated' ? 'simulated' : 'measured';
   const label = `${title}: ${source} timeline, ${primary?.ranks ?? 0} ranks`;
@@ -74,9 +79,9 @@ export function TimelinePanel(props: TimelinePanelProps) {
       <div className="timeline-stage">
         {stats && (
           <div className="bubble-badge" aria-live="off">
-            <span className="big">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ' (this step)' : ''}
+            <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ', step drawn' : ', simulated'}
             <span className="sep" />
-            {primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} units`} makespan
+            <span data-testid="badge-makespan">{primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} u`}</span> makespan
             {mode === 'overlay' && overlay && (
               <span className="overlay-note">
                 simulated outlines scaled ×{overlay.factor.toFixed(2)} to the measured makespan
@@ -87,7 +92,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
         <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} />
       </div>
       <footer className="panel-foot">
-        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} comm={hasComm} overlay={mode === 'overlay'} chunks={chunks} />
+        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} overlay={mode === 'overlay'} chunks={chunks} />
         {caption && <p className="caption">{caption}</p>}
       </footer>
     </section>

@@ -1,7 +1,7 @@
 /**
  * Colours of the timeline: one hue per op (F, B, I, W), a lighter shade for
- * every other virtual-stage chunk, greys and teal for communication, and the
- * hatch that marks idle time (the bubble).
+ * every other virtual-stage chunk, greys, teal and red for communication, and
+ * the grey hatch that marks idle time (the bubble), unlike red waiting.
  */
 import type { CommKind, Op } from '../../schedule/index.ts';
 
@@ -37,7 +37,7 @@ export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
 
 export const THEME = {
   laneBg: '#1a1f29',
-  hatch: 'rgba(248, 113, 113, 0.22)',
+  hatch: 'rgba(170, 179, 194, 0.2)',
   gutterText: '#aab3c2',
   axisText: '#8791a3',
   grid: 'rgba(255, 255, 255, 0.06)',

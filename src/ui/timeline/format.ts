@@ -3,6 +3,13 @@ export function pct(x: number | null | undefined, digits = 1): string {
   return x === null || x === undefined || !Number.isFinite(x) ? '—' : `${(x * 100).toFixed(digits)}%`;
 }
 
+/** A change of a fraction in percentage points, signed. */
+export function pp(x: number | null | undefined, digits = 1): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '—';
+  const v = x * 100;
+  return `${v >= 0 ? '+' : '−'}${Math.abs(v).toFixed(digits)} pp`;
+}
+
 export function ms(x: number | null | undefined): string {
   if (x === null || x === undefined || !Number.isFinite(x)) return '—';
   if (x >= 10_000) return `${(x / 1000).toFixed(1)} s`;

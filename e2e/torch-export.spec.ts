@@ -1,0 +1,84 @@
+/**
+ * The proof that a run leaves the tab intact: the page's "Export for PyTorch"
+ * zip, run under Debian's torchrun (CPU, gloo, one process per rank), prints
+ * the same loss at every step as the same run in headless Chromium (WebGPU
+ * workers), within 1e-4 relative, and writes the same final weights (per
+ * tensor ‖Δ‖/‖w‖ < 1e-4). Needs python3-torch (scripts/install-deps.sh).
+ */
+import { test, expect, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun } from '../src/export/testing/torchrun.ts';
+import type { RunConfig } from '../src/runtime/run-config.ts';
+
+/** Changes to the page's default configuration (the page module graph is not loaded in Node: it imports JSON data). */
+type Change = Partial<RunConfig>;
+const mlp: Change = { layers: 7, hidden: 16, batchSize: 32, microbatches: 8, steps: 6, evalEvery: 0 };
+const CASES: { title: string; cfg: Change }[] = [
+  { title: '1f1b, p = 4', cfg: { ...mlp, schedule: '1f1b', ranks: 4 } },
+  { title: 'zb-h1, p = 4', cfg: { ...mlp, schedule: 'zb-h1', ranks: 4 } },
+  { title: 'interleaved-1f1b, p = 4, v = 2', cfg: { ...mlp, schedule: 'interleaved-1f1b', ranks: 4, virtual: 2 } },
+  {
+    title: 'gpipe, p = 2, names char-MLP',
+    cfg: { ...mlp, dataset: 'names', model: 'char-mlp', activation: 'gelu', layers: 3, hidden: 32, context: 3, embedDim: 8, microbatches: 4, schedule: 'gpipe', ranks: 2 },
+  },
+];
+
+/** Opens the page with the default configuration changed by `change`, through its URL; returns that configuration. */
+async function openWith(page: Page, change: Change): Promise<RunConfig> {
+  await page.goto('./');
+  await page.waitForFunction(() => !!window.pipelab);
+  const cfg = { ...(await page.evaluate(() => window.pipelab.defaultConfig())), ...change };
+  await page.goto(`./?${new URLSearchParams(Object.entries(cfg).map(([k, v]) => [k, String(v)])).toString()}`);
+  await page.waitForFunction(() => !!window.pipelab);
+  expect(await page.evaluate(() => window.pipelab.urlConfig())).toEqual({ config: cfg, errors: [] });
+  return cfg;
+}
+
+test.describe('the exported PyTorch program gives the tab’s losses and weights under torchrun', () => {
+  for (const { title, cfg: change } of CASES) {
+    test(title, async ({ page }) => {
+      test.setTimeout(420_000);
+      page.on('pageerror', (e) => console.log('pageerror:', e.message));
+      const cfg = await openWith(page, change);
+
+      // The page's own export: a zip holding one folder.
+      const dir = mkdtempSync(join(tmpdir(), 'pipelab-e2e-torch-'));
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export for PyTorch (zip)' }).click()]);
+      const zip = join(dir, download.suggestedFilename());
+      await download.saveAs(zip);
+      execFileSync('/usr/bin/python3', ['-m', 'zipfile', '-e', zip, dir]);
+      const folder = join(dir, readdirSync(dir).find((f) => f.endsWith('-torch')) as string);
+
+      const tab = await page.evaluate(async (c) => {
+        const r = await window.pipelab.run(c, { readWeights: true });
+        const weights = Object.fromEntries(Object.entries(r.weights ?? {}).map(([k, v]) => [k, Array.from(v)]));
+        return { losses: r.losses, weights, stepMs: r.phases.stepsMs / r.losses.length, makespanMs: r.makespanMs.measured };
+      }, cfg);
+      expect(tab.losses.length).toBe(cfg.steps);
+
+      const torch = await runTorchrun(folder, cfg.ranks, [], 300_000);
+      expect(torch.code, torch.output).toBe(0);
+      expect(torch.losses.length, torch.output).toBe(cfg.steps);
+      const lossDiff = maxRelativeDiff(torch.losses, tab.losses);
+      const weightDiff = maxWeightDiff(readTrainedWeights(folder), tab.weights);
+      const torchMs = torch.stepMs.slice(1).reduce((a, b) => a + b, 0) / (torch.stepMs.length - 1);
+      console.log(
+        `${title}: max relative loss difference ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}; ` +
+          `step time: tab ${tab.stepMs.toFixed(1)} ms wall (all steps; schedule makespan ${tab.makespanMs.toFixed(1)} ms after the first), ` +
+          `torchrun CPU ${torchMs.toFixed(1)} ms (steps after the first)`,
+      );
+      expect(lossDiff).toBeLessThan(1e-4);
+      expect(weightDiff).toBeLessThan(1e-4);
+    });
+  }
+
+  test('the page refuses PipeDream with the exporter’s message', async ({ page }) => {
+    await openWith(page, { ...mlp, schedule: 'pipedream', ranks: 2 });
+    const button = page.getByRole('button', { name: 'Export for PyTorch (zip)' });
+    await expect(button).toBeDisabled();
+    await expect(page.getByText('schedule = "pipedream": cannot be exported for PyTorch')).toBeVisible();
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * `pipelab export-torch [run configuration flags] --out DIR`: writes the run as
+ * a PyTorch program and the files it reads (src/export/torch-bundle.ts). The
+ * flags are the run configuration's fields, named as in the page's URL
+ * (`--schedule zb-h1 --ranks 4 --microbatches 8 --steps 20 --dataset names`);
+ * absent ones take the page's defaults. A bad value is reported as the URL
+ * reports it: field, value, rule.
+ */
+import { join } from 'node:path';
+import { buildTorchBundle } from '../export/torch-bundle.ts';
+import { readTrainPy } from '../export/train-py-file.ts';
+import { configFromQuery, defaultRunConfig, URL_FIELDS, RUN_SCHEDULES } from '../runtime/run-config.ts';
+import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
+import { EXIT_OK, type CliIo } from './io.ts';
+
+const DEFAULTS = defaultRunConfig();
+const HELP_OF: Partial<Record<string, string>> = {
+  schedule: `one of ${RUN_SCHEDULES.join(', ')}`,
+  ranks: 'pipeline width p, the number of torchrun processes',
+  virtual: 'stages per rank v; the model is cut into p·v stages',
+  dataset: 'spiral, moons, circles, xor or names (names implies --model char-mlp)',
+  steps: 'training steps; the bundle holds the batch of every step',
+};
+
+const FLAGS: FlagSpec[] = [
+  ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'} (default ${String(DEFAULTS[f])})` })),
+  { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },
+  { name: 'help', boolean: true, help: 'show this help' },
+];
+
+export const EXPORT_TORCH_HELP = helpFor(
+  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 ...] --out DIR',
+  'Write a run as a PyTorch program (train.py) with its model, stages, schedule, initial weights and batches;\n' +
+    '`torchrun --nproc_per_node=RANKS train.py` in DIR replays it with the same losses. Configuration flags are\n' +
+    "the page's URL fields; absent ones take the page's defaults.",
+  FLAGS,
+);
+
+export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
+  const a = parseArgs(argv, FLAGS, 'export-torch');
+  if (boolFlag(a, 'help')) {
+    io.out(EXPORT_TORCH_HELP);
+    return EXIT_OK;
+  }
+  if (a.positionals.length > 0) throw new UsageError('argument', a.positionals[0], '`pipelab export-torch` takes flags only');
+  const out = stringFlag(a, 'out');
+  if (out === undefined || out.trim() === '') throw new UsageError('--out', out ?? null, 'is required: the folder to write the bundle into');
+  const query = new URLSearchParams();
+  for (const f of URL_FIELDS) {
+    const v = stringFlag(a, f);
+    if (v !== undefined) query.set(f, v);
+  }
+  const { config, errors } = configFromQuery(query.toString());
+  if (errors.length > 0) {
+    const e = errors[0];
+    throw new UsageError(`--${e.field}`, e.value, e.rule);
+  }
+  const files = buildTorchBundle(config, readTrainPy());
+  for (const f of files) io.writeFile(join(out, f.path), f.data);
+  io.out(
+    `wrote ${files.map((f) => f.path).join(', ')} to ${out}\n` +
+      `run it: cd ${out} && torchrun --nproc_per_node=${config.ranks} train.py   (see README.md there)\n`,
+  );
+  return EXIT_OK;
+}

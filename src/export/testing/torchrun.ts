@@ -1,0 +1,91 @@
+/**
+ * Test support (Node only): writes a bundle to a folder and runs its train.py
+ * under Debian's torchrun (`/usr/bin/torchrun --redirects 1 --tee 1`, CPU,
+ * gloo), with a timeout, and parses what it prints. Shared by the Node test
+ * (src/export/torch-export.test.ts) and the browser proof (e2e/torch-export.spec.ts).
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { readSafetensors } from '../../util/safetensors.ts';
+import type { BundleFile } from '../torch-bundle.ts';
+
+/** Where the torch program runs; PIPELAB_TORCHRUN names another torchrun. */
+export const TORCHRUN = process.env.PIPELAB_TORCHRUN ?? '/usr/bin/torchrun';
+
+export function writeBundle(dir: string, files: readonly BundleFile[]): void {
+  for (const f of files) {
+    mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+    writeFileSync(join(dir, f.path), f.data);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TorchrunResult {
+  code: number | null;
+  output: string;
+  /** Per step, from `step N loss X`. */
+  losses: number[];
+  /** Per step, the last stage's wall time in ms. */
+  stepMs: number[];
+  heldout: number;
+}
+
+/** Runs `torchrun --nproc_per_node=ranks train.py ...args` in dir; resolves whatever the exit code (see `code`). */
+export async function runTorchrun(dir: string, ranks: number, args: readonly string[] = [], timeoutMs = 240_000): Promise<TorchrunResult> {
+  const port = await freePort();
+  const argv = ['--redirects', '1', '--tee', '1', `--nproc_per_node=${ranks}`, `--master_port=${port}`, 'train.py', ...args];
+  const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+    execFile(TORCHRUN, argv, { cwd: dir, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      const c = err ? ((err as { code?: unknown }).code as number | null | undefined) : 0;
+      resolve({ code: typeof c === 'number' ? c : err ? -1 : 0, output: stdout + stderr });
+    });
+  });
+  const losses: number[] = [];
+  const stepMs: number[] = [];
+  for (const m of output.matchAll(/step (\d+) loss (\S+) ms (\S+)/g)) {
+    losses[Number(m[1])] = Number(m[2]);
+    stepMs[Number(m[1])] = Number(m[3]);
+  }
+  const h = /heldout loss (\S+)/.exec(output);
+  return { code, output, losses, stepMs, heldout: h ? Number(h[1]) : NaN };
+}
+
+/** The weights train.py wrote (out/trained.safetensors), by name. */
+export function readTrainedWeights(dir: string): Record<string, Float32Array | Float64Array | Int32Array> {
+  const parsed = readSafetensors(new Uint8Array(readFileSync(join(dir, 'out', 'trained.safetensors'))));
+  return Object.fromEntries(Object.entries(parsed.tensors).map(([k, t]) => [k, t.data]));
+}
+
+/** Largest |a − b| / |b| over the steps. */
+export function maxRelativeDiff(a: readonly number[], b: readonly number[]): number {
+  if (a.length !== b.length) return Infinity;
+  return Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
+}
+
+/** Per tensor ‖a − b‖ / ‖b‖ (L2), the largest; Infinity when a name is missing. */
+export function maxWeightDiff(a: Readonly<Record<string, ArrayLike<number>>>, b: Readonly<Record<string, ArrayLike<number>>>): number {
+  let worst = 0;
+  for (const [name, ref] of Object.entries(b)) {
+    const got = a[name];
+    if (!got || got.length !== ref.length) return Infinity;
+    let num = 0, den = 0;
+    for (let i = 0; i < ref.length; i++) {
+      num += (got[i] - ref[i]) ** 2;
+      den += ref[i] ** 2;
+    }
+    worst = Math.max(worst, den === 0 ? Math.sqrt(num) : Math.sqrt(num / den));
+  }
+  return worst;
+}

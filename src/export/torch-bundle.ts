@@ -1,0 +1,150 @@
+/**
+ * A run, exported as a PyTorch program and the files it reads: train.py (the
+ * program, src/export/train.py), config.json (the run configuration and what
+ * train.py needs of it: the model spec, the stage cut, the stage-to-rank map,
+ * the learning rate of every step), schedule.csv (PyTorch's time-aligned CSV),
+ * init.safetensors (the initial weights, the page's names), batches.safetensors
+ * (the exact batch of every step), heldout.safetensors (the held-out split) and
+ * README.md. `torchrun --nproc_per_node=P train.py` replays the run.
+ *
+ * The program's text is a parameter: the page imports it with `?raw`, the CLI
+ * reads it from disk (readTrainPy in ./train-py-file.ts).
+ */
+import { BatchSampler } from '../data/batches.ts';
+import { createDataset } from '../data/datasets.ts';
+import type { Examples } from '../data/examples.ts';
+import { CpuBackend, CpuTensor } from '../nn/cpu-backend.ts';
+import { ADAMW_DEFAULTS } from '../nn/optimizer.ts';
+import { blockInCols } from '../nn/model-spec.ts';
+import { StageChain } from '../nn/stage-chain.ts';
+import { lrAt } from '../nn/train-config.ts';
+import { planRun } from '../runtime/run-plan.ts';
+import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { toCsv } from '../schedule/csv.ts';
+import { ConfigError } from '../util/errors.ts';
+import { writeSafetensors, type NamedTensor } from '../util/safetensors.ts';
+import { bundleReadme } from './bundle-readme.ts';
+import { assertTorchExportable } from './refusals.ts';
+
+export interface BundleFile {
+  /** Relative path inside the bundle folder. */
+  path: string;
+  data: string | Uint8Array;
+}
+
+/** Values of input and label data the bundle may hold (steps × batchSize × (input columns + 1)). */
+export const MAX_BUNDLE_DATA_VALUES = 64 * 1024 * 1024;
+
+/** What train.py reads from config.json. */
+export interface TorchBundleConfig {
+  format: 'pipelab-torch-bundle/1';
+  /** The run configuration as the page, the URL and window.pipelab take it. */
+  run: RunConfig;
+  ranks: number;
+  stages: number;
+  microbatches: number;
+  batchSize: number;
+  steps: number;
+  /** Each micro-batch's summed loss is scaled by this (1 / batchSize): the step's losses add up to the batch mean. */
+  lossScale: number;
+  schedule: string;
+  stageToRank: number[];
+  /** Half-open block ranges [start, end), one per stage. */
+  stageBlocks: [number, number][];
+  /** Columns each stage takes. */
+  stageInCols: number[];
+  /** Each stage's parameters, [name, shape], in the order train.py gathers them. */
+  stageParams: [string, number[]][][];
+  model: unknown;
+  optimizer: { name: string; lr: number; momentum: number; weightDecay: number; beta1: number; beta2: number; eps: number };
+  lrPerStep: number[];
+}
+
+function concatRows(parts: readonly Examples[]): { inputs: Float32Array | Int32Array; labels: Int32Array } {
+  const n = parts.reduce((s, e) => s + e.n, 0);
+  const cols = parts[0].inputCols;
+  const inputs = parts[0].inputDType === 'i32' ? new Int32Array(n * cols) : new Float32Array(n * cols);
+  const labels = new Int32Array(n);
+  let row = 0;
+  for (const e of parts) {
+    inputs.set(e.inputs.subarray(0, e.n * cols), row * cols);
+    labels.set(e.labels.subarray(0, e.n), row);
+    row += e.n;
+  }
+  return { inputs, labels };
+}
+
+function examplesFile(ex: Examples, leading: number[]): Uint8Array {
+  const { inputs, labels } = concatRows([ex]);
+  return writeSafetensors({
+    inputs: { data: inputs, shape: [...leading, ex.inputCols] },
+    labels: { data: labels, shape: leading },
+  });
+}
+
+/** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
+export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile[] {
+  assertTorchExportable(config);
+  const { fault: _fault, ...run } = config;
+  const plan = planRun(run);
+  const { spec, schedule, stageBlocks } = plan;
+  const dataCols = spec.input.cols + 1;
+  if (run.steps * run.batchSize * dataCols > MAX_BUNDLE_DATA_VALUES) {
+    throw new ConfigError(
+      'steps',
+      run.steps,
+      `the bundle holds every step's batch: steps × batchSize × ${dataCols} values must be at most ${MAX_BUNDLE_DATA_VALUES} (export fewer steps)`,
+    );
+  }
+
+  const be = new CpuBackend();
+  const chain = new StageChain(be, spec, stageBlocks.length, run.seed);
+  const init: Record<string, NamedTensor> = {};
+  const stageParams = chain.stages.map((st) =>
+    st.params.map((p): [string, number[]] => {
+      if (!(p.value instanceof CpuTensor)) throw new Error(`export: ${p.name} is not on the CPU reference`);
+      init[p.name] = { data: Float32Array.from(p.value.data), shape: [...p.value.shape] };
+      return [p.name, [...p.value.shape]];
+    }),
+  );
+  chain.dispose();
+
+  const data = createDataset(toTrainConfig(run));
+  const sampler = new BatchSampler(data.train, run.batchSize, run.seed);
+  const batches = concatRows(Array.from({ length: run.steps }, (_, step) => sampler.batch(step)));
+
+  const cfg: TorchBundleConfig = {
+    format: 'pipelab-torch-bundle/1',
+    run,
+    ranks: run.ranks,
+    stages: stageBlocks.length,
+    microbatches: run.microbatches,
+    batchSize: run.batchSize,
+    steps: run.steps,
+    lossScale: 1 / run.batchSize,
+    schedule: run.schedule,
+    stageToRank: [...schedule.stageToRank],
+    stageBlocks: stageBlocks.map(([a, b]): [number, number] => [a, b]),
+    stageInCols: stageBlocks.map(([a]) => blockInCols(spec.blocks[a])),
+    stageParams,
+    model: spec,
+    optimizer: { name: run.optimizer, lr: run.lr, momentum: run.momentum, weightDecay: run.weightDecay, ...ADAMW_DEFAULTS },
+    lrPerStep: Array.from({ length: run.steps }, (_, step) => lrAt(run, step)),
+  };
+  const meta = { format: 'pt', producer: 'PipeLab', config: JSON.stringify(run) };
+  return [
+    { path: 'train.py', data: trainPy },
+    { path: 'config.json', data: JSON.stringify(cfg, null, 1) + '\n' },
+    { path: 'schedule.csv', data: toCsv(schedule) },
+    { path: 'init.safetensors', data: writeSafetensors(init, meta) },
+    {
+      path: 'batches.safetensors',
+      data: writeSafetensors({
+        inputs: { data: batches.inputs, shape: [run.steps, run.batchSize, spec.input.cols] },
+        labels: { data: batches.labels, shape: [run.steps, run.batchSize] },
+      }),
+    },
+    { path: 'heldout.safetensors', data: examplesFile(data.val, [data.val.n]) },
+    { path: 'README.md', data: bundleReadme(run) },
+  ];
+}

@@ -1,0 +1,69 @@
+/**
+ * Presets: one-click configurations that each teach one thing about pipeline
+ * schedules. Each is an ordinary configuration (a URL query like any other
+ * link), optionally with a second link to run after it for the contrast.
+ */
+import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultSimParams } from './sim-params.ts';
+import { urlQueryFor } from './url-state.ts';
+
+export interface PresetLink {
+  label: string;
+  config: RunConfig;
+}
+
+export interface Preset {
+  id: string;
+  /** The lesson, as a sentence a newcomer can check on the timeline. */
+  title: string;
+  /** What to look at, in one or two sentences. */
+  look: string;
+  first: PresetLink;
+  /** The contrast to run next, when the lesson needs two runs. */
+  then?: PresetLink;
+}
+
+function cfg(patch: Partial<RunConfig>): RunConfig {
+  return { ...defaultRunConfig(), steps: 100, ...patch };
+}
+
+export const PRESETS: readonly Preset[] = [
+  {
+    id: 'microbatches',
+    title: 'The bubble shrinks as micro-batches grow',
+    look: 'With 4 ranks, a step of 2 micro-batches leaves each rank idle most of the step; 16 micro-batches fill the pipeline. Watch the hatched idle time and the bubble badge.',
+    first: { label: '1F1B, 2 micro-batches', config: cfg({ schedule: '1f1b', microbatches: 2 }) },
+    then: { label: 'then 16 micro-batches', config: cfg({ schedule: '1f1b', microbatches: 16 }) },
+  },
+  {
+    id: 'interleaving',
+    title: 'Interleaving cuts the bubble',
+    look: 'Each rank holds 2 smaller model chunks (lighter shade: the second), so the pipeline fills and drains in half the time.',
+    first: { label: '1F1B', config: cfg({ schedule: '1f1b', layers: 7 }) },
+    then: { label: 'then interleaved, 2 chunks per rank', config: cfg({ schedule: 'interleaved-1f1b', virtual: 2, layers: 7 }) },
+  },
+  {
+    id: 'zero-bubble',
+    title: 'Zero bubble splits the backward',
+    look: 'The backward becomes I (gradient for the previous stage, sent at once) and W (weight gradient, done later to fill the gaps that 1F1B leaves idle).',
+    first: { label: 'ZB-H1', config: cfg({ schedule: 'zb-h1' }) },
+  },
+  {
+    id: 'pipedream',
+    title: 'PipeDream never flushes',
+    look: 'Asynchronous 1F1B: the next step’s forwards start before this step’s backwards end, so there is no drain between steps; each micro-batch’s backward uses the weights its forward saw (weight stashing).',
+    first: { label: 'PipeDream', config: cfg({ schedule: 'pipedream' }) },
+  },
+  {
+    id: 'recompute',
+    title: 'Recomputation trades time for memory',
+    look: 'With recomputation each stage keeps only its input and runs its forward again inside the backward: longer B blocks, smaller stash bytes under “Peak activations held”.',
+    first: { label: '1F1B, keep activations', config: cfg({ schedule: '1f1b' }) },
+    then: { label: 'then recompute', config: cfg({ schedule: '1f1b', recompute: true }) },
+  },
+];
+
+/** The link of a preset's configuration: the page's own URL query for it (the Train view). */
+export function presetQuery(config: RunConfig): string {
+  return `?${urlQueryFor(config, defaultSimParams(), 'run')}`;
+}
