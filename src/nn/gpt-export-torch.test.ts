@@ -13,6 +13,7 @@ import { BatchSampler } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { safetensorsFile } from '../ui/exports/export-files.ts';
+import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec } from './model-config.ts';
 import { StageChain } from './stage-chain.ts';
@@ -44,4 +45,9 @@ describe('the GPT export in PyTorch', () => {
     // float32 weights on both sides; PyTorch computes in float32.
     expect(out.maxAbsDiff).toBeLessThan(1e-4 * Math.max(1, out.maxAbsRef));
   }, 120_000);
+
+  it('the PyTorch program export (train.py builds the MLPs only) refuses the GPT, naming model and rule', () => {
+    const cfg: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16 };
+    expect(() => buildTorchBundle(cfg, 'x')).toThrow(/^model = "gpt": cannot be exported for PyTorch as a program yet/);
+  });
 });
