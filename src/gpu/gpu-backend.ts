@@ -15,7 +15,7 @@
  * (autotune.ts, for tests and the benchmark) picked another.
  */
 import { ConfigError, requireOneOf } from '../util/errors.ts';
-import { ACTIVATIONS } from '../nn/backend.ts';
+import { ACTIVATIONS, IGNORE_LABEL } from '../nn/backend.ts';
 import type { Activation, AdamWOptions, Backend, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from '../nn/backend.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, matmulDims } from '../nn/shapes.ts';
 import { autotuneMatmul, type AutotuneOptions, type AutotuneReport } from './autotune.ts';
@@ -25,6 +25,7 @@ import type { GpuTensor } from './gpu-tensor.ts';
 import { K, requireMatmulVariant } from './kernels.ts';
 import { MATMUL_FORMS, MatmulChoice, type MatmulForm } from './matmul-choice.ts';
 import { Params } from './uniforms.ts';
+import * as attn from './attention-ops.ts';
 
 export type { AutotuneOptions, AutotuneReport, AutotuneTiming } from './autotune.ts';
 export type { GpuCoreOptions, GpuStats } from './gpu-core.ts';
@@ -272,7 +273,7 @@ export class GpuBackend extends GpuCore implements Backend {
     if (Y.host) {
       for (let i = 0; i < n; i++) {
         const y = Y.host[i];
-        if (y < 0 || y >= c) throw new ConfigError(`softmaxCrossEntropy labels[${i}]`, y, `must be in [0, ${c})`);
+        if (y !== IGNORE_LABEL && (y < 0 || y >= c)) throw new ConfigError(`softmaxCrossEntropy labels[${i}]`, y, `must be in [0, ${c})`);
       }
     }
     const dlogits = this.alloc([n, c], 'f32').t;
@@ -284,6 +285,24 @@ export class GpuBackend extends GpuCore implements Backend {
     this.stream.releaseAfterSubmit(rowLoss);
     return { loss, dlogits };
   }
+
+  // ------------------------------------------------------------------ attention (attention-ops.ts)
+
+  /** @internal What op modules launch kernels with. */
+  private readonly opHost: attn.OpHost = {
+    f32: (field, t) => (this.alive(), this.f32(field, t)),
+    alloc: (shape) => this.alloc(shape, 'f32').t,
+    launch: (op, spec, params, bindings, n) => this.run(op, spec, params, bindings, this.grid(n)),
+  };
+  attentionScores(qkv: Tensor, heads: number, T: number, scale: number): GpuTensor { return attn.attentionScores(this.opHost, qkv, heads, T, scale); }
+  causalSoftmax(scores: Tensor): GpuTensor { return attn.causalSoftmax(this.opHost, scores); }
+  causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): GpuTensor { return attn.causalSoftmaxBackward(this.opHost, probs, dProbs); }
+  attentionValues(probs: Tensor, qkv: Tensor, heads: number): GpuTensor { return attn.attentionValues(this.opHost, probs, qkv, heads); }
+  attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): GpuTensor { return attn.attentionProbsGrad(this.opHost, qkv, dy, heads, T); }
+  attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): GpuTensor {
+    return attn.attentionQkvGrad(this.opHost, qkv, probs, dScores, dy, heads, scale);
+  }
+  add(a: Tensor, b: Tensor): GpuTensor { return attn.residualAdd(this.opHost, a, b); }
 
   // ------------------------------------------------------------------ arithmetic
 

@@ -165,7 +165,7 @@ export class GpuCore {
    * from a copy; one bound writable twice is refused.
    */
   /** @internal for op modules */
-  run(op: string, spec: KernelSpec, params: Params | null, bindings: readonly Binding[], groups: Groups): void {
+  run(op: string, spec: KernelSpec, params: Params | Uint8Array | null, bindings: readonly Binding[], groups: Groups): void {
     const bufs: (GPUBuffer | null)[] = bindings.map((b) => (b === null ? null : b instanceof GpuTensor ? b.buf : b));
     const written = new Set<GPUBuffer>();
     spec.bindings.forEach((kind, i) => {
@@ -186,7 +186,7 @@ export class GpuCore {
       }
     });
     const k = this.pipelines.get(spec);
-    this.stream.dispatch(k, params ? params.bytes() : null, bufs, groups);
+    this.stream.dispatch(k, params ? (params instanceof Uint8Array ? params : params.bytes()) : null, bufs, groups);
     for (const t of temps) this.stream.releaseAfterSubmit(t);
   }
 

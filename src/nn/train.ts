@@ -2,12 +2,13 @@
  * The single-device training loop (no workers): the model as one stage, or as
  * `cfg.stages` stages run in sequence on the same backend. Each step draws a
  * seeded batch, splits it into micro-batches, accumulates their gradients
- * (loss scale 1 / batchSize, so accumulation is exact), and applies the
- * optimizer once.
+ * (loss scale 1 / the batch's targets that take a loss, so accumulation is
+ * exact: 1 / batchSize for the MLPs, 1 / non-padded positions for the GPT),
+ * and applies the optimizer once.
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import type { Dataset, Examples } from '../data/examples.ts';
+import { targetCount, type Dataset, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from './backend.ts';
 import { evaluate } from './evaluate.ts';
 import { buildModelSpec } from './model-config.ts';
@@ -69,16 +70,18 @@ export async function evaluateModel(be: Backend, model: StageChain, data: Datase
 /**
  * Issues one training step as the app runs it: the batch split into
  * micro-batches, each forward and backward (gradients accumulate, loss scale
- * 1 / batchSize), one optimizer step at the step's learning rate, then a
+ * 1 / the batch's targets), one optimizer step at the step's learning rate, then a
  * flush. Returns the step's loss (the batch mean) as a tensor: reading it
  * waits for the step. The benchmark times exactly this.
  */
 export function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, cfg: TrainConfig, step: number, batch: Examples): Tensor {
+  // 1 / the batch's targets (its size for the MLPs, its non-padded positions for the GPT): accumulation gives the batch mean.
+  const lossScale = 1 / targetCount(batch);
   const mbs = splitMicrobatches(batch, cfg.microbatches);
   model.zeroGrads();
   const total = be.zeros([1]);
   mbs.forEach((mb, i) => {
-    const loss = model.forwardBackward(i, mb, 1 / cfg.batchSize);
+    const loss = model.forwardBackward(i, mb, lossScale);
     be.axpy(total, loss, 1);
     be.dispose(loss);
   });

@@ -34,8 +34,8 @@ export interface StageLike {
 export interface MicrobatchSource {
   inputs(step: number, mb: number): Tensor;
   labels(step: number, mb: number): Tensor;
-  /** 1 / (samples in the whole step): makes micro-batch accumulation exact. */
-  readonly lossScale: number;
+  /** 1 / (targets that take a loss in the whole step): makes micro-batch accumulation exact. */
+  lossScale(step: number, mb: number): number;
 }
 
 export interface StepResult extends PolicyReport {
@@ -127,7 +127,7 @@ export class RankExecutor implements StepRunner {
     if (a.op === 'F') {
       const input = stage.isFirst ? data.inputs(log.step, a.mb) : await transport.receive(log, 'act', a, a.stage - 1);
       const labels = stage.isLast ? data.labels(log.step, a.mb) : undefined;
-      const out = await this.timed(log, a, () => policy.apply(a, () => stage.forward(a.mb, input, labels, data.lossScale)));
+      const out = await this.timed(log, a, () => policy.apply(a, () => stage.forward(a.mb, input, labels, data.lossScale(log.step, a.mb))));
       if (labels) be.dispose(labels);
       if (stage.isLast) return out;
       transport.send(log, 'act', a.stage + 1, a.mb, out, a);
