@@ -118,6 +118,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     opts.onStarted?.(plan, adapter);
 
     const tUp = performance.now();
+    let firstStepMs: number | null = null;
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
@@ -151,6 +152,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         }
       });
       records.push(rec);
+      firstStepMs ??= performance.now() - tStart;
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       const every = opts.weightsEvery ?? 0;
@@ -171,7 +173,13 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
     const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
-    const phases = { startMs: tUp - tStart, stepsMs: wallMs, endMs: performance.now() - tStart - (tUp - tStart) - wallMs };
+    const phases = {
+      startMs: tUp - tStart,
+      firstStepMs: firstStepMs ?? 0,
+      stepsMs: wallMs,
+      endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
+      ranks: up.map((u) => u.startup),
+    };
     return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases });
   } catch (e) {
     throw e instanceof Error ? e : new RunError(String(e));

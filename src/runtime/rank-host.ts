@@ -32,11 +32,28 @@ export interface RankStats {
   adapter: string;
 }
 
+/** How one rank started: acquiring its device, then its warm-up (compiling the kernels its steps use). */
+export interface RankStartup {
+  rank: number;
+  /** Acquiring the WebGPU device (0 in-process). */
+  deviceMs: number;
+  /** The warm-up: naming, compiling (in parallel) and readying the kernels the rank's steps use. */
+  warmUpMs: number;
+  /** Kernels (pipelines) the rank's steps use, and how many of them its warm-up compiled. */
+  kernels: number;
+  compiled: number;
+}
+
+export interface RankUp {
+  adapter: string;
+  startup: RankStartup;
+}
+
 export type Weights = Record<string, Float32Array | Float64Array>;
 
 export interface RankHost {
   readonly rank: number;
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }>;
+  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Promise<RankStats>;

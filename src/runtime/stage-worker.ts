@@ -5,7 +5,7 @@
  */
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import type { RankInit, RankStats, Weights } from './rank-host.ts';
+import type { RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
@@ -25,11 +25,13 @@ function need(): RankRuntime {
 }
 
 const api = {
-  async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<{ adapter: string }> {
+  async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<RankUp> {
     current = init;
     const where = rankWhere(init.rank, init.schedule.stageToRank);
     try {
+      const t0 = performance.now();
       backend = await GpuBackend.create();
+      const deviceMs = performance.now() - t0;
       const be = backend;
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
@@ -47,10 +49,10 @@ const api = {
       // The backend is where a lost device is noticed and named (its ops, reads and
       // syncs throw DeviceLostError); here the rank's waits for peers end with it too.
       void be.lost.then((message) => rt.fail(new Error(`${where}: ${message}`)));
-      await rt.warmUp();
+      const warm = await rt.warmUp();
       const oom = scopeFailure(await be.device.popErrorScope(), 'building its stages');
       if (oom) throw oom;
-      return { adapter: be.adapterDescription() };
+      return { adapter: be.adapterDescription(), startup: { rank: init.rank, deviceMs, ...warm } };
     } catch (e) {
       throw new Error(describeGpuFailure(e, where));
     }
