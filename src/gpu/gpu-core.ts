@@ -326,6 +326,11 @@ export class GpuCore {
     };
   }
 
+  /** Frees the pool's idle buffers (a kept device between runs holds no memory it does not use). */
+  trimPool(): void {
+    this.pool.trim();
+  }
+
   /** Frees every buffer and destroys the device. Tensors of this backend are unusable afterwards. */
   destroy(): void {
     if (this.destroyed) return;

@@ -43,6 +43,12 @@ export interface RunOptions {
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
   recvTimeoutMs?: number;
+  /**
+   * After a run that ended cleanly (no fault configured), each rank whose
+   * dispose() said it is reusable is offered here; one taken (true) is not
+   * terminated: the taker owns it (a pool of warm workers). Absent: every rank ends.
+   */
+  keepWarm?: (host: RankHost) => boolean;
 }
 
 export class RunError extends Error {
@@ -94,8 +100,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   const windowTimeoutMs = stepTimeoutMs * (config.steps / windowCount);
 
   const hosts: RankHost[] = [];
+  const kept = new Set<RankHost>();
   const ended = () => {
-    for (const h of hosts) h.terminate();
+    for (const h of hosts) if (!kept.has(h)) h.terminate();
   };
   const tStart = performance.now();
   try {
@@ -173,6 +180,11 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
     const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
+    if (opts.keepWarm && !config.fault) {
+      disposed.forEach((d, i) => {
+        if (d.reusable && d.leakedBuffers === 0 && opts.keepWarm?.(hosts[i])) kept.add(hosts[i]);
+      });
+    }
     const phases = {
       startMs: tUp - tStart,
       firstStepMs: firstStepMs ?? 0,

@@ -57,8 +57,12 @@ export interface RankHost {
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Promise<RankStats>;
-  /** Frees the stages, then the device; reports GPU buffers still alive after the stages were freed (0 unless something leaked). */
-  dispose(): Promise<{ leakedBuffers: number }>;
+  /**
+   * Frees the stages, then the device; reports GPU buffers still alive after the
+   * stages were freed (0 unless something leaked). `reusable`: the rank kept its
+   * device and compiled kernels, healthy and holding nothing, for another run.
+   */
+  dispose(): Promise<{ leakedBuffers: number; reusable?: boolean }>;
   /** Ends the rank at once (kills the worker). Safe to call twice. */
   terminate(): void;
   /** Resolves never; rejects when the rank dies outside a call (worker crash). */

@@ -17,7 +17,9 @@ let current: RankInit | null = null;
 function stagesOn(init: RankInit): number[] {
   return init.schedule.stageToRank.flatMap((r, s) => (r === init.rank ? [s] : []));
 }
+/** The device and its compiled pipelines; kept between runs by dispose({ keepDevice }) while healthy. */
 let backend: GpuBackend | null = null;
+let deviceLost = false;
 
 function need(): RankRuntime {
   if (!runtime) throw new Error('the stage worker was not initialised');
@@ -30,7 +32,13 @@ const api = {
     const where = rankWhere(init.rank, init.schedule.stageToRank);
     try {
       const t0 = performance.now();
-      backend = await GpuBackend.create();
+      if (!backend) {
+        backend = await GpuBackend.create();
+        deviceLost = false;
+        void backend.lost.then(() => {
+          deviceLost = true;
+        });
+      }
       const deviceMs = performance.now() - t0;
       const be = backend;
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
@@ -75,13 +83,23 @@ const api = {
     const b = backend?.stats();
     return { ...s, buffers: b?.liveBuffers ?? 0, bufferBytes: b?.liveBytes ?? 0, adapter: backend?.adapterDescription() ?? 'none' };
   },
-  async dispose(): Promise<{ leakedBuffers: number }> {
+  /**
+   * Frees the rank's stages. With keepDevice, a healthy device that holds no
+   * tensor after that (no leak, not lost) is kept with its compiled pipelines
+   * (its idle buffers freed) for the next init; otherwise it is destroyed.
+   */
+  async dispose(opts: { keepDevice?: boolean } = {}): Promise<{ leakedBuffers: number; reusable: boolean }> {
     runtime?.dispose();
     runtime = null;
     const leakedBuffers = backend?.stats().liveBuffers ?? 0;
-    backend?.destroy();
-    backend = null;
-    return { leakedBuffers };
+    const reusable = !!opts.keepDevice && !!backend && !deviceLost && leakedBuffers === 0;
+    if (reusable) {
+      backend?.trimPool();
+    } else {
+      backend?.destroy();
+      backend = null;
+    }
+    return { leakedBuffers, reusable };
   },
 };
 

@@ -62,8 +62,9 @@ export class WorkerRankHost implements RankHost {
     return this.call(this.api.stats());
   }
 
-  dispose(): Promise<{ leakedBuffers: number }> {
-    return this.call(this.api.dispose());
+  /** Frees the rank's stages; the worker keeps a healthy device and its compiled kernels until terminate() (see warm-workers.ts). */
+  dispose(): Promise<{ leakedBuffers: number; reusable: boolean }> {
+    return this.call(this.api.dispose({ keepDevice: true }));
   }
 
   terminate(): void {
