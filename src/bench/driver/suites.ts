@@ -132,7 +132,7 @@ async function startup(ctx: BenchContext): Promise<SuiteResult> {
     meta: { targetMs: STARTUP_TARGET_MS, withinTarget: rows.map((r) => r.firstStepMs <= STARTUP_TARGET_MS) },
     notes: [
       'default configuration (spiral MLP, 4 ranks, 1F1B, 8 micro-batches), 3 steps per run, runs one after another in the bench page; firstStepMs: from runInBrowser (what Run calls) to the first onStep, measured in the page (the page draws that step in the next frame).',
-      "each run starts fresh workers and devices (warm workers are not kept between runs yet), so a second run compiles its kernels again: 'compiled' counts them.",
+      "a clean run's workers stay warm (src/runtime/warm-workers.ts): a later run with no more ranks takes them with their devices and compiled kernels, so its 'compiled' is 0 and its device time ~0; the first run of the page starts them.",
       `before (warm-up compiling by a dry forward and backward, one synchronous createComputePipeline at a time, the optimizer's kernel compiled inside step 0), same measurement, 2 cores at load average ~7: first step after 4.1–8.6 s, ranks up after 3.9–8.4 s, first and second run alike (the issue measured 3.8 s on the built page on a quieter machine). Target: ${STARTUP_TARGET_MS} ms.`,
     ],
   };
