@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { defaultRunConfig, toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { DATASETS } from '../data/datasets.ts';
+import { HIDDEN_ACTIVATIONS } from '../nn/model-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
 import { fromCsv, generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -41,8 +43,22 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   },
 ];
 
+/**
+ * Every data set (so every model kind) and every activation the page offers, at
+ * the sizes choosing the data set in the page gives (its width, depth, context,
+ * embedding, batch, optimizer, weight decay, lr schedule), on 2 ranks for 3 steps.
+ * Each activation runs on both model kinds; the 2-D sets take turns.
+ */
+const PAGE_DEFAULT_CASES: { title: string; cfg: RunConfig }[] = DATASETS.flatMap((dataset, d) =>
+  HIDDEN_ACTIVATIONS.filter((_, a) => dataset === 'names' || a === d % HIDDEN_ACTIVATIONS.length).map((activation) => {
+    const page = withDataset(defaultRunConfig(), dataset);
+    const cfg: RunConfig = { ...page, activation, ranks: 2, steps: 3, evalEvery: 0, schedule: '1f1b' };
+    return { title: `page defaults: ${dataset} (${cfg.model}, hidden ${cfg.hidden}, ${cfg.layers} layers), ${activation}, 1f1b, p = 2`, cfg };
+  }),
+);
+
 describe('the exported PyTorch program equals the float64 single-device loop', () => {
-  for (const { title, cfg } of CASES) {
+  for (const { title, cfg } of [...CASES, ...PAGE_DEFAULT_CASES]) {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
       const { dir, files } = bundle(cfg);
