@@ -2,6 +2,7 @@
 //   per row:  s = sum exp(l - max);  rowLoss = (max - l[label]) + log(s)
 //             dlogits = scale * (exp(l - max) / s - onehot(label))
 //   reduce:   loss[0] = scale * sum rowLoss   (one workgroup, fixed order)
+//   a label of -1 (a padded target) gives rowLoss 0 and a zero dlogits row.
 
 const WG: u32 = 64u;
 const RWG: u32 = 256u;
@@ -50,6 +51,14 @@ fn sx_rows(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
     let logS = log(s);
     let invS = 1.0 / s;
     let y = Labels[r];
+    if (y == -1) {
+      // A padded target (IGNORE_LABEL): no loss, a zero gradient row.
+      RowLoss[r] = 0.0;
+      for (var j = 0u; j < p.cols; j++) {
+        DLogits[base + j] = 0.0;
+      }
+      continue;
+    }
     let valid = y >= 0 && u32(y) < p.cols;
     // Labels are range-checked on the host; an out-of-range one here adds no one-hot term.
     var rl = mx + logS;

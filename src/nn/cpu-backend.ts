@@ -3,7 +3,9 @@
  * the GPU kernels are checked against, and what finite differences check.
  */
 import { ConfigError } from '../util/errors.ts';
-import { GELU_C, GELU_K } from './backend.ts';
+import { GELU_C, GELU_K, IGNORE_LABEL } from './backend.ts';
+import { causalSoftmaxBackwardRef, causalSoftmaxRef, probsGradRef, qkvGradRef, scoresRef, valuesRef } from './attention-reference.ts';
+import { checkDy, checkScale, probsDims, qkvDims, scoresT } from './attention-shapes.ts';
 import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from './backend.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
 
@@ -115,14 +117,29 @@ export class CpuBackend implements Backend {
     }
     const A = d(a), B = d(b), C = d(out);
     const ac = a.shape[1], bc = b.shape[1];
-    for (let i = 0; i < M; i++) {
-      for (let j = 0; j < N; j++) {
-        let s = 0;
+    // Every form sums each C[i, j] over k = 0 .. K−1 in order, then adds it to
+    // C: the same rounding whatever the form or the number of rows. The loops
+    // are specialised per form so the inner one runs over contiguous memory.
+    if (!opts.transB) {
+      const row = new Float64Array(N);
+      for (let i = 0; i < M; i++) {
+        row.fill(0);
         for (let k = 0; k < K; k++) {
           const av = opts.transA ? A[k * ac + i] : A[i * ac + k];
-          const bv = opts.transB ? B[j * bc + k] : B[k * bc + j];
-          s += av * bv;
+          const bo = k * bc;
+          for (let j = 0; j < N; j++) row[j] += av * B[bo + j];
         }
+        for (let j = 0; j < N; j++) C[i * N + j] += row[j];
+      }
+      return;
+    }
+    const col = new Float64Array(K);
+    for (let i = 0; i < M; i++) {
+      for (let k = 0; k < K; k++) col[k] = opts.transA ? A[k * ac + i] : A[i * ac + k];
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        const bo = j * bc;
+        for (let k = 0; k < K; k++) s += col[k] * B[bo + k];
         C[i * N + j] += s;
       }
     }
@@ -270,6 +287,7 @@ export class CpuBackend implements Backend {
     let loss = 0;
     for (let i = 0; i < n; i++) {
       const y = Y[i];
+      if (y === IGNORE_LABEL) continue; // a padded target: no loss, zero gradient row
       if (y < 0 || y >= c) throw new ConfigError(`softmaxCrossEntropy labels[${i}]`, y, `must be in [0, ${c})`);
       let mx = -Infinity;
       for (let j = 0; j < c; j++) mx = Math.max(mx, L[i * c + j]);
@@ -280,6 +298,50 @@ export class CpuBackend implements Backend {
       for (let j = 0; j < c; j++) G[i * c + j] = scale * (Math.exp(L[i * c + j] - lse) - (j === y ? 1 : 0));
     }
     return { loss: this.tensor([loss * scale], [1]), dlogits: dl };
+  }
+
+  attentionScores(qkv: Tensor, heads: number, T: number, scale: number): CpuTensor {
+    const dims = qkvDims('attentionScores', qkv, heads, T);
+    checkScale('attentionScores', scale);
+    return new CpuTensor([dims.B * dims.H * T, T], 'f32', scoresRef(d(qkv), dims, scale));
+  }
+
+  causalSoftmax(scores: Tensor): CpuTensor {
+    const T = scoresT('causalSoftmax', scores);
+    return new CpuTensor([...scores.shape], 'f32', causalSoftmaxRef(d(scores), T));
+  }
+
+  causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): CpuTensor {
+    const T = scoresT('causalSoftmaxBackward', probs);
+    checkSameShape('causalSoftmaxBackward dProbs', dProbs, probs, 'probs');
+    return new CpuTensor([...probs.shape], 'f32', causalSoftmaxBackwardRef(d(probs), d(dProbs), T));
+  }
+
+  attentionValues(probs: Tensor, qkv: Tensor, heads: number): CpuTensor {
+    const dims = probsDims('attentionValues', probs, qkv, heads);
+    return new CpuTensor([dims.B * dims.T, dims.C], 'f32', valuesRef(d(probs), d(qkv), dims));
+  }
+
+  attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): CpuTensor {
+    const dims = qkvDims('attentionProbsGrad', qkv, heads, T);
+    checkDy('attentionProbsGrad', dy, dims);
+    return new CpuTensor([dims.B * dims.H * T, T], 'f32', probsGradRef(d(qkv), d(dy), dims));
+  }
+
+  attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): CpuTensor {
+    const dims = probsDims('attentionQkvGrad', probs, qkv, heads);
+    checkSameShape('attentionQkvGrad dScores', dScores, probs, 'probs');
+    checkDy('attentionQkvGrad', dy, dims);
+    checkScale('attentionQkvGrad', scale);
+    return new CpuTensor([dims.B * dims.T, 3 * dims.C], 'f32', qkvGradRef(d(qkv), d(probs), d(dScores), d(dy), dims, scale));
+  }
+
+  add(a: Tensor, b: Tensor): CpuTensor {
+    checkSameShape('add b', b, a, 'a');
+    const A = d(a), B = d(b);
+    const out = new Float64Array(A.length);
+    for (let i = 0; i < A.length; i++) out[i] = A[i] + B[i];
+    return new CpuTensor([...a.shape], 'f32', out);
   }
 
   axpy(y: Tensor, x: Tensor, alpha: number): void {

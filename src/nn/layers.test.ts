@@ -5,55 +5,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/rng.ts';
-import type { Activation, Tensor } from './backend.ts';
-import { CpuBackend } from './cpu-backend.ts';
+import type { Activation } from './backend.ts';
 import { ActivationLayer } from './layers/activation-layer.ts';
 import { Embedding } from './layers/embedding.ts';
-import type { Layer } from './layers/layer.ts';
 import { LayerNorm } from './layers/layer-norm.ts';
 import { Linear } from './layers/linear.ts';
 import { SoftmaxCrossEntropy } from './layers/loss.ts';
-import { compareGrads, cpuData, dot, numericGrad, randomArray } from './testing/gradcheck.ts';
+import { compareGrads, cpuData, numericGrad } from './testing/gradcheck.ts';
+import { be, checkLayer, FD_STEP, FD_TOL, jitter, randomTensor } from './testing/layer-check.ts';
 
-const be = new CpuBackend();
-const H = 1e-5;
-const TOL = 1e-6;
-
-/** Checks dx (unless the input is integer) and every param grad of `layer` at input x. */
-function checkLayer(layer: Layer, x: Tensor, seed: number): void {
-  const rng = new Rng(seed);
-  const probe = layer.forward(x, true);
-  const R = randomArray(rng, probe.y.size);
-  const dy = be.tensor(R, probe.y.shape);
-  const objective = () => dot(cpuData(layer.forward(x, false).y), R);
-
-  if (x.dtype === 'f32') {
-    const dx = cpuData(layer.backwardInput(probe.saved, dy));
-    const c = compareGrads(dx, numericGrad(objective, cpuData(x), H));
-    expect(c.relErr, `${layer.name} dx`).toBeLessThan(TOL);
-    expect(c.worst, `${layer.name} dx, worst element`).toBeLessThan(1e-5);
-  }
-  for (const p of layer.params) be.fill(p.grad, 0);
-  layer.backwardWeight?.(probe.saved, dy);
-  for (const p of layer.params) {
-    const c = compareGrads(cpuData(p.grad), numericGrad(objective, cpuData(p.value), H));
-    expect(c.relErr, `${p.name} grad`).toBeLessThan(TOL);
-    expect(c.worst, `${p.name} grad, worst element`).toBeLessThan(1e-5);
-    expect(c.norm, `${p.name} grad is not trivially zero`).toBeGreaterThan(1e-3);
-  }
-}
-
-function randomTensor(rng: Rng, shape: number[], scale = 1): Tensor {
-  return be.tensor(randomArray(rng, shape.reduce((a, b) => a * b, 1), scale), shape);
-}
-
-/** Perturbs the non-trivial params so a check is not helped by init values (zero bias, unit gain). */
-function jitter(layer: Layer, rng: Rng): void {
-  for (const p of layer.params) {
-    const d = cpuData(p.value);
-    for (let i = 0; i < d.length; i++) d[i] += 0.3 * rng.normal();
-  }
-}
+const H = FD_STEP;
+const TOL = FD_TOL;
 
 describe('Linear', () => {
   it('dx = dy·Wᵀ, dW += xᵀ·dy, db += Σ dy match finite differences', () => {

@@ -9,18 +9,25 @@
  *   blocks 1 .. layers-1 = Linear(hidden → hidden) → LayerNorm → activation;
  *   head = Linear(hidden → 28), loss.
  *
- * Both have layers + 1 blocks.
+ * - 'gpt' (for names, as sequences): makemore's transformer. Block 0 = token +
+ *   position embedding then transformer block 0; blocks 1 .. layers-1 = one
+ *   transformer block each (width C = `width`, `heads` heads, `blockSize`
+ *   positions); head = ln_f + lm_head (no bias), loss over every non-padded
+ *   position. Parameter names are makemore's state-dict names.
+ *
+ * All have layers + 1 blocks.
  */
 import { requireInt, requireOneOf, ConfigError } from '../util/errors.ts';
 import { DATASETS, datasetClasses, isTwoD } from '../data/datasets.ts';
 import type { DatasetName } from '../data/datasets.ts';
 import { NAMES_VOCAB_SIZE } from '../data/names.ts';
+import { minBlockSize } from '../data/name-sequences.ts';
 import type { Activation } from './backend.ts';
 import type { BlockSpec, LayerSpec, ModelSpec } from './model-spec.ts';
 import { validateModelSpec } from './model-spec.ts';
 
-export type ModelName = 'mlp' | 'char-mlp';
-export const MODELS: readonly ModelName[] = ['mlp', 'char-mlp'];
+export type ModelName = 'mlp' | 'char-mlp' | 'gpt';
+export const MODELS: readonly ModelName[] = ['mlp', 'char-mlp', 'gpt'];
 
 export type HiddenActivation = Exclude<Activation, 'identity'>;
 export const HIDDEN_ACTIVATIONS: readonly HiddenActivation[] = ['relu', 'gelu', 'tanh'];
@@ -37,21 +44,51 @@ export interface ModelConfig {
   context: number;
   /** char-mlp: embedding width E per character (ignored by mlp, but still checked). */
   embedDim: number;
+  /** gpt: attention heads; must divide width. Required for 'gpt', checked when given. */
+  heads?: number;
+  /** gpt: the residual stream's width C. */
+  width?: number;
+  /** gpt: positions per sequence, at least the longest name + 1. */
+  blockSize?: number;
 }
 
-export const LIMITS = { hidden: 4096, layers: 64, context: 16, embedDim: 512 } as const;
+export const LIMITS = { hidden: 4096, layers: 64, context: 16, embedDim: 512, heads: 64, width: 1024, blockSize: 64 } as const;
 
-/** The model a data set is trained with. */
+/** makemore's transformer size: 4 layers, 4 heads, 64 wide (block 16), 204,672 parameters here. */
+export const MAKEMORE_GPT = { layers: 4, heads: 4, width: 64 } as const;
+
+/**
+ * The GPT's default size, chosen by measurement in a tab on a machine without
+ * a GPU (WebGPU on SwiftShader, 2 busy cores; AdamW, batch 32, lr 5e-3
+ * cosine): 2 layers × 4 heads × 32 wide reached 2.20 nats/char held-out in 600
+ * steps (6 min) and 2.12 in 1,200 (9 min), while makemore's size took 3.2 s a
+ * step and was at 2.32 after 160 steps (8.6 min). On a real GPU makemore's
+ * size (MAKEMORE_GPT) is the one that gets below 2.0.
+ */
+export const GPT_DEFAULTS = { layers: 2, heads: 4, width: 32 } as const;
+
+/** The model a data set is trained with by default. */
 export function modelFor(dataset: DatasetName): ModelName {
   return isTwoD(dataset) ? 'mlp' : 'char-mlp';
 }
 
+/** The models a data set can train. */
+export function modelsFor(dataset: DatasetName): readonly ModelName[] {
+  return isTwoD(dataset) ? ['mlp'] : ['char-mlp', 'gpt'];
+}
+
+/** The default GPT on the names (every other field as the names default). */
+export function defaultGptConfig(): ModelConfig {
+  return { ...defaultModelConfig('names'), model: 'gpt', layers: GPT_DEFAULTS.layers };
+}
+
 export function defaultModelConfig(dataset: DatasetName = 'spiral'): ModelConfig {
   requireOneOf('dataset', dataset, DATASETS);
+  const gpt = { heads: GPT_DEFAULTS.heads, width: GPT_DEFAULTS.width, blockSize: minBlockSize() };
   if (isTwoD(dataset)) {
-    return { model: 'mlp', dataset, hidden: 64, layers: 3, activation: 'relu', context: 3, embedDim: 16 };
+    return { model: 'mlp', dataset, hidden: 64, layers: 3, activation: 'relu', context: 3, embedDim: 16, ...gpt };
   }
-  return { model: 'char-mlp', dataset, hidden: 128, layers: 2, activation: 'gelu', context: 4, embedDim: 16 };
+  return { model: 'char-mlp', dataset, hidden: 128, layers: 2, activation: 'gelu', context: 4, embedDim: 16, ...gpt };
 }
 
 /** Throws a ConfigError naming the first bad field, its value and the rule. */
@@ -59,8 +96,8 @@ export function validateModelConfig(cfg: ModelConfig): void {
   if (cfg === null || typeof cfg !== 'object') throw new ConfigError('model config', cfg, 'must be an object');
   const model = requireOneOf('model', cfg.model, MODELS);
   const dataset = requireOneOf('dataset', cfg.dataset, DATASETS);
-  if (model !== modelFor(dataset)) {
-    const rule = model === 'mlp' ? 'must be a 2-D set (spiral, moons, circles, xor) for model "mlp"' : 'must be "names" for model "char-mlp"';
+  if (!modelsFor(dataset).includes(model)) {
+    const rule = model === 'mlp' ? 'must be a 2-D set (spiral, moons, circles, xor) for model "mlp"' : `must be "names" for model "${model}"`;
     throw new ConfigError('dataset', dataset, rule);
   }
   requireInt('hidden', cfg.hidden, 1, LIMITS.hidden);
@@ -68,6 +105,24 @@ export function validateModelConfig(cfg: ModelConfig): void {
   requireOneOf('activation', cfg.activation, HIDDEN_ACTIVATIONS);
   requireInt('context', cfg.context, 1, LIMITS.context);
   requireInt('embedDim', cfg.embedDim, 1, LIMITS.embedDim);
+  validateGptFields(cfg, model === 'gpt');
+}
+
+/** heads, width, blockSize: required for the GPT (checked when given otherwise). */
+function validateGptFields(cfg: ModelConfig, required: boolean): void {
+  const given = (v: unknown) => required || v !== undefined;
+  if (given(cfg.heads)) requireInt('heads', cfg.heads, 1, LIMITS.heads);
+  if (given(cfg.width)) requireInt('width', cfg.width, 1, LIMITS.width);
+  if (given(cfg.heads) && given(cfg.width) && (cfg.width as number) % (cfg.heads as number) !== 0) {
+    throw new ConfigError('heads', cfg.heads, `must divide width = ${cfg.width} (each head takes width / heads columns)`);
+  }
+  if (given(cfg.blockSize)) {
+    requireInt('blockSize', cfg.blockSize, 1, LIMITS.blockSize);
+    const min = minBlockSize();
+    if ((cfg.blockSize as number) < min) {
+      throw new ConfigError('blockSize', cfg.blockSize, `must be at least the longest name + 1 = ${min} (the start mark and every character)`);
+    }
+  }
 }
 
 /** Std of a hidden Linear's weights: He for relu/gelu, Xavier-like (1/fan-in) for tanh. */
@@ -77,7 +132,7 @@ function hiddenStd(fanIn: number, act: HiddenActivation): number {
 
 export function buildModelSpec(cfg: ModelConfig): ModelSpec {
   validateModelConfig(cfg);
-  const spec = cfg.model === 'mlp' ? mlpSpec(cfg) : charMlpSpec(cfg);
+  const spec = cfg.model === 'mlp' ? mlpSpec(cfg) : cfg.model === 'gpt' ? gptSpec(cfg) : charMlpSpec(cfg);
   validateModelSpec(spec);
   return spec;
 }
@@ -125,4 +180,27 @@ function charMlpSpec(cfg: ModelConfig): ModelSpec {
   }
   blocks.push(head(H, V));
   return { name: 'char-mlp-names', input: { dtype: 'i32', cols: k }, classes: V, blocks };
+}
+
+/** makemore's transformer (see the module comment); init as nanoGPT: N(0, 0.02), residual projections N(0, 0.02/sqrt(2·layers)). */
+function gptSpec(cfg: ModelConfig): ModelSpec {
+  const C = cfg.width as number, heads = cfg.heads as number, T = cfg.blockSize as number;
+  const V = NAMES_VOCAB_SIZE;
+  const init = { kind: 'normal', std: 0.02 } as const;
+  const projInit = { kind: 'normal', std: 0.02 / Math.sqrt(2 * cfg.layers) } as const;
+  const blocks: BlockSpec[] = [];
+  for (let i = 0; i < cfg.layers; i++) {
+    const layers: LayerSpec[] = [];
+    if (i === 0) layers.push({ kind: 'gpt-embedding', name: 'embedding', vocab: V, dim: C, blockSize: T, init });
+    layers.push({ kind: 'gpt-block', name: 'transformer', prefix: `transformer.h.${i}`, dim: C, heads, blockSize: T, init, projInit });
+    blocks.push({ name: `block${i}`, layers });
+  }
+  blocks.push({
+    name: 'head',
+    layers: [
+      { kind: 'gpt-head', name: 'head', dim: C, vocab: V, blockSize: T, init },
+      { kind: 'softmax-cross-entropy', name: 'loss', classes: V },
+    ],
+  });
+  return { name: 'gpt-names', input: { dtype: 'i32', cols: T }, classes: V, blocks };
 }

@@ -48,7 +48,42 @@ export interface LossSpec {
   readonly classes: number;
 }
 
-export type LayerSpec = EmbeddingSpec | LinearSpec | LayerNormSpec | ActivationSpec | LossSpec;
+/** The GPT's token + position embedding: i32 [B, blockSize] → [B·blockSize, dim] (rows multiply by blockSize). */
+export interface GptEmbeddingSpec {
+  readonly kind: 'gpt-embedding';
+  readonly name: string;
+  readonly vocab: number;
+  readonly dim: number;
+  readonly blockSize: number;
+  readonly init: InitSpec;
+}
+
+/** One pre-LayerNorm transformer block (layers/gpt-block.ts); parameters named `${prefix}.ln_1.weight`, ... */
+export interface GptBlockSpec {
+  readonly kind: 'gpt-block';
+  readonly name: string;
+  /** makemore's state-dict prefix, e.g. 'transformer.h.0'. */
+  readonly prefix: string;
+  readonly dim: number;
+  readonly heads: number;
+  readonly blockSize: number;
+  readonly init: InitSpec;
+  /** Init of the two projections back into the residual stream. */
+  readonly projInit: InitSpec;
+}
+
+/** ln_f then lm_head (no bias): [rows, dim] → logits [rows, vocab]. */
+export interface GptHeadSpec {
+  readonly kind: 'gpt-head';
+  readonly name: string;
+  readonly dim: number;
+  readonly vocab: number;
+  /** Tokens per sequence (for the per-sequence cost count). */
+  readonly blockSize: number;
+  readonly init: InitSpec;
+}
+
+export type LayerSpec = EmbeddingSpec | LinearSpec | LayerNormSpec | ActivationSpec | LossSpec | GptEmbeddingSpec | GptBlockSpec | GptHeadSpec;
 
 export interface BlockSpec {
   readonly name: string;
@@ -68,6 +103,11 @@ export function layerInCols(l: LayerSpec): number {
   switch (l.kind) {
     case 'embedding':
       return l.context;
+    case 'gpt-embedding':
+      return l.blockSize;
+    case 'gpt-block':
+    case 'gpt-head':
+      return l.dim;
     case 'linear':
       return l.in;
     case 'layernorm':
@@ -83,6 +123,11 @@ export function layerOutCols(l: LayerSpec): number {
   switch (l.kind) {
     case 'embedding':
       return l.context * l.dim;
+    case 'gpt-embedding':
+    case 'gpt-block':
+      return l.dim;
+    case 'gpt-head':
+      return l.vocab;
     case 'linear':
       return l.out;
     case 'layernorm':
@@ -103,8 +148,56 @@ export function blockOutCols(b: BlockSpec): number {
   return last.kind === 'softmax-cross-entropy' ? last.classes : layerOutCols(last);
 }
 
+/** Output rows per input row: the GPT's embedding turns one sequence into blockSize token rows. */
+export function layerRowFactor(l: LayerSpec): number {
+  return l.kind === 'gpt-embedding' ? l.blockSize : 1;
+}
+
+/** Activation rows one example becomes after the first layer (the GPT: its tokens; else 1). */
+export function rowsPerExample(spec: ModelSpec): number {
+  return layerRowFactor(spec.blocks[0].layers[0]);
+}
+
+/**
+ * Activation elements one example row keeps at a layer (for memory
+ * estimates): its input and output; a GPT block what it saves for backward
+ * (the residual stream, LayerNorm outputs, qkv, the MLP's 4C, the H·T² attention).
+ */
+export function layerActivationsPerRow(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'gpt-embedding':
+      return 2 * l.blockSize + l.blockSize * l.dim;
+    case 'gpt-block':
+      return l.blockSize * (16 * l.dim + 4) + l.heads * l.blockSize * l.blockSize;
+    case 'gpt-head':
+      return l.blockSize * (2 * l.dim + 2 + l.vocab);
+    default:
+      return layerInCols(l) + layerOutCols(l);
+  }
+}
+
+/** Elements of a layer's largest single activation buffer per example row. */
+export function layerLargestActivationPerRow(l: LayerSpec): number {
+  switch (l.kind) {
+    case 'gpt-embedding':
+      return l.blockSize * l.dim;
+    case 'gpt-block':
+      return Math.max(4 * l.blockSize * l.dim, l.heads * l.blockSize * l.blockSize);
+    case 'gpt-head':
+      return l.blockSize * Math.max(l.dim, l.vocab);
+    default:
+      return Math.max(layerInCols(l), layerOutCols(l));
+  }
+}
+
 export function layerParamCount(l: LayerSpec): number {
   switch (l.kind) {
+    case 'gpt-embedding':
+      return (l.vocab + l.blockSize) * l.dim;
+    case 'gpt-block':
+      return 12 * l.dim * l.dim + 13 * l.dim;
+    case 'gpt-head':
+      return 2 * l.dim + l.dim * l.vocab;
     case 'embedding':
       return l.vocab * l.dim;
     case 'linear':
@@ -116,9 +209,26 @@ export function layerParamCount(l: LayerSpec): number {
   }
 }
 
-/** Forward floating-point operations per example row (a multiply-add counts 2). */
+/**
+ * Forward floating-point operations per example row (a multiply-add counts 2).
+ * The GPT's layers count per sequence of blockSize tokens (its example row):
+ * the embedding's gather and add, attention's causal T² terms (scores, softmax,
+ * weighted sum) beside the block's matmuls, and the head's vocab-wide matmul.
+ */
 export function layerFlopsPerRow(l: LayerSpec): number {
   switch (l.kind) {
+    case 'gpt-embedding':
+      return 2 * l.blockSize * l.dim;
+    case 'gpt-block': {
+      const T = l.blockSize, C = l.dim;
+      const matmuls = 2 * T * C * (3 * C + C + 4 * C + 4 * C);
+      const pairs = (T * (T + 1)) / 2; // causal: key j <= query t
+      const attention = 2 * 2 * pairs * C + 5 * l.heads * pairs;
+      const elementwise = T * (2 * 8 * C + 8 * 4 * C + 2 * C + 3 * C + C + 4 * C + C);
+      return matmuls + attention + elementwise;
+    }
+    case 'gpt-head':
+      return l.blockSize * (8 * l.dim + 2 * l.dim * l.vocab);
     case 'embedding':
       return l.context * l.dim; // a gather: one move per output element
     case 'linear':
@@ -168,13 +278,13 @@ export function validateModelSpec(spec: ModelSpec): void {
       if ((l.kind === 'softmax-cross-entropy') !== isLastLayer) {
         throw new ConfigError(`${field}.kind`, l.kind, 'the loss must be the last layer of the last block, and only there');
       }
-      if (l.kind === 'embedding' && (bi !== 0 || li !== 0)) {
+      if ((l.kind === 'embedding' || l.kind === 'gpt-embedding') && (bi !== 0 || li !== 0)) {
         throw new ConfigError(`${field}.kind`, l.kind, 'an embedding must be the first layer of the first block');
       }
-      if (l.kind === 'embedding' && spec.input.dtype !== 'i32') {
+      if ((l.kind === 'embedding' || l.kind === 'gpt-embedding') && spec.input.dtype !== 'i32') {
         throw new ConfigError('model.input.dtype', spec.input.dtype, 'must be i32 when the model starts with an embedding');
       }
-      if (bi === 0 && li === 0 && l.kind !== 'embedding' && spec.input.dtype !== 'f32') {
+      if (bi === 0 && li === 0 && l.kind !== 'embedding' && l.kind !== 'gpt-embedding' && spec.input.dtype !== 'f32') {
         throw new ConfigError('model.input.dtype', spec.input.dtype, 'must be f32 unless the model starts with an embedding');
       }
       for (const [k, v] of Object.entries(l)) {

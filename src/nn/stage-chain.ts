@@ -48,7 +48,7 @@ export class StageChain {
    */
   forwardBackward(mb: number, ex: Examples, lossScale: number): Tensor {
     let x = this.inputTensor(ex);
-    const labels = this.be.tensor(ex.labels, [ex.n], 'i32');
+    const labels = this.be.tensor(ex.labels, [ex.labels.length], 'i32');
     for (const s of this.stages) x = s.forward(mb, x, s.isLast ? labels : undefined, lossScale);
     this.be.dispose(labels);
     let d: Tensor | null = null;

@@ -22,7 +22,7 @@ import { buildLayer } from './layers/build-layer.ts';
 import type { Layer } from './layers/layer.ts';
 import { SoftmaxCrossEntropy } from './layers/loss.ts';
 import type { ModelSpec } from './model-spec.ts';
-import { blockInCols, blockOutCols, validateModelSpec } from './model-spec.ts';
+import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
 import { disposeParam } from './param.ts';
 import type { Param } from './param.ts';
 
@@ -63,6 +63,8 @@ export class Stage {
   /** Columns of the output activation (the last stage: the logits' width, for infer). */
   readonly outCols: number;
   readonly recompute: boolean;
+  /** Output rows per input row: the GPT's first stage turns a sequence into its tokens' rows; else 1. */
+  readonly rowFactor: number;
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
@@ -99,6 +101,7 @@ export class Stage {
     this.inCols = this.isFirst ? model.input.cols : blockInCols(blocks[0]);
     this.inDType = this.isFirst ? model.input.dtype : 'f32';
     this.outCols = blockOutCols(blocks[blocks.length - 1]);
+    this.rowFactor = this.isFirst ? layerRowFactor(blocks[0].layers[0]) : 1;
   }
 
   forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Tensor {
@@ -106,7 +109,7 @@ export class Stage {
     if (this.stashes.has(mb)) {
       throw new ConfigError('mb', mb, `stage ${this.index} already holds the forward of this micro-batch (run its backward first)`);
     }
-    const n = this.checkInput(input);
+    const n = this.checkInput(input) * this.rowFactor;
     if (this.isLast) this.checkLossArgs(n, labels, lossScale);
     const save = !this.recompute;
     const { out, saved } = this.run(input, save);

@@ -7,7 +7,7 @@ import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/er
 import { isTwoD } from '../data/datasets.ts';
 import type { DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
-import { defaultModelConfig, validateModelConfig } from './model-config.ts';
+import { defaultGptConfig, defaultModelConfig, validateModelConfig } from './model-config.ts';
 import type { ModelConfig } from './model-config.ts';
 import { validateOptimizerConfig } from './optimizer.ts';
 import type { OptimizerName } from './optimizer.ts';
@@ -77,6 +77,20 @@ export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig
     steps: 400,
     evalEvery: 100,
   };
+}
+
+/**
+ * The fields a switch to `model` on the names brings (the page's model
+ * selector): its size, at least `minLayers` deep, and the optimizer settings it
+ * trains well with (the GPT's default size: AdamW, batch 32, lr 5e-3 cosine,
+ * weight decay 0.01, as measured; see GPT_DEFAULTS).
+ */
+export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number): Partial<TrainConfig> {
+  const m = model === 'gpt' ? defaultGptConfig() : defaultModelConfig('names');
+  const t = defaultTrainConfig('names');
+  const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize: m.blockSize };
+  if (model === 'gpt') return { ...fit, optimizer: 'adamw', batchSize: 32, lr: 5e-3, weightDecay: 0.01, lrSchedule: 'cosine' };
+  return { ...fit, optimizer: t.optimizer, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
 }
 
 /** Throws a ConfigError naming the first bad field, its value and the rule. */

@@ -2,12 +2,13 @@
  * The single-device training loop (no workers): the model as one stage, or as
  * `cfg.stages` stages run in sequence on the same backend. Each step draws a
  * seeded batch, splits it into micro-batches, accumulates their gradients
- * (loss scale 1 / batchSize, so accumulation is exact), and applies the
- * optimizer once.
+ * (loss scale 1 / the batch's targets that take a loss, so accumulation is
+ * exact: 1 / batchSize for the MLPs, 1 / non-padded positions for the GPT),
+ * and applies the optimizer once.
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import type { Dataset } from '../data/examples.ts';
+import { targetCount, type Dataset } from '../data/examples.ts';
 import type { Backend } from './backend.ts';
 import { evaluate } from './evaluate.ts';
 import { buildModelSpec } from './model-config.ts';
@@ -74,14 +75,15 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
   const model = new StageChain(be, spec, cfg.stages, cfg.seed, { recompute: cfg.recompute });
   const opt = createOptimizer(be, model.params, cfg);
   const sampler = new BatchSampler(data.train, cfg.batchSize, cfg.seed);
-  const lossScale = 1 / cfg.batchSize;
   const losses: number[] = [];
   const evals: EvalReport[] = [];
   let step = 0;
   try {
     for (; step < cfg.steps; step++) {
       if (hooks.shouldStop?.()) break;
-      const mbs = splitMicrobatches(sampler.batch(step), cfg.microbatches);
+      const batch = sampler.batch(step);
+      const lossScale = 1 / targetCount(batch);
+      const mbs = splitMicrobatches(batch, cfg.microbatches);
       model.zeroGrads();
       const total = be.zeros([1]);
       mbs.forEach((mb, i) => {

@@ -31,8 +31,8 @@ export interface StageLike {
 export interface MicrobatchSource {
   inputs(step: number, mb: number): Tensor;
   labels(step: number, mb: number): Tensor;
-  /** 1 / (samples in the whole step): makes micro-batch accumulation exact. */
-  readonly lossScale: number;
+  /** 1 / (targets that take a loss in the whole step): makes micro-batch accumulation exact. */
+  lossScale(step: number, mb: number): number;
 }
 
 export interface StepResult {
@@ -229,7 +229,7 @@ export class RankExecutor {
           const t0 = epochMs();
           const span = ctx.gpuSpan?.();
           ctx.async?.stashes.get(a.stage)?.onForward(a.mb);
-          const out = stage.forward(a.mb, input, labels, ctx.data.lossScale);
+          const out = stage.forward(a.mb, input, labels, ctx.data.lossScale(step, a.mb));
           const gpuMs = await finish(span);
           ctx.checkHealthy?.();
           intervals.push(computed(a, t0, gpuMs));

@@ -6,9 +6,10 @@
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import type { Examples } from '../data/examples.ts';
+import { targetCount, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
+import { rowsPerExample } from '../nn/model-spec.ts';
 import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
 import { Stage } from '../nn/stage.ts';
 import { lrAt } from '../nn/train-config.ts';
@@ -43,19 +44,25 @@ export interface RankHooks {
 
 /** Micro-batch inputs and labels from the seeded sampler; async runs number micro-batches across steps. */
 class SampledMicrobatches implements MicrobatchSource {
-  readonly lossScale: number;
   private cached: { step: number; mbs: Examples[] } | null = null;
 
   constructor(
     private readonly be: Backend,
     private readonly sampler: BatchSampler,
     private readonly microbatches: number,
-    batchSize: number,
     private readonly streaming: boolean,
-  ) {
-    // Synchronous: 1/batch, so accumulating the micro-batches gives the batch mean.
-    // Asynchronous: every micro-batch is its own update, so 1/(micro-batch size).
-    this.lossScale = streaming ? microbatches / batchSize : 1 / batchSize;
+  ) {}
+
+  /**
+   * Synchronous: 1 / the batch's targets (its size for the MLPs, its non-padded
+   * positions for the GPT), so accumulating the micro-batches gives the batch mean.
+   * Asynchronous: every micro-batch is its own update, so 1 / its own targets.
+   */
+  lossScale(step: number, mb: number): number {
+    if (this.streaming) return 1 / targetCount(this.examples(step, mb));
+    this.examples(step, mb);
+    const mbs = (this.cached as { mbs: Examples[] }).mbs;
+    return 1 / mbs.reduce((s, ex) => s + targetCount(ex), 0);
   }
 
   private examples(step: number, mb: number): Examples {
@@ -72,7 +79,7 @@ class SampledMicrobatches implements MicrobatchSource {
 
   labels(step: number, mb: number): Tensor {
     const ex = this.examples(step, mb);
-    return this.be.tensor(ex.labels, [ex.n], 'i32');
+    return this.be.tensor(ex.labels, [ex.labels.length], 'i32');
   }
 }
 
@@ -86,7 +93,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   });
   const isAsync = config.schedule === 'pipedream';
   const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, config.batchSize, isAsync);
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, isAsync);
 
   const mailbox = new Mailbox(rank);
   for (const [peer, port] of ports) mailbox.attach(port, peer);
@@ -146,9 +153,11 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   return {
     async warmUp() {
       for (const st of stages.values()) {
-        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([1, st.inCols]);
-        const labels = st.isLast ? be.zeros([1], 'i32') : undefined;
-        const out = st.forward(WARM_UP_MB, input, labels, data.lossScale);
+        // One example: one row on the first stage, its rows (the GPT: one per token) after it.
+        const rows = rowsPerExample(spec);
+        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
+        const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
+        const out = st.forward(WARM_UP_MB, input, labels, 1);
         if (labels) be.dispose(labels);
         const dOut = st.isLast ? null : be.zeros([...out.shape]);
         be.dispose(out);

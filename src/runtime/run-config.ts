@@ -105,7 +105,7 @@ export function validateRunConfig(cfg: RunConfig): void {
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
-  'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'points', 'noise',
+  'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'virtual', 'schedule', 'partition', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];

@@ -15,7 +15,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerFlopsPerRow, layerInCols, layerOutCols, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { scheduleKind, type ScheduleName } from '../schedule/registry.ts';
@@ -74,7 +74,7 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
       for (const l of block.layers) {
         const params = 4 * layerParamCount(l);
         if (params > best.bytes) best = { stage, buffer: `${block.name}.${l.name} parameters`, bytes: params };
-        const act = 4 * rows * Math.max(layerInCols(l), layerOutCols(l));
+        const act = 4 * rows * layerLargestActivationPerRow(l);
         if (act > best.bytes) best = { stage, buffer: `${block.name}.${l.name} activations of one micro-batch (${rows} rows)`, bytes: act };
       }
     }
@@ -92,7 +92,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: nu
     for (const block of cut.spec.blocks.slice(a, b)) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerInCols(l) + layerOutCols(l);
+        widths += layerActivationsPerRow(l);
       }
     }
     const weights = 4 * params * copies;
@@ -103,7 +103,8 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: nu
 
 /** The field to name for too much memory: what dominates the estimate. */
 function memoryField(cfg: LimitInput, weights: number, activations: number): { field: string; value: number } {
-  return activations > weights ? { field: 'batchSize', value: cfg.batchSize } : { field: 'hidden', value: cfg.hidden };
+  if (activations > weights) return { field: 'batchSize', value: cfg.batchSize };
+  return cfg.model === 'gpt' ? { field: 'width', value: cfg.width ?? 0 } : { field: 'hidden', value: cfg.hidden };
 }
 
 /** Actions of one synchronous step, or of a whole PipeDream run. */
@@ -137,10 +138,10 @@ export function checkRunLimits(cfg: LimitInput): void {
   const cut = stageCut(cfg);
   for (const b of largestStageBuffers(cfg, cut)) {
     if (b.bytes > RUN_LIMITS.bufferBytes) {
-      const field = b.buffer.includes('activations') ? 'batchSize' : 'hidden';
+      const field = b.buffer.includes('activations') ? 'batchSize' : cfg.model === 'gpt' ? 'width' : 'hidden';
       throw new ConfigError(
         field,
-        field === 'batchSize' ? cfg.batchSize : cfg.hidden,
+        field === 'batchSize' ? cfg.batchSize : field === 'width' ? cfg.width : cfg.hidden,
         `stage ${b.stage}'s buffer ${b.buffer} would take ${fmtBytes(b.bytes)}; a GPU buffer may take at most ${fmtBytes(RUN_LIMITS.bufferBytes)} (WebGPU's default maxStorageBufferBindingSize)`,
       );
     }

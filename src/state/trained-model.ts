@@ -4,10 +4,13 @@
  * sampled names, and the parameter shapes the safetensors export needs.
  */
 import { createDataset, isTwoD } from '../data/datasets.ts';
+import { sliceRows } from '../data/examples.ts';
 import { sampleNames } from '../data/sample-names.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { evaluate } from '../nn/evaluate.ts';
+import { nextCharLogits, samplingWindow } from '../nn/sample.ts';
+import { attentionPatterns, type AttentionPatterns } from '../nn/attention-patterns.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BoundaryGrid } from './store.ts';
@@ -89,28 +92,37 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
   if (cfg.dataset !== 'names') throw new Error(`names: the model was trained on ${cfg.dataset}, not names`);
   const { be, chain } = chainFor(cfg, weights);
   try {
-    return await sampleNames(
-      async (contexts, rows) => {
-        const input = be.tensor(contexts, [rows, cfg.context], 'i32');
-        const logits = chain.logits(input);
-        be.dispose(input);
-        const out = await be.read(logits);
-        be.dispose(logits);
-        return out;
-      },
-      { count, context: cfg.context, seed, temperature: 0.9 },
-    );
+    return await sampleNames(nextCharLogits(be, chain), { count, ...samplingWindow(chain.spec, cfg.context), seed, temperature: 0.9 });
   } finally {
     chain.dispose();
   }
 }
 
-/** Mean cross-entropy on the validation split: with `weights`, of the trained model; with null, of the initial one (the same seed gives the same start). */
-export async function validationLoss(cfg: RunConfig, weights: WeightMap | null): Promise<number> {
-  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed });
+/** The trained GPT's attention pattern, per layer and head, over one name. */
+export async function trainedAttention(cfg: RunConfig, weights: WeightMap, name: string): Promise<AttentionPatterns> {
   const { be, chain } = chainFor(cfg, weights);
   try {
-    return (await evaluate(be, chain, data.val)).loss;
+    return await attentionPatterns(be, chain, name);
+  } finally {
+    chain.dispose();
+  }
+}
+
+/**
+ * The GPT's page curve reads this many held-out names (the first of the seeded
+ * split): the whole split takes the float64 reference tens of seconds on the
+ * page's thread for the default GPT. Training reports (trainSingleDevice, the
+ * benchmark) evaluate every held-out name.
+ */
+export const GPT_PAGE_VAL_NAMES = 256;
+
+/** Mean cross-entropy on the validation split: with `weights`, of the trained model; with null, of the initial one (the same seed gives the same start). */
+export async function validationLoss(cfg: RunConfig, weights: WeightMap | null): Promise<number> {
+  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed, model: cfg.model, blockSize: cfg.blockSize });
+  const { be, chain } = chainFor(cfg, weights);
+  try {
+    const val = cfg.model === 'gpt' ? sliceRows(data.val, 0, Math.min(data.val.n, GPT_PAGE_VAL_NAMES)) : data.val;
+    return (await evaluate(be, chain, val)).loss;
   } finally {
     chain.dispose();
   }

@@ -3,6 +3,9 @@ import type { Backend } from '../backend.ts';
 import type { LayerSpec } from '../model-spec.ts';
 import { ActivationLayer } from './activation-layer.ts';
 import { Embedding } from './embedding.ts';
+import { GptBlock } from './gpt-block.ts';
+import { GptEmbedding } from './gpt-embedding.ts';
+import { GptHead } from './gpt-head.ts';
 import type { Layer } from './layer.ts';
 import { LayerNorm } from './layer-norm.ts';
 import { Linear } from './linear.ts';
@@ -18,5 +21,11 @@ export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSp
       return new LayerNorm(be, name, spec, seed);
     case 'activation':
       return new ActivationLayer(be, name, spec.fn);
+    case 'gpt-embedding':
+      return new GptEmbedding(be, name, spec, seed);
+    case 'gpt-block':
+      return new GptBlock(be, name, spec, seed);
+    case 'gpt-head':
+      return new GptHead(be, name, spec, seed);
   }
 }

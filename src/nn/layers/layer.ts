@@ -7,7 +7,10 @@
  *
  * The caller (a Stage) owns every tensor: `saved` holds references the stage
  * keeps in its stash and disposes; a layer never disposes its input or dy.
- * A layer without parameters has no backwardWeight.
+ * A layer without parameters has no backwardWeight. A composite layer (a
+ * transformer block) may replace the contents of `saved` in backwardInput by
+ * what its backwardWeight needs (its inner weight ops' inputs and output
+ * gradients); the stage then frees what it dropped and keeps the rest.
  */
 import type { Tensor } from '../backend.ts';
 import type { Param } from '../param.ts';
@@ -23,6 +26,6 @@ export interface Layer {
   readonly name: string;
   readonly params: readonly Param[];
   forward(x: Tensor, save: boolean): LayerForward;
-  backwardInput(saved: readonly Tensor[], dy: Tensor): Tensor;
+  backwardInput(saved: Tensor[], dy: Tensor): Tensor;
   backwardWeight?(saved: readonly Tensor[], dy: Tensor): void;
 }

@@ -6,7 +6,7 @@
 import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
 import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
-import { LR_SCHEDULES, type LrSchedule } from '../../nn/train-config.ts';
+import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type Partition, type RunConfig, type RunScheduleName } from '../../runtime/run-config.ts';
 import { scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, withSchedule } from '../../state/config-actions.ts';
@@ -48,6 +48,27 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           error={errorFor('dataset', 'model')}
           hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : 'A character MLP learns English first names; sample new ones.'}
         />
+        {!twoD && (
+          <SelectField<'char-mlp' | 'gpt'>
+            label="Model"
+            name="model"
+            value={cfg.model === 'gpt' ? 'gpt' : 'char-mlp'}
+            options={[{ value: 'char-mlp', label: 'Character MLP' }, { value: 'gpt', label: 'GPT (causal self-attention)' }]}
+            onChange={(model) => {
+              const next = namesModelSwitch(model, runStages(cfg) - 1);
+              // Keep the batch a multiple of the micro-batches.
+              set({ ...next, batchSize: cfg.microbatches * Math.max(1, Math.round((next.batchSize ?? cfg.batchSize) / cfg.microbatches)) });
+            }}
+            error={errorFor('model')}
+          />
+        )}
+        {cfg.model === 'gpt' && (
+          <div className="row2">
+            <NumberField label="Heads" name="heads" integer min={1} max={LIMITS.heads} value={cfg.heads ?? 4} onChange={(heads) => set({ heads })} error={errorFor('heads')} />
+            <NumberField label="Width (C)" name="width" integer min={1} max={LIMITS.width} value={cfg.width ?? 64} onChange={(width) => set({ width })} error={errorFor('width')} />
+            <NumberField label="Block size" name="blockSize" integer min={1} max={LIMITS.blockSize} value={cfg.blockSize ?? 16} onChange={(blockSize) => set({ blockSize })} error={errorFor('blockSize')} />
+          </div>
+        )}
         <div className="row2">
           <NumberField label="Depth (layers)" name="layers" integer min={1} max={LIMITS.layers} value={cfg.layers} onChange={(layers) => set({ layers })} error={errorFor('layers')} hint={`${cfg.layers + 1} blocks`} />
           <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />

@@ -3,6 +3,7 @@ import { isTwoD } from '../../data/datasets.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { DecisionBoundary } from './DecisionBoundary.tsx';
 import { SampledNames } from './SampledNames.tsx';
+import { AttentionPatternsView } from './AttentionPatternsView.tsx';
 
 export function ResultsPanel() {
   const boundary = usePipeLab((s) => s.boundary);
@@ -15,6 +16,9 @@ export function ResultsPanel() {
       <h2 id="results-title">{twoD ? 'Decision boundary' : 'Freshly sampled names'}</h2>
       {twoD && boundary && <DecisionBoundary grid={boundary} />}
       {!twoD && names && <SampledNames names={names} />}
+      {!twoD && names && report?.config.model === 'gpt' && report.weights && names.some((n) => n.length > 0) && (
+        <AttentionPatternsView config={report.config} weights={report.weights} name={names.find((n) => n.length > 0) as string} />
+      )}
       {!(twoD ? boundary : names) && (
         <p className="muted">{report ? 'Reading the trained weights…' : twoD ? 'After a run, the trained model’s decision regions appear here.' : 'After a run, names the model makes up appear here.'}</p>
       )}

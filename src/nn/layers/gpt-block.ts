@@ -1,0 +1,129 @@
+/**
+ * One pre-LayerNorm transformer block (makemore / nanoGPT), on the residual
+ * stream x [B·T, C]:
+ *
+ *   x1 = x  + c_proj(attn(c_attn(ln_1(x))))       causal multi-head, scale 1/sqrt(D)
+ *   y  = x1 + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x1))))
+ *
+ * Parameters carry makemore's state-dict names and PyTorch layouts
+ * (`${prefix}.attn.c_attn.weight` [3C, C], ...). The backward is split:
+ * backwardInput computes dx and leaves in `saved` exactly what backwardWeight
+ * needs (the weight ops' inputs and output gradients), so zero-bubble
+ * schedules defer the whole W half.
+ */
+import type { Backend, Tensor } from '../backend.ts';
+import type { GptBlockSpec } from '../model-spec.ts';
+import type { Param } from '../param.ts';
+import type { Layer, LayerForward } from './layer.ts';
+import {
+  createTorchLayerNorm, createTorchLinear, GPT_LN_EPS, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
+  type TorchLayerNorm, type TorchLinear,
+} from './torch-linear.ts';
+
+/** Indices into `saved` after forward. */
+const F = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9, c: 10, h: 11, g: 12 } as const;
+/** Indices into `saved` after backwardInput (what backwardWeight reads). */
+const Wd = { x: 0, m1: 1, r1: 2, a: 3, o: 4, x1: 5, m2: 6, r2: 7, c: 8, g: 9, dh: 10, dc: 11, dx1: 12, dqkv: 13, da: 14 } as const;
+
+export class GptBlock implements Layer {
+  readonly params: readonly Param[];
+  private readonly ln1: TorchLayerNorm;
+  private readonly attn: TorchLinear;
+  private readonly proj: TorchLinear;
+  private readonly ln2: TorchLayerNorm;
+  private readonly fc: TorchLinear;
+  private readonly mproj: TorchLinear;
+  private readonly heads: number;
+  private readonly T: number;
+  private readonly scale: number;
+
+  constructor(
+    private readonly be: Backend,
+    readonly name: string,
+    spec: GptBlockSpec,
+    seed: number,
+  ) {
+    const C = spec.dim, p = spec.prefix;
+    this.ln1 = createTorchLayerNorm(be, `${p}.ln_1`, C, seed);
+    this.attn = createTorchLinear(be, `${p}.attn.c_attn`, C, 3 * C, spec.init, seed);
+    this.proj = createTorchLinear(be, `${p}.attn.c_proj`, C, C, spec.projInit, seed);
+    this.ln2 = createTorchLayerNorm(be, `${p}.ln_2`, C, seed);
+    this.fc = createTorchLinear(be, `${p}.mlp.c_fc`, C, 4 * C, spec.init, seed);
+    this.mproj = createTorchLinear(be, `${p}.mlp.c_proj`, 4 * C, C, spec.projInit, seed);
+    this.params = [
+      this.ln1.weight, this.ln1.bias, ...torchLinearParams(this.attn), ...torchLinearParams(this.proj),
+      this.ln2.weight, this.ln2.bias, ...torchLinearParams(this.fc), ...torchLinearParams(this.mproj),
+    ];
+    this.heads = spec.heads;
+    this.T = spec.blockSize;
+    this.scale = 1 / Math.sqrt(C / spec.heads);
+  }
+
+  forward(x: Tensor, save: boolean): LayerForward {
+    const be = this.be;
+    const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
+    const qkv = torchLinearForward(be, this.attn, l1.y);
+    const S = be.attentionScores(qkv, this.heads, this.T, this.scale);
+    const P = be.causalSoftmax(S);
+    be.dispose(S);
+    const o = be.attentionValues(P, qkv, this.heads);
+    const ap = torchLinearForward(be, this.proj, o);
+    const x1 = be.add(x, ap);
+    be.dispose(ap);
+    const l2 = be.layerNorm(x1, this.ln2.weight.value, this.ln2.bias.value, GPT_LN_EPS);
+    const h = torchLinearForward(be, this.fc, l2.y);
+    const g = be.activation('gelu', h);
+    const mp = torchLinearForward(be, this.mproj, g);
+    const y = be.add(x1, mp);
+    be.dispose(mp);
+    const saved = [x, l1.mean, l1.rstd, l1.y, qkv, P, o, x1, l2.mean, l2.rstd, l2.y, h, g];
+    if (save) return { y, saved };
+    for (const t of saved.slice(1)) be.dispose(t);
+    return { y, saved: [] };
+  }
+
+  /** The attention probabilities [B·H·T, T] among what forward(x, true) saved. */
+  static probsOf(saved: readonly Tensor[]): Tensor {
+    return saved[F.P];
+  }
+
+  /** dx; replaces `saved` by what backwardWeight needs (the stage frees the rest). */
+  backwardInput(saved: Tensor[], dy: Tensor): Tensor {
+    const be = this.be;
+    const s = saved;
+    // MLP branch: y = x1 + mproj(gelu(fc(ln_2(x1)))).
+    const dg = torchLinearBackwardInput(be, this.mproj, dy);
+    const dh = be.activationBackward('gelu', s[F.h], dg);
+    be.dispose(dg);
+    const dc = torchLinearBackwardInput(be, this.fc, dh);
+    const dln2 = be.layerNormBackwardInput(s[F.x1], this.ln2.weight.value, s[F.m2], s[F.r2], dc);
+    const dx1 = be.add(dy, dln2); // the gradient split: the residual and the branch
+    be.dispose(dln2);
+    // Attention branch: x1 = x + proj(attn(qkv)).
+    const dout = torchLinearBackwardInput(be, this.proj, dx1);
+    const dP = be.attentionProbsGrad(s[F.qkv], dout, this.heads, this.T);
+    const dS = be.causalSoftmaxBackward(s[F.P], dP);
+    be.dispose(dP);
+    const dqkv = be.attentionQkvGrad(s[F.qkv], s[F.P], dS, dout, this.heads, this.scale);
+    be.dispose(dS);
+    be.dispose(dout);
+    const da = torchLinearBackwardInput(be, this.attn, dqkv);
+    const dln1 = be.layerNormBackwardInput(s[F.x], this.ln1.weight.value, s[F.m1], s[F.r1], da);
+    const dx = be.add(dx1, dln1);
+    be.dispose(dln1);
+    const keep = [s[F.x], s[F.m1], s[F.r1], s[F.a], s[F.o], s[F.x1], s[F.m2], s[F.r2], s[F.c], s[F.g], dh, dc, dx1, dqkv, da];
+    saved.splice(0, saved.length, ...keep);
+    return dx;
+  }
+
+  backwardWeight(saved: readonly Tensor[], dy: Tensor): void {
+    const be = this.be;
+    const s = saved;
+    torchLinearBackwardWeight(be, this.mproj, s[Wd.g], dy);
+    torchLinearBackwardWeight(be, this.fc, s[Wd.c], s[Wd.dh]);
+    be.layerNormBackwardWeightAcc(this.ln2.weight.grad, this.ln2.bias.grad, s[Wd.x1], s[Wd.m2], s[Wd.r2], s[Wd.dc]);
+    torchLinearBackwardWeight(be, this.proj, s[Wd.o], s[Wd.dx1]);
+    torchLinearBackwardWeight(be, this.attn, s[Wd.a], s[Wd.dqkv]);
+    be.layerNormBackwardWeightAcc(this.ln1.weight.grad, this.ln1.bias.grad, s[Wd.x], s[Wd.m1], s[Wd.r1], s[Wd.da]);
+  }
+}
