@@ -43,6 +43,16 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   },
 ];
 
+/** A small GPT (makemore's Transformer): 4 blocks cut 2 + 2, weight decay on, padded targets in every batch. */
+const gpt: RunConfig = {
+  ...withDataset(defaultRunConfig(), 'names'), model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16,
+  batchSize: 8, microbatches: 4, steps: 5, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2,
+};
+const GPT_CASES: { title: string; cfg: RunConfig }[] = [
+  { title: 'gpt, zb-h1, p = 2 (attention blocks, I and W split, boundary [mb, T, C])', cfg: { ...gpt, schedule: 'zb-h1' } },
+  { title: 'gpt, 1f1b, p = 2', cfg: { ...gpt, schedule: '1f1b' } },
+];
+
 /**
  * Every data set (so every model kind) and every activation the page offers, at
  * the sizes choosing the data set in the page gives (its width, depth, context,
@@ -58,7 +68,7 @@ const PAGE_DEFAULT_CASES: { title: string; cfg: RunConfig }[] = DATASETS.flatMap
 );
 
 describe('the exported PyTorch program equals the float64 single-device loop', () => {
-  for (const { title, cfg } of [...CASES, ...PAGE_DEFAULT_CASES]) {
+  for (const { title, cfg } of [...CASES, ...GPT_CASES, ...PAGE_DEFAULT_CASES]) {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
       const { dir, files } = bundle(cfg);
