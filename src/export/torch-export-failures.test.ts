@@ -13,7 +13,8 @@ import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
-import { runTorchrun, writeTempBundle } from './testing/torchrun.ts';
+import { runTorchrun } from './testing/torchrun.ts';
+import { writeTempBundle } from './testing/temp-bundle.ts';
 import { buildTorchBundle } from './torch-bundle.ts';
 
 const small: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 16, batchSize: 32, microbatches: 4, steps: 5, evalEvery: 0 };

@@ -14,7 +14,8 @@ import { HIDDEN_ACTIVATIONS } from '../nn/model-config.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
 import { fromCsv, generateSchedule } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeTempBundle } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun } from './testing/torchrun.ts';
+import { writeTempBundle } from './testing/temp-bundle.ts';
 
 /** A small GPT (makemore's Transformer): 4 blocks cut 2 + 2, weight decay on, padded targets in every batch. */
 const gpt: RunConfig = {

@@ -5,14 +5,11 @@
  * (src/export/torch-export.test.ts) and the browser proof (e2e/torch-export.spec.ts).
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { readSafetensors } from '../../util/safetensors.ts';
-import type { RunConfig } from '../../runtime/run-config.ts';
-import { buildTorchBundle, type BundleFile } from '../torch-bundle.ts';
-import { readTrainPy } from '../train-py-file.ts';
+import type { BundleFile } from '../torch-bundle.ts';
 
 /** Where the torch program runs; PIPELAB_TORCHRUN names another torchrun. */
 export const TORCHRUN = process.env.PIPELAB_TORCHRUN ?? '/usr/bin/torchrun';
@@ -22,14 +19,6 @@ export function writeBundle(dir: string, files: readonly BundleFile[]): void {
     mkdirSync(dirname(join(dir, f.path)), { recursive: true });
     writeFileSync(join(dir, f.path), f.data);
   }
-}
-
-/** The run's bundle (src/export/train.py as its program), written to a fresh temporary folder. */
-export function writeTempBundle(cfg: RunConfig): { dir: string; files: BundleFile[] } {
-  const dir = mkdtempSync(join(tmpdir(), 'pipelab-torch-'));
-  const files = buildTorchBundle(cfg, readTrainPy());
-  writeBundle(dir, files);
-  return { dir, files };
 }
 
 function freePort(): Promise<number> {
