@@ -6,9 +6,9 @@
  *   npm run bench:node                       (PIPELAB_GPU_BENCH=autotune: autotune first)
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { GpuBackend } from './gpu-backend.ts';
+import type { GpuBackend } from '../gpu/gpu-backend.ts';
 import { BENCH_SIZES, benchMatmul, formatBench, type MatmulBenchRow } from './matmul-bench.ts';
-import { createTestBackend, nodeGpu } from './testing/node-gpu.ts';
+import { createTestBackend, nodeGpu } from '../gpu/testing/node-gpu.ts';
 
 const FULL = process.env.PIPELAB_GPU_BENCH;
 const cpuClockMs = (): number => {
