@@ -24,6 +24,10 @@ const CASES: { title: string; cfg: Change }[] = [
     title: 'gpipe, p = 2, names char-MLP',
     cfg: { ...mlp, dataset: 'names', model: 'char-mlp', activation: 'gelu', layers: 3, hidden: 32, context: 3, embedDim: 8, microbatches: 4, schedule: 'gpipe', ranks: 2 },
   },
+  {
+    title: '1f1b, p = 2, names GPT (attention blocks, boundary [mb, T, C])',
+    cfg: { ...mlp, dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, batchSize: 8, microbatches: 4, lr: 0.01, schedule: '1f1b', ranks: 2 },
+  },
 ];
 
 /** Opens the page with the default configuration changed by `change`, through its URL; returns that configuration. */
