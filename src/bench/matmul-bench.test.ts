@@ -1,6 +1,6 @@
 /**
- * The matmul benchmark measures and formats (the full table is a benchmark,
- * not a test: src/bench/matmul-bench.node-bench.ts, `npm run bench:node`).
+ * The matmul benchmark measures and formats (the full tables are benchmarks,
+ * not tests: `npm run bench` in Chromium, `npm run bench:node` on Dawn in Node).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GpuBackend } from '../gpu/gpu-backend.ts';
