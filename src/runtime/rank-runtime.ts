@@ -13,6 +13,7 @@ import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
+import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
 import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
@@ -45,10 +46,6 @@ export interface WarmUp {
   warmUpMs: number;
   kernels: number;
   compiled: number;
-}
-
-function now(): number {
-  return typeof performance !== 'undefined' ? performance.now() : Date.now();
 }
 
 export interface RankHooks extends FaultEffects {
@@ -152,7 +149,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   };
   return {
     async warmUp() {
-      const t0 = now();
+      const t0 = epochMs();
       let kernels = 0, compiled = 0;
       if (be.compileUsed) {
         // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.
@@ -162,7 +159,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
         dryStep(false);
       }
       await be.sync();
-      return { warmUpMs: now() - t0, kernels, compiled };
+      return { warmUpMs: epochMs() - t0, kernels, compiled };
     },
     step: (step) => {
       current = step;
