@@ -133,7 +133,7 @@ async function startup(ctx: BenchContext): Promise<SuiteResult> {
     notes: [
       'default configuration (spiral MLP, 4 ranks, 1F1B, 8 micro-batches), 3 steps per run, runs one after another in the bench page; firstStepMs: from runInBrowser (what Run calls) to the first onStep, measured in the page (the page draws that step in the next frame).',
       "a clean run's workers stay warm (src/runtime/warm-workers.ts): a later run with no more ranks takes them with their devices and compiled kernels, so its 'compiled' is 0 and its device time ~0; the first run of the page starts them.",
-      `before (warm-up compiling by a dry forward and backward, one synchronous createComputePipeline at a time, the optimizer's kernel compiled inside step 0), same measurement, 2 cores at load average ~7: first step after 4.1–8.6 s, ranks up after 3.9–8.4 s, first and second run alike (the issue measured 3.8 s on the built page on a quieter machine). Target: ${STARTUP_TARGET_MS} ms.`,
+      `before (one worker and device per rank started for every run; warm-up compiling by a dry forward and backward, one synchronous createComputePipeline at a time, the optimizer's kernel compiled inside step 0), measured on 2 shared cores at load average 4–7: runInBrowser to first step 4.1–8.6 s, ranks up after 3.9–8.4 s; the page's Run click to the first drawn step (5 steps) 4.0–4.6 s for a first run and 4.5–5.0 s for a second, both alike. After, same machine, same hour: first run 4.3–5.9 s (no gain measurable at that load: compiling ~10 kernels per rank on SwiftShader is CPU-bound, async or not), second run 150–240 ms (warm workers). The issue measured 3.8 s on the built page on a quieter machine. Target: ${STARTUP_TARGET_MS} ms.`,
     ],
   };
 }
