@@ -32,11 +32,17 @@ const api = {
     const where = rankWhere(init.rank, init.schedule.stageToRank);
     try {
       const t0 = performance.now();
+      // A kept device lost while idle is never reused.
+      if (backend && deviceLost) {
+        backend.destroy();
+        backend = null;
+      }
       if (!backend) {
-        backend = await GpuBackend.create();
+        const fresh = await GpuBackend.create();
+        backend = fresh;
         deviceLost = false;
-        void backend.lost.then(() => {
-          deviceLost = true;
+        void fresh.lost.then(() => {
+          if (backend === fresh) deviceLost = true;
         });
       }
       const deviceMs = performance.now() - t0;
