@@ -5,6 +5,8 @@
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { namesModelSwitch } from '../nn/train-config.ts';
+import type { SharedDevicePrediction } from './shared-device-rows.ts';
 
 export interface ScheduleBenchCase {
   schedule: RunConfig['schedule'];
@@ -12,7 +14,12 @@ export interface ScheduleBenchCase {
   microbatches: number;
   virtual?: number;
   dataset?: RunConfig['dataset'];
+  /** 'gpt': the page's default GPT (width, heads, block size) with p·v transformer blocks on the names as sequences. */
+  model?: 'gpt';
 }
+
+/** Sequences per micro-batch in the GPT grid (× the block size in token rows). */
+export const GPT_BENCH_MICROBATCH = 8;
 
 export interface ScheduleBenchRow {
   schedule: string;
@@ -35,6 +42,10 @@ export interface ScheduleBenchRow {
   commShare: number;
   samplesPerSecond: number;
   meanOpMs: Record<string, Record<string, number>>;
+  /** The model the row ran ('char-mlp', 'mlp', 'gpt'). */
+  model: string;
+  /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
+  prediction?: SharedDevicePrediction;
 }
 
 /**
@@ -46,6 +57,23 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
   const v = c.virtual ?? (c.schedule === 'zb-v' ? 2 : 1);
   const names = (c.dataset ?? 'names') === 'names';
+  if (c.model === 'gpt') {
+    const stages = c.ranks * v;
+    return {
+      ...base,
+      ...namesModelSwitch('gpt', stages),
+      dataset: 'names',
+      layers: stages,
+      batchSize: GPT_BENCH_MICROBATCH * c.microbatches,
+      microbatches: c.microbatches,
+      ranks: c.ranks,
+      virtual: v,
+      schedule: c.schedule,
+      steps,
+      evalEvery: 0,
+      lrSchedule: 'constant',
+    };
+  }
   return {
     ...base,
     dataset: names ? 'names' : c.dataset ?? 'spiral',
@@ -87,6 +115,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     commMsPerCrossing: r.commMsPerCrossing,
     commShare: r.commShare,
     samplesPerSecond: r.samplesPerSecond,
+    model: cfg.model,
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
   };
 }

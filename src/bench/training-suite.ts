@@ -18,19 +18,22 @@
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import type { Examples } from '../data/examples.ts';
+import { targetCount, type Examples } from '../data/examples.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { loadTfjsWebGpu } from '../gpu/tfjs-matmul-bench.ts';
-import { buildModelSpec } from '../nn/model-config.ts';
+import { buildModelSpec, GPT_DEFAULTS } from '../nn/model-config.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { StageChain } from '../nn/stage-chain.ts';
-import { defaultTrainConfig, type TrainConfig } from '../nn/train-config.ts';
+import { defaultTrainConfig, namesModelSwitch, type TrainConfig } from '../nn/train-config.ts';
 import { buildTfjsModel, tfjsBatch } from './tfjs-models.ts';
+import { buildTfjsGpt, isGptSpec } from './tfjs-gpt.ts';
 import { profileOurStep, profileTfjsStep, type StepProfile } from './step-profile.ts';
 import { addCounts, diffCounts, gpuCounts, installGpuCounters, scaleCounts, zeroCounts, type GpuCounts } from './gpu-counters.ts';
 
 export interface TrainingBenchCase {
   dataset: 'spiral' | 'names';
+  /** 'gpt': the page's default GPT on the names as sequences (namesModelSwitch), instead of the dataset's default model. */
+  model?: 'gpt';
   /** Untimed steps first. */
   warmup: number;
   /** Timed steps. */
@@ -78,6 +81,10 @@ export interface TrainingBenchRow {
   ratio: number;
   /** max over steps of |our loss − TF.js loss|. */
   maxLossDiff: number;
+  /** max over steps of |our loss − TF.js loss| / |TF.js loss|. */
+  maxLossRelDiff: number;
+  /** Token positions per sample (the GPT's block size; 1 for the MLPs): tokens/s = samples/s × this. */
+  tokensPerSample: number;
   /** With `profile`: one more step of each side, timed per op. */
   profile?: { ours: StepProfile; tfjs: StepProfile };
 }
@@ -116,7 +123,7 @@ function figures(batchSize: number, side: Side): SideFigures {
 
 /** The suite's configuration: the dataset's default model and batch, single stage, constant lr, no weight decay. */
 export function trainingBenchConfig(c: TrainingBenchCase): TrainConfig {
-  const d = defaultTrainConfig(c.dataset);
+  const d = c.model === 'gpt' ? { ...defaultTrainConfig('names'), ...namesModelSwitch('gpt', GPT_DEFAULTS.layers) } : defaultTrainConfig(c.dataset);
   return { ...d, stages: 1, microbatches: c.microbatches ?? 1, weightDecay: 0, lrSchedule: 'constant', steps: c.warmup + c.steps, evalEvery: 0 };
 }
 
@@ -136,9 +143,8 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
   const eps = 1e-8;
   const opt = createOptimizer(be, model.params, { ...cfg, beta1, beta2, eps });
   const init = await model.readParams();
-  const tfModel = buildTfjsModel(tf, spec, init);
+  const tfModel = isGptSpec(spec) ? buildTfjsGpt(tf, spec, init) : buildTfjsModel(tf, spec, init);
   const tfOpt = tf.train.adam(cfg.lr, beta1, beta2, eps);
-  const lossScale = 1 / cfg.batchSize;
 
   installGpuCounters();
   const ours: Side = { ms: [], issue: [], losses: [], counts: zeroCounts(), sync: [] };
@@ -149,6 +155,7 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
     const t0 = performance.now();
     // As trainSingleDevice (src/nn/train.ts) runs a step.
     const mbs = splitMicrobatches(batches[s], cfg.microbatches);
+    const lossScale = 1 / targetCount(batches[s]);
     model.zeroGrads();
     const lossT = be.zeros([1]);
     mbs.forEach((mb, i) => {
@@ -259,6 +266,8 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
     tfjs: p,
     ratio: o.samplesPerSecond / p.samplesPerSecond,
     maxLossDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]))),
+    maxLossRelDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]) / Math.abs(peer.losses[i]))),
+    tokensPerSample: isGptSpec(spec) ? data.train.inputCols : 1,
     profile,
   };
 }
