@@ -15,6 +15,7 @@ test('the GPT step in TF.js (attention from tf ops) matches ours: 2 steps, losse
   await page.goto('./bench.html');
   await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
   const r = await page.evaluate(() => window.pipelabBench.training({ dataset: 'names', model: 'gpt', warmup: 0, steps: 2 }));
+  console.log(`losses ours ${r.ours.losses.join(', ')}; TF.js ${r.tfjs.losses.join(', ')}; max rel. diff ${r.maxLossRelDiff.toExponential(2)}`);
   expect(r.model).toBe('gpt-names');
   expect(r.ours.losses).toHaveLength(2);
   expect(r.tfjs.losses).toHaveLength(2);

@@ -25,12 +25,15 @@ function measuredRow(schedule: string, p: number, m: number, v: number, lanes: n
   const F = per(2), B = per(4), I = per(2), W = per(2);
   const latency = 0.3;
   const played = simulate(s, { F, B, I, W, latency, lanes });
+  const means = meanOpTimesOf(played);
+  const meanOf = (op: 'F' | 'B' | 'I' | 'W') => Array.from({ length: s.stages }, (_, i) => means[i]?.[op] ?? 0);
   return {
     schedule, p, m, v, model,
     makespanMeasuredMs: played.makespan,
     commMsPerCrossing: latency,
-    meanOpMs: meanOpTimesOf(played),
-    todayOwn: simulate(s, { ...Object.fromEntries(['F', 'B', 'I', 'W'].map((op) => [op, Array.from({ length: s.stages }, (_, i) => meanOpTimesOf(played)[i]?.[op as 'F'] ?? 0)])), latency }).makespan,
+    meanOpMs: means,
+    /** Today's prediction, computed here: the measured means on independent devices. */
+    todayOwn: simulate(s, { F: meanOf('F'), B: meanOf('B'), I: meanOf('I'), W: meanOf('W'), latency }).makespan,
   };
 }
 
