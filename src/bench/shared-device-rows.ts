@@ -28,7 +28,7 @@ export interface SharedDevicePrediction {
 }
 
 /** The grid's rows, each with `prediction` set; grouped by model, a lane count fitted per model. */
-export function withSharedDevicePrediction<R extends RecordedRun & { model?: string; prediction?: SharedDevicePrediction }>(rows: readonly R[]): R[] {
+export function withSharedDevicePrediction<R extends RecordedRun & { model?: string }>(rows: readonly R[]): (R & { prediction: SharedDevicePrediction })[] {
   const models = [...new Set(rows.map((r) => r.model ?? ''))];
   const lanesOf = new Map<string, number>();
   for (const m of models) {
