@@ -52,38 +52,29 @@ export interface ScheduleBenchRow {
  * The names model cut into p·v balanced stages: p·v equal hidden blocks (the
  * first block's Linear takes context × embedDim = 256 inputs, like the others),
  * and the small head rides with the last one (the partitioner balances FLOPs).
+ * With model 'gpt': the page's default GPT with p·v transformer blocks, the
+ * head riding with the last, GPT_BENCH_MICROBATCH sequences per micro-batch.
  */
 export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
   const v = c.virtual ?? (c.schedule === 'zb-v' ? 2 : 1);
   const names = (c.dataset ?? 'names') === 'names';
-  if (c.model === 'gpt') {
-    const stages = c.ranks * v;
-    return {
-      ...base,
-      ...namesModelSwitch('gpt', stages),
-      dataset: 'names',
-      layers: stages,
-      batchSize: GPT_BENCH_MICROBATCH * c.microbatches,
-      microbatches: c.microbatches,
-      ranks: c.ranks,
-      virtual: v,
-      schedule: c.schedule,
-      steps,
-      evalEvery: 0,
-      lrSchedule: 'constant',
-    };
-  }
+  const model: Partial<RunConfig> =
+    c.model === 'gpt'
+      ? { ...namesModelSwitch('gpt', c.ranks * v), dataset: 'names', batchSize: GPT_BENCH_MICROBATCH * c.microbatches }
+      : {
+          dataset: names ? 'names' : c.dataset ?? 'spiral',
+          model: names ? 'char-mlp' : 'mlp',
+          hidden: names ? 256 : 128,
+          context: 4,
+          embedDim: 64,
+          activation: names ? 'tanh' : 'relu',
+          batchSize: 64 * c.microbatches,
+        };
   return {
     ...base,
-    dataset: names ? 'names' : c.dataset ?? 'spiral',
-    model: names ? 'char-mlp' : 'mlp',
+    ...model,
     layers: c.ranks * v,
-    hidden: names ? 256 : 128,
-    context: 4,
-    embedDim: 64,
-    activation: names ? 'tanh' : 'relu',
-    batchSize: 64 * c.microbatches,
     microbatches: c.microbatches,
     ranks: c.ranks,
     virtual: v,

@@ -17,15 +17,13 @@
  * Parameters are tf.variables under our names ('transformer.h.0.attn.c_attn.weight', ...)
  * and start from the values our model holds.
  */
+import { GPT_LN_EPS } from '../nn/layers/torch-linear.ts';
 import type { ModelSpec } from '../nn/model-spec.ts';
-import type { Tf, TfjsBatch, TfjsModel } from './tfjs-models.ts';
+import { tfGeluTanh, tfLayerNorm, variableMaker, type Tf, type TfjsBatch, type TfjsModel } from './tfjs-models.ts';
 
 type TfTensor = import('@tensorflow/tfjs').Tensor;
 type TfVariable = import('@tensorflow/tfjs').Variable;
 
-const GELU_C = Math.sqrt(2 / Math.PI);
-const GELU_K = 0.044715;
-const LN_EPS = 1e-5;
 const MASKED = -1e9;
 
 /** Whether `spec` is the GPT (its layers are the gpt-* kinds). */
@@ -36,21 +34,11 @@ export function isGptSpec(spec: ModelSpec): boolean {
 /** Builds the TF.js GPT of `spec` with the given initial values (by our global parameter names). */
 export function buildTfjsGpt(tf: Tf, spec: ModelSpec, init: Readonly<Record<string, ArrayLike<number>>>): TfjsModel {
   const vars: Record<string, TfVariable> = {};
-  const variable = (name: string, shape: number[]): TfVariable => {
-    const v = init[name];
-    if (!v) throw new Error(`tfjs gpt: no initial value for ${name}`);
-    const t = tf.tensor(Float32Array.from(v), shape, 'float32');
-    vars[name] = tf.variable(t, true, name);
-    t.dispose();
-    return vars[name];
-  };
+  const variable = variableMaker(tf, init, vars);
   const layerNorm = (name: string, dim: number) => {
     const g = variable(`${name}.weight`, [dim]);
     const b = variable(`${name}.bias`, [dim]);
-    return (x: TfTensor): TfTensor => {
-      const { mean, variance } = tf.moments(x, -1, true);
-      return tf.add(tf.mul(tf.mul(tf.sub(x, mean), tf.rsqrt(tf.add(variance, LN_EPS))), g), b);
-    };
+    return (x: TfTensor): TfTensor => tfLayerNorm(tf, x, g, b, GPT_LN_EPS);
   };
   const linear = (name: string, inCols: number, outCols: number, bias = true) => {
     const W = variable(`${name}.weight`, [outCols, inCols]);
@@ -60,7 +48,7 @@ export function buildTfjsGpt(tf: Tf, spec: ModelSpec, init: Readonly<Record<stri
       return b ? tf.add(z, b) : z;
     };
   };
-  const gelu = (x: TfTensor): TfTensor => tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), GELU_K)), GELU_C))));
+  const gelu = (x: TfTensor): TfTensor => tfGeluTanh(tf, x);
 
   type Fn = (x: TfTensor, batch: number) => TfTensor;
   const fns: Fn[] = [];
