@@ -100,7 +100,7 @@ function trainingTable(res: SuiteResult): string {
     table(
       ['model', 'batch', 'params', 'ours samples/s', 'TF.js samples/s', 'ours / TF.js', 'ours ms/step', 'TF.js ms/step', 'steps (warm-up + timed)', 'loss after them: ours', 'TF.js', 'max abs Δloss over steps'],
       rows.map((r) => [
-        `${r.model} (${r.layers}×${r.hidden}, ${r.activation})`,
+        r.gpt ? `${r.model} (${r.layers} blocks × ${r.gpt.width}, ${r.gpt.heads} heads)` : `${r.model} (${r.layers}×${r.hidden}, ${r.activation})`,
         String(r.batchSize),
         String(r.params),
         f(r.ours.samplesPerSecond, 0),

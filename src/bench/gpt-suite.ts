@@ -70,7 +70,7 @@ export async function gpt(ctx: GptBenchContext): Promise<GptSuiteResult> {
     meta: { oursTokensPerSecond: tok('ours'), tfjsTokensPerSecond: tok('tfjs'), ratio: r.ratio, maxLossRelDiff: r.maxLossRelDiff },
     notes: [
       `ours / TF.js tokens/s: ${x(r.ratio)} (target ≥ 3×); tokens = the positions a step computes, batch × block size (${r.batchSize} × ${r.tokensPerSample}), padded ones included (the same for both).`,
-      `the page's default GPT (GPT_DEFAULTS: ${r.layers} blocks; width, heads and block size as the names model switch gives them), ${r.params} parameters, on the names as sequences; as a single stage on one device, the batch as one micro-batch.`,
+      `the page's default GPT (GPT_DEFAULTS, as the page's model switch gives it: ${r.layers} blocks, width ${r.gpt?.width}, ${r.gpt?.heads} heads, block size ${r.tokensPerSample}), ${r.params} parameters, on the names as sequences; as a single stage on one device, the batch as one micro-batch.`,
       'TF.js: the same GPT from the same ModelSpec (src/bench/tfjs-gpt.ts): attention from tf ops (tf.split into q, k, v; heads by reshape + transpose; tf.matMul(q, kᵀ)/√D plus −1e9 above the diagonal from tf.linalg.bandPart; tf.softmax; tf.matMul(P, v)); Linear as x·Wᵀ + b in PyTorch\'s layout; LayerNorm by tf.moments (eps 1e-5); GELU in its tanh form; loss −Σ one-hot·logSoftmax over the targets that take a loss, / their count.',
       'same initial weights (ours copied into the tf.variables), same batches (our seeded BatchSampler), loss normalised by the non-padded targets on both sides, Adam with lr 5e-3, β1 0.9, β2 0.999, ε 1e-8, constant lr; ours AdamW with weightDecay 0 (the GPT default is 0.01; TF.js has no AdamW). Steps alternate between the sides as in the training suite.',
     ],

@@ -85,6 +85,8 @@ export interface TrainingBenchRow {
   maxLossRelDiff: number;
   /** Token positions per sample (the GPT's block size; 1 for the MLPs): tokens/s = samples/s × this. */
   tokensPerSample: number;
+  /** The GPT's width and heads (absent for the MLPs). */
+  gpt?: { width: number; heads: number };
   /** With `profile`: one more step of each side, timed per op. */
   profile?: { ours: StepProfile; tfjs: StepProfile };
 }
@@ -268,6 +270,7 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
     maxLossDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]))),
     maxLossRelDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]) / Math.abs(peer.losses[i]))),
     tokensPerSample: isGptSpec(spec) ? data.train.inputCols : 1,
+    gpt: isGptSpec(spec) ? { width: cfg.width as number, heads: cfg.heads as number } : undefined,
     profile,
   };
 }
