@@ -3,12 +3,13 @@ import { createRoot } from 'react-dom/client';
 import { App } from './ui/App.tsx';
 import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
+import { automationSession } from './state/store.ts';
 import { urlConfigOf } from './state/url-state.ts';
 import './ui/styles.css';
 import './ui/layout.css';
 import './ui/onboarding/intro.css';
 
-installAutomation({ readUrl: urlConfigOf });
+installAutomation({ readUrl: urlConfigOf, session: automationSession });
 initStateFromUrl();
 
 const root = document.getElementById('root');

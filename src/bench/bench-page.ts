@@ -1,5 +1,5 @@
 /**
- * The benchmark page: window.pipelabBench, driven by e2e/bench/run.ts in
+ * The benchmark page: window.pipelabBench, driven by src/bench/driver/run.ts in
  * headless Chromium. Every suite measures PipeLab beside a peer in the same
  * page on the same adapter (TensorFlow.js's WebGPU backend, or the simulator
  * and closed form for schedules).
@@ -7,7 +7,7 @@
 import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
-import type { MatmulSize } from '../gpu/matmul-bench.ts';
+import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
 
 const log = document.getElementById('log');

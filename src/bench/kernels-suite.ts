@@ -2,13 +2,13 @@
  * The kernels suite: GFLOP/s of each matmul form (A·B, A·Bᵀ, Aᵀ·B) per size,
  * PipeLab's GpuBackend (with its start-up autotune) beside TensorFlow.js's
  * WebGPU backend (tf.matMul with transposeA/transposeB), in this page, on
- * this adapter. The measuring is src/gpu/matmul-bench.ts (ours) and
- * src/gpu/tfjs-matmul-bench.ts (TF.js), timed the same way; for each size the
+ * this adapter. The measuring is src/bench/matmul-bench.ts (ours) and
+ * src/bench/tfjs-matmul-bench.ts (TF.js), timed the same way; for each size the
  * two run one after the other, so a busy machine slows both alike.
  */
 import { GpuBackend, type AutotuneReport, type MatmulForm } from '../gpu/gpu-backend.ts';
-import { BENCH_FORMS, benchMatmul, compareRows, operandShapes, randomOperand, type MatmulBenchRow, type MatmulSize } from '../gpu/matmul-bench.ts';
-import { benchTfjsMatmul, loadTfjsWebGpu } from '../gpu/tfjs-matmul-bench.ts';
+import { BENCH_FORMS, benchMatmul, compareRows, operandShapes, randomOperand, type MatmulBenchRow, type MatmulSize } from './matmul-bench.ts';
+import { benchTfjsMatmul, loadTfjsWebGpu } from './tfjs-matmul-bench.ts';
 import { diffCounts, gpuCounts, installGpuCounters } from './gpu-counters.ts';
 
 export interface KernelBenchOptions {

@@ -7,6 +7,7 @@ import { runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
+import { scheduleKind } from '../schedule/registry.ts';
 
 export interface ScheduleBenchCase {
   schedule: RunConfig['schedule'];
@@ -57,7 +58,7 @@ export interface ScheduleBenchRow {
  */
 export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
-  const v = c.virtual ?? (c.schedule === 'zb-v' ? 2 : 1);
+  const v = c.virtual ?? scheduleKind(c.schedule).defaultVirtual;
   const names = (c.dataset ?? 'names') === 'names';
   const model: Partial<RunConfig> =
     c.model === 'gpt'

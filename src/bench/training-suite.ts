@@ -1,7 +1,7 @@
 /**
  * The training suite: samples per second of one training step of a model held
  * as a single stage on one device, PipeLab's (StageChain + optimizer on the
- * GpuBackend, as the single-device loop in src/nn/train.ts runs it) beside
+ * GpuBackend, timing issueTrainStep: the step src/nn/train.ts runs) beside
  * TensorFlow.js training the same network on its WebGPU backend, in this page,
  * on this adapter, and the loss each reaches.
  *
@@ -16,14 +16,15 @@
  * loss.data()), so a busy machine slows both alike. The first `warmup` steps
  * (pipeline compiles, pools) are not timed.
  */
-import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
+import { BatchSampler } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import { targetCount, type Examples } from '../data/examples.ts';
+import type { Examples } from '../data/examples.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import { loadTfjsWebGpu } from '../gpu/tfjs-matmul-bench.ts';
+import { loadTfjsWebGpu } from './tfjs-matmul-bench.ts';
 import { buildModelSpec, GPT_DEFAULTS } from '../nn/model-config.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { StageChain } from '../nn/stage-chain.ts';
+import { issueTrainStep } from '../nn/train.ts';
 import { defaultTrainConfig, namesModelSwitch, type TrainConfig } from '../nn/train-config.ts';
 import { buildTfjsModel, tfjsBatch } from './tfjs-models.ts';
 import { buildTfjsGpt, isGptSpec } from './tfjs-gpt.ts';
@@ -155,18 +156,8 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
   const ourStep = async (s: number, record = true): Promise<void> => {
     const c0 = gpuCounts();
     const t0 = performance.now();
-    // As trainSingleDevice (src/nn/train.ts) runs a step.
-    const mbs = splitMicrobatches(batches[s], cfg.microbatches);
-    const lossScale = 1 / targetCount(batches[s]);
-    model.zeroGrads();
-    const lossT = be.zeros([1]);
-    mbs.forEach((mb, i) => {
-      const l = model.forwardBackward(i, mb, lossScale);
-      be.axpy(lossT, l, 1);
-      be.dispose(l);
-    });
-    opt.step(1);
-    be.flush();
+    // The app's own training step (src/nn/train.ts).
+    const lossT = issueTrainStep(be, model, opt, cfg, s, batches[s]);
     const t1 = performance.now();
     const loss = (await be.read(lossT))[0];
     be.dispose(lossT);

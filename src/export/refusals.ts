@@ -4,14 +4,23 @@
  * and the bundle README lists the refused schedules.
  */
 import type { RunConfig, RunScheduleName } from '../runtime/run-config.ts';
-import { SCHEDULE_NAMES } from '../schedule/registry.ts';
+import { RUN_SCHEDULE_NAMES, SCHEDULE_NAMES, SCHEDULES, type UpdatePolicyName } from '../schedule/registry.ts';
 import { ConfigError } from '../util/errors.ts';
 
-/** Schedules train.py does not execute, with the rule a person reads. */
-export const TORCH_REFUSED_SCHEDULES: Readonly<Partial<Record<RunScheduleName, string>>> = {
-  pipedream:
-    `cannot be exported for PyTorch: PipeDream updates the weights after every backward with stashed weight versions (no flush), and train.py runs synchronous schedules only (a flush per step); pick one of ${SCHEDULE_NAMES.join(', ')}`,
+/** What train.py cannot do for a schedule whose weights are not updated by a flush per step (the registry's update policy). */
+const UPDATE_RULES: Readonly<Record<Exclude<UpdatePolicyName, 'flush'>, string>> = {
+  'stash-and-update-after-backward': 'updates the weights after every backward with stashed weight versions (no flush)',
 };
+
+/** Schedules train.py does not execute (every one whose update policy is not a flush), with the rule a person reads. */
+export const TORCH_REFUSED_SCHEDULES: Readonly<Partial<Record<RunScheduleName, string>>> = Object.fromEntries(
+  RUN_SCHEDULE_NAMES.flatMap((name) => {
+    const update = SCHEDULES[name].update;
+    if (update === 'flush') return [];
+    const who = SCHEDULES[name].title.split(':')[0];
+    return [[name, `cannot be exported for PyTorch: ${who} ${UPDATE_RULES[update]}, and train.py runs synchronous schedules only (a flush per step); pick one of ${SCHEDULE_NAMES.join(', ')}`]];
+  }),
+);
 
 /** Why the GPT does not export as a program (its weights do: see the README). */
 export const TORCH_REFUSED_GPT =

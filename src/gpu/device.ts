@@ -31,8 +31,6 @@ export interface AcquireOptions {
   powerPreference?: GPUPowerPreference;
   /** Ask for timestamp-query when the adapter has it (default true). */
   timestamps?: boolean;
-  /** Called once when the device is lost (also after a deliberate destroy, with reason 'destroyed'). */
-  onLost?: (message: string, reason: GPUDeviceLostReason | string) => void;
 }
 
 export interface AdapterSummary {
@@ -113,9 +111,8 @@ export async function acquireDevice(gpu?: GPU, opts: AcquireOptions = {}): Promi
     const reason = String(info.reason ?? 'unknown');
     const message =
       reason === 'destroyed'
-        ? 'WebGPU device was destroyed'
-        : `WebGPU device lost (${reason}): ${info.message || 'no message'}. Reload the page (or restart the run) to get a new device.`;
-    opts.onLost?.(message, reason);
+        ? 'the WebGPU device was lost (destroyed)'
+        : `the WebGPU device was lost (${reason}): ${info.message || 'no message'}. Reload the page (or restart the run) to get a new device.`;
     return { message, reason };
   });
   return { adapter, device, adapterInfo: summarize(adapter), hasTimestamps: wantTimestamps, lost };

@@ -260,15 +260,23 @@ describe('device acquisition and loss', () => {
 });
 
 describe('timing and specialisation', () => {
-  test('a span of dispatches is timed (timestamp-query here), and time() returns the result', async () => {
+  test('a span of dispatches is timed by timestamp queries where the adapter has them, and time() returns the result', async () => {
+    // What the adapter offers, asked of it directly (not the backend's own flag).
+    const adapter = await (await nodeGpu()).requestAdapter();
+    const adapterHas = !!adapter?.features.has('timestamp-query');
+    // SwiftShader (this machine, see ENVIRONMENT.md) has them: the timestamp path is the one tested here.
+    expect(adapterHas).toBe(true);
     const a = gpu.tensor(randomArray(makeRng(seed, 't'), 128 * 128), [128, 128]);
     await gpu.sync();
+    const w0 = performance.now();
     const span = gpu.beginTiming();
     const c = gpu.matmul(a, a);
     const r = await span.end();
-    expect(r.source).toBe(gpu.hasTimestamps ? 'timestamp' : 'wall');
+    const wall = performance.now() - w0;
+    expect(r.source).toBe('timestamp');
+    // The GPU's own time of the kernels lies inside the wall time from begin to end.
     expect(r.ms).toBeGreaterThan(0);
-    expect(r.ms).toBeLessThan(60_000);
+    expect(r.ms).toBeLessThanOrEqual(wall);
     const t = await gpu.time(() => gpu.matmul(a, a, { transB: true }));
     expect(t.ms).toBeGreaterThan(0);
     expect(t.result.shape).toEqual([128, 128]);

@@ -8,6 +8,7 @@ import normSrc from '../../shaders/norm.wgsl?raw';
 import embeddingSrc from '../../shaders/embedding.wgsl?raw';
 import softmaxXentSrc from '../../shaders/softmax_xent.wgsl?raw';
 import optimizerSrc from '../../shaders/optimizer.wgsl?raw';
+import { requireOneOf } from '../util/errors.ts';
 import type { BindingKind, KernelSpec } from './pipelines.ts';
 
 const U: BindingKind = 'uniform';
@@ -82,8 +83,12 @@ export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
  */
 export const DEFAULT_MATMUL_VARIANT = 'reg4x8';
 
-export function findMatmulVariant(name: string): MatmulVariant | undefined {
-  return MATMUL_VARIANTS.find((v) => v.name === name);
+export const MATMUL_VARIANT_NAMES: readonly string[] = MATMUL_VARIANTS.map((v) => v.name);
+
+/** The variant called `name`; a ConfigError naming `field` and the variants otherwise. */
+export function requireMatmulVariant(field: string, name: unknown): MatmulVariant {
+  const n = requireOneOf(field, name, MATMUL_VARIANT_NAMES);
+  return MATMUL_VARIANTS.find((v) => v.name === n) as MatmulVariant;
 }
 
 export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean): KernelSpec {

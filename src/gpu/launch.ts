@@ -63,11 +63,6 @@ export class CommandStream {
     this.ringData = new Uint8Array(slots * UNIFORM_SLOT);
   }
 
-  /** True when commands wait for a submit. */
-  get pending(): boolean {
-    return this.encoder !== null;
-  }
-
   stats(): StreamStats {
     return { submits: this.submits, dispatches: this.dispatches, pendingDispatches: this.pendingCount };
   }

@@ -88,19 +88,6 @@ export class PipelineCache {
     return { pipeline, bgl: l.bgl };
   }
 
-  /** Compiles a pipeline ahead of use without blocking (createComputePipelineAsync). */
-  async warm(spec: KernelSpec): Promise<void> {
-    const key = this.key(spec);
-    if (this.pipelines.has(key)) return;
-    const l = this.layout(spec.bindings);
-    const pipeline = await this.device.createComputePipelineAsync({
-      label: key,
-      layout: l.pl,
-      compute: { module: this.module(spec), entryPoint: spec.entry },
-    });
-    if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
-  }
-
   private module(spec: KernelSpec): GPUShaderModule {
     const prefix = constPrefix(spec.consts);
     const mkey = `${spec.file}|${prefix}`;

@@ -76,70 +76,61 @@ export function createOptimizer(be: Backend, params: readonly Param[], cfg: Opti
   return cfg.optimizer === 'sgd' ? new Sgd(be, params, cfg) : new AdamW(be, params, cfg);
 }
 
-function checkGradScale(gradScale: number): number {
-  return requireFinite('gradScale', gradScale, { min: 0, exclusiveMin: true });
-}
-
-class Sgd implements Optimizer {
-  readonly name = 'sgd';
+/** What every optimizer holds: the parameters, per-parameter state slots, the lr of the next step, and the steps taken. */
+abstract class SlotOptimizer implements Optimizer {
+  abstract readonly name: OptimizerName;
   steps = 0;
   lr: number;
-  private readonly velocity: Tensor[];
+  /** slots[k][i]: state k (zeros at first) of parameter i. */
+  protected readonly slots: Tensor[][];
 
   constructor(
-    private readonly be: Backend,
-    private readonly params: readonly Param[],
-    private readonly cfg: OptimizerConfig,
+    protected readonly be: Backend,
+    protected readonly params: readonly Param[],
+    protected readonly cfg: OptimizerConfig,
+    slotCount: number,
   ) {
     this.lr = cfg.lr;
-    this.velocity = params.map((p) => be.zeros(p.value.shape));
+    this.slots = Array.from({ length: slotCount }, () => params.map((p) => be.zeros(p.value.shape)));
   }
 
   step(gradScale = 1): void {
-    checkGradScale(gradScale);
-    requireLr('lr', this.lr, LR_LIMITS.stepMin);
-    this.params.forEach((p, i) => {
-      const weightDecay = p.decay ? this.cfg.weightDecay : 0;
-      this.be.sgdStep(p.value, p.grad, this.velocity[i], { lr: this.lr, momentum: this.cfg.momentum, weightDecay, gradScale });
-    });
-    this.steps++;
-  }
-
-  dispose(): void {
-    for (const t of this.velocity) this.be.dispose(t);
-  }
-}
-
-class AdamW implements Optimizer {
-  readonly name = 'adamw';
-  steps = 0;
-  lr: number;
-  private readonly m: Tensor[];
-  private readonly v: Tensor[];
-
-  constructor(
-    private readonly be: Backend,
-    private readonly params: readonly Param[],
-    private readonly cfg: OptimizerConfig,
-  ) {
-    this.lr = cfg.lr;
-    this.m = params.map((p) => be.zeros(p.value.shape));
-    this.v = params.map((p) => be.zeros(p.value.shape));
-  }
-
-  step(gradScale = 1): void {
-    checkGradScale(gradScale);
+    requireFinite('gradScale', gradScale, { min: 0, exclusiveMin: true });
     requireLr('lr', this.lr, LR_LIMITS.stepMin);
     const step = this.steps + 1;
-    const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
-    this.params.forEach((p, i) => {
-      const weightDecay = p.decay ? this.cfg.weightDecay : 0;
-      this.be.adamwStep(p.value, p.grad, this.m[i], this.v[i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
-    });
+    this.params.forEach((p, i) => this.update(p, i, p.decay ? this.cfg.weightDecay : 0, gradScale, step));
     this.steps = step;
   }
 
+  /** Updates parameter `p` (index i) for step `step` (1-based). */
+  protected abstract update(p: Param, i: number, weightDecay: number, gradScale: number, step: number): void;
+
   dispose(): void {
-    for (const t of [...this.m, ...this.v]) this.be.dispose(t);
+    for (const t of this.slots.flat()) this.be.dispose(t);
+  }
+}
+
+class Sgd extends SlotOptimizer {
+  readonly name = 'sgd';
+
+  constructor(be: Backend, params: readonly Param[], cfg: OptimizerConfig) {
+    super(be, params, cfg, 1);
+  }
+
+  protected update(p: Param, i: number, weightDecay: number, gradScale: number): void {
+    this.be.sgdStep(p.value, p.grad, this.slots[0][i], { lr: this.lr, momentum: this.cfg.momentum, weightDecay, gradScale });
+  }
+}
+
+class AdamW extends SlotOptimizer {
+  readonly name = 'adamw';
+
+  constructor(be: Backend, params: readonly Param[], cfg: OptimizerConfig) {
+    super(be, params, cfg, 2);
+  }
+
+  protected update(p: Param, i: number, weightDecay: number, gradScale: number, step: number): void {
+    const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
+    this.be.adamwStep(p.value, p.grad, this.slots[0][i], this.slots[1][i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
   }
 }

@@ -53,8 +53,6 @@ export class Stage {
   readonly isFirst: boolean;
   readonly isLast: boolean;
   readonly blockRange: readonly [number, number];
-  /** Names of the blocks this stage holds. */
-  readonly blockNames: readonly string[];
   readonly params: Param[];
   readonly layers: readonly Layer[];
   /** Columns of the input: indices per row on an embedding stage, else features. */
@@ -90,7 +88,6 @@ export class Stage {
     this.isLast = end === nb;
     this.recompute = opts.recompute ?? false;
     const blocks = model.blocks.slice(start, end);
-    this.blockNames = blocks.map((b) => b.name);
     const layers: Layer[] = [];
     for (const b of blocks) {
       for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed));
@@ -233,16 +230,6 @@ export class Stage {
 
   liveStashes(): number {
     return this.stashes.size;
-  }
-
-  /** Micro-batches with a stash, ascending. */
-  liveMicrobatches(): number[] {
-    return [...this.stashes.keys()].sort((a, b) => a - b);
-  }
-
-  /** Bytes (as float32) of this stage's parameters. */
-  paramBytes(): number {
-    return this.params.reduce((s, p) => s + 4 * p.value.size, 0);
   }
 
   async readParams(): Promise<ParamValues> {

@@ -8,12 +8,12 @@
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import { targetCount, type Dataset } from '../data/examples.ts';
-import type { Backend } from './backend.ts';
+import { targetCount, type Dataset, type Examples } from '../data/examples.ts';
+import type { Backend, Tensor } from './backend.ts';
 import { evaluate } from './evaluate.ts';
 import { buildModelSpec } from './model-config.ts';
 import type { ModelSpec } from './model-spec.ts';
-import { createOptimizer } from './optimizer.ts';
+import { createOptimizer, type Optimizer } from './optimizer.ts';
 import type { BlockRange } from './partition.ts';
 import { StageChain } from './stage-chain.ts';
 import type { ParamValues } from './stage.ts';
@@ -67,6 +67,30 @@ export async function evaluateModel(be: Backend, model: StageChain, data: Datase
   return { step, trainLoss: train.loss, trainAccuracy: train.accuracy, valLoss: val.loss, valAccuracy: val.accuracy };
 }
 
+/**
+ * Issues one training step as the app runs it: the batch split into
+ * micro-batches, each forward and backward (gradients accumulate, loss scale
+ * 1 / the batch's targets), one optimizer step at the step's learning rate, then a
+ * flush. Returns the step's loss (the batch mean) as a tensor: reading it
+ * waits for the step. The benchmark times exactly this.
+ */
+export function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, cfg: TrainConfig, step: number, batch: Examples): Tensor {
+  // 1 / the batch's targets (its size for the MLPs, its non-padded positions for the GPT): accumulation gives the batch mean.
+  const lossScale = 1 / targetCount(batch);
+  const mbs = splitMicrobatches(batch, cfg.microbatches);
+  model.zeroGrads();
+  const total = be.zeros([1]);
+  mbs.forEach((mb, i) => {
+    const loss = model.forwardBackward(i, mb, lossScale);
+    be.axpy(total, loss, 1);
+    be.dispose(loss);
+  });
+  opt.lr = lrAt(cfg, step);
+  opt.step(1);
+  be.flush();
+  return total;
+}
+
 export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: TrainHooks = {}): Promise<TrainResult> {
   validateTrainConfig(cfg);
   const t0 = performance.now();
@@ -81,19 +105,7 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
   try {
     for (; step < cfg.steps; step++) {
       if (hooks.shouldStop?.()) break;
-      const batch = sampler.batch(step);
-      const lossScale = 1 / targetCount(batch);
-      const mbs = splitMicrobatches(batch, cfg.microbatches);
-      model.zeroGrads();
-      const total = be.zeros([1]);
-      mbs.forEach((mb, i) => {
-        const loss = model.forwardBackward(i, mb, lossScale);
-        be.axpy(total, loss, 1);
-        be.dispose(loss);
-      });
-      opt.lr = lrAt(cfg, step);
-      opt.step(1);
-      be.flush();
+      const total = issueTrainStep(be, model, opt, cfg, step, sampler.batch(step));
       const loss = (await be.read(total))[0];
       be.dispose(total);
       losses.push(loss);

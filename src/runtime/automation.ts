@@ -7,7 +7,9 @@
  *                                           stops the run (at the latest after the step in
  *                                           flight), ends every worker, and resolves to a
  *                                           report of the steps done (rejects when none was);
- *                                           onStep(progress) is called after each step
+ *                                           onStep(progress) is called after each step;
+ *                                           refused (naming what runs) while another run
+ *                                           holds the workers
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now
  *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
@@ -45,6 +47,29 @@ declare global {
   }
 }
 
+/**
+ * The page's one-session rule as automation sees it: `begin` claims the
+ * workers for an automation run and returns its end, or throws naming the
+ * session that holds them.
+ */
+export interface SessionGate {
+  begin(): () => void;
+}
+
+/** Without a page (the benchmark page): automation runs exclude each other. */
+function ownRunsGate(): SessionGate {
+  let running = false;
+  return {
+    begin() {
+      if (running) throw new Error('cannot start a run started through window.pipelab.run: a run started through window.pipelab.run is going; wait for it to end');
+      running = true;
+      return () => {
+        running = false;
+      };
+    },
+  };
+}
+
 type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
 
 /** The run options, each read once and checked, naming the option, its value and the rule. */
@@ -78,6 +103,8 @@ export function runOptionsOf(input: unknown): RunOpts {
 export interface AutomationOptions {
   /** How this page reads its URL (the app's own reader, so both word every problem the same); default: the run keys alone. */
   readUrl?: (search: string) => { config: RunConfig; errors: string[] };
+  /** The page's one-session rule (the store's); default: automation runs exclude each other. */
+  session?: SessionGate;
 }
 
 function runKeysOnly(search: string): { config: RunConfig; errors: string[] } {
@@ -87,10 +114,19 @@ function runKeysOnly(search: string): { config: RunConfig; errors: string[] } {
 
 export function installAutomation(opts: AutomationOptions = {}): void {
   const readUrl = opts.readUrl ?? runKeysOnly;
+  const gate = opts.session ?? ownRunsGate();
   window.pipelab = {
     defaultConfig: defaultRunConfig,
     urlConfig: () => readUrl(window.location.search),
-    run: async (config, runOpts) => runInBrowser(config, runOptionsOf(runOpts)),
+    async run(config, runOpts) {
+      const checked = runOptionsOf(runOpts);
+      const end = gate.begin();
+      try {
+        return await runInBrowser(config, checked);
+      } finally {
+        end();
+      }
+    },
     runSingleDevice,
     profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
     liveWorkers: () => WorkerRankHost.liveWorkers(),

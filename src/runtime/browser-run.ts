@@ -6,9 +6,10 @@
 import { WebGpuUnavailableError } from '../gpu/device.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
-import { runPipeline, type RunOptions } from './coordinator.ts';
+import { runPlan, type RunOptions } from './coordinator.ts';
 import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { planRun } from './run-plan.ts';
 import { WorkerRankHost } from './worker-host.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
 
@@ -19,10 +20,9 @@ export function hasWebGpu(): boolean {
 export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 
 export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
-  const config = snapshotRunConfig(input);
-  validateRunConfig(config);
+  const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
-  return runPipeline(config, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
+  return runPlan(plan, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */

@@ -10,7 +10,6 @@ import type { Timeline } from '../schedule/types.ts';
 import type { RankHost, RankInit, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
-import { snapshotRunConfig } from './config-snapshot.ts';
 import type { RunConfig } from './run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 
@@ -63,8 +62,8 @@ function channelsFor(plan: RunPlan): [number, number][] {
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
-/** PipeDream: per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
-function asyncStepLosses(results: StepResult[], m: number): number[] {
+/** A stream (one window for every step): per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
+function streamStepLosses(results: StepResult[], m: number): number[] {
   const all = results.flatMap((r) => r.losses).sort((a, b) => a.mb - b.mb);
   const out: number[] = [];
   for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / m);
@@ -79,16 +78,20 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promi
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** Plans `input` (one plain-JSON copy, validated once, before any worker starts), then runs it. */
 export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<RunReport> {
-  // Everything that can be checked is checked before any worker starts, on one plain-JSON copy read once.
-  const config = snapshotRunConfig(input);
-  const plan = planRun(config);
-  const { schedule } = plan;
+  return runPlan(planRun(input), opts);
+}
+
+/** Runs a plan made by planRun. */
+export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunReport> {
+  const { schedule, config } = plan;
   const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
-  // PipeDream runs all its steps as one window: each step gets the same time as a synchronous one.
-  const windowTimeoutMs = plan.async ? stepTimeoutMs * config.steps : stepTimeoutMs;
+  // A window may hold several steps (a stream holds all of them): each step gets the same time.
+  const windowCount = plan.windows.windows(config.steps);
+  const windowTimeoutMs = stepTimeoutMs * (config.steps / windowCount);
 
   const hosts: RankHost[] = [];
   const ended = () => {
@@ -107,7 +110,7 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
       ports[b].set(a, ch.port2);
     }
     const inits = hosts.map((h, r) => {
-      const init: RankInit = { config, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+      const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
       return h.init(init, ports[r]);
     });
     const up = await Promise.race([Promise.all(inits), fatal]);
@@ -118,8 +121,8 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
-    // PipeDream's asynchronous 1F1B has no flush: the whole run is one stream (one window).
-    const windows = plan.async ? 1 : config.steps;
+    const { stream } = plan.windows;
+    const windows = windowCount;
     for (let step = 0; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (opts.beforeStep) await opts.beforeStep(step);
@@ -138,10 +141,10 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
           fatal,
         ]),
         windowTimeoutMs,
-        () => `${plan.async ? `the PipeDream stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
+        () => `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
-      const losses = plan.async ? asyncStepLosses(results, config.microbatches) : [rec.loss];
+      const losses = stream ? streamStepLosses(results, config.microbatches) : [rec.loss];
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
           throw new RunError(`step ${step + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
@@ -149,9 +152,9 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
       });
       records.push(rec);
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
-      if (plan.async) stepLosses = losses;
+      if (stream) stepLosses = losses;
       const every = opts.weightsEvery ?? 0;
-      if (opts.onWeights && every > 0 && !plan.async && (step + 1) % every === 0 && step + 1 < config.steps) {
+      if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
         const w: Weights = {};
         for (const part of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
         opts.onWeights(step, w);

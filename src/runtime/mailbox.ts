@@ -113,10 +113,6 @@ export class Mailbox {
     }
   }
 
-  pending(): number {
-    return this.items.size;
-  }
-
   clear(): void {
     this.items.clear();
   }

@@ -4,6 +4,7 @@
  * driven through Comlink (worker-host.ts); in Node tests a rank runs in the
  * same process (in-process-host.ts). Both run the same RankExecutor.
  */
+import type { ModelSpec } from '../nn/model-spec.ts';
 import type { Schedule } from '../schedule/types.ts';
 import type { Fault } from './faults.ts';
 import type { StepResult } from './rank-executor.ts';
@@ -11,6 +12,8 @@ import type { RunConfig } from './run-config.ts';
 
 export interface RankInit {
   config: RunConfig;
+  /** The model, built once by the coordinator (run-plan.ts) and sent to every rank. */
+  spec: ModelSpec;
   rank: number;
   schedule: Schedule;
   /** Block range [start, end) of every stage (all stages, not only this rank's). */

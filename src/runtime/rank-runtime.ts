@@ -8,16 +8,16 @@ import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import { targetCount, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
-import { buildModelSpec } from '../nn/model-config.ts';
 import { rowsPerExample } from '../nn/model-spec.ts';
-import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
 import { Stage } from '../nn/stage.ts';
-import { lrAt } from '../nn/train-config.ts';
+import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
+import { faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { Mailbox } from './mailbox.ts';
-import { WeightStash } from './pipedream.ts';
-import { RankExecutor, type MicrobatchSource, type RankContext, type StepResult } from './rank-executor.ts';
+import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from './run-config.ts';
+import { Transport } from './transport.ts';
+import { createUpdatePolicy } from './update-policy.ts';
 
 export interface RankRuntime {
   /**
@@ -35,14 +35,12 @@ export interface RankRuntime {
   dispose(): void;
 }
 
-export interface RankHooks {
-  loseDevice?(): void;
-  crash?(): void;
+export interface RankHooks extends FaultEffects {
   /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
-  gpuSpan?: RankContext['gpuSpan'];
+  gpuSpan?: GpuSpanStart;
 }
 
-/** Micro-batch inputs and labels from the seeded sampler; async runs number micro-batches across steps. */
+/** Micro-batch inputs and labels from the seeded sampler; a stream (one window for the whole run) numbers micro-batches across steps. */
 class SampledMicrobatches implements MicrobatchSource {
   private cached: { step: number; mbs: Examples[] } | null = null;
 
@@ -84,70 +82,35 @@ class SampledMicrobatches implements MicrobatchSource {
 }
 
 export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number, MessagePort>, hooks: RankHooks = {}): RankRuntime {
-  const { config, rank, schedule, stageBlocks } = init;
+  const { config, rank, schedule, stageBlocks, spec } = init;
   const train = toTrainConfig(config);
-  const spec = buildModelSpec(train);
+  const kind = scheduleKind(config.schedule);
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
     if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
   });
-  const isAsync = config.schedule === 'pipedream';
   const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, isAsync);
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream);
 
   const mailbox = new Mailbox(rank);
   for (const [peer, port] of ports) mailbox.attach(port, peer);
 
-  let lost: Error | null = null;
-  const optimizers: Optimizer[] = [];
-  const stageOptimizers = new Map<number, Optimizer>();
-  const weightStashes = new Map<number, WeightStash>();
-  const allParams = [...stages.values()].flatMap((s) => s.params);
-  if (isAsync) {
-    for (const [s, st] of stages) {
-      const opt = createOptimizer(be, st.params, train);
-      stageOptimizers.set(s, opt);
-      optimizers.push(opt);
-      weightStashes.set(s, new WeightStash(be, s, st.params));
-    }
-  } else {
-    optimizers.push(createOptimizer(be, allParams, train));
-  }
-
+  const fault = init.fault;
+  const transportOptions = { rank, be, stageToRank: schedule.stageToRank, ports, mailbox, recvTimeoutMs: init.recvTimeoutMs };
+  const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
+  const policy = createUpdatePolicy(kind.update, be, stages, train);
+  let current = 0;
   const executor = new RankExecutor({
     rank,
     be,
-    schedule,
+    order: schedule.order[rank],
     stages,
     data,
-    ports,
-    mailbox,
-    recvTimeoutMs: init.recvTimeoutMs,
-    fault: init.fault,
-    loseDevice: hooks.loseDevice,
-    crash: hooks.crash,
+    transport,
+    policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
     gpuSpan: hooks.gpuSpan,
-    checkHealthy: () => {
-      if (lost) throw lost;
-    },
-    applyOptimizer: (step) => {
-      const opt = optimizers[0];
-      opt.lr = lrAt(train, step);
-      opt.step(1);
-      for (const st of stages.values()) st.zeroGrads();
-    },
-    async: isAsync
-      ? {
-          stashes: weightStashes,
-          update: (s, mb) => {
-            const opt = stageOptimizers.get(s) as Optimizer;
-            opt.lr = lrAt(train, Math.floor(mb / config.microbatches));
-            opt.step(1);
-            (stages.get(s) as Stage).zeroGrads();
-          },
-        }
-      : undefined,
   });
+  const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
 
   const WARM_UP_MB = 0x7fffffff;
   return {
@@ -167,7 +130,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
       }
       await be.sync();
     },
-    step: (step) => executor.runStep(step),
+    step: (step) => {
+      current = step;
+      return runner.runStep(step);
+    },
     async readWeights() {
       const out: Weights = {};
       for (const st of stages.values()) Object.assign(out, await st.readParams());
@@ -182,12 +148,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
       return { rank, liveStashes, stashBytes };
     },
     fail(e) {
-      lost = e;
       mailbox.fail(e);
     },
     dispose() {
-      for (const ws of weightStashes.values()) ws.dispose();
-      for (const o of optimizers) o.dispose();
+      policy.dispose();
       for (const st of stages.values()) st.dispose();
       mailbox.clear();
       for (const p of ports.values()) p.close();

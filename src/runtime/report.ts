@@ -5,7 +5,7 @@
  */
 import { simulate } from '../schedule/simulate.ts';
 import { closedFormBubble } from '../schedule/theory.ts';
-import { bubbleFraction, isCompute, makespan } from '../schedule/timeline.ts';
+import { bubbleFraction, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
 import type { Interval, Op, Timeline } from '../schedule/types.ts';
 import type { RankStats, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
@@ -47,21 +47,6 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
 
 function computeOnly(t: Timeline): Timeline {
   return { ...t, intervals: t.intervals.filter(isCompute) };
-}
-
-/** Mean of `value` per stage and op over the intervals that have one. */
-function meanByStageOp(intervals: Interval[], value: (iv: Interval) => number | undefined): Record<number, Partial<Record<Op, number>>> {
-  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
-  for (const iv of intervals) {
-    const v = value(iv);
-    if (v === undefined || iv.op === 'comm') continue;
-    const e = ((sums[iv.stage] ??= {})[iv.op] ??= { t: 0, n: 0 });
-    e.t += v;
-    e.n++;
-  }
-  const out: Record<number, Partial<Record<Op, number>>> = {};
-  for (const [stage, ops] of Object.entries(sums)) out[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
-  return out;
 }
 
 export interface ReportInput {
@@ -124,7 +109,7 @@ export function buildReport(input: ReportInput): RunReport {
     bubble: {
       measured: mean(bubbles),
       simulated: sim.bubble,
-      closedForm: plan.async ? null : closedFormBubble(schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
+      closedForm: plan.windows.stream ? null : closedFormBubble(schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
     },
     meanOpMs,
     ...(Object.keys(meanGpuOpMs).length > 0 ? { meanGpuOpMs } : {}),
@@ -137,7 +122,7 @@ export function buildReport(input: ReportInput): RunReport {
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
   };
-  if (plan.async) {
+  if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};
     for (const r of last.results) Object.assign(ws, r.weightStash ?? {});
     report.weightStash = ws;

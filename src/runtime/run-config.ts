@@ -7,7 +7,7 @@
  */
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
-import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/registry.ts';
+import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
@@ -16,9 +16,9 @@ import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
 import { defaultModelConfig } from '../nn/model-config.ts';
 
-/** 'pipedream' is PipeDream's asynchronous 1F1B with weight stashing (no flush). */
-export type RunScheduleName = ScheduleName | 'pipedream';
-export const RUN_SCHEDULES: readonly RunScheduleName[] = [...SCHEDULE_NAMES, 'pipedream'];
+export type { RunScheduleName } from '../schedule/registry.ts';
+/** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
+export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
 /** How a run cuts its model into stages: balanced FLOPs (the default) or equal block counts. */
 export const PARTITIONS = ['flops', 'blocks'] as const;
@@ -76,7 +76,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   if (cfg === null || typeof cfg !== 'object') throw new ConfigError('config', cfg, 'must be an object');
   const schedule = requireOneOf('schedule', cfg.schedule, RUN_SCHEDULES);
   requireInt('ranks', cfg.ranks, 1, MAX_RUN_RANKS);
-  requireInt('virtual', cfg.virtual, 1, 8);
+  requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
   requireOneOf('partition', cfg.partition, PARTITIONS);
   requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
@@ -88,11 +88,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     );
   }
   validateTrainConfig(toTrainConfig(cfg));
-  if (schedule === 'pipedream') {
-    if (cfg.virtual !== 1) throw new ConfigError('virtual', cfg.virtual, 'pipedream holds one stage per rank, so virtual must be 1');
-  } else {
-    scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
-  }
+  scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
     if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);

@@ -18,7 +18,7 @@ import { buildModelSpec } from '../nn/model-config.ts';
 import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
-import { scheduleKind, type ScheduleName } from '../schedule/registry.ts';
+import { scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
 
 const MiB = 1024 * 1024;
 
@@ -26,7 +26,7 @@ export const RUN_LIMITS = {
   microbatches: 1024,
   /** Actions every rank runs in one synchronous step, all ranks together. */
   actionsPerStep: 32_768,
-  /** A PipeDream run is one stream with no flush: its actions over the whole run. */
+  /** A stream (PipeDream: one window, no flush): its actions over the whole run. */
   pipedreamActions: 65_536,
   /** WebGPU's default maxStorageBufferBindingSize, which every adapter offers. */
   bufferBytes: 128 * MiB,
@@ -41,7 +41,7 @@ export const RUN_LIMITS = {
 export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   ranks: number;
   virtual: number;
-  schedule: ScheduleName | 'pipedream';
+  schedule: RunScheduleName;
   /** 'blocks': equal block counts; otherwise balanced FLOPs. */
   partition?: 'flops' | 'blocks';
 }
@@ -85,7 +85,7 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
 /** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
 export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
   const rows = cfg.batchSize / cfg.microbatches;
-  const copies = 2 + (cfg.optimizer === 'sgd' ? 1 : 2) + (cfg.schedule === 'pipedream' ? cfg.ranks - 1 : 0);
+  const copies = 2 + (cfg.optimizer === 'sgd' ? 1 : 2) + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
@@ -107,14 +107,15 @@ function memoryField(cfg: LimitInput, weights: number, activations: number): { f
   return cfg.model === 'gpt' ? { field: 'width', value: cfg.width ?? 0 } : { field: 'hidden', value: cfg.hidden };
 }
 
-/** Actions of one synchronous step, or of a whole PipeDream run. */
+/** Actions of one window: a synchronous step, or a whole stream (PipeDream). */
 export function runActions(cfg: LimitInput): number {
-  if (cfg.schedule === 'pipedream') return cfg.ranks * cfg.steps * cfg.microbatches * 2;
-  return cfg.ranks * cfg.virtual * cfg.microbatches * (scheduleKind(cfg.schedule).splitBackward ? 3 : 2);
+  const kind = scheduleKind(cfg.schedule);
+  const m = UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, cfg.steps);
+  return cfg.ranks * cfg.virtual * m * (kind.splitBackward ? 3 : 2);
 }
 
 /** Throws a ConfigError unless one step of the schedule at these sizes has at most RUN_LIMITS.actionsPerStep actions (before it is generated). */
-export function checkStepActions(schedule: ScheduleName, ranks: number, virtual: number, microbatches: number): void {
+export function checkStepActions(schedule: RunScheduleName, ranks: number, virtual: number, microbatches: number): void {
   const actions = ranks * virtual * microbatches * (scheduleKind(schedule).splitBackward ? 3 : 2);
   if (!(actions <= RUN_LIMITS.actionsPerStep)) {
     throw new ConfigError('microbatches', microbatches, `ranks · virtual · microbatches · ops = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
@@ -127,14 +128,15 @@ export function checkRunLimits(cfg: LimitInput): void {
     throw new ConfigError('microbatches', cfg.microbatches, `must be at most ${RUN_LIMITS.microbatches} for a run (each micro-batch is a message between workers)`);
   }
   const actions = runActions(cfg);
-  if (cfg.schedule === 'pipedream' && actions > RUN_LIMITS.pipedreamActions) {
+  const stream = UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].stream;
+  if (stream && actions > RUN_LIMITS.pipedreamActions) {
     throw new ConfigError(
       'steps',
       cfg.steps,
       `PipeDream runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
     );
   }
-  if (cfg.schedule !== 'pipedream') checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches);
+  if (!stream) checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches);
   const cut = stageCut(cfg);
   for (const b of largestStageBuffers(cfg, cut)) {
     if (b.bytes > RUN_LIMITS.bufferBytes) {

@@ -1,37 +1,46 @@
 /**
- * Turns a run configuration into what the ranks run: the model cut into
- * ranks × virtual stages (contiguous; balanced FLOPs or equal block counts)
- * and a validated schedule ('auto': built for the model's FLOPs within memCap).
- * Everything here runs before any worker starts.
+ * Turns a run configuration into what the ranks run: one plain-JSON copy of
+ * it, validated (once per run, here), the model spec built (once, and sent to
+ * every rank), the model cut into ranks × virtual stages (contiguous; balanced
+ * FLOPs or equal block counts), and a validated schedule spanning one window of
+ * the schedule's update policy (a schedule planned from stage costs, 'auto', is
+ * built for the model's FLOPs within memCap). Everything here runs before any
+ * worker starts.
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
 import type { BlockRange } from '../nn/partition.ts';
-import { generateSchedule } from '../schedule/registry.ts';
+import { autoForRun } from '../plan/plan.ts';
+import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
-import { autoForRun } from '../plan/plan.ts';
-import { pipedreamSchedule } from './pipedream.ts';
+import { snapshotRunConfig } from './config-snapshot.ts';
 import { validateRunConfig, type RunConfig } from './run-config.ts';
 import { stageCut } from './run-limits.ts';
 
 export interface RunPlan {
+  config: RunConfig;
   spec: ModelSpec;
+  kind: ScheduleKind;
+  /** The schedule of one window (a step under 'flush'; the whole run for a stream). */
   schedule: Schedule;
   stageBlocks: BlockRange[];
-  /** True for PipeDream's asynchronous 1F1B: no flush, a weight update after every backward. */
-  async: boolean;
+  /** How the run's steps map onto windows under the schedule's update policy. */
+  windows: UpdateWindows;
 }
 
-export function planRun(config: RunConfig): RunPlan {
+export function planRun(input: RunConfig): RunPlan {
+  // One plain-JSON copy, read once; validated once, here.
+  const config = snapshotRunConfig(input);
   validateRunConfig(config);
   // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
   const { spec, stageBlocks } = stageCut(config);
-  const isAsync = config.schedule === 'pipedream';
-  const schedule = isAsync
-    ? pipedreamSchedule(config.ranks, config.steps * config.microbatches)
-    : config.schedule === 'auto'
-      ? autoForRun(spec, stageBlocks, config.ranks, config.microbatches, Math.max(1, Math.floor(config.batchSize / config.microbatches)), config.memCap || config.ranks)
-      : generateSchedule(config.schedule, config.ranks, config.microbatches, config.virtual);
+  const kind = scheduleKind(config.schedule);
+  const windows = UPDATE_WINDOWS[kind.update];
+  const m = windows.microbatches(config.microbatches, config.steps);
+  kind.validateParams(config.ranks, m, config.virtual);
+  const schedule = kind.fromStageCosts
+    ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / config.microbatches)), config.memCap || config.ranks)
+    : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
-  return { spec, schedule, stageBlocks, async: isAsync };
+  return { config, spec, kind, schedule, stageBlocks, windows };
 }

@@ -75,13 +75,27 @@ describe('PipeDream asynchronous 1F1B with weight stashing', () => {
     const plan = planRun(cfg);
     const ch = new MessageChannel();
     const ports = [new Map([[1, ch.port1]]), new Map([[0, ch.port2]])];
-    const rts = [0, 1].map((r) => createRankRuntime(new Cpu(), { config: cfg, rank: r, schedule: plan.schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs: 2000 }, ports[r]));
+    const rts = [0, 1].map((r) => createRankRuntime(new Cpu(), { config: cfg, spec: plan.spec, rank: r, schedule: plan.schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs: 2000 }, ports[r]));
     const results = await Promise.all(rts.map((rt) => rt.step(0)));
     const records = results.flatMap((r) => r.versions ?? []);
     expect(records).toHaveLength(2 * cfg.steps * cfg.microbatches);
     for (const rec of records) expect(rec.backward).toBe(rec.forward);
     expect(records.some((rec) => rec.current > rec.forward)).toBe(true);
     for (const rt of rts) rt.dispose();
+  });
+});
+
+describe('GPU time of actions', () => {
+  it('without timestamp queries (the CPU reference has none) actions carry wall time only and the report no GPU times', async () => {
+    const report = await runPipeline(tiny(), { hostFactory: cpuHosts() });
+    const compute = report.timeline.intervals.filter((iv) => iv.op !== 'comm');
+    expect(compute.length).toBeGreaterThan(0);
+    for (const iv of compute) {
+      expect(iv.gpuMs).toBeUndefined();
+      expect(iv.end).toBeGreaterThanOrEqual(iv.start);
+    }
+    expect(report.meanGpuOpMs).toBeUndefined();
+    expect(Object.keys(report.meanOpMs).length).toBe(report.schedule.stages);
   });
 });
 

@@ -7,7 +7,7 @@ import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import { ActionError, type StepResult } from './rank-executor.ts';
+import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { checkAdapterBufferLimits } from './run-limits.ts';
 
@@ -44,9 +44,9 @@ const api = {
         },
       });
       const rt = runtime;
-      be.device.lost.then((info) => {
-        rt.fail(new Error(`${where}: the WebGPU device was lost (${info.reason}${info.message ? `: ${info.message}` : ''})`));
-      });
+      // The backend is where a lost device is noticed and named (its ops, reads and
+      // syncs throw DeviceLostError); here the rank's waits for peers end with it too.
+      void be.lost.then((message) => rt.fail(new Error(`${where}: ${message}`)));
       await rt.warmUp();
       const oom = scopeFailure(await be.device.popErrorScope(), 'building its stages');
       if (oom) throw oom;
@@ -59,12 +59,6 @@ const api = {
     try {
       return await need().step(step);
     } catch (e) {
-      // A lost device shows first as a failed map or submit; name the cause.
-      const be = backend;
-      const lost = be ? await Promise.race([be.lost, new Promise<null>((r) => setTimeout(() => r(null), 200))]) : null;
-      if (lost !== null && e instanceof ActionError) {
-        throw new ActionError(e.rank, e.action, e.step, new Error(`the WebGPU device was lost: ${lost}`));
-      }
       const where = current ? `${rankWhere(current.rank, current.schedule.stageToRank)}, step ${step}` : `step ${step}`;
       const message = describeGpuFailure(e, where);
       if (e instanceof Error && message === e.message) throw e;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.ts';
 import { formatAction, parseAction } from './action-text.ts';
-import { generateSchedule, SCHEDULES, SCHEDULE_NAMES } from './registry.ts';
+import { generateSchedule, RUN_SCHEDULE_NAMES, SCHEDULES, SCHEDULE_NAMES, UPDATE_WINDOWS } from './registry.ts';
 import { paramsArb } from './test-support.ts';
 import type { Schedule } from './types.ts';
 import { peakMemory } from './simulate.ts';
@@ -153,6 +153,48 @@ describe('validateParams', () => {
     expect(() => generateSchedule('dualpipe-v', 4, 8, 1)).toThrow('virtual = 1: dualpipe-v holds exactly 2 stages per rank (a V), so virtual must be 2');
     expect(SCHEDULES['zb-v'].defaultVirtual).toBe(2);
     expect(generateSchedule('zb-v', 3, 5).stages).toBe(6);
+  });
+});
+
+describe('what the registry declares for its callers', () => {
+  const all = Object.values(SCHEDULES);
+
+  it('virtualFor: the fixed count, the requested one, or 1, agreeing with validateParams', () => {
+    for (const kind of all) {
+      for (const requested of [1, 2, 3, 5]) {
+        const v = kind.virtualFor(requested);
+        expect(() => kind.validateParams(4, 8, v)).not.toThrow();
+        if (kind.acceptsVirtual && requested !== v) expect(() => kind.validateParams(4, 8, requested)).toThrow();
+        if (!kind.acceptsVirtual) expect(v).toBe(1);
+      }
+      expect(kind.virtualFor(kind.defaultVirtual)).toBe(kind.defaultVirtual);
+    }
+    expect(SCHEDULES['zb-v'].virtualFor(5)).toBe(2);
+    expect(SCHEDULES['interleaved-1f1b'].virtualFor(3)).toBe(3);
+  });
+
+  it('the synchronous names are exactly the flush schedules; PipeDream stashes and updates after every backward', () => {
+    expect(all.filter((k) => k.update === 'flush').map((k) => k.name)).toEqual([...SCHEDULE_NAMES]);
+    expect(RUN_SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update !== 'flush')).toEqual(['pipedream']);
+    expect(SCHEDULES.pipedream.update).toBe('stash-and-update-after-backward');
+  });
+
+  it("pipedream's window is a valid 1F1B order over every step's micro-batches", () => {
+    const w = UPDATE_WINDOWS[SCHEDULES.pipedream.update];
+    expect(w.windows(30)).toBe(1);
+    expect(w.microbatches(4, 30)).toBe(120);
+    const s = generateSchedule('pipedream', 4, w.microbatches(4, 3));
+    expect(s.name).toBe('pipedream');
+    expect(s.order).toEqual(generateSchedule('1f1b', 4, 12).order);
+    expect(validateSchedule(s).ok).toBe(true);
+    expect(UPDATE_WINDOWS.flush.windows(30)).toBe(30);
+    expect(UPDATE_WINDOWS.flush.microbatches(4, 30)).toBe(4);
+  });
+
+  it('costChunks: zb-v costs each of its two stages as a full stage, the others split a rank over v', () => {
+    expect(SCHEDULES['zb-v'].costChunks(2)).toBe(1);
+    expect(SCHEDULES['interleaved-1f1b'].costChunks(3)).toBe(3);
+    expect(SCHEDULES.gpipe.costChunks(1)).toBe(1);
   });
 });
 

@@ -2,7 +2,7 @@
 export type { Action, Op, Schedule } from './types.ts';
 export { OPS } from './types.ts';
 export type { CommKind, Interval, RankUsage, Timeline, TimelineStats } from './timeline.ts';
-export { bubbleFraction, isCompute, makespan, meanOpTimes, rankUsage, timelineStats } from './timeline.ts';
+export { bubbleFraction, isCompute, makespan, meanByStageOp, meanOpTimes, rankUsage, timelineStats } from './timeline.ts';
 export { formatAction, parseAction } from './action-text.ts';
 export { stageToRankMap, stagesOfRanks, type Placement } from './placement.ts';
 export { autoSchedule, type AutoResult, type MemoryCap } from './generators/auto.ts';

@@ -14,8 +14,38 @@ import { autoSchedule } from './generators/auto.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
+/** The synchronous schedules: one schedule per step, then a flush. */
 export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
+/** Every schedule a run can use: the synchronous ones and PipeDream's asynchronous 1F1B. */
+export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream'] as const;
+export type RunScheduleName = (typeof RUN_SCHEDULE_NAMES)[number];
+
+/**
+ * How a schedule updates the weights. 'flush': gradients accumulate over the
+ * step's micro-batches and the optimizer runs once at the end of each step.
+ * 'stash-and-update-after-backward' (PipeDream): no flush; each stage applies
+ * its optimizer after every backward and keeps ("stashes") the weight version
+ * each in-flight micro-batch's forward used, so the whole run is one stream.
+ */
+export type UpdatePolicyName = 'flush' | 'stash-and-update-after-backward';
+
+/** What a run's window is under an update policy. */
+export interface UpdateWindows {
+  /** Schedules the run executes one after the other (steps for 'flush', 1 for a stream). */
+  windows(steps: number): number;
+  /** Micro-batches one window's schedule holds. */
+  microbatches(microbatchesPerStep: number, steps: number): number;
+  /** True when one window spans every step (micro-batches are numbered across steps; no per-step closed form). */
+  stream: boolean;
+  /** Weight versions a stage holds beyond its current weights, at most (stashed for in-flight micro-batches). */
+  extraWeightVersions(ranks: number): number;
+}
+
+export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> = {
+  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false, extraWeightVersions: () => 0 },
+  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: (ranks) => ranks - 1 },
+};
 
 /** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
 export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
@@ -27,7 +57,7 @@ export const MAX_MICROBATCHES = 65536;
 export const MAX_ACTIONS = 1 << 24;
 
 export interface ScheduleKind {
-  name: ScheduleName;
+  name: RunScheduleName;
   /** One line for people. */
   title: string;
   /** Where it comes from. */
@@ -38,6 +68,19 @@ export interface ScheduleKind {
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
+  /** The v this schedule runs with when `requested` is asked for (zb-v: 2; one-stage schedules: 1). */
+  virtualFor(requested: number): number;
+  /**
+   * Over how many chunks a rank's per-op cost is split for the simulator: v
+   * for chunked schedules; 1 for zb-v, whose two stages are each a full stage.
+   */
+  costChunks(virtual: number): number;
+  /** How the weights are updated (see UpdatePolicyName). */
+  update: UpdatePolicyName;
+  /** The synchronous schedule whose closed forms describe one step of this one (itself for those). */
+  theoryAs: ScheduleName;
+  /** True when a run builds it from its measured or estimated stage costs (src/plan), not from p and m alone. */
+  fromStageCosts: boolean;
   placement: Placement;
   /** Throws ConfigError naming the field (ranks, microbatches, virtual) and the rule it broke. */
   validateParams(ranks: number, microbatches: number, virtual: number): void;
@@ -59,136 +102,146 @@ function requireCommon(ranks: number, microbatches: number, virtual: number, ops
   }
 }
 
-function requireTwoStagesPerRank(name: string, virtual: number): void {
-  if (virtual !== 2) throw new ConfigError('virtual', virtual, `${name} holds exactly 2 stages per rank (a V), so virtual must be 2`);
+/** Stages per rank a schedule takes: exactly one, any v ≥ 1, or a fixed count (zb-v's V: 2). */
+type VirtualRule = 'one' | 'any' | { fixed: number };
+
+interface KindDecl {
+  name: RunScheduleName;
+  title: string;
+  source: string;
+  splitBackward: boolean;
+  virtual: VirtualRule;
+  generate: ScheduleKind['generate'];
+  /** Schedule-specific rules beyond the common ones and the virtual rule. */
+  check?: (ranks: number, microbatches: number, virtual: number) => void;
+  placement?: Placement;
+  update?: UpdatePolicyName;
+  theoryAs?: ScheduleName;
+  costChunks?: ScheduleKind['costChunks'];
+  fromStageCosts?: boolean;
 }
 
-function requireOneStagePerRank(name: string, virtual: number): void {
-  if (virtual !== 1) {
-    throw new ConfigError('virtual', virtual, `${name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
-  }
+/** A schedule kind from its declaration: each rule (virtual stages, checks, policy) is declared once, here turned into fields. */
+function kind(d: KindDecl): ScheduleKind {
+  const rule = d.virtual;
+  const fixed = typeof rule === 'object' ? rule.fixed : null;
+  return {
+    name: d.name,
+    title: d.title,
+    source: d.source,
+    splitBackward: d.splitBackward,
+    acceptsVirtual: rule !== 'one',
+    defaultVirtual: fixed ?? 1,
+    virtualFor: (requested) => (fixed !== null ? fixed : rule === 'any' ? requested : 1),
+    costChunks: d.costChunks ?? ((v) => v),
+    update: d.update ?? 'flush',
+    theoryAs: d.theoryAs ?? (d.name as ScheduleName),
+    fromStageCosts: d.fromStageCosts ?? false,
+    placement: d.placement ?? 'loop',
+    validateParams(p, m, v) {
+      requireCommon(p, m, v, d.splitBackward ? 3 : 2);
+      if (rule === 'one' && v !== 1) {
+        throw new ConfigError('virtual', v, `${d.name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
+      }
+      if (fixed !== null && v !== fixed) throw new ConfigError('virtual', v, `${d.name} holds exactly ${fixed} stages per rank (a V), so virtual must be ${fixed}`);
+      d.check?.(p, m, v);
+    },
+    generate: d.generate,
+  };
 }
 
-export const SCHEDULES: Readonly<Record<ScheduleName, ScheduleKind>> = {
-  gpipe: {
+export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
+  gpipe: kind({
     name: 'gpipe',
     title: 'GPipe: all forwards, then all backwards',
     source: 'Huang et al., 2019, arXiv:1811.06965',
     splitBackward: false,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      requireOneStagePerRank('gpipe', v);
-    },
+    virtual: 'one',
     generate: (p, m) => gpipe(p, m),
-  },
-  '1f1b': {
+  }),
+  '1f1b': kind({
     name: '1f1b',
     title: '1F1B (PipeDream-flush): warm-up, one forward one backward, cool-down',
     source: 'Narayanan et al., 2021, arXiv:2006.09503; Megatron-LM',
     splitBackward: false,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      requireOneStagePerRank('1f1b', v);
-    },
+    virtual: 'one',
     generate: (p, m) => oneFOneB(p, m),
-  },
-  'interleaved-1f1b': {
+  }),
+  'interleaved-1f1b': kind({
     name: 'interleaved-1f1b',
     title: 'Interleaved 1F1B: v model chunks per rank, looped placement',
     source: 'Narayanan et al., SC 2021, arXiv:2104.04473; Megatron-LM',
     splitBackward: false,
-    acceptsVirtual: true,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-      if (m % p !== 0) {
-        throw new ConfigError('microbatches', m, `interleaved-1f1b needs a multiple of ranks (${p}), as Megatron-LM does`);
-      }
+    virtual: 'any',
+    check(p, m) {
+      if (m % p !== 0) throw new ConfigError('microbatches', m, `interleaved-1f1b needs a multiple of ranks (${p}), as Megatron-LM does`);
     },
     generate: (p, m, v) => interleaved1F1B(p, m, v),
-  },
-  'zb-h1': {
+  }),
+  'zb-h1': kind({
     name: 'zb-h1',
     title: 'ZB-H1: 1F1B with B split into I and W, W filling the cool-down',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241',
     splitBackward: true,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      requireOneStagePerRank('zb-h1', v);
-    },
+    virtual: 'one',
     generate: (p, m) => zbH1(p, m),
-  },
-  'zb-v': {
+  }),
+  'zb-v': kind({
     name: 'zb-v',
     title: 'ZB-V: two stages per rank in a V, B split into I and W',
     source: 'Qi et al., ICLR 2024, arXiv:2401.10241, section 6',
     splitBackward: true,
-    acceptsVirtual: true,
-    defaultVirtual: 2,
+    virtual: { fixed: 2 },
     placement: 'v',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      requireTwoStagesPerRank('zb-v', v);
-    },
+    // Its two stages are each a full stage in theory.ts, not chunks of one.
+    costChunks: () => 1,
     generate: (p, m) => zbV(p, m),
-  },
-  'looped-bfs': {
+  }),
+  'looped-bfs': kind({
     name: 'looped-bfs',
     title: 'Looped BFS: breadth-first over v chunks per rank',
     source: 'Lamy-Poirier, 2022, arXiv:2211.05953',
     splitBackward: false,
-    acceptsVirtual: true,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 2);
-    },
+    virtual: 'any',
     generate: (p, m, v) => loopedBfs(p, m, v),
-  },
-  'dualpipe-v': {
+  }),
+  'dualpipe-v': kind({
     name: 'dualpipe-v',
     title: 'DualPipe-V: two stages per rank in a V, F and B of different micro-batches side by side',
     source: 'DeepSeek-AI, 2024, arXiv:2412.19437; github.com/deepseek-ai/DualPipe (DualPipeV)',
     splitBackward: true,
-    acceptsVirtual: true,
-    defaultVirtual: 2,
+    virtual: { fixed: 2 },
     placement: 'v',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      requireTwoStagesPerRank('dualpipe-v', v);
-    },
+    // Its two stages are each a full stage in theory.ts, not chunks of one.
+    costChunks: () => 1,
     generate: (p, m) => dualPipeV(p, m),
-  },
-  auto: {
+  }),
+  auto: kind({
     name: 'auto',
     title: 'Auto: the fastest schedule found within a memory cap, from the stage costs',
     source: 'after Qi et al., ICLR 2024, arXiv:2401.10241, section 4 (generators/auto.ts)',
     splitBackward: true,
-    acceptsVirtual: false,
-    defaultVirtual: 1,
-    placement: 'loop',
-    validateParams(p, m, v) {
-      requireCommon(p, m, v, 3);
-      requireOneStagePerRank('auto', v);
-    },
+    virtual: 'one',
+    fromStageCosts: true,
     // Through this door: equal stages (F = I = W = 1) and 1F1B's memory, p micro-batches per rank. With a
     // profile's costs and another cap, call autoSchedule (src/plan, `pipelab plan`).
     generate: (p, m) => autoSchedule(p, m, DEFAULT_AUTO_COSTS, { microbatches: p }).schedule,
-  },
+  }),
+  pipedream: kind({
+    name: 'pipedream',
+    title: 'PipeDream: asynchronous 1F1B with weight stashing, no flush between steps',
+    source: 'Narayanan et al., SOSP 2019, arXiv:1806.03377',
+    splitBackward: false,
+    virtual: 'one',
+    update: 'stash-and-update-after-backward',
+    theoryAs: '1f1b',
+    generate: (p, m) => ({ ...oneFOneB(p, m), name: 'pipedream' }),
+  }),
 };
 
+/** The kind of any schedule a run can use (PipeDream included). */
 export function scheduleKind(name: unknown): ScheduleKind {
-  return SCHEDULES[requireOneOf('schedule', name, SCHEDULE_NAMES)];
+  return SCHEDULES[requireOneOf('schedule', name, RUN_SCHEDULE_NAMES)];
 }
 
 /**

@@ -23,8 +23,7 @@ export function paramsArb(maxP = 10, maxM = 24): fc.Arbitrary<Params> {
     .map(({ name, p, m, v }) => {
       const kind = SCHEDULES[name];
       if (name === 'interleaved-1f1b') m = p * Math.max(1, Math.round(m / p));
-      if (!kind.acceptsVirtual) v = 1;
-      if (kind.placement === 'v') v = 2;
+      v = kind.virtualFor(v);
       return { name, p, m, v };
     });
 }

@@ -111,23 +111,25 @@ export function timelineStats(t: Timeline): TimelineStats {
   return { start, makespan: total, perRank, busy, bubble };
 }
 
-/** Mean duration of each (stage, op) over a timeline's compute intervals. */
-export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
-  const sum = new Map<string, { s: number; n: number }>();
-  for (const iv of t.intervals) {
-    if (iv.op === 'comm') continue;
-    const k = `${iv.stage}:${iv.op}`;
-    const e = sum.get(k) ?? { s: 0, n: 0 };
-    e.s += iv.end - iv.start;
+/** Mean of `value` per stage and op over the intervals that have one. */
+export function meanByStageOp(intervals: Interval[], value: (iv: Interval) => number | undefined): Record<number, Partial<Record<Op, number>>> {
+  const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
+  for (const iv of intervals) {
+    const v = value(iv);
+    if (v === undefined || iv.op === 'comm') continue;
+    const e = ((sums[iv.stage] ??= {})[iv.op] ??= { t: 0, n: 0 });
+    e.t += v;
     e.n++;
-    sum.set(k, e);
   }
+  const out: Record<number, Partial<Record<Op, number>>> = {};
+  for (const [stage, ops] of Object.entries(sums)) out[Number(stage)] = Object.fromEntries(Object.entries(ops).map(([op, e]) => [op, e.t / e.n]));
+  return out;
+}
+
+/** Mean duration of each (stage, op) over a timeline's compute intervals (meanByStageOp of the durations). */
+export function meanOpTimes(t: Timeline): Map<number, Partial<Record<Op, number>>> {
+  const means = meanByStageOp(t.intervals, (iv) => iv.end - iv.start);
   const out = new Map<number, Partial<Record<Op, number>>>();
-  for (const [k, { s, n }] of sum) {
-    const [stage, op] = k.split(':');
-    const m = out.get(Number(stage)) ?? {};
-    m[op as Op] = s / n;
-    out.set(Number(stage), m);
-  }
+  for (const [stage, ops] of Object.entries(means)) out.set(Number(stage), ops);
   return out;
 }

@@ -9,15 +9,13 @@ import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/ind
 import { checkRunConfig } from './config-actions.ts';
 import { predict, type Prediction } from './derived.ts';
 import { attributeLastStep } from './explain.ts';
-import { isActive, usePipeLab, type CompareMeasurement } from './store.ts';
+import { beginSession, endSession, sessionBusyReason, usePipeLab, type CompareMeasurement, type SessionControl } from './store.ts';
 
 export const COMPARE_SCHEDULES: readonly ScheduleName[] = SCHEDULE_NAMES;
 
 /** Stages per rank each schedule gets in a comparison: its fixed count, or `virtual` for those that take any. */
 export function compareVirtual(name: ScheduleName, virtual: number): number {
-  const kind = scheduleKind(name);
-  if (kind.placement === 'v') return 2;
-  return kind.acceptsVirtual ? virtual : 1;
+  return scheduleKind(name).virtualFor(virtual);
 }
 
 /**
@@ -56,7 +54,6 @@ export function simulateAll(base: RunConfig, names: readonly ScheduleName[], vir
   });
 }
 
-let measuring: AbortController | null = null;
 
 function setMeasurement(name: string, m: Partial<CompareMeasurement>): void {
   usePipeLab.setState((s) => {
@@ -65,13 +62,21 @@ function setMeasurement(name: string, m: Partial<CompareMeasurement>): void {
   });
 }
 
-/** Trains every runnable entry for `steps` steps, one after the other. */
+/** Why "measure" cannot start now (another session holds the workers, no WebGPU), or null. */
+export function cannotMeasureReason(): string | null {
+  const busy = sessionBusyReason();
+  if (busy) return `Cannot measure now: ${busy}.`;
+  if (usePipeLab.getState().webgpu.state !== 'available') return 'Measuring needs WebGPU; the simulated side still works.';
+  return null;
+}
+
+/** Trains every runnable entry for `steps` steps, one after the other (the store's 'comparing' session). */
 export async function measureAll(entries: readonly CompareSimulated[], steps: number): Promise<void> {
-  const s = usePipeLab.getState();
-  if (measuring || isActive(s.run.status) || s.webgpu.state !== 'available') return;
-  const ac = new AbortController();
-  measuring = ac;
-  usePipeLab.setState({ compareStatus: 'measuring', compare: {} });
+  if (cannotMeasureReason() !== null) return;
+  const control: SessionControl = { kind: 'comparing', abort: new AbortController() };
+  const ac = control.abort;
+  beginSession(control);
+  usePipeLab.setState({ compare: {} });
   const runnable = entries.filter((e) => e.problem === null);
   for (const e of runnable) setMeasurement(e.name, { status: 'queued' });
   try {
@@ -94,11 +99,11 @@ export async function measureAll(entries: readonly CompareSimulated[], steps: nu
       }
     }
   } finally {
-    measuring = null;
-    usePipeLab.setState({ compareStatus: 'idle' });
+    endSession(control);
   }
 }
 
 export function stopMeasuring(): void {
-  measuring?.abort();
+  const c = usePipeLab.getState().control;
+  if (c?.kind === 'comparing') c.abort.abort();
 }

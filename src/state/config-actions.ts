@@ -35,9 +35,7 @@ export function checkSimParams(p: SimParams): FieldProblem | null {
  * the depth those stages need (a block per stage at least).
  */
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {
-  if (schedule === 'pipedream') return { ...cfg, schedule, virtual: 1 };
-  const kind = scheduleKind(schedule);
-  const virtual = kind.placement === 'v' ? 2 : kind.acceptsVirtual ? Math.max(cfg.virtual, 2) : 1;
+  const virtual = scheduleKind(schedule).virtualFor(Math.max(cfg.virtual, 2));
   return { ...cfg, schedule, virtual, layers: Math.max(cfg.layers, depthFor(cfg.ranks, virtual)) };
 }
 
@@ -62,8 +60,7 @@ export function patchSim(patch: Partial<SimParams>): void {
   const cur = usePipeLab.getState().sim;
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
-    const kind = scheduleKind(patch.schedule);
-    next = { ...next, virtual: kind.placement === 'v' ? 2 : kind.acceptsVirtual ? Math.max(cur.virtual, 2) : 1 };
+    next = { ...next, virtual: scheduleKind(patch.schedule).virtualFor(Math.max(cur.virtual, 2)) };
   }
   setSim(next);
 }

@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../runtime/run-config.ts';
 import { checkStepActions } from '../runtime/run-limits.ts';
-import { generateSchedule, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, meanOpTimes, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -15,27 +15,26 @@ export interface Prediction {
   closedPeak: number[] | null;
 }
 
-/** The schedule one step of `cfg` runs (PipeDream's one step is a 1F1B pass over its micro-batches); throws a ConfigError past the run's action limit. */
+/** The schedule one step of `cfg` runs (a stream's step is its action order over the step's micro-batches); throws a ConfigError past the run's action limit. */
 export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
-  const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
-  const v = cfg.schedule === 'pipedream' ? 1 : cfg.virtual;
+  const v = scheduleKind(cfg.schedule).virtualFor(cfg.virtual);
   // A draft the run would refuse for its size is not generated either: the form's main thread stays free.
-  checkStepActions(name, cfg.ranks, v, cfg.microbatches);
-  return generateSchedule(name, cfg.ranks, cfg.microbatches, v);
+  checkStepActions(cfg.schedule, cfg.ranks, v, cfg.microbatches);
+  return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, v);
 }
 
 /** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes or the run would refuse them as too much work. */
 export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
   try {
+    const kind = scheduleKind(cfg.schedule);
     const schedule = stepSchedule(cfg);
-    const v = schedule.name === 'zb-v' || schedule.name === 'dualpipe-v' ? 1 : schedule.stages / schedule.ranks;
-    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, v));
-    const name = cfg.schedule === 'pipedream' ? '1f1b' : cfg.schedule;
+    const v = schedule.stages / schedule.ranks;
+    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)));
     return {
       schedule,
       result,
-      closed: closedForm(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
-      closedPeak: closedFormPeakActivations(name, schedule.ranks, schedule.microbatches, schedule.stages / schedule.ranks),
+      closed: closedForm(kind.theoryAs, schedule.ranks, schedule.microbatches, v),
+      closedPeak: closedFormPeakActivations(kind.theoryAs, schedule.ranks, schedule.microbatches, v),
     };
   } catch {
     return null;
@@ -48,8 +47,8 @@ export { meanOpTimes };
 /** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
   try {
-    const means = meanOpTimes(measured);
-    const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means.get(s)?.[op] ?? 0);
+    const means = meanByStageOp(measured.intervals, (iv) => iv.end - iv.start);
+    const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means[s]?.[op] ?? 0);
     return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms' }).timeline;
   } catch {
     return null;

@@ -12,7 +12,7 @@
  * Also the closed form's makespan in the simulator's prediction units.
  */
 import type { RunReport } from '../runtime/report-types.ts';
-import { simulate, timelineStats, type ClosedForm, type Op, type Schedule } from '../schedule/index.ts';
+import { SCHEDULES, simulate, timelineStats, type ClosedForm, type Op, type Schedule, type ScheduleKind } from '../schedule/index.ts';
 import { computeOnly } from './derived.ts';
 
 export interface GapStep {
@@ -76,6 +76,7 @@ export function attributeLastStep(report: Pick<RunReport, 'schedule' | 'meanOpMs
  * already counts per stage.
  */
 export function closedMakespanInPredictionUnits(closed: Pick<ClosedForm, 'makespan'>, schedule: Pick<Schedule, 'name' | 'stages' | 'ranks'>): number {
-  const v = schedule.name === 'zb-v' ? 1 : schedule.stages / schedule.ranks;
-  return closed.makespan / v;
+  const v = schedule.stages / schedule.ranks;
+  const kind: ScheduleKind | undefined = (SCHEDULES as Readonly<Record<string, ScheduleKind>>)[schedule.name];
+  return closed.makespan / (kind ? kind.costChunks(v) : v);
 }

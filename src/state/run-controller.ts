@@ -1,6 +1,8 @@
 /**
- * Run, pause, resume, single-step and stop, over runInBrowser. One run at a
- * time; its progress, losses and live timeline go into the store as each step
+ * Run, pause, resume, single-step and stop, over runInBrowser. A run is the
+ * store's 'training' session (its abort, step gate and meter are the store's
+ * `control`), so it does not start while Compare measures, and the reverse;
+ * its progress, losses and live timeline go into the store as each step
  * lands, the report and what is derived from the trained weights at the end.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
@@ -9,16 +11,20 @@ import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
-import { idleProgress, isActive, usePipeLab, type RunProgress } from './store.ts';
+import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
 import { decisionBoundary, sampleTrainedNames, validationLoss } from './trained-model.ts';
 
-interface ActiveRun {
-  ac: AbortController;
-  gate: StepGate;
-  meter: ProgressMeter;
+interface ActiveRun extends SessionControl {
+  readonly kind: 'training';
+  readonly gate: StepGate;
+  readonly meter: ProgressMeter;
 }
 
-let active: ActiveRun | null = null;
+/** The training run in progress, from the store. */
+function activeRun(): ActiveRun | null {
+  const c = usePipeLab.getState().control;
+  return c && c.kind === 'training' ? (c as ActiveRun) : null;
+}
 
 function patchRun(patch: Partial<RunProgress>): void {
   usePipeLab.setState((s) => ({ run: { ...s.run, ...patch } }));
@@ -27,7 +33,9 @@ function patchRun(patch: Partial<RunProgress>): void {
 /** Why the run button is off, or null when a run can start. */
 export function cannotRunReason(): string | null {
   const s = usePipeLab.getState();
-  if (isActive(s.run.status)) return 'A run is in progress.';
+  if (s.session === 'training') return 'A run is in progress.';
+  const busy = sessionBusyReason();
+  if (busy) return `Cannot train now: ${busy}.`;
   if (s.webgpu.state === 'checking') return 'Still looking for WebGPU.';
   if (s.webgpu.state === 'unavailable') return 'WebGPU is not available in this browser; the simulator still works.';
   if (s.configProblem) return `Fix the configuration first: ${s.configProblem.message}`;
@@ -36,23 +44,18 @@ export function cannotRunReason(): string | null {
 
 /** Starts a run of the current configuration; `paused` starts it held, running one step (single-step from idle). */
 export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
-  if (active || cannotRunReason() !== null) return;
+  if (cannotRunReason() !== null) return;
   const config: RunConfig = usePipeLab.getState().config;
-  const run: ActiveRun = { ac: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
-  active = run;
+  const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
+  beginSession(run);
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
-    losses: [],
-    validation: [],
-    liveTimeline: null,
-    report: null,
-    names: null,
-    boundary: null,
+    ...noRunResults(),
   });
   try {
     const report = await runInBrowser(config, {
-      signal: run.ac.signal,
+      signal: run.abort.signal,
       readWeights: true,
       // A validation curve: every evalEvery steps the weights come back and the
       // held-out loss is computed from them on the CPU reference.
@@ -62,7 +65,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         if (isTwoD(config.dataset)) {
           void decisionBoundary(config, w).then(
             (boundary) => {
-              if (active === run) usePipeLab.setState({ boundary });
+              if (activeRun() === run) usePipeLab.setState({ boundary });
             },
             (e: unknown) => console.warn('PipeLab: decision boundary failed:', e),
           );
@@ -70,19 +73,20 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         void validationLoss(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
-            if (active === run || active === null) addValidation(step, loss);
+            const now = activeRun();
+            if (now === run || now === null) addValidation(step, loss);
           },
           (e: unknown) => console.warn('PipeLab: validation loss failed:', e),
         );
       },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
       beforeStep: async () => {
-        if (run.gate.wouldHold && !run.ac.signal.aborted) {
+        if (run.gate.wouldHold && !run.abort.signal.aborted) {
           run.meter.reset();
           if (usePipeLab.getState().run.status !== 'stopping') patchRun({ status: 'paused' });
         }
-        await run.gate.wait(run.ac.signal);
-        if (!run.ac.signal.aborted) patchRun({ status: 'running' });
+        await run.gate.wait(run.abort.signal);
+        if (!run.abort.signal.aborted) patchRun({ status: 'running' });
       },
       onStep: (p) => {
         const now = performance.now();
@@ -98,19 +102,19 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
     // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
-    if (run.ac.signal.aborted) {
+    if (run.abort.signal.aborted) {
       patchRun({ status: 'stopped', error: null, stepsPerSecond: null, etaMs: null });
       return;
     }
     const message = e instanceof Error ? e.message : String(e);
     patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
   } finally {
-    if (active === run) active = null;
+    endSession(run);
   }
 }
 
 function finishRun(run: ActiveRun, report: RunReport, elapsedMs: number): void {
-  const stopped = run.ac.signal.aborted;
+  const stopped = run.abort.signal.aborted;
   const last = report.losses.length;
   usePipeLab.setState((s) => ({
     report,
@@ -153,12 +157,12 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
 }
 
 export function pauseRun(): void {
-  if (!active) return;
-  active.gate.pause();
+  activeRun()?.gate.pause();
   // The status turns to 'paused' when the step in flight ends and the gate holds.
 }
 
 export function resumeRun(): void {
+  const active = activeRun();
   if (!active) return;
   active.gate.resume();
   patchRun({ status: 'running' });
@@ -166,6 +170,7 @@ export function resumeRun(): void {
 
 /** One more step, then hold; from idle, starts a run held after its first step. */
 export function stepRun(): void {
+  const active = activeRun();
   if (!active) {
     void startRun({ paused: true });
     return;
@@ -174,11 +179,8 @@ export function stepRun(): void {
 }
 
 export function stopRun(): void {
+  const active = activeRun();
   if (!active) return;
-  active.ac.abort();
+  active.abort.abort();
   patchRun({ status: 'stopping' });
-}
-
-export function hasActiveRun(): boolean {
-  return active !== null;
 }

@@ -25,11 +25,8 @@ export function runSimulation(p: SimParams): SimOutcome {
   validateSimParams(p);
   const t0 = performance.now();
   const schedule = generateSchedule(p.schedule, p.ranks, p.microbatches, p.virtual);
-  const kind = scheduleKind(p.schedule);
-  // zb-v's two stages are each a full stage in theory.ts; the others split a rank's model over v chunks.
-  const v = kind.placement === 'v' ? 1 : p.virtual;
   const result = simulate(schedule, {
-    ...costsPerStage({ F: p.costF, B: p.costB, I: p.costI, W: p.costW }, v),
+    ...costsPerStage({ F: p.costF, B: p.costB, I: p.costI, W: p.costW }, scheduleKind(p.schedule).costChunks(p.virtual)),
     latency: p.latency,
     activationBytes: 1,
   });

@@ -1,9 +1,11 @@
 /**
  * The page's state in one zustand store: the run configuration and the
- * simulate-only parameters (both mirrored in the URL), the run's status and
- * progress, the measured timelines, losses and report, and the results that
- * are derived after a run (sampled names, decision boundary, comparisons).
- * Actions that start work live in run-controller.ts and compare-controller.ts.
+ * simulate-only parameters (both mirrored in the URL), the session (what holds
+ * the workers now: idle, a training run, a comparison, an automation run) and
+ * its live controls, the run's status and progress, the measured timelines,
+ * losses and report, and the results that are derived after a run (sampled
+ * names, decision boundary, comparisons). The actions that start work
+ * (run-controller.ts, compare.ts) begin and end sessions here.
  */
 import { create } from 'zustand';
 import type { RunReport } from '../runtime/report-types.ts';
@@ -13,12 +15,27 @@ import type { ConfigError } from '../util/errors.ts';
 import { defaultCompareParams, type CompareParams } from './compare-params.ts';
 import { defaultSimParams, type SimParams } from './sim-params.ts';
 import type { GapAttribution } from './explain.ts';
+import type { ProgressMeter } from './progress.ts';
+import type { StepGate } from './step-gate.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
 
 export type View = 'run' | 'compare' | 'simulate';
 export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
 
 export type TimelineMode = 'measured' | 'simulated' | 'overlay';
+
+/** What holds the workers now. The page runs one session at a time. */
+export type Session = 'idle' | 'training' | 'comparing' | 'automation';
+
+/** The live handles of the session in progress. */
+export interface SessionControl {
+  readonly kind: Exclude<Session, 'idle'>;
+  readonly abort: AbortController;
+  /** Training: pause and single-step. */
+  readonly gate?: StepGate;
+  /** Training: steps per second and time left. */
+  readonly meter?: ProgressMeter;
+}
 
 export type RunStatus = 'idle' | 'starting' | 'running' | 'paused' | 'stopping' | 'done' | 'stopped' | 'error';
 
@@ -103,7 +120,10 @@ export interface PipeLabState {
   compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
   compare: Record<string, CompareMeasurement>;
-  compareStatus: 'idle' | 'measuring';
+
+  /** What holds the workers now; `control` holds its live handles. */
+  session: Session;
+  control: SessionControl | null;
 
   setView(v: View): void;
   setWebGpu(s: WebGpuSupport): void;
@@ -113,6 +133,11 @@ export interface PipeLabState {
 
 export function idleProgress(): RunProgress {
   return { status: 'idle', step: 0, steps: 0, stepsPerSecond: null, etaMs: null, elapsedMs: 0, error: null, adapter: null, config: null };
+}
+
+/** What a run produces, before it has produced any of it. */
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary'> {
+  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null };
 }
 
 export function problemOf(e: ConfigError): FieldProblem {
@@ -130,17 +155,13 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
   timelineMode: 'measured',
 
   run: idleProgress(),
-  losses: [],
-  validation: [],
-  liveTimeline: null,
-  report: null,
-
-  names: null,
-  boundary: null,
+  ...noRunResults(),
 
   compareParams: defaultCompareParams(),
   compare: {},
-  compareStatus: 'idle',
+
+  session: 'idle',
+  control: null,
 
   setView: (view) => set({ view }),
   setWebGpu: (webgpu) => set({ webgpu }),
@@ -152,3 +173,36 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
 export function isActive(status: RunStatus): boolean {
   return status === 'starting' || status === 'running' || status === 'paused' || status === 'stopping';
 }
+
+const SESSION_WORDS: Record<Exclude<Session, 'idle'>, string> = {
+  training: 'a training run (Train)',
+  comparing: 'a comparison measuring schedules (Compare)',
+  automation: 'a run started through window.pipelab.run',
+};
+
+/** Why nothing else can start now (naming the session that holds the workers), or null when idle. */
+export function sessionBusyReason(): string | null {
+  const { session } = usePipeLab.getState();
+  return session === 'idle' ? null : `${SESSION_WORDS[session]} is going; stop it or wait for it to end`;
+}
+
+/** Starts a session with these controls; throws, naming the session in progress, when one is going. */
+export function beginSession(control: SessionControl): void {
+  const busy = sessionBusyReason();
+  if (busy) throw new Error(`cannot start ${SESSION_WORDS[control.kind]}: ${busy}`);
+  usePipeLab.setState({ session: control.kind, control });
+}
+
+/** Ends the session these controls belong to (a no-op if another has begun since). */
+export function endSession(control: SessionControl): void {
+  if (usePipeLab.getState().control === control) usePipeLab.setState({ session: 'idle', control: null });
+}
+
+/** The session rule for window.pipelab.run: an 'automation' session while it runs. */
+export const automationSession = {
+  begin(): () => void {
+    const control: SessionControl = { kind: 'automation', abort: new AbortController() };
+    beginSession(control);
+    return () => endSession(control);
+  },
+};

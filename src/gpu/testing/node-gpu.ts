@@ -7,7 +7,7 @@
  *   beforeAll(async () => { gpu = await createTestBackend(); });
  *   afterAll(() => gpu?.destroy());   // or the test process may not exit
  *
- * Node only (node: imports); nothing under src/ outside testing/ may import this.
+ * Node only (node: imports); nothing under src/ outside testing/ and the Node bench driver may import this.
  */
 import { existsSync } from 'node:fs';
 import { GpuBackend, type GpuBackendOptions } from '../gpu-backend.ts';
@@ -21,11 +21,11 @@ export const SWIFTSHADER_ICDS = [
 
 let gpuPromise: Promise<GPU> | null = null;
 
-/** The process-wide Dawn GPU object (created once; sets VK_ICD_FILENAMES to SwiftShader when unset and present). */
+/** The process-wide Dawn GPU object (created once; sets VK_ICD_FILENAMES to SwiftShader when unset and present, unless PIPELAB_REAL_GPU=1). */
 export function nodeGpu(): Promise<GPU> {
   if (!gpuPromise) {
     gpuPromise = (async () => {
-      if (!process.env.VK_ICD_FILENAMES) {
+      if (!process.env.VK_ICD_FILENAMES && process.env.PIPELAB_REAL_GPU !== '1') {
         const icd = SWIFTSHADER_ICDS.find((p) => existsSync(p));
         if (icd) process.env.VK_ICD_FILENAMES = icd;
       }

@@ -4,9 +4,9 @@
  */
 import { useMemo, useState } from 'react';
 import { scheduleKind, timelineStats, type ScheduleName, type Timeline } from '../../schedule/index.ts';
-import { COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
+import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
-import { isActive, usePipeLab, type CompareMeasurement } from '../../state/store.ts';
+import { usePipeLab, type CompareMeasurement } from '../../state/store.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { computeOnly } from '../../state/derived.ts';
@@ -23,8 +23,7 @@ function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } |
 export function CompareView() {
   const config = usePipeLab((s) => s.config);
   const measurements = usePipeLab((s) => s.compare);
-  const status = usePipeLab((s) => s.compareStatus);
-  const runStatus = usePipeLab((s) => s.run.status);
+  const session = usePipeLab((s) => s.session);
   const webgpu = usePipeLab((s) => s.webgpu);
   const mode = usePipeLab((s) => s.timelineMode);
   const setMode = usePipeLab((s) => s.setTimelineMode);
@@ -54,7 +53,8 @@ export function CompareView() {
     return (t: Timeline | null) => (sameScale && t && maxEnd[t.unit] ? { t0: 0, t1: maxEnd[t.unit] } : undefined);
   }, [drawn, sameScale]);
 
-  const canMeasure = webgpu.state === 'available' && !isActive(runStatus) && status === 'idle';
+  const why = session === 'comparing' ? null : cannotMeasureReason();
+  const canMeasure = why === null;
   const toggle = (n: ScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
   const layers = entries[0]?.config.layers ?? config.layers;
 
@@ -84,7 +84,7 @@ export function CompareView() {
             <CheckboxField label="One time scale for all" name="compare-same-scale" checked={sameScale} onChange={setSameScale} />
           </fieldset>
           <div className="buttons">
-            {status === 'measuring' ? (
+            {session === 'comparing' ? (
               <button type="button" onClick={stopMeasuring}>
                 ■ Stop measuring
               </button>
@@ -94,6 +94,7 @@ export function CompareView() {
               </button>
             )}
           </div>
+          {why && webgpu.state === 'available' && <p className="muted small why-off" role="status">{why}</p>}
           <p className="muted small">
             Configuration from Train: {config.ranks} ranks, {config.microbatches} micro-batches, batch {config.batchSize}, {config.dataset}, seed {config.seed}.
             {webgpu.state === 'unavailable' && ' Without WebGPU the comparison is simulated only.'}

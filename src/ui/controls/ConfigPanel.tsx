@@ -28,7 +28,8 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
   const errorFor = (...fields: string[]) => (problem && fields.includes(problem.field.split(/[.[]/)[0]) ? problem.message : null);
   const set = (patch: Partial<RunConfig>) => patchConfig(patch);
   const twoD = isTwoD(cfg.dataset);
-  const kindAcceptsVirtual = cfg.schedule !== 'pipedream' && scheduleKind(cfg.schedule).acceptsVirtual;
+  const kind = scheduleKind(cfg.schedule);
+  const kindAcceptsVirtual = kind.acceptsVirtual;
 
   return (
     <form className="config" aria-label="Run configuration" onSubmit={(e) => e.preventDefault()}>
@@ -103,7 +104,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           options={RUN_SCHEDULES.map((s) => ({ value: s, label: SCHEDULE_LABELS[s] }))}
           onChange={(s) => setConfig(withSchedule(cfg, s))}
           error={errorFor('schedule')}
-          hint={cfg.schedule === 'pipedream' ? 'Asynchronous 1F1B with weight stashing: no flush between steps.' : scheduleKind(cfg.schedule).title}
+          hint={kind.title}
         />
         <div className="row2">
           <NumberField
@@ -170,7 +171,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.memCap}
             onChange={(memCap) => set({ memCap })}
             error={errorFor('memCap')}
-            disabled={cfg.schedule !== 'auto'}
+            disabled={!kind.fromStageCosts}
             hint={cfg.memCap === 0 ? `micro-batches per rank; 0: as many as ranks (${cfg.ranks}), 1F1B's memory` : 'micro-batches per rank the auto schedule may hold'}
           />
         </div>

@@ -8,7 +8,7 @@ export function RunControls() {
   const run = usePipeLab((s) => s.run);
   const lastLoss = usePipeLab((s) => (s.losses.length ? s.losses[s.losses.length - 1] : null));
   // Re-render when any input of the reason changes.
-  usePipeLab((s) => [s.webgpu.state, s.configProblem?.message, s.run.status].join('|'));
+  usePipeLab((s) => [s.webgpu.state, s.configProblem?.message, s.run.status, s.session].join('|'));
   const reason = cannotRunReason();
   const activeRun = isActive(run.status);
   const paused = run.status === 'paused';

@@ -8,7 +8,7 @@
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
-import { timelineStats, type Timeline } from '../../schedule/index.ts';
+import { scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
 import { computeOnly } from '../../state/derived.ts';
 import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
@@ -46,7 +46,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const bubbleClosed = report?.bubble.closedForm ?? closed?.bubble ?? null;
   const sps = (makespan: number | null) => (makespan && makespan > 0 ? (config.batchSize / makespan) * 1000 : null);
   const ranks = (measured ?? simulated ?? prediction?.result.timeline)?.ranks ?? config.ranks;
-  const stagesPerRank = config.schedule === 'pipedream' ? 1 : config.virtual;
+  const stagesPerRank = scheduleKind(config.schedule).virtualFor(config.virtual);
   const stageBytes = (r: number): number | null => {
     if (!report) return null;
     let sum = 0;

@@ -1,19 +1,13 @@
 /**
- * PipeDream's asynchronous 1F1B with weight stashing (Narayanan et al., SOSP
- * 2019): no flush. The whole run is one 1F1B stream of steps × m
- * micro-batches; each stage applies its optimizer after every backward, so
- * its weights move on while earlier micro-batches are still in flight. A
- * micro-batch's backward must use the weights its forward used: the stage
- * keeps ("stashes") that version until the backward is done.
+ * Weight stashing for PipeDream's asynchronous 1F1B (Narayanan et al., SOSP
+ * 2019): each stage applies its optimizer after every backward, so its weights
+ * move on while earlier micro-batches are still in flight. A micro-batch's
+ * backward must use the weights its forward used: the stage keeps ("stashes")
+ * that version until the backward is done. The update policy in
+ * update-policy.ts drives it.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
 import type { Param } from '../nn/param.ts';
-import { oneFOneB } from '../schedule/generators/one-f-one-b.ts';
-import type { Schedule } from '../schedule/types.ts';
-
-export function pipedreamSchedule(ranks: number, totalMicrobatches: number): Schedule {
-  return { ...oneFOneB(ranks, totalMicrobatches), name: 'pipedream' };
-}
 
 export interface VersionRecord {
   stage: number;

@@ -19,11 +19,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright';
 import { preview } from 'vite';
-import { chromiumLaunchOptions } from '../chromium.ts';
+import { chromiumLaunchOptions } from '../../../e2e/chromium.ts';
 import { SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
 import { renderMarkdown } from './markdown.ts';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 interface Args {
   quick: boolean;

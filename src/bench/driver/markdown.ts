@@ -1,8 +1,8 @@
 /** The benchmark report as Markdown tables: every figure beside its peer, as ratios. */
-import type { ScheduleBenchRow } from '../../src/bench/schedules-suite.ts';
-import type { KernelAutotune, KernelBenchRow } from '../../src/bench/kernels-suite.ts';
-import type { TrainingBenchRow } from '../../src/bench/training-suite.ts';
-import type { StepProfile } from '../../src/bench/step-profile.ts';
+import type { ScheduleBenchRow } from '../schedules-suite.ts';
+import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
+import type { TrainingBenchRow } from '../training-suite.ts';
+import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
 
 interface Report {
@@ -145,10 +145,28 @@ function trainingTable(res: SuiteResult): string {
   return out.join('\n');
 }
 
+interface TimelineDrawRow {
+  view: string;
+  intervals: number;
+  medianMs: number;
+  worstMs: number;
+  budgetMs: number;
+  withinBudget: boolean;
+}
+
+function timelineTable(res: SuiteResult): string {
+  const rows = res.rows as TimelineDrawRow[];
+  return table(
+    ['view', 'intervals', 'median ms / frame', 'worst ms / frame', 'budget ms', 'within budget'],
+    rows.map((r) => [r.view, String(r.intervals), f(r.medianMs), f(r.worstMs), String(r.budgetMs), r.withinBudget ? 'yes' : 'no']),
+  );
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
   schedules: (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
   kernels: kernelsTable,
   training: trainingTable,
+  timeline: timelineTable,
   gpt: (res) => `${gptTokensTable(res.rows as TrainingBenchRow[])}\n\n${trainingTable(res)}`,
   'gpt-schedules': (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
 };

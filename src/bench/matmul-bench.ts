@@ -1,11 +1,12 @@
 /**
- * Matmul throughput of the GPU backend, per form and size: warm-up, then the
- * median of several timed repeats, each timed from a settled queue to
- * `sync()` (so the numbers include submit and completion, as a training step
- * sees them). tfjs-matmul-bench.ts measures TensorFlow.js the same way, and
+ * Matmul throughput per form and size, of the GPU backend and of a peer
+ * (tfjs-matmul-bench.ts: TensorFlow.js's WebGPU backend), with one timing
+ * loop for both (benchSide): warm-up, then the median of several timed
+ * repeats, each from a settled queue to queue completion (so the numbers
+ * include submit and completion, as a training step sees them).
  * `compareRows` puts the two side by side.
  */
-import type { GpuBackend, MatmulForm } from './gpu-backend.ts';
+import type { GpuBackend, MatmulForm } from '../gpu/gpu-backend.ts';
 
 export type MatmulSize = readonly [M: number, N: number, K: number];
 
@@ -108,44 +109,96 @@ export function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-/** Measures `backend.matmul` per form and size. */
-export async function benchMatmul(backend: GpuBackend, sizes: readonly MatmulSize[] = BENCH_SIZES, opts: MatmulBenchOptions = {}): Promise<MatmulBenchRow[]> {
+/** One side of the comparison (ours, TF.js, ...) at one form and size: how to run a matmul and wait for it. */
+export interface MatmulRun {
+  /** What runs (our variant, or the peer's op). */
+  readonly variant: string;
+  /** Runs one matmul to completion, untimed (compiles pipelines, fills caches). */
+  warm(): Promise<void>;
+  /** Issues one matmul; the side frees results it no longer needs. */
+  issue(): void;
+  /** Waits until every issued matmul has completed. */
+  settle(): Promise<void>;
+  /** Frees the operands and any result still held. */
+  release(): void;
+}
+
+export interface MatmulSide {
+  readonly impl: string;
+  /** Operands of `form` at `size` on this side; `variant` picks ours (ignored by peers). */
+  prepare(form: MatmulForm, size: MatmulSize, variant: string | undefined): Promise<MatmulRun>;
+}
+
+/**
+ * The one timing loop of the matmul benchmark, for every side: warm-up runs,
+ * then `repeats` timed batches, each from a settled queue to queue completion,
+ * so both sides pay submit and completion as a training step does.
+ */
+export async function benchSide(side: MatmulSide, sizes: readonly MatmulSize[] = BENCH_SIZES, opts: MatmulBenchOptions = {}): Promise<MatmulBenchRow[]> {
   const forms = opts.forms ?? BENCH_FORMS;
   const warmup = opts.warmup ?? 2;
   const repeats = opts.repeats ?? 5;
   const rows: MatmulBenchRow[] = [];
-  for (const [M, N, K] of sizes) {
+  for (const size of sizes) {
+    const [M, N, K] = size;
     for (const form of forms) {
+      const run = await side.prepare(form, size, opts.variant);
+      const batch = opts.batch ?? defaultBatch(M, N, K);
+      try {
+        for (let i = 0; i < warmup; i++) await run.warm();
+        await run.settle();
+        const times: number[] = [];
+        const cpu: number[] = [];
+        for (let r = 0; r < repeats; r++) {
+          const c0 = opts.cpuClockMs?.() ?? 0;
+          const t0 = now();
+          for (let i = 0; i < batch; i++) run.issue();
+          await run.settle();
+          times.push((now() - t0) / batch);
+          if (opts.cpuClockMs) cpu.push((opts.cpuClockMs() - c0) / batch);
+        }
+        const row = benchRow(side.impl, run.variant, form, size, times, cpu, repeats, batch);
+        rows.push(row);
+        opts.onRow?.(row);
+      } finally {
+        run.release();
+      }
+    }
+  }
+  return rows;
+}
+
+/** Our side: `backend.matmulWith` with the backend's choice for the form (or `variant`). */
+export function pipelabSide(backend: GpuBackend): MatmulSide {
+  return {
+    impl: 'pipelab',
+    async prepare(form, [M, N, K], variant) {
       const { a: as, b: bs } = operandShapes(form, M, N, K);
       const a = backend.tensor(randomOperand(M * K, 1), as);
       const b = backend.tensor(randomOperand(K * N, 2), bs);
       const o = { transA: form[0] === 'T', transB: form[1] === 'T' };
-      const variant = opts.variant ?? backend.matmulChoice()[form];
-      const batch = opts.batch ?? defaultBatch(M, N, K);
-      const once = (): void => {
-        const c = backend.matmulWith(variant, a, b, o);
-        backend.dispose(c);
+      const v = variant ?? backend.matmulChoice()[form];
+      const issue = (): void => backend.dispose(backend.matmulWith(v, a, b, o));
+      return {
+        variant: v,
+        async warm() {
+          issue();
+          await backend.sync();
+        },
+        issue,
+        settle: () => backend.sync(),
+        release() {
+          backend.dispose(a);
+          backend.dispose(b);
+        },
       };
-      for (let i = 0; i < warmup; i++) once();
-      await backend.sync();
-      const times: number[] = [];
-      const cpu: number[] = [];
-      for (let r = 0; r < repeats; r++) {
-        const c0 = opts.cpuClockMs?.() ?? 0;
-        const t0 = now();
-        for (let i = 0; i < batch; i++) once();
-        await backend.sync();
-        times.push((now() - t0) / batch);
-        if (opts.cpuClockMs) cpu.push((opts.cpuClockMs() - c0) / batch);
-      }
-      backend.dispose(a);
-      backend.dispose(b);
-      const row = benchRow('pipelab', variant, form, [M, N, K], times, cpu, repeats, batch);
-      rows.push(row);
-      opts.onRow?.(row);
-    }
-  }
-  return rows;
+    },
+  };
+}
+
+/** Measures `backend.matmul` per form and size. */
+export function benchMatmul(backend: GpuBackend, sizes: readonly MatmulSize[] = BENCH_SIZES, opts: MatmulBenchOptions = {}): Promise<MatmulBenchRow[]> {
+  return benchSide(pipelabSide(backend), sizes, opts);
 }
 
 export interface ComparedRow {

@@ -1,13 +1,12 @@
 /**
  * The peer of matmul-bench.ts: TensorFlow.js's WebGPU backend doing the same
- * matmuls, timed the same way (warm-up, then the median of timed repeats from
- * a settled queue to queue completion), so a page can print both and the
- * ratio (formatBench / compareRows in matmul-bench.ts).
+ * matmuls, timed by the same loop (benchSide), so a page can print both and
+ * the ratio (formatBench / compareRows in matmul-bench.ts).
  *
  * TensorFlow.js is loaded on demand (dynamic import): pages that never run
  * the benchmark do not carry it.
  */
-import { BENCH_FORMS, BENCH_SIZES, benchRow, defaultBatch, operandShapes, randomOperand, type MatmulBenchOptions, type MatmulBenchRow, type MatmulSize } from './matmul-bench.ts';
+import { BENCH_SIZES, benchSide, operandShapes, randomOperand, type MatmulBenchOptions, type MatmulBenchRow, type MatmulSide, type MatmulSize } from './matmul-bench.ts';
 
 type Tf = typeof import('@tensorflow/tfjs');
 
@@ -57,50 +56,44 @@ async function settle(tf: Tf, last: { data(): Promise<unknown> } | null): Promis
   }
 }
 
-const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
-
-/** Measures tf.matMul (WebGPU backend) per form and size; options as benchMatmul (variant is ignored). */
-export async function benchTfjsMatmul(sizes: readonly MatmulSize[] = BENCH_SIZES, opts: MatmulBenchOptions = {}): Promise<MatmulBenchRow[]> {
-  const tf = await loadTfjsWebGpu();
-  const forms = opts.forms ?? BENCH_FORMS;
-  const warmup = opts.warmup ?? 2;
-  const repeats = opts.repeats ?? 5;
-  const rows: MatmulBenchRow[] = [];
-  for (const [M, N, K] of sizes) {
-    for (const form of forms) {
+/** TF.js's side: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend. */
+export function tfjsSide(tf: Tf): MatmulSide {
+  return {
+    impl: 'tfjs-webgpu',
+    async prepare(form, [M, N, K]) {
       const { a: as, b: bs } = operandShapes(form, M, N, K);
       const a = tf.tensor2d(randomOperand(M * K, 1), as);
       const b = tf.tensor2d(randomOperand(K * N, 2), bs);
       const ta = form[0] === 'T';
       const tb = form[1] === 'T';
-      const batch = opts.batch ?? defaultBatch(M, N, K);
-      for (let i = 0; i < warmup; i++) {
-        const c = tf.matMul(a, b, ta, tb);
-        await c.data(); // compiles and really runs
-        c.dispose();
-      }
-      await settle(tf, null);
-      const times: number[] = [];
-      const cpu: number[] = [];
-      for (let r = 0; r < repeats; r++) {
-        const c0 = opts.cpuClockMs?.() ?? 0;
-        const t0 = now();
-        let last: ReturnType<Tf['matMul']> | null = null;
-        for (let i = 0; i < batch; i++) {
-          if (last) last.dispose();
+      let last: ReturnType<Tf['matMul']> | null = null;
+      return {
+        variant: 'tf.matMul',
+        async warm() {
+          const c = tf.matMul(a, b, ta, tb);
+          await c.data(); // compiles and really runs
+          c.dispose();
+        },
+        issue() {
+          last?.dispose();
           last = tf.matMul(a, b, ta, tb);
-        }
-        await settle(tf, last);
-        times.push((now() - t0) / batch);
-        if (opts.cpuClockMs) cpu.push((opts.cpuClockMs() - c0) / batch);
-        last?.dispose();
-      }
-      a.dispose();
-      b.dispose();
-      const row = benchRow('tfjs-webgpu', 'tf.matMul', form, [M, N, K], times, cpu, repeats, batch);
-      rows.push(row);
-      opts.onRow?.(row);
-    }
-  }
-  return rows;
+        },
+        async settle() {
+          await settle(tf, last);
+          last?.dispose();
+          last = null;
+        },
+        release() {
+          last?.dispose();
+          a.dispose();
+          b.dispose();
+        },
+      };
+    },
+  };
+}
+
+/** Measures tf.matMul (WebGPU backend) per form and size; options as benchMatmul (variant is ignored). */
+export async function benchTfjsMatmul(sizes: readonly MatmulSize[] = BENCH_SIZES, opts: MatmulBenchOptions = {}): Promise<MatmulBenchRow[]> {
+  return benchSide(tfjsSide(await loadTfjsWebGpu()), sizes, opts);
 }

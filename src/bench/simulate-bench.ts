@@ -1,5 +1,5 @@
 /**
- * Simulator benchmark (not a test): `node --import tsx src/schedule/bench.ts`.
+ * Simulator benchmark (not a test): `node --import tsx src/bench/simulate-bench.ts`.
  * Interleaved 1F1B with v = 4 at growing sizes, up to the target of 64 ranks ×
  * 512 micro-batches (262,144 actions). For generate, validate and simulate
  * (which validates too, in the same play) it prints the best of a few runs, as
@@ -7,9 +7,9 @@
  * machine), and the simulate time per action. The work is O(actions): each
  * rank resumes only when the one input it waits for is produced.
  */
-import { generateSchedule } from './registry.ts';
-import { simulate } from './simulate.ts';
-import { validateSchedule } from './validate.ts';
+import { generateSchedule } from '../schedule/registry.ts';
+import { simulate } from '../schedule/simulate.ts';
+import { validateSchedule } from '../schedule/validate.ts';
 
 interface Timing {
   wall: number;

@@ -1,0 +1,120 @@
+/**
+ * The matmul autotune: times the variants at representative sizes on this
+ * device and keeps the fastest per tuned form (untuned forms take the NN
+ * winner). Used by the benchmark and tests (GpuBackend.create({ autotune })
+ * or backend.autotune()); the app runs the default variant.
+ */
+import { ConfigError } from '../util/errors.ts';
+import type { GpuBackend } from './gpu-backend.ts';
+import { MATMUL_VARIANTS, matmulSpec, requireMatmulVariant } from './kernels.ts';
+import { MATMUL_FORMS, type MatmulChoice, type MatmulForm } from './matmul-choice.ts';
+import type { SpanResult } from './timing.ts';
+
+export interface AutotuneOptions {
+  /** Problem sizes [M, N, K] to time; the variant with the least total time wins. Default [[256, 256, 256]]. */
+  sizes?: readonly (readonly [number, number, number])[];
+  /** Timed repeats per variant and size (median kept). Default 3. */
+  repeats?: number;
+  /** Variant names to try. Default: every variant except 'naive', and on a software adapter (SwiftShader: barriers are emulated) no shared-memory ones. */
+  candidates?: readonly string[];
+  /** Forms tuned separately; the others take the NN winner. Default ['NN'] (pipeline compiles dominate on software adapters). */
+  forms?: readonly MatmulForm[];
+  /** A candidate whose warm-up run is this many times slower than the best so far is not timed further. Default 3. */
+  skipFactor?: number;
+}
+
+export interface AutotuneTiming {
+  variant: string;
+  /** Median milliseconds per size, in the order of `sizes`. */
+  ms: number[];
+  /** GFLOP/s over all sizes (total flops / total median time). */
+  gflops: number;
+  /** Only the warm-up run was timed (it was far slower than the best). */
+  skipped: boolean;
+}
+
+export interface AutotuneReport {
+  sizes: [number, number, number][];
+  timingSource: SpanResult['source'];
+  forms: { form: MatmulForm; winner: string; gflops: number; timings: AutotuneTiming[] }[];
+  /** Time spent compiling the candidates' pipelines, and in all. */
+  compileMs: number;
+  totalMs: number;
+}
+
+/**
+ * Each candidate gets one warm-up run per size; one more than `skipFactor`
+ * times slower than the best so far is not timed further (it cannot win).
+ */
+export async function autotuneMatmul(be: GpuBackend, choice: MatmulChoice, o: AutotuneOptions = {}): Promise<AutotuneReport> {
+  const t0 = now();
+  const sizes = (o.sizes ?? [[256, 256, 256]]).map((s) => [s[0], s[1], s[2]] as [number, number, number]);
+  const repeats = o.repeats ?? 3;
+  const skipFactor = o.skipFactor ?? 3;
+  const defaults = MATMUL_VARIANTS.filter((v) => v.kind !== 'naive' && !(be.isSoftware && v.kind === 'shared'));
+  const candidates = (o.candidates ?? defaults.map((v) => v.name)).map((n) => requireMatmulVariant('autotune candidates', n));
+  if (candidates.length === 0) throw new ConfigError('autotune candidates', [], 'must name at least one variant');
+  const forms = o.forms ?? (['NN'] as MatmulForm[]);
+  // Compile first, off the clock (pipeline creation is slow on software adapters).
+  for (const f of forms) for (const v of candidates) be.precompile(matmulSpec(v, f[0] === 'T', f[1] === 'T'));
+  const compileMs = now() - t0;
+  const report: AutotuneReport = { sizes, timingSource: be.hasTimestamps ? 'timestamp' : 'wall', forms: [], compileMs, totalMs: 0 };
+  for (const form of forms) {
+    const opts = { transA: form[0] === 'T', transB: form[1] === 'T' };
+    const timings: AutotuneTiming[] = candidates.map((v) => ({ variant: v.name, ms: [], gflops: 0, skipped: false }));
+    let flops = 0;
+    for (const [M, N, Kd] of sizes) {
+      flops += 2 * M * N * Kd;
+      const a = be.tensor(randomData(M * Kd), opts.transA ? [Kd, M] : [M, Kd]);
+      const b = be.tensor(randomData(Kd * N), opts.transB ? [N, Kd] : [Kd, N]);
+      const c = be.zeros([M, N]);
+      await be.sync();
+      let best = Infinity;
+      for (let vi = 0; vi < candidates.length; vi++) {
+        const v = candidates[vi];
+        const warm = (await be.time(() => be.matmulAccWith(v.name, c, a, b, opts))).ms;
+        const runs: number[] = [warm];
+        if (warm <= skipFactor * best) {
+          runs.length = 0;
+          for (let r = 0; r < repeats; r++) runs.push((await be.time(() => be.matmulAccWith(v.name, c, a, b, opts))).ms);
+        } else {
+          timings[vi].skipped = true;
+        }
+        runs.sort((x, y) => x - y);
+        const med = runs[Math.floor(runs.length / 2)];
+        timings[vi].ms.push(med);
+        best = Math.min(best, med);
+      }
+      be.dispose(a);
+      be.dispose(b);
+      be.dispose(c);
+    }
+    let bi = 0;
+    timings.forEach((t, i) => {
+      const total = t.ms.reduce((x, y) => x + y, 0);
+      t.gflops = total > 0 ? flops / (total * 1e6) : 0;
+      if (t.gflops > timings[bi].gflops) bi = i;
+    });
+    choice.set(candidates[bi], [form]);
+    report.forms.push({ form, winner: candidates[bi].name, gflops: timings[bi].gflops, timings });
+  }
+  const untuned = MATMUL_FORMS.filter((f) => !forms.includes(f));
+  choice.set(choice.get(forms.includes('NN') ? 'NN' : forms[0]), untuned);
+  await be.sync();
+  report.totalMs = now() - t0;
+  return report;
+}
+
+function now(): number {
+  return typeof performance !== 'undefined' ? performance.now() : Date.now();
+}
+
+function randomData(n: number): Float32Array {
+  const a = new Float32Array(n);
+  let s = 0x9e3779b9;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = s / 4294967296 - 0.5;
+  }
+  return a;
+}

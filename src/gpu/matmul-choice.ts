@@ -1,0 +1,99 @@
+/**
+ * Which matmul variant each form (NN, NT, TN, TT) runs, and the encoding of a
+ * matmul with a variant: vec4 register tiles need rows padded to multiples of
+ * 4 (a zero-padded temporary copy), the others take the tensors as they are.
+ * The choice is the default variant (kernels.ts, DEFAULT_MATMUL_VARIANT), one
+ * forced variant, or what the autotune (autotune.ts) found fastest.
+ */
+import type { MatmulOptions } from '../nn/backend.ts';
+import { matmulDims } from '../nn/shapes.ts';
+import { ConfigError } from '../util/errors.ts';
+import type { GpuCore } from './gpu-core.ts';
+import type { GpuTensor } from './gpu-tensor.ts';
+import { DEFAULT_MATMUL_VARIANT, K, matmulSpec, requireMatmulVariant, type MatmulVariant } from './kernels.ts';
+import { Params } from './uniforms.ts';
+
+export type MatmulForm = 'NN' | 'NT' | 'TN' | 'TT';
+export const MATMUL_FORMS: readonly MatmulForm[] = ['NN', 'NT', 'TN', 'TT'];
+
+export function matmulForm(opts: MatmulOptions = {}): MatmulForm {
+  return `${opts.transA ? 'T' : 'N'}${opts.transB ? 'T' : 'N'}` as MatmulForm;
+}
+
+function ceil4(n: number): number {
+  return Math.ceil(n / 4) * 4;
+}
+
+export class MatmulChoice {
+  private readonly choice: Record<MatmulForm, MatmulVariant>;
+
+  /** `forced`: one variant for every form; default DEFAULT_MATMUL_VARIANT. */
+  constructor(
+    private readonly core: GpuCore,
+    forced?: string,
+  ) {
+    const fixed = requireMatmulVariant('matmulVariant', forced ?? DEFAULT_MATMUL_VARIANT);
+    this.choice = { NN: fixed, NT: fixed, TN: fixed, TT: fixed };
+  }
+
+  /** The variant name each form uses now. */
+  names(): Record<MatmulForm, string> {
+    return { NN: this.choice.NN.name, NT: this.choice.NT.name, TN: this.choice.TN.name, TT: this.choice.TT.name };
+  }
+
+  /** Uses variant `v` for the given forms. */
+  set(v: MatmulVariant, forms: readonly MatmulForm[]): void {
+    for (const f of forms) this.choice[f] = v;
+  }
+
+  get(form: MatmulForm): MatmulVariant {
+    return this.choice[form];
+  }
+
+  /** Encodes out (+)= op(a) · op(b) with `variant` (null: the current choice for the form). */
+  encode(variant: string | null, out: GpuTensor, a: GpuTensor, b: GpuTensor, opts: MatmulOptions, acc: boolean): void {
+    const [M, N, Kd] = matmulDims(a, b, opts);
+    const transA = !!opts.transA;
+    const transB = !!opts.transB;
+    const v = variant === null ? this.choice[matmulForm(opts)] : requireMatmulVariant('matmulVariant', variant);
+    const [ar, ac] = a.shape;
+    const [br, bc] = b.shape;
+    const spec = matmulSpec(v, transA, transB);
+    let groups: [number, number];
+    if (v.kind === 'reg') {
+      // vec4 loads need rows of a multiple of 4 floats, and K a multiple of 4 (zero padded).
+      const padA = transA ? ar % 4 !== 0 || ac % 4 !== 0 : ac % 4 !== 0;
+      const padB = transB ? bc % 4 !== 0 : br % 4 !== 0 || bc % 4 !== 0;
+      const aRows = transA ? ceil4(ar) : ar;
+      const aCols = ceil4(ac);
+      const bRows = transB ? br : ceil4(br);
+      const bCols = ceil4(bc);
+      const A = padA ? this.pad(a, aRows, aCols) : a.buf!;
+      const B = padB ? this.pad(b, bRows, bCols) : b.buf!;
+      groups = [Math.ceil(N / (v.tn * v.wgx)), Math.ceil(M / (v.tm * v.wgy))];
+      this.checkGroups(groups);
+      const p = Params.of().U(M).U(N).U(ceil4(Kd)).U(aCols).U(bCols).U(aRows).U(bRows).U(acc ? 1 : 0);
+      this.core.run('matmul', spec, p, [null, A, B, out], groups);
+      if (padA) this.core.stream.releaseAfterSubmit(A);
+      if (padB) this.core.stream.releaseAfterSubmit(B);
+      return;
+    }
+    if (v.kind === 'shared') groups = [Math.ceil(N / (v.tn * v.wgx)), Math.ceil(M / (v.tm * v.wgy))];
+    else groups = [Math.ceil(N / v.wgx), Math.ceil(M / v.wgy)];
+    this.checkGroups(groups);
+    const p = Params.of().U(M).U(N).U(Kd).U(ac).U(bc).U(ar).U(br).U(acc ? 1 : 0);
+    this.core.run('matmul', spec, p, [null, a, b, out], groups);
+  }
+
+  private checkGroups(g: [number, number]): void {
+    if (g[0] > 65535 || g[1] > 65535) throw new ConfigError('matmul shape', g, 'is too large for one dispatch (at most 65535 workgroups per axis)');
+  }
+
+  /** A zero-padded [rows, cols] copy of t (a temporary buffer; the caller releases it). */
+  private pad(t: GpuTensor, rows: number, cols: number): GPUBuffer {
+    const [r, c] = t.shape;
+    const out = this.core.temp(rows * cols * 4);
+    this.core.run('pad', K.pad2d, Params.of().U(0).U(c).U(0).U(r).F(0).U(cols).U(rows), [null, t, null, out], this.core.grid2d(cols, rows));
+    return out;
+  }
+}

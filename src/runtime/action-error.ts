@@ -1,0 +1,16 @@
+/** An error of one rank's action (or of its optimizer flush), naming rank, stage, action and step. */
+import type { Action } from '../schedule/types.ts';
+
+export class ActionError extends Error {
+  constructor(
+    readonly rank: number,
+    readonly action: Action | null,
+    readonly step: number,
+    cause: unknown,
+  ) {
+    const what = action ? `stage ${action.stage}, action ${action.stage}${action.op}${action.mb}` : 'optimizer flush';
+    const msg = cause instanceof Error ? cause.message : String(cause);
+    super(`rank ${rank}, ${what}, step ${step}: ${msg}`);
+    this.name = 'ActionError';
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * How a rank updates its weights, as its schedule's registry entry says
+ * (src/schedule/registry.ts, `update`). The executor calls a policy through
+ * one hook, `apply`, around every compute action, and `endStep` after the
+ * step's last action; nothing else in the runtime asks which schedule runs.
+ *
+ * - 'flush': gradients accumulate over the step's micro-batches; one optimizer
+ *   step over all of the rank's stages at the end of the step.
+ * - 'stash-and-update-after-backward' (PipeDream): each stage has its own
+ *   optimizer and applies it after every backward; a backward runs with the
+ *   weight version its forward used (weight-stash.ts).
+ */
+import type { Backend } from '../nn/backend.ts';
+import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import type { Param } from '../nn/param.ts';
+import { lrAt, type TrainConfig } from '../nn/train-config.ts';
+import type { UpdatePolicyName } from '../schedule/registry.ts';
+import type { Action } from '../schedule/types.ts';
+import { WeightStash, type VersionRecord } from './weight-stash.ts';
+
+/** What a policy adds to a step's result. */
+export interface PolicyReport {
+  /** PipeDream: the weight version each backward used. */
+  versions?: VersionRecord[];
+  /** PipeDream: the most weight versions (and their bytes) each stage held. */
+  weightStash?: Record<number, { versions: number; bytes: number }>;
+}
+
+/** The stages a policy updates: their parameters, and how to zero their gradients. */
+export interface UpdatableStage {
+  readonly params: readonly Param[];
+  zeroGrads(): void;
+}
+
+export interface UpdatePolicy {
+  /** Runs one compute action; `compute` issues its kernels. */
+  apply<T>(a: Action, compute: () => T): T;
+  /** After the step's last action. */
+  endStep(step: number): void;
+  report(): PolicyReport;
+  dispose(): void;
+}
+
+class FlushPolicy implements UpdatePolicy {
+  private readonly opt: Optimizer;
+
+  constructor(
+    be: Backend,
+    private readonly stages: ReadonlyMap<number, UpdatableStage>,
+    private readonly train: TrainConfig,
+  ) {
+    this.opt = createOptimizer(be, [...stages.values()].flatMap((s) => s.params), train);
+  }
+
+  apply<T>(_a: Action, compute: () => T): T {
+    return compute();
+  }
+
+  endStep(step: number): void {
+    this.opt.lr = lrAt(this.train, step);
+    this.opt.step(1);
+    for (const st of this.stages.values()) st.zeroGrads();
+  }
+
+  report(): PolicyReport {
+    return {};
+  }
+
+  dispose(): void {
+    this.opt.dispose();
+  }
+}
+
+class StashPolicy implements UpdatePolicy {
+  private readonly perStage = new Map<number, { opt: Optimizer; stash: WeightStash; stage: UpdatableStage }>();
+  private versions: VersionRecord[] = [];
+
+  constructor(
+    be: Backend,
+    stages: ReadonlyMap<number, UpdatableStage>,
+    private readonly train: TrainConfig,
+    private readonly microbatchesPerStep: number,
+  ) {
+    for (const [s, stage] of stages) {
+      this.perStage.set(s, { opt: createOptimizer(be, stage.params, train), stash: new WeightStash(be, s, stage.params), stage });
+    }
+  }
+
+  apply<T>(a: Action, compute: () => T): T {
+    const own = this.perStage.get(a.stage);
+    if (!own) throw new Error(`stage ${a.stage} is not held by this rank`);
+    if (a.op === 'F') {
+      own.stash.onForward(a.mb);
+      return compute();
+    }
+    if (a.op !== 'B') throw new Error('the asynchronous PipeDream runtime takes full backwards (B) only');
+    const r = own.stash.withForwardWeights(a.mb, compute);
+    this.versions.push(r.record);
+    own.opt.lr = lrAt(this.train, Math.floor(a.mb / this.microbatchesPerStep));
+    own.opt.step(1);
+    own.stage.zeroGrads();
+    own.stash.version++;
+    return r.result;
+  }
+
+  endStep(): void {}
+
+  report(): PolicyReport {
+    const weightStash: Record<number, { versions: number; bytes: number }> = {};
+    for (const [s, own] of this.perStage) weightStash[s] = own.stash.peak();
+    const versions = this.versions;
+    this.versions = [];
+    return { versions, weightStash };
+  }
+
+  dispose(): void {
+    for (const own of this.perStage.values()) {
+      own.stash.dispose();
+      own.opt.dispose();
+    }
+  }
+}
+
+export function createUpdatePolicy(
+  name: UpdatePolicyName,
+  be: Backend,
+  stages: ReadonlyMap<number, UpdatableStage>,
+  train: TrainConfig,
+): UpdatePolicy {
+  switch (name) {
+    case 'flush':
+      return new FlushPolicy(be, stages, train);
+    case 'stash-and-update-after-backward':
+      return new StashPolicy(be, stages, train, train.microbatches);
+  }
+}
