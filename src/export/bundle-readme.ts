@@ -18,8 +18,8 @@ The page's link for the same run: \`?${configToQuery(run)}\`
 | \`train.py\` | the program: PyTorch ≥ 1.13 and the Python standard library only |
 | \`config.json\` | the run configuration (\`run\`), the model as blocks of layers, the stage cut, stage → rank, the lr of every step |
 | \`schedule.csv\` | each rank's actions (\`2F0\` = stage 2, forward, micro-batch 0; F, B, I, W), PyTorch's time-aligned CSV |
-| \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]) |
-| \`batches.safetensors\` | \`inputs\` [steps, batch, cols] and \`labels\` [steps, batch]: the exact batch of every step |
+| \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]; the GPT's are makemore's, \`transformer.h.0.attn.c_attn.weight\` is [3C, C]) |
+| \`batches.safetensors\` | \`inputs\` [steps, batch, cols] and \`labels\` [steps, batch] (the GPT's: [steps, batch, blockSize], −1 where a position is padding): the exact batch of every step |
 | \`heldout.safetensors\` | the held-out split (\`inputs\`, \`labels\`) |
 
 ## Run it on one machine
@@ -28,6 +28,11 @@ The page's link for the same run: \`?${configToQuery(run)}\`
 torchrun --nproc_per_node=${P} train.py                   # CPU, gloo
 torchrun --nproc_per_node=${P} train.py --backend nccl    # one CUDA GPU per rank
 \`\`\`
+
+\`train.py\` builds every model the page offers: the MLP and the character MLP (relu, gelu or tanh) and the GPT
+(makemore's Transformer: token + position embedding, pre-LayerNorm blocks with causal multi-head attention and a
+GELU-tanh MLP, \`ln_f\` and a bias-free \`lm_head\`; stages pass [micro-batch, blockSize, width] tensors; the loss is the
+cross-entropy summed over the targets that are not padding (label −1), divided by those of the whole batch).
 
 Every step prints \`step N loss X\` (from the rank holding the last stage): the same losses as the page.
 At the end rank 0 writes \`out/trained.safetensors\` (the page's weight names) and prints the held-out loss.

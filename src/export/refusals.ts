@@ -22,18 +22,13 @@ export const TORCH_REFUSED_SCHEDULES: Readonly<Partial<Record<RunScheduleName, s
   }),
 );
 
-/** Why the GPT does not export as a program (its weights do: see the README). */
-export const TORCH_REFUSED_GPT =
-  "cannot be exported for PyTorch as a program yet: train.py builds the MLPs' layers (Linear, LayerNorm, embedding, activation), not the GPT's transformer blocks; the GPT's trained weights (safetensors) load into makemore's Transformer instead";
-
 /** The refusal for this configuration, or null when it exports. */
-export function torchExportRefusal(cfg: Pick<RunConfig, 'schedule'> & Partial<Pick<RunConfig, 'model'>>): ConfigError | null {
-  if (cfg.model === 'gpt') return new ConfigError('model', cfg.model, TORCH_REFUSED_GPT);
+export function torchExportRefusal(cfg: Pick<RunConfig, 'schedule'>): ConfigError | null {
   const rule = TORCH_REFUSED_SCHEDULES[cfg.schedule];
   return rule === undefined ? null : new ConfigError('schedule', cfg.schedule, rule);
 }
 
-export function assertTorchExportable(cfg: Pick<RunConfig, 'schedule'> & Partial<Pick<RunConfig, 'model'>>): void {
+export function assertTorchExportable(cfg: Pick<RunConfig, 'schedule'>): void {
   const e = torchExportRefusal(cfg);
   if (e) throw e;
 }

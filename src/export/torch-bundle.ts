@@ -12,10 +12,10 @@
  */
 import { BatchSampler } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import type { Examples } from '../data/examples.ts';
+import { labelCols, targetCount, type Examples } from '../data/examples.ts';
 import { CpuBackend, CpuTensor } from '../nn/cpu-backend.ts';
 import { ADAMW_DEFAULTS } from '../nn/optimizer.ts';
-import { blockInCols } from '../nn/model-spec.ts';
+import { blockInCols, type BlockSpec } from '../nn/model-spec.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { lrAt } from '../nn/train-config.ts';
 import { planRun } from '../runtime/run-plan.ts';
@@ -47,12 +47,19 @@ export interface TorchBundleConfig {
   steps: number;
   /** Each micro-batch's summed loss is scaled by this (1 / batchSize): the step's losses add up to the batch mean. */
   lossScale: number;
+  /**
+   * Per step, 1 / the targets of the whole batch that take a loss (labels ≠ −1), as the page scales:
+   * the GPT's padded positions take none, so a step's micro-batch losses add up to the batch's mean.
+   */
+  lossScalePerStep: number[];
   schedule: string;
   stageToRank: number[];
   /** Half-open block ranges [start, end), one per stage. */
   stageBlocks: [number, number][];
   /** Columns each stage takes. */
   stageInCols: number[];
+  /** The shape of one row of each stage's input (the GPT's blocks take [blockSize, width] per sequence). */
+  stageInShape: number[][];
   /** Each stage's parameters, [name, shape], in the order train.py gathers them. */
   stageParams: [string, number[]][][];
   model: unknown;
@@ -64,21 +71,33 @@ function concatRows(parts: readonly Examples[]): { inputs: Float32Array | Int32A
   const n = parts.reduce((s, e) => s + e.n, 0);
   const cols = parts[0].inputCols;
   const inputs = parts[0].inputDType === 'i32' ? new Int32Array(n * cols) : new Float32Array(n * cols);
-  const labels = new Int32Array(n);
+  const lc = labelCols(parts[0]);
+  const labels = new Int32Array(n * lc);
   let row = 0;
   for (const e of parts) {
     inputs.set(e.inputs.subarray(0, e.n * cols), row * cols);
-    labels.set(e.labels.subarray(0, e.n), row);
+    labels.set(e.labels.subarray(0, e.n * lc), row * lc);
     row += e.n;
   }
   return { inputs, labels };
+}
+
+/** Labels per row beyond the first axis: none for one label a row, [blockSize] for the GPT's per-position targets. */
+function labelShape(ex: Examples): number[] {
+  return ex.labelCols === undefined ? [] : [ex.labelCols];
+}
+
+/** One row of a block's input: a sequence of [blockSize, width] for the GPT's blocks and head, else its columns. */
+function blockInShape(b: BlockSpec): number[] {
+  const first = b.layers[0];
+  return first.kind === 'gpt-block' || first.kind === 'gpt-head' ? [first.blockSize, first.dim] : [blockInCols(b)];
 }
 
 function examplesFile(ex: Examples, leading: number[]): Uint8Array {
   const { inputs, labels } = concatRows([ex]);
   return writeSafetensors({
     inputs: { data: inputs, shape: [...leading, ex.inputCols] },
-    labels: { data: labels, shape: leading },
+    labels: { data: labels, shape: [...leading, ...labelShape(ex)] },
   });
 }
 
@@ -111,7 +130,8 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
 
   const data = createDataset(toTrainConfig(run));
   const sampler = new BatchSampler(data.train, run.batchSize, run.seed);
-  const batches = concatRows(Array.from({ length: run.steps }, (_, step) => sampler.batch(step)));
+  const stepBatches = Array.from({ length: run.steps }, (_, step) => sampler.batch(step));
+  const batches = concatRows(stepBatches);
 
   const cfg: TorchBundleConfig = {
     format: 'pipelab-torch-bundle/1',
@@ -122,10 +142,12 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
     batchSize: run.batchSize,
     steps: run.steps,
     lossScale: 1 / run.batchSize,
+    lossScalePerStep: stepBatches.map((b) => 1 / targetCount(b)),
     schedule: run.schedule,
     stageToRank: [...schedule.stageToRank],
     stageBlocks: stageBlocks.map(([a, b]): [number, number] => [a, b]),
     stageInCols: stageBlocks.map(([a]) => blockInCols(spec.blocks[a])),
+    stageInShape: stageBlocks.map(([a]) => blockInShape(spec.blocks[a])),
     stageParams,
     model: spec,
     optimizer: { name: run.optimizer, lr: run.lr, momentum: run.momentum, weightDecay: run.weightDecay, ...ADAMW_DEFAULTS },
@@ -141,7 +163,7 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
       path: 'batches.safetensors',
       data: writeSafetensors({
         inputs: { data: batches.inputs, shape: [run.steps, run.batchSize, spec.input.cols] },
-        labels: { data: batches.labels, shape: [run.steps, run.batchSize] },
+        labels: { data: batches.labels, shape: [run.steps, run.batchSize, ...labelShape(data.train)] },
       }),
     },
     { path: 'heldout.safetensors', data: examplesFile(data.val, [data.val.n]) },

@@ -93,7 +93,7 @@ class Linear:
         self.W, self.b = weight((s["in"], s["out"]), device), weight((s["out"],), device)
         self.params = {f"{name}.W": self.W, f"{name}.b": self.b}
         self.decay = {f"{name}.W": True, f"{name}.b": False}
-        self.out_cols = s["out"]
+        self.out_shape = (s["out"],)
 
     def __call__(self, x):
         return x @ self.W + self.b
@@ -106,7 +106,7 @@ class Embedding:
         self.table = weight((s["vocab"], s["dim"]), device)
         self.params = {f"{name}.table": self.table}
         self.decay = {f"{name}.table": True}
-        self.out_cols = s["context"] * s["dim"]
+        self.out_shape = (s["context"] * s["dim"],)
 
     def __call__(self, idx):
         return self.table[idx.long()].reshape(idx.shape[0], -1)
@@ -117,7 +117,7 @@ class LayerNorm:
         self.gamma, self.beta = weight((s["dim"],), device, 1.0), weight((s["dim"],), device)
         self.params = {f"{name}.gamma": self.gamma, f"{name}.beta": self.beta}
         self.decay = {f"{name}.gamma": False, f"{name}.beta": False}
-        self.dim, self.eps, self.out_cols = s["dim"], s["eps"], s["dim"]
+        self.dim, self.eps, self.out_shape = s["dim"], s["eps"], (s["dim"],)
 
     def __call__(self, x):
         return F.layer_norm(x, (self.dim,), self.gamma, self.beta, self.eps)
@@ -134,13 +134,111 @@ ACTIVATIONS = {
 class Activation:
     def __init__(self, name, s, device):
         self.params, self.decay = {}, {}
-        self.fn, self.out_cols = ACTIVATIONS[s["fn"]], s["dim"]
+        self.fn, self.out_shape = ACTIVATIONS[s["fn"]], (s["dim"],)
 
     def __call__(self, x):
         return self.fn(x)
 
 
-LAYERS = {"linear": Linear, "embedding": Embedding, "layernorm": LayerNorm, "activation": Activation}
+# The GPT (makemore's Transformer): its parameters carry makemore's state-dict names and PyTorch's layouts
+# (a Linear's weight is [out, in]), so trained.safetensors loads into makemore as it is. Activations
+# between its layers and stages are [sequences, blockSize, width].
+
+class TorchLinear:
+    """y = x @ W^T (+ b), W [out, in]: torch.nn.Linear's parameters, named {name}.weight / {name}.bias."""
+
+    def __init__(self, name, n_in, n_out, device, bias=True):
+        self.weight = weight((n_out, n_in), device)
+        self.bias = weight((n_out,), device) if bias else None
+        self.params = {f"{name}.weight": self.weight}
+        self.decay = {f"{name}.weight": True}
+        if bias:
+            self.params[f"{name}.bias"] = self.bias
+            self.decay[f"{name}.bias"] = False
+
+    def __call__(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+class TorchLayerNorm:
+    """torch.nn.LayerNorm's parameters, named {name}.weight (1) / {name}.bias (0); eps 1e-5."""
+
+    def __init__(self, name, dim, device):
+        self.weight, self.bias, self.dim = weight((dim,), device, 1.0), weight((dim,), device), dim
+        self.params = {f"{name}.weight": self.weight, f"{name}.bias": self.bias}
+        self.decay = {f"{name}.weight": False, f"{name}.bias": False}
+
+    def __call__(self, x):
+        return F.layer_norm(x, (self.dim,), self.weight, self.bias, 1e-5)
+
+
+def gathered(parts):
+    """The parameters and weight-decay flags of several sub-layers, as one layer holds them."""
+    return ({k: v for p in parts for k, v in p.params.items()}, {k: v for p in parts for k, v in p.decay.items()})
+
+
+class GptEmbedding:
+    """Token indices [n, T] -> wte[idx] + wpe[0 .. T-1], [n, T, C] (transformer.wte / transformer.wpe)."""
+
+    def __init__(self, name, s, device):
+        self.wte = weight((s["vocab"], s["dim"]), device)
+        self.wpe = weight((s["blockSize"], s["dim"]), device)
+        self.params = {"transformer.wte.weight": self.wte, "transformer.wpe.weight": self.wpe}
+        self.decay = {"transformer.wte.weight": True, "transformer.wpe.weight": True}
+        self.out_shape = (s["blockSize"], s["dim"])
+
+    def __call__(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.wte[idx.long()] + self.wpe[pos].unsqueeze(0)
+
+
+class GptBlock:
+    """A pre-LayerNorm block: x + c_proj(causal attention(c_attn(ln_1(x)))), then x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x))))."""
+
+    def __init__(self, name, s, device):
+        p, C = s["prefix"], s["dim"]
+        self.heads, self.C, self.T = s["heads"], C, s["blockSize"]
+        self.ln_1 = TorchLayerNorm(f"{p}.ln_1", C, device)
+        self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device)
+        self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device)
+        self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device)
+        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device)
+        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device)
+        self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
+        self.mask = torch.tril(torch.ones(self.T, self.T, dtype=torch.bool, device=device))
+        self.out_shape = (self.T, C)
+
+    def attention(self, x):
+        n, T, C = x.shape
+        H = self.heads
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(n, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # [n, H, T, D]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        att = F.softmax(att.masked_fill(~self.mask[:T, :T], float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(n, T, C))
+
+    def __call__(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GptHead:
+    """transformer.ln_f, then lm_head (no bias): [n, T, C] -> logits [n, T, vocab]."""
+
+    def __init__(self, name, s, device):
+        self.ln_f = TorchLayerNorm("transformer.ln_f", s["dim"], device)
+        self.lm_head = TorchLinear("lm_head", s["dim"], s["vocab"], device, bias=False)
+        self.params, self.decay = gathered([self.ln_f, self.lm_head])
+        self.out_shape = (s["blockSize"], s["vocab"])
+
+    def __call__(self, x):
+        return self.lm_head(self.ln_f(x))
+
+
+LAYERS = {
+    "linear": Linear, "embedding": Embedding, "layernorm": LayerNorm, "activation": Activation,
+    "gpt-embedding": GptEmbedding, "gpt-block": GptBlock, "gpt-head": GptHead,
+}
 
 
 class Stage:
@@ -159,7 +257,7 @@ class Stage:
                 self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
-        self.out_cols = self.layers[-1].out_cols
+        self.out_shape = self.layers[-1].out_shape
 
     def forward(self, x):
         for layer in self.layers:
@@ -249,7 +347,7 @@ def main():
     inputs, labels = data["inputs"], data["labels"].long()
     rows = B // M
     in_dtype = torch.float32 if model["input"]["dtype"] == "f32" else torch.int32
-    loss_scale = cfg["lossScale"]
+    labels_ignored = -1  # a padded target (the GPT's positions past a name's end) takes no loss
 
     opt = cfg["optimizer"]
     groups = []
@@ -292,8 +390,8 @@ def main():
                 ops.append(dist.P2POp(dist.isend, outbox.pop(key).contiguous(), dst, tag=tag))
                 waits.append(f"rank {rank}: step {step} column {col + 1}: {kind} of micro-batch {mb} for stage {to_stage} not taken by rank {dst} within {args.timeout} s")
             elif dst == rank:
-                cols = cfg["stageInCols"][to_stage] if kind == "act" else stages[to_stage].out_cols
-                inbox[key] = torch.empty(rows, cols, device=device)
+                shape = cfg["stageInShape"][to_stage] if kind == "act" else stages[to_stage].out_shape
+                inbox[key] = torch.empty(rows, *shape, device=device)
                 ops.append(dist.P2POp(dist.irecv, inbox[key], src, tag=tag))
                 waits.append(f"rank {rank}: step {step} column {col + 1}: no {kind} of micro-batch {mb} for stage {to_stage} from rank {src} within {args.timeout} s")
         if ops:
@@ -325,7 +423,11 @@ def main():
                         x = take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
                     y = st.forward(x)
                     if st.is_last:
-                        y = F.cross_entropy(y, labels[step, mb * rows:(mb + 1) * rows].to(device), reduction="sum") * loss_scale
+                        # Summed over the micro-batch's targets, scaled by 1 / the targets of the WHOLE batch:
+                        # the step's micro-batch losses add up to the batch mean, and so do their gradients.
+                        target = labels[step, mb * rows:(mb + 1) * rows].to(device).reshape(-1)
+                        y = F.cross_entropy(y.reshape(target.shape[0], -1), target, ignore_index=labels_ignored,
+                                            reduction="sum") * cfg["lossScalePerStep"][step]
                         step_loss += y.item()
                     else:
                         outbox[("act", s + 1, mb)] = y.detach()
@@ -427,7 +529,9 @@ def heldout_loss(model, cfg, weights):
             p.copy_(weights[n])
         data = read_safetensors(os.path.join(HERE, "heldout.safetensors"))
         x = data["inputs"] if model["input"]["dtype"] == "i32" else data["inputs"].float()
-        return F.cross_entropy(whole.forward(x), data["labels"].long()).item()
+        target = data["labels"].long().reshape(-1)
+        logits = whole.forward(x).reshape(target.shape[0], -1)
+        return F.cross_entropy(logits, target, ignore_index=-1).item()  # the mean over targets that take a loss
 
 
 if __name__ == "__main__":

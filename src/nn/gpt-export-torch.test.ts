@@ -3,6 +3,7 @@
  * Debian's /usr/bin/python3 with python3-torch) with load_state_dict(strict=False):
  * the only keys missing are the causal-mask buffers, none are unexpected, and
  * PyTorch's logits equal the float64 CPU reference's on the same tokens.
+ * The PyTorch program export (src/export) carries its per-position labels and loss scale.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { buildModelSpec } from './model-config.ts';
 import { StageChain } from './stage-chain.ts';
 import { toTrainConfig } from '../runtime/run-config.ts';
 import { trainSingleDevice } from './train.ts';
+import { readSafetensors } from '../util/safetensors.ts';
 
 const PYTHON = process.env.PIPELAB_PYTHON ?? '/usr/bin/python3';
 
@@ -46,8 +48,18 @@ describe('the GPT export in PyTorch', () => {
     expect(out.maxAbsDiff).toBeLessThan(1e-4 * Math.max(1, out.maxAbsRef));
   }, 120_000);
 
-  it('the PyTorch program export (train.py builds the MLPs only) refuses the GPT, naming model and rule', () => {
-    const cfg: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16 };
-    expect(() => buildTorchBundle(cfg, 'x')).toThrow(/^model = "gpt": cannot be exported for PyTorch as a program yet/);
+  it('the PyTorch program export carries the GPT: per-position labels, [blockSize, width] stage inputs, loss scale 1 / non-padded targets of the batch', () => {
+    const cfg: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 2, ranks: 2 };
+    const files = buildTorchBundle(cfg, 'x');
+    const config = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as { stageInShape: number[][]; lossScalePerStep: number[] };
+    expect(config.stageInShape).toEqual([[16], [16, 8]]);
+    const batches = readSafetensors(files.find((f) => f.path === 'batches.safetensors')!.data as Uint8Array).tensors;
+    expect(batches.labels.shape).toEqual([2, 8, 16]);
+    for (let step = 0; step < 2; step++) {
+      const labels = Array.from(batches.labels.data.subarray(step * 128, (step + 1) * 128));
+      const counted = labels.filter((l) => l !== -1).length;
+      expect(counted).toBeLessThan(128); // names are shorter than blockSize: some targets are padding
+      expect(config.lossScalePerStep[step]).toBe(1 / counted);
+    }
   });
 });

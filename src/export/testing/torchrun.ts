@@ -89,3 +89,20 @@ export function maxWeightDiff(a: Readonly<Record<string, ArrayLike<number>>>, b:
   }
   return worst;
 }
+
+/**
+ * The GPT's key bias (the middle third of each `attn.c_attn.bias`) has a zero gradient in exact arithmetic
+ * (adding a constant to every key leaves each softmax row unchanged): its float32 gradient is rounding noise,
+ * which Adam normalises into steps of up to ~lr/10, different on each side. Comparing two runs, that slice says
+ * nothing about agreement, so it is zeroed in a copy; every other weight is compared as it is.
+ */
+export function withoutKeyBias(weights: Readonly<Record<string, ArrayLike<number>>>, width: number): Record<string, ArrayLike<number>> {
+  const out: Record<string, ArrayLike<number>> = { ...weights };
+  for (const [name, w] of Object.entries(weights)) {
+    if (!name.endsWith('attn.c_attn.bias')) continue;
+    const copy = Float64Array.from(w);
+    copy.fill(0, width, 2 * width);
+    out[name] = copy;
+  }
+  return out;
+}

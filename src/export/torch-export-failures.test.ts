@@ -1,0 +1,65 @@
+/**
+ * What the exported PyTorch program refuses, and how it fails: a refused
+ * schedule or a bad configuration names the field, the value and the rule; a
+ * wrong world size, a missing weight, a lost message or a CSV that is not
+ * time-aligned ends the torchrun run with a message, never a hang. (That it
+ * trains like the float64 loop: ./torch-export.test.ts.) Needs Debian's
+ * python3-torch (scripts/install-deps.sh).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { generateSchedule, toCsv } from '../schedule/index.ts';
+import { ConfigError } from '../util/errors.ts';
+import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
+import { runTorchrun } from './testing/torchrun.ts';
+import { writeTempBundle } from './testing/temp-bundle.ts';
+import { buildTorchBundle } from './torch-bundle.ts';
+
+const small: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 16, batchSize: 32, microbatches: 4, steps: 5, evalEvery: 0 };
+
+describe('what the exported program refuses', () => {
+  it('refuses PipeDream async with a message naming the schedule and the rule', () => {
+    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, 'x')).toThrow(ConfigError);
+    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, 'x')).toThrow(/schedule = "pipedream": cannot be exported for PyTorch/);
+  });
+
+  it('refuses a bad configuration with the field, the value and the rule', () => {
+    expect(() => buildTorchBundle({ ...small, microbatches: 5 }, 'x')).toThrow('microbatches = 5: must divide batchSize = 32 evenly');
+  });
+
+  it('stops on a wrong world size, naming both', async () => {
+    const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, steps: 1 });
+    const r = await runTorchrun(dir, 1, [], 120_000);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('world size = 1, but this run was exported for ranks = 2');
+  }, 180_000);
+
+  it('stops when a stage weight is missing from init.safetensors, naming the rank and the weight', async () => {
+    const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, steps: 1 });
+    const init = readSafetensors(new Uint8Array(readFileSync(join(dir, 'init.safetensors'))));
+    const { 'head.linear.W': _dropped, ...rest } = init.tensors;
+    writeFileSync(join(dir, 'init.safetensors'), writeSafetensors(Object.fromEntries(Object.entries(rest).map(([k, t]) => [k, { data: t.data, shape: t.shape }]))));
+    const r = await runTorchrun(dir, 2, [], 120_000);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('rank 1: stage 1 weight head.linear.W');
+    expect(r.output).toContain('did not load from init.safetensors: missing');
+  }, 180_000);
+
+  it('ends a run whose peer stops answering with a timeout naming the rank, the step and the column, never a hang', async () => {
+    const { dir } = writeTempBundle({ ...small, schedule: 'gpipe', ranks: 2, steps: 1 });
+    const r = await runTorchrun(dir, 2, ['--timeout', '5', '--test-stall-rank', '1'], 120_000);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toMatch(/train\.py: rank 0: step 0 column \d+: (no grad of micro-batch \d+ for stage 0 from rank 1|act of micro-batch \d+ for stage 1 not taken by rank 1) within 5\.0 s/);
+  }, 180_000);
+
+  it('refuses a CSV that is not time-aligned, naming the action and the input it lacks', async () => {
+    const cfg: RunConfig = { ...small, schedule: 'zb-h1', ranks: 2, steps: 1 };
+    const { dir } = writeTempBundle(cfg);
+    writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('zb-h1', 2, cfg.microbatches), { align: false }));
+    const r = await runTorchrun(dir, 2, ['--timeout', '20'], 120_000);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('rank 1: step 0 column 1: 1F0 needs the act of micro-batch 0 for stage 1, which no earlier column of schedule.csv sends: the file is not time-aligned');
+  }, 180_000);
+});
