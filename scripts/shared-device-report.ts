@@ -9,7 +9,8 @@
  *   node --import tsx scripts/shared-device-report.ts [results.json] [out.md]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { fitLanes, LANE_CANDIDATES, predictRun, type RecordedRun } from '../src/plan/prediction-check.ts';
+import type { RecordedRun } from '../src/plan/prediction-check.ts';
+import { withSharedDevicePrediction } from '../src/bench/shared-device-rows.ts';
 
 const input = process.argv[2] ?? 'bench/results.json';
 const output = process.argv[3] ?? 'bench/SHARED-DEVICE.md';
@@ -17,9 +18,10 @@ const report = JSON.parse(readFileSync(input, 'utf8')) as { date: string; machin
 const rows = report.results.schedules?.rows;
 if (!rows || rows.length === 0) throw new Error(`${input}: no schedules rows`);
 const fitRows = rows.filter((r) => r.m === r.p);
-const k = fitLanes(fitRows, LANE_CANDIDATES);
+// As `npm run bench` adds them (src/bench/shared-device-rows.ts): k fitted on the m = p rows, per model.
+const predicted = withSharedDevicePrediction(rows).map((r) => ({ run: r, ...r.prediction }));
+const k = [...new Set(predicted.map((r) => r.lanes))].join(', ');
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-const predicted = rows.map((r) => predictRun(r, k));
 const worst = (xs: number[]) => Math.max(...xs.map(Math.abs));
 const held = predicted.filter((r) => r.run.m !== r.run.p);
 const lines = [

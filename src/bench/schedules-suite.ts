@@ -5,6 +5,8 @@
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { namesModelSwitch } from '../nn/train-config.ts';
+import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind } from '../schedule/registry.ts';
 
 export interface ScheduleBenchCase {
@@ -13,7 +15,12 @@ export interface ScheduleBenchCase {
   microbatches: number;
   virtual?: number;
   dataset?: RunConfig['dataset'];
+  /** 'gpt': the page's default GPT (width, heads, block size) with p·v transformer blocks on the names as sequences. */
+  model?: 'gpt';
 }
+
+/** Sequences per micro-batch in the GPT grid (× the block size in token rows). */
+export const GPT_BENCH_MICROBATCH = 8;
 
 export interface ScheduleBenchRow {
   schedule: string;
@@ -36,27 +43,39 @@ export interface ScheduleBenchRow {
   commShare: number;
   samplesPerSecond: number;
   meanOpMs: Record<string, Record<string, number>>;
+  /** The model the row ran ('char-mlp', 'mlp', 'gpt'). */
+  model: string;
+  /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
+  prediction?: SharedDevicePrediction;
 }
 
 /**
  * The names model cut into p·v balanced stages: p·v equal hidden blocks (the
  * first block's Linear takes context × embedDim = 256 inputs, like the others),
  * and the small head rides with the last one (the partitioner balances FLOPs).
+ * With model 'gpt': the page's default GPT with p·v transformer blocks, the
+ * head riding with the last, GPT_BENCH_MICROBATCH sequences per micro-batch.
  */
 export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
   const v = c.virtual ?? scheduleKind(c.schedule).defaultVirtual;
   const names = (c.dataset ?? 'names') === 'names';
+  const model: Partial<RunConfig> =
+    c.model === 'gpt'
+      ? { ...namesModelSwitch('gpt', c.ranks * v), dataset: 'names', batchSize: GPT_BENCH_MICROBATCH * c.microbatches }
+      : {
+          dataset: names ? 'names' : c.dataset ?? 'spiral',
+          model: names ? 'char-mlp' : 'mlp',
+          hidden: names ? 256 : 128,
+          context: 4,
+          embedDim: 64,
+          activation: names ? 'tanh' : 'relu',
+          batchSize: 64 * c.microbatches,
+        };
   return {
     ...base,
-    dataset: names ? 'names' : c.dataset ?? 'spiral',
-    model: names ? 'char-mlp' : 'mlp',
+    ...model,
     layers: c.ranks * v,
-    hidden: names ? 256 : 128,
-    context: 4,
-    embedDim: 64,
-    activation: names ? 'tanh' : 'relu',
-    batchSize: 64 * c.microbatches,
     microbatches: c.microbatches,
     ranks: c.ranks,
     virtual: v,
@@ -88,6 +107,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     commMsPerCrossing: r.commMsPerCrossing,
     commShare: r.commShare,
     samplesPerSecond: r.samplesPerSecond,
+    model: cfg.model,
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
   };
 }

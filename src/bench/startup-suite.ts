@@ -8,6 +8,7 @@
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig } from '../runtime/run-config.ts';
+import { warmWorkers } from '../runtime/warm-workers.ts';
 
 export interface StartupBenchRow {
   run: number;
@@ -25,8 +26,9 @@ export interface StartupBenchRow {
   ranks: number;
 }
 
-/** `runs` runs of the default configuration, `steps` steps each, one after the other. */
+/** `runs` runs of the default configuration, `steps` steps each, one after the other; the first starts cold (warm workers other suites left are ended). */
 export async function benchStartup(runs: number, steps: number): Promise<StartupBenchRow[]> {
+  warmWorkers.clear();
   const rows: StartupBenchRow[] = [];
   for (let run = 1; run <= runs; run++) {
     const cfg = { ...defaultRunConfig(), steps };

@@ -36,9 +36,9 @@ const GELU_C = Math.sqrt(2 / Math.PI);
 const GELU_K = 0.044715;
 
 /** Builds the TF.js model of `spec` with the given initial values (by our global parameter names). */
-export function buildTfjsModel(tf: Tf, spec: ModelSpec, init: Readonly<Record<string, ArrayLike<number>>>): TfjsModel {
-  const vars: Record<string, TfVariable> = {};
-  const variable = (name: string, shape: number[]): TfVariable => {
+/** A maker of trainable tf.variables named as ours, each from its initial value in `init`, collected into `vars`. */
+export function variableMaker(tf: Tf, init: Readonly<Record<string, ArrayLike<number>>>, vars: Record<string, TfVariable>): (name: string, shape: number[]) => TfVariable {
+  return (name, shape) => {
     const v = init[name];
     if (!v) throw new Error(`tfjs model: no initial value for ${name}`);
     const t = tf.tensor(Float32Array.from(v), shape, 'float32');
@@ -46,6 +46,22 @@ export function buildTfjsModel(tf: Tf, spec: ModelSpec, init: Readonly<Record<st
     t.dispose();
     return vars[name];
   };
+}
+
+/** (x − mean)·rsqrt(var + eps)·γ + β over the last axis (population variance, as ours and PyTorch). */
+export function tfLayerNorm(tf: Tf, x: TfTensor, gamma: TfTensor, beta: TfTensor, eps: number): TfTensor {
+  const { mean, variance } = tf.moments(x, -1, true);
+  return tf.add(tf.mul(tf.mul(tf.sub(x, mean), tf.rsqrt(tf.add(variance, eps))), gamma), beta);
+}
+
+/** GELU in its tanh form, as ours (TF.js has no gelu op). */
+export function tfGeluTanh(tf: Tf, x: TfTensor): TfTensor {
+  return tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), GELU_K)), GELU_C))));
+}
+
+export function buildTfjsModel(tf: Tf, spec: ModelSpec, init: Readonly<Record<string, ArrayLike<number>>>): TfjsModel {
+  const vars: Record<string, TfVariable> = {};
+  const variable = variableMaker(tf, init, vars);
   type Fn = (x: TfTensor) => TfTensor;
   const fns: Fn[] = [];
   for (const block of spec.blocks) {
@@ -66,10 +82,7 @@ export function buildTfjsModel(tf: Tf, spec: ModelSpec, init: Readonly<Record<st
         case 'layernorm': {
           const gamma = variable(`${p}.gamma`, [l.dim]);
           const beta = variable(`${p}.beta`, [l.dim]);
-          fns.push((x) => {
-            const { mean, variance } = tf.moments(x, -1, true);
-            return tf.add(tf.mul(tf.mul(tf.sub(x, mean), tf.rsqrt(tf.add(variance, l.eps))), gamma), beta);
-          });
+          fns.push((x) => tfLayerNorm(tf, x, gamma, beta, l.eps));
           break;
         }
         case 'activation': {
@@ -77,7 +90,7 @@ export function buildTfjsModel(tf: Tf, spec: ModelSpec, init: Readonly<Record<st
           if (fn === 'relu') fns.push((x) => tf.relu(x));
           else if (fn === 'tanh') fns.push((x) => tf.tanh(x));
           else if (fn === 'gelu') {
-            fns.push((x) => tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), GELU_K)), GELU_C)))));
+            fns.push((x) => tfGeluTanh(tf, x));
           } else fns.push((x) => x);
           break;
         }

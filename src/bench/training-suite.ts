@@ -21,17 +21,20 @@ import { createDataset } from '../data/datasets.ts';
 import type { Examples } from '../data/examples.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { loadTfjsWebGpu } from './tfjs-matmul-bench.ts';
-import { buildModelSpec } from '../nn/model-config.ts';
+import { buildModelSpec, GPT_DEFAULTS } from '../nn/model-config.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { issueTrainStep } from '../nn/train.ts';
-import { defaultTrainConfig, type TrainConfig } from '../nn/train-config.ts';
+import { defaultTrainConfig, namesModelSwitch, type TrainConfig } from '../nn/train-config.ts';
 import { buildTfjsModel, tfjsBatch } from './tfjs-models.ts';
+import { buildTfjsGpt, isGptSpec } from './tfjs-gpt.ts';
 import { profileOurStep, profileTfjsStep, type StepProfile } from './step-profile.ts';
 import { addCounts, diffCounts, gpuCounts, installGpuCounters, scaleCounts, zeroCounts, type GpuCounts } from './gpu-counters.ts';
 
 export interface TrainingBenchCase {
   dataset: 'spiral' | 'names';
+  /** 'gpt': the page's default GPT on the names as sequences (namesModelSwitch), instead of the dataset's default model. */
+  model?: 'gpt';
   /** Untimed steps first. */
   warmup: number;
   /** Timed steps. */
@@ -79,6 +82,12 @@ export interface TrainingBenchRow {
   ratio: number;
   /** max over steps of |our loss − TF.js loss|. */
   maxLossDiff: number;
+  /** max over steps of |our loss − TF.js loss| / |TF.js loss|. */
+  maxLossRelDiff: number;
+  /** Token positions per sample (the GPT's block size; 1 for the MLPs): tokens/s = samples/s × this. */
+  tokensPerSample: number;
+  /** The GPT's width and heads (absent for the MLPs). */
+  gpt?: { width: number; heads: number };
   /** With `profile`: one more step of each side, timed per op. */
   profile?: { ours: StepProfile; tfjs: StepProfile };
 }
@@ -117,7 +126,7 @@ function figures(batchSize: number, side: Side): SideFigures {
 
 /** The suite's configuration: the dataset's default model and batch, single stage, constant lr, no weight decay. */
 export function trainingBenchConfig(c: TrainingBenchCase): TrainConfig {
-  const d = defaultTrainConfig(c.dataset);
+  const d = c.model === 'gpt' ? { ...defaultTrainConfig('names'), ...namesModelSwitch('gpt', GPT_DEFAULTS.layers) } : defaultTrainConfig(c.dataset);
   return { ...d, stages: 1, microbatches: c.microbatches ?? 1, weightDecay: 0, lrSchedule: 'constant', steps: c.warmup + c.steps, evalEvery: 0 };
 }
 
@@ -137,7 +146,7 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
   const eps = 1e-8;
   const opt = createOptimizer(be, model.params, { ...cfg, beta1, beta2, eps });
   const init = await model.readParams();
-  const tfModel = buildTfjsModel(tf, spec, init);
+  const tfModel = isGptSpec(spec) ? buildTfjsGpt(tf, spec, init) : buildTfjsModel(tf, spec, init);
   const tfOpt = tf.train.adam(cfg.lr, beta1, beta2, eps);
 
   installGpuCounters();
@@ -250,6 +259,9 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
     tfjs: p,
     ratio: o.samplesPerSecond / p.samplesPerSecond,
     maxLossDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]))),
+    maxLossRelDiff: Math.max(...ours.losses.map((l, i) => Math.abs(l - peer.losses[i]) / Math.abs(peer.losses[i]))),
+    tokensPerSample: isGptSpec(spec) ? data.train.inputCols : 1,
+    gpt: isGptSpec(spec) ? { width: cfg.width as number, heads: cfg.heads as number } : undefined,
     profile,
   };
 }

@@ -11,6 +11,9 @@
  *
  *   npm run bench:node -- [--quick] [--big] [--out DIR]     (--big adds 1024³ and 2048³ matmuls)
  *   PIPELAB_REAL_GPU=1 npm run bench:node                  (the machine's GPU)
+ *   PIPELAB_REAL_GPU=1 npm run bench:node -- --train-gpt 3000
+ *       trains makemore's GPT (4 layers, 4 heads, 64 wide) on names with the app's own loop
+ *       (nn/train.ts) and prints the held-out loss every 500 steps
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,21 +21,31 @@ import { nodeGpu } from '../../gpu/testing/node-gpu.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchRow } from '../kernels-suite.ts';
 import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { benchTraining, type TrainingBenchRow } from '../training-suite.ts';
+import { GpuBackend } from '../../gpu/gpu-backend.ts';
+import { defaultGptConfig, MAKEMORE_GPT } from '../../nn/model-config.ts';
+import { defaultTrainConfig, type TrainConfig } from '../../nn/train-config.ts';
+import { trainSingleDevice } from '../../nn/train.ts';
 
 interface Args {
   quick: boolean;
   big: boolean;
   out: string;
+  /** Train makemore's GPT for this many steps instead of the suites (0: run the suites). */
+  trainGpt: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, big: false, out: resolve('bench') };
+  const args: Args = { quick: false, big: false, out: resolve('bench'), trainGpt: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
     else if (a === '--big') args.big = true;
     else if (a === '--out') args.out = resolve(argv[++i] ?? '');
-    else throw new Error(`unknown option ${JSON.stringify(a)}; usage: bench:node [--quick] [--big] [--out DIR]`);
+    else if (a === '--train-gpt') {
+      const v = argv[++i] ?? '';
+      args.trainGpt = Number(v);
+      if (!/^\d+$/.test(v) || args.trainGpt < 1) throw new Error(`--train-gpt = ${JSON.stringify(v)}: must be a whole number of steps ≥ 1`);
+    } else throw new Error(`unknown option ${JSON.stringify(a)}; usage: bench:node [--quick] [--big] [--out DIR] [--train-gpt STEPS]`);
   }
   return args;
 }
@@ -68,6 +81,36 @@ function markdown(adapter: string, date: string, kernels: KernelBenchRow[], trai
   return lines.join('\n');
 }
 
+/** Makemore's recipe (ENVIRONMENT.md's reference figures): AdamW, batch 64, lr 2e-3 cosine, weight decay 0.1. */
+async function trainGpt(args: Args): Promise<void> {
+  const cfg: TrainConfig = {
+    ...defaultTrainConfig('names'),
+    ...defaultGptConfig(),
+    ...MAKEMORE_GPT,
+    optimizer: 'adamw',
+    batchSize: 64,
+    microbatches: 1,
+    lr: 2e-3,
+    lrSchedule: 'cosine',
+    weightDecay: 0.1,
+    steps: args.trainGpt,
+    evalEvery: 500,
+  };
+  const be = await GpuBackend.create();
+  try {
+    const t0 = performance.now();
+    const r = await trainSingleDevice(be, cfg, {
+      onEval: (e) => console.log(`after ${e.step} steps: held-out ${e.valLoss.toFixed(4)} nats/char, ${((performance.now() - t0) / 1000).toFixed(1)} s`),
+    });
+    const line = `makemore GPT ${cfg.layers}x${cfg.heads}x${cfg.width}, ${r.stepsDone} steps in ${(r.ms / 1000).toFixed(1)} s (${(r.ms / r.stepsDone).toFixed(2)} ms/step): held-out ${r.final.valLoss.toFixed(4)} nats/char`;
+    console.log(line);
+    mkdirSync(args.out, { recursive: true });
+    writeFileSync(join(args.out, 'gpt-train.json'), `${JSON.stringify({ date: new Date().toISOString(), config: cfg, evals: r.evals, ms: r.ms }, null, 2)}\n`);
+  } finally {
+    be.destroy();
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const gpu = await nodeGpu();
@@ -79,6 +122,7 @@ async function main(): Promise<void> {
   const adapter = `${info.vendor} ${info.architecture} ${info.description}`.replace(/\s+/g, ' ').trim();
   console.log(`bench:node: adapter ${adapter}`);
 
+  if (args.trainGpt > 0) return trainGpt(args);
   const setup = await kernelsSetup();
   console.log(`bench:node: autotune ${JSON.stringify(setup.choice)} in ${setup.createMs.toFixed(0)} ms`);
   const sizes: MatmulSize[] = [...BENCH_SIZES, ...(args.big ? ([[1024, 1024, 1024], [2048, 2048, 2048]] as const) : [])];

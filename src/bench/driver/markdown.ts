@@ -19,11 +19,18 @@ interface Report {
 const pct = (x: number | null) => (x === null ? 'n/a' : `${(100 * x).toFixed(1)}%`);
 const f = (x: number, d = 1) => x.toFixed(d);
 
+/** Issue 12's columns: the shared-device prediction and its signed error, and the p-independent-GPU ideal. */
+function sharedCells(r: ScheduleBenchRow): string {
+  const p = r.prediction;
+  if (!p) return 'n/a | n/a | n/a';
+  return `${f(p.sharedMs)} (k = ${p.lanes}${p.fit ? ', fit' : ''}) | ${p.sharedError >= 0 ? '+' : ''}${pct(p.sharedError)} | ${f(p.independentMs)}`;
+}
+
 function schedulesTable(rows: ScheduleBenchRow[]): string {
-  const head = '| schedule | p | m | makespan measured (ms) | simulated (ms) | sim. error | bubble measured | simulated | closed form | measured − closed | peak stash, stage 0 (KiB) | comm per crossing (ms) | comm / compute | samples/s |';
-  const sep = '|' + ' --- |'.repeat(14);
+  const head = '| schedule | p | m | makespan measured (ms) | simulated, today (ms) | today\'s prediction error | shared-device (ms) | shared-device prediction error | p independent GPUs (ms) | bubble measured | simulated | closed form | measured − closed | peak stash, stage 0 (KiB) | comm per crossing (ms) | comm / compute | samples/s |';
+  const sep = '|' + ' --- |'.repeat(17);
   const lines = rows.map((r) =>
-    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
+    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${sharedCells(r)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
   );
   return [head, sep, ...lines].join('\n');
 }
@@ -68,6 +75,24 @@ function profileRows(model: string, side: string, p: StepProfile, top = 6): stri
   return rows;
 }
 
+/** The GPT's step in tokens/s (samples/s × block size), each side, the ratio and both losses. */
+function gptTokensTable(rows: TrainingBenchRow[]): string {
+  return table(
+    ['model', 'batch × block', 'params', 'ours tokens/s', 'TF.js tokens/s', 'ours / TF.js', 'loss after the steps: ours', 'TF.js', 'max rel. Δloss over steps'],
+    rows.map((r) => [
+      r.model,
+      `${r.batchSize} × ${r.tokensPerSample}`,
+      String(r.params),
+      f(r.ours.samplesPerSecond * r.tokensPerSample, 0),
+      f(r.tfjs.samplesPerSecond * r.tokensPerSample, 0),
+      ratio(r.ratio),
+      f(r.ours.finalLoss, 5),
+      f(r.tfjs.finalLoss, 5),
+      r.maxLossRelDiff.toExponential(1),
+    ]),
+  );
+}
+
 function trainingTable(res: SuiteResult): string {
   const rows = res.rows as TrainingBenchRow[];
   const out: string[] = [];
@@ -75,7 +100,7 @@ function trainingTable(res: SuiteResult): string {
     table(
       ['model', 'batch', 'params', 'ours samples/s', 'TF.js samples/s', 'ours / TF.js', 'ours ms/step', 'TF.js ms/step', 'steps (warm-up + timed)', 'loss after them: ours', 'TF.js', 'max abs Δloss over steps'],
       rows.map((r) => [
-        `${r.model} (${r.layers}×${r.hidden}, ${r.activation})`,
+        r.gpt ? `${r.model} (${r.layers} blocks × ${r.gpt.width}, ${r.gpt.heads} heads)` : `${r.model} (${r.layers}×${r.hidden}, ${r.activation})`,
         String(r.batchSize),
         String(r.params),
         f(r.ours.samplesPerSecond, 0),
@@ -142,6 +167,8 @@ const RENDER: Record<string, (res: SuiteResult) => string> = {
   kernels: kernelsTable,
   training: trainingTable,
   timeline: timelineTable,
+  gpt: (res) => `${gptTokensTable(res.rows as TrainingBenchRow[])}\n\n${trainingTable(res)}`,
+  'gpt-schedules': (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
 };
 
 export function renderMarkdown(r: Report): string {

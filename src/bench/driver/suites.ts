@@ -3,7 +3,8 @@
  * hold PipeLab's figure beside its peer's, measured in the same run.
  */
 import type { Page } from 'playwright';
-import type { ScheduleBenchCase, ScheduleBenchRow } from '../schedules-suite.ts';
+import type { ScheduleBenchCase } from '../schedules-suite.ts';
+import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-suite.ts';
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
@@ -35,19 +36,13 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
     }
   }
   const steps = ctx.quick ? 4 : 6;
-  const rows: ScheduleBenchRow[] = [];
-  for (const c of grid) {
-    const row = await ctx.page.evaluate(({ c, steps }) => window.pipelabBench.schedule(c, steps), { c, steps });
-    ctx.log(
-      `${row.schedule} p=${row.p} m=${row.m}: makespan ${row.makespanMeasuredMs.toFixed(1)} ms measured, ${row.makespanSimulatedMs.toFixed(1)} simulated; bubble ${(100 * row.bubbleMeasured).toFixed(1)}% vs ${row.bubbleClosedForm === null ? 'n/a' : (100 * row.bubbleClosedForm).toFixed(1) + '%'} closed form`,
-    );
-    rows.push(row);
-  }
+  const rows = await measureScheduleGrid(ctx, grid, steps);
   return {
     rows,
     notes: [
       'names model (char-MLP, hidden 256, tanh, 4 characters × 64-wide embeddings), p·v equal blocks, one per stage, the small head with the last (balanced FLOPs); 64 rows per micro-batch; the first step of each run is left out of the means.',
       'simulated: the simulator fed with the run\'s own mean per-stage F/B/I/W times and its mean communication time per crossing as link latency.',
+      predictionNote(rows),
     ],
   };
 }
@@ -179,5 +174,5 @@ async function timeline(ctx: BenchContext): Promise<SuiteResult> {
   }
 }
 
-export const SUITES = { schedules, kernels, training, timeline, startup } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;
