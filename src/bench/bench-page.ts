@@ -7,6 +7,7 @@
 import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
+import { benchStartup } from './startup-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
 
@@ -39,6 +40,10 @@ const api = {
   },
   kernelsTeardown(): void {
     kernelsTeardown();
+  },
+  async startup(runs: number, steps: number) {
+    say(`startup: ${runs} runs of the default configuration`);
+    return benchStartup(runs, steps);
   },
   async training(c: TrainingBenchCase) {
     say(`training ${c.dataset}`);

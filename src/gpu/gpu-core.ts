@@ -70,6 +70,8 @@ export class GpuCore {
   private lostMessage: string | null = null;
   private destroyed = false;
   private readonly errors: string[] = [];
+  /** While compileUsed runs its dry pass: the kernels run() was asked for (none is dispatched). */
+  private collecting: Map<string, KernelSpec> | null = null;
   private readonly usageStorage: number;
   /** Cap on the workgroups of the elementwise (grid-stride) kernels. */
   private readonly maxGroups: number;
@@ -166,6 +168,10 @@ export class GpuCore {
    */
   /** @internal for op modules */
   run(op: string, spec: KernelSpec, params: Params | Uint8Array | null, bindings: readonly Binding[], groups: Groups): void {
+    if (this.collecting) {
+      this.collecting.set(this.pipelines.key(spec), spec);
+      return;
+    }
     const bufs: (GPUBuffer | null)[] = bindings.map((b) => (b === null ? null : b instanceof GpuTensor ? b.buf : b));
     const written = new Set<GPUBuffer>();
     spec.bindings.forEach((kind, i) => {
@@ -320,6 +326,11 @@ export class GpuCore {
     };
   }
 
+  /** Frees the pool's idle buffers (a kept device between runs holds no memory it does not use). */
+  trimPool(): void {
+    this.pool.trim();
+  }
+
   /** Frees every buffer and destroys the device. Tensors of this backend are unusable afterwards. */
   destroy(): void {
     if (this.destroyed) return;
@@ -359,6 +370,34 @@ export class GpuCore {
     const r = await span.end();
     this.throwGpuErrors();
     return { ...r, result };
+  }
+
+  /**
+   * Compiles exactly the kernels `dry` would run, in parallel and
+   * asynchronously: `dry` is called once with no kernel dispatched (its ops
+   * allocate and free tensors as usual, but compute nothing: their outputs
+   * hold no meaningful values), the kernels it asked for are noted, then
+   * built with createComputePipelineAsync. Resolves with how many it noted
+   * and how many were new.
+   */
+  async compileUsed(dry: () => void): Promise<{ kernels: number; compiled: number }> {
+    this.alive();
+    if (this.collecting) throw new Error('compileUsed: already collecting kernels (calls do not nest)');
+    const used = new Map<string, KernelSpec>();
+    this.collecting = used;
+    try {
+      dry();
+    } finally {
+      this.collecting = null;
+    }
+    const compiled = await this.pipelines.prepare(used.values());
+    this.throwGpuErrors();
+    return { kernels: used.size, compiled };
+  }
+
+  /** The kernels (pipeline cache keys: file#entry|constants) this device has compiled. */
+  compiledKernels(): string[] {
+    return this.pipelines.keys();
   }
 
   /** Compiles `spec`'s pipeline now (off the clock, before timing it). */

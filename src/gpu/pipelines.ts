@@ -88,6 +88,36 @@ export class PipelineCache {
     return { pipeline, bgl: l.bgl };
   }
 
+  /** The cache keys of the pipelines built so far (which kernels this device compiled). */
+  keys(): string[] {
+    return [...this.pipelines.keys()];
+  }
+
+  /**
+   * Builds the pipelines of `specs` not yet cached, all at once with
+   * createComputePipelineAsync (the driver may compile them in parallel, and
+   * the caller's thread is free meanwhile). Resolves with how many were built.
+   */
+  async prepare(specs: Iterable<KernelSpec>): Promise<number> {
+    const todo = new Map<string, KernelSpec>();
+    for (const spec of specs) {
+      const key = this.key(spec);
+      if (!this.pipelines.has(key)) todo.set(key, spec);
+    }
+    const built = await Promise.all(
+      [...todo].map(async ([key, spec]) => {
+        const pipeline = await this.device.createComputePipelineAsync({
+          label: key,
+          layout: this.layout(spec.bindings).pl,
+          compute: { module: this.module(spec), entryPoint: spec.entry },
+        });
+        return [key, pipeline] as const;
+      }),
+    );
+    for (const [key, pipeline] of built) if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
+    return built.length;
+  }
+
   private module(spec: KernelSpec): GPUShaderModule {
     const prefix = constPrefix(spec.consts);
     const mkey = `${spec.file}|${prefix}`;

@@ -73,6 +73,12 @@ export interface Backend {
   flush(): void;
   /** Resolves when all issued work has finished. */
   sync(): Promise<void>;
+  /**
+   * Backends that compile kernels (GPU): compiles exactly the kernels `dry`
+   * would run, asynchronously, calling `dry` once with nothing computed (its
+   * outputs hold no meaningful values). Absent where nothing is compiled (CPU).
+   */
+  compileUsed?(dry: () => void): Promise<{ kernels: number; compiled: number }>;
 
   // --- matmul: C = op(A)·op(B) ---
   matmul(a: Tensor, b: Tensor, opts?: MatmulOptions): Tensor;

@@ -5,13 +5,16 @@
  *   window.pipelab.defaultConfig()          the default run configuration
  *   window.pipelab.run(config, { signal })  resolves to the run report; aborting `signal`
  *                                           stops the run (at the latest after the step in
- *                                           flight), ends every worker, and resolves to a
+ *                                           flight), ends every worker (a clean run's healthy
+ *                                           ones wait warm for the next run), and resolves to a
  *                                           report of the steps done (rejects when none was);
  *                                           onStep(progress) is called after each step;
  *                                           refused (naming what runs) while another run
  *                                           holds the workers
  *   window.pipelab.runSingleDevice(config)  the same training on one device
- *   window.pipelab.liveWorkers()            stage workers alive now
+ *   window.pipelab.liveWorkers()            stage workers alive now in a run (not the warm idle ones)
+ *   window.pipelab.warmWorkers()            stage workers kept warm between runs (warm-workers.ts)
+ *   window.pipelab.startedWorkers()         stage workers ever started on this page
  *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
@@ -19,6 +22,7 @@ import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
 import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
+import { warmWorkers } from './warm-workers.ts';
 import { measureProfile } from '../plan/measure.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
@@ -37,6 +41,7 @@ export interface PipelabAutomation {
   /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
   profile(config: RunConfig): Promise<Profile>;
   liveWorkers(): number;
+  warmWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
 }
@@ -129,7 +134,8 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     },
     runSingleDevice,
     profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
-    liveWorkers: () => WorkerRankHost.liveWorkers(),
+    liveWorkers: () => WorkerRankHost.liveWorkers() - warmWorkers.size,
+    warmWorkers: () => warmWorkers.size,
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,
   };

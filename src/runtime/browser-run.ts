@@ -10,7 +10,7 @@ import { runPlan, type RunOptions } from './coordinator.ts';
 import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { planRun } from './run-plan.ts';
-import { WorkerRankHost } from './worker-host.ts';
+import { warmWorkers } from './warm-workers.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
 
 export function hasWebGpu(): boolean {
@@ -22,7 +22,8 @@ export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
   const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
-  return runPlan(plan, { ...opts, hostFactory: (r) => new WorkerRankHost(r) });
+  // Warm workers (their devices and compiled kernels) from the last clean run, fresh ones otherwise.
+  return runPlan(plan, { ...opts, hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) });
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */

@@ -43,6 +43,12 @@ export interface RunOptions {
   stepTimeoutMs?: number;
   /** How long a rank waits for a message from a peer. Default 60 s. */
   recvTimeoutMs?: number;
+  /**
+   * After a run that ended cleanly (no fault configured), each rank whose
+   * dispose() said it is reusable is offered here; one taken (true) is not
+   * terminated: the taker owns it (a pool of warm workers). Absent: every rank ends.
+   */
+  keepWarm?: (host: RankHost) => boolean;
 }
 
 export class RunError extends Error {
@@ -94,8 +100,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   const windowTimeoutMs = stepTimeoutMs * (config.steps / windowCount);
 
   const hosts: RankHost[] = [];
+  const kept = new Set<RankHost>();
   const ended = () => {
-    for (const h of hosts) h.terminate();
+    for (const h of hosts) if (!kept.has(h)) h.terminate();
   };
   const tStart = performance.now();
   try {
@@ -118,6 +125,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     opts.onStarted?.(plan, adapter);
 
     const tUp = performance.now();
+    let firstStepMs: number | null = null;
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
@@ -151,6 +159,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         }
       });
       records.push(rec);
+      firstStepMs ??= performance.now() - tStart;
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       const every = opts.weightsEvery ?? 0;
@@ -171,7 +180,18 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
     const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
-    const phases = { startMs: tUp - tStart, stepsMs: wallMs, endMs: performance.now() - tStart - (tUp - tStart) - wallMs };
+    if (opts.keepWarm && !config.fault) {
+      disposed.forEach((d, i) => {
+        if (d.reusable && d.leakedBuffers === 0 && opts.keepWarm?.(hosts[i])) kept.add(hosts[i]);
+      });
+    }
+    const phases = {
+      startMs: tUp - tStart,
+      firstStepMs: firstStepMs ?? 0,
+      stepsMs: wallMs,
+      endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
+      ranks: up.map((u) => u.startup),
+    };
     return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases });
   } catch (e) {
     throw e instanceof Error ? e : new RunError(String(e));

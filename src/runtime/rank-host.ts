@@ -32,16 +32,37 @@ export interface RankStats {
   adapter: string;
 }
 
+/** How one rank started: acquiring its device, then its warm-up (compiling the kernels its steps use). */
+export interface RankStartup {
+  rank: number;
+  /** Acquiring the WebGPU device (0 in-process). */
+  deviceMs: number;
+  /** The warm-up: naming, compiling (in parallel) and readying the kernels the rank's steps use. */
+  warmUpMs: number;
+  /** Kernels (pipelines) the rank's steps use, and how many of them its warm-up compiled. */
+  kernels: number;
+  compiled: number;
+}
+
+export interface RankUp {
+  adapter: string;
+  startup: RankStartup;
+}
+
 export type Weights = Record<string, Float32Array | Float64Array>;
 
 export interface RankHost {
   readonly rank: number;
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }>;
+  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Promise<RankStats>;
-  /** Frees the stages, then the device; reports GPU buffers still alive after the stages were freed (0 unless something leaked). */
-  dispose(): Promise<{ leakedBuffers: number }>;
+  /**
+   * Frees the stages, then the device; reports GPU buffers still alive after the
+   * stages were freed (0 unless something leaked). `reusable`: the rank kept its
+   * device and compiled kernels, healthy and holding nothing, for another run.
+   */
+  dispose(): Promise<{ leakedBuffers: number; reusable?: boolean }>;
   /** Ends the rank at once (kills the worker). Safe to call twice. */
   terminate(): void;
   /** Resolves never; rejects when the rank dies outside a call (worker crash). */

@@ -10,8 +10,10 @@ import { targetCount, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { rowsPerExample } from '../nn/model-spec.ts';
 import { Stage } from '../nn/stage.ts';
+import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
+import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
 import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankInit, RankStats, Weights } from './rank-host.ts';
@@ -21,18 +23,29 @@ import { createUpdatePolicy } from './update-policy.ts';
 
 export interface RankRuntime {
   /**
-   * One dry forward and backward of a one-row micro-batch through each of the
-   * rank's stages, then the gradients are zeroed: every kernel is compiled
-   * before the first step, so step 0 is measured like the others and peers do
-   * not wait on a compiler. Weights and optimizer state are untouched.
+   * Compiles every kernel the rank's steps will run, and only those, before the
+   * first step, so step 0 is measured like the others and peers do not wait on
+   * a compiler: a dry forward and backward of a one-example micro-batch through
+   * each of the rank's stages and a throwaway optimizer step, run with nothing
+   * computed (Backend.compileUsed) to name the kernels, compiled in parallel and
+   * asynchronously; then the gradients are zeroed. On a backend that compiles
+   * nothing (CPU), the dry forward and backward run as they are. Weights and
+   * optimizer state are untouched.
    */
-  warmUp(): Promise<void>;
+  warmUp(): Promise<WarmUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Omit<RankStats, 'buffers' | 'bufferBytes' | 'adapter'>;
   /** Ends every pending and future wait with `e` (device lost, peer failed). */
   fail(e: Error): void;
   dispose(): void;
+}
+
+/** What a rank's warm-up did: its time, the kernels its steps use and how many of them it compiled (the rest were compiled already). */
+export interface WarmUp {
+  warmUpMs: number;
+  kernels: number;
+  compiled: number;
 }
 
 export interface RankHooks extends FaultEffects {
@@ -113,22 +126,40 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
 
   const WARM_UP_MB = 0x7fffffff;
+  /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
+  const dryStep = (update: boolean) => {
+    for (const st of stages.values()) {
+      // One example: one row on the first stage, its rows (the GPT: one per token) after it.
+      const rows = rowsPerExample(spec);
+      const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
+      const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
+      const out = st.forward(WARM_UP_MB, input, labels, 1);
+      if (labels) be.dispose(labels);
+      const dOut = st.isLast ? null : be.zeros([...out.shape]);
+      be.dispose(out);
+      const dIn = st.backward(WARM_UP_MB, dOut);
+      if (dIn) be.dispose(dIn);
+    }
+    if (update) {
+      const opt = createOptimizer(be, [...stages.values()].flatMap((st) => st.params), train);
+      opt.step(1);
+      opt.dispose();
+    }
+    for (const st of stages.values()) st.zeroGrads();
+  };
   return {
     async warmUp() {
-      for (const st of stages.values()) {
-        // One example: one row on the first stage, its rows (the GPT: one per token) after it.
-        const rows = rowsPerExample(spec);
-        const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
-        const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
-        const out = st.forward(WARM_UP_MB, input, labels, 1);
-        if (labels) be.dispose(labels);
-        const dOut = st.isLast ? null : be.zeros([...out.shape]);
-        be.dispose(out);
-        const dIn = st.backward(WARM_UP_MB, dOut);
-        if (dIn) be.dispose(dIn);
-        st.zeroGrads();
+      const t0 = epochMs();
+      let kernels = 0, compiled = 0;
+      if (be.compileUsed) {
+        // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.
+        ({ kernels, compiled } = await be.compileUsed(() => dryStep(true)));
+        for (const st of stages.values()) st.zeroGrads();
+      } else {
+        dryStep(false);
       }
       await be.sync();
+      return { warmUpMs: epochMs() - t0, kernels, compiled };
     },
     step: (step) => {
       current = step;

@@ -4,6 +4,7 @@
  * and throughput. Plain JSON, so it can be exported and compared.
  */
 import type { Op, Schedule, Timeline } from '../schedule/types.ts';
+import type { RankStartup } from './rank-host.ts';
 import type { RunConfig } from './run-config.ts';
 
 export interface BubbleFigures {
@@ -52,8 +53,12 @@ export interface RunReport {
   samplesPerSecond: number;
   /** Time of the steps, ms (samplesPerSecond counts only this). */
   wallMs: number;
-  /** Starting the ranks (workers, devices, stages), the steps, and ending them, ms. */
-  phases: { startMs: number; stepsMs: number; endMs: number };
+  /**
+   * Starting the ranks (workers, devices, stages, warm-up), the steps, and ending
+   * them, ms; firstStepMs: from the run's start to its first step's report (0 when
+   * none finished); ranks: how each rank started.
+   */
+  phases: { startMs: number; firstStepMs: number; stepsMs: number; endMs: number; ranks: RankStartup[] };
   /** GPU buffers still alive after each rank freed its stages (must be 0). */
   leakedBuffers: number;
   /** Weights read back at the end, by parameter name (when asked for). */

@@ -5,7 +5,7 @@
  */
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import type { RankInit, RankStats, Weights } from './rank-host.ts';
+import type { RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
@@ -17,7 +17,9 @@ let current: RankInit | null = null;
 function stagesOn(init: RankInit): number[] {
   return init.schedule.stageToRank.flatMap((r, s) => (r === init.rank ? [s] : []));
 }
+/** The device and its compiled pipelines; kept between runs by dispose({ keepDevice }) while healthy. */
 let backend: GpuBackend | null = null;
+let deviceLost = false;
 
 function need(): RankRuntime {
   if (!runtime) throw new Error('the stage worker was not initialised');
@@ -25,11 +27,25 @@ function need(): RankRuntime {
 }
 
 const api = {
-  async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<{ adapter: string }> {
+  async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<RankUp> {
     current = init;
     const where = rankWhere(init.rank, init.schedule.stageToRank);
     try {
-      backend = await GpuBackend.create();
+      const t0 = performance.now();
+      // A kept device lost while idle is never reused.
+      if (backend && deviceLost) {
+        backend.destroy();
+        backend = null;
+      }
+      if (!backend) {
+        const fresh = await GpuBackend.create();
+        backend = fresh;
+        deviceLost = false;
+        void fresh.lost.then(() => {
+          if (backend === fresh) deviceLost = true;
+        });
+      }
+      const deviceMs = performance.now() - t0;
       const be = backend;
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
@@ -47,10 +63,10 @@ const api = {
       // The backend is where a lost device is noticed and named (its ops, reads and
       // syncs throw DeviceLostError); here the rank's waits for peers end with it too.
       void be.lost.then((message) => rt.fail(new Error(`${where}: ${message}`)));
-      await rt.warmUp();
+      const warm = await rt.warmUp();
       const oom = scopeFailure(await be.device.popErrorScope(), 'building its stages');
       if (oom) throw oom;
-      return { adapter: be.adapterDescription() };
+      return { adapter: be.adapterDescription(), startup: { rank: init.rank, deviceMs, ...warm } };
     } catch (e) {
       throw new Error(describeGpuFailure(e, where));
     }
@@ -73,13 +89,23 @@ const api = {
     const b = backend?.stats();
     return { ...s, buffers: b?.liveBuffers ?? 0, bufferBytes: b?.liveBytes ?? 0, adapter: backend?.adapterDescription() ?? 'none' };
   },
-  async dispose(): Promise<{ leakedBuffers: number }> {
+  /**
+   * Frees the rank's stages. With keepDevice, a healthy device that holds no
+   * tensor after that (no leak, not lost) is kept with its compiled pipelines
+   * (its idle buffers freed) for the next init; otherwise it is destroyed.
+   */
+  async dispose(opts: { keepDevice?: boolean } = {}): Promise<{ leakedBuffers: number; reusable: boolean }> {
     runtime?.dispose();
     runtime = null;
     const leakedBuffers = backend?.stats().liveBuffers ?? 0;
-    backend?.destroy();
-    backend = null;
-    return { leakedBuffers };
+    const reusable = !!opts.keepDevice && !!backend && !deviceLost && leakedBuffers === 0;
+    if (reusable) {
+      backend?.trimPool();
+    } else {
+      backend?.destroy();
+      backend = null;
+    }
+    return { leakedBuffers, reusable };
   },
 };
 

@@ -4,7 +4,7 @@
  * A worker that dies outside a call (an uncaught error) rejects `fatal`.
  */
 import * as Comlink from 'comlink';
-import type { RankHost, RankInit, RankStats, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { StageWorkerApi } from './stage-worker.ts';
 
@@ -45,7 +45,7 @@ export class WorkerRankHost implements RankHost {
     return Promise.race([p, this.fatal]);
   }
 
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<{ adapter: string }> {
+  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp> {
     const portList = [...ports.entries()];
     return this.call(this.api.init(Comlink.transfer({ init, ports: portList }, portList.map(([, p]) => p))));
   }
@@ -62,8 +62,9 @@ export class WorkerRankHost implements RankHost {
     return this.call(this.api.stats());
   }
 
-  dispose(): Promise<{ leakedBuffers: number }> {
-    return this.call(this.api.dispose());
+  /** Frees the rank's stages; the worker keeps a healthy device and its compiled kernels until terminate() (see warm-workers.ts). */
+  dispose(): Promise<{ leakedBuffers: number; reusable: boolean }> {
+    return this.call(this.api.dispose({ keepDevice: true }));
   }
 
   terminate(): void {
