@@ -28,6 +28,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
   const errorFor = (...fields: string[]) => (problem && fields.includes(problem.field.split(/[.[]/)[0]) ? problem.message : null);
   const set = (patch: Partial<RunConfig>) => patchConfig(patch);
   const twoD = isTwoD(cfg.dataset);
+  const gpt = cfg.model === 'gpt';
   const kind = scheduleKind(cfg.schedule);
   const kindAcceptsVirtual = kind.acceptsVirtual;
 
@@ -47,7 +48,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           options={DATASETS.map((d) => ({ value: d, label: DATASET_LABELS[d] }))}
           onChange={(d) => setConfig(withDataset(cfg, d))}
           error={errorFor('dataset', 'model')}
-          hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : 'A character MLP learns English first names; sample new ones.'}
+          hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : gpt ? 'A small GPT learns English first names; sample new ones and see where each head looks.' : 'A character MLP learns English first names; sample new ones.'}
         />
         {!twoD && (
           <SelectField<'char-mlp' | 'gpt'>
@@ -63,7 +64,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             error={errorFor('model')}
           />
         )}
-        {cfg.model === 'gpt' && (
+        {gpt && (
           <div className="row2">
             <NumberField label="Heads" name="heads" integer min={1} max={LIMITS.heads} value={cfg.heads ?? 4} onChange={(heads) => set({ heads })} error={errorFor('heads')} />
             <NumberField label="Width (C)" name="width" integer min={1} max={LIMITS.width} value={cfg.width ?? 64} onChange={(width) => set({ width })} error={errorFor('width')} />
@@ -72,17 +73,20 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
         )}
         <div className="row2">
           <NumberField label="Depth (layers)" name="layers" integer min={1} max={LIMITS.layers} value={cfg.layers} onChange={(layers) => set({ layers })} error={errorFor('layers')} hint={`${cfg.layers + 1} blocks`} />
-          <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />
+          {!gpt && <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />}
         </div>
-        <SelectField<HiddenActivation>
-          label="Activation"
-          name="activation"
-          value={cfg.activation}
-          options={HIDDEN_ACTIVATIONS.map((a) => ({ value: a, label: a }))}
-          onChange={(activation) => set({ activation })}
-          error={errorFor('activation')}
-        />
-        {twoD ? (
+        {/* The GPT's own fields (heads, width C, block size) are above; its MLP is GELU, 4·C wide. */}
+        {!gpt && (
+          <SelectField<HiddenActivation>
+            label="Activation"
+            name="activation"
+            value={cfg.activation}
+            options={HIDDEN_ACTIVATIONS.map((a) => ({ value: a, label: a }))}
+            onChange={(activation) => set({ activation })}
+            error={errorFor('activation')}
+          />
+        )}
+        {gpt ? null : twoD ? (
           <div className="row2">
             <NumberField label="Points" name="points" integer min={3} value={cfg.points} onChange={(points) => set({ points })} error={errorFor('points')} />
             <NumberField label="Noise" name="noise" min={0} max={1} step={0.01} value={cfg.noise} onChange={(noise) => set({ noise })} error={errorFor('noise')} />
