@@ -77,7 +77,7 @@ test('the default page loads with no console errors and predicts the 1F1B bubble
   await expect(plot).toHaveAttribute('data-ranks', '4');
   // Predicted 1F1B, p = 4, m = 8: bubble 3/11 by the simulator and the closed form.
   await expect(page.getByTestId('run-numbers')).toContainText('27.3%');
-  expect(await countColour(page, 'run-timeline', F_BLUE)).toBeGreaterThan(100);
+  await expect.poll(() => countColour(page, 'run-timeline', F_BLUE)).toBeGreaterThan(100);
   await page.waitForTimeout(500);
   await keepScreenshot(page, info, 'train-before-run');
   expect(errors).toEqual([]);
@@ -151,7 +151,7 @@ test('simulate only draws 64 ranks × 512 micro-batches at once and agrees with 
   await expect(plot).toHaveAttribute('data-intervals', String(64 * 512 * 2));
   // 1F1B: (p−1)/(m+p−1) = 63/575.
   await expect(page.getByRole('table')).toContainText(`${((63 / 575) * 100).toFixed(2)}%`);
-  expect(await countColour(page, 'sim-timeline', B_ORANGE)).toBeGreaterThan(1000);
+  await expect.poll(() => countColour(page, 'sim-timeline', B_ORANGE)).toBeGreaterThan(1000);
   await keepScreenshot(page, info, 'simulate-64x512');
 
   // How fast this draws is measured by the benchmark (npm run bench -- --suite timeline), not asserted
@@ -280,8 +280,8 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
     const plot = page.getByTestId('run-timeline').getByRole('group', { name: /measured timeline, 4 ranks/ });
     await expect(plot).toHaveAttribute('data-ranks', '4');
     expect(Number(await plot.getAttribute('data-intervals'))).toBeGreaterThanOrEqual(4 * 8 * 2);
-    expect(await countColour(page, 'run-timeline', F_BLUE)).toBeGreaterThan(100);
-    expect(await countColour(page, 'run-timeline', B_ORANGE)).toBeGreaterThan(100);
+    await expect.poll(() => countColour(page, 'run-timeline', F_BLUE)).toBeGreaterThan(100);
+    await expect.poll(() => countColour(page, 'run-timeline', B_ORANGE)).toBeGreaterThan(100);
 
     const raw = await page.getByTestId('loss-panel').locator('figure').getAttribute('data-losses');
     const losses = (raw ?? '').split(',').map(Number);
