@@ -7,7 +7,7 @@
  */
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { IGNORE_LABEL, type Examples } from './examples.ts';
-import { encodeName, END, loadNames, NAMES_VOCAB_SIZE, splitNames, type NameSplit } from './names.ts';
+import { encodeName, END, loadNames, splitNamesDataset, type NameSplit } from './names.ts';
 import type { Dataset } from './examples.ts';
 
 /** The longest name in the data set plus one (the start/end mark): the shortest block size that holds every name. */
@@ -44,15 +44,5 @@ export interface NameSequencesDataset extends Dataset {
 
 /** The same seeded 90/10 split by name as the char-MLP's data set, as sequences. */
 export function createNameSequencesDataset(blockSize: number, seed: number, valFraction = 0.1): NameSequencesDataset {
-  const split = splitNames(loadNames().names, seed, valFraction);
-  return {
-    name: 'names',
-    classes: NAMES_VOCAB_SIZE,
-    inputCols: blockSize,
-    inputDType: 'i32',
-    train: nameSequences(split.train, blockSize),
-    val: nameSequences(split.val, blockSize),
-    split,
-    blockSize,
-  };
+  return { ...splitNamesDataset(seed, valFraction, blockSize, (names) => nameSequences(names, blockSize)), blockSize };
 }

@@ -135,16 +135,16 @@ export interface NamesDataset extends Dataset {
   readonly context: number;
 }
 
-export function createNamesDataset(context: number, seed: number, valFraction = 0.1): NamesDataset {
+/**
+ * The names data set's one seeded split by name (90/10 by default) turned into
+ * examples by `toExamples` — the char-MLP's context windows here, the GPT's
+ * sequences in name-sequences.ts — with `inputCols` columns per row.
+ */
+export function splitNamesDataset(seed: number, valFraction: number, inputCols: number, toExamples: (names: readonly string[]) => Examples): Dataset & { readonly split: NameSplit } {
   const split = splitNames(loadNames().names, seed, valFraction);
-  return {
-    name: 'names',
-    classes: NAMES_VOCAB_SIZE,
-    inputCols: context,
-    inputDType: 'i32',
-    train: nameExamples(split.train, context),
-    val: nameExamples(split.val, context),
-    split,
-    context,
-  };
+  return { name: 'names', classes: NAMES_VOCAB_SIZE, inputCols, inputDType: 'i32', train: toExamples(split.train), val: toExamples(split.val), split };
+}
+
+export function createNamesDataset(context: number, seed: number, valFraction = 0.1): NamesDataset {
+  return { ...splitNamesDataset(seed, valFraction, context, (names) => nameExamples(names, context)), context };
 }
