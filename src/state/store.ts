@@ -18,6 +18,7 @@ import type { GapAttribution } from './explain.ts';
 import type { ProgressMeter } from './progress.ts';
 import type { StepGate } from './step-gate.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
+import type { WorkersReadiness } from './prepare-workers.ts';
 
 export type View = 'run' | 'compare' | 'simulate';
 export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
@@ -98,6 +99,8 @@ export interface CompareMeasurement {
 export interface PipeLabState {
   view: View;
   webgpu: WebGpuSupport;
+  /** The workers the page prepared at load (prepare-workers.ts). */
+  workers: WorkersReadiness;
   config: RunConfig;
   /** Problems found in the URL at load (values replaced by defaults). */
   urlProblems: FieldProblem[];
@@ -147,6 +150,7 @@ export function problemOf(e: ConfigError): FieldProblem {
 export const usePipeLab = create<PipeLabState>()((set) => ({
   view: 'run',
   webgpu: { state: 'checking' },
+  workers: { state: 'cold' },
   config: defaultRunConfig(),
   urlProblems: [],
   configProblem: null,
