@@ -23,9 +23,12 @@ export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {
   const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
   // Workers being prepared (the page's load) are waited for, not started beside.
-  const t0 = performance.now();
-  await warmWorkers.settled();
-  const waitMs = performance.now() - t0;
+  let waitMs = 0;
+  if (warmWorkers.isPreparing) {
+    const t0 = performance.now();
+    await warmWorkers.settled();
+    waitMs = performance.now() - t0;
+  }
   if (opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
   // Warm workers (their devices and compiled kernels) from the last clean run or the preparation, fresh ones otherwise.
   const report = await runPlan(plan, { ...opts, hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) });
