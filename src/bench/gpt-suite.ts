@@ -99,7 +99,7 @@ export function gptScheduleGrid(quick: boolean): ScheduleBenchCase[] {
 }
 
 export async function gptSchedules(ctx: GptBenchContext): Promise<GptSuiteResult> {
-  const rows = await measureScheduleGrid(ctx, gptScheduleGrid(ctx.quick), ctx.quick ? 4 : 6);
+  const rows = await measureScheduleGrid(ctx, gptScheduleGrid(ctx.quick), ctx.quick ? 4 : 8);
   return {
     rows,
     notes: [

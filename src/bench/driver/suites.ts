@@ -35,7 +35,7 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
       }
     }
   }
-  const steps = ctx.quick ? 4 : 6;
+  const steps = ctx.quick ? 4 : 8;
   const rows = await measureScheduleGrid(ctx, grid, steps);
   return {
     rows,
