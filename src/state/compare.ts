@@ -4,7 +4,7 @@
  * one after the other, with the same model, data and seed.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import { withoutCut, type RunConfig } from '../runtime/run-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
 import { predict, type Prediction } from './derived.ts';
@@ -26,7 +26,11 @@ export function compareConfigs(base: RunConfig, names: readonly ScheduleName[], 
   const maxV = Math.max(1, ...names.map((n) => compareVirtual(n, virtual)));
   const layers = Math.max(base.layers, base.ranks * maxV - 1);
   const out = new Map<ScheduleName, RunConfig>();
-  for (const n of names) out.set(n, { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) });
+  for (const n of names) {
+    const c: RunConfig = { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) };
+    // An explicit cut holds only for the stages and depth it was written for; other entries cut by FLOPs.
+    out.set(n, c.layers === base.layers && c.virtual === base.virtual ? c : withoutCut(c));
+  }
   return out;
 }
 

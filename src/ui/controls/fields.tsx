@@ -100,6 +100,56 @@ export function NumberField(props: NumberFieldProps) {
   );
 }
 
+export interface TextFieldProps<T> {
+  label: string;
+  /** The value as text (what the field shows when no draft differs). */
+  value: string;
+  /** Reads the text: a value to commit, or throws an Error whose message is shown under the field. */
+  parse: (text: string) => T;
+  onChange: (v: T) => void;
+  hint?: ReactNode;
+  error?: string | null;
+  disabled?: boolean;
+  name?: string;
+}
+
+/** A text field for a structured value (e.g. a list `1,1,2`): keeps the draft while it does not parse, and says why. */
+export function TextField<T>({ label, value, parse, onChange, hint, error, disabled, name }: TextFieldProps<T>) {
+  const id = useId();
+  const [text, setText] = useState(value);
+  const [local, setLocal] = useState<string | null>(null);
+  useEffect(() => {
+    setText(value);
+    setLocal(null);
+  }, [value]);
+  const shown = local ?? error ?? null;
+  return (
+    <FieldShell id={id} label={label} hint={hint} error={shown}>
+      <input
+        id={id}
+        name={name}
+        type="text"
+        value={text}
+        disabled={disabled}
+        spellCheck={false}
+        aria-invalid={shown ? true : undefined}
+        aria-describedby={shown || hint ? `${id}-msg` : undefined}
+        onChange={(e) => {
+          const t = e.target.value;
+          setText(t);
+          try {
+            const v = parse(t);
+            setLocal(null);
+            onChange(v);
+          } catch (err) {
+            setLocal(err instanceof Error ? err.message : String(err));
+          }
+        }}
+      />
+    </FieldShell>
+  );
+}
+
 export interface SelectFieldProps<T extends string> {
   label: string;
   value: T;
