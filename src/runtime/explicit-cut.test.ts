@@ -121,6 +121,7 @@ describe('cut: in a link and on the command line', () => {
     const cfg: RunConfig = { ...names, partition: 'cut', cut: [1, 2, 1] };
     const q = configToQuery(cfg);
     expect(new URLSearchParams(q).get('cut')).toBe('1,2,1');
+    expect(q).toContain('&cut=1,2,1&');
     const back = configFromQuery(q);
     expect(back.errors).toEqual([]);
     expect(back.config).toEqual(cfg);

@@ -119,11 +119,16 @@ export const URL_FIELDS: readonly Field[] = [
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];
 
+/** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
+export function readableQuery(q: URLSearchParams): string {
+  return q.toString().replace(/%2C/gi, ',');
+}
+
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
   // Optional fields (cut) are written only when present; a list is written as 1,1,2.
   for (const f of URL_FIELDS) if (cfg[f] !== undefined) q.set(f, String(cfg[f]));
-  return q.toString();
+  return readableQuery(q);
 }
 
 function parseValue(field: string, raw: string, like: unknown): unknown {

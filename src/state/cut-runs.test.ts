@@ -12,7 +12,7 @@ import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BlockRange } from '../nn/partition.ts';
-import { applyCut, cutMismatch, cutRunConfig, cutRunKey, distinctCuts, runEachCut } from './cut-runs.ts';
+import { applyCut, cutMismatch, cutRunConfig, cutRunKey, distinctCuts, runEachCut, stopCutRuns } from './cut-runs.ts';
 import { beginSession, endSession, usePipeLab, type SessionControl } from './store.ts';
 
 const runs: RunConfig[] = [];
@@ -58,6 +58,20 @@ describe('running each cut', () => {
       expect(m.bubble).toBeLessThan(1);
       expect(m.meanOf).toBe(7);
     }
+  }, 60_000);
+
+  it('"Stop" ends the sequence after the run in flight', async () => {
+    ready();
+    const unsub = usePipeLab.subscribe((s) => {
+      if (Object.values(s.cutRuns).some((m) => m.status === 'running')) stopCutRuns();
+    });
+    await runEachCut(names, cuts);
+    unsub();
+    expect(runs).toHaveLength(1);
+    const states = cuts.map((r) => usePipeLab.getState().cutRuns[cutRunKey(names, r)]?.status);
+    expect(['done', 'error']).toContain(states[0]);
+    expect(states.slice(1)).toEqual([undefined, undefined]);
+    expect(usePipeLab.getState().session).toBe('idle');
   }, 60_000);
 
   it('is refused, running nothing, while another session holds the workers', async () => {

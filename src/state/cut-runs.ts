@@ -102,6 +102,8 @@ export async function runEachCut(config: RunConfig, cuts: readonly BlockRange[][
       error: null,
     });
   });
+  // Cuts a stop left unrun show nothing, not "queued".
+  usePipeLab.setState((st) => ({ cutRuns: Object.fromEntries(Object.entries(st.cutRuns).filter(([, m]) => m.status !== 'queued')) }));
 }
 
 export function stopCutRuns(): void {

@@ -81,7 +81,7 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
                       <Bar key={i} value={t} max={max} label={`stage ${i}: ${num(t, 3)}`} />
                     ))}
                   </td>
-                  <td data-testid={`plan-cut-makespan-${s.by}`} data-ms={m?.status === 'done' ? m.makespanMs ?? '' : ''}>
+                  <td data-testid={`plan-cut-makespan-${s.by}`} data-ms={m?.status === 'done' ? m.makespanMs ?? '' : ''} data-stage-blocks={m?.stageBlocks ? JSON.stringify(m.stageBlocks) : ''}>
                     {measuredCell(m, 'makespan', meanOf)}
                   </td>
                   <td data-testid={`plan-cut-bubble-${s.by}`}>{measuredCell(m, 'bubble', meanOf)}</td>
