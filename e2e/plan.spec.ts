@@ -43,6 +43,10 @@ test('the page plans: the profile as a table, the three cuts, the auto schedule 
   await panel.getByTestId('plan-measure').click();
   await expect(panel.getByLabel('Profile source')).toHaveValue('measured', { timeout: 120_000 });
   await expect(panel).toContainText(/measured on .* \((GPU timestamps|wall time)\)/);
+  // The lanes probe: the measured profile knows this machine's lanes, so the plan shows both predictions.
+  await expect(panel).toContainText(/\d(\.\d)? effective lanes/);
+  await expect(schedules).toContainText('auto, this machine (shared device)');
+  await expect(schedules).toContainText('auto, p independent GPUs');
   await expect(rows).toHaveCount(4);
   const [dl] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Export profile (JSON)' }).click()]);
   expect(dl.suggestedFilename()).toBe('pipelab-profile.json');

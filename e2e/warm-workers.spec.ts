@@ -89,3 +89,66 @@ test('a run that lost a device keeps no worker warm; the next run starts fresh o
   expect(r.nextCompiled.every((c) => c > 0)).toBe(true);
   expect(r.losses.every(Number.isFinite)).toBe(true);
 });
+
+/** The page as a visitor's browser shows it (automation sets navigator.webdriver, and the page leaves preparation to it). */
+async function openAsVisitor(page: Page, query: string): Promise<void> {
+  await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'webdriver', { get: () => false }));
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto(`./${query}`);
+  await page.waitForFunction(() => !!window.pipelab);
+}
+
+test('the page prepares its workers at load: the first Run starts no worker and compiles no kernel', async ({ page }) => {
+  test.setTimeout(180_000);
+  await openAsVisitor(page, '?steps=3&evalEvery=0');
+  await expect(page.getByRole('status')).toContainText('Preparing 4 workers', { timeout: 30_000 });
+  await expect(page.getByRole('status')).toContainText('4 workers warm', { timeout: 120_000 });
+  const before = await page.evaluate(() => ({ started: window.pipelab.startedWorkers(), warm: window.pipelab.warmWorkers(), live: window.pipelab.liveWorkers() }));
+  expect(before).toEqual({ started: 4, warm: 4, live: 0 });
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('status')).toHaveAttribute('data-status', 'done', { timeout: 120_000 });
+  const start = page.getByTestId('run-start');
+  await expect(start).toContainText('warm workers');
+  await expect(start).toHaveAttribute('data-compiled', '0');
+  expect(await page.evaluate(() => ({ started: window.pipelab.startedWorkers(), warm: window.pipelab.warmWorkers(), live: window.pipelab.liveWorkers() }))).toEqual({ started: 4, warm: 4, live: 0 });
+});
+
+test('Run pressed while the page prepares its workers waits for them rather than starting more', async ({ page }) => {
+  test.setTimeout(180_000);
+  await openAsVisitor(page, '?steps=2&evalEvery=0');
+  await expect(page.getByRole('status')).toContainText('Preparing 4 workers', { timeout: 30_000 });
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('status')).toHaveAttribute('data-status', 'done', { timeout: 120_000 });
+  await expect(page.getByTestId('run-start')).toContainText('waiting for the workers the page was preparing');
+  await expect(page.getByTestId('run-start')).toHaveAttribute('data-compiled', '0');
+  expect(await page.evaluate(() => window.pipelab.startedWorkers())).toBe(4);
+});
+
+test('under automation the page prepares nothing by itself; prepareWorkers() does it on request', async ({ page }) => {
+  test.setTimeout(180_000);
+  await open(page);
+  await expect(page.getByRole('status')).toContainText('Ready to train', { timeout: 30_000 });
+  const r = await page.evaluate(async () => {
+    const pl = window.pipelab;
+    const startedAtLoad = pl.startedWorkers();
+    const cfg = { ...pl.defaultConfig(), ranks: 2, steps: 1, evalEvery: 0 };
+    const prepared = await pl.prepareWorkers(cfg);
+    const again = await pl.prepareWorkers(cfg);
+    const warm = pl.warmWorkers();
+    const report = await pl.run(cfg);
+    let refused = '';
+    try {
+      await pl.prepareWorkers({ ...cfg, ranks: 0 });
+    } catch (e) {
+      refused = e instanceof Error ? e.message : String(e);
+    }
+    return { startedAtLoad, prepared, again, warm, compiled: report.phases.ranks.map((s) => s.compiled), started: pl.startedWorkers(), refused };
+  });
+  expect(r.startedAtLoad).toBe(0);
+  expect(r.prepared).toEqual({ kept: 2 });
+  expect(r.again).toEqual({ kept: 0 });
+  expect(r.warm).toBe(2);
+  expect(r.compiled).toEqual([0, 0]);
+  expect(r.started).toBe(2);
+  expect(r.refused).toMatch(/ranks = 0/);
+});

@@ -4,7 +4,9 @@
  * page on the same adapter (TensorFlow.js's WebGPU backend, or the simulator
  * and closed form for schedules).
  */
-import { benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
+import { benchConfig, benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
+import { measureProfile } from '../plan/measure.ts';
+import { runInBrowser } from '../runtime/browser-run.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
 import { benchStartup } from './startup-suite.ts';
@@ -28,6 +30,12 @@ const api = {
   async schedule(c: ScheduleBenchCase, steps: number) {
     say(`schedule ${c.schedule} p=${c.ranks} m=${c.microbatches}`);
     return benchSchedule(c, steps);
+  },
+  /** The profiling pass (with its lanes probe) of the model a grid case trains: what the shared-device prediction takes its lanes from. */
+  async profileLanes(c: ScheduleBenchCase): Promise<{ lanes: number; source: string }> {
+    say(`profile the model of ${c.model ?? 'char-mlp'} p=${c.ranks}`);
+    const profile = await measureProfile(benchConfig(c, 4), (cfg) => runInBrowser(cfg, { recvTimeoutMs: 120_000, stepTimeoutMs: 300_000 }));
+    return { lanes: profile.lanes ?? NaN, source: profile.source };
   },
   /** Our backend with its autotune, and TF.js's WebGPU backend, started; what the autotune picked. */
   async kernelsSetup() {

@@ -35,6 +35,16 @@ const x = (v: number) => `${v.toFixed(2)}×`;
 
 /** Runs each case of `grid` in the page (`steps` steps each), then adds the shared-device prediction to every row. */
 export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly ScheduleBenchCase[], steps: number): Promise<ScheduleBenchRow[]> {
+  // Each model's lanes from its profiling pass, measured before its grid (so every row is held out).
+  const profileLanes = new Map<string, number>();
+  for (const c of grid) {
+    const model = c.model ?? 'char-mlp';
+    if (profileLanes.has(model)) continue;
+    const probe = grid.find((g) => (g.model ?? 'char-mlp') === model && g.ranks === Math.max(...grid.map((x) => x.ranks))) ?? c;
+    const { lanes, source } = await ctx.page.evaluate((probe) => window.pipelabBench.profileLanes(probe), probe);
+    ctx.log(`${model}: profiling pass (p·v = ${probe.ranks * (probe.virtual ?? 1)} blocks' model): ${source}`);
+    profileLanes.set(model, lanes);
+  }
   const rows: ScheduleBenchRow[] = [];
   for (const c of grid) {
     const row = await ctx.page.evaluate(({ c, steps }) => window.pipelabBench.schedule(c, steps), { c, steps });
@@ -43,10 +53,10 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
     );
     rows.push(row);
   }
-  const predicted = withSharedDevicePrediction(rows);
+  const predicted = withSharedDevicePrediction(rows, profileLanes);
   for (const r of predicted) {
     const p = r.prediction!;
-    ctx.log(`${r.model} ${r.schedule} p=${r.p} m=${r.m}: prediction error today ${pct(p.todayError)}, shared device (k = ${p.lanes}) ${pct(p.sharedError)}`);
+    ctx.log(`${r.model} ${r.schedule} p=${r.p} m=${r.m}: prediction error today ${pct(p.todayError)}, shared device (k = ${p.lanes} from the profile) ${pct(p.sharedError)}; with k = ${p.fittedLanes} fitted on the m = p rows ${pct(p.fittedError)}`);
   }
   return predicted;
 }
@@ -54,8 +64,9 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
 /** The note every schedules table carries about its prediction columns. */
 export function predictionNote(rows: readonly ScheduleBenchRow[]): string {
   const w = worstPredictionErrors(rows);
-  const lanes = [...new Set(rows.map((r) => `${r.model} k = ${r.prediction?.lanes ?? 'n/a'}`))].join(', ');
-  return `shared-device prediction (issue 12, src/plan/prediction-check.ts): solo op times calibrated from the row's own means so that one device with k lanes, shared by the ranks, reproduces them; k fitted per model on the m = p rows (${lanes}), the other rows held out. Worst |error| today ${pct(w.today)}, shared device ${pct(w.shared)} (goal ≤ 5%).`;
+  const lanes = [...new Set(rows.map((r) => `${r.model} k = ${r.prediction?.lanes ?? 'n/a'}${r.prediction?.lanesFrom === 'profile' ? ' from its profiling pass' : ' fitted'}`))].join(', ');
+  const fitted = [...new Set(rows.map((r) => `${r.model} k = ${r.prediction?.fittedLanes ?? 'n/a'}`))].join(', ');
+  return `shared-device prediction (issue 12, src/plan/prediction-check.ts): solo op times calibrated from the row's own means so that one device with k lanes, shared by the ranks, reproduces them; k per model from the model's profiling pass before the grid (src/plan/measure.ts: GPipe over one block per rank with as many micro-batches as ranks; ${lanes}), so every row is held out. Worst |error| today ${pct(w.today)}, shared device ${pct(w.shared)} (goal ≤ 5%); for reference, with k fitted on the grid's own m = p rows (${fitted}) ${pct(w.fitted)}.`;
 }
 
 export async function gpt(ctx: GptBenchContext): Promise<GptSuiteResult> {

@@ -74,7 +74,23 @@ describe('withSharedDevicePrediction', () => {
     expect(out.map((r) => r.prediction!.lanes)).toEqual([2, 1.5, 1.5]);
   });
 
+  it('takes each model’s lanes from its profile when given: every row held out, the fitted k kept as reference', () => {
+    const rand = rng(Math.floor(Math.random() * 2 ** 31));
+    const rows = [measuredRow('gpipe', 4, 4, 1, 2, rand, 'gpt'), measuredRow('1f1b', 4, 8, 1, 2, rand, 'gpt'), measuredRow('gpipe', 2, 2, 1, 1.5, rand, 'char-mlp')];
+    const out = withSharedDevicePrediction(rows, new Map([['gpt', 2], ['char-mlp', 3]]));
+    expect(out.map((r) => [r.prediction.lanes, r.prediction.lanesFrom, r.prediction.fit, r.prediction.fittedLanes])).toEqual([
+      [2, 'profile', false, 2],
+      [2, 'profile', false, 2],
+      [3, 'profile', false, 1.5],
+    ]);
+    // The right lanes predict the GPT rows; k = 3 ≥ p = 2 plays char-mlp's p = 2 row (measured on 1.5 lanes) on independent devices: a visible error.
+    for (const r of out.slice(0, 2)) expect(Math.abs(r.prediction.sharedError)).toBeLessThan(1e-3);
+    expect(out[2].prediction.sharedMs).toBeCloseTo(out[2].prediction.independentMs, 9);
+    expect(Math.abs(out[2].prediction.sharedError)).toBeGreaterThan(1e-2);
+    expect(Math.abs(out[2].prediction.fittedError)).toBeLessThan(1e-3);
+  });
+
   it('reports no error for rows without a prediction', () => {
-    expect(worstPredictionErrors([{}, {}])).toEqual({ today: 0, shared: 0 });
+    expect(worstPredictionErrors([{}, {}])).toEqual({ today: 0, shared: 0, fitted: 0 });
   });
 });

@@ -3,18 +3,25 @@
  * row gets the shared-device prediction (solo op times calibrated from the
  * row's own means, played on one device with k lanes: src/plan/prediction-check.ts)
  * beside today's (the same means on independent devices), each with its error
- * against the measured makespan. k is one number per grid, fitted on the rows
- * with m = p (all rows when there are none); the other rows are held out.
+ * against the measured makespan. k is one number per model: the lanes of the
+ * model's profiling pass (src/plan/measure.ts, measured before the grid), so
+ * every row is held out; for reference, also k fitted on the grid's own rows
+ * with m = p (all rows when there are none) and the error it gives.
  * This is what scripts/shared-device-report.ts computes offline from
  * bench/results.json, done by `npm run bench` itself.
  */
 import { fitLanes, LANE_CANDIDATES, predictRun, type RecordedRun } from '../plan/prediction-check.ts';
 
 export interface SharedDevicePrediction {
-  /** The fitted lanes of the shared device. */
+  /** The lanes of the shared device the prediction used. */
   lanes: number;
-  /** Whether this row took part in fitting the lanes (m = p), or is held out. */
+  /** Where they come from: the model's profiling pass, or fitted on the grid's m = p rows (when no profile was given). */
+  lanesFrom: 'profile' | 'fitted';
+  /** Whether this row took part in fitting the lanes used (m = p, lanes fitted), or is held out. */
   fit: boolean;
+  /** For reference: lanes fitted on the grid's m = p rows, and the shared-device error with them. */
+  fittedLanes: number;
+  fittedError: number;
   /** Today's prediction: the mean op times on independent devices. */
   todayMs: number;
   /** (today − measured) / measured. */
@@ -27,30 +34,46 @@ export interface SharedDevicePrediction {
   independentMs: number;
 }
 
-/** The grid's rows, each with `prediction` set; grouped by model, a lane count fitted per model. */
-export function withSharedDevicePrediction<R extends RecordedRun & { model?: string }>(rows: readonly R[]): (R & { prediction: SharedDevicePrediction })[] {
+/**
+ * The grid's rows, each with `prediction` set; grouped by model, the lanes of
+ * the model's profile (`profileLanes`) or, when it has none, fitted per model.
+ */
+export function withSharedDevicePrediction<R extends RecordedRun & { model?: string }>(rows: readonly R[], profileLanes: ReadonlyMap<string, number> = new Map()): (R & { prediction: SharedDevicePrediction })[] {
   const models = [...new Set(rows.map((r) => r.model ?? ''))];
-  const lanesOf = new Map<string, number>();
+  const fittedOf = new Map<string, number>();
   for (const m of models) {
     const group = rows.filter((r) => (r.model ?? '') === m);
     const fitRows = group.filter((r) => r.m === r.p);
-    lanesOf.set(m, fitLanes(fitRows.length ? fitRows : group, LANE_CANDIDATES));
+    fittedOf.set(m, fitLanes(fitRows.length ? fitRows : group, LANE_CANDIDATES));
   }
   return rows.map((r) => {
-    const lanes = lanesOf.get(r.model ?? '')!;
+    const model = r.model ?? '';
+    const fittedLanes = fittedOf.get(model)!;
+    const fromProfile = profileLanes.get(model);
+    const lanes = fromProfile ?? fittedLanes;
     const p = predictRun(r, lanes);
+    const fitted = fromProfile === undefined ? p : predictRun(r, fittedLanes);
     return {
       ...r,
-      prediction: { lanes, fit: r.m === r.p, todayMs: p.todayMs, todayError: p.todayError, sharedMs: p.sharedMs, sharedError: p.sharedError, independentMs: p.independentMs },
+      prediction: {
+        lanes,
+        lanesFrom: fromProfile === undefined ? 'fitted' : 'profile',
+        fit: fromProfile === undefined && r.m === r.p,
+        fittedLanes,
+        fittedError: fitted.sharedError,
+        todayMs: p.todayMs,
+        todayError: p.todayError,
+        sharedMs: p.sharedMs,
+        sharedError: p.sharedError,
+        independentMs: p.independentMs,
+      },
     };
   });
 }
 
-/** Worst |error| of today's and of the shared-device prediction over `rows` (rows without a prediction are skipped). */
-export function worstPredictionErrors(rows: readonly { prediction?: SharedDevicePrediction }[]): { today: number; shared: number } {
+/** Worst |error| of today's, the shared-device prediction and its fitted-lanes reference over `rows` (rows without a prediction are skipped). */
+export function worstPredictionErrors(rows: readonly { prediction?: SharedDevicePrediction }[]): { today: number; shared: number; fitted: number } {
   const ps = rows.flatMap((r) => (r.prediction ? [r.prediction] : []));
-  return {
-    today: Math.max(0, ...ps.map((p) => Math.abs(p.todayError))),
-    shared: Math.max(0, ...ps.map((p) => Math.abs(p.sharedError))),
-  };
+  const worst = (f: (p: SharedDevicePrediction) => number) => Math.max(0, ...ps.map((p) => Math.abs(f(p))));
+  return { today: worst((p) => p.todayError), shared: worst((p) => p.sharedError), fitted: worst((p) => p.fittedError) };
 }

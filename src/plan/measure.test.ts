@@ -6,7 +6,10 @@ import { InProcessRankHost } from '../runtime/in-process-host.ts';
 import { planRun } from '../runtime/run-plan.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { blockInCols } from '../nn/model-spec.ts';
-import { measureProfile, profileFromReport, profilingConfig } from './measure.ts';
+import { lanesFromReport, lanesProbeConfig, measureProfile, profileFromReport, profilingConfig } from './measure.ts';
+import { generateSchedule, simulate } from '../schedule/index.ts';
+import { meanOpTimesOf } from './calibrate.ts';
+import type { RunReport } from '../runtime/report-types.ts';
 import { parseProfile } from './profile.ts';
 import { planPartition } from './partition.ts';
 
@@ -35,8 +38,26 @@ describe('profiling pass', () => {
     }
     for (const c of profile.comm) expect(c).toBeGreaterThanOrEqual(0);
     expect(profile.source).toContain('wall time');
+    // The lanes probe's k, within the candidates (1 to max(4, ranks)).
+    expect(profile.lanes).toBeGreaterThanOrEqual(1);
+    expect(profile.lanes).toBeLessThanOrEqual(Math.max(4, spec.blocks.length));
+    expect(profile.source).toContain('effective lanes');
     // and it plans
     expect(planPartition(profile, 2).ranges).toHaveLength(2);
+  });
+
+  it('probes the lanes with GPipe over the profiling stages, as many micro-batches as ranks, and reads k back from a shared play', () => {
+    const p = profilingConfig(cfg);
+    expect(lanesProbeConfig(cfg)).toMatchObject({ schedule: 'gpipe', ranks: p.ranks, microbatches: p.ranks, batchSize: p.batchSize * p.ranks, virtual: 1 });
+    // A run "measured" on a device with k lanes (random solo times played by the simulator) gives k back.
+    for (const k of [1.3, 2, 2.7]) {
+      const ranks = 5;
+      const s = generateSchedule('gpipe', ranks, ranks, 1);
+      const solo = () => Array.from({ length: ranks }, () => 1 + Math.random());
+      const played = simulate(s, { F: solo(), B: solo(), latency: 0.1, lanes: k });
+      const report = { config: { ...cfg, schedule: 'gpipe', ranks, microbatches: ranks, virtual: 1 }, makespanMs: { measured: played.makespan }, commMsPerCrossing: 0.1, meanOpMs: meanOpTimesOf(played) } as unknown as RunReport;
+      expect(lanesFromReport(report)).toBeCloseTo(k, 6);
+    }
   });
 
   it('refuses a report that is not one block per stage', async () => {

@@ -11,7 +11,14 @@
  *   heldBytesRecompute  the block's input, rows × columns × 4 bytes (what a
  *                recomputing stage keeps);
  *   comm[b]      readback + send + transfer + upload across boundary b, per
- *                crossing.
+ *                crossing;
+ *   lanes        the device's effective lanes (how many ranks compute at full
+ *                speed at once), from a second short run of the same stages
+ *                under GPipe with as many micro-batches as ranks, where every
+ *                rank computes at once in the middle: the k whose shared-device
+ *                play of that run's op times gives its measured makespan
+ *                (prediction-check.ts). The simulator's "this machine"
+ *                prediction takes it.
  *
  * `measureProfile` takes the runner (the browser's workers, or the in-process
  * CPU runtime in tests), so it runs wherever a pipeline runs.
@@ -23,6 +30,7 @@ import { planRun } from '../runtime/run-plan.ts';
 import type { Op } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { PROFILE_VERSION, type BlockProfile, type Profile } from './profile.ts';
+import { fitLanes, laneCandidates, recordedRunOf } from './prediction-check.ts';
 
 const COMM_COST: ReadonlySet<string> = new Set(['readback', 'transfer', 'upload', 'send']);
 
@@ -42,6 +50,17 @@ export function profilingConfig(cfg: RunConfig): RunConfig {
   }
   const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
   return { ...withoutCut(cfg), schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
+}
+
+/** The run that measures the device's lanes: the profiling run's stages under GPipe with as many micro-batches (of the same size) as ranks. */
+export function lanesProbeConfig(cfg: RunConfig): RunConfig {
+  const p = profilingConfig(cfg);
+  return { ...p, schedule: 'gpipe', microbatches: p.ranks, batchSize: p.batchSize * p.ranks };
+}
+
+/** The lanes that make the shared-device play of `report` (a run of lanesProbeConfig) take its measured makespan. */
+export function lanesFromReport(report: RunReport): number {
+  return fitLanes([recordedRunOf(report)], laneCandidates(report.config.ranks));
 }
 
 /** Per-boundary communication per crossing, from the report's last timeline; the report's mean where a boundary shows none. */
@@ -92,7 +111,9 @@ export function profileFromReport(report: RunReport): Profile {
   };
 }
 
-/** Runs the profiling pass of `cfg` with `run` and reads the profile back. */
+/** Runs the profiling pass of `cfg` with `run` (the profiling run, then the lanes probe) and reads the profile back. */
 export async function measureProfile(cfg: RunConfig, run: (c: RunConfig) => Promise<RunReport>): Promise<Profile> {
-  return profileFromReport(await run(profilingConfig(cfg)));
+  const profile = profileFromReport(await run(profilingConfig(cfg)));
+  const lanes = lanesFromReport(await run(lanesProbeConfig(cfg)));
+  return { ...profile, lanes, source: `${profile.source}; ${lanes} effective lanes (GPipe, every rank at once)` };
 }

@@ -49,6 +49,18 @@ export function predictRun(run: RecordedRun, lanes: number): PredictionRow {
   };
 }
 
+/** What a run report records, as a RecordedRun (`v` from its schedule: stages per rank). */
+export function recordedRunOf(report: { config: { schedule: string; ranks: number; microbatches: number; virtual: number }; makespanMs: { measured: number }; commMsPerCrossing: number; meanOpMs: Record<number, Partial<Record<'F' | 'B' | 'I' | 'W', number>>> }): RecordedRun {
+  const c = report.config;
+  return { schedule: c.schedule, p: c.ranks, m: c.microbatches, v: c.virtual, makespanMeasuredMs: report.makespanMs.measured, commMsPerCrossing: report.commMsPerCrossing, meanOpMs: report.meanOpMs };
+}
+
+/** Lane counts to try for a device shared by `ranks` ranks: 1 to max(4, ranks) in tenths (k ≥ ranks plays as independent devices). */
+export function laneCandidates(ranks: number): number[] {
+  const top = Math.max(4, ranks);
+  return Array.from({ length: Math.round((top - 1) * 10) + 1 }, (_, i) => 1 + i / 10);
+}
+
 /** The k among `candidates` whose worst |shared error| over `runs` is least (the first on a tie). */
 export function fitLanes(runs: readonly RecordedRun[], candidates: readonly number[]): number {
   let best = candidates[0];
@@ -63,4 +75,4 @@ export function fitLanes(runs: readonly RecordedRun[], candidates: readonly numb
   return best;
 }
 
-export const LANE_CANDIDATES: readonly number[] = Array.from({ length: 31 }, (_, i) => 1 + i / 10);
+export const LANE_CANDIDATES: readonly number[] = laneCandidates(4);

@@ -11,6 +11,10 @@
  *                                           onStep(progress) is called after each step;
  *                                           refused (naming what runs) while another run
  *                                           holds the workers
+ *   window.pipelab.prepareWorkers(config?)  prepares warm workers for config (default: the default
+ *                                           configuration) without training, as the page does at load
+ *                                           (not under automation): resolves to { kept } workers;
+ *                                           refused like run() while another run holds the workers
  *   window.pipelab.runSingleDevice(config)  the same training on one device
  *   window.pipelab.liveWorkers()            stage workers alive now in a run (not the warm idle ones)
  *   window.pipelab.warmWorkers()            stage workers kept warm between runs (warm-workers.ts)
@@ -20,7 +24,7 @@
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
-import { hasWebGpu, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
+import { hasWebGpu, prepareWorkers, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
 import { WorkerRankHost } from './worker-host.ts';
 import { warmWorkers } from './warm-workers.ts';
 import { measureProfile } from '../plan/measure.ts';
@@ -37,6 +41,8 @@ export interface PipelabAutomation {
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
   run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
+  /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
+  prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
   /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
   profile(config: RunConfig): Promise<Profile>;
@@ -128,6 +134,14 @@ export function installAutomation(opts: AutomationOptions = {}): void {
       const end = gate.begin();
       try {
         return await runInBrowser(config, checked);
+      } finally {
+        end();
+      }
+    },
+    async prepareWorkers(config) {
+      const end = gate.begin();
+      try {
+        return await prepareWorkers(config ?? defaultRunConfig());
       } finally {
         end();
       }

@@ -6,7 +6,7 @@
 import { WebGpuUnavailableError } from '../gpu/device.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
-import { runPlan, type RunOptions } from './coordinator.ts';
+import { prepareRanks, runPlan, RunError, type RunOptions } from './coordinator.ts';
 import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { planRun } from './run-plan.ts';
@@ -22,8 +22,28 @@ export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
   const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
-  // Warm workers (their devices and compiled kernels) from the last clean run, fresh ones otherwise.
-  return runPlan(plan, { ...opts, hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) });
+  // Workers being prepared (the page's load) are waited for, not started beside.
+  const t0 = performance.now();
+  await warmWorkers.settled();
+  const waitMs = performance.now() - t0;
+  if (opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
+  // Warm workers (their devices and compiled kernels) from the last clean run or the preparation, fresh ones otherwise.
+  const report = await runPlan(plan, { ...opts, hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) });
+  const p = report.phases;
+  return { ...report, phases: { ...p, startMs: p.startMs + waitMs, firstStepMs: p.firstStepMs + waitMs, waitMs } };
+}
+
+/**
+ * Prepares warm workers for `input` without training (its ranks start, acquire
+ * their devices and compile the kernels its steps use, then wait in the pool):
+ * what the page does at load, so the first Run skips the cold start. Nothing
+ * when workers are idle or being prepared already. A configuration a run would
+ * refuse is refused here the same way.
+ */
+export async function prepareWorkers(input: RunConfig): Promise<{ kept: number }> {
+  const plan = planRun(input);
+  if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
+  return warmWorkers.prepare(plan.schedule.ranks, () => prepareRanks(plan, { hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) }));
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */

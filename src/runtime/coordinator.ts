@@ -92,7 +92,6 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
 /** Runs a plan made by planRun. */
 export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunReport> {
   const { schedule, config } = plan;
-  const ranks = schedule.ranks;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
   // A window may hold several steps (a stream holds all of them): each step gets the same time.
@@ -106,21 +105,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   };
   const tStart = performance.now();
   try {
-    for (let r = 0; r < ranks; r++) hosts.push(opts.hostFactory(r));
-    const fatal = Promise.race(hosts.map((h) => h.fatal));
-    fatal.catch(() => {});
-
-    const ports = hosts.map(() => new Map<number, MessagePort>());
-    for (const [a, b] of channelsFor(plan)) {
-      const ch = new MessageChannel();
-      ports[a].set(b, ch.port1);
-      ports[b].set(a, ch.port2);
-    }
-    const inits = hosts.map((h, r) => {
-      const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
-      return h.init(init, ports[r]);
-    });
-    const up = await Promise.race([Promise.all(inits), fatal]);
+    const { up, fatal } = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs);
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
@@ -178,13 +163,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       for (const w of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(weights, w);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
-    const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
-    const leakedBuffers = disposed.reduce((s, d) => s + d.leakedBuffers, 0);
-    if (opts.keepWarm && !config.fault) {
-      disposed.forEach((d, i) => {
-        if (d.reusable && d.leakedBuffers === 0 && opts.keepWarm?.(hosts[i])) kept.add(hosts[i]);
-      });
-    }
+    const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);
     const phases = {
       startMs: tUp - tStart,
       firstStepMs: firstStepMs ?? 0,
@@ -197,5 +176,57 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     throw e instanceof Error ? e : new RunError(String(e));
   } finally {
     ended();
+  }
+}
+
+/** Starts one rank per pipeline rank (hosts from `hostFactory`, pushed onto `hosts` so the caller can end them), wires their channels and awaits every init (device, stages, warm-up). */
+async function startRanks(plan: RunPlan, hostFactory: (rank: number) => RankHost, hosts: RankHost[], recvTimeoutMs: number) {
+  const { schedule, config } = plan;
+  for (let r = 0; r < schedule.ranks; r++) hosts.push(hostFactory(r));
+  const fatal = Promise.race(hosts.map((h) => h.fatal));
+  fatal.catch(() => {});
+  const ports = hosts.map(() => new Map<number, MessagePort>());
+  for (const [a, b] of channelsFor(plan)) {
+    const ch = new MessageChannel();
+    ports[a].set(b, ch.port1);
+    ports[b].set(a, ch.port2);
+  }
+  const inits = hosts.map((h, r) => {
+    const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+    return h.init(init, ports[r]);
+  });
+  const up = await Promise.race([Promise.all(inits), fatal]);
+  return { up, fatal };
+}
+
+/** Frees every rank's stages; each reusable one (no leak, healthy device, no fault configured) is offered to `keepWarm` and, when taken, added to `kept`. Returns the buffers leaked, all ranks together. */
+async function disposeRanks(plan: RunPlan, hosts: RankHost[], fatal: Promise<never>, keepWarm: RunOptions['keepWarm'], kept: Set<RankHost>): Promise<number> {
+  const disposed = await Promise.race([Promise.all(hosts.map((h) => h.dispose())), fatal]);
+  if (keepWarm && !plan.config.fault) {
+    disposed.forEach((d, i) => {
+      if (d.reusable && d.leakedBuffers === 0 && keepWarm(hosts[i])) kept.add(hosts[i]);
+    });
+  }
+  return disposed.reduce((s, d) => s + d.leakedBuffers, 0);
+}
+
+/**
+ * Prepares workers for a plan without training: starts its ranks (device,
+ * stages, the warm-up that compiles the kernels its steps use), frees their
+ * stages and hands every reusable one to `keepWarm` (the page does this at load,
+ * so its first Run starts on warm workers). Rejects as a run would when a rank
+ * fails to start; every rank not kept ends.
+ */
+export async function prepareRanks(plan: RunPlan, opts: Pick<RunOptions, 'hostFactory' | 'keepWarm'>): Promise<{ kept: number }> {
+  const hosts: RankHost[] = [];
+  const kept = new Set<RankHost>();
+  try {
+    const { fatal } = await startRanks(plan, opts.hostFactory, hosts, 60_000);
+    await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);
+    return { kept: kept.size };
+  } catch (e) {
+    throw e instanceof Error ? e : new RunError(String(e));
+  } finally {
+    for (const h of hosts) if (!kept.has(h)) h.terminate();
   }
 }

@@ -58,7 +58,8 @@ export interface RunReport {
    * them, ms; firstStepMs: from the run's start to its first step's report (0 when
    * none finished); ranks: how each rank started.
    */
-  phases: { startMs: number; firstStepMs: number; stepsMs: number; endMs: number; ranks: RankStartup[] };
+  /** Run start to ranks up and to the first step's report, ms; `waitMs` (included in both): waiting for workers the page was preparing. */
+  phases: { startMs: number; firstStepMs: number; stepsMs: number; endMs: number; ranks: RankStartup[]; waitMs?: number };
   /** GPU buffers still alive after each rank freed its stages (must be 0). */
   leakedBuffers: number;
   /** Weights read back at the end, by parameter name (when asked for). */

@@ -7,6 +7,7 @@ import { checkRunConfig, checkSimParams } from './config-actions.ts';
 import { usePipeLab } from './store.ts';
 import { readUrlState, urlQueryFor } from './url-state.ts';
 import { detectWebGpu, webGpuForcedOff } from './webgpu-support.ts';
+import { prepareWhenWebGpuFound } from './prepare-workers.ts';
 
 export function initStateFromUrl(): void {
   const { config, sim, compare, view, problems } = readUrlState(window.location.search);
@@ -15,6 +16,8 @@ export function initStateFromUrl(): void {
   if (webGpuForcedOff(window.location.search)) {
     usePipeLab.getState().setWebGpu({ state: 'unavailable', reason: 'no-api', detail: 'WebGPU is switched off by ?webgpu=off in the address.' });
   } else {
+    // The first Run should not pay the workers' cold start: prepare them as soon as WebGPU is found.
+    prepareWhenWebGpuFound();
     void detectWebGpu().then((s) => usePipeLab.getState().setWebGpu(s));
   }
 

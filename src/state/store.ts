@@ -19,6 +19,7 @@ import type { GapAttribution } from './explain.ts';
 import type { ProgressMeter } from './progress.ts';
 import type { StepGate } from './step-gate.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
+import type { WorkersReadiness } from './prepare-workers.ts';
 
 export type View = 'run' | 'compare' | 'simulate';
 export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
@@ -113,6 +114,8 @@ export interface CutMeasurement {
 export interface PipeLabState {
   view: View;
   webgpu: WebGpuSupport;
+  /** The workers the page prepared at load (prepare-workers.ts). */
+  workers: WorkersReadiness;
   config: RunConfig;
   /** Problems found in the URL at load (values replaced by defaults). */
   urlProblems: FieldProblem[];
@@ -164,6 +167,7 @@ export function problemOf(e: ConfigError): FieldProblem {
 export const usePipeLab = create<PipeLabState>()((set) => ({
   view: 'run',
   webgpu: { state: 'checking' },
+  workers: { state: 'cold' },
   config: defaultRunConfig(),
   urlProblems: [],
   configProblem: null,

@@ -2,6 +2,14 @@
 import { scheduleLabel } from './controls/schedule-labels.ts';
 import { usePipeLab, type PipeLabState } from '../state/store.ts';
 
+/** The workers the page prepared at load, in words (nothing once a run has used them). */
+function workersText(s: PipeLabState): string {
+  const w = s.workers;
+  if (w.state === 'preparing') return ` Preparing ${w.ranks} workers (devices, kernels)…`;
+  if (w.state === 'ready') return ` ${w.ranks} workers warm (prepared in ${(w.ms / 1000).toFixed(1)} s).`;
+  return '';
+}
+
 function statusText(s: PipeLabState): string {
   const r = s.run;
   const cfg = r.config ?? s.config;
@@ -11,7 +19,7 @@ function statusText(s: PipeLabState): string {
       if (s.webgpu.state === 'unavailable') return 'WebGPU is not available: simulation only.';
       if (s.webgpu.state === 'checking') return 'Looking for WebGPU…';
       if (s.configProblem) return `Not ready: ${s.configProblem.message}`;
-      return `Ready to train ${what}.`;
+      return `Ready to train ${what}.${workersText(s)}`;
     case 'starting':
       return `Starting ${cfg.ranks} workers for ${what}…`;
     case 'running':

@@ -23,7 +23,10 @@ const f = (x: number, d = 1) => x.toFixed(d);
 function sharedCells(r: ScheduleBenchRow): string {
   const p = r.prediction;
   if (!p) return 'n/a | n/a | n/a';
-  return `${f(p.sharedMs)} (k = ${p.lanes}${p.fit ? ', fit' : ''}) | ${p.sharedError >= 0 ? '+' : ''}${pct(p.sharedError)} | ${f(p.independentMs)}`;
+  const signed = (e: number) => `${e >= 0 ? '+' : ''}${pct(e)}`;
+  const from = p.lanesFrom === 'profile' ? 'profile' : p.fit ? 'fit' : 'fitted, held out';
+  const ref = p.lanesFrom === 'profile' ? ` (k = ${p.fittedLanes} fitted on m = p: ${signed(p.fittedError)})` : '';
+  return `${f(p.sharedMs)} (k = ${p.lanes}, ${from}) | ${signed(p.sharedError)}${ref} | ${f(p.independentMs)}`;
 }
 
 function schedulesTable(rows: ScheduleBenchRow[]): string {

@@ -29,6 +29,21 @@ function meanSteps(report: RunReport): string {
   return n <= 1 ? '1 step' : `steps 2–${n}`;
 }
 
+/** Run to first step, and whether the workers started warm (prepared at load or left by a run) or cold. */
+function StartLine({ report }: { report: RunReport }) {
+  const ranks = report.phases.ranks;
+  const compiled = ranks.reduce((a, r) => a + r.compiled, 0);
+  const kernels = ranks.reduce((a, r) => a + r.kernels, 0);
+  const warm = compiled === 0;
+  return (
+    <p className="muted small" data-testid="run-start" data-compiled={compiled}>
+      Start: first step {ms(report.phases.firstStepMs)} after Run (workers up after {ms(report.phases.startMs)};{' '}
+      {warm ? `warm workers, all ${kernels} kernels compiled already` : `${compiled} of ${kernels} kernels compiled now`}
+      {report.phases.waitMs && report.phases.waitMs >= 1 ? `, ${ms(report.phases.waitMs)} of it waiting for the workers the page was preparing` : ''}).
+    </p>
+  );
+}
+
 export function RunNumbers({ config, measured, simulated, prediction, report }: RunNumbersProps) {
   // Compute only, as the report counts it (a step's trailing messages are not part of its makespan).
   const m = useMemo(() => (measured ? timelineStats(computeOnly(measured)) : null), [measured]);
@@ -141,6 +156,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         {report ? ' and the measured time per message' : ', links free'}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
         rank’s share of the model costs F = 1, B = 2. mb: micro-batches’ activations{report ? '; bytes: the largest stash measured' : ''}.
       </p>
+      {report && <StartLine report={report} />}
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
     </section>
   );
