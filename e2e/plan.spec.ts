@@ -77,3 +77,63 @@ test('a run named auto keeps within its memCap; a run may cut by block count', a
   expect(r.losses).toBe(2);
   expect(r.live).toBe(0);
 });
+
+test('the Plan panel runs each cut for real and shows its measured makespan; "Use this cut" sets the cut and the link keeps it', async ({ page }) => {
+  test.setTimeout(300_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  // The names char-MLP, 6 blocks on 3 ranks: its heavy first block makes the FLOPs cut [1, 3, 2] differ from the block-count cut [2, 2, 2].
+  await page.goto('./?view=simulate&dataset=names&layers=5&hidden=16&ranks=3&batchSize=16&microbatches=4&steps=4');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  const splits = panel.getByTestId('plan-splits');
+  await expect(splits.locator('tbody tr')).toHaveCount(3);
+  await expect(splits).toContainText('mean of 3 steps');
+  await expect(panel).toContainText('min(steps, 8) = 4 steps');
+  // Cuts planned for another number of stages cannot be used or run: one sentence says what to change.
+  await panel.getByLabel('Ranks to plan for').fill('2');
+  await expect(panel.getByTestId('plan-cut-mismatch')).toHaveText('These cuts are for 2 stages but the run has ranks × virtual = 3: set “Ranks to plan for” to 3 (or the run\'s ranks to 2) to use or run them.');
+  await expect(panel.getByTestId('plan-run-cuts')).toBeDisabled();
+  await expect(panel.getByTestId('plan-use-blocks')).toBeDisabled();
+  await panel.getByLabel('Ranks to plan for').fill('3');
+  await panel.getByTestId('plan-run-cuts').click();
+  const read = async (by: string) => {
+    const cell = panel.getByTestId(`plan-cut-makespan-${by}`);
+    await expect(cell).toHaveAttribute('data-ms', /^\d/, { timeout: 180_000 });
+    return { ms: Number(await cell.getAttribute('data-ms')), stageBlocks: JSON.parse((await cell.getAttribute('data-stage-blocks')) ?? 'null') as number[][], text: await cell.textContent() };
+  };
+  const blocks = await read('blocks');
+  const flops = await read('flops');
+  const measured = await read('measured');
+  await expect(panel.getByTestId('plan-run-cuts')).toBeEnabled({ timeout: 60_000 });
+  console.log(`cuts measured: blocks ${blocks.text} ${JSON.stringify(blocks.stageBlocks)}, flops ${flops.text} ${JSON.stringify(flops.stageBlocks)}, measured ${measured.text}`);
+  for (const r of [blocks, flops, measured]) {
+    expect(r.ms).toBeGreaterThan(0);
+    expect(r.text).toMatch(/^\d+(\.\d+)? ms$/);
+  }
+  // Each run cut where its row says; different cuts are different runs.
+  expect(blocks.stageBlocks).toEqual([[0, 2], [2, 4], [4, 6]]);
+  expect(flops.stageBlocks).toEqual([[0, 1], [1, 4], [4, 6]]);
+  expect(measured.stageBlocks).toEqual(flops.stageBlocks);
+  expect(measured.ms).toBe(flops.ms); // one run for the two rows with the same cut
+  await expect(panel.getByTestId(`plan-cut-bubble-blocks`)).toHaveText(/^\d+(\.\d+)?%$/);
+  await expect(panel.getByTestId('plan-cut-error')).toHaveCount(0);
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+
+  // "Use this cut": the run configuration takes the block-count cut, and the link carries it.
+  await panel.getByTestId('plan-use-blocks').click();
+  await expect(panel.getByTestId('plan-cut-blocks')).toContainText('in use (cut=2,2,2)');
+  await expect.poll(() => new URL(page.url()).searchParams.get('cut')).toBe('2,2,2');
+  expect(page.url()).toContain('cut=2,2,2');
+  expect(new URL(page.url()).searchParams.get('partition')).toBe('cut');
+  await page.goto(page.url().replace('view=simulate', 'view=run'));
+  await page.waitForFunction(() => !!window.pipelab);
+  const fromLink = await page.evaluate(() => window.pipelab.urlConfig());
+  expect(fromLink.errors).toEqual([]);
+  expect(fromLink.config.partition).toBe('cut');
+  expect(fromLink.config.cut).toEqual([2, 2, 2]);
+  await expect(page.getByLabel('Cut stages by')).toHaveValue('cut');
+  await expect(page.getByLabel('Blocks per stage (cut)')).toHaveValue('2,2,2');
+  // A cut that does not fit is named under its field.
+  await page.getByLabel('Blocks per stage (cut)').fill('2,2');
+  await expect(page.locator('form.config')).toContainText('cut = [2, 2]: has 2 stages; ranks × virtual = 3 stages need 3 entries');
+});

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTrainPy } from '../export/train-py-file.ts';
-import { configFromQuery, defaultRunConfig, URL_FIELDS, RUN_SCHEDULES } from '../runtime/run-config.ts';
+import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULES } from '../runtime/run-config.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 
@@ -20,10 +20,12 @@ const HELP_OF: Partial<Record<string, string>> = {
   virtual: 'stages per rank v; the model is cut into p·v stages',
   dataset: 'spiral, moons, circles, xor or names (names implies --model char-mlp)',
   steps: 'training steps; the bundle holds the batch of every step',
+  partition: `how the model is cut into stages: one of ${PARTITIONS.join(', ')} (cut: the blocks per stage --cut gives)`,
+  cut: 'blocks per stage, one entry per stage, e.g. 1,1,2 (implies --partition cut); the bundle cuts the model there',
 };
 
 const FLAGS: FlagSpec[] = [
-  ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'} (default ${String(DEFAULTS[f])})` })),
+  ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'}${DEFAULTS[f] === undefined ? '' : ` (default ${String(DEFAULTS[f])})`}` })),
   { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];

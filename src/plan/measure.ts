@@ -25,7 +25,7 @@
  */
 import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
 import type { RunReport } from '../runtime/report-types.ts';
-import { MAX_RUN_RANKS, type RunConfig } from '../runtime/run-config.ts';
+import { MAX_RUN_RANKS, withoutCut, type RunConfig } from '../runtime/run-config.ts';
 import { planRun } from '../runtime/run-plan.ts';
 import type { Op } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -39,7 +39,7 @@ export const PROFILE_STEPS = 4;
 
 /** The model a run configuration trains (its blocks do not depend on ranks or schedule). */
 export function modelSpecOf(cfg: RunConfig): ModelSpec {
-  return planRun({ ...cfg, schedule: '1f1b', ranks: 1, virtual: 1 }).spec;
+  return planRun({ ...withoutCut(cfg), schedule: '1f1b', ranks: 1, virtual: 1 }).spec;
 }
 
 /** The run that profiles `cfg`'s model: ZB-H1, one block per rank, one micro-batch of cfg's micro-batch size. */
@@ -49,7 +49,7 @@ export function profilingConfig(cfg: RunConfig): RunConfig {
     throw new ConfigError('layers', cfg.layers, `gives ${blocks} blocks; the profiling pass runs one block per rank, at most ${MAX_RUN_RANKS}`);
   }
   const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
-  return { ...cfg, schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
+  return { ...withoutCut(cfg), schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
 }
 
 /** The run that measures the device's lanes: the profiling run's stages under GPipe with as many micro-batches (of the same size) as ranks. */

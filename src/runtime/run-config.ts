@@ -10,6 +10,7 @@ import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
 import { FAULT_KINDS, type Fault } from './faults.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
+import { parseCutText, validateCut } from './explicit-cut.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
@@ -20,8 +21,8 @@ export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
 export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
-/** How a run cuts its model into stages: balanced FLOPs (the default) or equal block counts. */
-export const PARTITIONS = ['flops', 'blocks'] as const;
+/** How a run cuts its model into stages: balanced FLOPs (the default), equal block counts, or an explicit `cut`. */
+export const PARTITIONS = ['flops', 'blocks', 'cut'] as const;
 export type Partition = (typeof PARTITIONS)[number];
 
 export interface RunConfig extends Omit<TrainConfig, 'stages'> {
@@ -32,6 +33,8 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   schedule: RunScheduleName;
   /** How the model is cut into stages (src/plan compares these with a measured cut). */
   partition: Partition;
+  /** Blocks per stage, one entry per stage; present exactly when partition = 'cut' (explicit-cut.ts). */
+  cut?: number[];
   /** The auto schedule's cap on live activations per rank, in micro-batches; 0: 1F1B's memory (as many as ranks). */
   memCap: number;
   /** Tests only: inject one fault. */
@@ -60,6 +63,15 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
   return next;
 }
 
+/**
+ * The configuration without its explicit cut (partition 'cut' becomes 'flops'):
+ * for runs derived from it with other stages or depth (the profiling pass, Compare).
+ */
+export function withoutCut(cfg: RunConfig): RunConfig {
+  const { cut: _cut, ...rest } = cfg;
+  return rest.partition === 'cut' ? { ...rest, partition: 'flops' } : rest;
+}
+
 /** Stages of a run: ranks × virtual. */
 export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
   return cfg.ranks * cfg.virtual;
@@ -67,7 +79,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, partition: _p, memCap: _c, ...train } = cfg;
+  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -88,6 +100,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     );
   }
   validateTrainConfig(toTrainConfig(cfg));
+  validateCut(cfg);
   scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
     if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
@@ -102,17 +115,24 @@ type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'virtual', 'schedule', 'partition', 'memCap', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];
 
+/** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
+export function readableQuery(q: URLSearchParams): string {
+  return q.toString().replace(/%2C/gi, ',');
+}
+
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
-  for (const f of URL_FIELDS) q.set(f, String(cfg[f]));
-  return q.toString();
+  // Optional fields (cut) are written only when present; a list is written as 1,1,2.
+  for (const f of URL_FIELDS) if (cfg[f] !== undefined) q.set(f, String(cfg[f]));
+  return readableQuery(q);
 }
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
+  if (field === 'cut') return parseCutText(raw);
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
@@ -153,6 +173,11 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   }
   // A data set implies its model unless the link says otherwise.
   if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
+  // A cut implies partition = 'cut' unless the link says otherwise.
+  if (given.has('cut') && !given.has('partition')) {
+    cfg.partition = 'cut';
+    given.add('partition');
+  }
   const ok = revertUntilValid(
     cfg,
     given,
@@ -162,5 +187,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
     (k) => k,
     errors,
   );
+  // A reverted optional field is absent, not undefined (a configuration is plain JSON).
+  if (cfg.cut === undefined) delete cfg.cut;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

@@ -18,6 +18,7 @@ import { buildModelSpec } from '../nn/model-config.ts';
 import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
+import { rangesOfCut, validateCut } from './explicit-cut.ts';
 import { scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
 
 const MiB = 1024 * 1024;
@@ -42,8 +43,10 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   ranks: number;
   virtual: number;
   schedule: RunScheduleName;
-  /** 'blocks': equal block counts; otherwise balanced FLOPs. */
-  partition?: 'flops' | 'blocks';
+  /** 'blocks': equal block counts; 'cut': the explicit `cut`; otherwise balanced FLOPs. */
+  partition?: 'flops' | 'blocks' | 'cut';
+  /** Blocks per stage when partition = 'cut' (validated by explicit-cut.ts). */
+  cut?: readonly number[];
 }
 
 export interface StageBuffer {
@@ -57,10 +60,14 @@ function fmtBytes(b: number): string {
   return b >= 1024 * MiB ? `${(b / (1024 * MiB)).toFixed(2)} GiB` : `${(b / MiB).toFixed(1)} MiB`;
 }
 
-/** The model of a run cut into its stages, as the run plan cuts it. */
+/** The model of a run cut into its stages, as the run plan cuts it: the explicit cut, or by block count, or by FLOPs. */
 export function stageCut(cfg: LimitInput): { spec: ModelSpec; stageBlocks: BlockRange[] } {
   const stages = cfg.ranks * cfg.virtual;
   const spec = buildModelSpec({ ...cfg });
+  if (cfg.partition === 'cut') {
+    validateCut({ ...cfg, partition: 'cut' });
+    return { spec, stageBlocks: rangesOfCut(cfg.cut ?? []) };
+  }
   const costs = cfg.partition === 'blocks' ? spec.blocks.map(() => 1) : blockCosts(spec);
   return { spec, stageBlocks: partitionBlocks(spec.blocks.length, costs, stages) };
 }

@@ -4,7 +4,8 @@
  * one after the other, with the same model, data and seed.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import type { RunReport } from '../runtime/report-types.ts';
+import { withoutCut, type RunConfig } from '../runtime/run-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
 import { predict, type Prediction } from './derived.ts';
@@ -26,7 +27,11 @@ export function compareConfigs(base: RunConfig, names: readonly ScheduleName[], 
   const maxV = Math.max(1, ...names.map((n) => compareVirtual(n, virtual)));
   const layers = Math.max(base.layers, base.ranks * maxV - 1);
   const out = new Map<ScheduleName, RunConfig>();
-  for (const n of names) out.set(n, { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) });
+  for (const n of names) {
+    const c: RunConfig = { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) };
+    // An explicit cut holds only for the stages and depth it was written for; other entries cut by FLOPs.
+    out.set(n, c.layers === base.layers && c.virtual === base.virtual ? c : withoutCut(c));
+  }
   return out;
 }
 
@@ -70,32 +75,35 @@ export function cannotMeasureReason(): string | null {
   return null;
 }
 
-/** Trains every runnable entry for `steps` steps, one after the other (the store's 'comparing' session). */
-export async function measureAll(entries: readonly CompareSimulated[], steps: number): Promise<void> {
+/** One run of a sequence: a key for its result and the configuration it trains. */
+export interface MeasureJob {
+  key: string;
+  config: RunConfig;
+}
+
+/** What a sequence says about one job: queued, running, its report, or why it failed. */
+export type MeasureEvent = { status: 'queued' | 'running' } | { status: 'done'; report: RunReport } | { status: 'error'; error: string };
+
+/**
+ * Trains each job's configuration, one after the other, in a session of
+ * `kind` (refused, doing nothing, when another session holds the workers or
+ * there is no WebGPU); a failed job is reported and the next one runs; abort
+ * the session's controller to stop after the run in flight.
+ */
+export async function measureEach(kind: 'comparing' | 'planning', jobs: readonly MeasureJob[], record: (key: string, e: MeasureEvent) => void): Promise<void> {
   if (cannotMeasureReason() !== null) return;
-  const control: SessionControl = { kind: 'comparing', abort: new AbortController() };
+  const control: SessionControl = { kind, abort: new AbortController() };
   const ac = control.abort;
   beginSession(control);
-  usePipeLab.setState({ compare: {} });
-  const runnable = entries.filter((e) => e.problem === null);
-  for (const e of runnable) setMeasurement(e.name, { status: 'queued' });
+  for (const j of jobs) record(j.key, { status: 'queued' });
   try {
-    for (const e of runnable) {
+    for (const j of jobs) {
       if (ac.signal.aborted) break;
-      setMeasurement(e.name, { status: 'running' });
+      record(j.key, { status: 'running' });
       try {
-        const report = await runInBrowser({ ...e.config, steps, evalEvery: 0 }, { signal: ac.signal });
-        setMeasurement(e.name, {
-          status: 'done',
-          timeline: report.timeline,
-          makespanMs: report.makespanMs.measured,
-          bubble: report.bubble.measured,
-          samplesPerSecond: report.samplesPerSecond,
-          finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,
-          gap: attributeLastStep(report),
-        });
+        record(j.key, { status: 'done', report: await runInBrowser(j.config, { signal: ac.signal }) });
       } catch (err) {
-        setMeasurement(e.name, { status: 'error', error: err instanceof Error ? err.message : String(err) });
+        record(j.key, { status: 'error', error: err instanceof Error ? err.message : String(err) });
       }
     }
   } finally {
@@ -103,7 +111,32 @@ export async function measureAll(entries: readonly CompareSimulated[], steps: nu
   }
 }
 
-export function stopMeasuring(): void {
+/** Stops the session of `kind` after its run in flight (nothing when another kind holds the workers). */
+export function stopSession(kind: 'comparing' | 'planning'): void {
   const c = usePipeLab.getState().control;
-  if (c?.kind === 'comparing') c.abort.abort();
+  if (c?.kind === kind) c.abort.abort();
+}
+
+/** Trains every runnable entry for `steps` steps, one after the other (the store's 'comparing' session). */
+export async function measureAll(entries: readonly CompareSimulated[], steps: number): Promise<void> {
+  if (cannotMeasureReason() !== null) return;
+  usePipeLab.setState({ compare: {} });
+  const jobs = entries.filter((e) => e.problem === null).map((e) => ({ key: e.name, config: { ...e.config, steps, evalEvery: 0 } }));
+  await measureEach('comparing', jobs, (name, ev) => {
+    if (ev.status !== 'done') return setMeasurement(name, ev);
+    const report = ev.report;
+    setMeasurement(name, {
+      status: 'done',
+      timeline: report.timeline,
+      makespanMs: report.makespanMs.measured,
+      bubble: report.bubble.measured,
+      samplesPerSecond: report.samplesPerSecond,
+      finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,
+      gap: attributeLastStep(report),
+    });
+  });
+}
+
+export function stopMeasuring(): void {
+  stopSession('comparing');
 }

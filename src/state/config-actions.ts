@@ -44,8 +44,10 @@ export function depthFor(ranks: number, virtual: number): number {
   return Math.max(1, ranks * virtual - 1);
 }
 
+/** Keys set to undefined are left out (a configuration is plain JSON; `{ cut: undefined }` removes the cut). */
 export function setConfig(next: RunConfig): void {
-  usePipeLab.setState({ config: next, configProblem: checkRunConfig(next) });
+  const config = Object.fromEntries(Object.entries(next).filter(([, v]) => v !== undefined)) as unknown as RunConfig;
+  usePipeLab.setState({ config, configProblem: checkRunConfig(config) });
 }
 
 export function patchConfig(patch: Partial<RunConfig>): void {

@@ -11,6 +11,7 @@ import { create } from 'zustand';
 import type { RunReport } from '../runtime/report-types.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { Timeline } from '../schedule/index.ts';
+import type { BlockRange } from '../nn/partition.ts';
 import type { ConfigError } from '../util/errors.ts';
 import { defaultCompareParams, type CompareParams } from './compare-params.ts';
 import { defaultSimParams, type SimParams } from './sim-params.ts';
@@ -26,7 +27,7 @@ export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
 export type TimelineMode = 'measured' | 'simulated' | 'overlay';
 
 /** What holds the workers now. The page runs one session at a time. */
-export type Session = 'idle' | 'training' | 'comparing' | 'automation';
+export type Session = 'idle' | 'training' | 'comparing' | 'planning' | 'automation';
 
 /** The live handles of the session in progress. */
 export interface SessionControl {
@@ -96,6 +97,20 @@ export interface CompareMeasurement {
   gap?: GapAttribution | null;
 }
 
+/** One cut of the Plan panel, run for a few steps on the workers (src/state/cut-runs.ts). */
+export interface CutMeasurement {
+  status: 'queued' | 'running' | 'done' | 'error';
+  /** Mean step makespan over the measured steps, ms. */
+  makespanMs: number | null;
+  /** Mean measured bubble over the same steps. */
+  bubble: number | null;
+  /** Steps the means are over (the run's steps less the first, when there are several). */
+  meanOf: number | null;
+  /** The stages the run cut, as its report says. */
+  stageBlocks: BlockRange[] | null;
+  error: string | null;
+}
+
 export interface PipeLabState {
   view: View;
   webgpu: WebGpuSupport;
@@ -123,6 +138,8 @@ export interface PipeLabState {
   compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
   compare: Record<string, CompareMeasurement>;
+  /** The Plan panel's cuts run for real, by the query of the configuration that ran (cut-runs.ts). */
+  cutRuns: Record<string, CutMeasurement>;
 
   /** What holds the workers now; `control` holds its live handles. */
   session: Session;
@@ -163,6 +180,7 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
 
   compareParams: defaultCompareParams(),
   compare: {},
+  cutRuns: {},
 
   session: 'idle',
   control: null,
@@ -181,6 +199,7 @@ export function isActive(status: RunStatus): boolean {
 const SESSION_WORDS: Record<Exclude<Session, 'idle'>, string> = {
   training: 'a training run (Train)',
   comparing: 'a comparison measuring schedules (Compare)',
+  planning: 'a run of each cut (Plan)',
   automation: 'a run started through window.pipelab.run',
 };
 

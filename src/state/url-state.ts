@@ -3,7 +3,7 @@
  * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
  * reports every bad value (field, value, rule) and keeps the rest.
  */
-import { configFromQuery, configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, readableQuery, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { COMPARE_QUERY_KEYS, compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
 import { SIM_QUERY_KEYS, defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';
@@ -64,5 +64,5 @@ export function urlQueryFor(config: RunConfig, sim: SimParams, view: View, compa
   if (view !== 'run') params.set('view', view);
   if (view === 'simulate' || !sameSim(sim, defaultSimParams())) simParamsToQuery(sim, params);
   if (compare) compareParamsToQuery(compare, params, view === 'compare');
-  return params.toString();
+  return readableQuery(params);
 }

@@ -11,7 +11,9 @@ import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type 
 import { scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, withSchedule } from '../../state/config-actions.ts';
 import { usePipeLab } from '../../state/store.ts';
-import { CheckboxField, NumberField, SelectField } from './fields.tsx';
+import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
+import { cutOfRanges, cutText, parseCutText } from '../../runtime/explicit-cut.ts';
+import { stageCut } from '../../runtime/run-limits.ts';
 import { SCHEDULE_LABELS } from './schedule-labels.ts';
 
 const DATASET_LABELS: Record<DatasetName, string> = {
@@ -21,6 +23,17 @@ const DATASET_LABELS: Record<DatasetName, string> = {
   xor: 'XOR (2 classes, 2-D)',
   names: 'Names (next character)',
 };
+
+const PARTITION_LABELS: Record<Partition, string> = { flops: 'FLOPs (balanced)', blocks: 'block count', cut: 'blocks per stage (cut)' };
+
+/** The cut the configuration runs now (its FLOPs or block-count cut), as blocks per stage; [] when it cannot be cut. */
+function cutNow(cfg: RunConfig): number[] {
+  try {
+    return cutOfRanges(stageCut(cfg).stageBlocks);
+  } catch {
+    return [];
+  }
+}
 
 export function ConfigPanel({ disabled }: { disabled: boolean }) {
   const cfg = usePipeLab((s) => s.config);
@@ -162,10 +175,10 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             label="Cut stages by"
             name="partition"
             value={cfg.partition}
-            options={PARTITIONS.map((p) => ({ value: p, label: p === 'flops' ? 'FLOPs (balanced)' : 'block count' }))}
-            onChange={(partition) => set({ partition })}
+            options={PARTITIONS.map((p) => ({ value: p, label: PARTITION_LABELS[p] }))}
+            onChange={(partition) => set(partition === 'cut' ? { partition, cut: cutNow(cfg) } : { partition, cut: undefined })}
             error={errorFor('partition')}
-            hint="the Plan panel (Simulate) sets both beside the measured cut"
+            hint="the Plan panel (Simulate) shows all three beside the measured cut, and sets a cut"
           />
           <NumberField
             label="Memory cap (auto)"
@@ -179,6 +192,17 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             hint={cfg.memCap === 0 ? `micro-batches per rank; 0: as many as ranks (${cfg.ranks}), 1F1B's memory` : 'micro-batches per rank the auto schedule may hold'}
           />
         </div>
+        {cfg.partition === 'cut' && (
+          <TextField<number[]>
+            label="Blocks per stage (cut)"
+            name="cut"
+            value={cutText(cfg.cut ?? [])}
+            parse={parseCutText}
+            onChange={(cut) => set({ cut })}
+            error={errorFor('cut')}
+            hint={`${runStages(cfg)} entries summing to ${cfg.layers + 1} blocks, e.g. ${cutText(cutNow({ ...cfg, partition: 'flops', cut: undefined }))}`}
+          />
+        )}
       </fieldset>
 
       <fieldset disabled={disabled}>

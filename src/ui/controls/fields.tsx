@@ -30,6 +30,22 @@ function FieldShell({ id, label, hint, error, children }: FieldShellProps) {
   );
 }
 
+/**
+ * A field's draft text and its own problem: the draft follows outside changes
+ * of `valueText` unless `keep(draft)` says it already stands for the new value
+ * (so `0.10` or `1, 2` stay as typed).
+ */
+function useDraft(valueText: string, error: string | null | undefined, keep: (draft: string) => boolean) {
+  const id = useId();
+  const [text, setText] = useState(valueText);
+  const [local, setLocal] = useState<string | null>(null);
+  useEffect(() => {
+    setText((t) => (keep(t) ? t : valueText));
+    setLocal(null);
+  }, [valueText]);
+  return { id, text, setText, local, setLocal, shown: local ?? error ?? null };
+}
+
 export interface NumberFieldProps {
   label: string;
   value: number;
@@ -57,15 +73,7 @@ function checkNumber(text: string, o: NumberFieldProps): number | string {
 
 export function NumberField(props: NumberFieldProps) {
   const { label, value, onChange, min, max, step, hint, error, disabled, name } = props;
-  const id = useId();
-  const [text, setText] = useState(String(value));
-  const [local, setLocal] = useState<string | null>(null);
-  useEffect(() => {
-    // Follow outside changes unless the field holds a draft that differs.
-    setText((t) => (Number(t) === value && t.trim() !== '' ? t : String(value)));
-    setLocal(null);
-  }, [value]);
-  const shown = local ?? error ?? null;
+  const { id, text, setText, local, setLocal, shown } = useDraft(String(value), error, (t) => Number(t) === value && t.trim() !== '');
   return (
     <FieldShell id={id} label={label} hint={hint} error={shown}>
       <input
@@ -93,6 +101,56 @@ export function NumberField(props: NumberFieldProps) {
           if (local) {
             setText(String(value));
             setLocal(null);
+          }
+        }}
+      />
+    </FieldShell>
+  );
+}
+
+export interface TextFieldProps<T> {
+  label: string;
+  /** The value as text (what the field shows when no draft differs). */
+  value: string;
+  /** Reads the text: a value to commit, or throws an Error whose message is shown under the field. */
+  parse: (text: string) => T;
+  onChange: (v: T) => void;
+  hint?: ReactNode;
+  error?: string | null;
+  disabled?: boolean;
+  name?: string;
+}
+
+/** A text field for a structured value (e.g. a list `1,1,2`): keeps the draft while it does not parse, and says why. */
+export function TextField<T>({ label, value, parse, onChange, hint, error, disabled, name }: TextFieldProps<T>) {
+  const sameValue = (t: string): boolean => {
+    try {
+      return JSON.stringify(parse(t)) === JSON.stringify(parse(value));
+    } catch {
+      return false;
+    }
+  };
+  const { id, text, setText, setLocal, shown } = useDraft(value, error, sameValue);
+  return (
+    <FieldShell id={id} label={label} hint={hint} error={shown}>
+      <input
+        id={id}
+        name={name}
+        type="text"
+        value={text}
+        disabled={disabled}
+        spellCheck={false}
+        aria-invalid={shown ? true : undefined}
+        aria-describedby={shown || hint ? `${id}-msg` : undefined}
+        onChange={(e) => {
+          const t = e.target.value;
+          setText(t);
+          try {
+            const v = parse(t);
+            setLocal(null);
+            onChange(v);
+          } catch (err) {
+            setLocal(err instanceof Error ? err.message : String(err));
           }
         }}
       />

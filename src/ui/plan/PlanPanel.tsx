@@ -3,8 +3,8 @@
  * estimate, or measured by a profiling pass on the workers, or pasted JSON),
  * as a table with bars and a JSON export; the cuts by blocks, FLOPs and
  * measured time side by side; and the auto schedule within a memory cap beside
- * 1F1B, ZB-H1 and GPipe (src/plan). Its state is its own: nothing here
- * changes the run configuration.
+ * 1F1B, ZB-H1 and GPipe (src/plan). Its state is its own; only the cuts
+ * table's "Use this cut" changes the run configuration (CutsTable.tsx).
  */
 import { useMemo, useState } from 'react';
 import { blockCosts } from '../../nn/model-spec.ts';
@@ -17,6 +17,8 @@ import { runInBrowser } from '../../runtime/browser-run.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { download } from '../exports/export-files.ts';
+import { Bar } from './Bar.tsx';
+import { CutsTable } from './CutsTable.tsx';
 import { bytes, num, pct } from '../timeline/format.ts';
 
 type Source = 'flops' | 'measured' | 'pasted';
@@ -26,17 +28,6 @@ const SOURCES: { value: Source; label: string }[] = [
   { value: 'measured', label: 'Measured (profiling pass)' },
   { value: 'pasted', label: 'Pasted JSON' },
 ];
-
-const BAR_TRACK = { display: 'inline-block', width: '6em', height: '0.7em', marginRight: '0.3em', background: 'rgba(127,127,127,0.2)', borderRadius: 2 } as const;
-const BAR_FILL = { display: 'block', height: '100%', background: '#5b9cff', borderRadius: 2 } as const;
-
-function Bar({ value, max, label }: { value: number; max: number; label: string }) {
-  return (
-    <span className="plan-bar" title={label} aria-label={label} style={BAR_TRACK}>
-      <span style={{ ...BAR_FILL, width: `${max > 0 ? (100 * value) / max : 0}%` }} />
-    </span>
-  );
-}
 
 function ProfileTable({ profile }: { profile: Profile }) {
   const max = Math.max(...profile.blocks.map((b) => b.F + b.I + b.W));
@@ -66,38 +57,6 @@ function ProfileTable({ profile }: { profile: Profile }) {
             <td>{i < profile.comm.length ? num(profile.comm[i], 3) : '—'}</td>
             <td>
               <Bar value={b.F + b.I + b.W} max={max} label={`${b.name}: ${num(b.F + b.I + b.W, 3)} ${unit}`} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-    </div>
-  );
-}
-
-function SplitBars({ splits }: { splits: SplitView[] }) {
-  const max = Math.max(...splits.flatMap((s) => s.stageTime));
-  return (
-    <div style={{ overflowX: 'auto' }}>
-    <table className="numbers plan-table" data-testid="plan-splits">
-      <thead>
-        <tr>
-          <th scope="col">cut by</th>
-          <th scope="col">stages (blocks)</th>
-          <th scope="col">slowest stage</th>
-          <th scope="col">per-stage time</th>
-        </tr>
-      </thead>
-      <tbody>
-        {splits.map((s) => (
-          <tr key={s.by}>
-            <th scope="row">{s.by}</th>
-            <td>{s.ranges.map(([a, b]) => (b - a === 1 ? `${a}` : `${a}–${b - 1}`)).join(' | ')}</td>
-            <td>{num(s.bottleneck, 3)}</td>
-            <td className="plan-stage-bars">
-              {s.stageTime.map((t, i) => (
-                <Bar key={i} value={t} max={max} label={`stage ${i}: ${num(t, 3)}`} />
-              ))}
             </td>
           </tr>
         ))}
@@ -159,7 +118,7 @@ function PlanTable({ plan }: { plan: Plan }) {
 
 export function PlanPanel() {
   const config = usePipeLab((s) => s.config);
-  const busy = usePipeLab((s) => isActive(s.run.status));
+  const busy = usePipeLab((s) => isActive(s.run.status) || s.session !== 'idle');
   const [source, setSource] = useState<Source>('flops');
   const [measured, setMeasured] = useState<Profile | null>(null);
   const [measuring, setMeasuring] = useState(false);
@@ -255,7 +214,7 @@ export function PlanPanel() {
           </button>
         </>
       )}
-      {planned.splits && <SplitBars splits={planned.splits} />}
+      {planned.splits && profile && <CutsTable splits={planned.splits} config={config} plannedStages={ranks} profileBlocks={profile.blocks.length} profiling={measuring} />}
       {planned.plan && <PlanTable plan={planned.plan} />}
       </details>
     </section>

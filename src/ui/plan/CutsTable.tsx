@@ -1,0 +1,141 @@
+/**
+ * The cuts side by side: by block count, by FLOPs and by measured time, each
+ * with its per-stage cost bars under the profile; "Use this cut" sets the run
+ * configuration to that cut (partition 'cut'); "Run each cut" trains the
+ * current configuration for a few steps once per distinct cut and fills in
+ * the measured makespan and bubble beside the planned costs (src/state/cut-runs.ts).
+ */
+import type { SplitView } from '../../plan/splits.ts';
+import { cutOfRanges, cutText } from '../../runtime/explicit-cut.ts';
+import type { RunConfig } from '../../runtime/run-config.ts';
+import { cannotMeasureReason } from '../../state/compare.ts';
+import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/cut-runs.ts';
+import { usePipeLab, type CutMeasurement } from '../../state/store.ts';
+import { num, pct } from '../timeline/format.ts';
+import { Bar } from './Bar.tsx';
+
+function rangesText(s: SplitView): string {
+  return s.ranges.map(([a, b]) => (b - a === 1 ? `${a}` : `${a}–${b - 1}`)).join(' | ');
+}
+
+function measuredCell(m: CutMeasurement | undefined, what: 'makespan' | 'bubble', meanOf: number): string {
+  if (!m) return '—';
+  if (m.status === 'queued') return 'queued';
+  if (m.status === 'running') return 'running…';
+  if (m.status === 'error') return 'failed';
+  const fewer = m.meanOf !== meanOf ? ` (mean of ${m.meanOf} step${m.meanOf === 1 ? '' : 's'}: stopped early)` : '';
+  return (what === 'makespan' ? `${num(m.makespanMs, 2)} ms` : pct(m.bubble, 1)) + fewer;
+}
+
+export interface CutsTableProps {
+  splits: SplitView[];
+  config: RunConfig;
+  /** The stages the cuts were planned for (the panel's "Ranks to plan for"). */
+  plannedStages: number;
+  profileBlocks: number;
+  /** The panel's profiling pass is going (it uses the workers too). */
+  profiling: boolean;
+}
+
+export function CutsTable({ splits, config, plannedStages, profileBlocks, profiling }: CutsTableProps) {
+  const session = usePipeLab((s) => s.session);
+  const runs = usePipeLab((s) => s.cutRuns);
+  usePipeLab((s) => s.webgpu.state); // re-render when WebGPU turns out available
+  const mismatch = cutMismatch(config, plannedStages, profileBlocks);
+  const max = Math.max(...splits.flatMap((s) => s.stageTime));
+  const runOf = (s: SplitView) => (mismatch ? undefined : runs[cutRunKey(config, s.ranges)]);
+  const running = session === 'planning';
+  const why = running ? null : cannotMeasureReason();
+  const steps = cutRunSteps(config);
+  const meanOf = steps > 1 ? steps - 1 : 1;
+  const inUse = config.partition === 'cut' && config.cut ? cutText(config.cut) : null;
+  const failures = splits.map((s) => ({ s, m: runOf(s) })).filter(({ m }) => m?.status === 'error');
+  const shown = new Set<string>();
+
+  return (
+    <>
+      <div style={{ overflowX: 'auto' }}>
+        <table className="numbers plan-table" data-testid="plan-splits">
+          <thead>
+            <tr>
+              <th scope="col">cut by</th>
+              <th scope="col">stages (blocks)</th>
+              <th scope="col">slowest stage</th>
+              <th scope="col">per-stage time</th>
+              <th scope="col">measured makespan (mean of {meanOf} step{meanOf === 1 ? '' : 's'})</th>
+              <th scope="col">measured bubble</th>
+              <th scope="col">run configuration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {splits.map((s) => {
+              const m = runOf(s);
+              const text = cutText(cutOfRanges(s.ranges));
+              return (
+                <tr key={s.by} data-testid={`plan-cut-${s.by}`}>
+                  <th scope="row">{s.by}</th>
+                  <td>{rangesText(s)}</td>
+                  <td>{num(s.bottleneck, 3)}</td>
+                  <td className="plan-stage-bars">
+                    {s.stageTime.map((t, i) => (
+                      <Bar key={i} value={t} max={max} label={`stage ${i}: ${num(t, 3)}`} />
+                    ))}
+                  </td>
+                  <td data-testid={`plan-cut-makespan-${s.by}`} data-ms={m?.status === 'done' ? m.makespanMs ?? '' : ''} data-stage-blocks={m?.stageBlocks ? JSON.stringify(m.stageBlocks) : ''}>
+                    {measuredCell(m, 'makespan', meanOf)}
+                  </td>
+                  <td data-testid={`plan-cut-bubble-${s.by}`}>{measuredCell(m, 'bubble', meanOf)}</td>
+                  <td>
+                    {inUse === text ? (
+                      <span className="muted small">in use (cut={text})</span>
+                    ) : (
+                      <button type="button" disabled={mismatch !== null || running} onClick={() => applyCut(config, s.ranges)} data-testid={`plan-use-${s.by}`}>
+                        Use this cut
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      {mismatch && (
+        <p className="muted small" role="status" data-testid="plan-cut-mismatch">
+          {mismatch}
+        </p>
+      )}
+      <div className="buttons">
+        {running ? (
+          <button type="button" onClick={stopCutRuns} data-testid="plan-run-cuts-stop">
+            ■ Stop running cuts
+          </button>
+        ) : (
+          <button type="button" disabled={mismatch !== null || why !== null || profiling} onClick={() => void runEachCut(config, distinctCuts(splits).map((d) => d.ranges))} data-testid="plan-run-cuts">
+            ▶ Run each cut
+          </button>
+        )}
+      </div>
+      <p className="muted small">
+        “Run each cut” trains the run configuration ({config.ranks} ranks, {config.schedule}, {config.microbatches} micro-batches) for min(steps, {CUT_RUN_STEPS}) = {steps} step
+        {steps === 1 ? '' : 's'} once per distinct cut, one cut after the other; the measured makespan and bubble are the means over the steps after the first (which
+        warms caches). Rows with the same cut share one run.
+      </p>
+      {why && !mismatch && (
+        <p className="muted small why-off" role="status">
+          {why}
+        </p>
+      )}
+      {failures.map(({ s, m }) => {
+        const key = m?.error ?? '';
+        if (shown.has(key)) return null;
+        shown.add(key);
+        return (
+          <p key={s.by} className="config-problem" role="alert" data-testid="plan-cut-error">
+            Running the cut by {s.by} failed: {m?.error}
+          </p>
+        );
+      })}
+    </>
+  );
+}
