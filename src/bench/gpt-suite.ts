@@ -14,7 +14,7 @@
 import type { Page } from 'playwright';
 import type { ScheduleBenchCase, ScheduleBenchRow } from './schedules-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from './training-suite.ts';
-import { withSharedDevicePrediction, worstPredictionErrors } from './shared-device-rows.ts';
+import { lanesKey, withSharedDevicePrediction, worstPredictionErrors } from './shared-device-rows.ts';
 
 /** What a suite gets from the driver (the driver's BenchContext). */
 export interface GptBenchContext {
@@ -35,15 +35,15 @@ const x = (v: number) => `${v.toFixed(2)}×`;
 
 /** Runs each case of `grid` in the page (`steps` steps each), then adds the shared-device prediction to every row. */
 export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly ScheduleBenchCase[], steps: number): Promise<ScheduleBenchRow[]> {
-  // Each model's lanes from its profiling pass, measured before its grid (so every row is held out).
+  // The lanes of each model on each rank count, from the profiling pass measured before the grid (so every row is held out).
   const profileLanes = new Map<string, number>();
   for (const c of grid) {
     const model = c.model ?? 'char-mlp';
-    if (profileLanes.has(model)) continue;
-    const probe = grid.find((g) => (g.model ?? 'char-mlp') === model && g.ranks === Math.max(...grid.map((x) => x.ranks))) ?? c;
-    const { lanes, source } = await ctx.page.evaluate((probe) => window.pipelabBench.profileLanes(probe), probe);
-    ctx.log(`${model}: profiling pass (p·v = ${probe.ranks * (probe.virtual ?? 1)} blocks' model): ${source}`);
-    profileLanes.set(model, lanes);
+    const key = lanesKey(model, c.ranks);
+    if (profileLanes.has(key)) continue;
+    const { lanes, source } = await ctx.page.evaluate((c) => window.pipelabBench.profileLanes(c), c);
+    ctx.log(`${model} p=${c.ranks}: profiling pass: ${source}`);
+    profileLanes.set(key, lanes);
   }
   const rows: ScheduleBenchRow[] = [];
   for (const c of grid) {
@@ -64,9 +64,9 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
 /** The note every schedules table carries about its prediction columns. */
 export function predictionNote(rows: readonly ScheduleBenchRow[]): string {
   const w = worstPredictionErrors(rows);
-  const lanes = [...new Set(rows.map((r) => `${r.model} k = ${r.prediction?.lanes ?? 'n/a'}${r.prediction?.lanesFrom === 'profile' ? ' from its profiling pass' : ' fitted'}`))].join(', ');
+  const lanes = [...new Set(rows.map((r) => `${r.model} p = ${r.p}: k = ${r.prediction?.lanes ?? 'n/a'}${r.prediction?.lanesFrom === 'profile' ? ' from its profiling pass' : ' fitted'}`))].join(', ');
   const fitted = [...new Set(rows.map((r) => `${r.model} k = ${r.prediction?.fittedLanes ?? 'n/a'}`))].join(', ');
-  return `shared-device prediction (issue 12, src/plan/prediction-check.ts): solo op times calibrated from the row's own means so that one device with k lanes, shared by the ranks, reproduces them; k per model from the model's profiling pass before the grid (src/plan/measure.ts: GPipe over one block per rank with as many micro-batches as ranks; ${lanes}), so every row is held out. Worst |error| today ${pct(w.today)}, shared device ${pct(w.shared)} (goal ≤ 5%); for reference, with k fitted on the grid's own m = p rows (${fitted}) ${pct(w.fitted)}.`;
+  return `shared-device prediction (issue 12, src/plan/prediction-check.ts): solo op times calibrated from the row's own means so that one device with k lanes, shared by the ranks, reproduces them; k per model and rank count from the profiling pass of that model on that many ranks, before the grid (src/plan/measure.ts: a GPipe run with as many micro-batches as ranks; ${lanes}), so every row is held out. Worst |error| today ${pct(w.today)}, shared device ${pct(w.shared)} (goal ≤ 5%); for reference, with k fitted on the grid's own m = p rows (${fitted}) ${pct(w.fitted)}.`;
 }
 
 export async function gpt(ctx: GptBenchContext): Promise<GptSuiteResult> {

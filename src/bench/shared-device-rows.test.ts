@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateSchedule, simulate } from '../schedule/index.ts';
 import { meanOpTimesOf } from '../plan/calibrate.ts';
-import { withSharedDevicePrediction, worstPredictionErrors } from './shared-device-rows.ts';
+import { lanesKey, withSharedDevicePrediction, worstPredictionErrors } from './shared-device-rows.ts';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -77,7 +77,7 @@ describe('withSharedDevicePrediction', () => {
   it('takes each model’s lanes from its profile when given: every row held out, the fitted k kept as reference', () => {
     const rand = rng(Math.floor(Math.random() * 2 ** 31));
     const rows = [measuredRow('gpipe', 4, 4, 1, 2, rand, 'gpt'), measuredRow('1f1b', 4, 8, 1, 2, rand, 'gpt'), measuredRow('gpipe', 2, 2, 1, 1.5, rand, 'char-mlp')];
-    const out = withSharedDevicePrediction(rows, new Map([['gpt', 2], ['char-mlp', 3]]));
+    const out = withSharedDevicePrediction(rows, new Map([[lanesKey('gpt', 4), 2], [lanesKey('char-mlp', 2), 3], [lanesKey('char-mlp', 4), 1]]));
     expect(out.map((r) => [r.prediction.lanes, r.prediction.lanesFrom, r.prediction.fit, r.prediction.fittedLanes])).toEqual([
       [2, 'profile', false, 2],
       [2, 'profile', false, 2],

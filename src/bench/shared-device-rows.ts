@@ -3,9 +3,9 @@
  * row gets the shared-device prediction (solo op times calibrated from the
  * row's own means, played on one device with k lanes: src/plan/prediction-check.ts)
  * beside today's (the same means on independent devices), each with its error
- * against the measured makespan. k is one number per model: the lanes of the
- * model's profiling pass (src/plan/measure.ts, measured before the grid), so
- * every row is held out; for reference, also k fitted on the grid's own rows
+ * against the measured makespan. k is one number per model and rank count: the
+ * lanes of the profiling pass of that model on that many ranks
+ * (src/plan/measure.ts, measured before the grid), so every row is held out; for reference, also k fitted on the grid's own rows
  * with m = p (all rows when there are none) and the error it gives.
  * This is what scripts/shared-device-report.ts computes offline from
  * bench/results.json, done by `npm run bench` itself.
@@ -34,9 +34,15 @@ export interface SharedDevicePrediction {
   independentMs: number;
 }
 
+/** The key of a profile's lanes: the model and the ranks it was measured with. */
+export function lanesKey(model: string, ranks: number): string {
+  return `${model}|${ranks}`;
+}
+
 /**
- * The grid's rows, each with `prediction` set; grouped by model, the lanes of
- * the model's profile (`profileLanes`) or, when it has none, fitted per model.
+ * The grid's rows, each with `prediction` set: the lanes of the profile of the
+ * row's model on its ranks (`profileLanes`, by lanesKey) or, when there is none,
+ * fitted per model.
  */
 export function withSharedDevicePrediction<R extends RecordedRun & { model?: string }>(rows: readonly R[], profileLanes: ReadonlyMap<string, number> = new Map()): (R & { prediction: SharedDevicePrediction })[] {
   const models = [...new Set(rows.map((r) => r.model ?? ''))];
@@ -49,7 +55,7 @@ export function withSharedDevicePrediction<R extends RecordedRun & { model?: str
   return rows.map((r) => {
     const model = r.model ?? '';
     const fittedLanes = fittedOf.get(model)!;
-    const fromProfile = profileLanes.get(model);
+    const fromProfile = profileLanes.get(lanesKey(model, r.p));
     const lanes = fromProfile ?? fittedLanes;
     const p = predictRun(r, lanes);
     const fitted = fromProfile === undefined ? p : predictRun(r, fittedLanes);

@@ -40,15 +40,17 @@ describe('profiling pass', () => {
     expect(profile.source).toContain('wall time');
     // The lanes probe's k, within the candidates (1 to max(4, ranks)).
     expect(profile.lanes).toBeGreaterThanOrEqual(1);
-    expect(profile.lanes).toBeLessThanOrEqual(Math.max(4, spec.blocks.length));
-    expect(profile.source).toContain('effective lanes');
+    expect(profile.lanes).toBeLessThanOrEqual(4);
+    expect(profile.source).toContain('effective lanes with 2 ranks at once');
+    // One rank: nothing shared, no lanes.
+    expect((await measureProfile({ ...cfg, ranks: 1 }, runCpu)).lanes).toBeUndefined();
     // and it plans
     expect(planPartition(profile, 2).ranges).toHaveLength(2);
   });
 
-  it('probes the lanes with GPipe over the profiling stages, as many micro-batches as ranks, and reads k back from a shared play', () => {
-    const p = profilingConfig(cfg);
-    expect(lanesProbeConfig(cfg)).toMatchObject({ schedule: 'gpipe', ranks: p.ranks, microbatches: p.ranks, batchSize: p.batchSize * p.ranks, virtual: 1 });
+  it('probes the lanes with GPipe on the configured ranks, as many micro-batches as ranks, and reads k back from a shared play', () => {
+    expect(lanesProbeConfig(cfg)).toMatchObject({ schedule: 'gpipe', ranks: 2, microbatches: 2, batchSize: 8, virtual: 1 });
+    expect(lanesProbeConfig({ ...cfg, ranks: 3, virtual: 2, schedule: 'interleaved-1f1b', layers: 7 })).toMatchObject({ schedule: 'gpipe', ranks: 3, microbatches: 3, batchSize: 12, virtual: 1 });
     // A run "measured" on a device with k lanes (random solo times played by the simulator) gives k back.
     for (const k of [1.3, 2, 2.7]) {
       const ranks = 5;

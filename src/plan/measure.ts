@@ -13,12 +13,14 @@
  *   comm[b]      readback + send + transfer + upload across boundary b, per
  *                crossing;
  *   lanes        the device's effective lanes (how many ranks compute at full
- *                speed at once), from a second short run of the same stages
- *                under GPipe with as many micro-batches as ranks, where every
- *                rank computes at once in the middle: the k whose shared-device
- *                play of that run's op times gives its measured makespan
- *                (prediction-check.ts). The simulator's "this machine"
- *                prediction takes it.
+ *                speed at once), from a second short run on the configured
+ *                ranks under GPipe with as many micro-batches as ranks, where
+ *                every rank computes at once in the middle: the k whose
+ *                shared-device play of that run's op times gives its measured
+ *                makespan (prediction-check.ts). The simulator's "this
+ *                machine" prediction takes it. (Fewer lanes per rank as more
+ *                workers share the machine: on 2 cores here, k ≈ 1.8 with 4
+ *                ranks, ≈ 1.1 with 5.)
  *
  * `measureProfile` takes the runner (the browser's workers, or the in-process
  * CPU runtime in tests), so it runs wherever a pipeline runs.
@@ -52,10 +54,18 @@ export function profilingConfig(cfg: RunConfig): RunConfig {
   return { ...withoutCut(cfg), schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
 }
 
-/** The run that measures the device's lanes: the profiling run's stages under GPipe with as many micro-batches (of the same size) as ranks. */
+/** Steps of the lanes probe; the first warms caches and is left out. */
+export const LANES_PROBE_STEPS = 6;
+
+/**
+ * The run that measures the device's lanes: the configured model on the
+ * configured ranks (effective lanes fall as more workers share the machine, so
+ * they are measured with as many as the run will have), one stage per rank,
+ * under GPipe with as many micro-batches (of the configured size) as ranks.
+ */
 export function lanesProbeConfig(cfg: RunConfig): RunConfig {
-  const p = profilingConfig(cfg);
-  return { ...p, schedule: 'gpipe', microbatches: p.ranks, batchSize: p.batchSize * p.ranks };
+  const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
+  return { ...withoutCut(cfg), schedule: 'gpipe', virtual: 1, microbatches: cfg.ranks, batchSize: rows * cfg.ranks, steps: LANES_PROBE_STEPS, evalEvery: 0, recompute: false };
 }
 
 /** The lanes that make the shared-device play of `report` (a run of lanesProbeConfig) take its measured makespan. */
@@ -114,6 +124,8 @@ export function profileFromReport(report: RunReport): Profile {
 /** Runs the profiling pass of `cfg` with `run` (the profiling run, then the lanes probe) and reads the profile back. */
 export async function measureProfile(cfg: RunConfig, run: (c: RunConfig) => Promise<RunReport>): Promise<Profile> {
   const profile = profileFromReport(await run(profilingConfig(cfg)));
+  // One rank shares nothing: no lanes to measure.
+  if (cfg.ranks < 2) return profile;
   const lanes = lanesFromReport(await run(lanesProbeConfig(cfg)));
-  return { ...profile, lanes, source: `${profile.source}; ${lanes} effective lanes (GPipe, every rank at once)` };
+  return { ...profile, lanes, source: `${profile.source}; ${lanes} effective lanes with ${cfg.ranks} ranks at once (GPipe, ${cfg.ranks} micro-batches)` };
 }
