@@ -19,9 +19,18 @@ export function hasWebGpu(): boolean {
 
 export type BrowserRunOptions = Omit<RunOptions, 'hostFactory'>;
 
-export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+/** Workers from the page's pool (warm ones from the last clean run or the preparation, fresh ones otherwise), and the clean ones given back to it. */
+const POOLED: Pick<RunOptions, 'hostFactory' | 'keepWarm'> = { hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) };
+
+/** The plan of `input` (refused by field, value and rule), once WebGPU is known to be here. */
+function browserPlan(input: RunConfig) {
   const plan = planRun(input);
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
+  return plan;
+}
+
+export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {}): Promise<RunReport> {
+  const plan = browserPlan(input);
   // Workers being prepared (the page's load) are waited for, not started beside.
   let waitMs = 0;
   if (warmWorkers.isPreparing) {
@@ -30,8 +39,7 @@ export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {
     waitMs = performance.now() - t0;
   }
   if (opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
-  // Warm workers (their devices and compiled kernels) from the last clean run or the preparation, fresh ones otherwise.
-  const report = await runPlan(plan, { ...opts, hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) });
+  const report = await runPlan(plan, { ...opts, ...POOLED });
   const p = report.phases;
   return { ...report, phases: { ...p, startMs: p.startMs + waitMs, firstStepMs: p.firstStepMs + waitMs, waitMs } };
 }
@@ -44,9 +52,8 @@ export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {
  * refuse is refused here the same way.
  */
 export async function prepareWorkers(input: RunConfig): Promise<{ kept: number }> {
-  const plan = planRun(input);
-  if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
-  return warmWorkers.prepare(plan.schedule.ranks, () => prepareRanks(plan, { hostFactory: (r) => warmWorkers.take(r), keepWarm: (h) => warmWorkers.keep(h) }));
+  const plan = browserPlan(input);
+  return warmWorkers.prepare(plan.schedule.ranks, () => prepareRanks(plan, POOLED));
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */
