@@ -5,7 +5,7 @@
  */
 import { simulate } from '../schedule/simulate.ts';
 import { closedFormBubble } from '../schedule/theory.ts';
-import { bubbleFraction, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
+import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
 import type { Interval, Op, Timeline } from '../schedule/types.ts';
 import type { RankStats, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
@@ -43,10 +43,6 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
   const losses = results.flatMap((r) => r.losses);
   const loss = losses.reduce((s, l) => s + l.loss, 0);
   return { step, loss, timeline, results };
-}
-
-function computeOnly(t: Timeline): Timeline {
-  return { ...t, intervals: t.intervals.filter(isCompute) };
 }
 
 export interface ReportInput {

@@ -1,9 +1,11 @@
 /**
  * A pipeline run's configuration: the training configuration (model, data,
- * batch, optimizer, seed; src/nn/train-config.ts) plus the pipeline: ranks
- * (workers, the pipeline width p), virtual stages per rank (v) and the
- * schedule. Plain JSON, with the same names as the CLI's flags; it lives in the
- * page's URL query so a link reproduces a run.
+ * batch, optimizer, seed; src/nn/train-config.ts) plus the mesh: ranks (the
+ * pipeline width p), virtual stages per rank (v), the schedule, and dp
+ * data-parallel replicas of that pipeline (src/schedule/mesh.ts) with their
+ * gradient all-reduce (overlapped or not) and ZeRO-1. Plain JSON, with the same
+ * names as the CLI's flags; it lives in the page's URL query so a link
+ * reproduces a run.
  */
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
@@ -25,9 +27,27 @@ export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 export const PARTITIONS = ['flops', 'blocks', 'cut'] as const;
 export type Partition = (typeof PARTITIONS)[number];
 
+/** ZeRO stage: 0 off; 1 optimizer state sharded across the dp replicas of each stage. */
+export const ZERO_STAGES = [0, 1] as const;
+export type ZeroStage = (typeof ZERO_STAGES)[number];
+
 export interface RunConfig extends Omit<TrainConfig, 'stages'> {
-  /** Workers (pipeline width p). */
+  /** Pipeline ranks per replica (pipeline width p). */
   ranks: number;
+  /**
+   * Data-parallel replicas of the pipeline (default 1): the run has dp × ranks
+   * workers; replica d trains on rows [d·B/dp, (d+1)·B/dp) of every step's batch
+   * of B = batchSize rows, cut into `microbatches` micro-batches.
+   */
+  dp: number;
+  /** ZeRO-1 (1): each stage's optimizer state sharded across its dp replicas; 0: every replica holds all of it. */
+  zero: ZeroStage;
+  /**
+   * Whether a stage's all-reduce starts as soon as its last backward of the step
+   * is done (true, as DDP overlaps it), or only once every worker of the mesh has
+   * finished its actions (false).
+   */
+  overlap: boolean;
   /** Stages per rank (v); the model is cut into ranks × virtual stages. */
   virtual: number;
   schedule: RunScheduleName;
@@ -41,12 +61,13 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   fault?: Fault;
 }
 
+/** Workers a run may start: dp × ranks at most this. */
 export const MAX_RUN_RANKS = 16;
 
 /** The page's default: 4 ranks, 8 micro-batches, 1F1B, on the spiral MLP (4 blocks). */
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
-  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
+  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
 /** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
@@ -79,7 +100,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, ...train } = cfg;
+  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -88,6 +109,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   if (cfg === null || typeof cfg !== 'object') throw new ConfigError('config', cfg, 'must be an object');
   const schedule = requireOneOf('schedule', cfg.schedule, RUN_SCHEDULES);
   requireInt('ranks', cfg.ranks, 1, MAX_RUN_RANKS);
+  validateMeshFields(cfg, schedule);
   requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
   requireOneOf('partition', cfg.partition, PARTITIONS);
   requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
@@ -111,11 +133,42 @@ export function validateRunConfig(cfg: RunConfig): void {
   checkRunLimits(cfg);
 }
 
+/**
+ * The second axis: dp a whole number ≥ 1 with dp × ranks workers within the
+ * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1} and only
+ * with dp > 1, overlap a boolean; PipeDream's asynchronous schedule is refused
+ * with dp > 1 (its weights change after every backward, with no flush at which
+ * replicas could sum their gradients).
+ */
+function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
+  const dp = requireInt('dp', cfg.dp, 1, MAX_RUN_RANKS);
+  if (dp * cfg.ranks > MAX_RUN_RANKS) {
+    throw new ConfigError('dp', dp, `dp × ranks = ${dp} × ${cfg.ranks} = ${dp * cfg.ranks} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
+  }
+  if (cfg.zero !== 0 && cfg.zero !== 1) throw new ConfigError('zero', cfg.zero, 'must be 0 (off) or 1 (ZeRO-1: optimizer state sharded across the dp replicas)');
+  if (cfg.zero === 1 && dp === 1) throw new ConfigError('zero', cfg.zero, 'ZeRO-1 shards the optimizer state across data-parallel replicas; it needs dp ≥ 2 (dp = 1)');
+  if (typeof cfg.overlap !== 'boolean') throw new ConfigError('overlap', cfg.overlap, 'must be true or false');
+  if (dp > 1 && scheduleKind(schedule).update !== 'flush') {
+    throw new ConfigError(
+      'dp',
+      dp,
+      `${schedule} updates each stage's weights after every backward, with no flush at which replicas could sum their gradients; data parallelism needs a synchronous schedule (dp = 1 here)`,
+    );
+  }
+  if (dp > 1 && Number.isInteger(cfg.batchSize) && Number.isInteger(cfg.microbatches) && cfg.microbatches >= 1 && cfg.batchSize % (dp * cfg.microbatches) !== 0) {
+    throw new ConfigError(
+      'batchSize',
+      cfg.batchSize,
+      `must be divisible by dp × microbatches = ${dp} × ${cfg.microbatches} = ${dp * cfg.microbatches} (each replica takes batchSize / dp rows, cut into ${cfg.microbatches} micro-batches)`,
+    );
+  }
+}
+
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];
 
@@ -124,10 +177,16 @@ export function readableQuery(q: URLSearchParams): string {
   return q.toString().replace(/%2C/gi, ',');
 }
 
+/** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true };
+
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
   // Optional fields (cut) are written only when present; a list is written as 1,1,2.
-  for (const f of URL_FIELDS) if (cfg[f] !== undefined) q.set(f, String(cfg[f]));
+  for (const f of URL_FIELDS) {
+    if (cfg[f] === undefined || (f in OMITTED_AT_DEFAULT && OMITTED_AT_DEFAULT[f] === cfg[f])) continue;
+    q.set(f, String(cfg[f]));
+  }
   return readableQuery(q);
 }
 

@@ -7,7 +7,8 @@
  * one millisecond.
  */
 import { formatAction } from './action-text.ts';
-import type { Timeline } from './timeline.ts';
+import { laneLabel } from './mesh.ts';
+import { laneCount, laneOf, type Timeline } from './timeline.ts';
 
 export interface TraceEvent {
   name: string;
@@ -35,40 +36,49 @@ export function toChromeTrace(t: Timeline, title = 'PipeLab'): ChromeTrace {
     { name: 'process_name', ph: 'M', pid: COMPUTE_PID, tid: 0, args: { name: `${title} compute` } },
     { name: 'process_sort_index', ph: 'M', pid: COMPUTE_PID, tid: 0, args: { sort_index: 0 } },
   ];
-  const hasComm = t.intervals.some((iv) => iv.op === 'comm');
+  const hasComm = t.intervals.some((iv) => iv.op === 'comm' || iv.op === 'collective');
+  const m = { dp: t.dp ?? 1, ranks: t.ranks };
   if (hasComm) {
     events.push({ name: 'process_name', ph: 'M', pid: COMM_PID, tid: 0, args: { name: `${title} communication` } });
     events.push({ name: 'process_sort_index', ph: 'M', pid: COMM_PID, tid: 0, args: { sort_index: 1 } });
   }
-  for (let r = 0; r < t.ranks; r++) {
-    events.push({ name: 'thread_name', ph: 'M', pid: COMPUTE_PID, tid: r, args: { name: `rank ${r}` } });
-    events.push({ name: 'thread_sort_index', ph: 'M', pid: COMPUTE_PID, tid: r, args: { sort_index: r } });
-    if (hasComm) events.push({ name: 'thread_name', ph: 'M', pid: COMM_PID, tid: r, args: { name: `rank ${r}` } });
+  for (let w = 0; w < laneCount(t); w++) {
+    const name = m.dp > 1 ? `worker ${w} (${laneLabel(m, w)})` : `rank ${w}`;
+    events.push({ name: 'thread_name', ph: 'M', pid: COMPUTE_PID, tid: w, args: { name } });
+    events.push({ name: 'thread_sort_index', ph: 'M', pid: COMPUTE_PID, tid: w, args: { sort_index: w } });
+    if (hasComm) events.push({ name: 'thread_name', ph: 'M', pid: COMM_PID, tid: w, args: { name } });
   }
   for (const iv of t.intervals) {
     const ts = iv.start * scale;
     const dur = Math.max(0, (iv.end - iv.start) * scale);
-    if (iv.op === 'comm') {
-      const args: Record<string, string | number> = { rank: iv.rank, stage: iv.stage, mb: iv.mb, kind: iv.comm ?? 'comm' };
+    const tid = laneOf(t, iv);
+    const where: Record<string, string | number> = m.dp > 1 ? { replica: iv.replica ?? 0, rank: iv.rank } : { rank: iv.rank };
+    if (iv.op === 'collective') {
+      const args: Record<string, string | number> = { ...where, stage: iv.stage, exchange: iv.mb, kind: iv.coll ?? 'collective' };
+      if (iv.bytes !== undefined) args.bytes = iv.bytes;
+      if (iv.peer !== undefined) args.peer = iv.peer;
+      events.push({ name: `${iv.coll ?? 'collective'} stage ${iv.stage}`, ph: 'X', pid: COMM_PID, tid, ts, dur, cat: 'collective', args });
+    } else if (iv.op === 'comm') {
+      const args: Record<string, string | number> = { ...where, stage: iv.stage, mb: iv.mb, kind: iv.comm ?? 'comm' };
       if (iv.peer !== undefined) args.peer = iv.peer;
       const peer = iv.peer !== undefined ? ` rank ${iv.peer}` : '';
-      events.push({ name: `${iv.comm ?? 'comm'} ${iv.stage}:${iv.mb}${peer}`, ph: 'X', pid: COMM_PID, tid: iv.rank, ts, dur, cat: 'comm', args });
+      events.push({ name: `${iv.comm ?? 'comm'} ${iv.stage}:${iv.mb}${peer}`, ph: 'X', pid: COMM_PID, tid, ts, dur, cat: 'comm', args });
     } else {
       events.push({
         name: formatAction({ stage: iv.stage, op: iv.op, mb: iv.mb }),
         ph: 'X',
         pid: COMPUTE_PID,
-        tid: iv.rank,
+        tid,
         ts,
         dur,
         cat: iv.op,
-        args: { rank: iv.rank, stage: iv.stage, op: iv.op, mb: iv.mb },
+        args: { ...where, stage: iv.stage, op: iv.op, mb: iv.mb },
       });
     }
   }
   return {
     traceEvents: events,
     displayTimeUnit: 'ms',
-    otherData: { source: t.source, unit: t.unit, ranks: t.ranks, stages: t.stages, microbatches: t.microbatches },
+    otherData: { source: t.source, unit: t.unit, ranks: t.ranks, dp: m.dp, stages: t.stages, microbatches: t.microbatches },
   };
 }

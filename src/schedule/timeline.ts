@@ -11,10 +11,23 @@ import type { Op } from './types.ts';
  */
 export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer';
 
+/**
+ * The data-parallel collective at a step's flush (src/schedule/mesh.ts), one
+ * interval per chunk exchange on every worker of a stage's group: `reduce-scatter`
+ * and `all-gather` (a ring all-reduce is both), `gather-grads` (reading a stage's
+ * gradients off the device), `shard-update` (ZeRO-1: the optimizer on this
+ * worker's shard) and `scatter-back` (writing the result onto the device).
+ */
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back';
+
 export interface Interval {
+  /** Pipeline rank (the lane within its replica). */
   rank: number;
+  /** Data-parallel replica (default 0): the lane is replica · ranks + rank (laneOf). */
+  replica?: number;
   stage: number;
-  op: Op | 'comm';
+  /** F/B/I/W compute, point-to-point communication, or a data-parallel collective. */
+  op: Op | 'comm' | 'collective';
   mb: number;
   start: number;
   end: number;
@@ -22,11 +35,18 @@ export interface Interval {
   peer?: number;
   /** Measured compute only: the GPU's own time for the action's kernels (timestamp queries), ms. */
   gpuMs?: number;
+  /** Collectives: which part of the all-reduce. */
+  coll?: CollectiveKind;
+  /** Collectives: bytes this worker sent in this interval (chunk exchanges), or moved (gather, scatter). */
+  bytes?: number;
 }
 
 export interface Timeline {
   source: 'measured' | 'simulated';
+  /** Pipeline ranks per replica. */
   ranks: number;
+  /** Data-parallel replicas (default 1): the timeline has dp × ranks lanes. */
+  dp?: number;
   stages: number;
   microbatches: number;
   intervals: Interval[];
@@ -34,6 +54,7 @@ export interface Timeline {
 }
 
 export interface RankUsage {
+  /** The lane (worker): the pipeline rank when dp = 1. */
   rank: number;
   /** Sum of F/B/I/W interval lengths on this rank (overlaps counted twice; a rank runs one at a time). */
   busy: number;
@@ -52,12 +73,27 @@ export interface TimelineStats {
   perRank: RankUsage[];
   /** Σ busy over ranks. */
   busy: number;
-  /** 1 − Σ busy / (ranks · makespan); 0 for an empty timeline. */
+  /** 1 − Σ busy / (lanes · makespan); 0 for an empty timeline. */
   bubble: number;
 }
 
-export function isCompute(iv: Interval): boolean {
-  return iv.op !== 'comm';
+export function isCompute(iv: Interval): iv is Interval & { op: Op } {
+  return iv.op !== 'comm' && iv.op !== 'collective';
+}
+
+/** The timeline without its communication and collectives (F/B/I/W only). */
+export function computeOnly(t: Timeline): Timeline {
+  return { ...t, intervals: t.intervals.filter(isCompute) };
+}
+
+/** Lanes (workers) of a timeline: dp × ranks. */
+export function laneCount(t: Pick<Timeline, 'ranks' | 'dp'>): number {
+  return (t.dp ?? 1) * t.ranks;
+}
+
+/** The lane (worker) of an interval: replica · ranks + rank (mesh.ts's worker order). */
+export function laneOf(t: Pick<Timeline, 'ranks'>, iv: Pick<Interval, 'rank' | 'replica'>): number {
+  return (iv.replica ?? 0) * t.ranks + iv.rank;
 }
 
 /** Latest end minus earliest start over all intervals (compute and communication). */
@@ -75,14 +111,15 @@ function span(t: Timeline): { start: number; makespan: number } {
   return lo === Infinity ? { start: 0, makespan: 0 } : { start: lo, makespan: hi - lo };
 }
 
-/** Busy (compute) and idle time of every rank, over the timeline's whole makespan. */
+/** Busy (compute) and idle time of every lane (worker), over the timeline's whole makespan. */
 export function rankUsage(t: Timeline): RankUsage[] {
   const { makespan: total } = span(t);
   const out: RankUsage[] = [];
-  for (let r = 0; r < t.ranks; r++) out.push({ rank: r, busy: 0, idle: 0, first: Infinity, last: -Infinity });
+  const lanes = laneCount(t);
+  for (let r = 0; r < lanes; r++) out.push({ rank: r, busy: 0, idle: 0, first: Infinity, last: -Infinity });
   for (const iv of t.intervals) {
     if (!isCompute(iv)) continue;
-    const u = out[iv.rank];
+    const u = out[laneOf(t, iv)];
     if (!u) continue;
     u.busy += iv.end - iv.start;
     if (iv.start < u.first) u.first = iv.start;
@@ -98,7 +135,7 @@ export function rankUsage(t: Timeline): RankUsage[] {
   return out;
 }
 
-/** Bubble fraction: 1 − Σ busy compute / (ranks · makespan), counting only F/B/I/W intervals. */
+/** Bubble fraction: 1 − Σ busy compute / (lanes · makespan), counting only F/B/I/W intervals. */
 export function bubbleFraction(t: Timeline): number {
   return timelineStats(t).bubble;
 }
@@ -107,7 +144,8 @@ export function timelineStats(t: Timeline): TimelineStats {
   const { start, makespan: total } = span(t);
   const perRank = rankUsage(t);
   const busy = perRank.reduce((s, u) => s + u.busy, 0);
-  const bubble = total > 0 && t.ranks > 0 ? 1 - busy / (t.ranks * total) : 0;
+  const lanes = laneCount(t);
+  const bubble = total > 0 && lanes > 0 ? 1 - busy / (lanes * total) : 0;
   return { start, makespan: total, perRank, busy, bubble };
 }
 
@@ -116,7 +154,7 @@ export function meanByStageOp(intervals: Interval[], value: (iv: Interval) => nu
   const sums: Record<number, Partial<Record<Op, { t: number; n: number }>>> = {};
   for (const iv of intervals) {
     const v = value(iv);
-    if (v === undefined || iv.op === 'comm') continue;
+    if (v === undefined || !isCompute(iv)) continue;
     const e = ((sums[iv.stage] ??= {})[iv.op] ??= { t: 0, n: 0 });
     e.t += v;
     e.n++;

@@ -66,10 +66,7 @@ export function scaleOnto(t: Timeline, target: Timeline): { timeline: Timeline; 
   return { timeline: { ...t, intervals, unit: target.unit }, factor };
 }
 
-/** Compute-only copy (drops communication intervals). */
-export function computeOnly(t: Timeline): Timeline {
-  return { ...t, intervals: t.intervals.filter((iv) => iv.op !== 'comm') };
-}
+export { computeOnly } from '../schedule/timeline.ts';
 
 /**
  * Most micro-batches whose activations a rank held at once in a measured

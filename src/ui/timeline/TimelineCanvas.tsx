@@ -6,7 +6,7 @@
  */
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import type { Interval, Timeline } from '../../schedule/index.ts';
-import { COMM_NAMES, OP_NAMES } from './colors.ts';
+import { COLLECTIVE_NAMES, COMM_NAMES, OP_NAMES } from './colors.ts';
 import { canvasHeightFor, drawTimeline, laneAt, layoutLanes, type TimelineLayout } from './draw-timeline.ts';
 import { buildLaneIndex, hitTest, type LaneIndex } from './lane-index.ts';
 import { clampViewport, fitViewport, panBy, timeAt, wheelZoomFactor, zoomAbout, type Bounds, type Viewport } from './viewport.ts';
@@ -38,15 +38,17 @@ function fmt(t: number, unit: 'ms' | 'unit'): string {
 }
 
 function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
-  const what = iv.op === 'comm' ? `${COMM_NAMES[iv.comm ?? 'send']}${iv.peer !== undefined ? ` (peer rank ${iv.peer})` : ''}` : `${iv.op}: ${OP_NAMES[iv.op]}`;
-  const lines: [string, string][] = [
-    ['rank', String(iv.rank)],
-    ['stage', String(iv.stage)],
-    ['op', what],
-    ['micro-batch', String(iv.mb)],
-    ['start', fmt(iv.start, unit)],
-    ['duration', fmt(iv.end - iv.start, unit)],
-  ];
+  const peer = iv.peer !== undefined ? ` (peer ${iv.op === 'collective' ? 'worker' : 'rank'} ${iv.peer})` : '';
+  const what =
+    iv.op === 'collective' ? `${COLLECTIVE_NAMES[iv.coll ?? 'reduce-scatter']}${peer}` : iv.op === 'comm' ? `${COMM_NAMES[iv.comm ?? 'send']}${peer}` : `${iv.op}: ${OP_NAMES[iv.op]}`;
+  const lines: [string, string][] = [];
+  if (iv.replica !== undefined) lines.push(['replica', String(iv.replica)]);
+  lines.push(['rank', String(iv.rank)], ['stage', String(iv.stage)], ['op', what]);
+  if (iv.op === 'collective') {
+    lines.push(['exchange', String(iv.mb)]);
+    if (iv.bytes !== undefined) lines.push(['bytes', iv.bytes.toLocaleString('en-US')]);
+  } else lines.push(['micro-batch', String(iv.mb)]);
+  lines.push(['start', fmt(iv.start, unit)], ['duration', fmt(iv.end - iv.start, unit)]);
   if (iv.gpuMs !== undefined) lines.push(['GPU time', `${fmt(iv.gpuMs, 'ms')} (timestamp queries)`]);
   return lines;
 }

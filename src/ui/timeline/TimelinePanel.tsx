@@ -5,7 +5,7 @@
 import { useId, useMemo, type ReactNode } from 'react';
 import { computeOnly, scaleOnto } from '../../state/derived.ts';
 import type { TimelineMode } from '../../state/store.ts';
-import { timelineStats, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
+import { isCompute, timelineStats, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
 import { ms, num, pct } from './format.ts';
 import { TimelineCanvas } from './TimelineCanvas.tsx';
 import { TimelineLegend } from './TimelineLegend.tsx';
@@ -31,7 +31,7 @@ const MODE_LABEL: Record<TimelineMode, string> = { measured: 'Measured', simulat
 function opsIn(t: Timeline | null): Op[] {
   if (!t) return [];
   const seen = new Set<Op>();
-  for (const iv of t.intervals) if (iv.op !== 'comm') seen.add(iv.op);
+  for (const iv of t.intervals) if (isCompute(iv)) seen.add(iv.op);
   return (['F', 'B', 'I', 'W'] as const).filter((o) => seen.has(o));
 }
 

@@ -3,7 +3,7 @@
  * every other virtual-stage chunk, greys, teal and red for communication, and
  * the grey hatch that marks idle time (the bubble), unlike red waiting.
  */
-import type { CommKind, Op } from '../../schedule/index.ts';
+import type { CollectiveKind, CommKind, Op } from '../../schedule/index.ts';
 
 export const OP_COLORS: Readonly<Record<Op, string>> = {
   F: '#5b9cff',
@@ -33,6 +33,23 @@ export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
   'recv-wait': 'waiting to receive',
   readback: 'GPU → CPU',
   upload: 'CPU → GPU',
+};
+
+/** The data-parallel collective (the all-reduce at the flush): greens, one shade per part. */
+export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
+  'gather-grads': '#86efac',
+  'reduce-scatter': '#22c55e',
+  'all-gather': '#16a34a',
+  'shard-update': '#bef264',
+  'scatter-back': '#86efac',
+};
+
+export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
+  'gather-grads': 'all-reduce: gradients GPU → CPU',
+  'reduce-scatter': 'all-reduce: reduce-scatter chunk',
+  'all-gather': 'all-reduce: all-gather chunk',
+  'shard-update': 'ZeRO-1: optimizer on this shard',
+  'scatter-back': 'all-reduce: result CPU → GPU',
 };
 
 export const THEME = {
@@ -67,14 +84,17 @@ export function opColor(op: Op, chunk: number): string {
  * lane index stores these indices so drawing never builds a colour string.
  */
 const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [
   ...OP_ORDER.flatMap((op) => [opColor(op, 0), opColor(op, 1)]),
   ...COMM_ORDER.map((k) => COMM_COLORS[k]),
+  ...COLLECTIVE_ORDER.map((k) => COLLECTIVE_COLORS[k]),
 ];
 
-export function paletteIndex(op: Op | 'comm', chunk: number, comm?: CommKind): number {
+export function paletteIndex(op: Op | 'comm' | 'collective', chunk: number, comm?: CommKind, coll?: CollectiveKind): number {
   if (op === 'comm') return 8 + COMM_ORDER.indexOf(comm ?? 'send');
+  if (op === 'collective') return 8 + COMM_ORDER.length + COLLECTIVE_ORDER.indexOf(coll ?? 'reduce-scatter');
   return OP_ORDER.indexOf(op) * 2 + (chunk % 2);
 }

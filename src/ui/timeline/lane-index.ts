@@ -4,7 +4,7 @@
  * typed arrays, with a running maximum of ends so the first interval that can
  * reach a time is found by binary search (comm intervals may overlap).
  */
-import type { Interval, Timeline } from '../../schedule/index.ts';
+import { isCompute, laneCount, laneOf, type Interval, type Timeline } from '../../schedule/index.ts';
 import { paletteIndex } from './colors.ts';
 
 export interface Lane {
@@ -19,7 +19,10 @@ export interface Lane {
 }
 
 export interface LaneIndex {
+  /** Pipeline ranks per replica. */
   ranks: number;
+  /** Data-parallel replicas: the index has dp × ranks lanes (mesh.ts's worker order). */
+  dp: number;
   compute: Lane[];
   comm: Lane[];
   /** Earliest start and latest end over every interval (0, 0 when empty). */
@@ -44,19 +47,22 @@ function makeLane(items: Interval[], ranks: number): Lane {
     ends[i] = iv.end;
     mx = Math.max(mx, iv.end);
     maxEnd[i] = mx;
-    colors[i] = paletteIndex(iv.op, Math.floor(iv.stage / Math.max(1, ranks)), iv.comm);
+    colors[i] = paletteIndex(iv.op, Math.floor(iv.stage / Math.max(1, ranks)), iv.comm, iv.coll);
   }
   return { items, starts, ends, maxEnd, colors };
 }
 
 export function buildLaneIndex(t: Timeline): LaneIndex {
-  const compute: Interval[][] = Array.from({ length: t.ranks }, () => []);
-  const comm: Interval[][] = Array.from({ length: t.ranks }, () => []);
+  const lanes = laneCount(t);
+  const compute: Interval[][] = Array.from({ length: lanes }, () => []);
+  const comm: Interval[][] = Array.from({ length: lanes }, () => []);
   let t0 = Infinity;
   let t1 = -Infinity;
   for (const iv of t.intervals) {
-    if (iv.rank < 0 || iv.rank >= t.ranks) continue;
-    (iv.op === 'comm' ? comm : compute)[iv.rank].push(iv);
+    const lane = laneOf(t, iv);
+    if (iv.rank < 0 || iv.rank >= t.ranks || lane < 0 || lane >= lanes) continue;
+    // Communication and collectives share the strip under each lane.
+    (isCompute(iv) ? compute : comm)[lane].push(iv);
     if (iv.start < t0) t0 = iv.start;
     if (iv.end > t1) t1 = iv.end;
   }
@@ -67,6 +73,7 @@ export function buildLaneIndex(t: Timeline): LaneIndex {
   const commLanes = comm.map((l) => makeLane(l, t.ranks));
   return {
     ranks: t.ranks,
+    dp: t.dp ?? 1,
     compute: compute.map((l) => makeLane(l, t.ranks)),
     comm: commLanes,
     t0,

@@ -1,0 +1,100 @@
+/**
+ * The mesh: a run is `dp` copies (replicas) of one pipeline of `ranks` ranks,
+ * dp × ranks workers in all. This module is the one place that says who is
+ * who; the coordinator, the transport, the collectives, the simulator, the
+ * views, the export and the planner all ask it.
+ *
+ * - Worker w is replica d = floor(w / ranks), pipeline rank r = w mod ranks
+ *   (replica-major, as train.py numbers its processes).
+ * - Every replica runs the same Schedule on its own slice of the step's batch:
+ *   replica d takes rows [d·B/dp, (d+1)·B/dp) of the batch of B rows.
+ * - A stage's group is the dp workers that hold it (one per replica), in replica
+ *   order; its gradients are summed over that group by a ring all-reduce in
+ *   which each worker sends only to its ring successor (replica d + 1 mod dp).
+ */
+import { ConfigError } from '../util/errors.ts';
+
+export interface Mesh {
+  /** Data-parallel replicas of the pipeline. */
+  readonly dp: number;
+  /** Pipeline ranks per replica (p). */
+  readonly ranks: number;
+}
+
+export interface WorkerPlace {
+  replica: number;
+  rank: number;
+}
+
+export function mesh(dp: number, ranks: number): Mesh {
+  if (!Number.isInteger(dp) || dp < 1) throw new ConfigError('dp', dp, 'must be a whole number ≥ 1');
+  if (!Number.isInteger(ranks) || ranks < 1) throw new ConfigError('ranks', ranks, 'must be a whole number ≥ 1');
+  return { dp, ranks };
+}
+
+/** Workers in the mesh: dp × ranks. */
+export function workerCount(m: Mesh): number {
+  return m.dp * m.ranks;
+}
+
+/** The worker of replica `replica`, pipeline rank `rank`. */
+export function workerOf(m: Mesh, replica: number, rank: number): number {
+  return replica * m.ranks + rank;
+}
+
+/** Which replica and pipeline rank worker `w` is. */
+export function placeOf(m: Mesh, w: number): WorkerPlace {
+  return { replica: Math.floor(w / m.ranks), rank: w % m.ranks };
+}
+
+/** Every worker, in worker order. */
+export function workers(m: Mesh): WorkerPlace[] {
+  return Array.from({ length: workerCount(m) }, (_, w) => placeOf(m, w));
+}
+
+/** The workers that hold pipeline rank `rank`'s stages, one per replica, in replica order (the ring of every stage on that rank). */
+export function rankGroup(m: Mesh, rank: number): number[] {
+  return Array.from({ length: m.dp }, (_, d) => workerOf(m, d, rank));
+}
+
+/** The workers that hold stage `stage` (a stage's data-parallel group). */
+export function stageGroup(m: Mesh, stageToRank: readonly number[], stage: number): number[] {
+  return rankGroup(m, stageToRank[stage]);
+}
+
+/** Worker `w`'s successor in its ring (the same rank in the next replica). */
+export function ringNext(m: Mesh, w: number): number {
+  const { replica, rank } = placeOf(m, w);
+  return workerOf(m, (replica + 1) % m.dp, rank);
+}
+
+/** Worker `w`'s predecessor in its ring (the same rank in the previous replica). */
+export function ringPrev(m: Mesh, w: number): number {
+  const { replica, rank } = placeOf(m, w);
+  return workerOf(m, (replica + m.dp - 1) % m.dp, rank);
+}
+
+/** The rows [lo, hi) of a batch of `batchSize` rows that replica `replica` trains on. */
+export function replicaRows(m: Mesh, batchSize: number, replica: number): [number, number] {
+  const per = batchSize / m.dp;
+  return [replica * per, (replica + 1) * per];
+}
+
+/**
+ * The ring all-reduce's chunks of a vector of `n` elements over `dp` workers:
+ * chunk c is [bounds[c], bounds[c + 1]); sizes differ by at most one (the first
+ * n mod dp chunks are one longer), and some are empty when n < dp.
+ */
+export function chunkBounds(n: number, dp: number): number[] {
+  const base = Math.floor(n / dp);
+  const extra = n % dp;
+  const out = [0];
+  for (let c = 0; c < dp; c++) out.push(out[c] + base + (c < extra ? 1 : 0));
+  return out;
+}
+
+/** A lane's label in the views: `R2` in a single pipeline, `d1·R2` in a mesh. */
+export function laneLabel(m: Mesh, w: number): string {
+  const { replica, rank } = placeOf(m, w);
+  return m.dp > 1 ? `d${replica}·R${rank}` : `R${rank}`;
+}
