@@ -103,7 +103,7 @@ export function snapshotRunConfig(input: unknown): RunConfig {
     throw new ConfigError('fault', fault, 'must be an object {kind, action, step?} or absent');
   }
   if (fault !== undefined) {
-    const faultKeys = ['kind', 'action', 'step'];
+    const faultKeys = ['kind', 'action', 'step', 'replica'];
     for (const key of Object.keys(fault as object)) {
       if (!faultKeys.includes(key)) throw new ConfigError(`fault.${key}`, (fault as Record<string, unknown>)[key], unknownKeyRule(key, faultKeys, 'fault key'));
     }
