@@ -143,6 +143,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   const kept = new Set<RankHost>();
   const m = meshOf(plan);
   let hub: MeshControlHub | null = null;
+  let deaths: Error[] = [];
   const ended = () => {
     for (const h of hosts) if (!kept.has(h)) h.terminate();
     hub?.close();
@@ -152,6 +153,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const started = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs);
     const { up, fatal } = started;
     hub = started.hub;
+    deaths = started.deaths;
     // Every replica holds the same weights: replica 0's workers give them.
     const weightHosts = hosts.slice(0, config.ranks);
     const adapter = up[0]?.adapter ?? 'unknown';
@@ -226,7 +228,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     };
     return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases, replicaMismatch });
   } catch (e) {
-    throw e instanceof Error ? e : new RunError(String(e));
+    const cause = deaths[0] ?? e;
+    throw cause instanceof Error ? cause : new RunError(String(cause));
   } finally {
     ended();
   }
@@ -243,7 +246,17 @@ async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHo
   const workers = workerCount(m);
   for (let w = 0; w < workers; w++) hosts.push(hostFactory(w));
   const hub = m.dp > 1 ? new MeshControlHub(workers) : null;
-  const fatal = Promise.race(hosts.map((h, w) => h.fatal.catch((e: unknown) => Promise.reject(namedDeath(m, w, e, hub)))));
+  // A dead worker is the cause of whatever fails after it: its named death is what the run reports.
+  const deaths: Error[] = [];
+  const fatal = Promise.race(
+    hosts.map((h, w) =>
+      h.fatal.catch((e: unknown) => {
+        const named = namedDeath(m, w, e, hub);
+        deaths.push(named);
+        throw named;
+      }),
+    ),
+  );
   fatal.catch(() => {});
   const ports: RankPorts[] = hosts.map((_, w) => ({ peers: new Map<number, MessagePort>(), control: hub?.workerPorts[w] }));
   for (const [a, b] of channelsFor(plan)) {
@@ -257,10 +270,10 @@ async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHo
   });
   try {
     const up = await Promise.race([Promise.all(inits), fatal]);
-    return { up, fatal, hub };
+    return { up, fatal, hub, deaths };
   } catch (e) {
     hub?.close();
-    throw e;
+    throw deaths[0] ?? e;
   }
 }
 
