@@ -85,3 +85,22 @@ test('a worker that crashes in the middle of an all-reduce ends the run with a m
   expect(message).toMatch(/^replica 1, rank 0 \(worker 2\), during step 1: the all-reduce of stage 0: .*crashed/);
   expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
 });
+
+test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce drawn and counted', async ({ page }) => {
+  test.setTimeout(240_000);
+  await open(page, '?dp=2&ranks=2&zero=1&steps=6&evalEvery=0');
+  await expect(page.getByLabel('Replicas (dp)', { exact: true })).toHaveValue('2');
+  await expect(page.getByLabel('ZeRO-1 (shard optimizer state)')).toBeChecked();
+  const started = await page.evaluate(() => window.pipelab.startedWorkers());
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
+  expect(await page.evaluate(() => window.pipelab.startedWorkers())).toBe(started + 4);
+  const plot = page.getByTestId('run-timeline').locator('.timeline-plot');
+  await expect(plot).toHaveAttribute('data-lanes', '4');
+  await expect(plot).toHaveAttribute('aria-label', /2 replicas × 2 ranks = 4 workers/);
+  await expect(page.locator('[data-collective="reduce-scatter"]')).toBeVisible();
+  await expect(page.locator('[data-collective="shard-update"]')).toBeVisible();
+  await expect(page.getByTestId('allreduce-stage')).toHaveCount(2);
+  await expect(page.getByTestId('optimizer-bytes')).toContainText('ZeRO-1');
+  await expect(page.locator('[data-gap="allreduce"]')).toBeVisible();
+});

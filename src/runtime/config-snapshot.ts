@@ -100,7 +100,7 @@ export function snapshotRunConfig(input: unknown): RunConfig {
   }
   const fault = copy.fault;
   if (fault !== undefined && (fault === null || typeof fault !== 'object' || Array.isArray(fault))) {
-    throw new ConfigError('fault', fault, 'must be an object {kind, action, step?} or absent');
+    throw new ConfigError('fault', fault, 'must be an object {kind, action, step?, replica?} or absent');
   }
   if (fault !== undefined) {
     const faultKeys = ['kind', 'action', 'step', 'replica'];
