@@ -52,3 +52,16 @@ describe('dp × pp at 8 workers', () => {
     expect(dpPpSentence([row('1×8', 0.1, 0, 50)])).toBeNull();
   });
 });
+
+describe('compare.preset in the URL', () => {
+  it('round-trips and refuses an unknown preset by field, value and rule', async () => {
+    const { compareParamsFromQuery, compareParamsToQuery, defaultCompareParams } = await import('./compare-params.ts');
+    const q = new URLSearchParams();
+    compareParamsToQuery({ ...defaultCompareParams(), preset: 'dp-pp' }, q, false);
+    expect(q.get('compare.preset')).toBe('dp-pp');
+    expect(compareParamsFromQuery(q)).toEqual({ params: { ...defaultCompareParams(), preset: 'dp-pp' }, errors: [] });
+    const bad = compareParamsFromQuery(new URLSearchParams('compare.preset=zz'));
+    expect(bad.errors.map((e) => e.message)).toEqual(['compare.preset = "zz": must be one of dp-pp']);
+    expect(bad.params.preset).toBeUndefined();
+  });
+});

@@ -127,7 +127,7 @@ export function SimulateView() {
           caption={
             outcome ? (
               <>
-                {actions.toLocaleString('en-US')} actions simulated and drawn in {outcome.tookMs.toFixed(0)} ms. Zoom in with the wheel to see single
+                {(actions * sim.dp).toLocaleString('en-US')} actions{sim.dp > 1 ? ` on ${(sim.dp * sim.ranks).toLocaleString('en-US')} workers` : ''} simulated and drawn in {outcome.tookMs.toFixed(0)} ms. Zoom in with the wheel to see single
                 micro-batches.
               </>
             ) : undefined
