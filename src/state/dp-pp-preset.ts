@@ -2,7 +2,7 @@
  * The Compare preset "dp × pp at 8 workers": the same model, the same global
  * batch and the same micro-batch size on 8 workers as dp × ranks = 1 × 8,
  * 2 × 4, 4 × 2 and 8 × 1, each measured on the workers and simulated with the
- * measured op times and the measured all-reduce; a row per shape (bubble,
+ * measured op times and the measured all-reduce (the run's report); a row per shape (bubble,
  * all-reduce share, step time, memory per worker) and a sentence that reads
  * the trade-off off the measured numbers.
  */
@@ -10,8 +10,6 @@ import { defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from
 import type { RunReport } from '../runtime/report-types.ts';
 import { stageCut } from '../runtime/run-limits.ts';
 import { layerParamCount } from '../nn/model-spec.ts';
-import { simulate, type Op } from '../schedule/index.ts';
-import { stepSchedule } from './derived.ts';
 
 /** Workers every shape of the preset uses. */
 export const DP_PP_WORKERS = 8;
@@ -96,43 +94,13 @@ export function measuredFigures(report: RunReport): DpPpFigures {
 }
 
 /**
- * The link the measured all-reduce implies, β in bytes per ms: the bytes a
- * ring moves per link, 2(n − 1)/n · bytes summed over the stages, over the
- * time their collectives took (α taken as 0); null without an all-reduce.
- */
-export function measuredBandwidth(report: RunReport): number | null {
-  const ar = report.allReduce;
-  const n = report.config.dp;
-  if (!ar || n <= 1) return null;
-  let moved = 0;
-  let ms = 0;
-  for (const s of ar.perStage) {
-    moved += (2 * (n - 1) * s.bytes) / n;
-    ms += s.ms;
-  }
-  return moved > 0 && ms > 0 ? moved / ms : null;
-}
-
-/**
- * The simulator's view of a measured run: its schedule played with the
- * measured mean op times, dp replicas, each stage's gradient bytes, and a
- * ring all-reduce on the bandwidth the run measured (ring time ==
- * ringAllReduceTime of each stage's bytes).
+ * The simulator's view of the same run, as the report gives it: its schedule
+ * played with the run's own op times and, with dp > 1, each stage's gradient
+ * bytes on the α–β ring fitted to the run's collectives (report.ts).
  */
 export function simulatedFigures(report: RunReport): DpPpFigures {
-  const cfg = report.config;
-  const schedule = stepSchedule(cfg);
-  const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => report.meanOpMs[s]?.[op] ?? 0);
-  const beta = measuredBandwidth(report);
-  const moved = report.allReduce?.perStage.map((s) => s.bytes);
-  const mesh =
-    cfg.dp > 1 && beta !== null && moved
-      ? { dp: cfg.dp, gradBytes: moved, allReduce: { latency: 0, bandwidth: beta, overlap: cfg.overlap, zero: cfg.zero === 1 } }
-      : cfg.dp > 1
-        ? { dp: cfg.dp }
-        : {};
-  const r = simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms', ...mesh });
-  return { bubble: r.bubble, allReduceShare: r.dp?.allReduceShare ?? 0, stepMs: r.makespan };
+  const sim = report.allReduce?.simulated;
+  return { bubble: report.bubble.simulated, allReduceShare: sim?.share ?? 0, stepMs: sim?.stepMs ?? report.makespanMs.simulated };
 }
 
 export interface DpPpRow {
