@@ -66,7 +66,7 @@ export function DpPpPanel({ steps }: { steps: number }) {
         <table className="numbers">
           <thead>
             <tr>
-              <th scope="col">dp × pp</th>
+              <th scope="col" className="nowrap">dp×pp</th>
               <th scope="col">micro-batches per replica</th>
               <th scope="col">bubble, measured</th>
               <th scope="col">bubble, simulated</th>

@@ -91,7 +91,7 @@ export function SimulateView() {
             <NumberField label="Link latency" name="sim.latency" min={0} step={0.1} value={sim.latency} onChange={(latency) => patchSim({ latency })} error={errorFor('latency')} hint="between ranks, same units" />
           </fieldset>
           <fieldset>
-            <legend>Data parallel (dp replicas of the pipeline)</legend>
+            <legend>Data parallel</legend>
             <NumberField
               label="Replicas (dp)"
               name="sim.dp"
