@@ -65,3 +65,18 @@ describe('compare.preset in the URL', () => {
     expect(bad.params.preset).toBeUndefined();
   });
 });
+
+describe("Compare's simulated side with the Train configuration's dp", () => {
+  it('draws dp × ranks lanes; replicas with a free all-reduce keep the pipeline bubble (p − 1)/(m + p − 1)', async () => {
+    const { simulateAll } = await import('./compare.ts');
+    const { defaultRunConfig } = await import('../runtime/run-config.ts');
+    const { laneCount } = await import('../schedule/index.ts');
+    const [e] = simulateAll({ ...defaultRunConfig(), dp: 2, ranks: 4, microbatches: 8, batchSize: 64 }, ['1f1b'], 2);
+    expect(e.problem).toBeNull();
+    const t = e.prediction?.result.timeline;
+    expect(t?.dp).toBe(2);
+    expect(t ? laneCount(t) : 0).toBe(8);
+    expect(e.prediction?.result.bubble).toBeCloseTo(3 / 11, 12);
+    expect(e.prediction?.result.makespan).toBe(3 * 11);
+  });
+});
