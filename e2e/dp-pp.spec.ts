@@ -5,9 +5,8 @@
  * shapes, four rows of numbers and the sentence that reads them).
  * Screenshots of the preset at 1440 and 390 wide go to test-results/screens/.
  */
-import { expect, test, type Page, type TestInfo } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { keepScreenshot } from './screens.ts';
 
 function watchErrors(page: Page): string[] {
   const errors: string[] = [];
@@ -16,14 +15,6 @@ function watchErrors(page: Page): string[] {
     if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
   });
   return errors;
-}
-
-async function keepScreenshot(page: Page, info: TestInfo, name: string): Promise<void> {
-  const dir = join(info.project.outputDir, 'screens');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
-  await info.attach(name, { path, contentType: 'image/png' });
 }
 
 test('Simulate at scale draws 8 replicas × 64 ranks = 512 lanes with the all-reduce, and stays responsive', async ({ page }, info) => {
