@@ -124,7 +124,18 @@ describe('the collective in the timeline and the report', () => {
       const ar = report.allReduce?.perStage[s];
       expect(ar?.bytes).toBeGreaterThan(0);
       expect(ar?.ms).toBeGreaterThan(0);
+      // The ring's own part lies inside the whole collective (readback, ring, write-back).
+      expect(ar?.ringMs).toBeGreaterThan(0);
+      expect(ar?.ringMs).toBeLessThanOrEqual(ar!.ms);
     }
+    // The simulator beside it plays the mesh: dp × ranks lanes, each stage's collective on both replicas' workers,
+    // and its step ends no earlier than its compute (the pipeline's simulated makespan) plus nothing negative.
+    const sim = report.simulatedTimeline;
+    expect(sim.dp).toBe(2);
+    expect(new Set(sim.intervals.map((iv) => laneOf(sim, iv))).size).toBe(4);
+    for (const s of [0, 1]) expect(sim.intervals.filter((iv) => iv.op === 'collective' && iv.stage === s).length).toBeGreaterThan(0);
+    expect(report.allReduce?.simulated?.stepMs).toBeGreaterThanOrEqual(report.makespanMs.simulated);
+    expect(report.allReduce?.simulated?.share).toBeGreaterThanOrEqual(0);
   });
 
   it('overlap starts the last stage\'s all-reduce while rank 0 still computes; without it, no collective starts before every worker is done', async () => {
