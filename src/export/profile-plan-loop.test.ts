@@ -9,7 +9,8 @@
  * profile or one of another model is refused naming what is missing.
  * Needs Debian's python3-torch.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../cli/cli-test-support.ts';
@@ -22,8 +23,6 @@ import { planRun } from '../runtime/run-plan.ts';
 import { simulate } from '../schedule/index.ts';
 import { runTorchrun, writeBundle } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 
 /** Big enough that a block's compute outweighs Python's per-action overhead, small enough for a few seconds a launch. */
 const base: RunConfig = {
@@ -56,6 +55,16 @@ describe('profile on the cluster, plan in the tab, run the plan', () => {
     expect(profile.lanes).toBeGreaterThan(0);
     expect(() => checkProfileModel(profile, spec)).not.toThrow();
 
+    // Bad input: a truncated profile, and a profile of another model.
+    const json = JSON.parse(text) as { blocks: unknown[] };
+    const truncated = join(dir, 'truncated.json');
+    writeFileSync(truncated, JSON.stringify({ ...json, blocks: json.blocks.slice(0, 3) }));
+    const t = cli('plan', '--profile', truncated, '--ranks', '2', '--microbatches', '8', '--mem-cap', '8');
+    expect(t.code).not.toBe(0);
+    expect(t.err).toContain(`blocks 3–${spec.blocks.length - 1} are missing`);
+    const other = planRun({ ...base, hidden: 128 }).spec;
+    expect(() => checkProfileModel(profile, other)).toThrow(/profile\.model = .*was measured on another model/);
+
     // `pipelab plan` reads it unchanged.
     const planned = cli('plan', '--profile', file, '--ranks', String(base.ranks), '--microbatches', String(base.microbatches), '--mem-cap', String(base.microbatches));
     expect(planned.code, planned.err).toBe(0);
@@ -86,14 +95,5 @@ describe('profile on the cluster, plan in the tab, run the plan', () => {
     );
     expect(Math.abs(error)).toBeLessThan(0.15);
 
-    // Bad input: a truncated profile, and a profile of another model.
-    const json = JSON.parse(text) as { blocks: unknown[] };
-    const truncated = join(dir, 'truncated.json');
-    writeFileSync(truncated, JSON.stringify({ ...json, blocks: json.blocks.slice(0, 3) }));
-    const t = cli('plan', '--profile', truncated, '--ranks', '2', '--microbatches', '8', '--mem-cap', '8');
-    expect(t.code).not.toBe(0);
-    expect(t.err).toContain(`blocks 3–${spec.blocks.length - 1} are missing`);
-    const other = planRun({ ...base, hidden: 128 }).spec;
-    expect(() => checkProfileModel(profile, other)).toThrow(/profile\.model = .*was measured on another model/);
   }, 600_000);
 });
