@@ -13,6 +13,7 @@ import { isCompute, laneOf } from '../schedule/timeline.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { relErr } from '../util/rel-err.ts';
 
 function meshConfig(over: Partial<RunConfig>): RunConfig {
   const base = defaultRunConfig();
@@ -21,14 +22,6 @@ function meshConfig(over: Partial<RunConfig>): RunConfig {
   return { ...base, layers: Math.max(3, ranks * virtual - 1), hidden: 6, batchSize: 16, microbatches: 2, steps: 2, optimizer: 'adamw', lr: 0.01, evalEvery: 0, ...over };
 }
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-30);
-}
 
 const cpuHosts = () => (w: number) => new InProcessRankHost(w, new CpuBackend());
 

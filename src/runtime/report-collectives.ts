@@ -23,7 +23,7 @@ export interface AllReduceFigures {
   /** exposedMs / stepMs. */
   share: number;
   /** The simulator's step with the run's own op times and the α–β ring fitted to these collectives, and its exposed share (report.ts). */
-  simulated?: { stepMs: number; share: number };
+  simulated?: { stepMs: number; share: number; perStageMs: number[] };
 }
 
 function mean(xs: number[]): number {

@@ -146,7 +146,7 @@ export function buildReport(input: ReportInput): RunReport {
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
   };
-  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare } } : collectives;
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};

@@ -39,7 +39,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
           <td>
             {ms(s.ms)} <span className="muted">· {bytes(s.bytes)}</span>
           </td>
-          <td>—</td>
+          <td>{ar.simulated ? ms(ar.simulated.perStageMs[i]) : '—'}</td>
           <td>—</td>
         </tr>
       ))}
