@@ -40,6 +40,16 @@ export interface AdapterSummary {
   architecture: string;
   device: string;
   description: string;
+  /** The browser's own word that this is a fallback (software) adapter. */
+  isFallbackAdapter: boolean;
+}
+
+const SOFTWARE_ARCHITECTURES = ['swiftshader', 'llvmpipe', 'lavapipe', 'warp'];
+
+/** True for a software adapter (SwiftShader, llvmpipe, lavapipe, WARP), by its own name or the browser's fallback flag. */
+export function isSoftwareAdapter(info: Pick<AdapterSummary, 'architecture' | 'description'> & { isFallbackAdapter?: boolean }): boolean {
+  const arch = `${info.architecture} ${info.description}`.toLowerCase();
+  return info.isFallbackAdapter === true || SOFTWARE_ARCHITECTURES.some((s) => arch.includes(s));
 }
 
 export interface AcquiredDevice {
@@ -65,11 +75,14 @@ function findGpu(): GPU | undefined {
 
 function summarize(adapter: GPUAdapter): AdapterSummary {
   const info = (adapter as { info?: GPUAdapterInfo }).info;
+  // Older browsers put the flag on the adapter itself.
+  const legacy = (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter;
   return {
     vendor: info?.vendor ?? '',
     architecture: info?.architecture ?? '',
     device: info?.device ?? '',
     description: info?.description ?? '',
+    isFallbackAdapter: info?.isFallbackAdapter ?? legacy ?? false,
   };
 }
 

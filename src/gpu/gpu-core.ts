@@ -11,7 +11,7 @@ import type { DType, Tensor } from '../nn/backend.ts';
 import { checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool, type PoolStats } from './buffer-pool.ts';
-import { DeviceLostError, type AcquiredDevice, type AdapterSummary } from './device.ts';
+import { DeviceLostError, isSoftwareAdapter, type AcquiredDevice, type AdapterSummary } from './device.ts';
 import { describeTensor, GpuTensor } from './gpu-tensor.ts';
 import { K, WG1D } from './kernels.ts';
 import { CommandStream, type Groups } from './launch.ts';
@@ -50,8 +50,6 @@ export interface GpuStats {
 
 /** A kernel binding: a tensor, a raw buffer, or nothing (binding 0 is the uniforms). */
 export type Binding = GpuTensor | GPUBuffer | null;
-
-const SOFTWARE_ARCHITECTURES = ['swiftshader', 'llvmpipe', 'lavapipe', 'warp'];
 
 /** How long a failed map or submit waits for the device-lost report that explains it. */
 const LOSS_GRACE_MS = 200;
@@ -97,8 +95,7 @@ export class GpuCore {
       if (n !== 0 && !pow2) throw new ConfigError('subgroupSize', n, 'must be 0 or a power of two from 4 to 128');
       if (n !== 0 && !acq.device.features.has('subgroups')) throw new ConfigError('subgroupSize', n, 'needs a device with the "subgroups" feature (this one has none); 0 turns the subgroup kernels off');
     }
-    const arch = `${acq.adapterInfo.architecture} ${acq.adapterInfo.description}`.toLowerCase();
-    this.isSoftware = SOFTWARE_ARCHITECTURES.some((s) => arch.includes(s));
+    this.isSoftware = isSoftwareAdapter(acq.adapterInfo);
     this.maxGroups = this.isSoftware ? 256 : 16384;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes);
