@@ -22,9 +22,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright';
-import { preview } from 'vite';
-import { browserGpu, chromiumLaunchOptions } from '../../../e2e/chromium.ts';
+import { browserGpu } from '../../../e2e/chromium.ts';
+import { openBenchPage, serveDist, type BenchPage } from './bench-browser.ts';
 import { describeProbe } from './gpu-probe-report.ts';
 import { SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
 import { renderMarkdown } from './markdown.ts';
@@ -109,22 +108,12 @@ async function main(): Promise<void> {
     execFileSync('npx', ['vite', 'build', '--logLevel', 'warn', '--outDir', dist, '--emptyOutDir'], { cwd: root, stdio: 'inherit' });
   }
   checkAppHasNoTfjs(dist);
-  const server = await preview({ root, logLevel: 'warn', build: { outDir: dist }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
-  const url = server.resolvedUrls?.local[0];
-  if (!url) throw new Error('vite preview did not report a URL');
-  const browser = await chromium.launch(chromiumLaunchOptions());
-  let page: Page | null = null;
+  const served = await serveDist(root, dist);
+  const gpu = browserGpu();
+  let bench: BenchPage | null = null;
   try {
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error(`bench page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) console.error(`bench page console: ${m.text()}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400) console.error(`bench page: ${r.status()} for ${r.url()}`);
-    });
-    await page.goto(`${url}bench.html`);
-    await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
+    bench = await openBenchPage(served.url, gpu);
+    const { browser, page } = bench;
     const adapter = await page.evaluate(() => window.pipelabBench.adapterInfo());
     console.log(`bench: ${browser.version()} on ${adapter.vendor ?? '?'} ${adapter.architecture ?? '?'} ${adapter.description ?? ''}`);
     const probe = await page.evaluate(() => window.pipelabBench.adapterProbe());
@@ -144,7 +133,7 @@ async function main(): Promise<void> {
       seconds: Math.round((Date.now() - t0) / 1000),
       machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
       browser: browser.version(),
-      browserGpu: browserGpu(),
+      browserGpu: gpu,
       adapter,
       probe,
       packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
@@ -158,8 +147,8 @@ async function main(): Promise<void> {
     console.log(`\n${md}`);
     console.log(`bench: wrote ${join(args.out, 'results.json')} and RESULTS.md in ${report.seconds} s`);
   } finally {
-    await browser.close();
-    await new Promise<void>((r) => server.httpServer.close(() => r()));
+    await bench?.close();
+    await served.close();
   }
 }
 
