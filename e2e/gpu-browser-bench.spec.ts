@@ -25,7 +25,7 @@ interface ProbeJson {
 
 test('the GPU probe falls back to SwiftShader, named in the page and in a worker, when no recipe gives hardware', async () => {
   const dist = process.env.PIPELAB_DIST ?? 'dist';
-  const env = { ...process.env, PIPELAB_DIST: dist, PIPELAB_GPU_RECIPES: 'vulkan' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PIPELAB_DIST: dist, PIPELAB_GPU_RECIPES: 'vulkan' };
   delete env.PIPELAB_REAL_GPU;
   const { stdout } = await promisify(execFile)('bash', ['scripts/gpu-browser-bench.sh', '--probe-only', '--no-build'], { env, timeout: 150_000, maxBuffer: 1 << 22 });
   const json = JSON.parse(readFileSync(join(dist, 'gpu-probe.json'), 'utf8')) as ProbeJson;
