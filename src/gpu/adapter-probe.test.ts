@@ -7,7 +7,7 @@ import { probeAdapter, timestampResolution } from './adapter-probe.ts';
 import { nodeGpu } from './testing/node-gpu.ts';
 
 describe('timestamp resolution from span lengths', () => {
-  test("Chrome's 0.1 ms rounding shows as a 100000 ns quantum; exact timestamps as a small one", () => {
+  test('a 0.1 ms quantization shows as a 100000 ns quantum; exact timestamps as a small one', () => {
     expect(timestampResolution([0, 100_000, 300_000, 0, 200_000])).toEqual({ spans: 5, zeroSpans: 2, minSpanNs: 100_000, quantumNs: 100_000 });
     // gcd(1234, 5678, 4321) = 1: nothing rounded them.
     expect(timestampResolution([1234, 5678, 4321])).toEqual({ spans: 3, zeroSpans: 0, minSpanNs: 1234, quantumNs: 1 });

@@ -9,8 +9,8 @@
  *   (64 KiB) written into a tensor and waited for, and read back (the ops a
  *   pipeline's transport runs at every stage boundary), checked to round-trip;
  * - timestamp-query resolution: spans of one tiny kernel timed by the
- *   backend's timestamp queries; browsers round them (Chrome: to 0.1 ms
- *   unless its WebGPU developer features are on), which `quantumNs` shows.
+ *   backend's timestamp queries; a browser may quantize them (for privacy),
+ *   which `quantumNs` shows.
  *
  * Used by the bench page (window.pipelabBench.adapterProbe: the page and a
  * worker), by the Chromium probe of scripts/gpu-browser-bench.sh and by
@@ -40,7 +40,7 @@ export interface TimestampResolution {
   zeroSpans: number;
   /** The shortest span that read more than 0, ns. */
   minSpanNs: number;
-  /** The greatest common divisor of the spans, ns: 1 for exact timestamps, 100000 for Chrome's 0.1 ms rounding. */
+  /** The greatest common divisor of the spans, ns: 1 for exact timestamps, 100000 for a 0.1 ms quantization. */
   quantumNs: number;
 }
 
