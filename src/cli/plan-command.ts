@@ -3,7 +3,7 @@ import { makePlan } from '../plan/plan.ts';
 import { profileFromJson, type Profile } from '../plan/profile.ts';
 import { MAX_MICROBATCHES, MAX_RANKS, toCsv, type MemoryCap } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
-import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
+import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { fmt, scheduleToJson, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 import { planMeshCommand } from './plan-mesh-command.ts';
@@ -44,11 +44,6 @@ export function parseMemCap(raw: string): MemoryCap {
   const scale = UNITS[unit];
   if (scale === undefined || !(x > 0)) throw new UsageError('--mem-cap', raw, CAP_RULE);
   return { bytes: x * scale };
-}
-
-function required<T>(x: T | undefined, flag: string, what: string): T {
-  if (x === undefined) throw new UsageError(`--${flag}`, null, `is required: ${what}`);
-  return x;
 }
 
 function readProfile(io: CliIo, path: string): Profile {

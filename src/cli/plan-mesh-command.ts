@@ -6,7 +6,7 @@ import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/de
 import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule } from '../plan/mesh-plan.ts';
 import { TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
 import { ConfigError } from '../util/errors.ts';
-import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
+import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { fmt, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 
@@ -49,11 +49,6 @@ export const PLAN_MESH_HELP = helpFor(
     'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.',
   FLAGS,
 );
-
-function required<T>(x: T | undefined, flag: string, what: string): T {
-  if (x === undefined) throw new UsageError(`--${flag}`, null, `is required: ${what}`);
-  return x;
-}
 
 /** A positive number flag (finite, > 0); undefined when absent. */
 function positive(a: ReturnType<typeof parseArgs>, name: string): number | undefined {
