@@ -36,7 +36,12 @@ import { blockParams, checkTransformer, headParams, modelFlopsPerStep, stateByte
 export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'dualpipe-v', 'auto'] as const;
 export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
 
-export const MESH_PLAN_LIMITS = { devices: 65536, globalBatch: 1 << 20, microBatch: 64, actions: 400_000 } as const;
+/**
+ * Bounds on the work of one plan, so that no request runs for minutes: actions simulated per candidate and
+ * in all, the partitioner's dynamic program (stages × blocks² steps) per cut, and the layouts `auto` builds
+ * for (its search plays many candidates per layout).
+ */
+export const MESH_PLAN_LIMITS = { devices: 65536, globalBatch: 1 << 20, microBatch: 64, actions: 100_000, totalActions: 3_000_000, partitionSteps: 1e8, autoActions: 12_000 } as const;
 
 export interface MeshPlanRequest {
   model: TransformerModel;
@@ -218,7 +223,8 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   };
   const rangesCache = new Map<string, [number, number][]>();
   const rangesOf = (b: number, recompute: boolean, stages: number): [number, number][] => {
-    const k = `${b}/${recompute}/${stages}`;
+    // Every time of the analytic profile is linear in b, so the cut does not depend on it.
+    const k = `${recompute}/${stages}`;
     let r = rangesCache.get(k);
     if (!r) rangesCache.set(k, (r = planPartition(profileOf(b, recompute), stages).ranges));
     return r;
@@ -294,6 +300,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
     }
     for (const b of microBatchSizes(B / dp, req.maxMicroBatch ?? 8)) layouts.push({ dp, pp, b, m: B / dp / b });
   }
+  let spent = 0;
   for (const l of layouts) {
     const options: [PlanSchedule, number][] = [];
     for (const name of wanted) {
@@ -306,6 +313,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
     }
     for (const [name, v] of options) {
       const actions = l.pp * v * l.m * 3;
+      const dpSteps = l.pp * v * blocks * blocks;
       if (l.pp * v > blocks) {
         skipped.push(`${name} v=${v} on pp = ${l.pp}: ${l.pp * v} stages, more than the model's ${blocks} blocks`);
         continue;
@@ -314,8 +322,20 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
         skipped.push(`${name} v=${v}, dp × pp = ${l.dp} × ${l.pp}, b = ${l.b}: ${actions} actions, more than the planner simulates (${MESH_PLAN_LIMITS.actions})`);
         continue;
       }
+      if (dpSteps > MESH_PLAN_LIMITS.partitionSteps) {
+        skipped.push(`${name} v=${v} on pp = ${l.pp}: cutting ${blocks} blocks into ${l.pp * v} stages takes more steps than the planner allows (${MESH_PLAN_LIMITS.partitionSteps})`);
+        continue;
+      }
+      if (spent + actions > MESH_PLAN_LIMITS.totalActions) {
+        skipped.push(`${name} v=${v}, dp × pp = ${l.dp} × ${l.pp}, b = ${l.b}: the plan's budget of ${MESH_PLAN_LIMITS.totalActions} simulated actions is spent`);
+        continue;
+      }
+      spent += actions;
       const plain = evaluate(l, name, v, false);
-      if (plain && !plain.fits) evaluate(l, name, v, true);
+      if (plain && !plain.fits) {
+        spent += actions;
+        evaluate(l, name, v, true);
+      }
     }
   }
   if (wanted.has('auto')) runAuto(req, scored, layouts, evaluate, req.device.memoryGB * 1e9);
@@ -338,7 +358,8 @@ function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], eval
   const top = [...best.entries()].sort((a, b) => a[1].stepMs - b[1].stepMs).slice(0, req.autoLayouts ?? 3);
   for (const [k, { recompute }] of top) {
     const l = layouts.find((x) => `${x.dp}/${x.pp}/${x.b}` === k);
-    if (!l || l.pp === 1 || l.pp > req.model.layers + 2) continue;
+    const blocks = req.model.layers + 2;
+    if (!l || l.pp === 1 || l.pp > blocks || l.pp * l.m * 3 > MESH_PLAN_LIMITS.autoActions || l.pp * blocks * blocks > MESH_PLAN_LIMITS.partitionSteps) continue;
     const ranges = planPartition(transformerProfile(req.model, { microBatch: l.b, recompute }, req.device), l.pp).ranges;
     const s2r = stageToRankMap(l.pp, 1, 'loop');
     const state = Math.max(...stateBytes(req, ranges, s2r, l.pp, l.dp > 1, l.dp));
