@@ -8,7 +8,8 @@
  *    includes the paper's heuristic, generators/zb-heuristic.ts) with the cap { microbatches: p } resp.
  *    { microbatches: 2p } and the objective 'span' (the longest per-rank first-start-to-last-end, what the
  *    paper's scheduler minimises). The paper's bubble rate is bubble / compute, so 1F1B's is (p − 1)/m.
- *    Published: at T_F = T_B = T_W the authors' comparison gives 1F1B (p − 1)/m, ZB-1P (p − 1)/3m, ZB-2P 0.
+ *    Published: at T_F = T_B = T_W the authors' comparison (the README of sail-sg/zero-bubble-pipeline-
+ *    parallelism, "Comparison of Schedules") gives 1F1B (p − 1)/m, ZB-1P (p − 1)/3m, ZB-2P 0.
  *
  * 2. Megatron-LM (Narayanan et al., SC'21, arXiv:2104.04473, §5.4.2, "pipeline versus data parallelism"):
  *    a GPT of 32 layers, hidden 3840, 32 heads on 64 A100s at tensor-parallel size 2, micro-batch 1,
