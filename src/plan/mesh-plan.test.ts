@@ -79,6 +79,17 @@ describe('the mesh planner', () => {
     expect(plan.candidates[0].memoryBytes).toBeLessThanOrEqual(gb * 1e9);
   });
 
+  it('bounds its work: a 4096-layer model skips the cuts too costly to search and says why', () => {
+    const deep: TransformerModel = { layers: 4096, hidden: 64, heads: 1, seq: 16, vocab: 100, bytesPerElement: 2 };
+    const t0 = performance.now();
+    const plan = planMesh({ model: deep, device: DEVICE_PRESETS.h100, devices: 8, globalBatch: 8, maxMicroBatch: 1 });
+    expect(performance.now() - t0).toBeLessThan(60_000);
+    // 8 stages × 4098² blocks > 1e8 steps of the partitioner: pp = 8 is skipped, pp ≤ 4 with v = 1 planned.
+    expect(plan.skipped.some((x) => x.includes('on pp = 8: cutting 4098 blocks into 8 stages takes more steps than the planner allows'))).toBe(true);
+    expect(plan.candidates.every((c) => c.pp * c.virtual * 4098 * 4098 <= 1e8)).toBe(true);
+    expect(plan.candidates.length).toBeGreaterThan(0);
+  });
+
   it('refuses bad requests by field, value and rule', () => {
     const req: MeshPlanRequest = { model: small, device: DEVICE_PRESETS.h100, devices: 4, globalBatch: 16 };
     expect(() => planMesh({ ...req, devices: 0 })).toThrow('devices = 0');
