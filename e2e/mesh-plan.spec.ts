@@ -34,3 +34,57 @@ test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names
   await expect(panel.getByRole('alert')).toContainText('the smallest memory that would fit is');
   expect(errors).toEqual([]);
 });
+
+test('a 1024-device plan runs off the main thread: the page answers timers within 200 ms, shows the time so far, and Cancel stops it', async ({ page }) => {
+  test.setTimeout(180_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./?view=simulate');
+  const panel = page.getByTestId('mesh-plan-panel');
+  await panel.getByText('Plan a real model on N devices').click();
+  const status = panel.getByTestId('mesh-plan-status');
+  await panel.getByLabel('Devices (N)').fill('1024');
+  await panel.getByTestId('mesh-plan-run').click();
+  await expect(status).toContainText('Planning…');
+  // A 50 ms timer, again and again for 1.5 s: how late each fires is how long the main thread was busy.
+  const lateness = await page.evaluate(async () => {
+    const late: number[] = [];
+    const until = performance.now() + 1500;
+    while (performance.now() < until) {
+      const t = performance.now();
+      await new Promise((r) => setTimeout(r, 50));
+      late.push(performance.now() - t - 50);
+    }
+    return late;
+  });
+  // The plan (seconds for 1024 devices) must still be running, or the measurement said nothing about it.
+  expect(await status.textContent()).toContain('Planning…');
+  expect(lateness.length).toBeGreaterThan(10);
+  expect(Math.max(...lateness)).toBeLessThan(200);
+  // The time so far ticks (React re-renders while the planner works).
+  await expect(status).toHaveText(/Planning… ([1-9]\d*\.\d) s/);
+  console.log(`timer lateness during a 1024-device plan: max ${Math.max(...lateness).toFixed(1)} ms over ${lateness.length} timers`);
+
+  await panel.getByTestId('mesh-plan-cancel').click();
+  await expect(status).toHaveText(/^Planning cancelled after \d+\.\d s\.$/);
+  await expect(panel.getByTestId('mesh-plan-cancel')).toHaveCount(0);
+  // Nothing arrives later from the cancelled plan.
+  await page.waitForTimeout(1000);
+  await expect(panel.getByTestId('mesh-plan-candidates')).toHaveCount(0);
+
+  // A second press while one runs replaces it: the 1024-device plan is dropped and the 64-device one shown.
+  await panel.getByTestId('mesh-plan-run').click();
+  await expect(status).toContainText('Planning…');
+  await panel.getByLabel('Devices (N)').fill('64');
+  await panel.getByTestId('mesh-plan-run').click();
+  const rows = panel.getByTestId('mesh-plan-candidates').locator('tbody tr');
+  await expect(rows).toHaveCount(10, { timeout: 120_000 });
+  await expect(status).toHaveText('');
+  const plot = panel.getByTestId('mesh-plan-timeline').getByRole('group');
+  const { planMesh } = await import('../src/plan/mesh-plan.ts');
+  const { DEVICE_PRESETS } = await import('../src/plan/device.ts');
+  const best = planMesh({ model: { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 }, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 }).candidates[0];
+  await expect(plot).toHaveAttribute('data-lanes', String(best.dp * best.pp));
+  await expect(panel.getByTestId('mesh-plan-summary')).toContainText('did not fit 80 GB');
+  expect(errors).toEqual([]);
+});

@@ -2,12 +2,14 @@
  * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
  * in), every dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
  * the same as `pipelab plan --model gpt`, and the winner's step drawn at scale (dp × pp lanes). It plans on
- * the button, not on each keystroke; its state is its own.
+ * the button, not on each keystroke, in a Worker (mesh-plan-client.ts) so that the page stays responsive:
+ * "Planning…" with the time so far and a Cancel button while it runs; pressing Plan again restarts it.
+ * Its state is its own.
  */
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DevicePreset } from '../../plan/device.ts';
-import { candidateSchedule, planMesh, type MeshPlan, type MeshPlanRequest } from '../../plan/mesh-plan.ts';
-import { simulate, type SimulationResult } from '../../schedule/index.ts';
+import type { MeshPlan, MeshPlanRequest } from '../../plan/mesh-plan.ts';
+import { MeshPlanClient, type MeshPlanned } from '../../plan/mesh-plan-client.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
@@ -16,12 +18,12 @@ import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 export const PAGE_MAX_DEVICES = 1024;
 const TOP = 10;
 
-interface Planned {
+interface Planned extends MeshPlanned {
   req: MeshPlanRequest;
-  plan: MeshPlan;
-  best: SimulationResult;
-  tookMs: number;
 }
+
+/** Seconds, as the status line shows them. */
+const seconds = (ms: number) => `${(ms / 1e3).toFixed(1)} s`;
 
 function CandidatesTable({ plan }: { plan: MeshPlan }) {
   return (
@@ -76,23 +78,49 @@ export function MeshPlanPanel() {
   const [planned, setPlanned] = useState<Planned | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
 
-  const run = () => {
-    const t0 = performance.now();
+  const [running, setRunning] = useState<{ startedAt: number } | null>(null);
+  const [now, setNow] = useState(0);
+  const [cancelledAfter, setCancelledAfter] = useState<number | null>(null);
+  const client = useRef<MeshPlanClient | null>(null);
+  const runId = useRef(0);
+
+  useEffect(() => () => client.current?.dispose(), []);
+  useEffect(() => {
+    if (!running) return;
+    setNow(performance.now());
+    const timer = setInterval(() => setNow(performance.now()), 100);
+    return () => clearInterval(timer);
+  }, [running]);
+
+  const run = async () => {
+    const id = ++runId.current;
+    const req: MeshPlanRequest = {
+      model: { layers, hidden, heads, seq, vocab, bytesPerElement: 2 },
+      device: { ...DEVICE_PRESETS[preset], devicesPerNode: perNode, memoryGB },
+      devices,
+      globalBatch,
+    };
+    setRunning({ startedAt: performance.now() });
+    setProblem(null);
+    setCancelledAfter(null);
     try {
-      const req: MeshPlanRequest = {
-        model: { layers, hidden, heads, seq, vocab, bytesPerElement: 2 },
-        device: { ...DEVICE_PRESETS[preset], devicesPerNode: perNode, memoryGB },
-        devices,
-        globalBatch,
-      };
-      const plan = planMesh(req);
-      const { schedule, costs } = candidateSchedule(req, plan.candidates[0]);
-      setPlanned({ req, plan, best: simulate(schedule, costs), tookMs: performance.now() - t0 });
-      setProblem(null);
+      const out = await (client.current ??= new MeshPlanClient()).start(req);
+      if (id !== runId.current || out.cancelled) return;
+      setPlanned({ req, plan: out.plan, best: out.best, tookMs: out.tookMs });
     } catch (e) {
+      if (id !== runId.current) return;
       setPlanned(null);
       setProblem(e instanceof Error ? e.message : String(e));
     }
+    if (id === runId.current) setRunning(null);
+  };
+
+  const cancel = () => {
+    if (!running) return;
+    runId.current++;
+    client.current?.cancel();
+    setCancelledAfter(performance.now() - running.startedAt);
+    setRunning(null);
   };
 
   const best = planned?.plan.candidates[0];
@@ -140,9 +168,24 @@ export function MeshPlanPanel() {
           />
           <NumberField label="Memory per device (GB)" name="mesh.memoryGB" min={0.001} max={1e6} value={memoryGB} onChange={setMemoryGB} />
         </div>
-        <button type="button" onClick={run} data-testid="mesh-plan-run">
+        <button type="button" onClick={() => void run()} data-testid="mesh-plan-run">
           Plan
         </button>
+        {running && (
+          <>
+            {' '}
+            <button type="button" onClick={cancel} data-testid="mesh-plan-cancel">
+              Cancel
+            </button>
+          </>
+        )}
+        <p className="muted small" role="status" data-testid="mesh-plan-status">
+          {running
+            ? `Planning… ${seconds(Math.max(0, now - running.startedAt))}`
+            : cancelledAfter !== null
+              ? `Planning cancelled after ${seconds(cancelledAfter)}.`
+              : ''}
+        </p>
         {problem && (
           <p className="config-problem" role="alert">
             {problem}
@@ -151,7 +194,7 @@ export function MeshPlanPanel() {
         {planned && (
           <>
             <p className="muted small" data-testid="mesh-plan-summary">
-              {planned.plan.evaluated} candidates searched in {(planned.tookMs / 1e3).toFixed(2)} s; {planned.plan.dropped} did not fit {memoryGB} GB.
+              {planned.plan.evaluated} candidates searched in {(planned.tookMs / 1e3).toFixed(2)} s; {planned.plan.dropped} did not fit {planned.req.device.memoryGB} GB.
             </p>
             <CandidatesTable plan={planned.plan} />
             <TimelinePanel
