@@ -5,6 +5,7 @@
  * as one (same field, value, rule, message); a worker that dies rejects with what it said.
  */
 import * as Comlink from 'comlink';
+import { decodeTimelineInChunks } from '../schedule/timeline-columns.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { MeshPlan, MeshPlanRequest } from './mesh-plan.ts';
 import type { MeshPlanWorkerApi } from './mesh-plan-worker.ts';
@@ -40,7 +41,10 @@ export class MeshPlanClient {
       const out = await Promise.race([live.api.plan(req), live.ended]);
       if ('cancelled' in out) return out;
       if (!out.ok) throw new ConfigError(out.field, out.value, out.rule);
-      return { cancelled: false, plan: out.plan, best: out.best, tookMs: out.tookMs };
+      // Rebuilt in chunks, so the page answers meanwhile; a cancel or a newer plan stops it.
+      const timeline = await decodeTimelineInChunks(out.best.timeline, () => this.live === live && this.busy);
+      if (!timeline) return { cancelled: true };
+      return { cancelled: false, plan: out.plan, best: { ...out.best, timeline }, tookMs: out.tookMs };
     } catch (e) {
       // A crashed worker is not reused.
       if (this.live === live) this.drop();

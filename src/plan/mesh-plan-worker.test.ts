@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulate } from '../schedule/index.ts';
+import { decodeTimeline } from '../schedule/timeline-columns.ts';
 import { ConfigError } from '../util/errors.ts';
 import { DEVICE_PRESETS } from './device.ts';
 import { candidateSchedule, planMesh, type MeshPlanRequest } from './mesh-plan.ts';
@@ -8,15 +9,18 @@ import { planAndSimulate } from './mesh-plan-worker.ts';
 const req: MeshPlanRequest = { model: { layers: 8, hidden: 1024, heads: 16, seq: 1024, vocab: 32000, bytesPerElement: 2 }, device: DEVICE_PRESETS.h100, devices: 8, globalBatch: 16 };
 
 describe("the mesh planner's worker entry", () => {
-  it('returns what planMesh and simulate return, and survives structured cloning unchanged (no class instances, no functions)', () => {
-    const out = planAndSimulate(req);
+  it('hands the page, through structured cloning and the timeline columns, exactly what planMesh and simulate return', () => {
+    const sent = planAndSimulate(req);
+    // What postMessage does; toStrictEqual also compares prototypes and absent against undefined fields.
+    const out = structuredClone(sent);
     if (!out.ok) throw new Error(`unexpected failure: ${out.rule}`);
     const plan = planMesh(req);
-    expect(out.plan).toEqual(plan);
+    expect(out.plan).toStrictEqual(plan);
     const { schedule, costs } = candidateSchedule(req, plan.candidates[0]);
-    expect(out.best).toEqual(simulate(schedule, costs));
-    // What postMessage hands the page: toStrictEqual also compares prototypes, so a class instance would fail here.
-    expect(structuredClone(out)).toStrictEqual(out);
+    const best = simulate(schedule, costs);
+    expect(best.dp?.dp).toBeGreaterThan(1);
+    expect(best.timeline.intervals.some((iv) => iv.op === 'collective')).toBe(true);
+    expect({ ...out.best, timeline: decodeTimeline(out.best.timeline) }).toStrictEqual(best);
   });
 
   it("hands back a ConfigError's field, value and rule, which rebuild the planner's own message", () => {

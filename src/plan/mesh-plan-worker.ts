@@ -1,17 +1,23 @@
 /**
  * planMesh in its own module Worker, driven through Comlink, so that a 1024-device plan (seconds) never
- * blocks the page: the plan, and the winner's step simulated for drawing. Everything it returns is plain
- * data (numbers, strings, arrays, plain objects), so structured cloning hands over exactly what planMesh
- * and simulate returned. A ConfigError comes back as its field, value and rule (a thrown error would
- * cross as a bare Error), and mesh-plan-client.ts rebuilds it.
+ * blocks the page: the plan, and the winner's step simulated for drawing. Both are plain data (numbers,
+ * strings, arrays, plain objects), so structured cloning hands over exactly what planMesh and simulate
+ * returned; but a 1024-device step has about two million intervals, seconds of deserializing on the page,
+ * so the timeline travels as transferred columns (timeline-columns.ts) and the client rebuilds it.
+ * A ConfigError comes back as its field, value and rule (a thrown error would cross as a bare Error), and
+ * mesh-plan-client.ts rebuilds it.
  */
 import * as Comlink from 'comlink';
 import { simulate, type SimulationResult } from '../schedule/index.ts';
+import { encodeTimeline, timelineBuffers, type TimelineColumns } from '../schedule/timeline-columns.ts';
 import { ConfigError } from '../util/errors.ts';
 import { candidateSchedule, planMesh, type MeshPlan, type MeshPlanRequest } from './mesh-plan.ts';
 
+/** The winner's simulated step with its timeline as columns. */
+export type SimulationWire = Omit<SimulationResult, 'timeline'> & { timeline: TimelineColumns };
+
 export type MeshPlanOutcome =
-  | { ok: true; plan: MeshPlan; best: SimulationResult; tookMs: number }
+  | { ok: true; plan: MeshPlan; best: SimulationWire; tookMs: number }
   | { ok: false; field: string; value: unknown; rule: string };
 
 /** The plan and its winner's simulated step; a ConfigError as its parts. Runs wherever it is called. */
@@ -20,14 +26,20 @@ export function planAndSimulate(req: MeshPlanRequest): MeshPlanOutcome {
   try {
     const plan = planMesh(req);
     const { schedule, costs } = candidateSchedule(req, plan.candidates[0]);
-    return { ok: true, plan, best: simulate(schedule, costs), tookMs: performance.now() - t0 };
+    const best = simulate(schedule, costs);
+    return { ok: true, plan, best: { ...best, timeline: encodeTimeline(best.timeline) }, tookMs: performance.now() - t0 };
   } catch (e) {
     if (e instanceof ConfigError) return { ok: false, field: e.field, value: e.value, rule: e.rule };
     throw e;
   }
 }
 
-const api = { plan: planAndSimulate };
+const api = {
+  plan(req: MeshPlanRequest): MeshPlanOutcome {
+    const out = planAndSimulate(req);
+    return out.ok ? Comlink.transfer(out, timelineBuffers(out.best.timeline)) : out;
+  },
+};
 
 export type MeshPlanWorkerApi = typeof api;
 
