@@ -80,15 +80,17 @@ export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig
 }
 
 /**
- * The fields a switch to `model` on the names brings (the page's model
- * selector): its size, at least `minLayers` deep, and the optimizer settings it
- * trains well with (the GPT's default size: AdamW, batch 32, lr 5e-3 cosine,
- * weight decay 0.01, as measured; see GPT_DEFAULTS).
+ * The fields a switch to `model` on the names or a text brings (the page's
+ * model selector): its size, at least `minLayers` deep, and the optimizer
+ * settings it trains well with (the GPT's default size: AdamW, batch 32, lr
+ * 5e-3 cosine, weight decay 0.01, as measured; see GPT_DEFAULTS). On a text the
+ * block size is the text's default.
  */
-export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number): Partial<TrainConfig> {
+export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number, dataset: 'names' | 'text' = 'names'): Partial<TrainConfig> {
   const m = model === 'gpt' ? defaultGptConfig() : defaultModelConfig('names');
   const t = defaultTrainConfig('names');
-  const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize: m.blockSize };
+  const blockSize = dataset === 'text' ? defaultModelConfig('text').blockSize : m.blockSize;
+  const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize };
   if (model === 'gpt') return { ...fit, optimizer: 'adamw', batchSize: 32, lr: 5e-3, weightDecay: 0.01, lrSchedule: 'cosine' };
   return { ...fit, optimizer: t.optimizer, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
 }

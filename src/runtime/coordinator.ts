@@ -192,7 +192,7 @@ async function startRanks(plan: RunPlan, hostFactory: (rank: number) => RankHost
     ports[b].set(a, ch.port2);
   }
   const inits = hosts.map((h, r) => {
-    const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+    const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault, ...(plan.corpus ? { corpus: plan.corpus } : {}) };
     return h.init(init, ports[r]);
   });
   const up = await Promise.race([Promise.all(inits), fatal]);

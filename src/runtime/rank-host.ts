@@ -6,6 +6,7 @@
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
 import type { Schedule } from '../schedule/types.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
 import type { Fault } from './faults.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { RunConfig } from './run-config.ts';
@@ -20,6 +21,8 @@ export interface RankInit {
   stageBlocks: [number, number][];
   recvTimeoutMs: number;
   fault?: Fault;
+  /** A run on "your text": the text, which stays in the page and its workers (the configuration names it by hash). */
+  corpus?: TextCorpus;
 }
 
 export interface RankStats {

@@ -102,7 +102,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
   schedule.stageToRank.forEach((r, s) => {
     if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
   });
-  const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
+  const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream);
 
   const mailbox = new Mailbox(rank);

@@ -17,7 +17,8 @@ import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
-import { defaultModelConfig } from '../nn/model-config.ts';
+import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
+import { namesModelSwitch } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
@@ -70,14 +71,24 @@ export function defaultRunConfig(): RunConfig {
   return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
-/** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
-export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
-  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset);
-  let next: RunConfig = { ...cfg, dataset };
+/**
+ * A new data set brings its model (2-D sets: the MLP; names: the character MLP;
+ * a text: the GPT, with its block size), batch, lr and a fitting noise level.
+ * A text run names its text by `textHash` (the one given, else the one it had);
+ * any other data set has none.
+ */
+export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: string): RunConfig {
+  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset) || (dataset === 'text') !== (cfg.dataset === 'text');
+  const { textHash: had, ...rest } = cfg;
+  let next: RunConfig = { ...rest, dataset };
+  const hash = textHash ?? had;
+  if (dataset === 'text' && hash !== undefined) next.textHash = hash;
   if (crossed) {
     const m = defaultModelConfig(dataset);
     const t = defaultTrainConfig(dataset);
-    next = { ...next, ...m, layers: Math.max(m.layers, cfg.ranks * cfg.virtual - 1), batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    const layers = Math.max(m.layers, cfg.ranks * cfg.virtual - 1);
+    next = { ...next, ...m, layers, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    if (dataset === 'text') next = { ...next, ...namesModelSwitch('gpt', layers, 'text') };
     if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
   }
   if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
@@ -167,7 +178,7 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
-  'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
+  'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
 ];
@@ -231,7 +242,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
     }
   }
   // A data set implies its model unless the link says otherwise.
-  if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
+  if (given.has('dataset') && !given.has('model')) cfg.model = (DATASETS as readonly unknown[]).includes(cfg.dataset) ? modelFor(cfg.dataset as DatasetName) : 'mlp';
   // A cut implies partition = 'cut' unless the link says otherwise.
   if (given.has('cut') && !given.has('partition')) {
     cfg.partition = 'cut';
@@ -248,5 +259,6 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   );
   // A reverted optional field is absent, not undefined (a configuration is plain JSON).
   if (cfg.cut === undefined) delete cfg.cut;
+  if (cfg.textHash === undefined) delete cfg.textHash;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

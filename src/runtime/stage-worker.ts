@@ -10,6 +10,7 @@ import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { checkAdapterBufferLimits } from './run-limits.ts';
+import { registerCorpus } from '../data/text-registry.ts';
 
 let runtime: RankRuntime | null = null;
 let current: RankInit | null = null;
@@ -47,6 +48,7 @@ const api = {
       }
       const deviceMs = performance.now() - t0;
       const be = backend;
+      if (init.corpus) registerCorpus(init.corpus);
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
       be.device.pushErrorScope('out-of-memory');

@@ -22,6 +22,7 @@ const DATASET_LABELS: Record<DatasetName, string> = {
   circles: 'Circles (2 classes, 2-D)',
   xor: 'XOR (2 classes, 2-D)',
   names: 'Names (next character)',
+  text: 'Your text (next character)',
 };
 
 const PARTITION_LABELS: Record<Partition, string> = { flops: 'FLOPs (balanced)', blocks: 'block count', cut: 'blocks per stage (cut)' };
