@@ -1,8 +1,9 @@
 /** The README.md of a PyTorch bundle: how to run it on one machine, on several, and with torch.distributed.pipelining. */
 import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
 import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
 
-export function bundleReadme(run: RunConfig): string {
+export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const refused = Object.entries(TORCH_REFUSED_SCHEDULES)
     .map(([name, rule]) => `- \`${name}\`: ${rule}`)
@@ -21,7 +22,9 @@ The page's link for the same run: \`?${configToQuery(run)}\`
 | \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]; the GPT's are makemore's, \`transformer.h.0.attn.c_attn.weight\` is [3C, C]) |
 | \`batches.safetensors\` | \`inputs\` [steps, batch, cols] and \`labels\` [steps, batch] (the GPT's: [steps, batch, blockSize], −1 where a position is padding): the exact batch of every step |
 | \`heldout.safetensors\` | the held-out split (\`inputs\`, \`labels\`) |
-
+${corpus ? `| \`text.txt\` | the text the run trained on (\`${corpus.name}\`, content hash ${corpus.hash}), cut into blocks of ${(run.blockSize ?? 0) + 1} characters with a seeded 90/10 split |
+| \`vocab.json\` | its ${corpus.symbols.length} symbols by index (the batches hold these indices)${corpus.unknownChars > 0 ? '; the last is the unknown symbol the rarest characters read as' : ''} |
+` : ''}
 ## Run it on one machine
 
 \`\`\`sh
