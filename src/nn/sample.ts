@@ -1,6 +1,7 @@
 /** Plugs a trained next-character model into sampleNames (src/data/sample-names.ts). */
 import { END } from '../data/names.ts';
 import type { NextCharLogits } from '../data/sample-names.ts';
+import type { NextTokenLogits } from '../data/sample-text.ts';
 import type { Backend } from './backend.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { rowsPerExample } from './model-spec.ts';
@@ -56,6 +57,27 @@ function nextTokenLogitsGpt(be: Backend, model: StageChain, T: number): NextChar
     be.dispose(logits);
     const out = new Float64Array(rows * V);
     for (let r = 0; r < rows; r++) out.set(L.subarray((r * T + at[r]) * V, (r * T + at[r] + 1) * V), r * V);
+    return out;
+  };
+}
+
+/**
+ * Logits of the character after a full window (src/data/sample-text.ts): the
+ * char-MLP reads its k characters; the GPT reads T and its last position's
+ * logits predict the next.
+ */
+export function windowLogits(be: Backend, model: StageChain): NextTokenLogits {
+  const T = rowsPerExample(model.spec);
+  if (T === 1) return nextCharLogits(be, model);
+  const V = model.spec.classes;
+  return async (windows, rows) => {
+    const input = be.tensor(windows, [rows, T], 'i32');
+    const logits = model.logits(input);
+    be.dispose(input);
+    const L = await be.read(logits);
+    be.dispose(logits);
+    const out = new Float64Array(rows * V);
+    for (let r = 0; r < rows; r++) out.set(L.subarray((r * T + T - 1) * V, (r * T + T) * V), r * V);
     return out;
   };
 }
