@@ -12,7 +12,7 @@ import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
 import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
-import { decisionBoundary, sampleTrainedNames, validationLoss } from './trained-model.ts';
+import { decisionBoundary, sampleTrainedNames, sampleTrainedText, validationLoss, type WeightMap } from './trained-model.ts';
 
 interface ActiveRun extends SessionControl {
   readonly kind: 'training';
@@ -70,6 +70,8 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
             (e: unknown) => console.warn('PipeLab: decision boundary failed:', e),
           );
         }
+        // Text: samples follow the training, from the same weights.
+        if (config.dataset === 'text') void showTextSamples(config, step + 1, w, () => activeRun() === run);
         void validationLoss(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
@@ -142,6 +144,8 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     if (isTwoD(report.config.dataset)) {
       const boundary = await decisionBoundary(report.config, w);
       if (usePipeLab.getState().report === report) usePipeLab.setState({ boundary });
+    } else if (report.config.dataset === 'text') {
+      await showTextSamples(report.config, report.losses.length, w, () => usePipeLab.getState().report === report, seed);
     } else {
       const names = await sampleTrainedNames(report.config, w, 16, seed);
       if (usePipeLab.getState().report === report) usePipeLab.setState({ names });
@@ -154,6 +158,48 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);
   }
+}
+
+/** Held-out prompts the page continues. */
+const TEXT_SAMPLES = 3;
+/** The weights text was last sampled from (to sample again at another temperature). */
+let lastTextWeights: { config: RunConfig; step: number; weights: WeightMap } | null = null;
+let sampling = false;
+
+/**
+ * Samples the text model's weights at the page's temperature and shows them
+ * while `current()` holds; a sampling still in progress is not doubled (the
+ * next weights come soon enough).
+ */
+async function showTextSamples(config: RunConfig, step: number, weights: WeightMap, current: () => boolean, seed = config.seed + step): Promise<void> {
+  lastTextWeights = { config, step, weights };
+  if (sampling) return;
+  sampling = true;
+  const temperature = usePipeLab.getState().sampleTemperature;
+  try {
+    const samples = await sampleTrainedText(config, weights, TEXT_SAMPLES, seed, temperature);
+    const shown = usePipeLab.getState().textSamples;
+    if (current() && (!shown || shown.step <= step)) usePipeLab.setState({ textSamples: { step, samples } });
+  } catch (e) {
+    console.warn('PipeLab: could not sample text:', e);
+  } finally {
+    sampling = false;
+  }
+  // The temperature moved while these were drawn: draw again at the new one.
+  if (usePipeLab.getState().sampleTemperature !== temperature) sampleTextAgain(0);
+}
+
+/** Samples the last weights again (another draw, or the temperature changed). */
+export function sampleTextAgain(draw: number): void {
+  const last = lastTextWeights;
+  if (!last || sampling) return;
+  void showTextSamples(last.config, last.step, last.weights, () => lastTextWeights === last, last.config.seed + last.step + draw * 7919);
+}
+
+/** Sets the temperature text is sampled at, and samples again at it. */
+export function setSampleTemperature(t: number): void {
+  usePipeLab.setState({ sampleTemperature: t });
+  sampleTextAgain(0);
 }
 
 export function pauseRun(): void {

@@ -111,6 +111,24 @@ export interface CutMeasurement {
   error: string | null;
 }
 
+/** "Your text": what is loaded, what is being read, what was refused, and the text a link names but cannot carry. */
+export interface TextSourceState {
+  /** The file being read now. */
+  loading: string | null;
+  /** The text loaded last (the page keeps it, by content hash, in src/data/text-registry.ts). */
+  loaded: { name: string; hash: string; line: string } | null;
+  /** Why the last file was refused (naming the file and the rule). */
+  error: string | null;
+  /** A link to a run on a text this page does not have: its hash, and the link's query to apply once the file is picked. */
+  pending: { hash: string; search: string } | null;
+}
+
+/** Text sampled from the model being trained on "your text": a held-out prompt and what the model wrote after it. */
+export interface TextSample {
+  prompt: string;
+  continuation: string;
+}
+
 export interface PipeLabState {
   view: View;
   webgpu: WebGpuSupport;
@@ -134,6 +152,11 @@ export interface PipeLabState {
 
   names: string[] | null;
   boundary: BoundaryGrid | null;
+  /** Samples of "your text" and the step (steps done) of the weights they came from. */
+  textSamples: { step: number; samples: TextSample[] } | null;
+  /** The softmax temperature text is sampled at. */
+  sampleTemperature: number;
+  text: TextSourceState;
 
   compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
@@ -156,8 +179,8 @@ export function idleProgress(): RunProgress {
 }
 
 /** What a run produces, before it has produced any of it. */
-export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary'> {
-  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null };
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
+  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
 }
 
 export function problemOf(e: ConfigError): FieldProblem {
@@ -177,6 +200,8 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
 
   run: idleProgress(),
   ...noRunResults(),
+  sampleTemperature: 0.8,
+  text: { loading: null, loaded: null, error: null, pending: null },
 
   compareParams: defaultCompareParams(),
   compare: {},
