@@ -20,6 +20,10 @@
  *   window.pipelab.warmWorkers()            stage workers kept warm between runs (warm-workers.ts)
  *   window.pipelab.startedWorkers()         stage workers ever started on this page
  *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
+ *   window.pipelab.loadText(name, text)     reads "your text" as the page reads pasted text and keeps it in
+ *                                           this page; resolves to { hash, symbols, characters, line }, then
+ *                                           run({ ...config, dataset: 'text', textHash: hash }) trains on it;
+ *                                           a refused text rejects naming it and the rule
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
@@ -31,6 +35,8 @@ import { measureProfile } from '../plan/measure.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
+import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
+import { registerCorpus } from '../data/text-registry.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -46,6 +52,8 @@ export interface PipelabAutomation {
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
   /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
   profile(config: RunConfig): Promise<Profile>;
+  /** Keeps a text in this page (see the module comment); refused like a file, by name and rule. */
+  loadText(name: string, text: string): Promise<LoadedText>;
   liveWorkers(): number;
   warmWorkers(): number;
   startedWorkers(): number;
@@ -111,7 +119,25 @@ export function runOptionsOf(input: unknown): RunOpts {
   return out;
 }
 
+/** What loadText says of a text it kept. */
+export interface LoadedText {
+  hash: string;
+  symbols: number;
+  characters: number;
+  /** The page's line for it (characters, symbols, what reads as unknown). */
+  line: string;
+}
+
+/** Without a page (the benchmark page): the text is read on this thread. */
+async function loadTextHere(name: string, text: string): Promise<LoadedText> {
+  const c = await corpusFromText(name, text);
+  registerCorpus(c);
+  return { hash: c.hash, symbols: c.symbols.length, characters: c.ids.length, line: describeCorpus(c) };
+}
+
 export interface AutomationOptions {
+  /** How the page reads a text (in its worker); default: on this thread. */
+  loadText?: (name: string, text: string) => Promise<LoadedText>;
   /** How this page reads its URL (the app's own reader, so both word every problem the same); default: the run keys alone. */
   readUrl?: (search: string) => { config: RunConfig; errors: string[] };
   /** The page's one-session rule (the store's); default: automation runs exclude each other. */
@@ -148,6 +174,10 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     },
     runSingleDevice,
     profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
+    loadText: (name, text) => {
+      if (typeof name !== 'string' || typeof text !== 'string') return Promise.reject(new ConfigError('loadText', typeof text, 'takes a name and the text, both strings'));
+      return (opts.loadText ?? loadTextHere)(name, text);
+    },
     liveWorkers: () => WorkerRankHost.liveWorkers() - warmWorkers.size,
     warmWorkers: () => warmWorkers.size,
     startedWorkers: () => WorkerRankHost.startedWorkers(),

@@ -18,7 +18,7 @@ import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
 import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
-import { namesModelSwitch } from '../nn/train-config.ts';
+import { namesModelSwitch, type GptSize } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
@@ -77,7 +77,7 @@ export function defaultRunConfig(): RunConfig {
  * A text run names its text by `textHash` (the one given, else the one it had);
  * any other data set has none.
  */
-export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: string): RunConfig {
+export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: string, gptSize: GptSize = 'small'): RunConfig {
   const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset) || (dataset === 'text') !== (cfg.dataset === 'text');
   const { textHash: had, ...rest } = cfg;
   let next: RunConfig = { ...rest, dataset };
@@ -88,7 +88,7 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: str
     const t = defaultTrainConfig(dataset);
     const layers = Math.max(m.layers, cfg.ranks * cfg.virtual - 1);
     next = { ...next, ...m, layers, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
-    if (dataset === 'text') next = { ...next, ...namesModelSwitch('gpt', layers, 'text') };
+    if (dataset === 'text') next = { ...next, ...namesModelSwitch('gpt', layers, 'text', gptSize) };
     if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
   }
   if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];

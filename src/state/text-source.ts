@@ -19,6 +19,7 @@ import { setConfig } from './config-actions.ts';
 import { usePipeLab, type TextSourceState } from './store.ts';
 import type { TextLoadReply, TextLoadRequest } from './text-load-protocol.ts';
 import { readUrlState } from './url-state.ts';
+import { pageGptSize } from './gpt-sizing.ts';
 
 type Job = { kind: 'file'; file: File } | { kind: 'text'; name: string; text: string } | { kind: 'example' };
 
@@ -80,7 +81,7 @@ function accept(corpus: TextCorpus): void {
     setConfig(config);
     usePipeLab.setState({ urlProblems: problems });
   } else {
-    setConfig(withDataset(usePipeLab.getState().config, 'text', corpus.hash));
+    setConfig(withDataset(usePipeLab.getState().config, 'text', corpus.hash, pageGptSize()));
   }
 }
 
