@@ -27,7 +27,7 @@ export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
 export type TimelineMode = 'measured' | 'simulated' | 'overlay';
 
 /** What holds the workers now. The page runs one session at a time. */
-export type Session = 'idle' | 'training' | 'comparing' | 'planning' | 'automation';
+export type Session = 'idle' | 'training' | 'comparing' | 'planning' | 'estimating' | 'automation';
 
 /** The live handles of the session in progress. */
 export interface SessionControl {
@@ -123,6 +123,12 @@ export interface TextSourceState {
   pending: { hash: string; search: string } | null;
 }
 
+/** A speed estimate for one configuration (its link's query is `key`). */
+export type SpeedEstimate =
+  | { status: 'measuring'; key: string }
+  | { status: 'done'; key: string; stepsPerSecond: number; steps: number; measuredSteps: number; adapter: string }
+  | { status: 'error'; key: string; message: string };
+
 /** Text sampled from the model being trained on "your text": a held-out prompt and what the model wrote after it. */
 export interface TextSample {
   prompt: string;
@@ -157,6 +163,8 @@ export interface PipeLabState {
   /** The softmax temperature text is sampled at. */
   sampleTemperature: number;
   text: TextSourceState;
+  /** "Steps per second" before Run: measured on the first steps of the configuration (speed-estimate.ts). */
+  speed: SpeedEstimate | null;
 
   compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
@@ -201,6 +209,7 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
   run: idleProgress(),
   ...noRunResults(),
   sampleTemperature: 0.8,
+  speed: null,
   text: { loading: null, loaded: null, error: null, pending: null },
 
   compareParams: defaultCompareParams(),
@@ -225,6 +234,7 @@ const SESSION_WORDS: Record<Exclude<Session, 'idle'>, string> = {
   training: 'a training run (Train)',
   comparing: 'a comparison measuring schedules (Compare)',
   planning: 'a run of each cut (Plan)',
+  estimating: 'a speed estimate (Train)',
   automation: 'a run started through window.pipelab.run',
 };
 
