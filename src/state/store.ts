@@ -119,8 +119,11 @@ export interface TextSourceState {
   loaded: { name: string; hash: string; line: string } | null;
   /** Why the last file was refused (naming the file and the rule). */
   error: string | null;
-  /** A link to a run on a text this page does not have: its hash, and the link's query to apply once the file is picked. */
-  pending: { hash: string; search: string } | null;
+  /**
+   * A link to a run on a text this page does not have: the hash it names (null: the link names the
+   * data set but no text, so any text will do), and the link's query to apply once the text is in.
+   */
+  pending: { hash: string | null; search: string } | null;
 }
 
 /** A speed estimate for one configuration (its link's query is `key`). */

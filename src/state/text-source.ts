@@ -67,7 +67,7 @@ function patchText(patch: Partial<TextSourceState>): void {
  */
 function accept(corpus: TextCorpus): void {
   const pending = usePipeLab.getState().text.pending;
-  if (pending && corpus.hash !== pending.hash) {
+  if (pending?.hash && corpus.hash !== pending.hash) {
     patchText({
       loading: null,
       error: new ConfigError(`text file "${corpus.name}"`, corpus.hash, `has another content hash than the text the link names (${pending.hash}): pick the file the run was made from`).message,
@@ -77,7 +77,9 @@ function accept(corpus: TextCorpus): void {
   registerCorpus(corpus);
   patchText({ loading: null, error: null, pending: null, loaded: { name: corpus.name, hash: corpus.hash, line: describeCorpus(corpus) } });
   if (pending) {
-    const { config, problems } = readUrlState(pending.search);
+    const q = new URLSearchParams(pending.search.startsWith('?') ? pending.search.slice(1) : pending.search);
+    q.set('textHash', corpus.hash);
+    const { config, problems } = readUrlState(q.toString());
     setConfig(config);
     usePipeLab.setState({ urlProblems: problems });
   } else {
@@ -119,13 +121,15 @@ export function currentTextHash(): string | undefined {
 }
 
 /**
- * A link (query) to a run on a text the page does not have: held as pending,
- * and the example's hash loads the example. True when the link waits for a text.
+ * A link (query) to a run on a text the page does not have: held as pending
+ * (the example's hash loads the example); a link to the text data set that
+ * names no text waits for any text. True when the link waits for a text.
  */
 export function holdLinkText(search: string): boolean {
   const q = new URLSearchParams(search.startsWith('?') ? search.slice(1) : search);
+  if (q.get('dataset') !== 'text') return false;
   const hash = q.get('textHash');
-  if (q.get('dataset') !== 'text' || hash === null || !TEXT_HASH_PATTERN.test(hash) || loadedCorpus(hash)) return false;
+  if (hash !== null && (!TEXT_HASH_PATTERN.test(hash) || loadedCorpus(hash))) return false;
   patchText({ pending: { hash, search } });
   if (hash === MOBY_DICK.hash) void loadExampleText();
   return true;

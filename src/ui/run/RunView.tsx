@@ -89,7 +89,7 @@ export function RunView() {
         />
         <div className="cards">
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />
-          <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel">
+          <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel" data-validation={JSON.stringify(validation)}>
             <h2 id="loss-title">Loss</h2>
             <LossChart losses={losses} validation={validation} steps={run.steps || config.steps} />
             {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step.</p>}

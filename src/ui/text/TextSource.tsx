@@ -25,7 +25,7 @@ export function TextSource({ disabled }: { disabled: boolean }) {
   };
   return (
     <div className="text-source" data-testid="text-source">
-      {text.pending && (
+      {text.pending?.hash && (
         <p className="text-pending" role="status" data-testid="text-pending">
           This link is a run on your own text (content hash <code>{text.pending.hash}</code>). A link cannot carry a file: pick the
           file it was made from and the run is set up as the link says; a file with another hash is refused.

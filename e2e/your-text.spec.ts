@@ -1,0 +1,173 @@
+/**
+ * "Your text" in the page, in headless Chromium (SwiftShader): a file picked
+ * (setInputFiles) trains the GPT on 4 pipelined workers, the held-out loss
+ * falls and sampled text is shown, no request leaves the page; bad files are
+ * refused naming the file and the rule; a large file is read without freezing
+ * the page; a link names its text by hash and refuses another file; the
+ * example loads from its preset; and on SwiftShader the default GPT stays small,
+ * saying why.
+ */
+import { mkdtempSync, writeFileSync, openSync, ftruncateSync, closeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { test, expect, type Page } from '@playwright/test';
+
+const dir = mkdtempSync(join(tmpdir(), 'pipelab-text-'));
+
+function file(name: string, data: string | Uint8Array): string {
+  const p = join(dir, name);
+  writeFileSync(p, data);
+  return p;
+}
+
+/** A small text whose lines repeat with variations (a model learns its letters and words in a few steps). */
+function shipLog(lines: number): string {
+  const words = ['the', 'whale', 'sea', 'ship', 'mast', 'harpoon', 'captain', 'sails', 'wind', 'deck'];
+  let s = '';
+  for (let i = 0; i < lines; i++) s += `Day ${i}: the ${words[i % 10]} and the ${words[(i * 7) % 10]} by the ${words[(i * 3) % 10]}.\n`;
+  return s;
+}
+
+const SMALL_GPT = 'model=gpt&layers=3&heads=2&width=16&blockSize=16&ranks=4&microbatches=4&batchSize=16&schedule=1f1b&lr=0.01';
+
+async function pick(page: Page, path: string): Promise<void> {
+  await page.getByTestId('text-file').setInputFiles(path);
+}
+
+test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, samples of the text appear, nothing leaves the page', async ({ page, baseURL }) => {
+  test.setTimeout(300_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  const origin = new URL(baseURL as string).origin;
+  const foreign: string[] = [];
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (u.protocol !== 'data:' && u.protocol !== 'blob:' && u.origin !== origin) foreign.push(r.url());
+  });
+  const text = shipLog(400);
+  await page.goto(`./?dataset=text&${SMALL_GPT}&steps=8&evalEvery=4`);
+  await pick(page, file('ship-log.txt', text));
+  await expect(page.getByTestId('text-loaded')).toContainText(`ship-log.txt: ${text.length.toLocaleString('en-US')} characters, ${new Set(text).size} symbols`);
+  // The link's fields held while the text was asked for, and the text is named by its hash in the link.
+  await expect(page.getByLabel('Heads', { exact: true })).toHaveValue('2');
+  await expect(page.getByLabel('Steps', { exact: true })).toHaveValue('8');
+  await expect(page).toHaveURL(/textHash=[0-9a-f]{16}/);
+  await expect(page.getByTestId('url-problems')).toHaveCount(0);
+
+  // Steps per second before Run.
+  await page.getByRole('button', { name: 'Estimate steps per second' }).click();
+  await expect(page.getByTestId('speed-estimate')).toContainText(/About [0-9.]+ steps\/s on this device .*: 8 steps ≈/, { timeout: 120_000 });
+
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const samples = page.getByRole('list', { name: 'Sampled text' });
+  await expect(samples.locator('li')).toHaveCount(3, { timeout: 240_000 });
+  await expect(page.getByTestId('text-samples')).toContainText('After 8 steps', { timeout: 120_000 });
+  // Every prompt is a piece of the text; every continuation is 160 characters of its symbols.
+  const items = await samples.locator('li').evaluateAll((lis) => lis.map((li) => ({ prompt: li.querySelector('.prompt')?.textContent ?? '', cont: li.querySelector('.continuation')?.textContent ?? '' })));
+  const alphabet = new Set(text);
+  for (const it of items) {
+    expect(text).toContain(it.prompt);
+    expect(it.prompt).toHaveLength(16);
+    expect([...it.cont]).toHaveLength(160);
+    for (const ch of it.cont) expect(alphabet.has(ch), JSON.stringify(ch)).toBe(true);
+  }
+  // On 4 workers; the held-out loss fell from the initial weights' (step 0, near ln V) to the trained ones'.
+  await expect(page.getByText('1F1B · 4 ranks × 4 micro-batches')).toBeVisible();
+  await expect(page.getByTestId('loss-panel')).toHaveAttribute('data-validation', /"step":7/, { timeout: 60_000 });
+  const vals = JSON.parse((await page.getByTestId('loss-panel').getAttribute('data-validation')) ?? '[]') as { step: number; loss: number }[];
+  expect(vals[0].step).toBe(0);
+  expect(vals.at(-1)?.step).toBe(7);
+  expect(Math.abs(vals[0].loss - Math.log(alphabet.size))).toBeLessThan(0.1);
+  expect(vals.at(-1)!.loss).toBeLessThan(vals[0].loss - 0.3);
+  // Temperature: a lower one draws again.
+  await page.getByLabel('Sampling temperature').fill('0.3');
+  await expect(page.getByText('Temperature 0.30')).toBeVisible();
+  expect(foreign).toEqual([]);
+});
+
+test('bad files are refused, each naming the file and the rule', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.goto(`./?dataset=text&${SMALL_GPT}&steps=4`);
+  const error = page.getByTestId('text-error');
+  const cases: [string, string | Uint8Array, string][] = [
+    ['photo.png', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]), 'text file "photo.png" = "byte 0x00 at offset 8": is not text (a NUL byte: a binary file?)'],
+    ['empty.txt', '', 'text file "empty.txt" = "0 bytes": is empty'],
+    ['aaaa.txt', 'a'.repeat(5000), 'text file "aaaa.txt" = "\\"a\\" × 5000": holds one repeated character'],
+    ['latin1.txt', new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]), 'text file "latin1.txt" = "bytes e9 0a at offset 3": is not valid UTF-8'],
+    ['hanzi.txt', Array.from({ length: 600 }, (_, i) => String.fromCodePoint(0x4e00 + i)).join('').repeat(3), 'text file "hanzi.txt" = "600 distinct characters": has more than the 256 symbols a vocabulary holds'],
+  ];
+  for (const [name, data, message] of cases) {
+    await pick(page, file(name, data));
+    await expect(error, name).toContainText(message);
+  }
+  // Shorter than two blocks: read, but the run is refused, naming the file and the rule.
+  await pick(page, file('short.txt', 'Call me Ishmael.'));
+  await expect(page.getByTestId('text-loaded')).toContainText('short.txt: 16 characters');
+  await expect(page.locator('.config-problem')).toContainText('text file "short.txt" = "16 characters": is shorter than two blocks of blockSize + 1 = 17 characters');
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeDisabled();
+});
+
+test('a 200 MB file is refused from its size before it is read; a 4 MB one is read without freezing the page', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.goto(`./?dataset=text&${SMALL_GPT}&steps=4`);
+  // A sparse 200 MB file: the page must refuse it from file.size alone.
+  const big = join(dir, 'huge.txt');
+  const fd = openSync(big, 'w');
+  ftruncateSync(fd, 200 * 1024 * 1024);
+  closeSync(fd);
+  await pick(page, big);
+  await expect(page.getByTestId('text-error')).toContainText('text file "huge.txt" = "200 MiB": is larger than the 4 MiB a text may be (it is not read');
+
+  // Just under the limit: watch the main thread's long tasks while it is read, checked and kept.
+  const text = shipLog(70_000).slice(0, 4 * 1024 * 1024 - 1024);
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: number[] };
+    w.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
+  const t0 = Date.now();
+  await pick(page, file('long-voyage.txt', text));
+  await expect(page.getByTestId('text-loaded')).toContainText('long-voyage.txt', { timeout: 60_000 });
+  const took = Date.now() - t0;
+  // Let a frame pass so the observer has reported.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+  console.log(`4 MB text: kept in ${took} ms; main-thread long tasks (ms): ${JSON.stringify(longTasks.map((d) => Math.round(d)))}`);
+  expect(Math.max(0, ...longTasks)).toBeLessThan(200);
+});
+
+test('a link names its text by hash: it asks for the file, refuses another one, and applies the link with the right one', async ({ page }) => {
+  test.setTimeout(120_000);
+  const text = shipLog(300);
+  const h = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  await page.goto(`./?dataset=text&textHash=${h}&${SMALL_GPT}&steps=12&evalEvery=6`);
+  await expect(page.getByTestId('text-pending')).toContainText(`content hash ${h}`);
+  await expect(page.getByTestId('url-problems')).toHaveCount(0);
+  // The link stays as it came while its text is asked for.
+  await expect(page).toHaveURL(new RegExp(`textHash=${h}`));
+  await pick(page, file('other.txt', text + 'one more line\n'));
+  await expect(page.getByTestId('text-error')).toContainText(`text file "other.txt" = `);
+  await expect(page.getByTestId('text-error')).toContainText(`has another content hash than the text the link names (${h}): pick the file the run was made from`);
+  await pick(page, file('ship-log.txt', text));
+  await expect(page.getByTestId('text-loaded')).toContainText(`Hash ${h}`);
+  await expect(page.getByTestId('text-pending')).toHaveCount(0);
+  await expect(page.getByLabel('Steps', { exact: true })).toHaveValue('12');
+  await expect(page.getByLabel('Width (C)', { exact: true })).toHaveValue('16');
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeEnabled({ timeout: 60_000 });
+});
+
+test('the example preset reads Moby-Dick from the page itself; on SwiftShader the default GPT stays small and the page says why', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.goto('./?dataset=names');
+  await expect(page.getByTestId('gpt-sizing')).toHaveText(
+    "Default GPT: the small 2 layers × 4 heads × 32 wide, because it is SwiftShader, a software renderer on the CPU (google swiftshader); makemore's 4 layers × 4 heads × 64 wide takes seconds a step without a GPU.",
+  );
+  await page.locator('[data-preset="your-text"] a').first().click();
+  await expect(page.getByTestId('text-loaded')).toContainText('moby-dick.txt: 1,190,317 characters, 83 symbols', { timeout: 60_000 });
+  await expect(page.getByTestId('text-loaded')).toContainText('public domain');
+  await expect(page.getByLabel('Model', { exact: true })).toHaveValue('gpt');
+  await expect(page).toHaveURL(/dataset=text&textHash=fe282a57094ed62e/);
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeEnabled();
+});
