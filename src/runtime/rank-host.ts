@@ -15,7 +15,10 @@ export interface RankInit {
   config: RunConfig;
   /** The model, built once by the coordinator (run-plan.ts) and sent to every rank. */
   spec: ModelSpec;
+  /** Pipeline rank (within its replica). */
   rank: number;
+  /** The worker's index in the mesh (src/schedule/mesh.ts: replica · ranks + rank); the rank itself with one pipeline. */
+  worker: number;
   schedule: Schedule;
   /** Block range [start, end) of every stage (all stages, not only this rank's). */
   stageBlocks: [number, number][];
@@ -23,6 +26,14 @@ export interface RankInit {
   fault?: Fault;
   /** A run on "your text": the text, which stays in the page and its workers (the configuration names it by hash). */
   corpus?: TextCorpus;
+}
+
+/** A worker's lines to the others. */
+export interface RankPorts {
+  /** Ports to other workers, by worker index: its pipeline neighbours in its replica and its ring neighbours across replicas. */
+  peers: Map<number, MessagePort>;
+  /** The coordinator's control line (mesh-control.ts: barrier, status); only in a data-parallel mesh. */
+  control?: MessagePort;
 }
 
 export interface RankStats {
@@ -55,8 +66,9 @@ export interface RankUp {
 export type Weights = Record<string, Float32Array | Float64Array>;
 
 export interface RankHost {
+  /** The worker's index in the mesh (the pipeline rank with one pipeline). */
   readonly rank: number;
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp>;
+  init(init: RankInit, ports: RankPorts): Promise<RankUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Promise<RankStats>;

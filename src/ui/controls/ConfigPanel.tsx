@@ -18,6 +18,7 @@ import { SCHEDULE_LABELS } from './schedule-labels.ts';
 import { TextSource } from '../text/TextSource.tsx';
 import { currentTextHash } from '../../state/text-source.ts';
 import { gptSizingLine, pageGptSize } from '../../state/gpt-sizing.ts';
+import { DataParallelFields } from './DataParallelFields.tsx';
 
 const DATASET_LABELS: Record<DatasetName, string> = {
   spiral: 'Spiral (3 classes, 2-D)',
@@ -147,7 +148,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.ranks}
             onChange={(ranks) => set({ ranks })}
             error={errorFor('ranks')}
-            hint={`one worker + GPU device each; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
+            hint={`one worker + GPU device each${cfg.dp > 1 ? ' per replica' : ''}; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
           />
           <NumberField
             label="Virtual stages per rank"
@@ -170,8 +171,9 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             </button>
           </p>
         )}
+        <DataParallelFields cfg={cfg} set={set} errorFor={errorFor} />
         <div className="row2">
-          <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} />
+          <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} hint={cfg.dp > 1 ? 'per replica' : undefined} />
           <NumberField
             label="Batch size"
             name="batchSize"
@@ -180,7 +182,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.batchSize}
             onChange={(batchSize) => set({ batchSize })}
             error={errorFor('batchSize')}
-            hint={cfg.batchSize % cfg.microbatches === 0 ? `${cfg.batchSize / cfg.microbatches} per micro-batch` : undefined}
+            hint={cfg.batchSize % (cfg.dp * cfg.microbatches) === 0 ? `${cfg.batchSize / (cfg.dp * cfg.microbatches)} per micro-batch${cfg.dp > 1 ? ` (the global batch: ${cfg.dp} replicas × ${cfg.microbatches} micro-batches)` : ''}` : undefined}
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
