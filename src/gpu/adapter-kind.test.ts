@@ -34,5 +34,8 @@ describe('classifyAdapter', () => {
 
   it('says why, naming the adapter', () => {
     expect(classifyAdapter({ vendor: 'google', architecture: 'swiftshader' }).why).toBe('it is SwiftShader, a software renderer on the CPU (google swiftshader)');
+    // Chromium 156 flags SwiftShader as a fallback adapter too: the renderer's name is what the line says.
+    expect(classifyAdapter({ vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true }).why).toBe('it is SwiftShader, a software renderer on the CPU (google swiftshader)');
+    expect(classifyAdapter({ vendor: 'intel', architecture: 'gen-12lp', isFallbackAdapter: true }).why).toBe('the browser gave a fallback adapter (intel gen-12lp), which renders in software');
   });
 });

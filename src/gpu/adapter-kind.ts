@@ -37,12 +37,13 @@ const SOFTWARE: readonly [RegExp, string][] = [
 export function classifyAdapter(info: AdapterInfoLike | null | undefined, adapterIsFallback = false): AdapterKind {
   const fields = [info?.vendor, info?.architecture, info?.device, info?.description].map((s) => (typeof s === 'string' ? s.trim() : ''));
   const label = fields.slice(0, 2).filter((s) => s.length > 0).join(' ') || fields.slice(2).find((s) => s.length > 0) || 'an unnamed adapter';
-  if (info?.isFallbackAdapter === true || adapterIsFallback) {
-    return { hardware: false, label, why: `the browser gave a fallback adapter (${label}), which renders in software` };
-  }
+  // A renderer it names is said by name (Chromium's SwiftShader is also flagged as a fallback adapter).
   const text = fields.join(' ');
   for (const [re, name] of SOFTWARE) {
     if (re.test(text)) return { hardware: false, label, why: `it is ${name}, a software renderer on the CPU (${label})` };
+  }
+  if (info?.isFallbackAdapter === true || adapterIsFallback) {
+    return { hardware: false, label, why: `the browser gave a fallback adapter (${label}), which renders in software` };
   }
   if (fields.every((s) => s.length === 0)) {
     return { hardware: false, label, why: 'the adapter does not say what it is, so it is not taken for a GPU' };

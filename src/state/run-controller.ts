@@ -71,7 +71,13 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
           );
         }
         // Text: samples follow the training, from the same weights.
-        if (config.dataset === 'text') void showTextSamples(config, step + 1, w, () => activeRun() === run);
+        // Late samples still count, unless a newer run has started (it reset them).
+        if (config.dataset === 'text') {
+          void showTextSamples(config, step + 1, w, () => {
+            const now = activeRun();
+            return now === run || now === null;
+          });
+        }
         void validationLoss(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
@@ -162,38 +168,52 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
 
 /** Held-out prompts the page continues. */
 const TEXT_SAMPLES = 3;
-/** The weights text was last sampled from (to sample again at another temperature). */
-let lastTextWeights: { config: RunConfig; step: number; weights: WeightMap } | null = null;
+/** The weights text was last asked to be sampled from (to sample again at another temperature). */
+interface TextSampling {
+  config: RunConfig;
+  step: number;
+  weights: WeightMap;
+  current: () => boolean;
+  seed: number;
+}
+let lastTextWeights: TextSampling | null = null;
 let sampling = false;
 
 /**
  * Samples the text model's weights at the page's temperature and shows them
- * while `current()` holds; a sampling still in progress is not doubled (the
- * next weights come soon enough).
+ * while `current()` holds. One sampling at a time: weights that come while one
+ * is drawn wait, and when it ends the latest weights asked for (or the same
+ * ones at a temperature that moved meanwhile) are drawn next, so the last
+ * weights of a run are always shown.
  */
 async function showTextSamples(config: RunConfig, step: number, weights: WeightMap, current: () => boolean, seed = config.seed + step): Promise<void> {
-  lastTextWeights = { config, step, weights };
+  lastTextWeights = { config, step, weights, current, seed };
   if (sampling) return;
   sampling = true;
-  const temperature = usePipeLab.getState().sampleTemperature;
   try {
-    const samples = await sampleTrainedText(config, weights, TEXT_SAMPLES, seed, temperature);
-    const shown = usePipeLab.getState().textSamples;
-    if (current() && (!shown || shown.step <= step)) usePipeLab.setState({ textSamples: { step, samples } });
-  } catch (e) {
-    console.warn('PipeLab: could not sample text:', e);
+    let job: TextSampling | null = lastTextWeights;
+    while (job) {
+      const temperature = usePipeLab.getState().sampleTemperature;
+      try {
+        const samples = await sampleTrainedText(job.config, job.weights, TEXT_SAMPLES, job.seed, temperature);
+        const shown = usePipeLab.getState().textSamples;
+        if (job.current() && (!shown || shown.step <= job.step)) usePipeLab.setState({ textSamples: { step: job.step, samples } });
+      } catch (e) {
+        console.warn('PipeLab: could not sample text:', e);
+      }
+      const next: TextSampling | null = lastTextWeights;
+      job = next !== job || usePipeLab.getState().sampleTemperature !== temperature ? next : null;
+    }
   } finally {
     sampling = false;
   }
-  // The temperature moved while these were drawn: draw again at the new one.
-  if (usePipeLab.getState().sampleTemperature !== temperature) sampleTextAgain(0);
 }
 
 /** Samples the last weights again (another draw, or the temperature changed). */
 export function sampleTextAgain(draw: number): void {
   const last = lastTextWeights;
-  if (!last || sampling) return;
-  void showTextSamples(last.config, last.step, last.weights, () => lastTextWeights === last, last.config.seed + last.step + draw * 7919);
+  if (!last) return;
+  void showTextSamples(last.config, last.step, last.weights, last.current, last.config.seed + last.step + draw * 7919);
 }
 
 /** Sets the temperature text is sampled at, and samples again at it. */

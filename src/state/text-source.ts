@@ -78,10 +78,14 @@ function accept(corpus: TextCorpus): void {
   patchText({ loading: null, error: null, pending: null, loaded: { name: corpus.name, hash: corpus.hash, line: describeCorpus(corpus) } });
   if (pending) {
     const q = new URLSearchParams(pending.search.startsWith('?') ? pending.search.slice(1) : pending.search);
-    q.set('textHash', corpus.hash);
+    // Last, so that a rule the text breaks with the link's sizes reverts the text, not another field ...
+    q.delete('textHash');
+    q.append('textHash', corpus.hash);
     const { config, problems } = readUrlState(q.toString());
-    setConfig(config);
-    usePipeLab.setState({ urlProblems: problems });
+    // ... and then the text is kept anyway: it is what was picked, and the form says which rule it breaks.
+    const kept = config.dataset === 'text' && config.textHash === corpus.hash;
+    setConfig(kept ? config : withDataset(config, 'text', corpus.hash, pageGptSize()));
+    usePipeLab.setState({ urlProblems: kept ? problems : problems.filter((p) => p.field !== 'textHash') });
   } else {
     setConfig(withDataset(usePipeLab.getState().config, 'text', corpus.hash, pageGptSize()));
   }
