@@ -7,7 +7,7 @@
  * example loads from its preset; and on SwiftShader the default GPT stays small,
  * saying why.
  */
-import { mkdtempSync, writeFileSync, openSync, ftruncateSync, closeSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, openSync, ftruncateSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -30,6 +30,21 @@ function shipLog(lines: number): string {
 }
 
 const SMALL_GPT = 'model=gpt&layers=3&heads=2&width=16&blockSize=16&ranks=4&microbatches=4&batchSize=16&schedule=1f1b&lr=0.01';
+
+/** Screenshots go to e2e/screenshots/ (ignored by git). */
+const SHOTS = join(import.meta.dirname, 'screenshots');
+
+/** The text's controls and its samples, at a desktop and a phone width. */
+async function shoot(page: Page): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  for (const [width, height] of [[1440, 900], [390, 844]] as const) {
+    await page.setViewportSize({ width, height });
+    await page.getByTestId('text-source').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, `your-text-source-${width}.png`) });
+    await page.getByTestId('text-samples').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(SHOTS, `your-text-samples-${width}.png`) });
+  }
+}
 
 async function pick(page: Page, path: string): Promise<void> {
   await page.getByTestId('text-file').setInputFiles(path);
@@ -82,6 +97,7 @@ test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, 
   // Temperature: a lower one draws again.
   await page.getByLabel('Sampling temperature').fill('0.3');
   await expect(page.getByText('Temperature 0.30')).toBeVisible();
+  await shoot(page);
   expect(foreign).toEqual([]);
 });
 
