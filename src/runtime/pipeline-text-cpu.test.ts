@@ -8,12 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { buildCorpus } from '../data/text-corpus.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
-import { compareGrads } from '../nn/testing/gradcheck.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from './run-config.ts';
 import type { RankInit, RankPorts } from './rank-host.ts';
+import { relErr } from '../util/rel-err.ts';
 
 const TEXT = 'It is a way I have of driving off the spleen, and regulating the circulation. '.repeat(12) + 'Ünïcode: 🐋 ahoy!\n';
 const corpus = buildCorpus('spleen.txt', TEXT, '5eed5eed5eed5eed');
@@ -36,8 +36,6 @@ function textConfig(over: Partial<RunConfig>): RunConfig {
     ...over,
   };
 }
-
-const relErr = (a: ArrayLike<number>, b: ArrayLike<number>): number => compareGrads(a, b).relErr;
 
 describe('a text through the pipeline equals single-device training (CPU reference)', () => {
   it.each([
