@@ -101,6 +101,20 @@ test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, 
   expect(foreign).toEqual([]);
 });
 
+test('a text run at dp = 2 × 2 ranks (4 workers, the gradients all-reduced) trains from a link that names the mesh', async ({ page }) => {
+  test.setTimeout(240_000);
+  const text = shipLog(300);
+  await page.goto(`./?dataset=text&model=gpt&layers=3&heads=2&width=16&blockSize=16&dp=2&ranks=2&microbatches=2&batchSize=16&schedule=1f1b&lr=0.01&steps=4&evalEvery=0`);
+  await pick(page, file('ship-log.txt', text));
+  await expect(page.getByTestId('text-loaded')).toContainText('ship-log.txt');
+  await expect(page.getByLabel('Replicas (dp)', { exact: true })).toHaveValue('2');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
+  await expect(page.getByTestId('run-timeline').locator('.timeline-plot')).toHaveAttribute('aria-label', /2 replicas × 2 ranks = 4 workers/);
+  await expect(page.getByTestId('text-samples')).toContainText('After 4 steps', { timeout: 60_000 });
+  await expect(page.getByRole('list', { name: 'Sampled text' }).locator('li')).toHaveCount(3);
+});
+
 test('bad files are refused, each naming the file and the rule', async ({ page }) => {
   test.setTimeout(120_000);
   await page.goto(`./?dataset=text&${SMALL_GPT}&steps=4`);
