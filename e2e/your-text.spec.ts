@@ -7,11 +7,12 @@
  * example loads from its preset; and on SwiftShader the default GPT stays small,
  * saying why.
  */
-import { mkdtempSync, mkdirSync, writeFileSync, openSync, ftruncateSync, closeSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, openSync, ftruncateSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { test, expect, type Page } from '@playwright/test';
+import { test, expect, type Page, type TestInfo } from '@playwright/test';
+import { keepScreenshot } from './screens.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-text-'));
 
@@ -31,18 +32,11 @@ function shipLog(lines: number): string {
 
 const SMALL_GPT = 'model=gpt&layers=3&heads=2&width=16&blockSize=16&ranks=4&microbatches=4&batchSize=16&schedule=1f1b&lr=0.01';
 
-/** Screenshots go to e2e/screenshots/ (ignored by git). */
-const SHOTS = join(import.meta.dirname, 'screenshots');
-
-/** The text's controls and its samples, at a desktop and a phone width. */
-async function shoot(page: Page): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
+/** The page after a text run, at a desktop and a phone width (kept under test-results/screens/). */
+async function shoot(page: Page, info: TestInfo): Promise<void> {
   for (const [width, height] of [[1440, 900], [390, 844]] as const) {
     await page.setViewportSize({ width, height });
-    await page.getByTestId('text-source').scrollIntoViewIfNeeded();
-    await page.screenshot({ path: join(SHOTS, `your-text-source-${width}.png`) });
-    await page.getByTestId('text-samples').scrollIntoViewIfNeeded();
-    await page.screenshot({ path: join(SHOTS, `your-text-samples-${width}.png`) });
+    await keepScreenshot(page, info, `your-text-${width}`);
   }
 }
 
@@ -50,7 +44,7 @@ async function pick(page: Page, path: string): Promise<void> {
   await page.getByTestId('text-file').setInputFiles(path);
 }
 
-test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, samples of the text appear, nothing leaves the page', async ({ page, baseURL }) => {
+test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, samples of the text appear, nothing leaves the page', async ({ page, baseURL }, info) => {
   test.setTimeout(300_000);
   page.on('pageerror', (e) => console.log('pageerror:', e.message));
   const origin = new URL(baseURL as string).origin;
@@ -97,7 +91,7 @@ test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, 
   // Temperature: a lower one draws again.
   await page.getByLabel('Sampling temperature').fill('0.3');
   await expect(page.getByText('Temperature 0.30')).toBeVisible();
-  await shoot(page);
+  await shoot(page, info);
   expect(foreign).toEqual([]);
 });
 

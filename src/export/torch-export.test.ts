@@ -84,12 +84,12 @@ describe('the exported PyTorch program equals the float64 single-device loop', (
       expect(weightDiff).toBeLessThan(1e-4);
       // The held-out loss train.py prints is the float64 reference's, to float32 rounding.
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
-      // The bundle's CSV is the time-aligned form, and reads back as the run's schedule.
       if (cfg.dataset === 'text') {
         // The bundle keeps the text it trained on, and its vocabulary.
         expect(new TextDecoder().decode(files.find((f) => f.path === 'text.txt')!.data as Uint8Array)).toBe(mobyExcerpt.text);
         expect(JSON.parse(files.find((f) => f.path === 'vocab.json')!.data as string).symbols).toEqual(mobyExcerpt.symbols);
       }
+      // The bundle's CSV is the time-aligned form, and reads back as the run's schedule.
       const csv = files.find((f) => f.path === 'schedule.csv')!.data as string;
       expect(crossRankColumnViolations(csv)).toEqual([]);
       expect(fromCsv(csv).order).toEqual(generateSchedule(cfg.schedule as never, cfg.ranks, cfg.microbatches, cfg.virtual).order);
