@@ -5,7 +5,7 @@
  * unmeasured training accuracy) are written as the strings "NaN", "Infinity"
  * and "-Infinity". Reading checks every field and names the first bad one.
  */
-import { validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
 import { lrAt } from '../nn/train-config.ts';
 import type { OptimizerName } from '../nn/optimizer.ts';
@@ -80,6 +80,9 @@ function parsed(meta: Record<string, string>, key: string): unknown {
 function readConfig(raw: unknown): RunConfig {
   try {
     const config = snapshotRunConfig(raw);
+    // Every key: a model's validation skips the fields of other models (the MLP's, the GPT's heads), but a state keeps them all.
+    const missing = Object.keys(defaultRunConfig()).find((k) => !Object.hasOwn(config, k));
+    if (missing !== undefined) throw new ConfigError(missing, 'missing', 'must be given (a checkpoint keeps the whole configuration)');
     if (config.fault !== undefined) throw new ConfigError('fault', config.fault, 'a checkpoint does not keep a test fault');
     validateRunConfig(config);
     return config;
