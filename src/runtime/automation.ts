@@ -20,6 +20,8 @@
  *   window.pipelab.warmWorkers()            stage workers kept warm between runs (warm-workers.ts)
  *   window.pipelab.startedWorkers()         stage workers ever started on this page
  *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
+ *   window.pipelab.checkpoints              the checkpoints kept in this origin's IndexedDB: list, read,
+ *                                           inspect, store, remove, reference (src/run-state/checkpoint-automation.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
@@ -31,6 +33,7 @@ import { measureProfile } from '../plan/measure.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
+import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -50,6 +53,8 @@ export interface PipelabAutomation {
   warmWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
+  /** The checkpoints kept in this origin's IndexedDB. */
+  checkpoints: CheckpointAutomation;
 }
 
 declare global {
@@ -152,5 +157,6 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     warmWorkers: () => warmWorkers.size,
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,
+    checkpoints: checkpointAutomation(),
   };
 }
