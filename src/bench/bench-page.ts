@@ -12,6 +12,7 @@ import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
 import { benchStartup } from './startup-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
+import { benchAllReduce } from './allreduce-bench.ts';
 
 const log = document.getElementById('log');
 
@@ -52,6 +53,11 @@ const api = {
   async startup(runs: number, steps: number) {
     say(`startup: ${runs} runs of the default configuration`);
     return benchStartup(runs, steps);
+  },
+  /** The ring all-reduce over MessageChannels between dp workers, vectors of each size (allreduce-bench.ts). */
+  async allReduce(dp: number, bytes: number[], repeats: number) {
+    say(`all-reduce dp=${dp}`);
+    return benchAllReduce(dp, bytes, repeats);
   },
   async training(c: TrainingBenchCase) {
     say(`training ${c.dataset}`);

@@ -4,6 +4,7 @@ import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchRow } from '../training-suite.ts';
 import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
+import type { AllReduceBenchRow } from '../allreduce-bench.ts';
 
 interface Report {
   date: string;
@@ -165,7 +166,16 @@ function timelineTable(res: SuiteResult): string {
   );
 }
 
+function allReduceTable(res: SuiteResult): string {
+  const rows = res.rows as (AllReduceBenchRow & { modelMs: number })[];
+  return table(
+    ['dp', 'vector', 'measured ms (median)', 'per link MB/s', 'α–β model ms', 'model − measured'],
+    rows.map((r) => [String(r.dp), r.bytes >= 1 << 20 ? `${r.bytes / (1 << 20)} MiB` : `${r.bytes / 1024} KiB`, f(r.medianMs, 3), f(r.busMBps, 0), f(r.modelMs, 3), pct((r.modelMs - r.medianMs) / r.medianMs)]),
+  );
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
+  allreduce: allReduceTable,
   schedules: (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
   kernels: kernelsTable,
   training: trainingTable,
