@@ -253,28 +253,24 @@ def _kind(optimizer):
     raise CheckpointError(f"{type(optimizer).__name__} is neither torch.optim.AdamW nor torch.optim.SGD")
 
 
-def optimizer_state_dict(state, optimizer, names):
-    """A state_dict for `optimizer` (torch.optim.AdamW or SGD over the tensors named by `names`, {tensor: name})
-    holding the checkpoint's slots and step count; optimizer.load_state_dict takes it."""
-    if _kind(optimizer) != state.optimizer:
-        raise CheckpointError(f"the checkpoint holds {state.optimizer}'s state; this optimizer is {_kind(optimizer)}")
+def optimizer_state_dict(optimizer, kind, steps, slots_of):
+    """A state_dict for `optimizer` (torch.optim.AdamW or SGD) that optimizer.load_state_dict takes: `slots_of`
+    maps each of its tensors to its slots ({slot: values}), `steps` is the step count (AdamW's bias correction)."""
+    if _kind(optimizer) != kind:
+        raise CheckpointError(f"the checkpoint holds {kind}'s state; this optimizer is {_kind(optimizer)}")
     sd = optimizer.state_dict()
-    ordered = [p for g in optimizer.param_groups for p in g["params"]]
     out = {}
-    for i, p in enumerate(ordered):
-        slots = state.slots[names[p]]
-        if state.steps_done == 0 and state.optimizer_steps == 0:
-            continue  # a fresh optimizer: torch creates its state at the first step
-        entry = {s: slots[s].clone() for s in SLOTS[state.optimizer]}
-        if state.optimizer == "adamw":
-            entry["step"] = torch.tensor(float(state.optimizer_steps))
-        out[i] = entry
+    if steps > 0:  # before the first step torch creates the state itself
+        for i, p in enumerate(p for g in optimizer.param_groups for p in g["params"]):
+            out[i] = {s: slots_of[p][s].reshape(p.shape).clone() for s in SLOTS[kind]}
+            if kind == "adamw":
+                out[i]["step"] = torch.tensor(float(steps))
     return {"state": out, "param_groups": sd["param_groups"]}
 
 
 def load_run_state(state, params, optimizer=None):
     """Copies the checkpoint's weights into `params` ({name: tensor}, each name in the file) and, given one, its
-    optimizer state into `optimizer` (over tensors among `params`)."""
+    optimizer state into `optimizer` (a torch.optim AdamW or SGD over tensors of `params`)."""
     for name, p in params.items():
         if name not in state.params:
             raise CheckpointError(f"the checkpoint has no parameter {name}")
@@ -284,8 +280,8 @@ def load_run_state(state, params, optimizer=None):
         for name, p in params.items():
             p.copy_(state.params[name])
     if optimizer is not None:
-        names = {p: n for n, p in params.items()}
-        optimizer.load_state_dict(optimizer_state_dict(state, optimizer, names))
+        slots_of = {p: state.slots[n] for n, p in params.items()}
+        optimizer.load_state_dict(optimizer_state_dict(optimizer, state.optimizer, state.optimizer_steps, slots_of))
 
 
 def optimizer_slots(optimizer, params):
