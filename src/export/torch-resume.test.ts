@@ -14,18 +14,23 @@
  *   torchrun --resume of its own step-k file repeats its straight run's steps
  *   k … 2k−1, and the page continues that file to torchrun's 2k.
  *
+ * - --resume refuses, before any process group starts and on every process, a
+ *   damaged file, one of another model or configuration (naming the first
+ *   difference), and one already at the run's last step.
+ *
  * Needs Debian's python3-torch (scripts/install-deps.sh).
  */
-import { copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
+import { buildModelSpec } from '../nn/model-config.ts';
+import { paramShapes } from '../nn/param-shapes.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
 import { decodeRunState, encodeRunState } from '../run-state/codec.ts';
 import { runStateOf, type RunState } from '../run-state/run-state.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 
 const K = 2;
@@ -109,4 +114,37 @@ describe('checkpoints cross between the page and torchrun', () => {
     expect(lossB).toBeLessThan(1e-4);
     expect(weightB).toBeLessThan(1e-4);
   }, 400_000);
+
+  it('--resume refuses a damaged file, another model, another configuration and a finished run, on every process, before training', async () => {
+    const { dir } = writeTempBundle(charMlp);
+    const own = runStateOf(charMlp, (await pageRun(charMlp, { stopAt: K })).progress!);
+    const files: [string, Uint8Array, string][] = [];
+    const damaged = encodeRunState(own);
+    damaged[damaged.length - 1] ^= 0x01;
+    files.push(['damaged', damaged, 'corrupted checkpoint: its checksum is']);
+    const otherModel = runStateOf({ ...charMlp, hidden: 12 }, (await pageRun({ ...charMlp, hidden: 12 }, { stopAt: 1 })).progress!);
+    const shapesOf = (cfg: RunConfig) => paramShapes(buildModelSpec(toTrainConfig(cfg)));
+    const ours = shapesOf(charMlp);
+    const [firstName, theirShape] = [...shapesOf({ ...charMlp, hidden: 12 })].find(([n, shape]) => String(ours.get(n)) !== String(shape))!;
+    files.push(['other-model', encodeRunState(otherModel), `a checkpoint of another model: parameter ${firstName} is [${theirShape.join(', ')}] in the checkpoint, [${ours.get(firstName)!.join(', ')}] in this run's model`]);
+    const otherLr = runStateOf({ ...charMlp, lr: charMlp.lr * 2 }, (await pageRun({ ...charMlp, lr: charMlp.lr * 2 }, { stopAt: 1 })).progress!);
+    files.push(['other-lr', encodeRunState(otherLr), `a checkpoint of another configuration: config.lr = ${charMlp.lr * 2} in the checkpoint, ${charMlp.lr} in this run`]);
+    files.push(['finished', encodeRunState(runStateOf(charMlp, (await pageRun(charMlp)).progress!)), `the checkpoint is at step ${2 * K}; this run ends at step ${2 * K}: nothing to do`]);
+    for (const [name, bytes, message] of files) {
+      const path = join(dir, `${name}.safetensors`);
+      writeFileSync(path, bytes);
+      for (const rank of name === 'damaged' ? [0, 1] : [1]) {
+        const r = runPython(dir, { RANK: String(rank), WORLD_SIZE: '2' }, ['--resume', path]);
+        expect(r.code, `${name} rank ${rank}: ${r.output}`).not.toBe(0);
+        expect(r.output, name).toContain(`train.py: --resume ${path}: `);
+        expect(r.output, name).toContain(message);
+      }
+    }
+    // A checkpoint of the same run on another mesh resumes: the mesh and schedule are not part of what must match.
+    const otherMesh = encodeRunState({ ...own, config: { ...own.config, ranks: 1, schedule: 'gpipe' } });
+    writeFileSync(join(dir, 'other-mesh.safetensors'), otherMesh);
+    const r = await runTorchrun(dir, charMlp.ranks, ['--resume', join(dir, 'other-mesh.safetensors'), '--steps', String(K + 1)]);
+    expect(r.code, r.output).toBe(0);
+    expect(r.losses[K], r.output).toBeCloseTo((await pageRun(charMlp, { stopAt: K + 1 })).losses[K], 5);
+  }, 300_000);
 });

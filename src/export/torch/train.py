@@ -4,6 +4,7 @@
     torchrun --nproc_per_node=W train.py                  # W = dp x ranks (config.json "world")
     torchrun --nproc_per_node=W train.py --backend nccl   # one GPU per process
     torchrun --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
+    torchrun --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint; save every N steps
 
 The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, replica-major: process g is replica
 g // ranks, pipeline rank g % ranks (bundle.py). Each builds the stages the schedule puts on its pipeline rank,
@@ -13,6 +14,12 @@ are summed over its replicas and every process steps its optimizer (collectives.
 it). The last stage's process of replica 0 prints the loss of every step: the whole batch's, every replica's
 share. At the end rank 0 gathers the weights, writes trained.safetensors (the page's names and layouts) and
 prints the held-out loss.
+
+Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
+the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
+state with ZeRO-1's shards gathered, the step, the losses so far); --resume FILE checks a checkpoint against this
+run (its model and configuration; the mesh and schedule may differ) before any process group starts and continues
+from its step with its weights and optimizer state.
 
 Needs PyTorch >= 1.13 and the Python standard library only (safetensors is read with struct and json).
 """
@@ -95,30 +102,32 @@ class Process:
 MESH_FIELDS = ("ranks", "dp", "zero", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
 
 
-def resume(proc, flush, path):
-    """Loads the checkpoint `path` into this process's stages and optimizer; the RunState (its step and losses)."""
-    cfg = proc.bundle.cfg
+def read_resume(bundle, path, steps):
+    """The checkpoint `path`, checked against this run before any process group starts (every process reads it, so
+    a bad file stops them all with the same message): sound, of this model and configuration, before step `steps`."""
+    cfg = bundle.cfg
     try:
         state = read_run_state(path)
         check_run(state, cfg["run"], {n: s for stage in cfg["stageParams"] for n, s in stage}, ignore=MESH_FIELDS)
     except (CheckpointError, OSError) as e:
         raise SystemExit(f"--resume {path}: {e}") from None
-    load_run_state(state, {n: p for st in proc.stages.values() for n, p in st.params.items()})
-    flush.load_optimizer(state)
+    if state.steps_done >= steps:
+        raise SystemExit(f"--resume {path}: the checkpoint is at step {state.steps_done}; this run ends at step {steps}: nothing to do")
     return state
 
 
-def train(proc, args):
+def train(proc, args, steps, resumed):
+    """Steps [resumed.steps_done, steps) (resumed: a checked checkpoint, or None to start at step 0)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
-    steps = args.steps if args.steps is not None else cfg["steps"]
     run = cfg.get("run", {})
     flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True), proc.timeout)
     pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done)
-    start = resume(proc, flush, args.resume) if args.resume else RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
-    if start.steps_done >= steps:
-        raise SystemExit(f"--resume {args.resume}: the checkpoint is at step {start.steps_done}; this run ends at step {steps} (--steps): nothing to do")
-    if start.steps_done:
-        print(f"resumed from {args.resume} at step {start.steps_done}", flush=True)
+    start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
+    if resumed:
+        load_run_state(resumed, {n: p for st in proc.stages.values() for n, p in st.params.items()})
+        flush.load_optimizer(resumed)
+        if proc.rank == 0:
+            print(f"resumed from {args.resume} at step {resumed.steps_done}", flush=True)
     last = cfg["stages"] - 1
     prints = last in proc.stages and proc.replica == 0
     step_ms, losses = [], list(start.losses)
@@ -218,14 +227,16 @@ def main():
         raise SystemExit(f"--save-every = {args.save_every}: must be 0 (only at the end) or a number of steps >= 1")
     if args.steps is not None and not 1 <= args.steps <= cfg["steps"]:
         raise SystemExit(f"--steps = {args.steps}: must be between 1 and the exported run's {cfg['steps']} steps (its batches are in the bundle)")
+    steps = args.steps if args.steps is not None else cfg["steps"]
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
+    resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
     proc.start(args.backend)
     if args.profile:
         from profiling import profile_cluster
         profile_cluster(proc, args)
     else:
-        train(proc, args)
+        train(proc, args, steps, resumed)
     dist.barrier()
     dist.destroy_process_group()
 
