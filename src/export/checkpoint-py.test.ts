@@ -12,7 +12,12 @@
  *   and F32 as train.py's float32 run holds it); decodeRunState (every check
  *   of the format, against the expected configuration) gives the same state
  *   (F32: each value rounded to float32).
- * - Damaged files are refused in Python with a message naming what is wrong.
+ * - Damaged files are refused in Python with a message naming what is wrong,
+ *   and 200 mutated files (flipped bytes, truncations, wrong header lengths;
+ *   behind a resealed checksum: wrong dtypes, shapes and offsets, tensors
+ *   dropped or renamed, bad metadata) that the TS codec refuses are each
+ *   refused by checkpoint.py too, with a CheckpointError (any other exception
+ *   fails the probe).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
@@ -23,9 +28,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
+import { CheckpointError } from '../run-state/checkpoint-error.ts';
 import { decodeRunState, encodeRunState, slotTensorName } from '../run-state/codec.ts';
 import { MAX_CHECKPOINT_BYTES, runStateOf, type RunState } from '../run-state/run-state.ts';
-import { editHeader, editMetadata } from '../run-state/testing/edit-file.ts';
+import { editHeader, editMetadata, type Header } from '../run-state/testing/edit-file.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
 import { writeSafetensors } from '../util/safetensors.ts';
 import { PYTHON } from './testing/torchrun.ts';
@@ -156,5 +162,64 @@ describe('checkpoint.py and the TS codec read each other', () => {
       expect(r.refused, name).toContain(`bad-${name}.safetensors: `);
     }
     expect(got[files.length]).toEqual({ ok: true });
+  }, 120_000);
+
+  it('200 mutated files the TS codec refuses are each refused by checkpoint.py with a CheckpointError', () => {
+    let seed = 20;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const good = encodeRunState(states[1]);
+    const tensorNames = Object.keys(states[1].params).flatMap((p) => [p, ...Object.keys(states[1].optimizer.slots[p]).map((s) => slotTensorName(p, s))]);
+    const pick = (): string => tensorNames[rand(tensorNames.length)];
+    type Entry = { dtype: string; shape: number[]; data_offsets: number[] };
+    const entry = (h: Header, n: string) => h[n] as Entry;
+    const edits: ((h: Header) => void)[] = [
+      (h) => void (entry(h, pick()).dtype = ['I32', 'BF16', 'F16', 'x'][rand(4)]),
+      (h) => void (entry(h, pick()).dtype = 'F32'), // the state is F64: the offsets no longer fit
+      (h) => void entry(h, pick()).shape.push(2),
+      (h) => void (entry(h, pick()).shape = [2 ** 40, 2 ** 40]),
+      (h) => void (entry(h, pick()).data_offsets[1] += 4),
+      (h) => void (entry(h, pick()).data_offsets = [-4, 0]),
+      (h) => void delete h[pick()],
+      (h) => {
+        const n = pick();
+        h[`${n}x`] = h[n];
+        delete h[n];
+      },
+      (h) => void (h.__metadata__.version = String(2 + rand(5))),
+      (h) => void (h.__metadata__.format = 'pt'),
+      (h) => void (h.__metadata__.stepsDone = String(100 + rand(9))),
+      (h) => void (h.__metadata__.losses = JSON.stringify([1])),
+      (h) => void (h.__metadata__.optimizer = JSON.stringify({ name: 'adamw', steps: 1 })),
+      (h) => void (h.__metadata__.data = JSON.stringify({ seed: -1, nextBatch: 2 })),
+      (h) => void (h.__metadata__.lrNext = '"fast"'),
+      (h) => void (h.__metadata__.evals = '{'),
+      (h) => void (h.__metadata__.config = '[]'),
+    ];
+    const mutants: Uint8Array[] = [];
+    for (let i = 0; i < 200; i++) {
+      const kind = i % 4;
+      if (kind === 0) {
+        const b = good.slice();
+        b[rand(b.length)] ^= 1 << rand(8);
+        mutants.push(b);
+      } else if (kind === 1) mutants.push(good.slice(0, rand(good.length)));
+      else if (kind === 2) {
+        const b = good.slice();
+        new DataView(b.buffer).setBigUint64(0, BigInt([0, 1, 7, b.length, b.length - 7, 2 ** 31][rand(6)]), true);
+        mutants.push(b);
+      } else mutants.push(editHeader(good, edits[rand(edits.length)]));
+    }
+    const jobs: Job[] = mutants.map((bytes, i) => {
+      expect(() => decodeRunState(bytes), `mutant ${i}`).toThrow(CheckpointError);
+      const path = join(dir, `mutant-${i}.safetensors`);
+      writeFileSync(path, bytes);
+      return { op: 'read', path };
+    });
+    const got = probe(dir, jobs);
+    const accepted = got.flatMap((r, i) => ('refused' in r ? [] : [i]));
+    expect(accepted).toEqual([]);
   }, 120_000);
 });
