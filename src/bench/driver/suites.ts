@@ -8,8 +8,7 @@ import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-s
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
-import type { AllReduceBenchRow } from '../allreduce-bench.ts';
-import { fitAlphaBeta, ringTimeMs, type AlphaBeta } from '../allreduce-fit.ts';
+import { measureRing, mesh } from '../mesh-suite.ts';
 
 export interface BenchContext {
   page: Page;
@@ -177,39 +176,24 @@ async function timeline(ctx: BenchContext): Promise<SuiteResult> {
   }
 }
 
-/** Vector sizes of the all-reduce micro-benchmark: 4 KiB … 4 MiB. */
-const ALLREDUCE_BYTES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
-
 /**
  * The ring all-reduce over MessageChannels between workers (no GPU), dp = 2
  * and 4, 4 KiB … 4 MiB, and the α–β model fitted to each ring size: what a
  * data-parallel step's collective costs between this browser's workers.
  */
 async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
-  const rows: (AllReduceBenchRow & { modelMs: number })[] = [];
-  const fits: Record<string, AlphaBeta> = {};
   const repeats = ctx.quick ? 5 : 15;
-  for (const dp of [2, 4]) {
-    const r = await ctx.page.evaluate(({ dp, bytes, repeats }) => window.pipelabBench.allReduce(dp, bytes, repeats), { dp, bytes: ALLREDUCE_BYTES, repeats });
-    const fit = fitAlphaBeta(r.map((x) => ({ bytes: x.bytes, ms: x.medianMs })), dp);
-    fits[dp] = fit;
-    for (const x of r) {
-      const modelMs = ringTimeMs(fit, x.bytes, dp);
-      rows.push({ ...x, modelMs });
-      ctx.log(`all-reduce dp=${dp} ${(x.bytes / 1024).toFixed(0)} KiB: ${x.medianMs.toFixed(2)} ms (${x.busMBps.toFixed(0)} MB/s per link), α–β model ${modelMs.toFixed(2)} ms`);
-    }
-    ctx.log(`all-reduce dp=${dp}: α = ${fit.latencyMs.toFixed(3)} ms per exchange, β = ${(fit.bytesPerMs / 1000).toFixed(0)} MB/s`);
-  }
+  const { rows, fits } = await measureRing(ctx, [2, 4], repeats);
   return {
     rows,
     meta: { fits },
     notes: [
       `dp dedicated workers (src/bench/ring-bench-worker.ts) in a ring of MessageChannels run the runtime's own ring all-reduce (src/runtime/ring-allreduce.ts over ring-link.ts and a Mailbox, as the stage workers do at a step's flush) on float32 vectors; a repetition's time is the slowest worker's; median of ${repeats} after 2 untimed.`,
-      `α–β fit (src/bench/allreduce-fit.ts): t = 2(n − 1)·α + 2(n − 1)/n · bytes / β; ${Object.entries(fits).map(([dp, f]) => `dp = ${dp}: α = ${f.latencyMs.toFixed(3)} ms, β = ${(f.bytesPerMs / 1000).toFixed(0)} MB/s`).join('; ')}.`,
-      'busMBps: the bytes each worker sends in the ring (2(n − 1)/n · vector) per second of the median.',
+      `α–β fit (src/plan/allreduce-fit.ts): t = 2(n − 1)·α + 2(n − 1)/n · bytes / β; ${Object.entries(fits).map(([dp, f]) => `dp = ${dp}: α = ${f.latencyMs.toFixed(3)} ms, β = ${(f.bytesPerMs / 1000).toFixed(0)} MB/s`).join('; ')}.`,
+      'per link MB/s: the bytes each worker sends in the ring (2(n − 1)/n · vector) per second of the median.',
     ],
   };
 }
 
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;

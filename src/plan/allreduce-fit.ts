@@ -5,6 +5,8 @@
  * simulator uses for a data-parallel step. Weighted least squares (relative
  * error) on the times of one ring size; both parameters are kept non-negative.
  */
+import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
+
 export interface AlphaBeta {
   /** Latency per chunk exchange, ms. */
   latencyMs: number;
@@ -14,8 +16,7 @@ export interface AlphaBeta {
 
 /** The model's time of an all-reduce of `bytes` over `n` workers, ms. */
 export function ringTimeMs(m: AlphaBeta, bytes: number, n: number): number {
-  if (n <= 1) return 0;
-  return 2 * (n - 1) * m.latencyMs + ((2 * (n - 1)) / n) * (bytes / m.bytesPerMs);
+  return ringAllReduceTime(bytes, n, m.latencyMs, m.bytesPerMs);
 }
 
 /** Fits α and β to `(bytes, ms)` points of one ring of n workers. */
