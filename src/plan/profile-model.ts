@@ -3,9 +3,10 @@
  * one model; planning another model with them (or a profile that lost blocks
  * on the way) would cut and schedule the wrong thing, so a profile carries its
  * model's name, a digest of its spec (CRC-32 of the spec's JSON) and its block
- * count, written by the tab's profiling pass and by `train.py --profile` (the
- * exporter puts the same value in config.json), and the planner's callers
- * refuse a profile of another model, naming both.
+ * count, written by `train.py --profile` (the exporter puts the same value in
+ * config.json; the tab's profiling pass measures the model in front of it and
+ * writes none), and the Plan panel refuses a pasted profile of another model,
+ * naming both.
  */
 import { paramCount, type ModelSpec } from '../nn/model-spec.ts';
 import { ConfigError } from '../util/errors.ts';

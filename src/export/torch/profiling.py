@@ -7,7 +7,8 @@ read unchanged:
                          0's), one process at a time (solo times); CUDA events on GPUs, wall time on CPU (where
                          torch runs synchronously). I is the gradient for the block's input only, W the weight
                          gradient after it (as pipeline.py runs them), B the full backward; block 0 has no input
-                         gradient (I = 0). Median of --profile-repeats after 2 warm-up repeats.
+                         gradient (I = 0). Mean of --profile-repeats rounds after 2 warm-up rounds, each round
+                         timing every block once (a burst of load elsewhere spreads over all blocks).
   heldBytes              the bytes the block's forward keeps for its backward (autograd's saved tensors, its
                          parameters left out, and its input); heldBytesRecompute: its input only.
   comm[b]                one way across boundary b: half the round trip of an activation of that boundary's shape
@@ -121,13 +122,18 @@ class BlockProbe:
         seen[x.data_ptr()] = max(seen.get(x.data_ptr(), 0), x.numel() * x.element_size())
         return sum(seen.values()), x.numel() * x.element_size()
 
-    def measure(self, clock, repeats):
-        F = clock.median(repeats, self.input, self.forward)
-        B = clock.median(repeats, self.graph, self.full_backward)
-        I = clock.median(repeats, self.graph, self.input_grad) if not self.first else 0.0
-        W = clock.median(repeats, lambda: self.input_grad(self.graph()), self.weight_grad)
+    def timings(self):
+        """What one round times: name -> (prepare, run); prepare is not timed."""
+        out = {"F": (self.input, self.forward), "B": (self.graph, self.full_backward),
+               "W": (lambda: self.input_grad(self.graph()), self.weight_grad)}
+        if not self.first:
+            out["I"] = (self.graph, self.input_grad)
+        return out
+
+    def result(self, mean_ms):
         held, held_input = self.held_bytes()
-        return {"F": F, "I": I, "W": W, "B": B, "heldBytes": held, "heldBytesRecompute": min(held, held_input)}
+        return {"F": mean_ms["F"], "I": mean_ms.get("I", 0.0), "W": mean_ms["W"], "B": mean_ms["B"],
+                "heldBytes": held, "heldBytesRecompute": min(held, held_input)}
 
 
 def merged(values):
@@ -143,13 +149,28 @@ def dist_all_gather(value):
     return gathered
 
 
+def measure_blocks(probes, clock, repeats):
+    """Each probe's F, B, I and W, in rounds: every round times each of them once, so a burst of load from
+    elsewhere on the machine spreads over all blocks instead of inflating a few; the mean of the rounds after
+    WARMUP (a run feels the mean slowdown, not the median one)."""
+    times = {p.b: {k: [] for k in p.timings()} for p in probes}
+    for i in range(WARMUP + repeats):
+        for p in probes:
+            for k, (prepare, run) in p.timings().items():
+                state = prepare()
+                t = clock.ms(lambda: run(state))
+                if i >= WARMUP:
+                    times[p.b][k].append(t)
+    return {p.b: p.result({k: statistics.fmean(v) for k, v in times[p.b].items()}) for p in probes}
+
+
 def block_times(proc, probes, clock, repeats):
     """Each block's solo times, measured by replica 0's process of the rank holding it, one rank at a time."""
     mine = {}
     for turn in range(proc.bundle.mesh.ranks):
         dist.barrier()
         if proc.replica == 0 and proc.prank == turn:
-            mine = {p.b: p.measure(clock, repeats) for p in probes}
+            mine = measure_blocks(probes, clock, repeats)
     return merged(mine)
 
 
@@ -253,7 +274,7 @@ def profile_cluster(proc, args):
     blocks = [{"name": blk["name"], **times[b]} for b, blk in enumerate(cfg["model"]["blocks"])]
     source = (f"train.py --profile on {device_name(proc)} ({'CUDA events' if clock.cuda else 'wall time'}), torch {torch.__version__}, "
               f"{mesh.world} processes ({mesh.describe()}), {args.threads} thread(s) each, {proc.data.rows} rows per micro-batch, "
-              f"median of {repeats} after {WARMUP} warm-up")
+              f"mean of {repeats} rounds after {WARMUP} warm-up")
     profile = {"version": 1, "unit": "ms", "source": source, "blocks": blocks, "comm": comm}
     if lanes is not None:
         profile["lanes"] = lanes

@@ -12,6 +12,7 @@ import { flopsProfile } from '../../plan/flops-profile.ts';
 import { measureProfile, modelSpecOf } from '../../plan/measure.ts';
 import { makePlan, type Plan } from '../../plan/plan.ts';
 import { profileFromJson, profileToJson, type Profile } from '../../plan/profile.ts';
+import { checkProfileModel } from '../../plan/profile-model.ts';
 import { splitsOf, type SplitView } from '../../plan/splits.ts';
 import { runInBrowser } from '../../runtime/browser-run.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
@@ -139,7 +140,13 @@ export function PlanPanel() {
   const outcome = useMemo((): { profile: Profile | null; error: string | null } => {
     try {
       if (source === 'measured') return { profile: measured, error: measured ? null : 'Not measured yet: press “Profile this model”.' };
-      if (source === 'pasted') return pasted.trim() ? { profile: profileFromJson(pasted), error: null } : { profile: null, error: 'Paste a profile (JSON) above.' };
+      if (source === 'pasted') {
+        if (!pasted.trim()) return { profile: null, error: 'Paste a profile (JSON) above.' };
+        const p = profileFromJson(pasted);
+        // A profile that names its model (train.py --profile, the profiling pass) must be of this one.
+        if (p.model && spec) checkProfileModel(p, spec);
+        return { profile: p, error: null };
+      }
       if (!spec) return { profile: null, error: 'The run configuration is not valid.' };
       return { profile: flopsProfile(spec, Math.max(1, Math.floor(config.batchSize / config.microbatches))), error: null };
     } catch (e) {
