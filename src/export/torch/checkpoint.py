@@ -31,6 +31,14 @@ SLOTS = {"adamw": ("exp_avg", "exp_avg_sq"), "sgd": ("momentum_buffer",)}
 CHECKSUM_KEY = b'"crc32":"'
 PLACEHOLDER = b"00000000"
 EVAL_KEYS = ("step", "trainLoss", "trainAccuracy", "valLoss", "valAccuracy")
+# Configuration fields a checkpoint does not keep (stateConfig in src/run-state/run-state.ts): a test's fault, how
+# often the page saves.
+NOT_KEPT = ("fault", "checkpointEvery")
+
+
+def state_config(config):
+    """The configuration as a checkpoint keeps it."""
+    return {k: v for k, v in config.items() if k not in NOT_KEPT}
 
 
 class CheckpointError(ValueError):
@@ -102,7 +110,7 @@ def encode_run_state(state):
                 raise CheckpointError(f"the state's {slot_name(name, s)} is {'missing' if t is None else list(t.shape)}; parameter {name} is {list(p.shape)}")
             tensors.append((slot_name(name, s), t))
     meta = {
-        "format": FORMAT, "version": str(VERSION), "producer": state.producer, "config": _json(state.config),
+        "format": FORMAT, "version": str(VERSION), "producer": state.producer, "config": _json(state_config(state.config)),
         "stepsDone": str(state.steps_done), "optimizer": _json({"name": state.optimizer, "steps": state.optimizer_steps}),
         "lrNext": _json(_number_out(state.lr_next)), "data": _json({"seed": state.seed, "nextBatch": state.steps_done}),
         "losses": _json([_number_out(x) for x in state.losses]),
@@ -239,7 +247,7 @@ def check_run(state, config, shapes, ignore=()):
                     f"is {have} in the checkpoint, {want} in this run's model")
             raise CheckpointError(f"a checkpoint of another model: parameter {name} {what}")
     for key in sorted(set(config) | set(state.config)):
-        if key in ignore or key == "fault" or _json(config.get(key)) == _json(state.config.get(key)):
+        if key in ignore or key in NOT_KEPT or _json(config.get(key)) == _json(state.config.get(key)):
             continue
         raise CheckpointError(f"a checkpoint of another configuration: config.{key} = {_json(state.config.get(key))} in the checkpoint, "
                               f"{_json(config.get(key))} in this run")
