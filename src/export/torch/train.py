@@ -145,20 +145,19 @@ def train(proc, args, steps, resumed):
             print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
         if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
             save_checkpoint(proc, flush, args, start, step + 1, losses)
-    save_checkpoint(proc, flush, args, start, steps, losses)
-    weights = gather(proc, args, {n: p for st in proc.stages.values() for n, p in st.params.items()}, with_slots=False)
+    final = save_checkpoint(proc, flush, args, start, steps, losses)
     if proc.rank == 0:
-        write_trained(proc, args, weights, steps)
+        write_trained(proc, args, final.params, steps)
     if prints and step_ms:
         rest = step_ms[1:] or step_ms
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
 
 
-def gather(proc, args, mine, with_slots):
-    """Replica 0's processes send their stages' tensors named in `mine` (weights; with_slots: and the optimizer's
-    slots) to rank 0, which gets them all, {name: tensor} in the page's order; the other processes get None."""
+def gather(proc, args, mine):
+    """Replica 0's processes send their stages' weights and optimizer slots (`mine`, by name) to rank 0, which gets
+    them all, {name: tensor} in the page's order; the other processes get None."""
     cfg, mesh, timeout = proc.bundle.cfg, proc.bundle.mesh, proc.timeout
-    slots = SLOTS[cfg["optimizer"]["name"]] if with_slots else ()
+    slots = SLOTS[cfg["optimizer"]["name"]]
 
     def names(s):
         return [(n, shape) for n, shape in cfg["stageParams"][s]] + [(slot_name(n, k), shape) for n, shape in cfg["stageParams"][s] for k in slots]
@@ -186,12 +185,13 @@ def gather(proc, args, mine, with_slots):
 
 def save_checkpoint(proc, flush, args, start, steps_done, losses):
     """Every process takes part (ZeRO-1 gathers the optimizer's shards; replica 0 sends to rank 0); rank 0 writes
-    out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py)."""
+    out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py), and gets its RunState
+    (the other processes get None)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     slots = flush.optimizer_slots()
     mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
     mine.update({slot_name(n, k): v for n, own in slots.items() for k, v in own.items()})
-    tensors = gather(proc, args, mine, with_slots=True)
+    tensors = gather(proc, args, mine)
     holder = mesh.process(0, cfg["stageToRank"][cfg["stages"] - 1])  # the losses are the last stage's
     if holder != 0 and proc.rank in (0, holder):
         t = torch.tensor(losses, dtype=torch.float64, device=proc.device) if proc.rank == holder else torch.empty(steps_done, dtype=torch.float64, device=proc.device)
@@ -199,7 +199,7 @@ def save_checkpoint(proc, flush, args, start, steps_done, losses):
         wait(op, proc.timeout, f"rank {proc.rank}: the losses for the checkpoint were not exchanged within {args.timeout} s")
         losses = t.cpu().tolist()
     if proc.rank != 0:
-        return
+        return None
     params = {n: tensors[n] for stage in cfg["stageParams"] for n, _ in stage}
     state = RunState(cfg["run"], steps_done, params, cfg["optimizer"]["name"], start.optimizer_steps + steps_done - start.steps_done,
                      {n: {k: tensors[slot_name(n, k)] for k in SLOTS[cfg["optimizer"]["name"]]} for n in params},
@@ -208,6 +208,7 @@ def save_checkpoint(proc, flush, args, start, steps_done, losses):
     path = os.path.join(args.out, f"checkpoint-step{steps_done}.safetensors")
     write_run_state(path, state)
     print(f"checkpoint {path}", flush=True)
+    return state
 
 
 def write_trained(proc, args, weights, steps):
