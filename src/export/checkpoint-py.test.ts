@@ -43,7 +43,7 @@ const spiral: RunConfig = { ...defaultRunConfig(), hidden: 8, layers: 3, batchSi
 const names: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), hidden: 16, embedDim: 4, layers: 3, batchSize: 16, microbatches: 2, steps: 4, evalEvery: 0 };
 const gptSgd: RunConfig = { ...names, ...namesModelSwitch('gpt', 3), width: 8, heads: 2, blockSize: 16, batchSize: 8, microbatches: 2, optimizer: 'sgd', lr: 0.05, momentum: 0.9 };
 
-type Job = { op: 'dump' | 'read'; path: string } | { op: 'rewrite'; path: string; out: string; dtype: 'F32' | 'F64' };
+type Job = { op: 'dump' | 'read'; path: string } | { op: 'rewrite'; path: string; out: string; dtype: 'F32' | 'F64'; configExtra?: Record<string, unknown> };
 interface Dump {
   params: Record<string, number[]>;
   slots: Record<string, number[]>;
@@ -76,6 +76,9 @@ function asFloat32(s: RunState): RunState {
   return { ...s, params: f32(s.params), optimizer: { ...s.optimizer, slots: Object.fromEntries(Object.entries(s.optimizer.slots).map(([k, v]) => [k, f32(v)])) } };
 }
 
+/** Fields a checkpoint does not keep (stateConfig): checkpoint.py drops them from the configuration it writes. */
+const NOT_KEPT = { checkpointEvery: 5, fault: { kind: 'crash', worker: 0, step: 1 } };
+
 const cases = [
   ['spiral MLP, AdamW', spiral, 3],
   ['GPT, SGD with momentum', gptSgd, 2],
@@ -93,7 +96,7 @@ describe('checkpoint.py and the TS codec read each other', () => {
       states.push(s);
       const path = join(dir, `page-${i}.safetensors`);
       writeFileSync(path, encodeRunState(s));
-      jobs.push({ op: 'dump', path }, { op: 'rewrite', path, out: join(dir, `py64-${i}.safetensors`), dtype: 'F64' }, { op: 'rewrite', path, out: join(dir, `py32-${i}.safetensors`), dtype: 'F32' });
+      jobs.push({ op: 'dump', path }, { op: 'rewrite', path, out: join(dir, `py64-${i}.safetensors`), dtype: 'F64' }, { op: 'rewrite', path, out: join(dir, `py32-${i}.safetensors`), dtype: 'F32', configExtra: NOT_KEPT });
     }
     results = probe(dir, jobs);
   }, 120_000);
@@ -118,7 +121,7 @@ describe('checkpoint.py and the TS codec read each other', () => {
       expect(s.optimizer.steps).toBe(k);
     });
 
-    it(`${name}: what checkpoint.py writes from torch's tensors and optimizer decodes in TS to the same state (F64; F32 rounded)`, () => {
+    it(`${name}: what checkpoint.py writes from torch's tensors and optimizer decodes in TS to the same state (F64; F32 rounded, written from a configuration with a fault and checkpointEvery, which it drops)`, () => {
       const s = states[i];
       const f64 = decodeRunState(new Uint8Array(readFileSync(join(dir, `py64-${i}.safetensors`))), { config: cfg });
       expect(f64).toEqual({ ...s, producer: 'PipeLab train.py' });

@@ -51,6 +51,14 @@ async function pageRun(cfg: RunConfig, opts: { stopAt?: number; from?: RunState 
   return trainSingleDevice(new CpuBackend(), toTrainConfig(cfg), { onStep: () => void done++, shouldStop: () => done >= stop }, { readProgress: true, from: opts.from });
 }
 
+/** Each checkpoint's save time (train.py prints `checkpoint PATH ms X`) beside the run's median step time. */
+function saveTimes(output: string, stepMs: readonly number[]): string {
+  const saves = [...output.matchAll(/checkpoint \S+ ms (\S+)/g)].map((m) => Number(m[1]));
+  const sorted = stepMs.filter((x) => x !== undefined).sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  return `saves ${saves.map((x) => `${x.toFixed(1)} ms`).join(', ')} beside a median step of ${median.toFixed(1)} ms (${saves.map((x) => `${(x / median).toFixed(2)}×`).join(', ')})`;
+}
+
 function readCheckpoint(dir: string, step: number, cfg: RunConfig): RunState {
   return decodeRunState(new Uint8Array(readFileSync(join(dir, 'out', `checkpoint-step${step}.safetensors`))), { config: cfg });
 }
@@ -86,6 +94,7 @@ describe('checkpoints cross between the page and torchrun', () => {
     const lossB = maxRelativeDiff(continued.losses.slice(K), torchStraight.losses.slice(K));
     const weightB = maxWeightDiff(continued.params, readTrainedWeights(dir));
     console.log(`char-MLP: page k → torchrun 2k: losses ${lossA.toExponential(2)}, weights ${weightA.toExponential(2)}; torchrun k → page 2k: losses ${lossB.toExponential(2)}, weights ${weightB.toExponential(2)}`);
+    console.log(`char-MLP p = 2: ${saveTimes(torchStraight.output, torchStraight.stepMs)}`);
     for (const d of [lossA, weightA, lossB, weightB]) expect(d).toBeLessThan(1e-4);
   }, 400_000);
 
@@ -109,6 +118,7 @@ describe('checkpoints cross between the page and torchrun', () => {
     const lossB = maxRelativeDiff(continued.losses.slice(K), straight.losses.slice(K));
     const weightB = maxWeightDiff(continued.params, trained);
     console.log(`dp 2 × 2 ZeRO-1: torchrun resumed vs straight: losses ${lossA.toExponential(2)}, weights ${weightA.toExponential(2)}; page from torchrun's k vs torchrun 2k: losses ${lossB.toExponential(2)}, weights ${weightB.toExponential(2)}`);
+    console.log(`dp 2 × 2 ZeRO-1: ${saveTimes(straight.output, straight.stepMs)}`);
     expect(lossA).toBeLessThan(1e-6);
     expect(weightA).toBeLessThan(1e-6);
     expect(lossB).toBeLessThan(1e-4);

@@ -4,7 +4,8 @@
 
 Jobs: {"op": "dump", "path"}: the file read, its weights and optimizer state loaded into fresh torch tensors and a
 torch.optim AdamW or SGD (load_state_dict), then read back out of them; {"op": "rewrite", "path", "out", "dtype"}:
-the same, then written again from the tensors and the optimizer by write_run_state (producer "PipeLab train.py");
+the same, then written again from the tensors and the optimizer by write_run_state (producer "PipeLab train.py"),
+its configuration first given the fields of "configExtra" (if any);
 {"op": "read", "path"}: whether read_run_state takes the file, or the CheckpointError's message.
 """
 import json
@@ -50,9 +51,9 @@ def dump(path):
     return out
 
 
-def rewrite(path, out, dtype):
+def rewrite(path, out, dtype, extra):
     state, params, opt = loaded(path, DTYPE[dtype])
-    again = run_state_of(state.config, params, opt, state.steps_done, state.losses, state.lr_next, state.evals)
+    again = run_state_of({**state.config, **extra}, params, opt, state.steps_done, state.losses, state.lr_next, state.evals)
     from checkpoint import write_run_state
     write_run_state(out, again)
     return {"written": out}
@@ -67,7 +68,7 @@ def main():
             if job["op"] == "dump":
                 results.append(dump(job["path"]))
             elif job["op"] == "rewrite":
-                results.append(rewrite(job["path"], job["out"], job["dtype"]))
+                results.append(rewrite(job["path"], job["out"], job["dtype"], job.get("configExtra", {})))
             else:
                 read_run_state(job["path"])
                 results.append({"ok": True})

@@ -188,6 +188,7 @@ def save_checkpoint(proc, flush, args, start, steps_done, losses):
     out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py), and gets its RunState
     (the other processes get None)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    t0 = time.perf_counter()
     slots = flush.optimizer_slots()
     mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
     mine.update({slot_name(n, k): v for n, own in slots.items() for k, v in own.items()})
@@ -207,7 +208,7 @@ def save_checkpoint(proc, flush, args, start, steps_done, losses):
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"checkpoint-step{steps_done}.safetensors")
     write_run_state(path, state)
-    print(f"checkpoint {path}", flush=True)
+    print(f"checkpoint {path} ms {(time.perf_counter() - t0) * 1000:.2f}", flush=True)
     return state
 
 
