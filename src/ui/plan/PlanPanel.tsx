@@ -20,6 +20,7 @@ import { NumberField, SelectField } from '../controls/fields.tsx';
 import { download } from '../exports/export-files.ts';
 import { Bar } from './Bar.tsx';
 import { CutsTable } from './CutsTable.tsx';
+import { MeshPlanPanel } from './MeshPlanPanel.tsx';
 import { bytes, num, pct } from '../timeline/format.ts';
 
 type Source = 'flops' | 'measured' | 'pasted';
@@ -182,6 +183,7 @@ export function PlanPanel() {
 
   const profile = outcome.profile;
   return (
+    <>
     <section className="panel plan-panel" aria-labelledby="plan-title" data-testid="plan-panel" style={{ gridColumn: '1 / -1' }}>
       <details>
       <summary>
@@ -225,5 +227,7 @@ export function PlanPanel() {
       {planned.plan && <PlanTable plan={planned.plan} />}
       </details>
     </section>
+    <MeshPlanPanel />
+    </>
   );
 }
