@@ -24,6 +24,8 @@
  *                                           this page; resolves to { hash, symbols, characters, line }, then
  *                                           run({ ...config, dataset: 'text', textHash: hash }) trains on it;
  *                                           a refused text rejects naming it and the rule
+ *   window.pipelab.checkpoints              the checkpoints kept in this origin's IndexedDB: list, read,
+ *                                           inspect, store, remove, reference (src/run-state/checkpoint-automation.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
@@ -37,6 +39,7 @@ import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
 import { registerCorpus } from '../data/text-registry.ts';
+import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -58,6 +61,8 @@ export interface PipelabAutomation {
   warmWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
+  /** The checkpoints kept in this origin's IndexedDB. */
+  checkpoints: CheckpointAutomation;
 }
 
 declare global {
@@ -182,5 +187,6 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     warmWorkers: () => warmWorkers.size,
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,
+    checkpoints: checkpointAutomation(),
   };
 }

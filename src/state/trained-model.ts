@@ -15,6 +15,7 @@ import { decodeIds } from '../data/text-corpus.ts';
 import type { TextDataset } from '../data/text-dataset.ts';
 import { attentionPatterns, type AttentionPatterns } from '../nn/attention-patterns.ts';
 import { StageChain } from '../nn/stage-chain.ts';
+import { paramShapes } from '../nn/param-shapes.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
 import type { BoundaryGrid, TextSample } from './store.ts';
 
@@ -30,11 +31,7 @@ function chainFor(cfg: RunConfig, weights: WeightMap | null): { be: CpuBackend; 
 
 /** Name → shape of every parameter of the configuration's model. */
 export function parameterShapes(cfg: RunConfig): Record<string, number[]> {
-  const { chain } = chainFor(cfg, null);
-  const out: Record<string, number[]> = {};
-  for (const p of chain.params) out[p.name] = [...p.value.shape];
-  chain.dispose();
-  return out;
+  return Object.fromEntries(paramShapes(buildModelSpec(toTrainConfig(cfg))));
 }
 
 /** The predicted class over a size × size grid spanning the data, with the training points. */
