@@ -109,6 +109,47 @@ test('a text run at dp = 2 × 2 ranks (4 workers, the gradients all-reduced) tra
   await expect(page.getByRole('list', { name: 'Sampled text' }).locator('li')).toHaveCount(3);
 });
 
+test('window.pipelab: loadText keeps a text; a run on it on 4 WebGPU workers equals one device; a bad text is refused naming it and the rule', async ({ page }) => {
+  test.setTimeout(240_000);
+  await page.goto('./?dataset=spiral');
+  const text = shipLog(300);
+  const r = await page.evaluate(async (text) => {
+    const kept = await window.pipelab.loadText('ship-log.txt', text);
+    const base = {
+      ...window.pipelab.defaultConfig(),
+      dataset: 'text' as const, textHash: kept.hash, model: 'gpt' as const, layers: 3, heads: 2, width: 16, blockSize: 16,
+      batchSize: 8, microbatches: 4, ranks: 4, schedule: '1f1b' as const, steps: 3, evalEvery: 0, optimizer: 'adamw' as const, lr: 0.01,
+    };
+    const ref = await window.pipelab.runSingleDevice(base);
+    const rep = await window.pipelab.run(base, { readWeights: true });
+    let maxLoss = 0, maxWeight = 0;
+    rep.losses.forEach((l, i) => (maxLoss = Math.max(maxLoss, Math.abs(l - ref.losses[i]) / Math.abs(ref.losses[i]))));
+    for (const k of Object.keys(ref.params)) {
+      const a = rep.weights![k], b = ref.params[k];
+      let num = 0, den = 0;
+      for (let i = 0; i < b.length; i++) {
+        num += (a[i] - b[i]) ** 2;
+        den += b[i] ** 2;
+      }
+      maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
+    }
+    let refused = '';
+    try {
+      await window.pipelab.loadText('aaaa.txt', 'a'.repeat(100));
+    } catch (e) {
+      refused = (e as Error).message;
+    }
+    return { kept, refLosses: ref.losses, maxLoss, maxWeight, steps: rep.losses.length, refused };
+  }, text);
+  expect(r.kept).toMatchObject({ hash: createHash('sha256').update(text).digest('hex').slice(0, 16), symbols: new Set(text).size, characters: text.length });
+  expect(r.steps).toBe(3);
+  // The GPT starts near uniform over the text's symbols.
+  expect(Math.abs(r.refLosses[0] - Math.log(new Set(text).size))).toBeLessThan(0.1);
+  expect(r.maxLoss).toBeLessThan(1e-5);
+  expect(r.maxWeight).toBeLessThan(1e-5);
+  expect(r.refused).toContain('text file "aaaa.txt" = "\\"a\\" × 100": holds one repeated character');
+});
+
 test('bad files are refused, each naming the file and the rule', async ({ page }) => {
   test.setTimeout(120_000);
   await page.goto(`./?dataset=text&${SMALL_GPT}&steps=4`);
