@@ -29,6 +29,13 @@ test('hostile configurations are refused before any worker starts, naming field,
       ['batch and micro-batches 65536', () => ({ ...base(), batchSize: 65536, microbatches: 65536 })],
       ['hidden 4096, layers 64, ranks 16', () => ({ ...base(), hidden: 4096, layers: 64, ranks: 16 })],
       ['a 10-million-character schedule', () => ({ ...base(), schedule: 'x'.repeat(10_000_000) })],
+      ['dp 0', () => ({ ...base(), dp: 0 })],
+      ['dp 1.5', () => ({ ...base(), dp: 1.5 })],
+      ['dp 5 × ranks 4', () => ({ ...base(), dp: 5 })],
+      ['batch not divisible by dp × microbatches', () => ({ ...base(), dp: 3, ranks: 2 })],
+      ['zero 1 with dp 1', () => ({ ...base(), zero: 1 })],
+      ['zero 2', () => ({ ...base(), dp: 2, zero: 2 })],
+      ['PipeDream with dp 2', () => ({ ...base(), dp: 2, ranks: 2, schedule: 'pipedream' })],
     ];
     const out: { name: string; message: string; started: number; ms: number }[] = [];
     for (const [name, make] of cases) {
@@ -45,7 +52,7 @@ test('hostile configurations are refused before any worker starts, naming field,
     return out;
   });
   const expected: Record<string, RegExp> = {
-    'fault null': /^fault = null: must be an object \{kind, action, step\?\} or absent$/,
+    'fault null': /^fault = null: must be an object \{kind, action, step\?, replica\?\} or absent$/,
     'a function': /^lr = a function: must be plain JSON/,
     'a Symbol': /^schedule = Symbol\(1f1b\): must be plain JSON/,
     'a throwing getter': /^ranks = "a getter": could not be read \(boom\)$/,
@@ -56,6 +63,13 @@ test('hostile configurations are refused before any worker starts, naming field,
     'batch and micro-batches 65536': /^microbatches = 65536: must be at most 1024/,
     'hidden 4096, layers 64, ranks 16': /^hidden = 4096: a rank would hold about .* GiB/,
     'a 10-million-character schedule': /^schedule = "x{60}…" \(10000000 characters\): must be one of /,
+    'dp 0': /^dp = 0: must be an integer between 1 and 16$/,
+    'dp 1.5': /^dp = 1\.5: must be an integer$/,
+    'dp 5 × ranks 4': /^dp = 5: dp × ranks = 5 × 4 = 20 workers; at most 16 workers run in one tab$/,
+    'batch not divisible by dp × microbatches': /^batchSize = 64: must be divisible by dp × microbatches = 3 × 8 = 24/,
+    'zero 1 with dp 1': /^zero = 1: ZeRO-1 shards the optimizer state across data-parallel replicas; it needs dp ≥ 2 \(dp = 1\)$/,
+    'zero 2': /^zero = 2: must be 0 \(off\) or 1/,
+    'PipeDream with dp 2': /^dp = 2: pipedream updates each stage's weights after every backward, with no flush/,
   };
   for (const r of results) {
     expect(r.message, r.name).toMatch(expected[r.name]);

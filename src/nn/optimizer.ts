@@ -95,6 +95,12 @@ export interface Optimizer {
   dispose(): void;
 }
 
+/** Bytes of an optimizer's state over `params`: slots per weight (AdamW: 2 moments; SGD: 1 velocity) × weights × bytes per value (float32 on the GPU). */
+export function optimizerStateBytes(params: readonly Param[], optimizer: OptimizerName, bytesPerValue = 4): number {
+  const slots = optimizer === 'adamw' ? 2 : 1;
+  return slots * params.reduce((s, p) => s + p.value.size, 0) * bytesPerValue;
+}
+
 export function createOptimizer(be: Backend, params: readonly Param[], cfg: OptimizerConfig): Optimizer {
   validateOptimizerConfig(cfg);
   return cfg.optimizer === 'sgd' ? new Sgd(be, params, cfg) : new AdamW(be, params, cfg);

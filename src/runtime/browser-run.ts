@@ -6,7 +6,8 @@
 import { WebGpuUnavailableError } from '../gpu/device.ts';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
-import { prepareRanks, runPlan, RunError, type RunOptions } from './coordinator.ts';
+import { meshOf, prepareRanks, runPlan, RunError, type RunOptions } from './coordinator.ts';
+import { workerCount } from '../schedule/mesh.ts';
 import type { RunReport } from './report-types.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { planRun } from './run-plan.ts';
@@ -53,7 +54,7 @@ export async function runInBrowser(input: RunConfig, opts: BrowserRunOptions = {
  */
 export async function prepareWorkers(input: RunConfig): Promise<{ kept: number }> {
   const plan = browserPlan(input);
-  return warmWorkers.prepare(plan.schedule.ranks, () => prepareRanks(plan, POOLED));
+  return warmWorkers.prepare(workerCount(meshOf(plan)), () => prepareRanks(plan, POOLED));
 }
 
 /** The same training on one device (this page's), the model cut into the same stages and run in sequence. */

@@ -100,10 +100,10 @@ export function snapshotRunConfig(input: unknown): RunConfig {
   }
   const fault = copy.fault;
   if (fault !== undefined && (fault === null || typeof fault !== 'object' || Array.isArray(fault))) {
-    throw new ConfigError('fault', fault, 'must be an object {kind, action, step?} or absent');
+    throw new ConfigError('fault', fault, 'must be an object {kind, action, step?, replica?} or absent');
   }
   if (fault !== undefined) {
-    const faultKeys = ['kind', 'action', 'step'];
+    const faultKeys = ['kind', 'action', 'step', 'replica'];
     for (const key of Object.keys(fault as object)) {
       if (!faultKeys.includes(key)) throw new ConfigError(`fault.${key}`, (fault as Record<string, unknown>)[key], unknownKeyRule(key, faultKeys, 'fault key'));
     }

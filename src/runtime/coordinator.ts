@@ -1,13 +1,17 @@
 /**
  * The coordinator: validates a run configuration, cuts the model into stages,
  * builds and validates the schedule (all before any worker starts), starts one
- * rank per pipeline rank, wires one MessageChannel per pair of ranks that
- * exchange activations or gradients, runs the steps and gathers the measured
- * timelines into a report. Any failure ends every rank and rejects with a
- * message naming the rank, stage and action; it never hangs.
+ * worker per place of the mesh (dp replicas × ranks; src/schedule/mesh.ts),
+ * wires one MessageChannel per pair of workers that exchange activations or
+ * gradients (in a replica) or ring chunks (across replicas, same rank), runs the
+ * steps and gathers the measured timelines into a report. Any failure ends every
+ * worker and rejects with a message naming the replica, rank, stage and action
+ * (or collective); it never hangs.
  */
 import type { Timeline } from '../schedule/types.ts';
-import type { RankHost, RankInit, Weights } from './rank-host.ts';
+import { laneLabel, mesh, placeOf, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
+import { MeshControlHub } from './mesh-control.ts';
+import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import type { RunConfig } from './run-config.ts';
@@ -22,7 +26,8 @@ export interface StepProgress {
 }
 
 export interface RunOptions {
-  hostFactory: (rank: number) => RankHost;
+  /** A host for worker `worker` of the mesh (the pipeline rank with one pipeline). */
+  hostFactory: (worker: number) => RankHost;
   onStep?: (p: StepProgress) => void;
   /** Called once the plan is made and the ranks are up. */
   onStarted?: (plan: RunPlan, adapter: string) => void;
@@ -58,14 +63,50 @@ export class RunError extends Error {
   }
 }
 
+/** The mesh of a plan. */
+export function meshOf(plan: RunPlan): Mesh {
+  return mesh(plan.config.dp, plan.config.ranks);
+}
+
+/** The pairs of workers that need a channel: pipeline neighbours within each replica, ring neighbours across replicas. */
 function channelsFor(plan: RunPlan): [number, number][] {
+  const m = meshOf(plan);
   const pairs = new Set<string>();
-  const { stageToRank } = plan.schedule;
-  for (let s = 0; s + 1 < stageToRank.length; s++) {
-    const a = stageToRank[s], b = stageToRank[s + 1];
+  const add = (a: number, b: number) => {
     if (a !== b) pairs.add(a < b ? `${a},${b}` : `${b},${a}`);
+  };
+  const { stageToRank } = plan.schedule;
+  for (let d = 0; d < m.dp; d++) {
+    for (let s = 0; s + 1 < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s]), workerOf(m, d, stageToRank[s + 1]));
   }
+  for (let w = 0; w < workerCount(m); w++) add(w, ringNext(m, w));
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
+}
+
+/** The largest difference between a weight of any replica and the same weight of replica 0 (`byWorker`: each worker's weights, in worker order). */
+function replicaDifference(m: Mesh, byWorker: Weights[]): number {
+  let worst = 0;
+  byWorker.forEach((ws, w) => {
+    const { replica, rank } = placeOf(m, w);
+    if (replica === 0) return;
+    const ref = byWorker[workerOf(m, 0, rank)];
+    for (const [name, v] of Object.entries(ws)) {
+      const r = ref[name];
+      if (!r || r.length !== v.length) return void (worst = Infinity);
+      for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
+    }
+  });
+  return worst;
+}
+
+/** A worker's death named by its place in the mesh and what it was doing (its last status), e.g. inside an all-reduce. */
+function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null): Error {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (m.dp === 1) return e instanceof Error ? e : new Error(msg);
+  const { replica, rank } = placeOf(m, w);
+  const doing = hub?.status(w);
+  const body = msg.replace(new RegExp(`^rank ${w}: `), '');
+  return new RunError(`replica ${replica}, rank ${rank} (worker ${w})${doing ? `, during ${doing}` : ''}: ${body}`);
 }
 
 /** A stream (one window for every step): per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
@@ -100,12 +141,21 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
 
   const hosts: RankHost[] = [];
   const kept = new Set<RankHost>();
+  const m = meshOf(plan);
+  let hub: MeshControlHub | null = null;
+  let deaths: Error[] = [];
   const ended = () => {
     for (const h of hosts) if (!kept.has(h)) h.terminate();
+    hub?.close();
   };
   const tStart = performance.now();
   try {
-    const { up, fatal } = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs);
+    const started = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs);
+    const { up, fatal } = started;
+    hub = started.hub;
+    deaths = started.deaths;
+    // Every replica holds the same weights: replica 0's workers give them.
+    const weightHosts = hosts.slice(0, config.ranks);
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
@@ -134,7 +184,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
           fatal,
         ]),
         windowTimeoutMs,
-        () => `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: rank ${[...pending].join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
+        () =>
+          `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${m.dp > 1 ? 'worker' : 'rank'} ${[...pending].map((w) => (m.dp > 1 ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
       const losses = stream ? streamStepLosses(results, config.microbatches) : [rec.loss];
@@ -150,7 +201,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       const every = opts.weightsEvery ?? 0;
       if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
         const w: Weights = {};
-        for (const part of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
+        for (const part of await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
         opts.onWeights(step, w);
       }
     }
@@ -158,9 +209,13 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
 
     let weights: Weights | undefined;
+    let replicaMismatch: number | undefined;
     if (opts.readWeights) {
+      // Every replica's weights: replica 0's are the run's, the others must equal them.
+      const all = await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal]);
       weights = {};
-      for (const w of await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal])) Object.assign(weights, w);
+      for (const w of all.slice(0, config.ranks)) Object.assign(weights, w);
+      if (m.dp > 1) replicaMismatch = replicaDifference(m, all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);
@@ -171,32 +226,55 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
       ranks: up.map((u) => u.startup),
     };
-    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases });
+    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases, replicaMismatch });
   } catch (e) {
-    throw e instanceof Error ? e : new RunError(String(e));
+    const cause = deaths[0] ?? e;
+    throw cause instanceof Error ? cause : new RunError(String(cause));
   } finally {
     ended();
   }
 }
 
-/** Starts one rank per pipeline rank (hosts from `hostFactory`, pushed onto `hosts` so the caller can end them), wires their channels and awaits every init (device, stages, warm-up). */
-async function startRanks(plan: RunPlan, hostFactory: (rank: number) => RankHost, hosts: RankHost[], recvTimeoutMs: number) {
+/**
+ * Starts one worker per place of the mesh (hosts from `hostFactory`, pushed onto
+ * `hosts` so the caller can end them), wires their channels (and, with dp > 1,
+ * the control hub) and awaits every init (device, stages, warm-up).
+ */
+async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHost, hosts: RankHost[], recvTimeoutMs: number) {
   const { schedule, config } = plan;
-  for (let r = 0; r < schedule.ranks; r++) hosts.push(hostFactory(r));
-  const fatal = Promise.race(hosts.map((h) => h.fatal));
+  const m = meshOf(plan);
+  const workers = workerCount(m);
+  for (let w = 0; w < workers; w++) hosts.push(hostFactory(w));
+  const hub = m.dp > 1 ? new MeshControlHub(workers) : null;
+  // A dead worker is the cause of whatever fails after it: its named death is what the run reports.
+  const deaths: Error[] = [];
+  const fatal = Promise.race(
+    hosts.map((h, w) =>
+      h.fatal.catch((e: unknown) => {
+        const named = namedDeath(m, w, e, hub);
+        deaths.push(named);
+        throw named;
+      }),
+    ),
+  );
   fatal.catch(() => {});
-  const ports = hosts.map(() => new Map<number, MessagePort>());
+  const ports: RankPorts[] = hosts.map((_, w) => ({ peers: new Map<number, MessagePort>(), control: hub?.workerPorts[w] }));
   for (const [a, b] of channelsFor(plan)) {
     const ch = new MessageChannel();
-    ports[a].set(b, ch.port1);
-    ports[b].set(a, ch.port2);
+    ports[a].peers.set(b, ch.port1);
+    ports[b].peers.set(a, ch.port2);
   }
-  const inits = hosts.map((h, r) => {
-    const init: RankInit = { config, spec: plan.spec, rank: r, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
-    return h.init(init, ports[r]);
+  const inits = hosts.map((h, w) => {
+    const init: RankInit = { config, spec: plan.spec, rank: placeOf(m, w).rank, worker: w, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+    return h.init(init, ports[w]);
   });
-  const up = await Promise.race([Promise.all(inits), fatal]);
-  return { up, fatal };
+  try {
+    const up = await Promise.race([Promise.all(inits), fatal]);
+    return { up, fatal, hub, deaths };
+  } catch (e) {
+    hub?.close();
+    throw deaths[0] ?? e;
+  }
 }
 
 /** Frees every rank's stages; each reusable one (no leak, healthy device, no fault configured) is offered to `keepWarm` and, when taken, added to `kept`. Returns the buffers leaked, all ranks together. */
@@ -220,13 +298,16 @@ async function disposeRanks(plan: RunPlan, hosts: RankHost[], fatal: Promise<nev
 export async function prepareRanks(plan: RunPlan, opts: Pick<RunOptions, 'hostFactory' | 'keepWarm'>): Promise<{ kept: number }> {
   const hosts: RankHost[] = [];
   const kept = new Set<RankHost>();
+  let hub: MeshControlHub | null = null;
   try {
-    const { fatal } = await startRanks(plan, opts.hostFactory, hosts, 60_000);
-    await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);
+    const started = await startRanks(plan, opts.hostFactory, hosts, 60_000);
+    hub = started.hub;
+    await disposeRanks(plan, hosts, started.fatal, opts.keepWarm, kept);
     return { kept: kept.size };
   } catch (e) {
     throw e instanceof Error ? e : new RunError(String(e));
   } finally {
     for (const h of hosts) if (!kept.has(h)) h.terminate();
+    hub?.close();
   }
 }

@@ -15,14 +15,29 @@ export const FAULT_KINDS: readonly FaultKind[] = ['throw', 'lose-device', 'drop-
 
 export interface Fault {
   kind: FaultKind;
-  /** The action (as PyTorch writes it, e.g. "1F2") at which the fault fires. */
+  /**
+   * The action (as PyTorch writes it, e.g. "1F2") at which the fault fires, or
+   * `AR<stage>` (e.g. "AR1"): in the middle of that stage's data-parallel
+   * collective (its all-reduce or ZeRO-1 update), at its second chunk exchange.
+   */
   action: string;
   /** The step (0-based) in which it fires; default 0. */
   step?: number;
+  /** The replica whose worker fires it (data-parallel runs); default 0. */
+  replica?: number;
 }
+
+/** `AR<stage>`: a fault in a stage's collective. */
+const COLLECTIVE_ACTION = /^AR(\d+)$/;
 
 export function faultFires(f: Fault | undefined, a: Action, step: number): boolean {
   return !!f && f.action === `${a.stage}${a.op}${a.mb}` && (f.step ?? 0) === step;
+}
+
+/** Whether `f` fires before exchange `exchange` of stage `stage`'s collective in `step` (of `exchanges` in all): the second one, mid-collective. */
+export function collectiveFaultFires(f: Fault | undefined, stage: number, step: number, exchange: number, exchanges: number): boolean {
+  const m = f ? COLLECTIVE_ACTION.exec(f.action) : null;
+  return !!m && Number(m[1]) === stage && (f?.step ?? 0) === step && exchange === Math.min(1, exchanges - 1);
 }
 
 /** What an injected fault may do to the rank's surroundings (the stage worker supplies them). */
@@ -62,7 +77,8 @@ export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEf
       }
       return inner.apply(a, compute);
     },
-    endStep: (s) => inner.endStep(s),
+    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
+    endStep: (s, log) => inner.endStep(s, log),
     report: () => inner.report(),
     dispose: () => inner.dispose(),
   };

@@ -9,10 +9,13 @@
 const INSTANCE_GONE = /(OperationError: )?A valid external Instance reference no longer exists\.?/;
 const OUT_OF_MEMORY = /out of memory|OutOfMemory|allocation failed/i;
 
-/** The rank and the stages it holds, as every message of a rank starts. */
-export function rankWhere(rank: number, stageToRank: readonly number[]): string {
+/** A message that names its worker already starts so: `rank 2` or `replica 1, rank 2`. */
+const NAMES_WORKER = /^(replica \d+, )?rank \d+/;
+
+/** The (replica and) rank and the stages it holds, as every message of a worker starts. */
+export function rankWhere(rank: number, stageToRank: readonly number[], replica?: number): string {
   const stages = stageToRank.flatMap((r, s) => (r === rank ? [s] : []));
-  return `rank ${rank}, stage${stages.length === 1 ? '' : 's'} ${stages.join(', ')}`;
+  return `${replica !== undefined ? `replica ${replica}, ` : ''}rank ${rank}, stage${stages.length === 1 ? '' : 's'} ${stages.join(', ')}`;
 }
 
 /** The message of `e` with GPU failures named; `where` prefixes it unless it already names its rank. */
@@ -21,7 +24,7 @@ export function describeGpuFailure(e: unknown, where: string): string {
   try {
     const raw = e instanceof Error ? e.message : String(e);
     // A message that already names its rank (an ActionError's) keeps its words; others get their kind (TypeError, OperationError).
-    const named = e instanceof Error && !/^rank \d+/.test(raw) && e.name && e.name !== 'Error' && !raw.startsWith(e.name);
+    const named = e instanceof Error && !NAMES_WORKER.test(raw) && e.name && e.name !== 'Error' && !raw.startsWith(e.name);
     message = named ? `${(e as Error).name}: ${raw}` : raw;
   } catch {
     message = 'an unreadable error';
@@ -31,7 +34,7 @@ export function describeGpuFailure(e: unknown, where: string): string {
   } else if (OUT_OF_MEMORY.test(message) && !/out of GPU memory/.test(message)) {
     message = `out of GPU memory: ${message}`;
   }
-  return /^rank \d+/.test(message) ? message : `${where}: ${message}`;
+  return NAMES_WORKER.test(message) ? message : `${where}: ${message}`;
 }
 
 /** A GPU error scope's error as the failure it is (null: none). */

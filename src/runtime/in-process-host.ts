@@ -4,7 +4,7 @@
  */
 import type { Backend } from '../nn/backend.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import type { RankHost, RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankStats, RankUp, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 
 export class InProcessRankHost implements RankHost {
@@ -21,7 +21,7 @@ export class InProcessRankHost implements RankHost {
     return this.runtime;
   }
 
-  async init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp> {
+  async init(init: RankInit, ports: RankPorts): Promise<RankUp> {
     this.runtime = createRankRuntime(this.be, init, ports);
     const w = await this.runtime.warmUp();
     return { adapter: this.be.name, startup: { rank: this.rank, deviceMs: 0, ...w } };

@@ -7,12 +7,14 @@
  */
 import { epochMs } from './clock.ts';
 
-export type PayloadKind = 'act' | 'grad';
+/** An activation or a gradient between pipeline stages, or a chunk of a data-parallel ring collective (ring-allreduce.ts). */
+export type PayloadKind = 'act' | 'grad' | 'ring';
 
 export interface Payload {
   kind: PayloadKind;
-  /** The stage that consumes this payload. */
+  /** The stage that consumes this payload (a ring chunk: the stage whose collective it belongs to). */
   stage: number;
+  /** The micro-batch (a ring chunk: the exchange's index in its collective). */
   mb: number;
   step: number;
   shape: number[];
@@ -34,11 +36,15 @@ export function payloadKey(kind: PayloadKind, stage: number, mb: number, step: n
 export function checkPayload(m: unknown): string | null {
   if (typeof m !== 'object' || m === null) return `message = ${String(m)}: must be an object`;
   const p = m as Record<string, unknown>;
-  if (p.kind !== 'act' && p.kind !== 'grad') return `kind = ${JSON.stringify(p.kind)}: must be "act" or "grad"`;
+  if (p.kind !== 'act' && p.kind !== 'grad' && p.kind !== 'ring') return `kind = ${JSON.stringify(p.kind)}: must be "act", "grad" or "ring"`;
   for (const f of ['stage', 'mb', 'step', 'from'] as const) {
     if (typeof p[f] !== 'number' || !Number.isInteger(p[f]) || (p[f] as number) < 0) return `${f} = ${JSON.stringify(p[f])}: must be a non-negative integer`;
   }
-  if (!Array.isArray(p.shape) || p.shape.some((d) => !Number.isInteger(d) || d <= 0)) return `shape = ${JSON.stringify(p.shape)}: must be a list of positive integers`;
+  // A ring chunk may be empty (a vector shorter than the ring has empty chunks).
+  const minDim = p.kind === 'ring' ? 0 : 1;
+  if (!Array.isArray(p.shape) || p.shape.some((d) => !Number.isInteger(d) || d < minDim)) {
+    return `shape = ${JSON.stringify(p.shape)}: must be a list of ${minDim === 0 ? 'non-negative' : 'positive'} integers`;
+  }
   if (p.dtype !== 'f32' && p.dtype !== 'f64') return `dtype = ${JSON.stringify(p.dtype)}: must be "f32" or "f64"`;
   if (!(p.buffer instanceof ArrayBuffer)) return `buffer: must be an ArrayBuffer`;
   const n = (p.shape as number[]).reduce((a, b) => a * b, 1);
@@ -58,18 +64,24 @@ export class Mailbox {
   private readonly waiters = new Map<string, Waiter>();
   private failure: Error | null = null;
 
-  constructor(private readonly rank: number) {}
+  constructor(
+    rank: number,
+    /** How messages name this worker: `rank 2`, or `replica 1, rank 2` in a data-parallel mesh. */
+    private readonly who = `rank ${rank}`,
+  ) {}
 
-  attach(port: MessagePort, peer: number): void {
+  /** `peer`: the sender's rank, or how to name it (`worker 3`). */
+  attach(port: MessagePort, peer: number | string): void {
+    const from = typeof peer === 'string' ? peer : `rank ${peer}`;
     port.onmessage = (e: MessageEvent) => {
       const err = checkPayload(e.data);
       if (err) {
-        this.fail(new Error(`rank ${this.rank} got a malformed message from rank ${peer}: ${err}`));
+        this.fail(new Error(`${this.who} got a malformed message from ${from}: ${err}`));
         return;
       }
       this.deliver({ ...(e.data as Payload), receivedAt: epochMs() });
     };
-    port.onmessageerror = () => this.fail(new Error(`rank ${this.rank} could not deserialize a message from rank ${peer}`));
+    port.onmessageerror = () => this.fail(new Error(`${this.who} could not deserialize a message from ${from}`));
     port.start();
   }
 
@@ -97,7 +109,7 @@ export class Mailbox {
     return new Promise<Payload>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(key);
-        reject(new Error(`rank ${this.rank} waited ${(timeoutMs / 1000).toFixed(1)} s for ${what} and it never came`));
+        reject(new Error(`${this.who} waited ${(timeoutMs / 1000).toFixed(1)} s for ${what} and it never came`));
       }, timeoutMs);
       this.waiters.set(key, { resolve, reject, timer });
     });

@@ -58,6 +58,8 @@ export type GpuSpanStart = () => { end(): Promise<{ ms: number; source: 'timesta
 /** What a rank's executor drives. */
 export interface RankParts {
   rank: number;
+  /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+  replica?: number;
   be: Backend;
   order: readonly Action[];
   stages: ReadonlyMap<number, StageLike>;
@@ -77,7 +79,7 @@ export class RankExecutor implements StepRunner {
 
   async runStep(step: number): Promise<StepResult> {
     const { be, rank, transport, stages } = this.p;
-    const log = new StepLog(rank, step);
+    const log = new StepLog(rank, step, this.p.replica);
     const losses: { mb: number; loss: Tensor }[] = [];
     const peak: Record<number, number> = {};
     const stepStart = epochMs();
@@ -88,11 +90,12 @@ export class RankExecutor implements StepRunner {
         const stage = stages.get(a.stage);
         if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
         const out = await this.act(log, a, stage);
+        this.p.policy.afterAction?.(a, log);
         if (out) losses.push({ mb: a.mb, loss: out });
         for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
       } catch (e) {
         if (e instanceof ActionError) throw e;
-        throw new ActionError(rank, a, step, e);
+        throw new ActionError(rank, a, step, e, this.p.replica);
       }
     }
     await transport.drain();
@@ -107,15 +110,15 @@ export class RankExecutor implements StepRunner {
 
     const o0 = epochMs();
     try {
-      this.p.policy.endStep(step);
+      await this.p.policy.endStep(step, log);
       await be.sync();
     } catch (e) {
-      throw new ActionError(rank, null, step, e);
+      throw new ActionError(rank, null, step, e, this.p.replica);
     }
     const o1 = epochMs();
     for (const st of stages.values()) {
       if (st.liveStashes() !== 0) {
-        throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`));
+        throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
     return { rank, intervals: log.intervals, losses: lossValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };

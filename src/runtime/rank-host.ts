@@ -14,12 +14,23 @@ export interface RankInit {
   config: RunConfig;
   /** The model, built once by the coordinator (run-plan.ts) and sent to every rank. */
   spec: ModelSpec;
+  /** Pipeline rank (within its replica). */
   rank: number;
+  /** The worker's index in the mesh (src/schedule/mesh.ts: replica · ranks + rank); the rank itself with one pipeline. */
+  worker: number;
   schedule: Schedule;
   /** Block range [start, end) of every stage (all stages, not only this rank's). */
   stageBlocks: [number, number][];
   recvTimeoutMs: number;
   fault?: Fault;
+}
+
+/** A worker's lines to the others. */
+export interface RankPorts {
+  /** Ports to other workers, by worker index: its pipeline neighbours in its replica and its ring neighbours across replicas. */
+  peers: Map<number, MessagePort>;
+  /** The coordinator's control line (mesh-control.ts: barrier, status); only in a data-parallel mesh. */
+  control?: MessagePort;
 }
 
 export interface RankStats {
@@ -52,8 +63,9 @@ export interface RankUp {
 export type Weights = Record<string, Float32Array | Float64Array>;
 
 export interface RankHost {
+  /** The worker's index in the mesh (the pipeline rank with one pipeline). */
   readonly rank: number;
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp>;
+  init(init: RankInit, ports: RankPorts): Promise<RankUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
   stats(): Promise<RankStats>;

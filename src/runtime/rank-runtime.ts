@@ -1,25 +1,32 @@
 /**
- * Everything one rank holds: its stages (with the same seeded initialisation
- * the single-device loop uses), its data (first and last stage), its
- * optimizer, its mailbox, and the executor that walks its actions. Built the
- * same way in a stage worker (GpuBackend) and in-process (CpuBackend, tests).
+ * Everything one worker holds: its stages (with the same seeded initialisation
+ * the single-device loop uses), its data (first and last stage: its replica's
+ * slice of every batch), its optimizer (and, in a data-parallel mesh, its ring
+ * to the same rank of the other replicas), its mailbox, and the executor that
+ * walks its actions. Built the same way in a stage worker (GpuBackend) and
+ * in-process (CpuBackend, tests).
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import { targetCount, type Examples } from '../data/examples.ts';
+import { sliceRows, targetCount, type Examples } from '../data/examples.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { rowsPerExample } from '../nn/model-spec.ts';
 import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
-import { faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
+import { mesh, placeOf, replicaRows, ringNext, ringPrev, type Mesh } from '../schedule/mesh.ts';
+import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type Fault, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
 import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
-import type { RankInit, RankStats, Weights } from './rank-host.ts';
+import type { RankInit, RankPorts, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from './run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
+import type { DataParallelParts } from './data-parallel.ts';
+import { MeshControlClient } from './mesh-control.ts';
+import { portRing } from './ring-link.ts';
+import type { Payload } from './mailbox.ts';
 
 export interface RankRuntime {
   /**
@@ -53,33 +60,44 @@ export interface RankHooks extends FaultEffects {
   gpuSpan?: GpuSpanStart;
 }
 
-/** Micro-batch inputs and labels from the seeded sampler; a stream (one window for the whole run) numbers micro-batches across steps. */
+/**
+ * Micro-batch inputs and labels from the seeded sampler: the replica's rows of
+ * each step's batch, cut into micro-batches; a stream (one window for the whole
+ * run) numbers micro-batches across steps.
+ */
 class SampledMicrobatches implements MicrobatchSource {
-  private cached: { step: number; mbs: Examples[] } | null = null;
+  private cached: { step: number; mbs: Examples[]; targets: number } | null = null;
 
   constructor(
     private readonly be: Backend,
     private readonly sampler: BatchSampler,
     private readonly microbatches: number,
     private readonly streaming: boolean,
+    /** The replica's rows [lo, hi) of every batch (the whole batch with one pipeline). */
+    private readonly rows: [number, number],
   ) {}
 
   /**
-   * Synchronous: 1 / the batch's targets (its size for the MLPs, its non-padded
-   * positions for the GPT), so accumulating the micro-batches gives the batch mean.
+   * Synchronous: 1 / the whole step's targets, all replicas' rows (its size for
+   * the MLPs, its non-padded positions for the GPT), so accumulating the
+   * micro-batches, and summing over replicas, gives the batch mean.
    * Asynchronous: every micro-batch is its own update, so 1 / its own targets.
    */
   lossScale(step: number, mb: number): number {
-    if (this.streaming) return 1 / targetCount(this.examples(step, mb));
-    this.examples(step, mb);
-    const mbs = (this.cached as { mbs: Examples[] }).mbs;
-    return 1 / mbs.reduce((s, ex) => s + targetCount(ex), 0);
+    const ex = this.examples(step, mb);
+    if (this.streaming) return 1 / targetCount(ex);
+    return 1 / (this.cached as { targets: number }).targets;
   }
 
   private examples(step: number, mb: number): Examples {
     const s = this.streaming ? Math.floor(mb / this.microbatches) : step;
     const i = this.streaming ? mb % this.microbatches : mb;
-    if (!this.cached || this.cached.step !== s) this.cached = { step: s, mbs: splitMicrobatches(this.sampler.batch(s), this.microbatches) };
+    if (!this.cached || this.cached.step !== s) {
+      const batch = this.sampler.batch(s);
+      const [lo, hi] = this.rows;
+      const mine = lo === 0 && hi === batch.n ? batch : sliceRows(batch, lo, hi);
+      this.cached = { step: s, mbs: splitMicrobatches(mine, this.microbatches), targets: targetCount(batch) };
+    }
     return this.cached.mbs[i];
   }
 
@@ -94,27 +112,102 @@ class SampledMicrobatches implements MicrobatchSource {
   }
 }
 
-export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number, MessagePort>, hooks: RankHooks = {}): RankRuntime {
-  const { config, rank, schedule, stageBlocks, spec } = init;
+/** A worker's ports sorted by role: its pipeline neighbours (by their rank, in its replica) and its ring neighbours (by worker). */
+function portsByRole(m: Mesh, worker: number, peers: ReadonlyMap<number, MessagePort>) {
+  const { replica } = placeOf(m, worker);
+  const pipeline = new Map<number, MessagePort>();
+  for (const [w, port] of peers) {
+    const p = placeOf(m, w);
+    if (p.replica === replica) pipeline.set(p.rank, port);
+  }
+  const next = ringNext(m, worker);
+  const prev = ringPrev(m, worker);
+  return { replica, pipeline, next, prev, toNext: m.dp > 1 ? peers.get(next) : undefined, fromPrev: m.dp > 1 ? peers.get(prev) : undefined };
+}
+
+/**
+ * The data-parallel parts of a worker's flush (data-parallel.ts): its ring for
+ * each stage's collective over the mesh's ports, the coordinator's control line,
+ * and a fault in a collective when one is configured for this worker.
+ */
+function dataParallelParts(
+  m: Mesh,
+  init: RankInit,
+  roles: ReturnType<typeof portsByRole>,
+  mailbox: Mailbox,
+  control: MeshControlClient | null,
+  fault: Fault | undefined,
+  effects: FaultEffects,
+): DataParallelParts | undefined {
+  const { config, worker, rank } = init;
+  const { toNext } = roles;
+  if (m.dp === 1 || !toNext) return undefined;
+  const exchanges = 2 * (m.dp - 1);
+  /** The chunk a fault drops or malforms: posted wrong, or not at all. */
+  let spoil: { stage: number; step: number; exchange: number } | null = null;
+  const post = (port: MessagePort, msg: Payload) => {
+    if (spoil && spoil.stage === msg.stage && spoil.step === msg.step && spoil.exchange === msg.mb) {
+      spoil = null;
+      if (fault?.kind === 'malformed-message') port.postMessage({ ...msg, shape: [msg.shape[0] + 1] });
+      return;
+    }
+    port.postMessage(msg, [msg.buffer]);
+  };
+  return {
+    dp: m.dp,
+    replica: roles.replica,
+    zero: config.zero,
+    overlap: config.overlap,
+    order: init.schedule.order[rank],
+    next: roles.next,
+    control,
+    onFailure: (e) => mailbox.fail(e),
+    ring: (stage, step, hooks) =>
+      portRing(
+        { position: roles.replica, size: m.dp, worker, next: roles.next, prev: roles.prev, toNext, mailbox, stage, step, recvTimeoutMs: init.recvTimeoutMs, what: `the ${config.zero ? 'ZeRO-1 update' : 'all-reduce'} of stage ${stage}`, post },
+        hooks,
+      ),
+    beforeExchange: fault
+      ? (stage, step, exchange) => {
+          if (!collectiveFaultFires(fault, stage, step, exchange, exchanges)) return;
+          if (fault.kind === 'throw') throw new Error(`injected fault: the ${config.zero ? 'ZeRO-1 update' : 'all-reduce'} of stage ${stage} threw`);
+          if (fault.kind === 'lose-device') effects.loseDevice?.();
+          if (fault.kind === 'crash-worker') effects.crash?.();
+          if (fault.kind === 'drop-message' || fault.kind === 'malformed-message') spoil = { stage, step, exchange };
+        }
+      : undefined,
+  };
+}
+
+export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts, hooks: RankHooks = {}): RankRuntime {
+  const { config, rank, schedule, stageBlocks, spec, worker } = init;
   const train = toTrainConfig(config);
   const kind = scheduleKind(config.schedule);
+  const m = mesh(config.dp, config.ranks);
+  const roles = portsByRole(m, worker, ports.peers);
+  const replica = m.dp > 1 ? roles.replica : undefined;
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
     if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
   });
   const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream);
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream, replicaRows(m, config.batchSize, roles.replica));
 
-  const mailbox = new Mailbox(rank);
-  for (const [peer, port] of ports) mailbox.attach(port, peer);
+  const mailbox = new Mailbox(rank, replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
+  for (const [peer, port] of roles.pipeline) mailbox.attach(port, peer);
+  if (roles.fromPrev) mailbox.attach(roles.fromPrev, `worker ${roles.prev}`);
+  if (roles.toNext && roles.toNext !== roles.fromPrev) mailbox.attach(roles.toNext, `worker ${roles.next}`);
+  const control = ports.control ? new MeshControlClient(ports.control, init.recvTimeoutMs) : null;
 
-  const fault = init.fault;
-  const transportOptions = { rank, be, stageToRank: schedule.stageToRank, ports, mailbox, recvTimeoutMs: init.recvTimeoutMs };
+  // A configured fault fires on one worker: the one of its replica (replica 0 by default).
+  const fault = init.fault && (init.fault.replica ?? 0) === roles.replica ? init.fault : undefined;
+  const transportOptions = { rank, replica, be, stageToRank: schedule.stageToRank, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs };
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
-  const policy = createUpdatePolicy(kind.update, be, stages, train);
+  const policy = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks));
   let current = 0;
   const executor = new RankExecutor({
     rank,
+    replica,
     be,
     order: schedule.order[rank],
     stages,
@@ -185,7 +278,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: Map<number
       policy.dispose();
       for (const st of stages.values()) st.dispose();
       mailbox.clear();
-      for (const p of ports.values()) p.close();
+      for (const p of ports.peers.values()) p.close();
+      control?.close();
     },
   };
 }

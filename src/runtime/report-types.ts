@@ -5,6 +5,7 @@
  */
 import type { Op, Schedule, Timeline } from '../schedule/types.ts';
 import type { RankStartup } from './rank-host.ts';
+import type { AllReduceFigures } from './report-collectives.ts';
 import type { RunConfig } from './run-config.ts';
 
 export interface BubbleFigures {
@@ -66,4 +67,10 @@ export interface RunReport {
   weights?: Record<string, Float32Array | Float64Array>;
   /** PipeDream asynchronous runs: weight versions stashed, and their bytes, per stage at peak. */
   weightStash?: Record<number, { versions: number; bytes: number }>;
+  /** Data-parallel runs (dp > 1): each stage's collective (time, bytes), the step time with them, their exposed share. */
+  allReduce?: AllReduceFigures;
+  /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */
+  optimizerBytesPerWorker: number[];
+  /** Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's (0: they agree bit for bit). */
+  replicaMismatch?: number;
 }

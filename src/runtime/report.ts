@@ -12,6 +12,7 @@ import type { StepResult } from './rank-executor.ts';
 import type { RunReport } from './report-types.ts';
 import type { RunConfig } from './run-config.ts';
 import type { RunPlan } from './run-plan.ts';
+import { allReduceFigures } from './report-collectives.ts';
 
 export type { RunReport } from './report-types.ts';
 
@@ -34,6 +35,7 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
   intervals.sort((a, b) => a.start - b.start);
   const timeline: Timeline = {
     source: 'measured',
+    ...(plan.config.dp > 1 ? { dp: plan.config.dp } : {}),
     ranks: plan.schedule.ranks,
     stages: plan.schedule.stages,
     microbatches: plan.schedule.microbatches,
@@ -56,6 +58,7 @@ export interface ReportInput {
   leakedBuffers: number;
   /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
   stepLosses?: number[];
+  replicaMismatch?: number;
   phases: RunReport['phases'];
 }
 
@@ -117,7 +120,11 @@ export function buildReport(input: ReportInput): RunReport {
     phases: input.phases,
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
+    optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
   };
+  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
+  if (collectives) report.allReduce = collectives;
+  if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};
     for (const r of last.results) Object.assign(ws, r.weightStash ?? {});

@@ -125,10 +125,11 @@ export function validateRunConfig(cfg: RunConfig): void {
   validateCut(cfg);
   scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
-    if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?} or absent');
+    if (cfg.fault === null || typeof cfg.fault !== 'object') throw new ConfigError('fault', cfg.fault, 'must be an object {kind, action, step?, replica?} or absent');
     requireOneOf('fault.kind', cfg.fault.kind, FAULT_KINDS);
-    if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2"');
+    if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2", or "AR1" for stage 1\'s all-reduce');
     if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
+    if (cfg.fault.replica !== undefined) requireInt('fault.replica', cfg.fault.replica, 0, cfg.dp - 1);
   }
   checkRunLimits(cfg);
 }

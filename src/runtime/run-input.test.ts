@@ -33,7 +33,7 @@ const base = (): Record<string, unknown> => ({ ...defaultRunConfig() });
 
 describe('values that are not plain JSON are refused naming the field', () => {
   it('fault: null', async () => {
-    expect(await refusedBeforeStart({ ...base(), fault: null })).toBe('fault = null: must be an object {kind, action, step?} or absent');
+    expect(await refusedBeforeStart({ ...base(), fault: null })).toBe('fault = null: must be an object {kind, action, step?, replica?} or absent');
   });
   it('a function', async () => {
     expect(await refusedBeforeStart({ ...base(), lr: () => 0.01 })).toMatch(/^lr = a function: must be plain JSON .*not a function$/);

@@ -4,13 +4,14 @@
  * worker at init). Each refusal names the field, its value and the rule.
  *
  * Estimates (bytes are float32):
- *  - actions per step: stages · m · (2, or 3 when the backward is split); a
+ *  - actions per step: dp · stages · m · (2, or 3 when the backward is split); a
  *    PipeDream run is one stream of steps · m micro-batches: ranks · steps · m · 2;
  *  - the largest GPU buffer of a stage: a layer's parameters, or one
- *    micro-batch's activations (rows · widest layer width);
- *  - memory per rank: for each stage it holds, weights, gradients and optimizer
- *    state (AdamW 2, SGD 1 per weight; PipeDream stashes up to `ranks` weight
- *    versions), plus the activations of up to m micro-batches in flight;
+ *    micro-batch's activations (rows = batchSize / (dp · m) · widest layer width);
+ *  - memory per worker: for each stage it holds, weights, gradients and optimizer
+ *    state (AdamW 2, SGD 1 per weight, divided by dp under ZeRO-1; PipeDream
+ *    stashes up to `ranks` weight versions), plus the activations of up to m
+ *    micro-batches in flight; all workers: dp times one pipeline's;
  *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
  */
 import { ConfigError } from '../util/errors.ts';
@@ -47,6 +48,14 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   partition?: 'flops' | 'blocks' | 'cut';
   /** Blocks per stage when partition = 'cut' (validated by explicit-cut.ts). */
   cut?: readonly number[];
+  /** Data-parallel replicas (default 1) and ZeRO stage (default 0). */
+  dp?: number;
+  zero?: number;
+}
+
+/** Rows of one micro-batch: each replica's batchSize / dp rows, cut into m micro-batches. */
+function microbatchRows(cfg: LimitInput): number {
+  return cfg.batchSize / ((cfg.dp ?? 1) * cfg.microbatches);
 }
 
 export interface StageBuffer {
@@ -74,7 +83,7 @@ export function stageCut(cfg: LimitInput): { spec: ModelSpec; stageBlocks: Block
 
 /** The largest buffer of each stage (parameters or one micro-batch's activations). */
 export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): StageBuffer[] {
-  const rows = cfg.batchSize / cfg.microbatches;
+  const rows = microbatchRows(cfg);
   return cut.stageBlocks.map(([a, b], stage) => {
     let best: StageBuffer = { stage, buffer: 'none', bytes: 0 };
     for (const block of cut.spec.blocks.slice(a, b)) {
@@ -91,8 +100,9 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
 
 /** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
 export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
-  const rows = cfg.batchSize / cfg.microbatches;
-  const copies = 2 + (cfg.optimizer === 'sgd' ? 1 : 2) + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
+  const rows = microbatchRows(cfg);
+  const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / (cfg.zero === 1 ? (cfg.dp ?? 1) : 1);
+  const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
@@ -118,14 +128,15 @@ function memoryField(cfg: LimitInput, weights: number, activations: number): { f
 export function runActions(cfg: LimitInput): number {
   const kind = scheduleKind(cfg.schedule);
   const m = UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, cfg.steps);
-  return cfg.ranks * cfg.virtual * m * (kind.splitBackward ? 3 : 2);
+  return (cfg.dp ?? 1) * cfg.ranks * cfg.virtual * m * (kind.splitBackward ? 3 : 2);
 }
 
-/** Throws a ConfigError unless one step of the schedule at these sizes has at most RUN_LIMITS.actionsPerStep actions (before it is generated). */
-export function checkStepActions(schedule: RunScheduleName, ranks: number, virtual: number, microbatches: number): void {
-  const actions = ranks * virtual * microbatches * (scheduleKind(schedule).splitBackward ? 3 : 2);
+/** Throws a ConfigError unless one step of the schedule at these sizes, on every replica, has at most RUN_LIMITS.actionsPerStep actions (before it is generated). */
+export function checkStepActions(schedule: RunScheduleName, ranks: number, virtual: number, microbatches: number, dp = 1): void {
+  const actions = dp * ranks * virtual * microbatches * (scheduleKind(schedule).splitBackward ? 3 : 2);
   if (!(actions <= RUN_LIMITS.actionsPerStep)) {
-    throw new ConfigError('microbatches', microbatches, `ranks · virtual · microbatches · ops = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
+    const what = dp > 1 ? 'dp · ranks · virtual · microbatches · ops' : 'ranks · virtual · microbatches · ops';
+    throw new ConfigError('microbatches', microbatches, `${what} = ${actions} actions per step; a step may have at most ${RUN_LIMITS.actionsPerStep}`);
   }
 }
 
@@ -143,7 +154,7 @@ export function checkRunLimits(cfg: LimitInput): void {
       `PipeDream runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
     );
   }
-  if (!stream) checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches);
+  if (!stream) checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches, cfg.dp ?? 1);
   const cut = stageCut(cfg);
   for (const b of largestStageBuffers(cfg, cut)) {
     if (b.bytes > RUN_LIMITS.bufferBytes) {
@@ -166,14 +177,15 @@ export function checkRunLimits(cfg: LimitInput): void {
       `a rank would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a rank may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
     );
   }
-  const weights = perStage.reduce((s, x) => s + x.weights, 0);
-  const activations = perStage.reduce((s, x) => s + x.activations, 0);
+  const dp = cfg.dp ?? 1;
+  const weights = dp * perStage.reduce((s, x) => s + x.weights, 0);
+  const activations = dp * perStage.reduce((s, x) => s + x.activations, 0);
   if (weights + activations > RUN_LIMITS.totalBytes) {
     const { field, value } = memoryField(cfg, weights, activations);
     throw new ConfigError(
       field,
       value,
-      `all ranks together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
+      `all ${dp > 1 ? 'workers' : 'ranks'} together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
     );
   }
   const flops = 3 * cut.spec.blocks.reduce((s, b) => s + b.layers.reduce((t, l) => t + layerFlopsPerRow(l), 0), 0) * cfg.batchSize;

@@ -39,7 +39,7 @@ export function planRun(input: RunConfig): RunPlan {
   const m = windows.microbatches(config.microbatches, config.steps);
   kind.validateParams(config.ranks, m, config.virtual);
   const schedule = kind.fromStageCosts
-    ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / config.microbatches)), config.memCap || config.ranks)
+    ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches))), config.memCap || config.ranks)
     : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
   return { config, spec, kind, schedule, stageBlocks, windows };

@@ -75,7 +75,7 @@ describe('PipeDream asynchronous 1F1B with weight stashing', () => {
     const plan = planRun(cfg);
     const ch = new MessageChannel();
     const ports = [new Map([[1, ch.port1]]), new Map([[0, ch.port2]])];
-    const rts = [0, 1].map((r) => createRankRuntime(new Cpu(), { config: cfg, spec: plan.spec, rank: r, schedule: plan.schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs: 2000 }, ports[r]));
+    const rts = [0, 1].map((r) => createRankRuntime(new Cpu(), { config: cfg, spec: plan.spec, rank: r, worker: r, schedule: plan.schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs: 2000 }, { peers: ports[r] }));
     const results = await Promise.all(rts.map((rt) => rt.step(0)));
     const records = results.flatMap((r) => r.versions ?? []);
     expect(records).toHaveLength(2 * cfg.steps * cfg.microbatches);

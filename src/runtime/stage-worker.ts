@@ -9,10 +9,16 @@ import type { RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
+import { mesh, placeOf } from '../schedule/mesh.ts';
 import { checkAdapterBufferLimits } from './run-limits.ts';
 
 let runtime: RankRuntime | null = null;
 let current: RankInit | null = null;
+
+/** How messages name this worker: its rank, with its replica in a data-parallel mesh. */
+function where(init: RankInit): string {
+  return rankWhere(init.rank, init.schedule.stageToRank, init.config.dp > 1 ? placeOf(mesh(init.config.dp, init.config.ranks), init.worker).replica : undefined);
+}
 
 function stagesOn(init: RankInit): number[] {
   return init.schedule.stageToRank.flatMap((r, s) => (r === init.rank ? [s] : []));
@@ -27,9 +33,9 @@ function need(): RankRuntime {
 }
 
 const api = {
-  async init({ init, ports }: { init: RankInit; ports: [number, MessagePort][] }): Promise<RankUp> {
+  async init({ init, ports, control }: { init: RankInit; ports: [number, MessagePort][]; control?: MessagePort }): Promise<RankUp> {
     current = init;
-    const where = rankWhere(init.rank, init.schedule.stageToRank);
+    const whereThis = where(init);
     try {
       const t0 = performance.now();
       // A kept device lost while idle is never reused.
@@ -50,7 +56,7 @@ const api = {
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
       be.device.pushErrorScope('out-of-memory');
-      runtime = createRankRuntime(be, init, new Map(ports), {
+      runtime = createRankRuntime(be, init, { peers: new Map(ports), control }, {
         gpuSpan: be.hasTimestamps ? () => be.beginTiming() : undefined,
         loseDevice: () => be.device.destroy(),
         crash: () => {
@@ -62,21 +68,21 @@ const api = {
       const rt = runtime;
       // The backend is where a lost device is noticed and named (its ops, reads and
       // syncs throw DeviceLostError); here the rank's waits for peers end with it too.
-      void be.lost.then((message) => rt.fail(new Error(`${where}: ${message}`)));
+      void be.lost.then((message) => rt.fail(new Error(`${whereThis}: ${message}`)));
       const warm = await rt.warmUp();
       const oom = scopeFailure(await be.device.popErrorScope(), 'building its stages');
       if (oom) throw oom;
       return { adapter: be.adapterDescription(), startup: { rank: init.rank, deviceMs, ...warm } };
     } catch (e) {
-      throw new Error(describeGpuFailure(e, where));
+      throw new Error(describeGpuFailure(e, whereThis));
     }
   },
   async step(step: number): Promise<StepResult> {
     try {
       return await need().step(step);
     } catch (e) {
-      const where = current ? `${rankWhere(current.rank, current.schedule.stageToRank)}, step ${step}` : `step ${step}`;
-      const message = describeGpuFailure(e, where);
+      const whereThis = current ? `${where(current)}, step ${step}` : `step ${step}`;
+      const message = describeGpuFailure(e, whereThis);
       if (e instanceof Error && message === e.message) throw e;
       throw new Error(message);
     }

@@ -6,33 +6,49 @@
  * Sends do not block the next action; `drain` waits for them at the end.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
-import type { Action, Interval } from '../schedule/types.ts';
+import type { Action, CollectiveKind, Interval } from '../schedule/types.ts';
 import { ActionError } from './action-error.ts';
 import { epochMs } from './clock.ts';
 import type { Mailbox, Payload, PayloadKind } from './mailbox.ts';
 
-/** One step's measured intervals (compute and communication) on one rank. */
+/** One step's measured intervals (compute, communication, collectives) on one worker. */
 export class StepLog {
   readonly intervals: Interval[] = [];
 
   constructor(
     readonly rank: number,
     readonly step: number,
+    /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+    readonly replica?: number,
   ) {}
 
+  private push(iv: Interval): void {
+    if (this.replica !== undefined) iv.replica = this.replica;
+    this.intervals.push(iv);
+  }
+
   comm(stage: number, mb: number, kind: Interval['comm'], start: number, end: number, peer?: number): void {
-    this.intervals.push({ rank: this.rank, stage, op: 'comm', mb, start, end, comm: kind, peer });
+    this.push({ rank: this.rank, stage, op: 'comm', mb, start, end, comm: kind, peer });
   }
 
   compute(a: Action, start: number, gpuMs: number | undefined): void {
     const iv: Interval = { rank: this.rank, stage: a.stage, op: a.op, mb: a.mb, start, end: epochMs() };
     if (gpuMs !== undefined) iv.gpuMs = gpuMs;
-    this.intervals.push(iv);
+    this.push(iv);
+  }
+
+  /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange). */
+  collective(stage: number, coll: CollectiveKind, exchange: number, start: number, end: number, bytes: number, peer?: number): void {
+    const iv: Interval = { rank: this.rank, stage, op: 'collective', mb: exchange, start, end, coll, bytes };
+    if (peer !== undefined) iv.peer = peer;
+    this.push(iv);
   }
 }
 
 export interface TransportOptions {
   rank: number;
+  /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+  replica?: number;
   be: Backend;
   stageToRank: readonly number[];
   /** Ports to peer ranks, by peer rank. */
@@ -109,7 +125,7 @@ export class Transport {
     });
     this.sends.push(
       p.catch((e: unknown) => {
-        this.sendError = new ActionError(rank, from, log.step, e);
+        this.sendError = new ActionError(rank, from, log.step, e, this.o.replica);
         this.o.mailbox.fail(this.sendError);
       }),
     );

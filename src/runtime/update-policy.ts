@@ -1,21 +1,26 @@
 /**
  * How a rank updates its weights, as its schedule's registry entry says
  * (src/schedule/registry.ts, `update`). The executor calls a policy through
- * one hook, `apply`, around every compute action, and `endStep` after the
- * step's last action; nothing else in the runtime asks which schedule runs.
+ * one hook, `apply`, around every compute action, `afterAction` once an
+ * action's kernels are done, and `endStep` after the step's last action;
+ * nothing else in the runtime asks which schedule runs.
  *
  * - 'flush': gradients accumulate over the step's micro-batches; one optimizer
- *   step over all of the rank's stages at the end of the step.
+ *   step over all of the rank's stages at the end of the step. With dp > 1
+ *   replicas the flush sums each stage's gradients over its replicas first
+ *   (data-parallel.ts: a ring all-reduce, or ZeRO-1's sharded update).
  * - 'stash-and-update-after-backward' (PipeDream): each stage has its own
  *   optimizer and applies it after every backward; a backward runs with the
  *   weight version its forward used (weight-stash.ts).
  */
 import type { Backend } from '../nn/backend.ts';
-import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { UpdatePolicyName } from '../schedule/registry.ts';
 import type { Action } from '../schedule/types.ts';
+import { DataParallelFlush, type DataParallelParts } from './data-parallel.ts';
+import type { StepLog } from './transport.ts';
 import { WeightStash, type VersionRecord } from './weight-stash.ts';
 
 /** What a policy adds to a step's result. */
@@ -24,6 +29,8 @@ export interface PolicyReport {
   versions?: VersionRecord[];
   /** PipeDream: the most weight versions (and their bytes) each stage held. */
   weightStash?: Record<number, { versions: number; bytes: number }>;
+  /** Bytes of optimizer state this worker holds (all of its stages', or its ZeRO-1 shards'). */
+  optimizerBytes?: number;
 }
 
 /** The stages a policy updates: their parameters, and how to zero their gradients. */
@@ -35,8 +42,10 @@ export interface UpdatableStage {
 export interface UpdatePolicy {
   /** Runs one compute action; `compute` issues its kernels. */
   apply<T>(a: Action, compute: () => T): T;
-  /** After the step's last action. */
-  endStep(step: number): void;
+  /** After action `a`'s kernels are done (a data-parallel flush may start a stage's all-reduce here). */
+  afterAction?(a: Action, log: StepLog): void;
+  /** After the step's last action (and its sends). */
+  endStep(step: number, log: StepLog): void | Promise<void>;
   report(): PolicyReport;
   dispose(): void;
 }
@@ -63,7 +72,7 @@ class FlushPolicy implements UpdatePolicy {
   }
 
   report(): PolicyReport {
-    return {};
+    return { optimizerBytes: optimizerStateBytes([...this.stages.values()].flatMap((s) => s.params), this.train.optimizer) };
   }
 
   dispose(): void {
@@ -126,10 +135,11 @@ export function createUpdatePolicy(
   be: Backend,
   stages: ReadonlyMap<number, UpdatableStage>,
   train: TrainConfig,
+  dataParallel?: DataParallelParts,
 ): UpdatePolicy {
   switch (name) {
     case 'flush':
-      return new FlushPolicy(be, stages, train);
+      return dataParallel && dataParallel.dp > 1 ? new DataParallelFlush(be, stages, train, dataParallel) : new FlushPolicy(be, stages, train);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);
   }

@@ -4,7 +4,7 @@
  * A worker that dies outside a call (an uncaught error) rejects `fatal`.
  */
 import * as Comlink from 'comlink';
-import type { RankHost, RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankStats, RankUp, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { StageWorkerApi } from './stage-worker.ts';
 
@@ -45,9 +45,10 @@ export class WorkerRankHost implements RankHost {
     return Promise.race([p, this.fatal]);
   }
 
-  init(init: RankInit, ports: Map<number, MessagePort>): Promise<RankUp> {
-    const portList = [...ports.entries()];
-    return this.call(this.api.init(Comlink.transfer({ init, ports: portList }, portList.map(([, p]) => p))));
+  init(init: RankInit, ports: RankPorts): Promise<RankUp> {
+    const peers = [...ports.peers.entries()];
+    const transfer = [...peers.map(([, p]) => p), ...(ports.control ? [ports.control] : [])];
+    return this.call(this.api.init(Comlink.transfer({ init, ports: peers, control: ports.control }, transfer)));
   }
 
   step(step: number): Promise<StepResult> {

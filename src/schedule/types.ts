@@ -30,4 +30,4 @@ export interface Schedule {
   order: Action[][];
 }
 
-export type { CommKind, Interval, Timeline } from './timeline.ts';
+export type { CollectiveKind, CommKind, Interval, Timeline } from './timeline.ts';

@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../runtime/run-config.ts';
 import { checkStepActions } from '../runtime/run-limits.ts';
-import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -71,22 +71,24 @@ export { computeOnly } from '../schedule/timeline.ts';
 /**
  * Most micro-batches whose activations a rank held at once in a measured
  * timeline: a forward holds from its start, a backward (B, or W when the
- * backward is split) frees at its end.
+ * backward is split) frees at its end. With dp replicas, the most any replica's
+ * worker of that rank held.
  */
 export function measuredPeakMicrobatches(t: Timeline): number[] {
   const split = t.intervals.some((iv) => iv.op === 'W');
-  const events: { rank: number; at: number; d: number }[] = [];
+  const events: { lane: number; at: number; d: number }[] = [];
   for (const iv of t.intervals) {
-    if (iv.op === 'F') events.push({ rank: iv.rank, at: iv.start, d: 1 });
-    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ rank: iv.rank, at: iv.end, d: -1 });
+    if (iv.op === 'F') events.push({ lane: laneOf(t, iv), at: iv.start, d: 1 });
+    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ lane: laneOf(t, iv), at: iv.end, d: -1 });
   }
   // Frees before holds at the same instant.
   events.sort((a, b) => a.at - b.at || a.d - b.d);
-  const held = new Array<number>(t.ranks).fill(0);
+  const held = new Array<number>(laneCount(t)).fill(0);
   const peak = new Array<number>(t.ranks).fill(0);
   for (const e of events) {
-    held[e.rank] += e.d;
-    if (held[e.rank] > peak[e.rank]) peak[e.rank] = held[e.rank];
+    held[e.lane] += e.d;
+    const rank = e.lane % t.ranks;
+    if (held[e.lane] > peak[rank]) peak[rank] = held[e.lane];
   }
   return peak;
 }

@@ -58,6 +58,16 @@ describe('gap attribution', () => {
     expect(a.steps[3].bubble).toBe(0.6);
   });
 
+  it('a data-parallel run adds an all-reduce row: the idle share of the whole step, collectives included', () => {
+    // 4 lanes busy 60% of a 10 ms compute makespan (bubble 0.4); the step with its all-reduce takes 12.5 ms.
+    const allReduce = { perStage: [], stepMs: 12.5, exposedMs: 2.5, share: 0.2 };
+    const a = attributeGap({ schedule, meanOpMs: opMs(4, () => 1.5), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: closed }, makespanMs: { measured: 10, simulated: 0 }, allReduce }, null)!;
+    expect(a.steps.map((s) => s.id)).toEqual(['closed', 'stages', 'comm', 'device', 'allreduce']);
+    // Busy 0.6 · 10 ms per lane over a 12.5 ms step: idle 1 − 6 / 12.5 = 0.52.
+    expect(a.steps[4].bubble).toBeCloseTo(0.52, 12);
+    expect(a.steps[4].adds).toBeCloseTo(0.12, 12);
+  });
+
   it('needs a closed form or a given starting point', () => {
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, null)).toBeNull();
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, 0.2)?.steps[0].bubble).toBe(0.2);

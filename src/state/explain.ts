@@ -8,6 +8,8 @@
  *   + communication  the same plus the measured mean time per boundary crossing on every message
  *   + shared device  the rest: the measured bubble (every rank's worker shares one GPU here, so
  *                    ops of different ranks queue behind one another and starts drift)
+ *   + all-reduce     data parallelism only: the idle share of the whole step once the collectives'
+ *                    exposed time (not hidden behind compute) is counted: 1 − busy / (lanes · step time)
  *
  * Also the closed form's makespan in the simulator's prediction units.
  */
@@ -16,7 +18,7 @@ import { SCHEDULES, simulate, timelineStats, type ClosedForm, type Op, type Sche
 import { computeOnly } from './derived.ts';
 
 export interface GapStep {
-  id: 'closed' | 'stages' | 'comm' | 'device';
+  id: 'closed' | 'stages' | 'comm' | 'device' | 'allreduce';
   label: string;
   /** The bubble after adding this effect. */
   bubble: number;
@@ -36,7 +38,10 @@ function perStage(meanOpMs: RunReport['meanOpMs'], stages: number, op: Op): numb
 }
 
 /** The attribution for a finished run; null where the schedule has no closed form (it needs a starting point) or cannot be simulated. */
-export function attributeGap(report: Pick<RunReport, 'schedule' | 'meanOpMs' | 'commMsPerCrossing' | 'bubble'>, closedBubble: number | null): GapAttribution | null {
+export function attributeGap(
+  report: Pick<RunReport, 'schedule' | 'meanOpMs' | 'commMsPerCrossing' | 'bubble'> & Partial<Pick<RunReport, 'makespanMs' | 'allReduce'>>,
+  closedBubble: number | null,
+): GapAttribution | null {
   const start = report.bubble.closedForm ?? closedBubble;
   if (start === null || !Number.isFinite(start)) return null;
   const s: Schedule = report.schedule;
@@ -50,16 +55,20 @@ export function attributeGap(report: Pick<RunReport, 'schedule' | 'meanOpMs' | '
   }
   const measured = report.bubble.measured;
   const stageMs = Array.from({ length: s.stages }, (_, i) => (['F', 'B', 'I', 'W'] as const).reduce((sum, op) => sum + (report.meanOpMs[i]?.[op] ?? 0), 0));
-  return {
-    stageMs,
-    commMsPerCrossing: report.commMsPerCrossing,
-    steps: [
-      { id: 'closed', label: 'closed form (identical stages, free links)', bubble: start, adds: 0 },
-      { id: 'stages', label: 'uneven stage costs (each stage’s measured op times)', bubble: stages, adds: stages - start },
-      { id: 'comm', label: 'communication (measured time per crossing)', bubble: comm, adds: comm - stages },
-      { id: 'device', label: 'ranks sharing one device (the rest)', bubble: measured, adds: measured - comm },
-    ],
-  };
+  const steps: GapStep[] = [
+    { id: 'closed', label: 'closed form (identical stages, free links)', bubble: start, adds: 0 },
+    { id: 'stages', label: 'uneven stage costs (each stage’s measured op times)', bubble: stages, adds: stages - start },
+    { id: 'comm', label: 'communication (measured time per crossing)', bubble: comm, adds: comm - stages },
+    { id: 'device', label: 'ranks sharing one device (the rest)', bubble: measured, adds: measured - comm },
+  ];
+  const ar = report.allReduce;
+  const compute = report.makespanMs?.measured ?? 0;
+  if (ar && ar.stepMs > 0 && compute > 0) {
+    // The same busy time over the whole step, collectives included.
+    const withCollectives = 1 - ((1 - measured) * compute) / ar.stepMs;
+    steps.push({ id: 'allreduce', label: 'data-parallel all-reduce (its time not hidden behind compute)', bubble: withCollectives, adds: withCollectives - measured });
+  }
+  return { stageMs, commMsPerCrossing: report.commMsPerCrossing, steps };
 }
 
 /** The attribution ending at the last measured step's bubble (the step a timeline draws) instead of the mean over the steps. */

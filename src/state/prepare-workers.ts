@@ -26,7 +26,8 @@ export function preparesOnLoad(nav: { webdriver?: boolean } = navigator): boolea
 export async function prepareForCurrentConfig(): Promise<void> {
   const s = usePipeLab.getState();
   if (s.session !== 'idle' || s.configProblem || s.webgpu.state !== 'available') return;
-  const ranks = s.config.ranks;
+  // One worker per place of the mesh: dp replicas × ranks.
+  const ranks = s.config.dp * s.config.ranks;
   const t0 = performance.now();
   usePipeLab.setState({ workers: { state: 'preparing', ranks } });
   try {

@@ -13,7 +13,7 @@ function workersText(s: PipeLabState): string {
 function statusText(s: PipeLabState): string {
   const r = s.run;
   const cfg = r.config ?? s.config;
-  const what = `${scheduleLabel(cfg.schedule)} on ${cfg.ranks} ranks × ${cfg.microbatches} micro-batches`;
+  const what = `${scheduleLabel(cfg.schedule)} on ${cfg.dp > 1 ? `${cfg.dp} replicas × ` : ''}${cfg.ranks} ranks × ${cfg.microbatches} micro-batches`;
   switch (r.status) {
     case 'idle':
       if (s.webgpu.state === 'unavailable') return 'WebGPU is not available: simulation only.';
@@ -21,7 +21,7 @@ function statusText(s: PipeLabState): string {
       if (s.configProblem) return `Not ready: ${s.configProblem.message}`;
       return `Ready to train ${what}.${workersText(s)}`;
     case 'starting':
-      return `Starting ${cfg.ranks} workers for ${what}…`;
+      return `Starting ${cfg.dp * cfg.ranks} workers for ${what}…`;
     case 'running':
       return `Training ${what}.`;
     case 'paused':

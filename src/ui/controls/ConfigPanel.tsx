@@ -15,6 +15,7 @@ import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx
 import { cutOfRanges, cutText, parseCutText } from '../../runtime/explicit-cut.ts';
 import { stageCut } from '../../runtime/run-limits.ts';
 import { SCHEDULE_LABELS } from './schedule-labels.ts';
+import { DataParallelFields } from './DataParallelFields.tsx';
 
 const DATASET_LABELS: Record<DatasetName, string> = {
   spiral: 'Spiral (3 classes, 2-D)',
@@ -133,7 +134,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.ranks}
             onChange={(ranks) => set({ ranks })}
             error={errorFor('ranks')}
-            hint={`one worker + GPU device each; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
+            hint={`one worker + GPU device each${cfg.dp > 1 ? ' per replica' : ''}; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
           />
           <NumberField
             label="Virtual stages per rank"
@@ -156,8 +157,9 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             </button>
           </p>
         )}
+        <DataParallelFields cfg={cfg} set={set} errorFor={errorFor} />
         <div className="row2">
-          <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} />
+          <NumberField label="Micro-batches" name="microbatches" integer min={1} value={cfg.microbatches} onChange={(microbatches) => set({ microbatches })} error={errorFor('microbatches')} hint={cfg.dp > 1 ? 'per replica' : undefined} />
           <NumberField
             label="Batch size"
             name="batchSize"
@@ -166,7 +168,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.batchSize}
             onChange={(batchSize) => set({ batchSize })}
             error={errorFor('batchSize')}
-            hint={cfg.batchSize % cfg.microbatches === 0 ? `${cfg.batchSize / cfg.microbatches} per micro-batch` : undefined}
+            hint={cfg.batchSize % (cfg.dp * cfg.microbatches) === 0 ? `${cfg.batchSize / (cfg.dp * cfg.microbatches)} per micro-batch${cfg.dp > 1 ? ` (the global batch: ${cfg.dp} replicas × ${cfg.microbatches} micro-batches)` : ''}` : undefined}
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />

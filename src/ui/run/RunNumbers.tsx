@@ -12,6 +12,7 @@ import { scheduleKind, timelineStats, type Timeline } from '../../schedule/index
 import { computeOnly } from '../../state/derived.ts';
 import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
+import { AllReduceRows } from './AllReduceRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct } from '../timeline/format.ts';
 
@@ -143,6 +144,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               <td>{closedPeak ? `${closedPeak[r]} mb` : '—'}</td>
             </tr>
           ))}
+          {report && <AllReduceRows report={report} />}
         </tbody>
       </table>
       </div>

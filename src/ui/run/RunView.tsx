@@ -59,7 +59,7 @@ export function RunView() {
   }, [report, live, prediction]);
   const measured = report?.timeline ?? live;
 
-  const title = `${scheduleLabel(config.schedule)} · ${config.ranks} ranks × ${config.microbatches} micro-batches`;
+  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks × ${config.microbatches} micro-batches`;
   const caption = measured
     ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
     : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units). Press Run to measure it on ${config.ranks} WebGPU workers.`;

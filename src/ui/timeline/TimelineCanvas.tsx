@@ -5,7 +5,7 @@
  * straight from refs, so zooming never re-renders React.
  */
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
-import type { Interval, Timeline } from '../../schedule/index.ts';
+import { laneCount, laneLabel, type Interval, type Timeline } from '../../schedule/index.ts';
 import { COLLECTIVE_NAMES, COMM_NAMES, OP_NAMES } from './colors.ts';
 import { canvasHeightFor, drawTimeline, laneAt, layoutLanes, type TimelineLayout } from './draw-timeline.ts';
 import { buildLaneIndex, hitTest, type LaneIndex } from './lane-index.ts';
@@ -62,8 +62,12 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
 
   const index = useMemo<LaneIndex | null>(() => (timeline ? buildLaneIndex(timeline) : null), [timeline]);
   const overlayIndex = useMemo<LaneIndex | null>(() => (overlay ? buildLaneIndex(overlay) : null), [overlay]);
-  const ranks = timeline?.ranks ?? overlay?.ranks ?? 0;
-  const cssHeight = height ?? canvasHeightFor(Math.max(ranks, 1));
+  const shown = timeline ?? overlay;
+  // Pipeline ranks per replica (chunk shading) and lanes: one per worker, dp × ranks.
+  const ranks = shown?.ranks ?? 0;
+  const lanes = shown ? laneCount(shown) : 0;
+  const dp = shown?.dp ?? 1;
+  const cssHeight = height ?? canvasHeightFor(Math.max(lanes, 1));
   const bounds = useMemo<Bounds>(() => {
     if (extent) return extent;
     const t0 = Math.min(index?.t0 ?? Infinity, overlayIndex?.t0 ?? Infinity);
@@ -76,14 +80,14 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
   const hoverRef = useRef<Interval | null>(null);
   const layoutRef = useRef<TimelineLayout | null>(null);
   const frameRef = useRef(0);
-  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
-  sceneRef.current = { index, overlayIndex, bounds, ranks, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
+  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, dp, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
+  sceneRef.current = { index, overlayIndex, bounds, ranks, dp, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
 
   const draw = useCallback(() => {
     frameRef.current = 0;
     const canvas = canvasRef.current;
     const layout = layoutRef.current;
-    const { index: idx, overlayIndex: ov, ranks: r, unit } = sceneRef.current;
+    const { index: idx, overlayIndex: ov, ranks: r, dp: d, unit } = sceneRef.current;
     if (!canvas || !layout) return;
     const ctx = canvas.getContext('2d');
     if (!ctx) return;
@@ -103,6 +107,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
       ranks: r,
       unit,
       hover: hoverRef.current,
+      laneLabel: d > 1 ? (w) => laneLabel({ dp: d, ranks: r }, w) : undefined,
     });
     // How long the last frame took to draw, for the tests and the curious.
     if (wrapRef.current) wrapRef.current.dataset.drawMs = (performance.now() - t0).toFixed(2);
@@ -144,9 +149,9 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
     canvas.height = Math.round(cssHeight * dpr);
     canvas.style.width = `${width}px`;
     canvas.style.height = `${cssHeight}px`;
-    layoutRef.current = layoutLanes(ranks, width, cssHeight, (index ?? overlayIndex)?.hasComm ?? false);
+    layoutRef.current = layoutLanes(lanes, width, cssHeight, (index ?? overlayIndex)?.hasComm ?? false);
     requestDraw();
-  }, [width, cssHeight, ranks, index, overlayIndex, requestDraw]);
+  }, [width, cssHeight, lanes, index, overlayIndex, requestDraw]);
 
   // New data: refit unless the person has zoomed or panned.
   useEffect(() => {
@@ -314,6 +319,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
         onKeyDown={onKeyDown}
         data-intervals={timeline?.intervals.length ?? 0}
         data-ranks={ranks}
+        data-lanes={lanes}
       >
         <span id={helpId} className="visually-hidden">
           Wheel or plus and minus keys zoom, drag or arrow keys pan, 0 fits the whole step. Hover an action for its details.

@@ -4,13 +4,15 @@
  * lane under a rank, with its own label (send, in flight, waiting to receive,
  * GPU → CPU, CPU → GPU).
  */
-import type { CommKind, Op } from '../../schedule/index.ts';
-import { COMM_COLORS, COMM_NAMES, OP_COLORS, OP_NAMES } from './colors.ts';
+import type { CollectiveKind, CommKind, Op } from '../../schedule/index.ts';
+import { COLLECTIVE_COLORS, COMM_COLORS, COMM_NAMES, OP_COLORS, OP_NAMES } from './colors.ts';
 
 export interface TimelineLegendProps {
   ops: readonly Op[];
   /** The communication kinds drawn (none: no communication lane). */
   commKinds?: readonly CommKind[];
+  /** The parts of a data-parallel collective drawn (none: a single pipeline). */
+  collectiveKinds?: readonly CollectiveKind[];
   overlay?: boolean;
   chunks?: boolean;
 }
@@ -23,8 +25,17 @@ const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
   { kinds: ['readback', 'upload'], label: `${COMM_NAMES.readback} / ${COMM_NAMES.upload} copies` },
 ];
 
-export function TimelineLegend({ ops, commKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {
+/** The all-reduce's parts; reading off and writing back the device share a colour, so they share an entry. */
+const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: string }[] = [
+  { kinds: ['reduce-scatter'], label: 'all-reduce: reduce-scatter (a chunk to the ring successor, summed)' },
+  { kinds: ['all-gather'], label: 'all-reduce: all-gather (a summed chunk passed on)' },
+  { kinds: ['gather-grads', 'scatter-back'], label: 'all-reduce: gradients GPU → CPU, result CPU → GPU' },
+  { kinds: ['shard-update'], label: 'ZeRO-1: optimizer step on this worker’s shard' },
+];
+
+export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {
   const comm = COMM_ENTRIES.filter((e) => e.kinds.some((k) => commKinds.includes(k)));
+  const coll = COLLECTIVE_ENTRIES.filter((e) => e.kinds.some((k) => collectiveKinds.includes(k)));
   return (
     <ul className="legend" aria-label="Timeline legend">
       {ops.map((op) => (
@@ -42,6 +53,12 @@ export function TimelineLegend({ ops, commKinds = [], overlay = false, chunks = 
       {comm.map((e) => (
         <li key={e.kinds[0]} data-comm={e.kinds.join(' ')}>
           <span className="swatch thin" style={{ background: COMM_COLORS[e.kinds[0]] }} aria-hidden="true" />
+          {e.label}
+        </li>
+      ))}
+      {coll.map((e) => (
+        <li key={e.kinds[0]} data-collective={e.kinds.join(' ')}>
+          <span className="swatch thin" style={{ background: COLLECTIVE_COLORS[e.kinds[0]] }} aria-hidden="true" />
           {e.label}
         </li>
       ))}

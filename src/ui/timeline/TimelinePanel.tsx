@@ -5,7 +5,7 @@
 import { useId, useMemo, type ReactNode } from 'react';
 import { computeOnly, scaleOnto } from '../../state/derived.ts';
 import type { TimelineMode } from '../../state/store.ts';
-import { isCompute, timelineStats, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
+import { isCompute, laneCount, timelineStats, type CollectiveKind, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
 import { ms, num, pct } from './format.ts';
 import { TimelineCanvas } from './TimelineCanvas.tsx';
 import { TimelineLegend } from './TimelineLegend.tsx';
@@ -50,14 +50,19 @@ export function TimelinePanel(props: TimelinePanelProps) {
   // Compute only, as the run report and the numbers table count a step.
   const stats = useMemo(() => (primary ? timelineStats(computeOnly(primary)) : null), [primary]);
   const ops = opsIn(primary ?? simulated);
-  const commKinds = useMemo(() => {
-    const seen = new Set<CommKind>();
-    for (const iv of primary?.intervals ?? []) if (iv.op === 'comm') seen.add(iv.comm ?? 'send');
-    return [...seen];
+  const { commKinds, collectiveKinds } = useMemo(() => {
+    const comm = new Set<CommKind>();
+    const coll = new Set<CollectiveKind>();
+    for (const iv of primary?.intervals ?? []) {
+      if (iv.op === 'comm') comm.add(iv.comm ?? 'send');
+      if (iv.op === 'collective') coll.add(iv.coll ?? 'reduce-scatter');
+    }
+    return { commKinds: [...comm], collectiveKinds: [...coll] };
   }, [primary]);
   const chunks = !!primary && primary.stages > primary.ranks;
   const source = mode === 'simulated' ? 'simulated' : 'measured';
-  const label = `${title}: ${source} timeline, ${primary?.ranks ?? 0} ranks`;
+  const dp = primary?.dp ?? 1;
+  const label = `${title}: ${source} timeline, ${dp > 1 ? `${dp} replicas × ${primary?.ranks ?? 0} ranks = ${primary ? laneCount(primary) : 0} workers` : `${primary?.ranks ?? 0} ranks`}`;
 
   return (
     <section className="panel timeline-panel" aria-label={title} data-testid={testId}>
@@ -92,7 +97,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
         <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} />
       </div>
       <footer className="panel-foot">
-        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} overlay={mode === 'overlay'} chunks={chunks} />
+        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} collectiveKinds={collectiveKinds} overlay={mode === 'overlay'} chunks={chunks} />
         {caption && <p className="caption">{caption}</p>}
       </footer>
     </section>

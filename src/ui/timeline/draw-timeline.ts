@@ -7,7 +7,7 @@
  * than a pixel are merged, so the cost stays bounded by the pixels, not by
  * the number of intervals.
  */
-import type { Interval } from '../../schedule/index.ts';
+import { isCompute, type Interval } from '../../schedule/index.ts';
 import { formatTick, niceStep, ticks } from './axis-ticks.ts';
 import { PALETTE, THEME } from './colors.ts';
 import type { Lane, LaneIndex } from './lane-index.ts';
@@ -271,12 +271,13 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, scene: TimelineScene
 
   const hover = scene.hover;
   if (hover) {
-    const box = layout.lanes[hover.rank];
+    const box = layout.lanes[(hover.replica ?? 0) * scene.index.ranks + hover.rank];
     if (box) {
       const x0 = plotX + xOf(scene.view, hover.start, plotW);
       const x1 = plotX + xOf(scene.view, hover.end, plotW);
-      const y = hover.op === 'comm' ? box.cy : box.y;
-      const h = hover.op === 'comm' ? box.ch : box.h;
+      const strip = !isCompute(hover);
+      const y = strip ? box.cy : box.y;
+      const h = strip ? box.ch : box.h;
       ctx.strokeStyle = THEME.hover;
       ctx.lineWidth = 2;
       ctx.strokeRect(x0 - 1, y - 1, Math.max(2, x1 - x0) + 2, h + 2);

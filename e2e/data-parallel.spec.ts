@@ -1,0 +1,106 @@
+/**
+ * Data × pipeline parallelism for real: dp replicas of the pipeline, one module
+ * Worker and one WebGPU device per worker, each stage's gradients summed by a
+ * ring all-reduce over MessageChannels between the replicas' workers (or
+ * ZeRO-1's reduce-scatter, sharded update and all-gather). It must train as one
+ * device does on the whole batch.
+ */
+import { test, expect, type Page } from '@playwright/test';
+import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
+
+async function open(page: Page, query = ''): Promise<void> {
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto(`./${query}`);
+  await page.waitForFunction(() => !!window.pipelab);
+}
+
+type Case = { schedule: ScheduleName; dp: number; ranks: number; virtual: number; zero: 0 | 1; overlap: boolean };
+
+/** Every synchronous schedule at dp = 2, p = 2, the four (zero, overlap) pairs taken in turn; dp = 4, p = 1; interleaved dp = 2, p = 2, v = 2. */
+function cases(): Case[] {
+  const combos = [
+    { zero: 0 as const, overlap: true },
+    { zero: 1 as const, overlap: false },
+    { zero: 1 as const, overlap: true },
+    { zero: 0 as const, overlap: false },
+  ];
+  const out: Case[] = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush').map((schedule, i) => ({ schedule, dp: 2, ranks: 2, virtual: SCHEDULES[schedule].virtualFor(1), ...combos[i % combos.length] }));
+  out.push({ schedule: '1f1b', dp: 4, ranks: 1, virtual: 1, zero: 1, overlap: true });
+  out.push({ schedule: 'interleaved-1f1b', dp: 2, ranks: 2, virtual: 2, zero: 0, overlap: true });
+  return out;
+}
+
+test('dp × pp in Chromium equals one device on the whole batch (every synchronous schedule, ZeRO-1 and overlap on and off)', async ({ page }) => {
+  test.setTimeout(420_000);
+  await open(page);
+  const all = cases();
+  const results = await page.evaluate(async (all) => {
+    const base = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 2, evalEvery: 0 };
+    const ref = await window.pipelab.runSingleDevice(base);
+    const out = [];
+    for (const c of all) {
+      const cfg = { ...base, ...c };
+      const rep = await window.pipelab.run(cfg, { readWeights: true });
+      let maxLoss = 0, maxWeight = 0;
+      rep.losses.forEach((l, i) => (maxLoss = Math.max(maxLoss, Math.abs(l - ref.losses[i]) / Math.abs(ref.losses[i]))));
+      for (const k of Object.keys(ref.params)) {
+        const a = rep.weights![k], b = ref.params[k];
+        let num = 0, den = 0;
+        for (let i = 0; i < b.length; i++) {
+          num += (a[i] - b[i]) ** 2;
+          den += b[i] ** 2;
+        }
+        maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
+      }
+      const lanes = new Set(rep.timeline.intervals.map((iv) => (iv.replica ?? 0) * rep.timeline.ranks + iv.rank)).size;
+      const collectives = rep.timeline.intervals.filter((iv) => iv.op === 'collective').length;
+      out.push({ ...c, maxLoss, maxWeight, mismatch: rep.replicaMismatch, lanes, collectives, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), stages: rep.allReduce?.perStage.length ?? 0 });
+    }
+    return out;
+  }, all);
+  for (const r of results) {
+    const label = `${r.schedule} dp=${r.dp} p=${r.ranks} v=${r.virtual} zero=${r.zero} overlap=${r.overlap}`;
+    // float32 sums in another order (per replica, then across): 1e-5 relative is the bound the issue asks for.
+    expect(r.maxLoss, label).toBeLessThan(1e-5);
+    expect(r.maxWeight, label).toBeLessThan(1e-5);
+    expect(r.mismatch, label).toBe(0);
+    expect(r.lanes, label).toBe(r.dp * r.ranks);
+    expect(r.collectives, label).toBeGreaterThan(0);
+    expect(r.leaked, label).toBe(0);
+    expect(r.live, label).toBe(0);
+  }
+});
+
+test('a worker that crashes in the middle of an all-reduce ends the run with a message naming the replica, the stage and the collective', async ({ page }) => {
+  await open(page);
+  const message = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 3, evalEvery: 0, dp: 2, ranks: 2, fault: { kind: 'crash-worker' as const, action: 'AR0', step: 1, replica: 1 } };
+    try {
+      await window.pipelab.run(cfg, { recvTimeoutMs: 20_000 });
+      return 'no error';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  });
+  expect(message).toMatch(/^replica 1, rank 0 \(worker 2\), during step 1: the all-reduce of stage 0: .*crashed/);
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+});
+
+test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce drawn and counted', async ({ page }) => {
+  test.setTimeout(240_000);
+  await open(page, '?dp=2&ranks=2&zero=1&steps=6&evalEvery=0');
+  await expect(page.getByLabel('Replicas (dp)', { exact: true })).toHaveValue('2');
+  await expect(page.getByLabel('ZeRO-1 (shard optimizer state)')).toBeChecked();
+  const started = await page.evaluate(() => window.pipelab.startedWorkers());
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
+  expect(await page.evaluate(() => window.pipelab.startedWorkers())).toBe(started + 4);
+  const plot = page.getByTestId('run-timeline').locator('.timeline-plot');
+  await expect(plot).toHaveAttribute('data-lanes', '4');
+  await expect(plot).toHaveAttribute('aria-label', /2 replicas × 2 ranks = 4 workers/);
+  await expect(page.locator('[data-collective="reduce-scatter"]')).toBeVisible();
+  await expect(page.locator('[data-collective="shard-update"]')).toBeVisible();
+  await expect(page.getByTestId('allreduce-stage')).toHaveCount(2);
+  await expect(page.getByTestId('optimizer-bytes')).toContainText('ZeRO-1');
+  await expect(page.locator('[data-gap="allreduce"]')).toBeVisible();
+});

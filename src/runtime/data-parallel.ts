@@ -1,0 +1,189 @@
+/**
+ * The flush of a data-parallel mesh (src/schedule/mesh.ts): dp replicas of the
+ * pipeline each accumulate their stages' gradients over their own micro-batches
+ * (the loss scale is 1 / the whole step's targets, so the sum over replicas is
+ * the one-device gradient); then every stage's gradients are summed over the dp
+ * workers that hold it by a ring all-reduce (ring-allreduce.ts), and every
+ * replica applies the same optimizer step — or, with ZeRO-1, the ring's
+ * reduce-scatter leaves each worker one summed chunk, it updates that chunk's
+ * weights with its shard of the optimizer state (zero-shard.ts), and the ring's
+ * all-gather spreads the updated weights.
+ *
+ * Overlap (as DDP does it): a stage's collective starts as soon as that stage's
+ * last backward (B, or W when split) of the step is done, while the worker's
+ * other stages may still compute. Without overlap, no collective starts before
+ * every worker of the mesh has finished its actions (mesh-control.ts barrier).
+ * A worker's stages share its one ring link: their collectives run one after
+ * another. Every part is logged as a 'collective' interval of the step.
+ */
+import type { Backend, Tensor } from '../nn/backend.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
+import type { Param } from '../nn/param.ts';
+import { lrAt, type TrainConfig } from '../nn/train-config.ts';
+import type { Action } from '../schedule/types.ts';
+import { epochMs } from './clock.ts';
+import type { MeshControlClient } from './mesh-control.ts';
+import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from './ring-allreduce.ts';
+import type { ZeroStage } from './run-config.ts';
+import type { StepLog } from './transport.ts';
+import type { PolicyReport, UpdatableStage, UpdatePolicy } from './update-policy.ts';
+import { ZeroShard } from './zero-shard.ts';
+
+export interface DataParallelParts {
+  dp: number;
+  replica: number;
+  zero: ZeroStage;
+  overlap: boolean;
+  /** This worker's actions in a step (to know when each stage's last backward is done). */
+  order: readonly Action[];
+  /** The ring successor (the intervals' peer). */
+  next: number;
+  /** The ring of stage `stage`'s collective in step `step`. */
+  ring(stage: number, step: number, hooks: Pick<RingLink, 'onExchange' | 'beforeExchange'>): RingLink;
+  /** The barrier (overlap off) and the status line to the coordinator. */
+  control: MeshControlClient | null;
+  /** Ends the worker's other waits when a collective fails. */
+  onFailure(e: Error): void;
+  /** Fault injection: called before every exchange of a stage's collective. */
+  beforeExchange?(stage: number, step: number, exchange: number): void;
+}
+
+/** The stage's gradients (or weights) laid end to end as one vector, read off the device. */
+async function readVector(be: Backend, tensors: readonly Tensor[]): Promise<Vector> {
+  const parts = await Promise.all(tensors.map((t) => be.read(t)));
+  const total = parts.reduce((s, p) => s + p.length, 0);
+  const out = parts.some((p) => p instanceof Float64Array) ? new Float64Array(total) : new Float32Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Writes the vector back onto the device, piece by piece into `tensors` (the same order and sizes as readVector). */
+function writeVector(be: Backend, tensors: readonly Tensor[], x: Vector): void {
+  let at = 0;
+  for (const dst of tensors) {
+    const t = be.tensor(x.subarray(at, at + dst.size), dst.shape);
+    be.copyInto(dst, t);
+    be.dispose(t);
+    at += dst.size;
+  }
+}
+
+export class DataParallelFlush implements UpdatePolicy {
+  /** Backwards (B and W) each stage runs in a step, and those left in this step. */
+  private readonly backwards = new Map<number, number>();
+  private readonly left = new Map<number, number>();
+  private readonly started = new Set<number>();
+  /** The worker's ring link: its stages' collectives, one after another. */
+  private link: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+  private readonly opt: Optimizer | null;
+  private readonly shards = new Map<number, ZeroShard>();
+
+  constructor(
+    private readonly be: Backend,
+    private readonly stages: ReadonlyMap<number, UpdatableStage>,
+    private readonly train: TrainConfig,
+    private readonly parts: DataParallelParts,
+  ) {
+    for (const a of parts.order) if (a.op === 'B' || a.op === 'W') this.backwards.set(a.stage, (this.backwards.get(a.stage) ?? 0) + 1);
+    this.resetStep();
+    if (parts.zero === 1) {
+      for (const [s, st] of stages) this.shards.set(s, new ZeroShard(be, st.params, train, parts.replica, parts.dp));
+      this.opt = null;
+    } else {
+      this.opt = createOptimizer(be, [...stages.values()].flatMap((st) => st.params), train);
+    }
+  }
+
+  private resetStep(): void {
+    this.started.clear();
+    for (const [s, n] of this.backwards) this.left.set(s, n);
+  }
+
+  apply<T>(_a: Action, compute: () => T): T {
+    return compute();
+  }
+
+  afterAction(a: Action, log: StepLog): void {
+    if (!this.parts.overlap || (a.op !== 'B' && a.op !== 'W')) return;
+    const left = (this.left.get(a.stage) ?? 0) - 1;
+    this.left.set(a.stage, left);
+    if (left === 0) this.startCollective(a.stage, log);
+  }
+
+  private startCollective(stage: number, log: StepLog): void {
+    this.started.add(stage);
+    this.link = this.link.then(async () => {
+      if (this.failure) return;
+      try {
+        await this.collective(stage, log);
+      } catch (e) {
+        this.failure = e instanceof Error ? e : new Error(String(e));
+        this.parts.onFailure(this.failure);
+      }
+    });
+  }
+
+  /** Sums stage `stage`'s gradients over its replicas (all-reduce), or updates its ZeRO-1 shard and gathers the weights. */
+  private async collective(stage: number, log: StepLog): Promise<void> {
+    const { be, parts } = this;
+    const st = this.stages.get(stage);
+    if (!st) throw new Error(`stage ${stage} is not held by this worker`);
+    const step = log.step;
+    const shard = this.shards.get(stage);
+    const name = shard ? `the ZeRO-1 update of stage ${stage}` : `the all-reduce of stage ${stage}`;
+    parts.control?.status(`step ${step}: ${name}`);
+    const ring = parts.ring(stage, step, {
+      onExchange: (kind, exchange, start, end, bytes) => log.collective(stage, kind, exchange, start, end, bytes, parts.next),
+      beforeExchange: (exchange) => parts.beforeExchange?.(stage, step, exchange),
+    });
+    const grads = st.params.map((p) => p.grad);
+    let t0 = epochMs();
+    const x = await readVector(be, grads);
+    log.collective(stage, 'gather-grads', -1, t0, epochMs(), x.byteLength);
+    let target: readonly Tensor[] = grads;
+    if (shard) {
+      await reduceScatter(ring, x);
+      t0 = epochMs();
+      await shard.update(x, lrAt(this.train, step));
+      log.collective(stage, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
+      await allGather(ring, x);
+      target = st.params.map((p) => p.value);
+    } else {
+      await allReduce(ring, x);
+    }
+    t0 = epochMs();
+    writeVector(be, target, x);
+    await be.sync();
+    log.collective(stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
+    parts.control?.status(null);
+  }
+
+  async endStep(step: number, log: StepLog): Promise<void> {
+    if (!this.parts.overlap && this.parts.control) await this.parts.control.barrier(step, 'the all-reduce');
+    // Stages not started yet (overlap off, or a stage without a backward here), latest stage first as the backward finishes them.
+    for (const s of [...this.stages.keys()].sort((a, b) => b - a)) if (!this.started.has(s)) this.startCollective(s, log);
+    await this.link;
+    this.resetStep();
+    if (this.failure) throw this.failure;
+    if (this.opt) {
+      this.opt.lr = lrAt(this.train, step);
+      this.opt.step(1);
+    }
+    for (const st of this.stages.values()) st.zeroGrads();
+  }
+
+  report(): PolicyReport {
+    const params: Param[] = this.opt ? [...this.stages.values()].flatMap((st) => st.params) : [...this.shards.values()].flatMap((s) => s.pieces);
+    return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer) };
+  }
+
+  dispose(): void {
+    this.opt?.dispose();
+    for (const s of this.shards.values()) s.dispose();
+  }
+}

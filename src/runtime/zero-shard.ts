@@ -1,0 +1,108 @@
+/**
+ * ZeRO-1's shard of one stage on one worker: the stage's parameters laid end to
+ * end as one vector (their order in the stage), cut into dp chunks as the ring
+ * cuts it (mesh.ts chunkBounds); this worker owns chunk ownedChunk(replica, dp),
+ * the one its reduce-scatter leaves summed. It keeps the optimizer state (AdamW
+ * moments, SGD velocity) and a master copy of the weights for that chunk only,
+ * as pieces of the parameters it crosses, so the update is the optimizer's own
+ * per-element rule, the same as on one device: ZeRO-1 changes where the state
+ * lives, not the numbers.
+ */
+import { chunkBounds } from '../schedule/mesh.ts';
+import type { Backend, Tensor } from '../nn/backend.ts';
+import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import type { Param } from '../nn/param.ts';
+import type { TrainConfig } from '../nn/train-config.ts';
+import { ownedChunk, type Vector } from './ring-allreduce.ts';
+
+interface Segment {
+  /** The parameter it is a piece of, and the piece [lo, hi) of its values. */
+  param: Param;
+  lo: number;
+  hi: number;
+  /** Where the piece sits in the stage's vector. */
+  at: number;
+  /** The piece as a parameter the optimizer updates (its own value and grad tensors). */
+  piece: Param;
+}
+
+/** Offsets of each parameter in the stage's vector, and the vector's length. */
+export function paramOffsets(params: readonly Param[]): { offsets: number[]; total: number } {
+  const offsets: number[] = [];
+  let total = 0;
+  for (const p of params) {
+    offsets.push(total);
+    total += p.value.size;
+  }
+  return { offsets, total };
+}
+
+export class ZeroShard {
+  private readonly segments: Segment[] = [];
+  private readonly opt: Optimizer;
+  private loaded = false;
+  /** The chunk this worker owns: [lo, hi) of the stage's vector. */
+  readonly lo: number;
+  readonly hi: number;
+
+  constructor(
+    private readonly be: Backend,
+    params: readonly Param[],
+    train: TrainConfig,
+    replica: number,
+    dp: number,
+  ) {
+    const { offsets, total } = paramOffsets(params);
+    const bounds = chunkBounds(total, dp);
+    const c = ownedChunk(replica, dp);
+    this.lo = bounds[c];
+    this.hi = bounds[c + 1];
+    params.forEach((param, i) => {
+      const lo = Math.max(this.lo, offsets[i]) - offsets[i];
+      const hi = Math.min(this.hi, offsets[i] + param.value.size) - offsets[i];
+      if (hi <= lo) return;
+      const piece: Param = { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay };
+      this.segments.push({ param, lo, hi, at: offsets[i] + lo, piece });
+    });
+    this.opt = createOptimizer(be, this.segments.map((s) => s.piece), train);
+  }
+
+  /** The optimizer-state parameters of this shard (its pieces). */
+  get pieces(): readonly Param[] {
+    return this.segments.map((s) => s.piece);
+  }
+
+  /**
+   * One optimizer step on the owned chunk: `x` holds the summed gradients there
+   * (after the reduce-scatter); afterwards it holds the updated weights there.
+   * The first call reads the chunk's weights off the device (every replica holds
+   * the same); later steps keep them here.
+   */
+  async update(x: Vector, lr: number): Promise<void> {
+    const { be } = this;
+    if (!this.loaded) {
+      const values = await Promise.all(this.segments.map((s) => be.read(s.param.value)));
+      this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+      this.loaded = true;
+    }
+    for (const s of this.segments) this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
+    this.opt.lr = lr;
+    this.opt.step(1);
+    const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
+    this.segments.forEach((s, k) => x.set(updated[k], s.at));
+  }
+
+  private write(dst: Tensor, values: ArrayLike<number>): void {
+    const t = this.be.tensor(values, dst.shape);
+    this.be.copyInto(dst, t);
+    this.be.dispose(t);
+  }
+
+  dispose(): void {
+    this.opt.dispose();
+    for (const s of this.segments) {
+      this.be.dispose(s.piece.value);
+      this.be.dispose(s.piece.grad);
+    }
+  }
+}
