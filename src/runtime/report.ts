@@ -58,6 +58,8 @@ export interface ReportInput {
   leakedBuffers: number;
   /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
   stepLosses?: number[];
+  /** A resumed run: the losses of the steps before its first (they begin the report's losses). */
+  priorLosses?: readonly number[];
   replicaMismatch?: number;
   phases: RunReport['phases'];
 }
@@ -94,7 +96,8 @@ export function buildReport(input: ReportInput): RunReport {
   for (const rec of records) for (const r of rec.results) for (const [s, b] of Object.entries(r.peakStashBytes)) peakStashBytes[Number(s)] = Math.max(peakStashBytes[Number(s)] ?? 0, b);
 
   const last = records[records.length - 1];
-  const losses = input.stepLosses ?? records.map((r) => r.loss);
+  const run = input.stepLosses ?? records.map((r) => r.loss);
+  const losses = [...(input.priorLosses ?? []), ...run];
   const report: RunReport = {
     config,
     schedule,
@@ -115,7 +118,7 @@ export function buildReport(input: ReportInput): RunReport {
     peakStashBytes,
     commShare: computeMs > 0 ? commMs / computeMs : 0,
     commMsPerCrossing,
-    samplesPerSecond: wallMs > 0 ? (config.batchSize * losses.length) / (wallMs / 1000) : 0,
+    samplesPerSecond: wallMs > 0 ? (config.batchSize * run.length) / (wallMs / 1000) : 0,
     wallMs,
     phases: input.phases,
     leakedBuffers: input.leakedBuffers,
