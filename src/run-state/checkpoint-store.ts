@@ -88,6 +88,11 @@ export class CheckpointStore {
     return this.put(encodeRunState(state), state.config, state.stepsDone);
   }
 
+  /** Stores a file encodeRunState just wrote of `config` at `step` (the caller encoded it, e.g. to time it). */
+  async saveEncoded(bytes: Uint8Array, config: RunConfig, step: number): Promise<CheckpointInfo> {
+    return this.put(bytes, config, step);
+  }
+
   /** Stores a checkpoint file (e.g. one the person loaded) after checking it whole; a bad file is refused and nothing is stored. */
   async saveFile(bytes: Uint8Array): Promise<CheckpointInfo> {
     const state = decodeRunState(bytes);

@@ -193,10 +193,13 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const allLosses = [...(from?.losses ?? [])];
     const evals = [...(from?.evals ?? [])];
     let lastProgress = -1;
+    const stateReadMs: number[] = [];
     const emitProgress = async (stepsDone: number) => {
       if (!opts.onProgress || stream || stepsDone === lastProgress) return;
       lastProgress = stepsDone;
+      const tRead = performance.now();
       const p = await Promise.race([gatherProgress(m, config.zero, hosts, stepsDone, allLosses, evals), fatal]);
+      stateReadMs.push(performance.now() - tRead);
       opts.onProgress(p);
     };
 
@@ -270,7 +273,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
       ranks: up.map((u) => u.startup),
     };
-    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch });
+    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, stateReadMs });
   } catch (e) {
     const cause = deaths[0] ?? e;
     throw cause instanceof Error ? cause : new RunError(String(cause));

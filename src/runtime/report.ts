@@ -61,6 +61,8 @@ export interface ReportInput {
   /** A resumed run: the losses of the steps before its first (they begin the report's losses). */
   priorLosses?: readonly number[];
   replicaMismatch?: number;
+  /** Each read of the run's state between steps, in ms. */
+  stateReadMs?: readonly number[];
   phases: RunReport['phases'];
 }
 
@@ -128,6 +130,8 @@ export function buildReport(input: ReportInput): RunReport {
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
   if (collectives) report.allReduce = collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
+  const reads = input.stateReadMs ?? [];
+  if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};
     for (const r of last.results) Object.assign(ws, r.weightStash ?? {});
