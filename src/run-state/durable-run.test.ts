@@ -92,6 +92,12 @@ describe('durable runs on the CPU host', () => {
     );
   });
 
+  it('a failure before the first checkpoint is not recovered: it ends the run as it is', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 4, fault: { kind: 'throw', action: '1B1', step: 2 } });
+    await expect(runDurably(cfg, {}, { store }, cpuRunner)).rejects.toThrow(/injected fault/);
+  });
+
   it('a failure before any step is not recovered: it ends the run as it is', async () => {
     const store = new CheckpointStore(new MemoryShelf());
     const cfg = config({ checkpointEvery: 2, fault: { kind: 'throw', action: '0F0', step: 0 } });

@@ -3,8 +3,8 @@
  * checkpointEvery steps and at its end or stop (RunSaver, beside training);
  * optionally started from the configuration's last checkpoint (resume); and,
  * when it fails after a step (a worker crashed, a device was lost, a step
- * threw), restarted once from the last checkpoint this run saved (or from its
- * start) on fresh workers, the same mesh, the injected test fault not firing
+ * threw), restarted once from the last checkpoint this run saved (or the one
+ * it resumed from; with neither, the failure ends the run) on fresh workers, the same mesh, the injected test fault not firing
  * again. The report counts the steps redone and the recovery's time; a
  * second failure inside the recovery ends the run with a message naming both.
  */
@@ -67,8 +67,9 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
     const tFail = performance.now();
     const failure = messageOf(e);
     const failedAtStep = stepsDone;
-    // The last checkpoint this run saved (its saves land first), else the state it started from.
+    // The last checkpoint this run saved (its saves land first), else the one it resumed from; none: the failure ends the run.
     const saved = saver ? (await saver.settled()).steps : [];
+    if (saved.length === 0 && !resumed) throw e;
     const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
     let recoveryMs = 0;
     try {
