@@ -26,6 +26,8 @@ export interface DurableOptions {
   resume?: boolean;
   /** Restart once from the last checkpoint when the run fails after a step (default true). */
   recover?: boolean;
+  /** Once a resumed run's checkpoint is loaded, before its workers start. */
+  onResumed?: (state: RunState) => void;
   /** After each save that landed, or each refused one. */
   onSaved?: (r: { step: number } | { error: string }) => void;
   /** When a recovery starts: what failed, and the steps done by the checkpoint it restarts from. */
@@ -42,6 +44,7 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
   validateRunConfig(config);
   const { store } = durable;
   const resumed: RunState | undefined = durable.resume ? await store.load(config) : undefined;
+  if (resumed) durable.onResumed?.(resumed);
   const every = checkpointEveryOf(config);
   const saver = every > 0 ? new RunSaver(store, config, durable.onSaved) : null;
   let stepsDone = resumed?.stepsDone ?? 0;

@@ -6,6 +6,9 @@
  * lands, the report and what is derived from the trained weights at the end.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
+import { runDurably } from '../run-state/durable-run.ts';
+import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
+import { noteRecovery, noteSave, refreshCheckpoints } from './checkpoint-actions.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
@@ -42,8 +45,14 @@ export function cannotRunReason(): string | null {
   return null;
 }
 
-/** Starts a run of the current configuration; `paused` starts it held, running one step (single-step from idle). */
-export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
+/**
+ * Starts a run of the current configuration; `paused` starts it held, running
+ * one step (single-step from idle); `resume` starts it from the
+ * configuration's last checkpoint. The run saves its state every
+ * checkpointEvery steps and at its end or stop, and recovers once from its
+ * last checkpoint when it fails (src/run-state/durable-run.ts).
+ */
+export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}): Promise<void> {
   if (cannotRunReason() !== null) return;
   const config: RunConfig = usePipeLab.getState().config;
   const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
@@ -54,7 +63,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     ...noRunResults(),
   });
   try {
-    const report = await runInBrowser(config, {
+    const report = await runDurably(config, {
       signal: run.abort.signal,
       readWeights: true,
       // A validation curve: every evalEvery steps the weights come back and the
@@ -98,7 +107,17 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
           run: { ...s.run, step: p.step + 1, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
         }));
       },
-    });
+    }, {
+      store: pageCheckpoints,
+      resume: opts.resume,
+      onResumed: (state) => usePipeLab.setState((s) => ({ losses: [...state.losses], run: { ...s.run, step: state.stepsDone } })),
+      onSaved: noteSave,
+      onRecovery: (r) => {
+        noteRecovery(r);
+        // The steps after the checkpoint are redone: the curve goes back to it.
+        usePipeLab.setState((s) => ({ losses: s.losses.slice(0, r.fromStep), run: { ...s.run, step: r.fromStep } }));
+      },
+    }, runInBrowser);
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
     // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
@@ -110,6 +129,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
   } finally {
     endSession(run);
+    void refreshCheckpoints(config);
   }
 }
 
