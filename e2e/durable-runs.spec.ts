@@ -59,6 +59,32 @@ test('stop after k steps, reload, "Resume run from step k", resume k more: the l
   expect(relErr(resumed.losses, first.full)).toBeLessThanOrEqual(1e-6);
 });
 
+test('the page: "Resume run from step k" clicked continues the stored run to 2k steps, its loss curve the uninterrupted one', async ({ page }) => {
+  await open(page);
+  const first = await page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const stop = new AbortController();
+      await window.pipelab.run(cfg, { signal: stop.signal, onStep: (p) => (p.step + 1 === k ? stop.abort() : undefined) });
+      return full.losses;
+    },
+    { small: SMALL, k: K },
+  );
+  const query = Object.entries(SMALL)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+  await open(page, `?${query}`);
+  await page.getByRole('button', { name: `Resume run from step ${K}` }).click({ timeout: 20_000 });
+  await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', String(2 * K), { timeout: 60_000 });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Checkpoint saved at step ${2 * K}.`, { timeout: 20_000 });
+  const shown = (await page.locator('figure.loss-chart').getAttribute('data-losses'))!.split(',').map(Number);
+  expect(shown).toHaveLength(2 * K);
+  // The chart keeps 6 significant digits.
+  expect(relErr(shown, first)).toBeLessThanOrEqual(1e-5);
+});
+
 test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from step k on fresh workers, the final losses of an uninterrupted run', async ({ page }) => {
   await open(page);
   const r = await page.evaluate(

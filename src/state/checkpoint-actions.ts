@@ -24,9 +24,11 @@ export interface CheckpointView {
   note: string | null;
   /** Whether `note` reports a refusal. */
   refused: boolean;
+  /** The current or last run's recovery: the steps done when it failed, and the checkpoint it restarted from. */
+  recovery: { failedAtStep: number; fromStep: number; failure: string } | null;
 }
 
-export const useCheckpoints = create<CheckpointView>(() => ({ key: null, latestStep: null, note: null, refused: false }));
+export const useCheckpoints = create<CheckpointView>(() => ({ key: null, latestStep: null, note: null, refused: false, recovery: null }));
 
 function say(note: string, refused = false): void {
   useCheckpoints.setState({ note, refused });
@@ -57,7 +59,8 @@ export function noteSave(r: { step: number } | { error: string }): void {
   }
 }
 
-export function noteRecovery(r: { failure: string; fromStep: number }): void {
+export function noteRecovery(r: { failure: string; fromStep: number; failedAtStep: number }): void {
+  useCheckpoints.setState({ recovery: r });
   say(`A worker failed (${r.failure}); recovering from the checkpoint of step ${r.fromStep} on fresh workers.`);
 }
 

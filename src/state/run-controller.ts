@@ -8,7 +8,7 @@
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { runDurably } from '../run-state/durable-run.ts';
 import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
-import { noteRecovery, noteSave, refreshCheckpoints } from './checkpoint-actions.ts';
+import { noteRecovery, noteSave, refreshCheckpoints, useCheckpoints } from './checkpoint-actions.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
@@ -57,6 +57,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   const config: RunConfig = usePipeLab.getState().config;
   const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
   beginSession(run);
+  useCheckpoints.setState({ recovery: null });
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
@@ -113,7 +114,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
       onResumed: (state) => usePipeLab.setState((s) => ({ losses: [...state.losses], run: { ...s.run, step: state.stepsDone } })),
       onSaved: noteSave,
       onRecovery: (r) => {
-        noteRecovery(r);
+        noteRecovery({ ...r, failedAtStep: usePipeLab.getState().run.step });
         // The steps after the checkpoint are redone: the curve goes back to it.
         usePipeLab.setState((s) => ({ losses: s.losses.slice(0, r.fromStep), run: { ...s.run, step: r.fromStep } }));
       },
