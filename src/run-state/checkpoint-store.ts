@@ -117,9 +117,9 @@ export class CheckpointStore {
     return all.sort((a, b) => (a.config < b.config ? -1 : a.config > b.config ? 1 : a.step - b.step));
   }
 
-  /** The checkpoint of `config` with the most steps done, if any. */
+  /** The checkpoint of `config` saved last (a later run stopped early saves fewer steps than an earlier one that finished), if any. */
   async latest(config: RunConfig): Promise<CheckpointInfo | undefined> {
-    return (await this.list(config)).at(-1);
+    return (await this.list(config)).reduce<CheckpointInfo | undefined>((best, c) => (!best || c.savedAt > best.savedAt || (c.savedAt === best.savedAt && c.step > best.step) ? c : best), undefined);
   }
 
   /** The file of `config`'s checkpoint at `step` (default: the latest), as stored. */

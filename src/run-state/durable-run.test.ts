@@ -63,9 +63,12 @@ describe('durable runs on the CPU host', () => {
     expectSameRun(resumed, full);
   });
 
-  it('resume with no checkpoint stored is refused, saying so', async () => {
+  it('resume with no checkpoint stored, or with the last one at the run\'s end, is refused, saying so', async () => {
     const store = new CheckpointStore(new MemoryShelf());
-    await expect(runDurably(config({}), {}, { store, resume: true }, cpuRunner)).rejects.toThrow(/no checkpoint is stored for this configuration/);
+    const cfg = config({ steps: 2 });
+    await expect(runDurably(cfg, {}, { store, resume: true }, cpuRunner)).rejects.toThrow(/no checkpoint is stored for this configuration/);
+    await runDurably(cfg, {}, { store }, cpuRunner);
+    await expect(runDurably(cfg, {}, { store, resume: true }, cpuRunner)).rejects.toThrow(/^nothing to resume: the last checkpoint of this configuration is of step 2, its last \(steps = 2\)$/);
   });
 
   it('a failure at step k+1 recovers from the checkpoint at k: steps redone counted, final losses and weights equal the uninterrupted run', async () => {

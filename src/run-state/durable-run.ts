@@ -44,6 +44,9 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
   validateRunConfig(config);
   const { store } = durable;
   const resumed: RunState | undefined = durable.resume ? await store.load(config) : undefined;
+  if (resumed && resumed.stepsDone >= config.steps) {
+    throw new RunError(`nothing to resume: the last checkpoint of this configuration is of step ${resumed.stepsDone}, its last (steps = ${config.steps})`);
+  }
   if (resumed) durable.onResumed?.(resumed);
   const every = checkpointEveryOf(config);
   const saver = every > 0 ? new RunSaver(store, config, durable.onSaved) : null;
