@@ -105,6 +105,29 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.live).toBe(0);
 });
 
+test('Load checkpoint: a float64 file of the CPU reference (what train.py writes too) loaded in the page, then Resume: the tab continues it to 2k steps like the uninterrupted run', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const file = await window.pipelab.checkpoints.reference(cfg, k);
+      return { full: full.losses, file: Array.from(file) };
+    },
+    { small: SMALL, k: K },
+  );
+  await page.locator('input[type=file][aria-label="Checkpoint file"]').setInputFiles({ name: 'reference.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(r.file) });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Loaded a checkpoint of step ${K} (written by PipeLab); Resume continues it.`);
+  await page.getByRole('button', { name: `Resume run from step ${K}` }).click({ timeout: 20_000 });
+  await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', String(2 * K), { timeout: 60_000 });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Checkpoint saved at step ${2 * K}.`, { timeout: 20_000 });
+  const shown = (await page.locator('figure.loss-chart').getAttribute('data-losses'))!.split(',').map(Number);
+  expect(shown).toHaveLength(2 * K);
+  // float64 steps (the reference's first k), then float32 ones from the loaded weights.
+  expect(relErr(shown, r.full)).toBeLessThanOrEqual(1e-4);
+});
+
 test('Load checkpoint refuses a file that is not a checkpoint with the codec\'s message; nothing changes', async ({ page }) => {
   await open(page);
   const before = await page.evaluate(() => window.pipelab.checkpoints.list().then((l) => l.length));
