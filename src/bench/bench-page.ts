@@ -13,6 +13,7 @@ import { benchStartup } from './startup-suite.ts';
 import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
+import { benchAllReduce } from './allreduce-bench.ts';
 
 const log = document.getElementById('log');
 
@@ -57,6 +58,11 @@ const api = {
   async checkpoint(steps: number) {
     say(`checkpoint: saves every 2 steps and a recovery, ${steps} steps per run`);
     return benchCheckpoint(steps);
+  },
+  /** The ring all-reduce over MessageChannels between dp workers, vectors of each size (allreduce-bench.ts). */
+  async allReduce(dp: number, bytes: number[], repeats: number) {
+    say(`all-reduce dp=${dp}`);
+    return benchAllReduce(dp, bytes, repeats);
   },
   async training(c: TrainingBenchCase) {
     say(`training ${c.dataset}`);

@@ -39,10 +39,13 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
   const profileLanes = new Map<string, number>();
   for (const c of grid) {
     const model = c.model ?? 'char-mlp';
-    const key = lanesKey(model, c.ranks);
+    // A data-parallel row's lanes: those of its model on as many workers (dp × p ranks of one pipeline).
+    const workers = c.ranks * (c.dp ?? 1);
+    const key = lanesKey(model, workers);
     if (profileLanes.has(key)) continue;
-    const { lanes, source } = await ctx.page.evaluate((c) => window.pipelabBench.profileLanes(c), c);
-    ctx.log(`${model} p=${c.ranks}: profiling pass: ${source}`);
+    const probe: ScheduleBenchCase = { ...c, ranks: workers, dp: 1, zero: 0 };
+    const { lanes, source } = await ctx.page.evaluate((c) => window.pipelabBench.profileLanes(c), probe);
+    ctx.log(`${model} on ${workers} workers: profiling pass: ${source}`);
     profileLanes.set(key, lanes);
   }
   const rows: ScheduleBenchRow[] = [];

@@ -8,6 +8,7 @@ import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind } from '../schedule/registry.ts';
+import type { AllReduceFigures } from '../runtime/report-collectives.ts';
 
 export interface ScheduleBenchCase {
   schedule: RunConfig['schedule'];
@@ -17,6 +18,29 @@ export interface ScheduleBenchCase {
   dataset?: RunConfig['dataset'];
   /** 'gpt': the page's default GPT (width, heads, block size) with p·v transformer blocks on the names as sequences. */
   model?: 'gpt';
+  /** Blocks of the model (default p·v, one per stage); the data-parallel grid fixes it so every mesh trains the same model. */
+  layers?: number;
+  /** Data-parallel replicas (default 1): each takes m micro-batches of the same size, so the global batch is dp × m of them. */
+  dp?: number;
+  zero?: RunConfig['zero'];
+  overlap?: boolean;
+}
+
+/** A data-parallel row's figures (dp > 1): the step with its all-reduce, per stage measured, and the optimizer state per worker. */
+export interface MeshBenchFigures {
+  dp: number;
+  zero: number;
+  overlap: boolean;
+  /** Step time with the collectives, measured and simulated (the run's own op times, the α–β ring fitted to its collectives), ms. */
+  stepMs: number;
+  stepSimulatedMs: number;
+  /** All-reduce not hidden behind compute, as a share of the step: measured, simulated. */
+  allReduceShare: number;
+  allReduceShareSimulated: number;
+  /** Each stage's collective, mean ms, its ring part, and the bytes of its gradients. */
+  perStage: AllReduceFigures['perStage'];
+  /** Largest optimizer state any worker held, bytes. */
+  optimizerBytesPerWorker: number;
 }
 
 /** Sequences per micro-batch in the GPT grid (× the block size in token rows). */
@@ -45,6 +69,8 @@ export interface ScheduleBenchRow {
   meanOpMs: Record<string, Record<string, number>>;
   /** The model the row ran ('char-mlp', 'mlp', 'gpt'). */
   model: string;
+  /** Data-parallel rows: the mesh's figures. */
+  mesh?: MeshBenchFigures;
   /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
   prediction?: SharedDevicePrediction;
 }
@@ -59,10 +85,12 @@ export interface ScheduleBenchRow {
 export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
   const base = defaultRunConfig();
   const v = c.virtual ?? scheduleKind(c.schedule).defaultVirtual;
+  const dp = c.dp ?? 1;
+  const layers = c.layers ?? c.ranks * v;
   const names = (c.dataset ?? 'names') === 'names';
   const model: Partial<RunConfig> =
     c.model === 'gpt'
-      ? { ...namesModelSwitch('gpt', c.ranks * v), dataset: 'names', batchSize: GPT_BENCH_MICROBATCH * c.microbatches }
+      ? { ...namesModelSwitch('gpt', layers), dataset: 'names', batchSize: GPT_BENCH_MICROBATCH * c.microbatches * dp }
       : {
           dataset: names ? 'names' : c.dataset ?? 'spiral',
           model: names ? 'char-mlp' : 'mlp',
@@ -70,14 +98,17 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
           context: 4,
           embedDim: 64,
           activation: names ? 'tanh' : 'relu',
-          batchSize: 64 * c.microbatches,
+          batchSize: 64 * c.microbatches * dp,
         };
   return {
     ...base,
     ...model,
-    layers: c.ranks * v,
+    layers,
     microbatches: c.microbatches,
     ranks: c.ranks,
+    dp,
+    zero: c.zero ?? 0,
+    overlap: c.overlap ?? true,
     virtual: v,
     schedule: c.schedule,
     steps,
@@ -109,5 +140,20 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
+    ...(c.dp !== undefined || r.allReduce
+      ? {
+          mesh: {
+            dp: cfg.dp,
+            zero: cfg.zero,
+            overlap: cfg.overlap,
+            stepMs: r.allReduce?.stepMs ?? r.makespanMs.measured,
+            stepSimulatedMs: r.allReduce?.simulated?.stepMs ?? r.makespanMs.simulated,
+            allReduceShare: r.allReduce?.share ?? 0,
+            allReduceShareSimulated: r.allReduce?.simulated?.share ?? 0,
+            perStage: r.allReduce?.perStage ?? [],
+            optimizerBytesPerWorker: Math.max(0, ...r.optimizerBytesPerWorker),
+          },
+        }
+      : {}),
   };
 }

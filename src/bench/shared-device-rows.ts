@@ -34,7 +34,7 @@ export interface SharedDevicePrediction {
   independentMs: number;
 }
 
-/** The key of a profile's lanes: the model and the ranks it was measured with. */
+/** The key of a profile's lanes: the model and the workers it was measured with (a data-parallel row's: dp × p). */
 export function lanesKey(model: string, ranks: number): string {
   return `${model}|${ranks}`;
 }
@@ -55,7 +55,7 @@ export function withSharedDevicePrediction<R extends RecordedRun & { model?: str
   return rows.map((r) => {
     const model = r.model ?? '';
     const fittedLanes = fittedOf.get(model)!;
-    const fromProfile = profileLanes.get(lanesKey(model, r.p));
+    const fromProfile = profileLanes.get(lanesKey(model, r.p * (r.mesh?.dp ?? 1)));
     const lanes = fromProfile ?? fittedLanes;
     const p = predictRun(r, lanes);
     const fitted = fromProfile === undefined ? p : predictRun(r, fittedLanes);

@@ -1,7 +1,9 @@
 /** `pipelab simulate`: play a schedule against a cost model; makespan, bubble (simulated and closed form), peak memory. */
 import {
   closedForm,
+  meshClosedForm,
   DEFAULT_OP_COSTS,
+  MAX_SIM_DP,
   simulate,
   toChromeTrace,
   validateSchedule,
@@ -9,7 +11,7 @@ import {
   type Op,
   type Schedule,
 } from '../schedule/index.ts';
-import { boolFlag, helpFor, numberFlag, parseArgs, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
+import { boolFlag, helpFor, intFlag, numberFlag, parseArgs, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
 import { fmt, table } from './format.ts';
 import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile } from './load-file.ts';
@@ -24,6 +26,11 @@ const FLAGS: FlagSpec[] = [
   { name: 'bandwidth', value: 'BYTES', help: 'link bandwidth in bytes per time unit (default inf: free)' },
   { name: 'activation-bytes', value: 'BYTES', help: 'bytes a stage sends per micro-batch, and keeps for its backward (default 0)' },
   { name: 'lanes', value: 'K', help: 'shared-device mode: the ranks share one device with K effective lanes (default inf: a device per rank)' },
+  { name: 'dp', value: 'D', help: `data-parallel replicas of the pipeline (default 1, at most ${MAX_SIM_DP}): dp × ranks workers` },
+  { name: 'grad-bytes', value: 'BYTES', help: 'bytes of each stage\'s gradients, one number for every stage or a comma-separated list (default 0)' },
+  { name: 'allreduce-latency', value: 'T', help: 'ring all-reduce: time of one chunk exchange before its bytes (α, default 0)' },
+  { name: 'allreduce-bandwidth', value: 'BYTES', help: 'ring all-reduce: bytes per time unit on one link (β, default inf: free)' },
+  { name: 'no-overlap', boolean: true, help: 'start every all-reduce only after the last compute of the step (default: each stage as soon as its last backward ends)' },
   { name: 'trace', value: 'FILE', help: 'also write the timeline as Chrome trace JSON (Perfetto, chrome://tracing)' },
   { name: 'json', boolean: true, help: 'print the result as JSON' },
   { name: 'help', boolean: true, help: 'show this help' },
@@ -31,9 +38,12 @@ const FLAGS: FlagSpec[] = [
 
 export const SIMULATE_HELP = helpFor(
   'pipelab simulate --schedule 1f1b --ranks 4 --microbatches 8 [--virtual 2] [--costs F=1,B=2,I=1,W=1] [--json]\n' +
+    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap]\n' +
     '       pipelab simulate --file schedule.csv [--costs ...] [--json]',
   'Play a schedule against a cost model (costs are per stage) and report the makespan, the bubble fraction\n' +
-    '(simulated, and the closed form where one is known), and busy, idle and peak activation memory per rank.',
+    '(simulated, and the closed form where one is known), and busy, idle and peak activation memory per rank.\n' +
+    'With --dp, dp replicas play the schedule and each stage\'s gradients are summed by a ring all-reduce\n' +
+    '(2(dp−1)·α + 2(dp−1)/dp · bytes/β per stage): the step time, the exposed all-reduce and its share.',
   FLAGS,
 );
 
@@ -52,6 +62,17 @@ export function parseCosts(raw: string): Partial<Record<Op, number>> {
   return out;
 }
 
+/** `--grad-bytes`: one number for every stage, or one per stage. */
+export function parseGradBytes(raw: string, stages: number): number | number[] {
+  const parts = raw.split(',').map((x) => x.trim());
+  const rule = `must be a number of bytes ≥ 0 for every stage, or a comma-separated list of ${stages} (one per stage)`;
+  const nums = parts.map((x) => (/^[0-9]*\.?[0-9]+(?:e[+-]?\d+)?$/i.test(x) ? Number(x) : NaN));
+  if (nums.some((x) => !Number.isFinite(x))) throw new UsageError('--grad-bytes', raw, rule);
+  if (nums.length === 1) return nums[0];
+  if (nums.length !== stages) throw new UsageError('--grad-bytes', raw, `gives ${nums.length} numbers; ${rule}`);
+  return nums;
+}
+
 function pick(a: ParsedArgs, io: CliIo): { schedule: Schedule; virtual: number } | { invalid: string } {
   const file = stringFlag(a, 'file');
   if (file === undefined) return scheduleFromFlags(a);
@@ -62,6 +83,15 @@ function pick(a: ParsedArgs, io: CliIo): { schedule: Schedule; virtual: number }
   const v = validateSchedule(loaded.schedule);
   if (!v.ok) return { invalid: `${file}: invalid schedule: ${describeFailure(v, loaded.cells)}` };
   return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks };
+}
+
+/** The dp × pp step's closed form, in words (theory.ts meshClosedForm), or why there is none. */
+function stepClosed(s: Schedule, v: number, defaults: boolean, dp: number, grad: number | number[] | undefined, latency: number, bandwidth: number, overlap: boolean): string {
+  if (!defaults) return 'assumes default costs and free links';
+  const g = grad === undefined ? 0 : grad;
+  if (Array.isArray(g) && g.some((x) => x !== g[0])) return 'assumes equal gradient bytes on every stage';
+  const cf = Number.isInteger(v) ? meshClosedForm(s.name, s.ranks, s.microbatches, v, { dp, gradBytes: Array.isArray(g) ? g[0] : g, latency, bandwidth, overlap }) : null;
+  return cf ? `step ${fmt(cf.step)} = ${cf.formula} (A = ${fmt(cf.allReduce)} per stage)` : 'none known for this schedule with overlap';
 }
 
 export function simulateCommand(argv: readonly string[], io: CliIo): number {
@@ -77,14 +107,23 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const bytes = numberFlag(a, 'activation-bytes', 0) ?? 0;
   const lanes = numberFlag(a, 'lanes', Number.MIN_VALUE, true) ?? Infinity;
   const traceFile = stringFlag(a, 'trace');
+  const dp = intFlag(a, 'dp', 1, MAX_SIM_DP) ?? 1;
+  const arLatency = numberFlag(a, 'allreduce-latency', 0);
+  const arBandwidth = numberFlag(a, 'allreduce-bandwidth', Number.MIN_VALUE, true);
+  const overlap = !boolFlag(a, 'no-overlap');
+  const gradRaw = stringFlag(a, 'grad-bytes');
   const picked = pick(a, io);
   if ('invalid' in picked) {
     io.err(`pipelab simulate: ${picked.invalid}\n`);
     return EXIT_INVALID;
   }
   const { schedule: s, virtual } = picked;
+  const gradBytes = gradRaw === undefined ? undefined : parseGradBytes(gradRaw, s.stages);
+  const meshAsked = dp > 1 || gradBytes !== undefined || arLatency !== undefined || arBandwidth !== undefined || !overlap;
   const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes, lanes };
+  if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap } });
   const r = simulate(s, costs);
+  const perRank = r.memory.map((mem, rank) => ({ rank, busy: r.busy[rank], idle: r.idle[rank], mem }));
   const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks;
   const cf = Number.isInteger(virtual) ? closedForm(s.name, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs and free links; their bubble fraction holds for any time unit.
@@ -97,13 +136,8 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, lanes: Number.isFinite(lanes) ? lanes : 'inf', perStage: true },
       makespan: r.makespan,
       bubble: { simulated: r.bubble, closedForm: closed ? closed.bubble : null, formula: closed ? closed.formula : null },
-      ranks: r.busy.map((busy, rank) => ({
-        rank,
-        busy,
-        idle: r.idle[rank],
-        peakActivations: r.memory[rank].peakMicrobatches,
-        peakBytes: r.memory[rank].peakBytes,
-      })),
+      ranks: perRank.map(({ rank, busy, idle, mem }) => ({ rank, busy, idle, peakActivations: mem.peakMicrobatches, peakBytes: mem.peakBytes })),
+      ...(r.dp ? { dataParallel: { ...r.dp, overlap, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } } : {}),
     };
     io.out(JSON.stringify(out, null, 2) + '\n');
     return EXIT_OK;
@@ -112,15 +146,23 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const lines = [
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
-    `makespan   ${fmt(r.makespan)}`,
+    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed all-reduce ${fmt(r.dp.exposedAllReduce)})` : ''}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? 'closed form assumes default costs and free links' : 'no closed form known'}`,
-    '',
   ];
+  if (r.dp) {
+    const arTimes = r.dp.allReduceTime.map((t) => fmt(t));
+    lines.push(
+      `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`,
+      `closed form ${stepClosed(s, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap)}`,
+      `all-reduce per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the step`,
+    );
+  }
+  lines.push('');
   io.out(lines.join('\n'));
   io.out(
     table(
-      ['rank', 'busy', 'idle', 'peak activations', 'peak bytes'],
-      r.busy.map((busy, rank) => [rank, fmt(busy), fmt(r.idle[rank]), r.memory[rank].peakMicrobatches, fmt(r.memory[rank].peakBytes)]),
+      [r.dp ? 'rank (each replica)' : 'rank', 'busy', 'idle', 'peak activations', 'peak bytes'],
+      perRank.map(({ rank, busy, idle, mem }) => [rank, fmt(busy), fmt(idle), mem.peakMicrobatches, fmt(mem.peakBytes)]),
     ),
   );
   if (traceFile !== undefined) io.out(`trace      ${traceFile}\n`);

@@ -17,6 +17,8 @@ export interface RecordedRun {
   makespanMeasuredMs: number;
   commMsPerCrossing: number;
   meanOpMs: StageOpMs;
+  /** Data-parallel rows: the replicas sharing the machine with the pipeline (default 1). */
+  mesh?: { dp: number };
 }
 
 export interface PredictionRow {
@@ -38,7 +40,8 @@ export function predictRun(run: RecordedRun, lanes: number): PredictionRow {
   const per = (op: 'F' | 'B' | 'I' | 'W') => Array.from({ length: s.stages }, (_, i) => run.meanOpMs[i]?.[op] ?? 0);
   const links = { latency: run.commMsPerCrossing };
   const today = simulate(s, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), ...links }).makespan;
-  const cal = calibrateSolo(s, run.meanOpMs, lanes, links);
+  // dp identical replicas in lock step on k lanes play like one pipeline on k / dp lanes (src/schedule/simulate-mesh.ts).
+  const cal = calibrateSolo(s, run.meanOpMs, lanes / (run.mesh?.dp ?? 1), links);
   return {
     run,
     todayMs: today,

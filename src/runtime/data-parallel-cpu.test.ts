@@ -13,6 +13,7 @@ import { isCompute, laneOf } from '../schedule/timeline.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { relErr } from '../util/rel-err.ts';
 
 function meshConfig(over: Partial<RunConfig>): RunConfig {
   const base = defaultRunConfig();
@@ -21,14 +22,6 @@ function meshConfig(over: Partial<RunConfig>): RunConfig {
   return { ...base, layers: Math.max(3, ranks * virtual - 1), hidden: 6, batchSize: 16, microbatches: 2, steps: 2, optimizer: 'adamw', lr: 0.01, evalEvery: 0, ...over };
 }
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-30);
-}
 
 const cpuHosts = () => (w: number) => new InProcessRankHost(w, new CpuBackend());
 
@@ -124,7 +117,18 @@ describe('the collective in the timeline and the report', () => {
       const ar = report.allReduce?.perStage[s];
       expect(ar?.bytes).toBeGreaterThan(0);
       expect(ar?.ms).toBeGreaterThan(0);
+      // The ring's own part lies inside the whole collective (readback, ring, write-back).
+      expect(ar?.ringMs).toBeGreaterThan(0);
+      expect(ar?.ringMs).toBeLessThanOrEqual(ar!.ms);
     }
+    // The simulator beside it plays the mesh: dp × ranks lanes, each stage's collective on both replicas' workers,
+    // and its step ends no earlier than its compute (the pipeline's simulated makespan) plus nothing negative.
+    const sim = report.simulatedTimeline;
+    expect(sim.dp).toBe(2);
+    expect(new Set(sim.intervals.map((iv) => laneOf(sim, iv))).size).toBe(4);
+    for (const s of [0, 1]) expect(sim.intervals.filter((iv) => iv.op === 'collective' && iv.stage === s).length).toBeGreaterThan(0);
+    expect(report.allReduce?.simulated?.stepMs).toBeGreaterThanOrEqual(report.makespanMs.simulated);
+    expect(report.allReduce?.simulated?.share).toBeGreaterThanOrEqual(0);
   });
 
   it('overlap starts the last stage\'s all-reduce while rank 0 still computes; without it, no collective starts before every worker is done', async () => {

@@ -12,6 +12,7 @@ import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from './run-config.ts';
+import { relErr } from '../util/rel-err.ts';
 
 function smallConfig(schedule: RunConfig['schedule'], ranks: number, microbatches: number, virtual: number): RunConfig {
   const base = defaultRunConfig();
@@ -31,14 +32,6 @@ function smallConfig(schedule: RunConfig['schedule'], ranks: number, microbatche
   };
 }
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-30);
-}
 
 const cases: [ScheduleName, number, number, number][] = [];
 // The synchronous ('flush') schedules: those that compute what one device would.

@@ -3,7 +3,8 @@
  * measured vs simulated (the simulator fed with the measured mean per-op
  * times) vs closed-form bubble, memory, communication and throughput.
  */
-import { simulate } from '../schedule/simulate.ts';
+import { simulate, type CostModel } from '../schedule/simulate.ts';
+import { fitAlphaBeta } from '../plan/allreduce-fit.ts';
 import { closedFormBubble } from '../schedule/theory.ts';
 import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
 import type { Interval, Op, Timeline } from '../schedule/types.ts';
@@ -12,7 +13,7 @@ import type { StepResult } from './rank-executor.ts';
 import type { RunReport } from './report-types.ts';
 import type { RunConfig } from './run-config.ts';
 import type { RunPlan } from './run-plan.ts';
-import { allReduceFigures } from './report-collectives.ts';
+import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
 
 export type { RunReport } from './report-types.ts';
 
@@ -66,6 +67,25 @@ export interface ReportInput {
   phases: RunReport['phases'];
 }
 
+/**
+ * The simulator's second axis fed with the run's own collectives: each stage's
+ * gradient bytes and the α–β ring model fitted to the stages' measured
+ * all-reduce times (sizes less than 2× apart: all of it read as bandwidth).
+ */
+function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
+  const points = c.perStage.filter((p) => p.bytes > 0 && p.ms > 0).map((p) => ({ bytes: p.bytes, ms: p.ms }));
+  const sizes = points.map((p) => p.bytes);
+  // Two parameters only from sizes at least 2× apart; else all of the time is read as bandwidth.
+  const fit = points.length >= 2 && Math.max(...sizes) >= 2 * Math.min(...sizes) ? fitAlphaBeta(points, config.dp) : null;
+  const volume = points.reduce((a, p) => a + ((2 * (config.dp - 1)) / config.dp) * p.bytes, 0);
+  const time = points.reduce((a, p) => a + p.ms, 0);
+  return {
+    dp: config.dp,
+    gradBytes: c.perStage.map((p) => p.bytes),
+    allReduce: { latency: fit ? fit.latencyMs : 0, bandwidth: fit ? fit.bytesPerMs : time > 0 ? volume / time : Infinity, overlap: config.overlap, zero: config.zero === 1 },
+  };
+}
+
 export function buildReport(input: ReportInput): RunReport {
   const { config, plan, records, adapter, wallMs } = input;
   const { schedule } = plan;
@@ -88,7 +108,11 @@ export function buildReport(input: ReportInput): RunReport {
   }
   const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => meanOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
-  const sim = simulate(schedule, { F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms' });
+  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
+  const sim = simulate(schedule, {
+    F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
+    ...(collectives && config.dp > 1 ? meshCosts(collectives, config) : {}),
+  });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
   const bubbles = measured.map((r) => bubbleFraction(computeOnly(r.timeline)));
@@ -109,7 +133,7 @@ export function buildReport(input: ReportInput): RunReport {
     losses,
     timeline: last.timeline,
     simulatedTimeline: { ...sim.timeline, source: 'simulated' },
-    makespanMs: { measured: mean(makespans), simulated: sim.makespan },
+    makespanMs: { measured: mean(makespans), simulated: sim.dp?.computeMakespan ?? sim.makespan },
     bubble: {
       measured: mean(bubbles),
       simulated: sim.bubble,
@@ -127,8 +151,7 @@ export function buildReport(input: ReportInput): RunReport {
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
   };
-  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
-  if (collectives) report.allReduce = collectives;
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];
   if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };

@@ -82,8 +82,3 @@ export async function allReduce(ring: RingLink, x: Vector): Promise<void> {
   await reduceScatter(ring, x);
   await allGather(ring, x);
 }
-
-/** Bytes one worker sends in a ring all-reduce of `bytes` over `n` workers: 2(n − 1)/n · bytes (the α–β model's volume). */
-export function ringAllReduceBytes(bytes: number, n: number): number {
-  return n > 1 ? (2 * (n - 1) * bytes) / n : 0;
-}

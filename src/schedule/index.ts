@@ -42,8 +42,11 @@ export {
   type Predictions,
   type RankMemory,
   type ResolvedCosts,
+  type DataParallelStep,
   type SimulationResult,
 } from './simulate.ts';
-export { closedForm, closedFormBubble, closedFormPeakActivations, type ClosedForm } from './theory.ts';
+export { checkAllReduceCosts, linkWindows, ringAllReduceTime, ringExchangeTime, type AllReduceCosts } from './allreduce-cost.ts';
+export { MAX_SIM_DP } from './simulate-mesh.ts';
+export { closedForm, closedFormBubble, closedFormPeakActivations, meshClosedForm, type ClosedForm, type MeshClosedForm, type MeshCosts } from './theory.ts';
 export { CSV_LIMITS, CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
 export { toChromeTrace, type ChromeTrace, type TraceEvent } from './chrome-trace.ts';

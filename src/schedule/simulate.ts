@@ -19,6 +19,16 @@
  * min(1, lanes / n) (shared-device.ts). `predictions` gives both answers, "this
  * machine" and "p independent devices" (the closed forms' ideal).
  *
+ * Data parallelism (simulate-mesh.ts). `dp` replicas play the same schedule;
+ * the timeline then has dp × ranks lanes, and each stage's gradients
+ * (`gradBytes`) are summed over its dp workers by a ring all-reduce costed by
+ * `allReduce` (α per chunk exchange, β bytes per time unit; allreduce-cost.ts),
+ * drawn as 'collective' intervals. The result then also carries the step time
+ * (makespan, collectives included), the compute makespan, each stage's
+ * all-reduce time and window, the exposed all-reduce (step end − last compute
+ * end) and its share of the step; `bubble` stays the compute-only pipeline
+ * bubble. With dp = 1 and neither allReduce nor gradBytes, nothing changes.
+ *
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
  * backward is split, until the end of its W: W still needs the stored
@@ -29,7 +39,9 @@ import { ConfigError, requireFinite } from '../util/errors.ts';
 import { timelineStats, type Interval, type Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
 import type { PlayCosts } from './engine.ts';
+import type { AllReduceCosts } from './allreduce-cost.ts';
 import { playShared } from './shared-device.ts';
+import { collectiveIntervals, meshStep, replicaCopies, resolveMesh } from './simulate-mesh.ts';
 import { validateAndPlay } from './validate.ts';
 
 export type PerStage = number | readonly number[];
@@ -58,6 +70,12 @@ export interface CostModel {
   lanes?: number;
   /** Unit of the times; 'unit' (default) or 'ms'. */
   unit?: 'ms' | 'unit';
+  /** Data-parallel replicas of the pipeline (default 1); with a shared device, all dp × ranks workers share `lanes`. */
+  dp?: number;
+  /** Bytes of each stage's gradients (what its all-reduce moves); default 0. */
+  gradBytes?: PerStage;
+  /** The ring all-reduce's α–β costs and whether it overlaps the backward (allreduce-cost.ts); default free. */
+  allReduce?: AllReduceCosts;
 }
 
 export const DEFAULT_OP_COSTS: Readonly<Record<Op, number>> = { F: 1, B: 2, I: 1, W: 1 };
@@ -82,12 +100,32 @@ export interface RankMemory {
 
 export interface SimulationResult {
   timeline: Timeline;
+  /** The step: last end of anything (compute, messages, collectives). */
   makespan: number;
+  /** Compute time and makespan − compute of every lane (worker), dp × ranks of them. */
   busy: number[];
   idle: number[];
-  /** 1 − Σ busy / (ranks · makespan). */
+  /** The pipeline bubble, compute only: 1 − Σ busy / (lanes · compute makespan). */
   bubble: number;
+  /** Per pipeline rank (every replica holds the same). */
   memory: RankMemory[];
+  /** The data-parallel step, present when dp > 1 or an all-reduce or gradient bytes are given. */
+  dp?: DataParallelStep;
+}
+
+export interface DataParallelStep {
+  dp: number;
+  /** End of the last compute action of any worker. */
+  computeMakespan: number;
+  /** Each stage's ring all-reduce time (2(dp − 1)·α + 2(dp − 1)/dp · bytes / β). */
+  allReduceTime: number[];
+  /** When each stage's all-reduce ran on its rank's link. */
+  allReduceStart: number[];
+  allReduceEnd: number[];
+  /** makespan − computeMakespan: the all-reduce time no compute hides. */
+  exposedAllReduce: number;
+  /** exposedAllReduce / makespan. */
+  allReduceShare: number;
 }
 
 function perStage(field: string, x: PerStage | undefined, fallback: number | Float64Array, stages: number): Float64Array {
@@ -169,6 +207,7 @@ export function linkDelayOf(c: ResolvedCosts): (from: number, to: number, bounda
  */
 export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const c = resolveCosts(costs, s.stages);
+  const m = resolveMesh(costs, s.stages);
   const transfers: Interval[] = [];
   const duration = (a: Action) => c.op[a.op][a.stage];
   const linkDelay = linkDelayOf(c);
@@ -179,11 +218,13 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
       transfers.push({ rank, stage: a.stage, op: 'comm', mb: a.mb, start: sentAt, end: arrivedAt, comm: 'transfer', peer: from });
     },
   };
-  const shared = c.lanes < s.ranks;
+  // All dp × ranks workers share the lanes; replicas in lock step play like one pipeline with lanes / dp (simulate-mesh.ts).
+  const lanes = c.lanes / m.dp;
+  const shared = lanes < s.ranks;
   const { result: valid, play: first } = validateAndPlay(s, shared ? { duration, linkDelay } : costsOfPlay);
   if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
   if (!first) throw new Error('simulate: no play for a valid schedule (a bug)');
-  const result = shared ? playShared(s, costsOfPlay, c.lanes) : first;
+  const result = shared ? playShared(s, costsOfPlay, lanes) : first;
 
   let total = transfers.length;
   for (const list of s.order) total += list.length;
@@ -208,13 +249,33 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
     unit: c.unit,
   };
   const stats = timelineStats(timeline);
+  const memory = peakMemory(s, c.heldBytes);
+  if (!m.present) {
+    return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
+  }
+  const step = meshStep(s, result, m);
+  const collectives = collectiveIntervals(s, m, step);
+  const meshTimeline: Timeline = { ...timeline, dp: m.dp, intervals: [...intervals, ...replicaCopies(intervals, m.dp), ...collectives] };
+  const makespan = Math.max(stats.makespan, step.step);
+  const busy: number[] = [];
+  for (let d = 0; d < m.dp; d++) for (const u of stats.perRank) busy.push(u.busy);
+  const exposedAllReduce = Math.max(0, makespan - step.computeMakespan);
   return {
-    timeline,
-    makespan: stats.makespan,
-    busy: stats.perRank.map((u) => u.busy),
-    idle: stats.perRank.map((u) => u.idle),
+    timeline: meshTimeline,
+    makespan,
+    busy,
+    idle: busy.map((b) => makespan - b),
     bubble: stats.bubble,
-    memory: peakMemory(s, c.heldBytes),
+    memory,
+    dp: {
+      dp: m.dp,
+      computeMakespan: step.computeMakespan,
+      allReduceTime: [...step.allReduceTime],
+      allReduceStart: [...step.start],
+      allReduceEnd: [...step.end],
+      exposedAllReduce,
+      allReduceShare: makespan > 0 ? exposedAllReduce / makespan : 0,
+    },
   };
 }
 

@@ -31,6 +31,7 @@
  * of the model cost 3v, so the bubble fraction, which does not depend on the
  * time unit, is Megatron's (p−1)/(v·m+p−1) for a rank model costing F = 1, B = 2.
  */
+import { ringAllReduceTime } from './allreduce-cost.ts';
 import type { ScheduleName } from './registry.ts';
 
 export interface ClosedForm {
@@ -115,4 +116,73 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
     default:
       return null;
   }
+}
+
+/** The second axis of a closed form: dp replicas, each stage's gradients (equal stages) and the α–β ring. */
+export interface MeshCosts {
+  dp: number;
+  /** Bytes of each stage's gradients (every stage the same). */
+  gradBytes: number;
+  latency: number;
+  bandwidth: number;
+  overlap: boolean;
+}
+
+export interface MeshClosedForm {
+  /** The pipeline's closed form (m micro-batches per replica): makespan, work, bubble. */
+  pipeline: ClosedForm;
+  /** One stage's ring all-reduce: 2(dp − 1)·α + 2(dp − 1)/dp · gradBytes / β. */
+  allReduce: number;
+  /** The step: compute makespan plus the exposed all-reduce. */
+  step: number;
+  exposed: number;
+  /** exposed / step. */
+  allReduceShare: number;
+  formula: string;
+}
+
+/** Stages each rank holds in a schedule's closed form. */
+function stagesPerRank(name: string, v: number): number {
+  return name === 'interleaved-1f1b' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' ? v : 1;
+}
+
+/**
+ * A dp × pp step under the closed forms' costs (per stage F = 1, B = 2, I = W = 1, free
+ * point-to-point links), m micro-batches per replica, each of the k stages on a rank holding
+ * `gradBytes` of gradients whose all-reduce takes A (allreduce-cost.ts). T is the pipeline's
+ * makespan (closedForm).
+ *
+ *   without overlap   every collective starts at T; a rank's k stages share its link:
+ *                     step = T + k·A.
+ *   with overlap, k = 1 (gpipe, 1f1b, zb-h1): each stage starts when its last backward ends;
+ *                     the step's last compute action is a backward, so step = T + A.
+ *   with overlap, interleaved-1f1b: the last micro-batch's backward runs down the stages one
+ *                     after the other in the cool-down, 2 per stage, so stage s is ready at
+ *                     T − 2s; rank 0's link takes its stages (v−1)p, …, p, 0 in that order:
+ *                     e = max(T − 2pc, e) + A for c = v−1 … 0, and step = e (T + A when A ≤ 2p).
+ *   zb-v, dualpipe-v, looped-bfs with overlap: no closed form here (their stages' last
+ *                     backwards interleave with W's); null.
+ */
+export function meshClosedForm(name: ScheduleName | string, p: number, m: number, v: number, mc: MeshCosts): MeshClosedForm | null {
+  const pipeline = closedForm(name, p, m, v);
+  if (!pipeline) return null;
+  const T = pipeline.makespan;
+  const A = ringAllReduceTime(mc.gradBytes, mc.dp, mc.latency, mc.bandwidth);
+  const k = stagesPerRank(name, v);
+  let step: number;
+  let formula: string;
+  if (!mc.overlap) {
+    step = T + k * A;
+    formula = k === 1 ? 'T + A' : `T + ${k}·A`;
+  } else if (k === 1) {
+    step = T + A;
+    formula = 'T + A';
+  } else if (name === 'interleaved-1f1b') {
+    let e = -Infinity;
+    for (let c = v - 1; c >= 0; c--) e = Math.max(T - 2 * p * c, e) + A;
+    step = e;
+    formula = step === T + A ? 'T + A (the other chunks hide in the cool-down)' : 'rank 0’s link: e = max(T − 2pc, e) + A, c = v−1 … 0';
+  } else return null;
+  const exposed = step - T;
+  return { pipeline, allReduce: A, step, exposed, allReduceShare: step > 0 ? exposed / step : 0, formula };
 }

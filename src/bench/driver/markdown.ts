@@ -4,6 +4,7 @@ import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchRow } from '../training-suite.ts';
 import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
+import type { AllReduceBenchRow } from '../allreduce-bench.ts';
 
 interface Report {
   date: string;
@@ -165,7 +166,43 @@ function timelineTable(res: SuiteResult): string {
   );
 }
 
+function allReduceTable(res: SuiteResult): string {
+  const rows = res.rows as (AllReduceBenchRow & { modelMs: number })[];
+  return table(
+    ['dp', 'vector', 'measured ms (median)', 'per link MB/s', 'α–β model ms', 'model − measured'],
+    rows.map((r) => [String(r.dp), r.bytes >= 1 << 20 ? `${r.bytes / (1 << 20)} MiB` : `${r.bytes / 1024} KiB`, f(r.medianMs, 3), f(r.busMBps, 0), f(r.modelMs, 3), pct((r.modelMs - r.medianMs) / r.medianMs)]),
+  );
+}
+
+/** The data-parallel grid: one row per mesh, then each dp > 1 row's stages against the α–β ring. */
+function meshTable(res: SuiteResult): string {
+  const rows = res.rows as (ScheduleBenchRow & { ringModelMs?: number[] })[];
+  const kib = (b: number) => `${f(b / 1024, 0)} KiB`;
+  const main = table(
+    ['model', 'schedule', 'dp × pp', 'm per replica', 'options', 'step ms measured', 'step ms simulated', 'bubble', 'all-reduce share (sim.)', 'shared-device error', 'optimizer per worker', 'samples/s'],
+    rows.map((r) => {
+      const m = r.mesh!;
+      const opts = [m.overlap ? '' : 'no overlap', m.zero ? 'ZeRO-1' : ''].filter(Boolean).join(', ') || '—';
+      return [r.model, r.schedule, `${m.dp} × ${r.p}`, String(r.m), opts, f(m.stepMs), f(m.stepSimulatedMs), pct(r.bubbleMeasured), `${pct(m.allReduceShare)} (${pct(m.allReduceShareSimulated)})`, r.prediction ? pct(r.prediction.sharedError) : 'n/a', kib(m.optimizerBytesPerWorker), f(r.samplesPerSecond, 0)];
+    }),
+  );
+  const stages = table(
+    ['model', 'schedule', 'dp × pp', 'options', 'stage', 'gradients', 'collective ms (readback, ring, write-back)', 'ring ms measured', 'α–β model ms', 'model − ring'],
+    rows.flatMap((r) =>
+      (r.ringModelMs ?? []).map((model, s) => {
+        const m = r.mesh!;
+        const meas = m.perStage[s].ringMs;
+        const opts = [m.overlap ? '' : 'no overlap', m.zero ? 'ZeRO-1' : ''].filter(Boolean).join(', ') || '—';
+        return [r.model, r.schedule, `${m.dp} × ${r.p}`, opts, String(s), kib(m.perStage[s].bytes), f(m.perStage[s].ms, 2), f(meas, 2), f(model, 2), pct((model - meas) / meas)];
+      }),
+    ),
+  );
+  return `${main}\n\nEach stage's all-reduce against the micro-benchmark's α–β ring:\n\n${stages}`;
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
+  allreduce: allReduceTable,
+  mesh: meshTable,
   schedules: (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
   kernels: kernelsTable,
   training: trainingTable,

@@ -8,6 +8,7 @@ import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-s
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
+import { measureRing, mesh } from '../mesh-suite.ts';
 
 export interface BenchContext {
   page: Page;
@@ -196,5 +197,24 @@ async function checkpoint(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+/**
+ * The ring all-reduce over MessageChannels between workers (no GPU), dp = 2
+ * and 4, 4 KiB … 4 MiB, and the α–β model fitted to each ring size: what a
+ * data-parallel step's collective costs between this browser's workers.
+ */
+async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
+  const repeats = ctx.quick ? 5 : 15;
+  const { rows, fits } = await measureRing(ctx, [2, 4], repeats);
+  return {
+    rows,
+    meta: { fits },
+    notes: [
+      `dp dedicated workers (src/bench/ring-bench-worker.ts) in a ring of MessageChannels run the runtime's own ring all-reduce (src/runtime/ring-allreduce.ts over ring-link.ts and a Mailbox, as the stage workers do at a step's flush) on float32 vectors; a repetition's time is the slowest worker's; median of ${repeats} after 2 untimed.`,
+      `α–β fit (src/plan/allreduce-fit.ts): t = 2(n − 1)·α + 2(n − 1)/n · bytes / β; ${Object.entries(fits).map(([dp, f]) => `dp = ${dp}: α = ${f.latencyMs.toFixed(3)} ms, β = ${(f.bytesPerMs / 1000).toFixed(0)} MB/s`).join('; ')}.`,
+      'per link MB/s: the bytes each worker sends in the ring (2(n − 1)/n · vector) per second of the median.',
+    ],
+  };
+}
+
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;

@@ -2,7 +2,8 @@
  * The data-parallel rows of the run's numbers: the step time with its
  * collectives, each stage's all-reduce (time and the bytes of gradients it
  * summed), the share of the step the collectives were not hidden behind
- * compute, and the optimizer state each worker held (ZeRO-1 divides it by dp).
+ * compute (each beside the simulator's, fed with the run's own op times and
+ * the α–β ring fitted to its collectives), and the optimizer state each worker held (ZeRO-1 divides it by dp).
  */
 import type { RunReport } from '../../runtime/report-types.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
@@ -27,7 +28,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
           Step time with the all-reduce, ms{overlap ? '' : ' (after every worker is done)'}
         </th>
         <td>{ms(ar.stepMs)}</td>
-        <td>—</td>
+        <td>{ar.simulated ? ms(ar.simulated.stepMs) : '—'}</td>
         <td>—</td>
       </tr>
       {ar.perStage.map((s, i) => (
@@ -38,7 +39,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
           <td>
             {ms(s.ms)} <span className="muted">· {bytes(s.bytes)}</span>
           </td>
-          <td>—</td>
+          <td>{ar.simulated ? ms(ar.simulated.perStageMs[i]) : '—'}</td>
           <td>—</td>
         </tr>
       ))}
@@ -47,7 +48,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <td>
           {ms(ar.exposedMs)} <span className="muted">· {pct(ar.share)}</span>
         </td>
-        <td>—</td>
+        <td>{ar.simulated ? pct(ar.simulated.share) : '—'}</td>
         <td>—</td>
       </tr>
       <tr data-testid="optimizer-bytes">

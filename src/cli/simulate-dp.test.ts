@@ -1,0 +1,54 @@
+/** `pipelab simulate --dp …`: the data-parallel step on the command line, and its bad input. */
+import { describe, expect, it } from 'vitest';
+import { run } from './cli-test-support.ts';
+
+describe('pipelab simulate --dp', () => {
+  it('prints the step, the exposed all-reduce and its share; the ring formula by hand', () => {
+    // 1F1B, p = 4, m = 8: T = 3(m + p − 1) = 33. dp = 2, 100 bytes, α = 1, β = 10: A = 2·(1 + 50/10) = 12.
+    const r = run('simulate', '--schedule', '1f1b', '--ranks', '4', '--microbatches', '8', '--dp', '2', '--grad-bytes', '100', '--allreduce-latency', '1', '--allreduce-bandwidth', '10', '--json');
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.makespan).toBe(45);
+    expect(j.dataParallel.computeMakespan).toBe(33);
+    expect(j.dataParallel.allReduceTime).toEqual([12, 12, 12, 12]);
+    expect(j.dataParallel.exposedAllReduce).toBe(12);
+    expect(j.dataParallel.allReduceShare).toBeCloseTo(12 / 45, 12);
+    expect(j.ranks).toHaveLength(4);
+    const t = run('simulate', '--schedule', '1f1b', '--ranks', '4', '--microbatches', '8', '--dp', '2', '--grad-bytes', '100', '--allreduce-latency', '1', '--allreduce-bandwidth', '10');
+    expect(t.out).toContain('makespan   45 (the step: compute 33 + exposed all-reduce 12)');
+    expect(t.out).toContain('closed form step 45 = T + A (A = 12 per stage)');
+    expect(t.out).toContain('dp = 2 replicas × 4 ranks = 8 workers');
+  });
+
+  it('--no-overlap serializes a rank’s stages after the last compute: interleaved, v = 2, T + 2A', () => {
+    const j = JSON.parse(
+      run('simulate', '--schedule', 'interleaved-1f1b', '--ranks', '2', '--microbatches', '4', '--virtual', '2', '--dp', '3', '--grad-bytes', '30', '--allreduce-latency', '0.5', '--allreduce-bandwidth', '10', '--no-overlap', '--json').out,
+    );
+    // T = 3(v·m + p − 1) = 27; A = 4 · (0.5 + 10/10) = 6.
+    expect(j.dataParallel.computeMakespan).toBe(27);
+    expect(j.makespan).toBe(27 + 12);
+    expect(j.dataParallel.overlap).toBe(false);
+  });
+
+  it('takes one gradient size per stage', () => {
+    const j = JSON.parse(run('simulate', '--schedule', 'gpipe', '--ranks', '2', '--microbatches', '2', '--dp', '2', '--grad-bytes', '0,40', '--allreduce-bandwidth', '10', '--json').out);
+    expect(j.dataParallel.allReduceTime).toEqual([0, 4]);
+  });
+
+  it('refuses bad values by flag, value and rule', () => {
+    const cases: [string[], string][] = [
+      [['--dp', '0'], '--dp = "0": must be an integer between 1 and 4096'],
+      [['--dp', '2.5'], '--dp = "2.5": must be an integer'],
+      [['--grad-bytes', '-5'], '--grad-bytes = "-5": must be a number of bytes ≥ 0'],
+      [['--grad-bytes', '1,2'], '--grad-bytes = "1,2": gives 2 numbers; must be a number of bytes ≥ 0 for every stage, or a comma-separated list of 4'],
+      [['--allreduce-latency', '-1'], '--allreduce-latency = "-1": must be a number at least 0'],
+      [['--allreduce-bandwidth', '0'], '--allreduce-bandwidth = "0": must be a number at least'],
+      [['--no-overlap=yes'], '--no-overlap = "yes": takes no value'],
+    ];
+    for (const [flags, message] of cases) {
+      const r = run('simulate', ...flags);
+      expect(r.code, flags.join(' ')).toBe(2);
+      expect(r.err).toContain(message);
+    }
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * The α–β cost of the data-parallel collective at a step's flush, and when
+ * each stage's collective runs on its rank's link.
+ *
+ * Ring all-reduce of `bytes` over n workers (mesh.ts: each worker sends only to
+ * its ring successor): the vector is cut into n chunks (chunkBounds), then n − 1
+ * reduce-scatter exchanges and n − 1 all-gather exchanges follow, in each of
+ * which every worker sends one chunk, bytes / n, to its successor at once. An
+ * exchange takes α + (bytes / n) / β, so the whole all-reduce takes
+ *
+ *     2(n − 1) · α + 2(n − 1)/n · bytes / β.
+ *
+ * ZeRO-1 (reduce-scatter the gradients, each worker updates its 1/n shard of
+ * the optimizer state, all-gather the updated weights) moves exactly the same
+ * volume: n − 1 reduce-scatter exchanges of the gradients' chunks and n − 1
+ * all-gather exchanges of the weights' chunks, each bytes / n (weights and
+ * gradients have the same size), so its time in this model equals the
+ * all-reduce's; only the optimizer state it keeps differs (src/plan).
+ *
+ * Links. The stages one rank holds share that worker's link: their collectives
+ * run one at a time, each starting when its stage is ready and the link is
+ * free, in the order the stages became ready (ties by stage index).
+ */
+import { ConfigError } from '../util/errors.ts';
+import type { CollectiveKind } from './timeline.ts';
+
+export interface AllReduceCosts {
+  /** α: time of one chunk exchange before its first byte arrives (≥ 0). */
+  latency: number;
+  /** β: bytes per time unit on one link (> 0; Infinity for free links). */
+  bandwidth: number;
+  /** Start each stage's collective as soon as its last backward ends (true, default), or only after every worker's last compute. */
+  overlap?: boolean;
+  /** ZeRO-1: reduce-scatter, shard update, all-gather of the weights (the same volume as the all-reduce). */
+  zero?: boolean;
+}
+
+/** Checks an AllReduceCosts value; throws ConfigError naming `costs.allReduce.<field>`. */
+export function checkAllReduceCosts(x: unknown): Required<AllReduceCosts> {
+  const field = 'costs.allReduce';
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError(field, x, 'must be an object {latency, bandwidth, overlap?, zero?}');
+  const r = x as Record<string, unknown>;
+  for (const k of Object.keys(r)) {
+    if (!['latency', 'bandwidth', 'overlap', 'zero'].includes(k)) throw new ConfigError(`${field}.${k}`, r[k], 'is not a field of the all-reduce costs; known fields are latency, bandwidth, overlap, zero');
+  }
+  const { latency, bandwidth, overlap = true, zero = false } = r;
+  if (typeof latency !== 'number' || !Number.isFinite(latency) || latency < 0) throw new ConfigError(`${field}.latency`, latency, 'must be a finite number at least 0 (time per chunk exchange)');
+  if (typeof bandwidth !== 'number' || Number.isNaN(bandwidth) || bandwidth <= 0) {
+    throw new ConfigError(`${field}.bandwidth`, bandwidth, 'must be a number greater than 0 (bytes per time unit; Infinity for free links)');
+  }
+  if (typeof overlap !== 'boolean') throw new ConfigError(`${field}.overlap`, overlap, 'must be true or false');
+  if (typeof zero !== 'boolean') throw new ConfigError(`${field}.zero`, zero, 'must be true or false');
+  return { latency, bandwidth, overlap, zero };
+}
+
+/** One chunk exchange of a ring over n workers moving `bytes` in all: α + (bytes / n) / β; 0 when n ≤ 1. */
+export function ringExchangeTime(bytes: number, n: number, latency: number, bandwidth: number): number {
+  if (n <= 1) return 0;
+  const chunk = bytes / n;
+  return latency + (chunk > 0 ? chunk / bandwidth : 0);
+}
+
+/** Ring all-reduce of `bytes` over n workers: 2(n − 1) · α + 2(n − 1)/n · bytes / β; 0 when n ≤ 1. */
+export function ringAllReduceTime(bytes: number, n: number, latency: number, bandwidth: number): number {
+  return n <= 1 ? 0 : 2 * (n - 1) * ringExchangeTime(bytes, n, latency, bandwidth);
+}
+
+/** The part of a ring all-reduce exchange k (0 … 2(n − 1) − 1) belongs to. */
+export function exchangeKind(k: number, n: number): CollectiveKind {
+  return k < n - 1 ? 'reduce-scatter' : 'all-gather';
+}
+
+export interface LinkWindows {
+  start: Float64Array;
+  end: Float64Array;
+}
+
+/**
+ * When each stage's collective runs: stage s is ready at ready[s] and takes
+ * duration[s] on the link of rank stageToRank[s]; a rank's link runs one at a
+ * time, in the order its stages became ready (ties by stage index).
+ */
+export function linkWindows(stageToRank: readonly number[], ready: Float64Array, duration: Float64Array): LinkWindows {
+  const stages = stageToRank.length;
+  const start = new Float64Array(stages);
+  const end = new Float64Array(stages);
+  const order = Array.from({ length: stages }, (_, s) => s).sort((a, b) => ready[a] - ready[b] || a - b);
+  const free = new Map<number, number>();
+  for (const s of order) {
+    const r = stageToRank[s];
+    const t = Math.max(ready[s], free.get(r) ?? -Infinity);
+    start[s] = t;
+    end[s] = t + duration[s];
+    free.set(r, end[s]);
+  }
+  return { start, end };
+}
