@@ -7,11 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import type { RunReport } from '../runtime/report-types.ts';
 import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { CheckpointStore } from './checkpoint-store.ts';
 import { runDurably, type DurableRunner } from './durable-run.ts';
 import { MemoryShelf } from './memory-shelf.ts';
+import { expectSameRun } from './testing/same-run.ts';
 
 const cpuRunner: DurableRunner = (config, opts) => runPipeline(config, { ...opts, recvTimeoutMs: 5000, hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
 
@@ -19,13 +19,6 @@ function config(over: Partial<RunConfig>): RunConfig {
   const cfg: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 6, batchSize: 16, microbatches: 2, ranks: 2, steps: 6, optimizer: 'adamw', lr: 0.01, lrSchedule: 'cosine', evalEvery: 0, ...over };
   validateRunConfig(cfg);
   return cfg;
-}
-
-function expectSameRun(a: RunReport, b: RunReport) {
-  expect(a.losses).toEqual(b.losses);
-  const names = Object.keys(b.weights ?? {}).sort();
-  expect(Object.keys(a.weights ?? {}).sort()).toEqual(names);
-  for (const n of names) expect(Array.from((a.weights ?? {})[n])).toEqual(Array.from((b.weights ?? {})[n]));
 }
 
 describe('durable runs on the CPU host', () => {

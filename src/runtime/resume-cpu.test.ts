@@ -11,6 +11,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { TrainProgress } from '../nn/train.ts';
 import { decodeRunState, encodeRunState } from '../run-state/codec.ts';
 import { runStateOf } from '../run-state/run-state.ts';
+import { expectSameRun } from '../run-state/testing/same-run.ts';
 import { runPipeline, type RunOptions } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, validateRunConfig, type RunConfig } from './run-config.ts';
@@ -48,10 +49,7 @@ async function expectResumeExact(cfg: RunConfig, k: number) {
   const state = decodeRunState(encodeRunState(runStateOf(cfg, progress)), { config: cfg });
   const resumed = await runPipeline(cfg, { ...base, hostFactory: cpuHosts(), readWeights: true, from: state });
   expect(resumed.steps.map((s) => s.step)).toEqual(Array.from({ length: cfg.steps - k }, (_, i) => k + i));
-  expect(resumed.losses).toEqual(full.losses);
-  const names = Object.keys(full.weights ?? {}).sort();
-  expect(Object.keys(resumed.weights ?? {}).sort()).toEqual(names);
-  for (const n of names) expect(Array.from((resumed.weights ?? {})[n])).toEqual(Array.from((full.weights ?? {})[n]));
+  expectSameRun(resumed, full);
 }
 
 describe('resume from a saved state on the CPU host equals the uninterrupted run exactly', () => {
