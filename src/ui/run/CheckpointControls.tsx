@@ -58,7 +58,7 @@ export function CheckpointControls() {
         </p>
       )}
       {view.note && (
-        <p className={view.refused ? 'run-error small' : 'muted small'} role={view.refused ? 'alert' : 'status'} data-testid="checkpoint-note">
+        <p className={view.refused ? 'run-error small' : 'muted small'} aria-live={view.refused ? 'assertive' : 'polite'} data-testid="checkpoint-note">
           {view.note}
         </p>
       )}
