@@ -103,4 +103,7 @@ test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce d
   await expect(page.getByTestId('allreduce-stage')).toHaveCount(2);
   await expect(page.getByTestId('optimizer-bytes')).toContainText('ZeRO-1');
   await expect(page.locator('[data-gap="allreduce"]')).toBeVisible();
+  // The badge gives the whole step (with its collectives) beside the pipeline's makespan, and it is no shorter.
+  const badge = async (id: string) => Number((await page.getByTestId('run-timeline').getByTestId(id).innerText()).replace(/[^0-9.]/g, ''));
+  expect(await badge('badge-step')).toBeGreaterThanOrEqual(await badge('badge-makespan'));
 });

@@ -5,10 +5,10 @@
  * parses, and the views without a run (simulate, compare, no WebGPU) work.
  * Screenshots of the main views go to test-results/screens/.
  */
-import { expect, test, type Page, type TestInfo } from '@playwright/test';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { readFileSync } from 'node:fs';
 import { fromCsv, validateSchedule } from '../src/schedule/index.ts';
+import { keepScreenshot } from './screens.ts';
 import { readSafetensors } from '../src/util/safetensors.ts';
 
 // ---- helpers ----
@@ -28,14 +28,6 @@ async function runStatus(page: Page): Promise<string> {
 
 async function waitForStatus(page: Page, statuses: string[], timeout = 150_000): Promise<void> {
   await expect.poll(() => runStatus(page), { timeout, intervals: [250, 500, 1000] }).toMatch(new RegExp(`^(${statuses.join('|')})$`));
-}
-
-async function keepScreenshot(page: Page, info: TestInfo, name: string): Promise<void> {
-  const dir = join(info.project.outputDir, 'screens');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
-  await info.attach(name, { path, contentType: 'image/png' });
 }
 
 /** Pixels of a timeline canvas close to `rgb` (every other pixel sampled). */

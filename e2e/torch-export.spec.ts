@@ -3,7 +3,9 @@
  * zip, run under Debian's torchrun (CPU, gloo, one process per rank), prints
  * the same loss at every step as the same run in headless Chromium (WebGPU
  * workers), within 1e-4 relative, and writes the same final weights (per
- * tensor ‖Δ‖/‖w‖ < 1e-4). Needs python3-torch (scripts/install-deps.sh).
+ * tensor ‖Δ‖/‖w‖ < 1e-4); dp × pp runs (dp = 2 replicas of a p = 2 pipeline,
+ * 4 workers in the tab, torchrun with 4 processes, replica-major) as well.
+ * Needs python3-torch (scripts/install-deps.sh).
  */
 import { test, expect, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
@@ -27,6 +29,16 @@ const CASES: { title: string; cfg: Change }[] = [
   {
     title: '1f1b, p = 2, names GPT (attention blocks, boundary [mb, T, C])',
     cfg: { ...mlp, dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, batchSize: 8, microbatches: 4, lr: 0.01, schedule: '1f1b', ranks: 2 },
+  },
+  // dp × pp: each schedule meets each model once, one with ZeRO-1 and one without (src/export/torch-export-dp.test.ts
+  // runs the other pairs against the float64 single-device loop).
+  {
+    title: 'dp 2 × p 2, 1f1b, ZeRO-1, names char-MLP',
+    cfg: { ...mlp, dataset: 'names', model: 'char-mlp', layers: 3, hidden: 16, context: 3, embedDim: 8, batchSize: 32, microbatches: 4, steps: 4, schedule: '1f1b', ranks: 2, dp: 2, zero: 1 },
+  },
+  {
+    title: 'dp 2 × p 2, zb-h1, names GPT',
+    cfg: { ...mlp, dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, batchSize: 16, microbatches: 4, steps: 4, lr: 0.01, schedule: 'zb-h1', ranks: 2, dp: 2 },
   },
 ];
 
@@ -63,7 +75,7 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       }, cfg);
       expect(tab.losses.length).toBe(cfg.steps);
 
-      const torch = await runTorchrun(folder, cfg.ranks, [], 300_000);
+      const torch = await runTorchrun(folder, cfg.dp * cfg.ranks, [], 300_000);
       expect(torch.code, torch.output).toBe(0);
       expect(torch.losses.length, torch.output).toBe(cfg.steps);
       const lossDiff = maxRelativeDiff(torch.losses, tab.losses);

@@ -13,7 +13,10 @@ import { benchStartup } from './startup-suite.ts';
 import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
+import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
 import { benchAllReduce } from './allreduce-bench.ts';
+
+type ProbeSizes = Omit<ProbeOptions, 'gpu'>;
 
 const log = document.getElementById('log');
 
@@ -28,6 +31,11 @@ const api = {
     if (!a) return { error: 'no WebGPU adapter' };
     const i = a.info;
     return { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description };
+  },
+  /** The adapter in this page and in a dedicated worker: what it is, crossing costs, timestamp resolution (src/gpu/adapter-probe.ts). */
+  async adapterProbe(o: ProbeSizes = {}) {
+    say('adapter probe: page and worker');
+    return probePageAndWorker(o);
   },
   async schedule(c: ScheduleBenchCase, steps: number) {
     say(`schedule ${c.schedule} p=${c.ranks} m=${c.microbatches}`);

@@ -18,6 +18,12 @@ export const BENCH_SIZES: readonly MatmulSize[] = [
   [129, 257, 191],
 ];
 
+/** What `--big` adds on a real GPU (where the chip's fp32 peak is measured against, at 2048³). */
+export const BIG_BENCH_SIZES: readonly MatmulSize[] = [
+  [1024, 1024, 1024],
+  [2048, 2048, 2048],
+];
+
 export const BENCH_FORMS: readonly MatmulForm[] = ['NN', 'NT', 'TN'];
 
 export interface MatmulBenchOptions {

@@ -64,6 +64,12 @@ export function parseArgs(argv: readonly string[], specs: readonly FlagSpec[], c
   return { flags, positionals };
 }
 
+/** A flag's value, or a UsageError saying it is required and what it is. */
+export function required<T>(x: T | undefined, flag: string, what: string): T {
+  if (x === undefined) throw new UsageError(`--${flag}`, null, `is required: ${what}`);
+  return x;
+}
+
 export function stringFlag(a: ParsedArgs, name: string): string | undefined {
   const v = a.flags.get(name);
   return typeof v === 'string' ? v : undefined;

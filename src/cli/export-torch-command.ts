@@ -8,15 +8,19 @@
  */
 import { join } from 'node:path';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
-import { readTrainPy } from '../export/train-py-file.ts';
+import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULES } from '../runtime/run-config.ts';
+import { mesh, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 
 const DEFAULTS = defaultRunConfig();
 const HELP_OF: Partial<Record<string, string>> = {
   schedule: `one of ${RUN_SCHEDULES.join(', ')}`,
-  ranks: 'pipeline width p, the number of torchrun processes',
+  ranks: 'pipeline width p: ranks per replica (schedule.csv rows)',
+  dp: 'data-parallel replicas of the pipeline: torchrun starts dp × ranks processes (replica-major: process g is replica g / ranks, rank g mod ranks)',
+  zero: '1: ZeRO-1, each stage’s optimizer state sharded across its dp replicas (needs --dp 2 or more); 0: off',
+  overlap: 'true: a stage’s gradient all-reduce starts as soon as its last backward is done; false: at the flush (same numbers)',
   virtual: 'stages per rank v; the model is cut into p·v stages',
   dataset: 'spiral, moons, circles, xor or names (names implies --model char-mlp)',
   steps: 'training steps; the bundle holds the batch of every step',
@@ -26,14 +30,16 @@ const HELP_OF: Partial<Record<string, string>> = {
 
 const FLAGS: FlagSpec[] = [
   ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'}${DEFAULTS[f] === undefined ? '' : ` (default ${String(DEFAULTS[f])})`}` })),
+  { name: 'no-overlap', boolean: true, help: 'the same as --overlap false' },
   { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
 
 export const EXPORT_TORCH_HELP = helpFor(
-  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 ...] --out DIR',
-  'Write a run as a PyTorch program (train.py) with its model, stages, schedule, initial weights and batches;\n' +
-    '`torchrun --nproc_per_node=RANKS train.py` in DIR replays it with the same losses. Configuration flags are\n' +
+  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --zero 1 ...] --out DIR',
+  'Write a run as a PyTorch program (train.py and its modules) with its model, stages, schedule, initial weights\n' +
+    'and batches; `torchrun --nproc_per_node=DP×RANKS train.py` in DIR replays it with the same losses\n' +
+    '(`train.py --profile` measures the cluster for `pipelab plan` instead). Configuration flags are\n' +
     "the page's URL fields; absent ones take the page's defaults.",
   FLAGS,
 );
@@ -52,16 +58,20 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
     const v = stringFlag(a, f);
     if (v !== undefined) query.set(f, v);
   }
+  if (boolFlag(a, 'no-overlap')) {
+    if (query.has('overlap')) throw new UsageError('--no-overlap', `--overlap ${query.get('overlap')}`, 'give one of --overlap and --no-overlap');
+    query.set('overlap', 'false');
+  }
   const { config, errors } = configFromQuery(query.toString());
   if (errors.length > 0) {
     const e = errors[0];
     throw new UsageError(`--${e.field}`, e.value, e.rule);
   }
-  const files = buildTorchBundle(config, readTrainPy());
+  const files = buildTorchBundle(config, readTorchProgram());
   for (const f of files) io.writeFile(join(out, f.path), f.data);
   io.out(
     `wrote ${files.map((f) => f.path).join(', ')} to ${out}\n` +
-      `run it: cd ${out} && torchrun --nproc_per_node=${config.ranks} train.py   (see README.md there)\n`,
+      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(mesh(config.dp, config.ranks))} train.py   (see README.md there)\n`,
   );
   return EXIT_OK;
 }

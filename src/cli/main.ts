@@ -32,7 +32,7 @@ commands:
   schedule   generate a schedule; print it as PyTorch CSV, JSON or text
   simulate   play a schedule against a cost model: makespan, bubble, peak memory
   validate   check a schedule file (PyTorch CSV or JSON): complete, ordered, deadlock-free
-  plan       from a profile: the split, and a schedule that fits a memory cap
+  plan       from a profile: the split, and a schedule that fits a memory cap; with --model gpt: a transformer on N devices
   export-torch  write a run (model, stages, schedule, weights, batches) as a PyTorch program for torchrun
 
 schedules: ${SCHEDULE_NAMES.join(', ')}

@@ -3,9 +3,10 @@ import { makePlan } from '../plan/plan.ts';
 import { profileFromJson, type Profile } from '../plan/profile.ts';
 import { MAX_MICROBATCHES, MAX_RANKS, toCsv, type MemoryCap } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
-import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
+import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { fmt, scheduleToJson, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
+import { planMeshCommand } from './plan-mesh-command.ts';
 
 const FORMATS = ['text', 'csv', 'json'] as const;
 
@@ -25,7 +26,7 @@ export const PLAN_HELP = helpFor(
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
   FLAGS,
-);
+) + '\nOr plan a transformer on N devices: pipelab plan --model gpt --help.\n';
 
 const UNITS: Readonly<Record<string, number>> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 const CAP_RULE = 'must be a number of micro-batches (an integer at least 1, e.g. 4) or of bytes with a unit B, KB, MB, GB, KiB, MiB or GiB (e.g. 64MB)';
@@ -45,11 +46,6 @@ export function parseMemCap(raw: string): MemoryCap {
   return { bytes: x * scale };
 }
 
-function required<T>(x: T | undefined, flag: string, what: string): T {
-  if (x === undefined) throw new UsageError(`--${flag}`, null, `is required: ${what}`);
-  return x;
-}
-
 function readProfile(io: CliIo, path: string): Profile {
   let text: string;
   try {
@@ -61,6 +57,8 @@ function readProfile(io: CliIo, path: string): Profile {
 }
 
 export function planCommand(argv: readonly string[], io: CliIo): number {
+  // `--model` plans an analytic transformer on N devices (plan-mesh-command.ts).
+  if (argv.some((x) => x === '--model' || x.startsWith('--model='))) return planMeshCommand(argv, io);
   const a = parseArgs(argv, FLAGS, 'plan');
   if (boolFlag(a, 'help')) {
     io.out(PLAN_HELP);

@@ -1,21 +1,28 @@
 /** The README.md of a PyTorch bundle: how to run it on one machine, on several, and with torch.distributed.pipelining. */
 import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { mesh, workerCount } from '../schedule/mesh.ts';
 import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
+import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 
 export function bundleReadme(run: RunConfig): string {
   const P = run.ranks;
+  const D = run.dp;
+  const W = workerCount(mesh(D, P));
+  const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
   const refused = Object.entries(TORCH_REFUSED_SCHEDULES)
     .map(([name, rule]) => `- \`${name}\`: ${rule}`)
     .join('\n');
   return `# A PipeLab run, exported for PyTorch
 
 Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
-${run.microbatches} micro-batches of ${run.batchSize / run.microbatches} rows per step, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
+${D} data-parallel replica(s)${D > 1 ? (run.zero === 1 ? ' with ZeRO-1' : ' (no ZeRO)') : ''}: ${W} processes in all,
+${run.microbatches} micro-batches of ${run.batchSize / (D * run.microbatches)} rows per step and replica, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
 The page's link for the same run: \`?${configToQuery(run)}\`
 
 | file | holds |
 | --- | --- |
-| \`train.py\` | the program: PyTorch ≥ 1.13 and the Python standard library only |
+| \`train.py\` | the program's entry: PyTorch ≥ 1.13 and the Python standard library only |
+| ${modules} | its modules (the mesh and the bundle's checks, a replica's rows, the model, a rank's schedule row, the data-parallel flush, the optimizer, \`--profile\`, safetensors) |
 | \`config.json\` | the run configuration (\`run\`), the model as blocks of layers, the stage cut, stage → rank, the lr of every step |
 | \`schedule.csv\` | each rank's actions (\`2F0\` = stage 2, forward, micro-batch 0; F, B, I, W), PyTorch's time-aligned CSV |
 | \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]; the GPT's are makemore's, \`transformer.h.0.attn.c_attn.weight\` is [3C, C]) |
@@ -25,18 +32,30 @@ The page's link for the same run: \`?${configToQuery(run)}\`
 ## Run it on one machine
 
 \`\`\`sh
-torchrun --nproc_per_node=${P} train.py                   # CPU, gloo
-torchrun --nproc_per_node=${P} train.py --backend nccl    # one CUDA GPU per rank
+torchrun --nproc_per_node=${W} train.py                   # CPU, gloo
+torchrun --nproc_per_node=${W} train.py --backend nccl    # one CUDA GPU per process
+torchrun --nproc_per_node=${W} train.py --profile         # no training: profile.json for \`pipelab plan --profile\`
 \`\`\`
+
+The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
+replica g // ${P}, pipeline rank g % ${P}. Every replica runs the whole schedule on its own rows of each step's batch
+(replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
+group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its
+optimizer. With ZeRO-1 (\`run.zero\` = 1 in config.json) each replica keeps the optimizer state of its chunk of each
+stage's parameters only, updates that chunk and an \`all_gather\` shares the weights (torch 1.13's gloo has no
+reduce_scatter: the gradients are all-reduced and each replica reads its chunk; the same weights as plain AdamW).
+The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.
 
 \`train.py\` builds every model the page offers: the MLP and the character MLP (relu, gelu or tanh) and the GPT
 (makemore's Transformer: token + position embedding, pre-LayerNorm blocks with causal multi-head attention and a
 GELU-tanh MLP, \`ln_f\` and a bias-free \`lm_head\`; stages pass [micro-batch, blockSize, width] tensors; the loss is the
 cross-entropy summed over the targets that are not padding (label −1), divided by those of the whole batch).
 
-Every step prints \`step N loss X\` (from the rank holding the last stage): the same losses as the page.
+Every step prints \`step N loss X\` (from replica 0's process holding the last stage; the whole batch's loss,
+every replica's share): the same losses as the page.
 At the end rank 0 writes \`out/trained.safetensors\` (the page's weight names) and prints the held-out loss.
-The world size must be ${P}: another one is refused with a message naming both. A receive that waits
+The world size must be ${W}: another one (or a schedule.csv whose rows disagree with config.json) is refused on
+every process with a message naming both. A receive that waits
 longer than \`--timeout\` seconds (default 120) ends the run with a message naming the rank and the action.
 Flags: \`--backend gloo|nccl\`, \`--steps N\` (fewer than exported), \`--timeout S\`, \`--threads T\` (CPU threads per rank),
 \`--out DIR\`; \`python3 train.py --help\` lists them.
@@ -45,9 +64,19 @@ With PyTorch 1.13 on Python 3.11, torchrun needs \`--redirects 1 --tee 1\` (a la
 ## On several machines
 
 \`\`\`sh
-# on node K of N (K = 0 .. N-1), where N × PER_NODE = ${P}; HOST0 is node 0's address:
+# on node K of N (K = 0 .. N-1), where N × PER_NODE = ${W}; HOST0 is node 0's address:
 torchrun --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 --master_port=29500 train.py --backend nccl
 \`\`\`
+
+## Profile the cluster, plan in the tab
+
+\`train.py --profile\` trains nothing: it times each block's forward (F), input gradient (I) and weight gradient (W)
+for one micro-batch on its process's device (CUDA events on GPUs, wall time on CPU), the bytes each block keeps
+for its backward, the one-way time of each block boundary's activation, the effective lanes when every process
+computes at once (processes sharing cores or a GPU), and with dp ≥ 2 each stage's all-reduce, and writes
+\`profile.json\` in PipeLab's Profile format (with the model it was measured on). The page's Plan panel and
+\`npx pipelab plan --profile profile.json --ranks P --microbatches M --mem-cap C\` read it; export the planned
+cut (\`--partition cut --cut ...\`) and run it here.
 
 ## With torch.distributed.pipelining (PyTorch ≥ 2.5)
 

@@ -13,12 +13,12 @@ import { defaultRunConfig, toTrainConfig, type RunConfig } from '../runtime/run-
 import { planRun } from '../runtime/run-plan.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeBundle } from './testing/torchrun.ts';
 import { buildTorchBundle, type TorchBundleConfig } from './torch-bundle.ts';
-import { readTrainPy } from './train-py-file.ts';
+import { readTorchProgram } from './torch-program-disk.ts';
 
 const names: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'char-mlp', context: 3, embedDim: 8, layers: 4, hidden: 16, batchSize: 32, microbatches: 4, steps: 4, evalEvery: 0 };
 
 function configOf(cfg: RunConfig): TorchBundleConfig {
-  const file = buildTorchBundle(cfg, readTrainPy()).find((f) => f.path === 'config.json');
+  const file = buildTorchBundle(cfg, readTorchProgram()).find((f) => f.path === 'config.json');
   if (!file || typeof file.data !== 'string') throw new Error('no config.json');
   return JSON.parse(file.data) as TorchBundleConfig;
 }
@@ -43,7 +43,7 @@ describe('planned runs exported for PyTorch', () => {
   ] as RunConfig[]) {
     it(`${cfg.schedule} trains under torchrun like one device`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'pipelab-torch-plan-'));
-      writeBundle(dir, buildTorchBundle(cfg, readTrainPy()));
+      writeBundle(dir, buildTorchBundle(cfg, readTorchProgram()));
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
       const r = await runTorchrun(dir, cfg.ranks);
       expect(r.code, r.output).toBe(0);

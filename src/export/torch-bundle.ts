@@ -1,14 +1,16 @@
 /**
- * A run, exported as a PyTorch program and the files it reads: train.py (the
- * program, src/export/train.py), config.json (the run configuration and what
- * train.py needs of it: the model spec, the stage cut, the stage-to-rank map,
- * the learning rate of every step), schedule.csv (PyTorch's time-aligned CSV),
- * init.safetensors (the initial weights, the page's names), batches.safetensors
- * (the exact batch of every step), heldout.safetensors (the held-out split) and
- * README.md. `torchrun --nproc_per_node=P train.py` replays the run.
+ * A run, exported as a PyTorch program and the files it reads: train.py and its
+ * modules (the program, src/export/torch/; ./torch-program.ts), config.json (the
+ * run configuration and what train.py needs of it: the mesh (dp replicas ×
+ * ranks, replica-major), the model spec, the stage cut, the stage-to-rank map,
+ * the learning rate of every step), schedule.csv (PyTorch's time-aligned CSV,
+ * one row per pipeline rank, run by every replica), init.safetensors (the
+ * initial weights, the page's names), batches.safetensors (the exact batch of
+ * every step; replica d trains its rows), heldout.safetensors (the held-out
+ * split) and README.md. `torchrun --nproc_per_node=dp×P train.py` replays the run.
  *
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
- * reads it from disk (readTrainPy in ./train-py-file.ts).
+ * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
  */
 import { BatchSampler } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
@@ -25,6 +27,10 @@ import { ConfigError } from '../util/errors.ts';
 import { writeSafetensors, type NamedTensor } from '../util/safetensors.ts';
 import { bundleReadme } from './bundle-readme.ts';
 import { assertTorchExportable } from './refusals.ts';
+import { programFiles, type TorchProgram } from './torch-program.ts';
+import { profileModelOf } from '../plan/profile-model.ts';
+import type { ProfileModel } from '../plan/profile.ts';
+import { workerCount, mesh } from '../schedule/mesh.ts';
 
 export interface BundleFile {
   /** Relative path inside the bundle folder. */
@@ -40,16 +46,24 @@ export interface TorchBundleConfig {
   format: 'pipelab-torch-bundle/1';
   /** The run configuration as the page, the URL and window.pipelab take it. */
   run: RunConfig;
+  /** Data-parallel replicas of the pipeline. */
+  dp: number;
+  /** Pipeline ranks per replica (schedule.csv's rows). */
   ranks: number;
+  /** Processes: dp × ranks; process g is replica ⌊g / ranks⌋, pipeline rank g mod ranks (src/schedule/mesh.ts). */
+  world: number;
   stages: number;
   microbatches: number;
   batchSize: number;
   steps: number;
+  /** Rows of one micro-batch: batchSize / (dp × microbatches). */
+  rowsPerMicrobatch: number;
   /** Each micro-batch's summed loss is scaled by this (1 / batchSize): the step's losses add up to the batch mean. */
   lossScale: number;
   /**
-   * Per step, 1 / the targets of the whole batch that take a loss (labels ≠ −1), as the page scales:
-   * the GPT's padded positions take none, so a step's micro-batch losses add up to the batch's mean.
+   * Per step, 1 / the targets of the whole batch (every replica's rows) that take a loss (labels ≠ −1), as the
+   * page scales: the GPT's padded positions take none, so a step's micro-batch losses, over every replica, add up
+   * to the batch's mean, and the replicas' summed gradients are the one-device gradient.
    */
   lossScalePerStep: number[];
   schedule: string;
@@ -60,6 +74,10 @@ export interface TorchBundleConfig {
   stageInCols: number[];
   /** The shape of one row of each stage's input (the GPT's blocks take [blockSize, width] per sequence). */
   stageInShape: number[][];
+  /** The same per block (train.py --profile times blocks one at a time and sends each boundary's activation). */
+  blockInShape: number[][];
+  /** The model, as a profile names it (train.py --profile writes it into profile.json). */
+  profileModel: ProfileModel;
   /** Each stage's parameters, [name, shape], in the order train.py gathers them. */
   stageParams: [string, number[]][][];
   model: unknown;
@@ -102,7 +120,7 @@ function examplesFile(ex: Examples, leading: number[]): Uint8Array {
 }
 
 /** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
-export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile[] {
+export function buildTorchBundle(config: RunConfig, program: TorchProgram): BundleFile[] {
   assertTorchExportable(config);
   const { fault: _fault, ...run } = config;
   const plan = planRun(run);
@@ -136,10 +154,13 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
   const cfg: TorchBundleConfig = {
     format: 'pipelab-torch-bundle/1',
     run,
+    dp: run.dp,
     ranks: run.ranks,
+    world: workerCount(mesh(run.dp, run.ranks)),
     stages: stageBlocks.length,
     microbatches: run.microbatches,
     batchSize: run.batchSize,
+    rowsPerMicrobatch: run.batchSize / (run.dp * run.microbatches),
     steps: run.steps,
     lossScale: 1 / run.batchSize,
     lossScalePerStep: stepBatches.map((b) => 1 / targetCount(b)),
@@ -148,6 +169,8 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
     stageBlocks: stageBlocks.map(([a, b]): [number, number] => [a, b]),
     stageInCols: stageBlocks.map(([a]) => blockInCols(spec.blocks[a])),
     stageInShape: stageBlocks.map(([a]) => blockInShape(spec.blocks[a])),
+    blockInShape: spec.blocks.map(blockInShape),
+    profileModel: profileModelOf(spec),
     stageParams,
     model: spec,
     optimizer: { name: run.optimizer, lr: run.lr, momentum: run.momentum, weightDecay: run.weightDecay, ...ADAMW_DEFAULTS },
@@ -155,7 +178,7 @@ export function buildTorchBundle(config: RunConfig, trainPy: string): BundleFile
   };
   const meta = { format: 'pt', producer: 'PipeLab', config: JSON.stringify(run) };
   return [
-    { path: 'train.py', data: trainPy },
+    ...programFiles(program),
     { path: 'config.json', data: JSON.stringify(cfg, null, 1) + '\n' },
     { path: 'schedule.csv', data: toCsv(schedule) },
     { path: 'init.safetensors', data: writeSafetensors(init, meta) },

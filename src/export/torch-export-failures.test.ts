@@ -13,7 +13,7 @@ import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
-import { runTorchrun } from './testing/torchrun.ts';
+import { runPython, runTorchrun } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { buildTorchBundle } from './torch-bundle.ts';
 
@@ -21,20 +21,36 @@ const small: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 16, batchSi
 
 describe('what the exported program refuses', () => {
   it('refuses PipeDream async with a message naming the schedule and the rule', () => {
-    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, 'x')).toThrow(ConfigError);
-    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, 'x')).toThrow(/schedule = "pipedream": cannot be exported for PyTorch/);
+    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, {})).toThrow(ConfigError);
+    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, {})).toThrow(/schedule = "pipedream": cannot be exported for PyTorch/);
   });
 
   it('refuses a bad configuration with the field, the value and the rule', () => {
-    expect(() => buildTorchBundle({ ...small, microbatches: 5 }, 'x')).toThrow('microbatches = 5: must divide batchSize = 32 evenly');
+    expect(() => buildTorchBundle({ ...small, microbatches: 5 }, {})).toThrow('microbatches = 5: must divide batchSize = 32 evenly');
   });
 
-  it('stops on a wrong world size, naming both', async () => {
-    const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, steps: 1 });
-    const r = await runTorchrun(dir, 1, [], 120_000);
+  it('stops every process of a launch whose world size is not dp × ranks, naming both', async () => {
+    const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
+    const r = await runTorchrun(dir, 3, [], 120_000);
     expect(r.code).not.toBe(0);
-    expect(r.output).toContain('world size = 1, but this run was exported for ranks = 2');
+    for (const rank of [0, 1, 2]) {
+      expect(r.output).toContain(`rank ${rank}: world size = 3, but this run was exported for dp x ranks = 2 x 2 = 4 processes: start it with torchrun --nproc_per_node=4`);
+    }
   }, 180_000);
+
+  it('refuses a bundle whose schedule.csv has another pipeline width than config.json, naming both process counts', () => {
+    const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
+    writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('1f1b', 3, small.microbatches)));
+    for (const rank of [0, 3]) {
+      const r = runPython(dir, { RANK: String(rank), WORLD_SIZE: '4' });
+      expect(r.code).not.toBe(0);
+      expect(r.output).toContain('schedule.csv holds 3 rows (one per pipeline rank), so dp x rows = 2 x 3 = 6 processes, but config.json is for dp x ranks = 2 x 2 = 4 processes');
+    }
+    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('1f1b', 2, small.microbatches)));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, world: 6 }));
+    expect(runPython(dir, { RANK: '0', WORLD_SIZE: '6' }).output).toContain('config.json: world = 6, but its dp x ranks = 2 x 2 = 4 processes');
+  }, 60_000);
 
   it('stops when a stage weight is missing from init.safetensors, naming the rank and the weight', async () => {
     const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, steps: 1 });

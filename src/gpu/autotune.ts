@@ -6,18 +6,18 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import type { GpuBackend } from './gpu-backend.ts';
-import { MATMUL_VARIANTS, matmulSpec, requireMatmulVariant } from './kernels.ts';
+import { MATMUL_VARIANTS, matmulSpec, requireMatmulVariant, requireUsableVariant, type MatmulVariant } from './kernels.ts';
 import { MATMUL_FORMS, type MatmulChoice, type MatmulForm } from './matmul-choice.ts';
 import type { SpanResult } from './timing.ts';
 
 export interface AutotuneOptions {
-  /** Problem sizes [M, N, K] to time; the variant with the least total time wins. Default [[256, 256, 256]]. */
+  /** Problem sizes [M, N, K] to time; the variant with the least total time wins. Default: autotuneDefaults (256³, and 1024³ on hardware). */
   sizes?: readonly (readonly [number, number, number])[];
   /** Timed repeats per variant and size (median kept). Default 3. */
   repeats?: number;
-  /** Variant names to try. Default: every variant except 'naive', and on a software adapter (SwiftShader: barriers are emulated) no shared-memory ones. */
+  /** Variant names to try. Default: defaultCandidates (every variant except 'naive'; subgroup ones where the device has subgroups; on a software adapter no workgroup-memory ones). */
   candidates?: readonly string[];
-  /** Forms tuned separately; the others take the NN winner. Default ['NN'] (pipeline compiles dominate on software adapters). */
+  /** Forms tuned separately; the others take the NN winner. Default: autotuneDefaults (NN on a software adapter, where pipeline compiles dominate; NN, NT, TN on hardware). */
   forms?: readonly MatmulForm[];
   /** A candidate whose warm-up run is this many times slower than the best so far is not timed further. Default 3. */
   skipFactor?: number;
@@ -48,15 +48,16 @@ export interface AutotuneReport {
  */
 export async function autotuneMatmul(be: GpuBackend, choice: MatmulChoice, o: AutotuneOptions = {}): Promise<AutotuneReport> {
   const t0 = now();
-  const sizes = (o.sizes ?? [[256, 256, 256]]).map((s) => [s[0], s[1], s[2]] as [number, number, number]);
+  const defaults = autotuneDefaults(be);
+  const sizes = (o.sizes ?? defaults.sizes).map((s) => [s[0], s[1], s[2]] as [number, number, number]);
   const repeats = o.repeats ?? 3;
   const skipFactor = o.skipFactor ?? 3;
-  const defaults = MATMUL_VARIANTS.filter((v) => v.kind !== 'naive' && !(be.isSoftware && v.kind === 'shared'));
-  const candidates = (o.candidates ?? defaults.map((v) => v.name)).map((n) => requireMatmulVariant('autotune candidates', n));
+  const candidates = o.candidates ? o.candidates.map((n) => requireMatmulVariant('autotune candidates', n)) : defaultCandidates(be);
+  for (const v of candidates) requireUsableVariant('autotune candidates', v, be.subgroupSize);
   if (candidates.length === 0) throw new ConfigError('autotune candidates', [], 'must name at least one variant');
-  const forms = o.forms ?? (['NN'] as MatmulForm[]);
+  const forms = o.forms ?? defaults.forms;
   // Compile first, off the clock (pipeline creation is slow on software adapters).
-  for (const f of forms) for (const v of candidates) be.precompile(matmulSpec(v, f[0] === 'T', f[1] === 'T'));
+  for (const f of forms) for (const v of candidates) be.precompile(matmulSpec(v, f[0] === 'T', f[1] === 'T', be.subgroupSize));
   const compileMs = now() - t0;
   const report: AutotuneReport = { sizes, timingSource: be.hasTimestamps ? 'timestamp' : 'wall', forms: [], compileMs, totalMs: 0 };
   for (const form of forms) {
@@ -103,6 +104,41 @@ export async function autotuneMatmul(be: GpuBackend, choice: MatmulChoice, o: Au
   await be.sync();
   report.totalMs = now() - t0;
   return report;
+}
+
+/**
+ * The default sizes and forms. A software adapter: 256³, NN only (each
+ * pipeline takes a second or more to compile there, and the other forms do as
+ * NN does). Hardware: 256³ and 1024³, whose time dominates the total (the
+ * workgroup-memory kernels pay off at the big sizes, where time is spent), and
+ * NN, NT, TN separately (their loads differ: a transposed operand is stored
+ * through workgroup memory differently).
+ */
+export function autotuneDefaults(be: Pick<GpuBackend, 'isSoftware'>): { sizes: [number, number, number][]; forms: MatmulForm[] } {
+  return be.isSoftware
+    ? { sizes: [[256, 256, 256]], forms: ['NN'] }
+    : {
+        sizes: [
+          [256, 256, 256],
+          [1024, 1024, 1024],
+        ],
+        forms: ['NN', 'NT', 'TN'],
+      };
+}
+
+/**
+ * The default candidates: every variant but 'naive'; the subgroup ones only
+ * where the device has subgroups of one size; on a software adapter
+ * (SwiftShader: barriers are emulated, and each such pipeline takes seconds to
+ * compile) none of the workgroup-memory ones.
+ */
+export function defaultCandidates(be: Pick<GpuBackend, 'isSoftware' | 'subgroupSize'>): MatmulVariant[] {
+  return MATMUL_VARIANTS.filter((v) => {
+    if (v.kind === 'naive') return false;
+    if (v.kind === 'subgroup') return be.subgroupSize >= 4;
+    if (v.kind === 'shared' || v.kind === 'tiled') return !be.isSoftware;
+    return true;
+  });
 }
 
 function now(): number {

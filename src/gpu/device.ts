@@ -31,6 +31,8 @@ export interface AcquireOptions {
   powerPreference?: GPUPowerPreference;
   /** Ask for timestamp-query when the adapter has it (default true). */
   timestamps?: boolean;
+  /** Ask for the subgroups feature when the adapter has it (default true). */
+  subgroups?: boolean;
 }
 
 export interface AdapterSummary {
@@ -38,6 +40,16 @@ export interface AdapterSummary {
   architecture: string;
   device: string;
   description: string;
+  /** The browser's own word that this is a fallback (software) adapter. */
+  isFallbackAdapter: boolean;
+}
+
+const SOFTWARE_ARCHITECTURES = ['swiftshader', 'llvmpipe', 'lavapipe', 'warp'];
+
+/** True for a software adapter (SwiftShader, llvmpipe, lavapipe, WARP), by its own name or the browser's fallback flag. */
+export function isSoftwareAdapter(info: Pick<AdapterSummary, 'architecture' | 'description'> & { isFallbackAdapter?: boolean }): boolean {
+  const arch = `${info.architecture} ${info.description}`.toLowerCase();
+  return info.isFallbackAdapter === true || SOFTWARE_ARCHITECTURES.some((s) => arch.includes(s));
 }
 
 export interface AcquiredDevice {
@@ -46,6 +58,12 @@ export interface AcquiredDevice {
   adapterInfo: AdapterSummary;
   /** True when the device was created with the timestamp-query feature. */
   hasTimestamps: boolean;
+  /**
+   * The subgroup size when the device was created with the subgroups feature
+   * and the adapter reports one size (subgroupMinSize = subgroupMaxSize); 0 otherwise.
+   * Kernels that lay out a workgroup as one subgroup need it fixed.
+   */
+  subgroupSize: number;
   /** Resolves, with a readable message, when the device is lost or destroyed. */
   lost: Promise<{ message: string; reason: string }>;
 }
@@ -57,11 +75,14 @@ function findGpu(): GPU | undefined {
 
 function summarize(adapter: GPUAdapter): AdapterSummary {
   const info = (adapter as { info?: GPUAdapterInfo }).info;
+  // Older browsers put the flag on the adapter itself.
+  const legacy = (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter;
   return {
     vendor: info?.vendor ?? '',
     architecture: info?.architecture ?? '',
     device: info?.device ?? '',
     description: info?.description ?? '',
+    isFallbackAdapter: info?.isFallbackAdapter ?? legacy ?? false,
   };
 }
 
@@ -92,7 +113,8 @@ export async function acquireDevice(gpu?: GPU, opts: AcquireOptions = {}): Promi
     );
   }
   const wantTimestamps = opts.timestamps !== false && adapter.features.has('timestamp-query');
-  const requiredFeatures: GPUFeatureName[] = wantTimestamps ? ['timestamp-query'] : [];
+  const wantSubgroups = opts.subgroups !== false && adapter.features.has('subgroups');
+  const requiredFeatures: GPUFeatureName[] = [...(wantTimestamps ? ['timestamp-query' as const] : []), ...(wantSubgroups ? ['subgroups' as const] : [])];
   // Big tensors: ask for the adapter's own buffer limits rather than the defaults.
   const requiredLimits: Record<string, number> = {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
@@ -115,5 +137,13 @@ export async function acquireDevice(gpu?: GPU, opts: AcquireOptions = {}): Promi
         : `the WebGPU device was lost (${reason}): ${info.message || 'no message'}. Reload the page (or restart the run) to get a new device.`;
     return { message, reason };
   });
-  return { adapter, device, adapterInfo: summarize(adapter), hasTimestamps: wantTimestamps, lost };
+  return { adapter, device, adapterInfo: summarize(adapter), hasTimestamps: wantTimestamps, subgroupSize: wantSubgroups ? fixedSubgroupSize(adapter) : 0, lost };
+}
+
+/** The adapter's subgroup size when it has one size only (min = max), else 0. */
+function fixedSubgroupSize(adapter: GPUAdapter): number {
+  const info = (adapter as { info?: GPUAdapterInfo }).info;
+  const lo = info?.subgroupMinSize ?? 0;
+  const hi = info?.subgroupMaxSize ?? 0;
+  return lo > 0 && lo === hi ? lo : 0;
 }

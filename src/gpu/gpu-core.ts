@@ -11,7 +11,7 @@ import type { DType, Tensor } from '../nn/backend.ts';
 import { checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool, type PoolStats } from './buffer-pool.ts';
-import { DeviceLostError, type AcquiredDevice, type AdapterSummary } from './device.ts';
+import { DeviceLostError, isSoftwareAdapter, type AcquiredDevice, type AdapterSummary } from './device.ts';
 import { describeTensor, GpuTensor } from './gpu-tensor.ts';
 import { K, WG1D } from './kernels.ts';
 import { CommandStream, type Groups } from './launch.ts';
@@ -28,6 +28,13 @@ export interface GpuCoreOptions {
   maxPooledBytes?: number;
   /** Dispatches per submitted batch at most (uniform ring slots). Default 1024. */
   uniformSlots?: number;
+  /**
+   * The subgroup size the subgroup matmuls lay their workgroups out for; default
+   * the device's (AcquiredDevice.subgroupSize). 0 turns them off; another size
+   * than the device's makes them take their path for a workgroup that is not one
+   * full subgroup (the tests check that path so).
+   */
+  subgroupSize?: number;
 }
 
 export interface GpuStats {
@@ -44,8 +51,6 @@ export interface GpuStats {
 /** A kernel binding: a tensor, a raw buffer, or nothing (binding 0 is the uniforms). */
 export type Binding = GpuTensor | GPUBuffer | null;
 
-const SOFTWARE_ARCHITECTURES = ['swiftshader', 'llvmpipe', 'lavapipe', 'warp'];
-
 /** How long a failed map or submit waits for the device-lost report that explains it. */
 const LOSS_GRACE_MS = 200;
 
@@ -57,6 +62,8 @@ export class GpuCore {
   readonly hasTimestamps: boolean;
   /** True on a software adapter (SwiftShader, llvmpipe, WARP). */
   readonly isSoftware: boolean;
+  /** The device's fixed subgroup size (the subgroups feature, one size); 0 without. */
+  readonly subgroupSize: number;
   /** Resolves with a readable message when the device is lost (also after destroy()). */
   readonly lost: Promise<string>;
 
@@ -81,8 +88,14 @@ export class GpuCore {
     this.device = acq.device;
     this.adapterInfo = acq.adapterInfo;
     this.hasTimestamps = acq.hasTimestamps && opts.timestamps !== false;
-    const arch = `${acq.adapterInfo.architecture} ${acq.adapterInfo.description}`.toLowerCase();
-    this.isSoftware = SOFTWARE_ARCHITECTURES.some((s) => arch.includes(s));
+    this.subgroupSize = opts.subgroupSize ?? acq.subgroupSize;
+    if (opts.subgroupSize !== undefined) {
+      const n = opts.subgroupSize;
+      const pow2 = Number.isInteger(n) && n >= 4 && n <= 128 && (n & (n - 1)) === 0;
+      if (n !== 0 && !pow2) throw new ConfigError('subgroupSize', n, 'must be 0 or a power of two from 4 to 128');
+      if (n !== 0 && !acq.device.features.has('subgroups')) throw new ConfigError('subgroupSize', n, 'needs a device with the "subgroups" feature (this one has none); 0 turns the subgroup kernels off');
+    }
+    this.isSoftware = isSoftwareAdapter(acq.adapterInfo);
     this.maxGroups = this.isSoftware ? 256 : 16384;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes);

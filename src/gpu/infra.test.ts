@@ -10,7 +10,8 @@ import type { Tensor } from '../nn/backend.ts';
 import { GpuBackend } from './gpu-backend.ts';
 import { bucketSize } from './buffer-pool.ts';
 import { acquireDevice, DeviceLostError, WebGpuUnavailableError } from './device.ts';
-import { constPrefix } from './pipelines.ts';
+import { constPrefix, moduleCode } from './pipelines.ts';
+import { matmulSpec, requireMatmulVariant } from './kernels.ts';
 import { createTestBackend, nodeGpu } from './testing/node-gpu.ts';
 import { assertClose, makeRng, randomArray, testSeed } from './testing/compare.ts';
 
@@ -299,5 +300,39 @@ describe('timing and specialisation', () => {
   test('specialisation constants: the only WGSL the host writes', () => {
     expect(constPrefix({ TRANS_A: true, TM: 4, SCALE: 0.5 })).toBe('const SCALE = 0.5f;\nconst TM = 4u;\nconst TRANS_A = true;\n');
     expect(() => constPrefix({ 'X; fn': 1 })).toThrow();
+  });
+
+  test('global directives in a source go above the constants, where WGSL wants them; everything else keeps its order', () => {
+    const common = '// common: enable nothing;\nstruct P { x: u32 }\n';
+    const family = 'enable subgroups;\n  diagnostic(off, subgroup_uniformity);\nfn f() {}\n';
+    const code = moduleCode('const TM = 4u;\n', common + family);
+    expect(code).toBe('enable subgroups;\ndiagnostic(off, subgroup_uniformity);\nconst TM = 4u;\n// common: enable nothing;\nstruct P { x: u32 }\n\n\nfn f() {}\n');
+    // An attribute is not a directive, and a source without directives is left as it is.
+    expect(moduleCode('const A = 1u;\n', '@diagnostic(off, derivative_uniformity) fn g() {}\n')).toBe('const A = 1u;\n@diagnostic(off, derivative_uniformity) fn g() {}\n');
+  });
+
+  test('the subgroup family compiles on this device with its directives hoisted (Dawn reports no error)', async () => {
+    // SwiftShader has the subgroups feature with one size (ENVIRONMENT.md): the device asked for it.
+    expect(gpu.device.features.has('subgroups')).toBe(true);
+    expect(gpu.subgroupSize).toBe(4);
+    const scope = 'validation';
+    gpu.device.pushErrorScope(scope);
+    gpu.precompile(matmulSpec(requireMatmulVariant('v', 'sg8x4'), true, false, gpu.subgroupSize));
+    expect(await gpu.device.popErrorScope()).toBeNull();
+  });
+
+  test('subgroupSize: 0 turns the subgroup kernels off; a bad size is refused naming the field, the value and the rule', async () => {
+    const be = await createTestBackend({ subgroupSize: 0 });
+    try {
+      expect(be.subgroupSize).toBe(0);
+      const a = be.tensor(new Float32Array(16), [4, 4]);
+      expect(() => be.matmulWith('sg8x4', a, a)).toThrow('matmulVariant = "sg8x4": needs an adapter with the "subgroups" feature');
+      expect(() => be.setMatmulVariant('sg8x8')).toThrow('matmulVariant = "sg8x8": needs an adapter with the "subgroups" feature');
+      await expect(be.autotune({ candidates: ['reg4x4', 'sg8x4'] })).rejects.toThrow('autotune candidates = "sg8x4"');
+      be.dispose(a);
+    } finally {
+      be.destroy();
+    }
+    await expect(createTestBackend({ subgroupSize: 6 })).rejects.toThrow('subgroupSize = 6: must be 0 or a power of two from 4 to 128');
   });
 });

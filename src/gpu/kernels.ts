@@ -2,13 +2,16 @@
  * The kernel table: which WGSL file and entry point each op runs, its
  * bindings, and the matmul variants with their specialisation constants.
  */
+import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
 import matmulSrc from '../../shaders/matmul.wgsl?raw';
+import matmulTiledSrc from '../../shaders/matmul_tiled.wgsl?raw';
+import matmulSubgroupSrc from '../../shaders/matmul_subgroup.wgsl?raw';
 import elementwiseSrc from '../../shaders/elementwise.wgsl?raw';
 import normSrc from '../../shaders/norm.wgsl?raw';
 import embeddingSrc from '../../shaders/embedding.wgsl?raw';
 import softmaxXentSrc from '../../shaders/softmax_xent.wgsl?raw';
 import optimizerSrc from '../../shaders/optimizer.wgsl?raw';
-import { requireOneOf } from '../util/errors.ts';
+import { ConfigError, requireOneOf } from '../util/errors.ts';
 import type { BindingKind, KernelSpec } from './pipelines.ts';
 
 const U: BindingKind = 'uniform';
@@ -45,18 +48,24 @@ export const K = {
 /** Threads per workgroup of the one-dimensional kernels (WG in the WGSL files). */
 export const WG1D = 64;
 
-export type MatmulKind = 'reg' | 'shared' | 'naive';
+/**
+ * The matmul families: 'reg' register tiles with vec4 loads and no barriers,
+ * 'tiled' workgroup-memory tiles with vec4 loads, 'subgroup' register tiles
+ * whose subgroup shares the A block (needs the subgroups feature and one
+ * subgroup size), 'shared' scalar shared-memory tiles, 'naive'.
+ */
+export type MatmulKind = 'reg' | 'tiled' | 'subgroup' | 'shared' | 'naive';
 
 export interface MatmulVariant {
   readonly name: string;
   readonly kind: MatmulKind;
-  /** Outputs per thread: rows, columns (multiples of 4 for 'reg'). */
+  /** Outputs per thread: rows, columns (multiples of 4 for the vec4 kinds). */
   readonly tm: number;
   readonly tn: number;
-  /** Workgroup size: threads along columns, rows. */
+  /** Workgroup size: threads along columns, rows ('subgroup': 0 along columns, i.e. the device's subgroup size). */
   readonly wgx: number;
   readonly wgy: number;
-  /** k-tile depth ('shared'). */
+  /** k-tile depth ('shared', 'tiled'). */
   readonly bk: number;
   readonly description: string;
 }
@@ -65,16 +74,41 @@ function variant(v: Omit<MatmulVariant, 'bk'> & { bk?: number }): MatmulVariant 
   return { bk: 8, ...v };
 }
 
+/** The kinds whose operands must be vec4-aligned (the host zero-pads rows and K to multiples of 4). */
+export function needsVec4(v: MatmulVariant): boolean {
+  return v.kind === 'reg' || v.kind === 'tiled' || v.kind === 'subgroup';
+}
+
 /** Every matmul variant; the autotune times the candidates among them and keeps the fastest. */
 export const MATMUL_VARIANTS: readonly MatmulVariant[] = [
   variant({ name: 'reg4x4', kind: 'reg', tm: 4, tn: 4, wgx: 8, wgy: 8, description: 'register tile 4x4 per thread, vec4 loads, no barriers, 8x8 threads' }),
   variant({ name: 'reg8x4', kind: 'reg', tm: 8, tn: 4, wgx: 8, wgy: 8, description: 'register tile 8x4 per thread, vec4 loads, no barriers, 8x8 threads' }),
   variant({ name: 'reg4x8', kind: 'reg', tm: 4, tn: 8, wgx: 8, wgy: 8, description: 'register tile 4x8 per thread, vec4 loads, no barriers, 8x8 threads' }),
   variant({ name: 'reg8x8', kind: 'reg', tm: 8, tn: 8, wgx: 8, wgy: 8, description: 'register tile 8x8 per thread, vec4 loads, no barriers, 8x8 threads' }),
+  variant({ name: 'tile64', kind: 'tiled', tm: 4, tn: 4, wgx: 16, wgy: 16, bk: 16, description: 'workgroup-memory 64x64x16 tiles, vec4 loads prefetched, 4x4 outputs per thread, 16x16 threads' }),
+  variant({ name: 'tile128x64', kind: 'tiled', tm: 8, tn: 4, wgx: 16, wgy: 16, bk: 16, description: 'workgroup-memory 128x64x16 tiles, vec4 loads prefetched, 8x4 outputs per thread, 16x16 threads' }),
+  variant({ name: 'tile128', kind: 'tiled', tm: 8, tn: 8, wgx: 16, wgy: 16, bk: 8, description: 'workgroup-memory 128x128x8 tiles, vec4 loads prefetched, 8x8 outputs per thread, 16x16 threads' }),
+  variant({ name: 'sg8x4', kind: 'subgroup', tm: 8, tn: 4, wgx: 0, wgy: 1, description: 'one subgroup per workgroup, 8x4 outputs per lane, the A block shared by subgroupBroadcast' }),
+  variant({ name: 'sg8x8', kind: 'subgroup', tm: 8, tn: 8, wgx: 0, wgy: 1, description: 'one subgroup per workgroup, 8x8 outputs per lane, the A block shared by subgroupBroadcast' }),
   variant({ name: 'shared64', kind: 'shared', tm: 4, tn: 4, wgx: 16, wgy: 16, bk: 16, description: 'shared-memory 64x64x16 tiles, 4x4 outputs per thread, 16x16 threads' }),
   variant({ name: 'shared32', kind: 'shared', tm: 2, tn: 2, wgx: 16, wgy: 16, bk: 16, description: 'shared-memory 32x32x16 tiles, 2x2 outputs per thread, 16x16 threads' }),
   variant({ name: 'naive', kind: 'naive', tm: 1, tn: 1, wgx: 16, wgy: 16, description: 'one output per thread (baseline)' }),
 ];
+
+/** Bytes of workgroup memory a 'tiled' or 'shared' variant takes (0 for the others). */
+export function workgroupBytes(v: MatmulVariant): number {
+  if (v.kind !== 'tiled' && v.kind !== 'shared') return 0;
+  return 4 * v.bk * (v.wgy * v.tm + v.wgx * v.tn);
+}
+
+// Every thread of a 'tiled' workgroup loads the same number of vec4 per tile (matmul_tiled.wgsl).
+for (const v of MATMUL_VARIANTS) {
+  if (v.kind !== 'tiled') continue;
+  const threads = v.wgx * v.wgy;
+  if (v.tm % 4 || v.tn % 4 || v.bk % 4 || ((v.wgy * v.tm * v.bk) / 4) % threads || ((v.wgx * v.tn * v.bk) / 4) % threads) {
+    throw new Error(`matmul variant ${v.name}: tiles do not split evenly into vec4 loads per thread`);
+  }
+}
 
 /**
  * The variant used when the autotune is off: register tiles with vec4 loads
@@ -91,20 +125,48 @@ export function requireMatmulVariant(field: string, name: unknown): MatmulVarian
   return MATMUL_VARIANTS.find((v) => v.name === n) as MatmulVariant;
 }
 
-export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean): KernelSpec {
+/** Throws a ConfigError naming `field` when variant `v` cannot run on a device of this subgroup size (0: no subgroups). */
+export function requireUsableVariant(field: string, v: MatmulVariant, subgroupSize: number): void {
+  if (v.kind === 'subgroup' && !(subgroupSize >= 4)) {
+    throw new ConfigError(field, v.name, 'needs an adapter with the "subgroups" feature and one subgroup size (this device has none)');
+  }
+}
+
+/**
+ * The kernel of variant `v` for one form. `subgroupSize` is the device's
+ * (GpuCore.subgroupSize): a 'subgroup' variant lays out its workgroup as one
+ * subgroup and needs it (a ConfigError without).
+ */
+export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean, subgroupSize = 0): KernelSpec {
+  let file = 'matmul';
+  let source = matmulSrc;
+  let entry = v.kind === 'reg' ? `matmul_reg${v.tm}x${v.tn}` : v.kind === 'shared' ? 'matmul_shared' : 'matmul_naive';
+  let wgx = v.wgx;
+  if (v.kind === 'tiled') {
+    file = 'matmul_tiled';
+    source = matmulTiledSrc;
+    entry = 'matmul_tiled';
+  } else if (v.kind === 'subgroup') {
+    requireUsableVariant('matmulVariant', v, subgroupSize);
+    file = 'matmul_subgroup';
+    source = matmulSubgroupSrc;
+    entry = `matmul_sg${v.tm}x${v.tn}`;
+    wgx = subgroupSize;
+  }
   return {
-    file: 'matmul',
-    source: matmulSrc,
-    entry: v.kind === 'reg' ? `matmul_reg${v.tm}x${v.tn}` : v.kind === 'shared' ? 'matmul_shared' : 'matmul_naive',
+    file,
+    source: matmulCommonSrc + source,
+    entry,
     bindings: [U, R, R, W],
     consts: {
       TRANS_A: transA,
       TRANS_B: transB,
       TM: v.tm,
       TN: v.tn,
-      WG_X: v.wgx,
+      WG_X: wgx,
       WG_Y: v.wgy,
       BK: v.bk,
+      ...(v.kind === 'subgroup' ? { SG: subgroupSize } : {}),
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Which matmul variant each form (NN, NT, TN, TT) runs, and the encoding of a
- * matmul with a variant: vec4 register tiles need rows padded to multiples of
- * 4 (a zero-padded temporary copy), the others take the tensors as they are.
+ * matmul with a variant: the vec4 kinds (register, workgroup-memory and
+ * subgroup tiles) need rows padded to multiples of 4 (a zero-padded temporary
+ * copy), the others take the tensors as they are.
  * The choice is the default variant (kernels.ts, DEFAULT_MATMUL_VARIANT), one
  * forced variant, or what the autotune (autotune.ts) found fastest.
  */
@@ -10,7 +11,7 @@ import { matmulDims } from '../nn/shapes.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { GpuCore } from './gpu-core.ts';
 import type { GpuTensor } from './gpu-tensor.ts';
-import { DEFAULT_MATMUL_VARIANT, K, matmulSpec, requireMatmulVariant, type MatmulVariant } from './kernels.ts';
+import { DEFAULT_MATMUL_VARIANT, K, matmulSpec, needsVec4, requireMatmulVariant, requireUsableVariant, type MatmulVariant } from './kernels.ts';
 import { Params } from './uniforms.ts';
 
 export type MatmulForm = 'NN' | 'NT' | 'TN' | 'TT';
@@ -33,6 +34,7 @@ export class MatmulChoice {
     forced?: string,
   ) {
     const fixed = requireMatmulVariant('matmulVariant', forced ?? DEFAULT_MATMUL_VARIANT);
+    requireUsableVariant('matmulVariant', fixed, core.subgroupSize);
     this.choice = { NN: fixed, NT: fixed, TN: fixed, TT: fixed };
   }
 
@@ -43,6 +45,7 @@ export class MatmulChoice {
 
   /** Uses variant `v` for the given forms. */
   set(v: MatmulVariant, forms: readonly MatmulForm[]): void {
+    requireUsableVariant('matmulVariant', v, this.core.subgroupSize);
     for (const f of forms) this.choice[f] = v;
   }
 
@@ -58,9 +61,10 @@ export class MatmulChoice {
     const v = variant === null ? this.choice[matmulForm(opts)] : requireMatmulVariant('matmulVariant', variant);
     const [ar, ac] = a.shape;
     const [br, bc] = b.shape;
-    const spec = matmulSpec(v, transA, transB);
+    const spec = matmulSpec(v, transA, transB, this.core.subgroupSize);
+    const wgx = Number(spec.consts?.WG_X);
     let groups: [number, number];
-    if (v.kind === 'reg') {
+    if (needsVec4(v)) {
       // vec4 loads need rows of a multiple of 4 floats, and K a multiple of 4 (zero padded).
       const padA = transA ? ar % 4 !== 0 || ac % 4 !== 0 : ac % 4 !== 0;
       const padB = transB ? bc % 4 !== 0 : br % 4 !== 0 || bc % 4 !== 0;
@@ -70,7 +74,7 @@ export class MatmulChoice {
       const bCols = ceil4(bc);
       const A = padA ? this.pad(a, aRows, aCols) : a.buf!;
       const B = padB ? this.pad(b, bRows, bCols) : b.buf!;
-      groups = [Math.ceil(N / (v.tn * v.wgx)), Math.ceil(M / (v.tm * v.wgy))];
+      groups = [Math.ceil(N / (v.tn * wgx)), Math.ceil(M / (v.tm * v.wgy))];
       this.checkGroups(groups);
       const p = Params.of().U(M).U(N).U(ceil4(Kd)).U(aCols).U(bCols).U(aRows).U(bRows).U(acc ? 1 : 0);
       this.core.run('matmul', spec, p, [null, A, B, out], groups);

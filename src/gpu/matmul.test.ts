@@ -7,6 +7,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { MatmulOptions } from '../nn/backend.ts';
 import { MATMUL_FORMS, type GpuBackend, type MatmulForm } from './gpu-backend.ts';
 import { MATMUL_VARIANTS } from './kernels.ts';
+import { autotuneDefaults, defaultCandidates } from './autotune.ts';
 import { createTestBackend } from './testing/node-gpu.ts';
 import { assertClose, makeRng, randomArray, seedNote, testSeed } from './testing/compare.ts';
 
@@ -69,15 +70,42 @@ const SMALL: [number, number, number][] = [
   [2, 3, 1],
 ];
 
+/** Bigger than two blocks of every tiled and subgroup variant along M and N, K not a multiple of any k-tile. */
+const RAGGED_BLOCKS: [number, number, number] = [150, 270, 45];
+
 describe('every matmul variant, every form', () => {
   for (const v of MATMUL_VARIANTS) {
     test(`${v.name}: ${v.description}`, async () => {
+      // This machine's SwiftShader has subgroups of one size (ENVIRONMENT.md), so every variant runs here.
+      expect(gpu.subgroupSize, 'the subgroup variants need a device with subgroups').toBeGreaterThanOrEqual(4);
       for (const form of MATMUL_FORMS) {
         for (const [M, N, K] of SMALL) await checkMatmul(v.name, form, M, N, K, false);
         await checkMatmul(v.name, form, 17, 9, 31, true);
+        if (v.kind === 'tiled' || v.kind === 'subgroup') await checkMatmul(v.name, form, ...RAGGED_BLOCKS, form === 'TN');
       }
     });
   }
+});
+
+describe('subgroup variants when the workgroup is not one full subgroup', () => {
+  test('laid out for twice the device subgroup size, they take their unshared path and still compute A·B', async () => {
+    // The kernels share the A block only when the workgroup is exactly one full subgroup of SG lanes;
+    // with SG twice the real size each workgroup holds two subgroups, so every lane loads A itself.
+    const other = await createTestBackend({ subgroupSize: 2 * gpu.subgroupSize });
+    const saved = gpu;
+    gpu = other;
+    try {
+      for (const name of ['sg8x4', 'sg8x8']) {
+        for (const form of MATMUL_FORMS) {
+          await checkMatmul(name, form, 33, 7, 5, false);
+          await checkMatmul(name, form, ...RAGGED_BLOCKS, form === 'NT');
+        }
+      }
+    } finally {
+      gpu = saved;
+      other.destroy();
+    }
+  });
 });
 
 describe('bigger problems', () => {
@@ -92,6 +120,21 @@ describe('bigger problems', () => {
 });
 
 describe('autotune', () => {
+  test('default candidates: the workgroup-memory kinds only on hardware, the subgroup kinds only with subgroups of one size', () => {
+    const names = (isSoftware: boolean, subgroupSize: number) => defaultCandidates({ isSoftware, subgroupSize }).map((v) => v.name);
+    const reg = ['reg4x4', 'reg8x4', 'reg4x8', 'reg8x8'];
+    const tiled = ['tile64', 'tile128x64', 'tile128'];
+    const sg = ['sg8x4', 'sg8x8'];
+    const shared = ['shared64', 'shared32'];
+    expect(names(true, 4)).toEqual([...reg, ...sg]);
+    expect(names(true, 0)).toEqual(reg);
+    expect(names(false, 32)).toEqual([...reg, ...tiled, ...sg, ...shared]);
+    expect(names(false, 0)).toEqual([...reg, ...tiled, ...shared]);
+    // Sizes and forms: hardware also times a big size (where workgroup memory pays) and tunes the forms apart.
+    expect(autotuneDefaults({ isSoftware: true })).toEqual({ sizes: [[256, 256, 256]], forms: ['NN'] });
+    expect(autotuneDefaults({ isSoftware: false })).toEqual({ sizes: [[256, 256, 256], [1024, 1024, 1024]], forms: ['NN', 'NT', 'TN'] });
+  });
+
   test('times the variants, keeps one per form, and results stay correct', async () => {
     const report = await gpu.autotune({ sizes: [[64, 64, 64]], repeats: 1, candidates: ['reg4x4', 'reg4x8', 'shared32'], forms: ['NN', 'NT', 'TN'] });
     expect(report.forms.map((f) => f.form)).toEqual(['NN', 'NT', 'TN']);

@@ -5,7 +5,9 @@
  *
  * Specialisation constants are the only WGSL the host writes: each becomes one
  * line `const NAME = value;` prepended to the file (booleans as bool, integers
- * as u32, other numbers as f32).
+ * as u32, other numbers as f32). Global directives in the source (`enable`,
+ * `requires`, `diagnostic(...)` lines) are moved above those lines, where WGSL
+ * wants them, so a file may sit after another (matmul_common.wgsl + a family).
  */
 
 /** What sits at one binding: the uniform params block, a read-only or a read-write storage buffer. */
@@ -38,6 +40,15 @@ export function constPrefix(consts: Readonly<Record<string, ConstValue>> | undef
     out += `const ${name} = ${lit};\n`;
   }
   return out;
+}
+
+const DIRECTIVE_LINE = /^[ \t]*(?:enable|requires)[ \t][^;\n]*;[ \t]*$|^[ \t]*diagnostic[ \t]*\([^;\n]*\)[ \t]*;[ \t]*$/gm;
+
+/** The WGSL module for `source` with constants `prefix`: global directives first, then the constants, then the rest. */
+export function moduleCode(prefix: string, source: string): string {
+  const directives = source.match(DIRECTIVE_LINE) ?? [];
+  const body = directives.length ? source.replace(DIRECTIVE_LINE, '') : source;
+  return directives.map((d) => `${d.trim()}\n`).join('') + prefix + body;
 }
 
 export class PipelineCache {
@@ -123,7 +134,7 @@ export class PipelineCache {
     const mkey = `${spec.file}|${prefix}`;
     let m = this.modules.get(mkey);
     if (!m) {
-      m = this.device.createShaderModule({ label: `${spec.file}.wgsl`, code: prefix + spec.source });
+      m = this.device.createShaderModule({ label: `${spec.file}.wgsl`, code: moduleCode(prefix, spec.source) });
       this.modules.set(mkey, m);
     }
     return m;

@@ -15,6 +15,7 @@ import { createDataset } from '../data/datasets.ts';
 import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { safetensorsFile } from '../ui/exports/export-files.ts';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
+import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec } from './model-config.ts';
 import { StageChain } from './stage-chain.ts';
@@ -50,7 +51,7 @@ describe('the GPT export in PyTorch', () => {
 
   it('the PyTorch program export carries the GPT: per-position labels, [blockSize, width] stage inputs, loss scale 1 / non-padded targets of the batch', () => {
     const cfg: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 2, ranks: 2 };
-    const files = buildTorchBundle(cfg, 'x');
+    const files = buildTorchBundle(cfg, readTorchProgram());
     const config = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as { stageInShape: number[][]; lossScalePerStep: number[] };
     expect(config.stageInShape).toEqual([[16], [16, 8]]);
     const batches = readSafetensors(files.find((f) => f.path === 'batches.safetensors')!.data as Uint8Array).tensors;

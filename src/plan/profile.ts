@@ -18,6 +18,19 @@
  *                         browser's one GPU, a small machine's cores): n ranks
  *                         computing at once each run at min(1, lanes / n). The
  *                         simulator's shared-device mode takes it.
+ *   model                 (optional) the model the profile was measured on:
+ *                         its name, a digest of its spec and its block count
+ *                         (profile-model.ts). A profile whose blocks fall short
+ *                         of its model's (a truncated file) is refused naming
+ *                         the missing blocks; planning another model with it
+ *                         is refused by checkProfileModel.
+ *   allReduce             (optional) the data-parallel gradient all-reduce as
+ *                         measured over `replicas` processes (train.py
+ *                         --profile): each measured sample (bytes, time) and
+ *                         the α–β fit of the ring all-reduce, time =
+ *                         2(n − 1)·latency + 2(n − 1)/n · bytes / bandwidth
+ *                         (src/schedule's ring cost; bandwidth in bytes per
+ *                         time unit).
  *
  * `parseProfile` checks an unknown value and throws a ConfigError naming the
  * field (`profile.blocks[2].F`), the value and the rule.
@@ -49,18 +62,44 @@ export interface Profile {
   comm: number[];
   /** Effective lanes of the shared device the profile was measured on; absent: independent devices. */
   lanes?: number;
+  /** The model the profile was measured on; absent in hand-written and FLOPs profiles. */
+  model?: ProfileModel;
+  /** The all-reduce as measured on the cluster (train.py --profile with dp ≥ 2). */
+  allReduce?: AllReduceProfile;
+}
+
+export interface ProfileModel {
+  /** For people: the model's name and size. */
+  name: string;
+  /** Identifies the model spec (profile-model.ts). */
+  digest: string;
+  /** Blocks of the model: the profile has one entry per block. */
+  blocks: number;
+}
+
+export interface AllReduceProfile {
+  /** Processes the all-reduces ran over (the data-parallel degree). */
+  replicas: number;
+  /** α: time per ring exchange. */
+  latency: number;
+  /** β: bytes per time unit. */
+  bandwidth: number;
+  /** What was measured: each all-reduce's size and mean time. */
+  samples: { bytes: number; time: number }[];
 }
 
 const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute'] as const;
-const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes'] as const;
+const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce'] as const;
+const MODEL_KEYS = ['name', 'digest', 'blocks'] as const;
+const ALL_REDUCE_KEYS = ['replicas', 'latency', 'bandwidth', 'samples'] as const;
 
 function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-function rejectUnknown(field: string, x: Record<string, unknown>, known: readonly string[]): void {
+function rejectUnknown(field: string, x: Record<string, unknown>, known: readonly string[], what = field === 'profile' ? 'profile' : 'block profile'): void {
   for (const k of Object.keys(x)) {
-    if (!known.includes(k)) throw new ConfigError(`${field}.${k}`, x[k], `is not a field of a ${field === 'profile' ? 'profile' : 'block profile'}; known fields are ${known.join(', ')}`);
+    if (!known.includes(k)) throw new ConfigError(`${field}.${k}`, x[k], `is not a field of a ${what}; known fields are ${known.join(', ')}`);
   }
 }
 
@@ -93,6 +132,32 @@ function parseBlock(i: number, x: unknown): BlockProfile {
   return { name, F, I, W, B, heldBytes, heldBytesRecompute };
 }
 
+function parseModel(x: unknown): ProfileModel {
+  const field = 'profile.model';
+  if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {name, digest, blocks}');
+  rejectUnknown(field, x, MODEL_KEYS, "profile's model");
+  if (typeof x.name !== 'string') throw new ConfigError(`${field}.name`, x.name, 'must be a string');
+  if (typeof x.digest !== 'string' || x.digest === '') throw new ConfigError(`${field}.digest`, x.digest, 'must be a non-empty string');
+  if (typeof x.blocks !== 'number' || !Number.isInteger(x.blocks) || x.blocks < 1) throw new ConfigError(`${field}.blocks`, x.blocks, 'must be a whole number ≥ 1');
+  return { name: x.name, digest: x.digest, blocks: x.blocks };
+}
+
+function parseAllReduce(x: unknown): AllReduceProfile {
+  const field = 'profile.allReduce';
+  if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {replicas, latency, bandwidth, samples}');
+  rejectUnknown(field, x, ALL_REDUCE_KEYS, "profile's all-reduce");
+  if (typeof x.replicas !== 'number' || !Number.isInteger(x.replicas) || x.replicas < 2) throw new ConfigError(`${field}.replicas`, x.replicas, 'must be a whole number ≥ 2');
+  const latency = cost(`${field}.latency`, x.latency);
+  const bandwidth = cost(`${field}.bandwidth`, x.bandwidth);
+  if (bandwidth === 0) throw new ConfigError(`${field}.bandwidth`, bandwidth, 'must be greater than 0 (bytes per time unit)');
+  if (!Array.isArray(x.samples)) throw new ConfigError(`${field}.samples`, x.samples, 'must be a list of {bytes, time}');
+  const samples = x.samples.map((e, i) => {
+    if (!isRecord(e)) throw new ConfigError(`${field}.samples[${i}]`, e, 'must be an object {bytes, time}');
+    return { bytes: cost(`${field}.samples[${i}].bytes`, e.bytes), time: cost(`${field}.samples[${i}].time`, e.time) };
+  });
+  return { replicas: x.replicas, latency, bandwidth, samples };
+}
+
 /** Checks `x` is a profile; fills defaults (B = I + W, names, comm 0, heldBytesRecompute = heldBytes). */
 export function parseProfile(x: unknown): Profile {
   if (!isRecord(x)) throw new ConfigError('profile', x, 'must be an object {version, unit, blocks, comm}');
@@ -109,6 +174,16 @@ export function parseProfile(x: unknown): Profile {
   if (x.blocks.length > MAX_PROFILE_BLOCKS) throw new ConfigError('profile.blocks.length', x.blocks.length, `must be at most ${MAX_PROFILE_BLOCKS}`);
   const blocks = x.blocks.map((b, i) => parseBlock(i, b));
   const n = blocks.length;
+  const model = x.model === undefined ? undefined : parseModel(x.model);
+  if (model && model.blocks !== n) {
+    throw new ConfigError(
+      'profile.blocks.length',
+      n,
+      n < model.blocks
+        ? `profile.model says ${model.name} has ${model.blocks} blocks; blocks ${n}–${model.blocks - 1} are missing (a truncated profile?)`
+        : `profile.model says ${model.name} has ${model.blocks} blocks; the profile lists more`,
+    );
+  }
   let comm: number[];
   if (x.comm === undefined) comm = new Array<number>(n - 1).fill(0);
   else {
@@ -125,6 +200,8 @@ export function parseProfile(x: unknown): Profile {
     }
     out.lanes = x.lanes;
   }
+  if (model) out.model = model;
+  if (x.allReduce !== undefined) out.allReduce = parseAllReduce(x.allReduce);
   return out;
 }
 
@@ -150,7 +227,8 @@ export function profileToJson(p: Profile): string {
     '  "blocks": [',
     rows.join(',\n'),
     '  ],',
-    `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}`,
+    `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}` +
+      `${p.model === undefined ? '' : `,\n  "model": ${JSON.stringify(p.model)}`}${p.allReduce === undefined ? '' : `,\n  "allReduce": ${JSON.stringify(p.allReduce)}`}`,
     '}',
     '',
   ].join('\n');

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../cli/cli-test-support.ts';
 import { buildTorchBundle, type TorchBundleConfig } from '../export/torch-bundle.ts';
-import { readTrainPy } from '../export/train-py-file.ts';
+import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { blockCosts } from '../nn/model-spec.ts';
 import { partitionBlocks } from '../nn/partition.ts';
@@ -110,7 +110,7 @@ describe('cut: the run uses it', () => {
   it('the PyTorch export cuts the model where the run does', () => {
     // The FLOPs cut of this model is [1, 2, 1] (stageBlocks [[0, 1], [1, 3], [3, 4]]).
     const cfg: RunConfig = { ...names, partition: 'cut', cut: [2, 1, 1] };
-    const file = buildTorchBundle(cfg, readTrainPy()).find((f) => f.path === 'config.json');
+    const file = buildTorchBundle(cfg, readTorchProgram()).find((f) => f.path === 'config.json');
     const c = JSON.parse(String(file?.data)) as TorchBundleConfig;
     expect(c.stageBlocks).toEqual([[0, 2], [2, 3], [3, 4]]);
   });

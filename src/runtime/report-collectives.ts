@@ -13,9 +13,10 @@ export interface AllReduceFigures {
    * Per stage: mean time of its collective, ms (reading the gradients back, the ring, writing the sum back; from
    * the first worker's start to the last one's end), the bytes of the vector it reduced (its gradients), and the
    * ring's own part, ms: on each worker from its first chunk exchange's start to its last one's end, the least
-   * over the group's workers (the one that waited least for its peers).
+   * over the group's workers (the one that waited least for its peers); ownMs the same for the whole collective
+   * (readback to write-back) on one worker: what it costs without the replicas' skew.
    */
-  perStage: { ms: number; bytes: number; ringMs: number }[];
+  perStage: { ms: number; bytes: number; ringMs: number; ownMs: number }[];
   /** Mean step time with the collectives (latest end − earliest start over every interval), ms. */
   stepMs: number;
   /** Mean time from the last compute's end to the step's end: the collectives' share not hidden behind compute, ms. */
@@ -33,13 +34,20 @@ function mean(xs: number[]): number {
 /** The figures over `timelines` (the measured steps), or null when they hold no collective. */
 export function allReduceFigures(timelines: readonly Timeline[], stages: number): AllReduceFigures | null {
   if (!timelines.some((t) => t.intervals.some((iv) => iv.op === 'collective'))) return null;
-  const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], bytes: 0 }));
+  const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], own: [] as number[], bytes: 0 }));
   const steps: number[] = [];
   const exposed: number[] = [];
   for (const t of timelines) {
     const span = new Map<number, [number, number]>();
     // stage → worker (replica) → the span of its chunk exchanges
     const ring = new Map<number, Map<number, [number, number]>>();
+    const own = new Map<number, Map<number, [number, number]>>();
+    const widen = (m: Map<number, Map<number, [number, number]>>, stage: number, replica: number, a: number, b: number) => {
+      const byWorker = m.get(stage) ?? new Map<number, [number, number]>();
+      const w = byWorker.get(replica) ?? [Infinity, -Infinity];
+      byWorker.set(replica, [Math.min(w[0], a), Math.max(w[1], b)]);
+      m.set(stage, byWorker);
+    };
     let lastCompute = -Infinity;
     for (const iv of t.intervals) {
       if (isCompute(iv)) lastCompute = Math.max(lastCompute, iv.end);
@@ -47,15 +55,13 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
       const s = span.get(iv.stage) ?? [Infinity, -Infinity];
       span.set(iv.stage, [Math.min(s[0], iv.start), Math.max(s[1], iv.end)]);
       if (iv.coll === 'gather-grads' && iv.bytes !== undefined) perStage[iv.stage].bytes = iv.bytes;
-      if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') {
-        const byWorker = ring.get(iv.stage) ?? new Map<number, [number, number]>();
-        const w = byWorker.get(iv.replica ?? 0) ?? [Infinity, -Infinity];
-        byWorker.set(iv.replica ?? 0, [Math.min(w[0], iv.start), Math.max(w[1], iv.end)]);
-        ring.set(iv.stage, byWorker);
-      }
+      widen(own, iv.stage, iv.replica ?? 0, iv.start, iv.end);
+      if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') widen(ring, iv.stage, iv.replica ?? 0, iv.start, iv.end);
     }
     for (const [s, [a, b]] of span) perStage[s]?.ms.push(b - a);
-    for (const [s, byWorker] of ring) perStage[s]?.ring.push(Math.min(...[...byWorker.values()].map(([a, b]) => b - a)));
+    const least = (byWorker: Map<number, [number, number]>) => Math.min(...[...byWorker.values()].map(([a, b]) => b - a));
+    for (const [s, byWorker] of ring) perStage[s]?.ring.push(least(byWorker));
+    for (const [s, byWorker] of own) perStage[s]?.own.push(least(byWorker));
     const lo = Math.min(...t.intervals.map((iv) => iv.start));
     const hi = Math.max(...t.intervals.map((iv) => iv.end));
     steps.push(makespan(t));
@@ -63,5 +69,5 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
   }
   const stepMs = mean(steps);
   const exposedMs = mean(exposed);
-  return { perStage: perStage.map((p) => ({ ms: mean(p.ms), bytes: p.bytes, ringMs: mean(p.ring) })), stepMs, exposedMs, share: stepMs > 0 ? exposedMs / stepMs : 0 };
+  return { perStage: perStage.map((p) => ({ ms: mean(p.ms), bytes: p.bytes, ringMs: mean(p.ring), ownMs: mean(p.own) })), stepMs, exposedMs, share: stepMs > 0 ? exposedMs / stepMs : 0 };
 }

@@ -70,10 +70,11 @@ export interface ReportInput {
 /**
  * The simulator's second axis fed with the run's own collectives: each stage's
  * gradient bytes and the α–β ring model fitted to the stages' measured
- * all-reduce times (sizes less than 2× apart: all of it read as bandwidth).
+ * collective times on the worker that waited least (the replicas' skew is not
+ * the collective's cost) (sizes less than 2× apart: all of it read as bandwidth).
  */
 function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
-  const points = c.perStage.filter((p) => p.bytes > 0 && p.ms > 0).map((p) => ({ bytes: p.bytes, ms: p.ms }));
+  const points = c.perStage.filter((p) => p.bytes > 0 && p.ownMs > 0).map((p) => ({ bytes: p.bytes, ms: p.ownMs }));
   const sizes = points.map((p) => p.bytes);
   // Two parameters only from sizes at least 2× apart; else all of the time is read as bandwidth.
   const fit = points.length >= 2 && Math.max(...sizes) >= 2 * Math.min(...sizes) ? fitAlphaBeta(points, config.dp) : null;

@@ -36,6 +36,8 @@ export {
   predictions,
   resolveCosts,
   simulate,
+  simulateStep,
+  type StepSummary,
   type CostModel,
   type PerLink,
   type PerStage,

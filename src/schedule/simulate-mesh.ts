@@ -117,9 +117,24 @@ export function collectiveIntervals(s: Schedule, m: ResolvedMesh, st: MeshStep):
   return out;
 }
 
-/** Copies of the pipeline's intervals for replicas 1 … dp − 1 (replica 0's are `intervals` themselves). */
+/**
+ * Copies of the pipeline's intervals for replicas 1 … dp − 1 (replica 0's are `intervals` themselves).
+ * Built field by field: an object spread with an added key is several times slower at the page's sizes
+ * (8 × 64 × 512: 459k copies, about 2.5 s against 0.2–0.4 s in Node).
+ */
 export function replicaCopies(intervals: readonly Interval[], dp: number): Interval[] {
-  const out: Interval[] = [];
-  for (let d = 1; d < dp; d++) for (const iv of intervals) out.push({ ...iv, replica: d });
+  const out = new Array<Interval>(intervals.length * Math.max(0, dp - 1));
+  let n = 0;
+  for (let d = 1; d < dp; d++) {
+    for (const iv of intervals) {
+      const c: Interval = { rank: iv.rank, replica: d, stage: iv.stage, op: iv.op, mb: iv.mb, start: iv.start, end: iv.end };
+      if (iv.comm !== undefined) c.comm = iv.comm;
+      if (iv.peer !== undefined) c.peer = iv.peer;
+      if (iv.gpuMs !== undefined) c.gpuMs = iv.gpuMs;
+      if (iv.coll !== undefined) c.coll = iv.coll;
+      if (iv.bytes !== undefined) c.bytes = iv.bytes;
+      out[n++] = c;
+    }
+  }
   return out;
 }

@@ -32,13 +32,16 @@
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
  * backward is split, until the end of its W: W still needs the stored
- * activations, as the zero-bubble paper counts them. A rank's peak is taken over
+ * activations, as the zero-bubble paper counts them. With `heldAfterInput`, a
+ * split backward frees all but that many bytes at the end of its I (what W
+ * still needs: the inputs of the weight matmuls), the rest at its W, the
+ * zero-bubble paper's M_B and M_W accounting. A rank's peak is taken over
  * its own action order, which is also its time order.
  */
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { timelineStats, type Interval, type Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
-import type { PlayCosts } from './engine.ts';
+import { play, type PlayCosts } from './engine.ts';
 import type { AllReduceCosts } from './allreduce-cost.ts';
 import { playShared } from './shared-device.ts';
 import { collectiveIntervals, meshStep, replicaCopies, resolveMesh } from './simulate-mesh.ts';
@@ -60,6 +63,8 @@ export interface CostModel {
   activationBytes?: PerStage;
   /** Bytes stage s keeps per micro-batch for its backward; default activationBytes. */
   heldBytes?: PerStage;
+  /** Of those, the bytes still kept between a split backward's I and its W (at most heldBytes); default heldBytes. */
+  heldAfterInput?: PerStage;
   /** Extra time of a message across the boundary after stage s (a profile's measured comm); default 0. */
   comm?: PerStage;
   /**
@@ -161,6 +166,7 @@ export interface ResolvedCosts {
   bandwidth: (a: number, b: number) => number;
   activationBytes: Float64Array;
   heldBytes: Float64Array;
+  heldAfterInput: Float64Array;
   comm: Float64Array;
   lanes: number;
   unit: 'ms' | 'unit';
@@ -176,6 +182,10 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
   };
   const activationBytes = perStage('costs.activationBytes', c.activationBytes, 0, stages);
   const heldBytes = perStage('costs.heldBytes', c.heldBytes, activationBytes, stages);
+  const heldAfterInput = perStage('costs.heldAfterInput', c.heldAfterInput, heldBytes, stages);
+  heldAfterInput.forEach((x, s) => {
+    if (x > heldBytes[s]) throw new ConfigError(`costs.heldAfterInput[${s}]`, x, `must be at most heldBytes[${s}] = ${heldBytes[s]} (what W still needs is part of what the stage held)`);
+  });
   const comm = perStage('costs.comm', c.comm, 0, stages);
   if (c.lanes !== undefined && (typeof c.lanes !== 'number' || Number.isNaN(c.lanes) || c.lanes <= 0)) {
     throw new ConfigError('costs.lanes', c.lanes, 'must be a number greater than 0 (Infinity for independent devices)');
@@ -187,6 +197,7 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
     bandwidth: perLink('costs.bandwidth', c.bandwidth, Infinity, true),
     activationBytes,
     heldBytes,
+    heldAfterInput,
     comm,
     lanes: c.lanes ?? Infinity,
     unit: c.unit ?? 'unit',
@@ -249,7 +260,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
     unit: c.unit,
   };
   const stats = timelineStats(timeline);
-  const memory = peakMemory(s, c.heldBytes);
+  const memory = peakMemory(s, c.heldBytes, c.heldAfterInput);
   if (!m.present) {
     return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
   }
@@ -279,8 +290,40 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   };
 }
 
-/** Peak activations per rank: held from F until B, or until W when the backward is split. */
-export function peakMemory(s: Schedule, heldBytes?: Float64Array): RankMemory[] {
+export interface StepSummary {
+  /** The step (compute and collectives; messages end before the compute that waits for them). */
+  makespan: number;
+  computeMakespan: number;
+  /** Compute-only pipeline bubble: 1 − Σ busy / (ranks · compute makespan). */
+  bubble: number;
+  exposedAllReduce: number;
+  allReduceShare: number;
+}
+
+/**
+ * The numbers of simulate() for a schedule already known valid (a generator's), on independent devices,
+ * without building a timeline: what a planner needs for many candidates. Throws ConfigError for bad costs.
+ */
+export function simulateStep(s: Schedule, costs: CostModel = {}): StepSummary {
+  const c = resolveCosts(costs, s.stages);
+  if (c.lanes / (costs.dp ?? 1) < s.ranks) {
+    const r = simulate(s, costs);
+    const computeMakespan = r.dp?.computeMakespan ?? r.makespan;
+    return { makespan: r.makespan, computeMakespan, bubble: r.bubble, exposedAllReduce: r.dp?.exposedAllReduce ?? 0, allReduceShare: r.dp?.allReduceShare ?? 0 };
+  }
+  const m = resolveMesh(costs, s.stages);
+  const p = play(s, { duration: (a) => c.op[a.op][a.stage], linkDelay: linkDelayOf(c) });
+  if (p.stuck.length > 0) throw new ConfigError('schedule', s.name, 'deadlocks (validate it first)');
+  const step = meshStep(s, p, m);
+  let busy = 0;
+  for (const list of s.order) for (const a of list) busy += c.op[a.op][a.stage];
+  const T = step.computeMakespan;
+  const exposed = step.step - T;
+  return { makespan: step.step, computeMakespan: T, bubble: T > 0 ? 1 - busy / (s.ranks * T) : 0, exposedAllReduce: exposed, allReduceShare: step.step > 0 ? exposed / step.step : 0 };
+}
+
+/** Peak activations per rank: held from F until B, or until W when the backward is split (all but `afterInput` freed at I). */
+export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): RankMemory[] {
   const out: RankMemory[] = [];
   for (let r = 0; r < s.ranks; r++) {
     let held = 0;
@@ -294,9 +337,14 @@ export function peakMemory(s: Schedule, heldBytes?: Float64Array): RankMemory[] 
         bytes += b;
         if (held > peakHeld) peakHeld = held;
         if (bytes > peakBytes) peakBytes = bytes;
-      } else if (a.op === 'B' || a.op === 'W') {
+      } else if (a.op === 'B') {
         held--;
         bytes -= b;
+      } else if (a.op === 'I') {
+        if (afterInput) bytes -= b - afterInput[a.stage];
+      } else {
+        held--;
+        bytes -= afterInput ? afterInput[a.stage] : b;
       }
     }
     out.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });

@@ -4,7 +4,7 @@
  * in the URL under `compare.*` keys.
  */
 import { SCHEDULE_NAMES, type ScheduleName } from '../schedule/index.ts';
-import { ConfigError, requireInt } from '../util/errors.ts';
+import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { parseQueryNumber } from '../util/query-values.ts';
 
 export interface CompareParams {
@@ -13,7 +13,12 @@ export interface CompareParams {
   virtual: number;
   /** Steps each schedule is measured for. */
   steps: number;
+  /** A preset shown above the schedules: 'dp-pp', the same 8 workers as 1×8, 2×4, 4×2 and 8×1 (dp-pp-preset.ts). */
+  preset?: ComparePreset;
 }
+
+export const COMPARE_PRESETS = ['dp-pp'] as const;
+export type ComparePreset = (typeof COMPARE_PRESETS)[number];
 
 export function defaultCompareParams(): CompareParams {
   return { schedules: ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1'], virtual: 2, steps: 3 };
@@ -22,7 +27,7 @@ export function defaultCompareParams(): CompareParams {
 export const COMPARE_LIMITS = { virtual: 8, steps: 100 } as const;
 
 function same(a: CompareParams, b: CompareParams): boolean {
-  return a.virtual === b.virtual && a.steps === b.steps && a.schedules.join(',') === b.schedules.join(',');
+  return a.virtual === b.virtual && a.steps === b.steps && a.schedules.join(',') === b.schedules.join(',') && a.preset === b.preset;
 }
 
 export function compareParamsToQuery(p: CompareParams, params: URLSearchParams, always: boolean): void {
@@ -30,11 +35,12 @@ export function compareParamsToQuery(p: CompareParams, params: URLSearchParams, 
   params.set('compare.schedules', p.schedules.join(','));
   params.set('compare.virtual', String(p.virtual));
   params.set('compare.steps', String(p.steps));
+  if (p.preset) params.set('compare.preset', p.preset);
 }
 
 /** Reads `compare.*` keys; each bad value is reported and its default kept. */
 /** The `compare.*` keys a URL may hold. */
-export const COMPARE_QUERY_KEYS: readonly string[] = ['compare.schedules', 'compare.virtual', 'compare.steps'];
+export const COMPARE_QUERY_KEYS: readonly string[] = ['compare.schedules', 'compare.virtual', 'compare.steps', 'compare.preset'];
 
 export function compareParamsFromQuery(params: URLSearchParams): { params: CompareParams; errors: ConfigError[] } {
   const out = defaultCompareParams();
@@ -45,6 +51,15 @@ export function compareParamsFromQuery(params: URLSearchParams): { params: Compa
     const bad = names.filter((n) => !(SCHEDULE_NAMES as readonly string[]).includes(n));
     if (bad.length > 0) errors.push(new ConfigError('compare.schedules', list, `${bad.map((b) => JSON.stringify(b)).join(', ')} not among ${SCHEDULE_NAMES.join(', ')}`));
     else out.schedules = SCHEDULE_NAMES.filter((n) => names.includes(n));
+  }
+  const preset = params.get('compare.preset');
+  if (preset !== null) {
+    try {
+      out.preset = requireOneOf('compare.preset', preset, COMPARE_PRESETS);
+    } catch (e) {
+      if (e instanceof ConfigError) errors.push(e);
+      else throw e;
+    }
   }
   for (const key of ['virtual', 'steps'] as const) {
     const raw = params.get(`compare.${key}`);

@@ -23,13 +23,18 @@ export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microb
   return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, v);
 }
 
-/** The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); null when the schedule rejects the sizes or the run would refuse them as too much work. */
-export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Prediction | null {
+/**
+ * The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); with dp > 1,
+ * dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); null when the schedule
+ * rejects the sizes or the run would refuse them as too much work.
+ */
+export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'> & { dp?: number }): Prediction | null {
   try {
     const kind = scheduleKind(cfg.schedule);
     const schedule = stepSchedule(cfg);
     const v = schedule.stages / schedule.ranks;
-    const result = simulate(schedule, costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)));
+    const dp = cfg.dp ?? 1;
+    const result = simulate(schedule, { ...costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)), ...(dp > 1 ? { dp } : {}) });
     return {
       schedule,
       result,

@@ -19,7 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { nodeGpu } from '../../gpu/testing/node-gpu.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchRow } from '../kernels-suite.ts';
-import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
+import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { benchTraining, type TrainingBenchRow } from '../training-suite.ts';
 import { GpuBackend } from '../../gpu/gpu-backend.ts';
 import { defaultGptConfig, MAKEMORE_GPT } from '../../nn/model-config.ts';
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   if (args.trainGpt > 0) return trainGpt(args);
   const setup = await kernelsSetup();
   console.log(`bench:node: autotune ${JSON.stringify(setup.choice)} in ${setup.createMs.toFixed(0)} ms`);
-  const sizes: MatmulSize[] = [...BENCH_SIZES, ...(args.big ? ([[1024, 1024, 1024], [2048, 2048, 2048]] as const) : [])];
+  const sizes: MatmulSize[] = [...BENCH_SIZES, ...(args.big ? BIG_BENCH_SIZES : [])];
   const kernels: KernelBenchRow[] = [];
   for (const size of sizes) {
     for (const k of await benchKernelSize(size, args.quick ? { warmup: 1, repeats: 3 } : { warmup: 3, repeats: 9 })) {

@@ -5,6 +5,7 @@ import type { TrainingBenchRow } from '../training-suite.ts';
 import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
 import type { AllReduceBenchRow } from '../allreduce-bench.ts';
+import { probeMarkdown, type PageAndWorkerProbe } from './gpu-probe-report.ts';
 
 interface Report {
   date: string;
@@ -13,6 +14,10 @@ interface Report {
   machine: { cpus: number; cpuModel: string; memoryGiB: number; platform: string; node: string };
   browser: string;
   adapter: Record<string, string>;
+  /** What the browser was started for (e2e/chromium.ts): 'swiftshader' or a GPU recipe; absent in older reports. */
+  browserGpu?: string;
+  /** The adapter probe in the page and a dedicated worker; absent in older reports. */
+  probe?: PageAndWorkerProbe;
   packages: Record<string, string>;
   results: Partial<Record<string, SuiteResult>>;
 }
@@ -219,7 +224,8 @@ export function renderMarkdown(r: Report): string {
   out.push('');
   out.push(`- Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, ${r.machine.platform}, Node ${r.machine.node}`);
   out.push(`- Browser: headless Chromium ${r.browser}`);
-  out.push(`- WebGPU adapter: ${[r.adapter.vendor, r.adapter.architecture, r.adapter.description].filter(Boolean).join(' / ')}`);
+  out.push(`- WebGPU adapter: ${[r.adapter.vendor, r.adapter.architecture, r.adapter.description].filter(Boolean).join(' / ')}${r.browserGpu ? ` (asked for: ${r.browserGpu === 'swiftshader' ? 'SwiftShader' : `GPU recipe '${r.browserGpu}'`})` : ''}`);
+  if (r.probe) out.push(...probeMarkdown(r.probe));
   out.push(`- Packages: ${Object.entries(r.packages).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   out.push('');
   out.push('These machines are shared and noisy: read the ratios, not the lone times.');

@@ -8,6 +8,11 @@
  *   npm run bench -- --quick       a small grid (a few minutes)
  *   npm run bench -- --suite kernels,schedules
  *   npm run bench -- --no-build    serve the dist/ already there
+ *   npm run bench -- --big         the kernels suite adds 1024³ and 2048³ (for real GPUs)
+ *
+ * The browser's adapter is probed first, in the page and in a dedicated worker
+ * (src/gpu/adapter-probe.ts), and the probe goes into results.json.
+ * On a real GPU: scripts/gpu-browser-bench.sh (see bench/GPU.md).
  *
  * PIPELAB_DIST names another build folder than dist/ (as for the e2e tests), so
  * a benchmark does not rebuild a dist/ that someone else is serving.
@@ -17,9 +22,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright';
-import { preview } from 'vite';
-import { chromiumLaunchOptions } from '../../../e2e/chromium.ts';
+import { browserGpu } from '../../../e2e/chromium.ts';
+import { openBenchPage, serveDist, type BenchPage } from './bench-browser.ts';
+import { describeProbe } from './gpu-probe-report.ts';
 import { SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
 import { renderMarkdown } from './markdown.ts';
 
@@ -27,20 +32,22 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 interface Args {
   quick: boolean;
+  big: boolean;
   suites: SuiteName[];
   build: boolean;
   out: string;
 }
 
 function usage(): string {
-  return `usage: npm run bench -- [--quick] [--suite ${Object.keys(SUITES).join(',')}] [--no-build] [--out DIR]`;
+  return `usage: npm run bench -- [--quick] [--big] [--suite ${Object.keys(SUITES).join(',')}] [--no-build] [--out DIR]`;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, suites: Object.keys(SUITES) as SuiteName[], build: true, out: join(root, 'bench') };
+  const args: Args = { quick: false, big: false, suites: Object.keys(SUITES) as SuiteName[], build: true, out: join(root, 'bench') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
+    else if (a === '--big') args.big = true;
     else if (a === '--no-build') args.build = false;
     else if (a === '--suite') {
       const v = argv[++i] ?? '';
@@ -101,25 +108,17 @@ async function main(): Promise<void> {
     execFileSync('npx', ['vite', 'build', '--logLevel', 'warn', '--outDir', dist, '--emptyOutDir'], { cwd: root, stdio: 'inherit' });
   }
   checkAppHasNoTfjs(dist);
-  const server = await preview({ root, logLevel: 'warn', build: { outDir: dist }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
-  const url = server.resolvedUrls?.local[0];
-  if (!url) throw new Error('vite preview did not report a URL');
-  const browser = await chromium.launch({ ...chromiumLaunchOptions(), headless: true });
-  let page: Page | null = null;
+  const served = await serveDist(root, dist);
+  const gpu = browserGpu();
+  let bench: BenchPage | null = null;
   try {
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error(`bench page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) console.error(`bench page console: ${m.text()}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400) console.error(`bench page: ${r.status()} for ${r.url()}`);
-    });
-    await page.goto(`${url}bench.html`);
-    await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
+    bench = await openBenchPage(served.url, gpu);
+    const { browser, page } = bench;
     const adapter = await page.evaluate(() => window.pipelabBench.adapterInfo());
     console.log(`bench: ${browser.version()} on ${adapter.vendor ?? '?'} ${adapter.architecture ?? '?'} ${adapter.description ?? ''}`);
-    const ctx: BenchContext = { page, quick: args.quick, log: (s) => console.log(`bench: [${((Date.now() - t0) / 1000).toFixed(0)} s] ${s}`) };
+    const probe = await page.evaluate(() => window.pipelabBench.adapterProbe());
+    for (const line of describeProbe(probe)) console.log(`bench: ${line}`);
+    const ctx: BenchContext = { page, quick: args.quick, big: args.big, log: (s) => console.log(`bench: [${((Date.now() - t0) / 1000).toFixed(0)} s] ${s}`) };
     const results: Partial<Record<SuiteName, SuiteResult>> = {};
     for (const name of args.suites) {
       const s0 = Date.now();
@@ -130,10 +129,13 @@ async function main(): Promise<void> {
     const report = {
       date: new Date().toISOString(),
       quick: args.quick,
+      big: args.big,
       seconds: Math.round((Date.now() - t0) / 1000),
       machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
       browser: browser.version(),
+      browserGpu: gpu,
       adapter,
+      probe,
       packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
       pipelab: packageVersion('..') === 'not installed' ? JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version : packageVersion('..'),
       results,
@@ -145,8 +147,8 @@ async function main(): Promise<void> {
     console.log(`\n${md}`);
     console.log(`bench: wrote ${join(args.out, 'results.json')} and RESULTS.md in ${report.seconds} s`);
   } finally {
-    await browser.close();
-    await new Promise<void>((r) => server.httpServer.close(() => r()));
+    await bench?.close();
+    await served.close();
   }
 }
 

@@ -7,12 +7,14 @@ import type { ScheduleBenchCase } from '../schedules-suite.ts';
 import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-suite.ts';
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
-import { BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
+import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { measureRing, mesh } from '../mesh-suite.ts';
 
 export interface BenchContext {
   page: Page;
   quick: boolean;
+  /** The kernels suite adds BIG_BENCH_SIZES (1024³, 2048³: for real GPUs). */
+  big?: boolean;
   log(line: string): void;
 }
 
@@ -55,7 +57,8 @@ async function kernels(ctx: BenchContext): Promise<SuiteResult> {
   const tuned = setup.report?.forms.map((f) => `${f.form} → ${f.winner} (${f.gflops.toFixed(2)} GFLOP/s)`).join(', ') ?? 'no autotune report';
   ctx.log(`autotune: ${tuned}; choice ${JSON.stringify(setup.choice)}; ${setup.createMs.toFixed(0)} ms`);
   // Quick: the training-like and the ragged size only (TF.js takes 0.3 to 1 s per matmul at 256³ and 512³ on SwiftShader), fewer repeats.
-  const sizes: readonly MatmulSize[] = ctx.quick ? BENCH_SIZES.filter(([M, N, K]) => M * N * K < 256 ** 3) : BENCH_SIZES;
+  const base: readonly MatmulSize[] = ctx.quick ? BENCH_SIZES.filter(([M, N, K]) => M * N * K < 256 ** 3) : BENCH_SIZES;
+  const sizes: readonly MatmulSize[] = ctx.big ? [...base, ...BIG_BENCH_SIZES] : base;
   const opts = ctx.quick ? { warmup: 1, repeats: 3 } : { warmup: 2, repeats: 7 };
   const rows: KernelBenchRow[] = [];
   for (const size of sizes) {

@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunConfig } from '../../runtime/run-config.ts';
 import { buildTorchBundle, type BundleFile } from '../torch-bundle.ts';
-import { readTrainPy } from '../train-py-file.ts';
+import { readTorchProgram } from '../torch-program-disk.ts';
 import { writeBundle } from './torchrun.ts';
 
-/** The run's bundle (src/export/train.py as its program), written to a fresh temporary folder. */
+/** The run's bundle (src/export/torch/ as its program), written to a fresh temporary folder. */
 export function writeTempBundle(cfg: RunConfig): { dir: string; files: BundleFile[] } {
   const dir = mkdtempSync(join(tmpdir(), 'pipelab-torch-'));
-  const files = buildTorchBundle(cfg, readTrainPy());
+  const files = buildTorchBundle(cfg, readTorchProgram());
   writeBundle(dir, files);
   return { dir, files };
 }

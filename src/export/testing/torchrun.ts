@@ -4,7 +4,7 @@
  * gloo), with a timeout, and parses what it prints. Shared by the Node test
  * (src/export/torch-export.test.ts) and the browser proof (e2e/torch-export.spec.ts).
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -60,6 +60,15 @@ export async function runTorchrun(dir: string, ranks: number, args: readonly str
   }
   const h = /heldout loss (\S+)/.exec(output);
   return { code, output, losses, stepMs, heldout: h ? Number(h[1]) : NaN };
+}
+
+/** Where `python3 train.py` runs without torchrun (checks that stop a process before any process group starts). */
+export const PYTHON = process.env.PIPELAB_PYTHON ?? '/usr/bin/python3';
+
+/** Runs `python3 train.py ...args` in dir with extra environment variables (RANK, WORLD_SIZE), synchronously. */
+export function runPython(dir: string, env: Readonly<Record<string, string>>, args: readonly string[] = [], timeoutMs = 60_000): { code: number | null; output: string } {
+  const r = spawnSync(PYTHON, ['train.py', ...args], { cwd: dir, env: { ...process.env, ...env }, timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' });
+  return { code: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
 /** The weights train.py wrote (out/trained.safetensors), by name. */

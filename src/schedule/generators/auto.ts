@@ -30,6 +30,7 @@ import { linkDelayOf, peakMemory, resolveCosts, simulate, type CostModel, type R
 import type { Action, Schedule } from '../types.ts';
 import { oneFOneB } from './one-f-one-b.ts';
 import { zbH1 } from './zb-h1.ts';
+import { HEURISTIC_VARIANTS, zbHeuristic } from './zb-heuristic.ts';
 
 export interface MemoryCap {
   /** Most micro-batches' activations a rank may hold at once. */
@@ -162,9 +163,10 @@ function greedy(p: number, m: number, c: ResolvedCosts, limit: number, capBytes:
       if (r + 1 < p) fIn[r + 1][mb] = end + delay(r, r + 1, r);
       else gIn[r][mb] = end;
     } else if (op === 'I') {
+      bytes[r] -= c.heldBytes[r] - c.heldAfterInput[r];
       if (r > 0) gIn[r - 1][mb] = end + delay(r, r - 1, r - 1);
     } else {
-      bytes[r] -= c.heldBytes[r];
+      bytes[r] -= c.heldAfterInput[r];
     }
     update(r);
     if (r > 0) update(r - 1);
@@ -207,10 +209,38 @@ function quickMakespan(s: Schedule, c: ResolvedCosts): number {
 }
 
 /**
+ * The longest time any rank spends from its first action's start to its last action's end: the period of
+ * a pipeline whose steps tile one after the other (the zero-bubble paper's post-validated optimizer step),
+ * what that paper's automatic scheduler minimises; Infinity if the play gets stuck.
+ */
+export function quickSpan(s: Schedule, c: ResolvedCosts): number {
+  const r = play(s, { duration: (a) => c.op[a.op][a.stage], linkDelay: linkDelayOf(c) });
+  if (r.stuck.length > 0) return Infinity;
+  let span = 0;
+  for (let k = 0; k < r.end.length; k++) {
+    if (r.end[k].length === 0) continue;
+    let end = 0;
+    for (const t of r.end[k]) if (t > end) end = t;
+    span = Math.max(span, end - r.start[k][0]);
+  }
+  return span;
+}
+
+export interface AutoOptions {
+  /**
+   * What to minimise: the step's makespan (default; a flush ends every step), or the longest per-rank
+   * span from first start to last end (steps that tile, as in the zero-bubble paper's measurements).
+   */
+  objective?: 'makespan' | 'span';
+}
+
+/**
  * The fastest schedule found for p ranks and m micro-batches under `costs`
  * (per stage; see simulate.ts) whose peak activations stay within `cap`.
+ * Candidates: 1F1B and ZB-H1 when they fit, the greedy plays above, and the
+ * zero-bubble paper's heuristic (zb-heuristic.ts, its eight variants).
  */
-export function autoSchedule(ranks: number, microbatches: number, costs: CostModel, cap: MemoryCap): AutoResult {
+export function autoSchedule(ranks: number, microbatches: number, costs: CostModel, cap: MemoryCap, opts: AutoOptions = {}): AutoResult {
   const p = requireInt('ranks', ranks, 1);
   const m = requireInt('microbatches', microbatches, 1);
   checkCap(cap, resolveCosts(costs, p).heldBytes);
@@ -230,7 +260,7 @@ export function autoSchedule(ranks: number, microbatches: number, costs: CostMod
     name,
     () => {
       const s = { ...make(p, m), name: 'auto' };
-      return fits(peakMemory(s, resolved.heldBytes), cap) ? { schedule: s, makespan: quickMakespan(s, resolved) } : null;
+      return fits(peakMemory(s, resolved.heldBytes, resolved.heldAfterInput), cap) ? { schedule: s, makespan: quickMakespan(s, resolved) } : null;
     },
   ]);
   // Most promising first (the cap itself, then the landmarks of p, I first), as many as the work budget allows.
@@ -239,17 +269,31 @@ export function autoSchedule(ranks: number, microbatches: number, costs: CostMod
   const plays: [number, Flavour][] = [];
   for (const flavour of ['I-first', 'F-first', 'feed'] as const) for (const k of order) plays.push([k, flavour]);
   for (const [k, flavour] of plays.slice(0, runs)) candidates.push([`greedy ${flavour} k=${k}`, () => greedy(p, m, resolved, k, capBytes, flavour)]);
-  let best: { schedule: Schedule; makespan: number; candidate: string } | null = null;
+  HEURISTIC_VARIANTS.forEach((v, i) => {
+    candidates.push([
+      `zb-heuristic ${i}`,
+      () => {
+        const s = zbHeuristic(p, m, resolved, capBytes, v);
+        return s && fits(peakMemory(s, resolved.heldBytes, resolved.heldAfterInput), cap) ? { schedule: s, makespan: quickMakespan(s, resolved) } : null;
+      },
+    ]);
+  });
+  const score = opts.objective === 'span' ? (c: { schedule: Schedule }) => quickSpan(c.schedule, resolved) : (c: { makespan: number }) => c.makespan;
+  let best: { schedule: Schedule; makespan: number; candidate: string; score: number } | null = null;
   for (const [name, make] of candidates) {
     const c = make();
-    if (c && (!best || c.makespan < best.makespan)) best = { ...c, candidate: name };
+    if (!c) continue;
+    const x = score(c);
+    if (!best || x < best.score) best = { ...c, candidate: name, score: x };
   }
   // The greedy with k = 1 holds one micro-batch per rank, within any cap checkCap let through.
   if (!best) throw new Error('auto schedule: no candidate fits a cap that one micro-batch fits (a bug)');
   // The winner goes through the validator and the simulator like any schedule, which must agree with the play that chose it.
+  // (With dp replicas in the costs the simulation's makespan adds the all-reduce; the play is the compute.)
   const simulation = simulate(best.schedule, costs);
-  if (Math.abs(simulation.makespan - best.makespan) > 1e-9 * Math.max(1, simulation.makespan)) {
-    throw new Error(`auto schedule: ${best.candidate} played ${best.makespan} but simulates ${simulation.makespan} (a bug)`);
+  const compute = simulation.dp?.computeMakespan ?? simulation.makespan;
+  if (Math.abs(compute - best.makespan) > 1e-9 * Math.max(1, compute)) {
+    throw new Error(`auto schedule: ${best.candidate} played ${best.makespan} but simulates ${compute} (a bug)`);
   }
   return { schedule: best.schedule, simulation, candidate: best.candidate };
 }

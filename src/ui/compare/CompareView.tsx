@@ -12,6 +12,7 @@ import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { computeOnly } from '../../state/derived.ts';
 import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { DpPpPanel } from './DpPpPanel.tsx';
 
 /** The last measured step's figures, counted as its panel's badge counts them (compute only). */
 function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } | null {
@@ -63,6 +64,13 @@ export function CompareView() {
       <aside className="sidebar" aria-label="Comparison settings">
         <form className="config" aria-label="Comparison settings" onSubmit={(e) => e.preventDefault()}>
           <fieldset>
+            <legend>Preset</legend>
+            <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'dp-pp'} onClick={() => setCp({ preset: cp.preset === 'dp-pp' ? undefined : 'dp-pp' })}>
+              dp × pp at 8 workers
+            </button>
+            <p className="field-hint">The same 8 workers and global batch as 1×8, 2×4, 4×2 and 8×1 replicas × ranks: bubble against all-reduce.</p>
+          </fieldset>
+          <fieldset>
             <legend>Schedules</legend>
             {COMPARE_SCHEDULES.map((n) => (
               <CheckboxField key={n} label={SCHEDULE_LABELS[n]} name={`compare-${n}`} checked={picked.includes(n)} onChange={(on) => toggle(n, on)} />
@@ -96,12 +104,13 @@ export function CompareView() {
           </div>
           {why && webgpu.state === 'available' && <p className="muted small why-off" role="status">{why}</p>}
           <p className="muted small">
-            Configuration from Train: {config.ranks} ranks, {config.microbatches} micro-batches, batch {config.batchSize}, {config.dataset}, seed {config.seed}.
+            Configuration from Train: {config.dp > 1 ? `${config.dp} replicas × ` : ''}{config.ranks} ranks, {config.microbatches} micro-batches, batch {config.batchSize}, {config.dataset}, seed {config.seed}.
             {webgpu.state === 'unavailable' && ' Without WebGPU the comparison is simulated only.'}
           </p>
         </form>
       </aside>
       <div className="main-col">
+        {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
           <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">

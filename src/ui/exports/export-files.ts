@@ -4,14 +4,19 @@
  * file), the trained weights as safetensors, and the run as a PyTorch
  * program with its files (a zip; see src/export/torch-bundle.ts).
  */
-import trainPy from '../../export/train.py?raw';
 import { buildTorchBundle } from '../../export/torch-bundle.ts';
+import type { TorchProgram } from '../../export/torch-program.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../runtime/run-config.ts';
 import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
 import { parameterShapes } from '../../state/trained-model.ts';
 import { writeSafetensors, type NamedTensor } from '../../util/safetensors.ts';
 import { writeZip } from '../../util/zip.ts';
+
+/** The PyTorch program's modules (src/export/torch/*.py), by file name. */
+const TORCH_PROGRAM: TorchProgram = Object.fromEntries(
+  Object.entries(import.meta.glob<string>('../../export/torch/*.py', { query: '?raw', import: 'default', eager: true })).map(([path, text]) => [path.slice(path.lastIndexOf('/') + 1), text]),
+);
 
 export interface ExportFile {
   name: string;
@@ -50,10 +55,10 @@ export function safetensorsFile(config: RunConfig, weights: Record<string, Float
   return { name: `${base}-weights.safetensors`, type: 'application/octet-stream', data: writeSafetensors(tensors, metadata) };
 }
 
-/** The run configuration as a PyTorch bundle (train.py, config, schedule, weights, batches), one zip holding one folder. */
+/** The run configuration as a PyTorch bundle (train.py and its modules, config, schedule, weights, batches), one zip holding one folder. */
 export function torchBundleFile(config: RunConfig, base: string): ExportFile {
   const folder = `${base}-torch`;
-  const files = buildTorchBundle(config, trainPy);
+  const files = buildTorchBundle(config, TORCH_PROGRAM);
   return { name: `${folder}.zip`, type: 'application/zip', data: writeZip(files.map((f) => ({ path: `${folder}/${f.path}`, data: f.data }))) };
 }
 

@@ -12,6 +12,7 @@ import { flopsProfile } from '../../plan/flops-profile.ts';
 import { measureProfile, modelSpecOf } from '../../plan/measure.ts';
 import { makePlan, type Plan } from '../../plan/plan.ts';
 import { profileFromJson, profileToJson, type Profile } from '../../plan/profile.ts';
+import { checkProfileModel } from '../../plan/profile-model.ts';
 import { splitsOf, type SplitView } from '../../plan/splits.ts';
 import { runInBrowser } from '../../runtime/browser-run.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
@@ -19,6 +20,7 @@ import { NumberField, SelectField } from '../controls/fields.tsx';
 import { download } from '../exports/export-files.ts';
 import { Bar } from './Bar.tsx';
 import { CutsTable } from './CutsTable.tsx';
+import { MeshPlanPanel } from './MeshPlanPanel.tsx';
 import { bytes, num, pct } from '../timeline/format.ts';
 
 type Source = 'flops' | 'measured' | 'pasted';
@@ -139,7 +141,13 @@ export function PlanPanel() {
   const outcome = useMemo((): { profile: Profile | null; error: string | null } => {
     try {
       if (source === 'measured') return { profile: measured, error: measured ? null : 'Not measured yet: press “Profile this model”.' };
-      if (source === 'pasted') return pasted.trim() ? { profile: profileFromJson(pasted), error: null } : { profile: null, error: 'Paste a profile (JSON) above.' };
+      if (source === 'pasted') {
+        if (!pasted.trim()) return { profile: null, error: 'Paste a profile (JSON) above.' };
+        const p = profileFromJson(pasted);
+        // A profile that names its model (train.py --profile, the profiling pass) must be of this one.
+        if (p.model && spec) checkProfileModel(p, spec);
+        return { profile: p, error: null };
+      }
       if (!spec) return { profile: null, error: 'The run configuration is not valid.' };
       return { profile: flopsProfile(spec, Math.max(1, Math.floor(config.batchSize / config.microbatches))), error: null };
     } catch (e) {
@@ -175,6 +183,7 @@ export function PlanPanel() {
 
   const profile = outcome.profile;
   return (
+    <>
     <section className="panel plan-panel" aria-labelledby="plan-title" data-testid="plan-panel" style={{ gridColumn: '1 / -1' }}>
       <details>
       <summary>
@@ -218,5 +227,7 @@ export function PlanPanel() {
       {planned.plan && <PlanTable plan={planned.plan} />}
       </details>
     </section>
+    <MeshPlanPanel />
+    </>
   );
 }

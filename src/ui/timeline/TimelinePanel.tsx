@@ -5,7 +5,7 @@
 import { useId, useMemo, type ReactNode } from 'react';
 import { computeOnly, scaleOnto } from '../../state/derived.ts';
 import type { TimelineMode } from '../../state/store.ts';
-import { isCompute, laneCount, timelineStats, type CollectiveKind, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
+import { isCompute, laneCount, makespan, timelineStats, type CollectiveKind, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
 import { ms, num, pct } from './format.ts';
 import { TimelineCanvas } from './TimelineCanvas.tsx';
 import { TimelineLegend } from './TimelineLegend.tsx';
@@ -49,6 +49,8 @@ export function TimelinePanel(props: TimelinePanelProps) {
   const primary = mode === 'simulated' ? simulated : measured;
   // Compute only, as the run report and the numbers table count a step.
   const stats = useMemo(() => (primary ? timelineStats(computeOnly(primary)) : null), [primary]);
+  // A data-parallel step also ends with its collectives: say how long the whole step took beside the pipeline's makespan.
+  const stepWithCollectives = useMemo(() => (primary && primary.intervals.some((iv) => iv.op === 'collective') ? makespan(primary) : null), [primary]);
   const ops = opsIn(primary ?? simulated);
   const { commKinds, collectiveKinds } = useMemo(() => {
     const comm = new Set<CommKind>();
@@ -87,6 +89,12 @@ export function TimelinePanel(props: TimelinePanelProps) {
             <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ', step drawn' : ', simulated'}
             <span className="sep" />
             <span data-testid="badge-makespan">{primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} u`}</span> makespan
+            {stepWithCollectives !== null && (
+              <>
+                <span className="sep" />
+                <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> step with the all-reduce
+              </>
+            )}
             {mode === 'overlay' && overlay && (
               <span className="overlay-note">
                 simulated outlines scaled ×{overlay.factor.toFixed(2)} to the measured makespan

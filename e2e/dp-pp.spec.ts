@@ -1,0 +1,89 @@
+/**
+ * The page's second axis outside the Train view: Simulate at scale with
+ * dp replicas (8 × 64 = 512 workers drawn at once, the step worked by hand),
+ * and Compare's "dp × pp at 8 workers" preset run on real workers (four
+ * shapes, four rows of numbers and the sentence that reads them).
+ * Screenshots of the preset at 1440 and 390 wide go to test-results/screens/.
+ */
+import { expect, test, type Page } from '@playwright/test';
+import { keepScreenshot } from './screens.ts';
+
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+  });
+  return errors;
+}
+
+test('Simulate at scale draws 8 replicas × 64 ranks = 512 lanes with the all-reduce, and stays responsive', async ({ page }, info) => {
+  const errors = watchErrors(page);
+  // The same pipeline without replicas first: its time is the peer the 8 × 64 time is read against.
+  await page.goto('./?view=simulate');
+  console.log(`1 × 64: ${await page.getByText(/actions simulated and drawn in/).textContent()}`);
+  await page.goto('./?view=simulate&sim.dp=8');
+  const plot = page.getByTestId('sim-timeline').getByRole('group');
+  await expect(plot).toHaveAttribute('data-lanes', '512');
+  // Compute: 8 · 64 · 512 · (F, B); collectives: 64 stages · 8 workers · 2(8 − 1) chunk exchanges.
+  await expect(plot).toHaveAttribute('data-intervals', String(8 * 64 * 512 * 2 + 64 * 8 * 14));
+  // 1F1B p = 64, m = 512: T = 3 · 575 = 1725. Ring over 8 of 100 MB at 1000 MB/s, α = 0.01 ms:
+  // A = 2 · 7 · 0.01 + 2 · 7/8 · 100 MB / (1 MB per ms) = 175.14; step = T + A = 1900.14.
+  await expect(page.getByTestId('sim-step')).toContainText('1,900');
+  await expect(page.getByTestId('sim-allreduce')).toContainText('175.14');
+  await expect(page.getByTestId('sim-allreduce-share')).toContainText(`${((175.14 / 1900.14) * 100).toFixed(2)}%`);
+  const caption = await page.getByText(/actions on 512 workers simulated and drawn in/).textContent();
+  console.log(`8 × 64: ${caption}`);
+  await keepScreenshot(page, info, 'simulate-dp8x64');
+
+  // Responsive: the next frame comes, and a change of dp redraws with its lanes.
+  const frameMs = await page.evaluate(() => new Promise<number>((res) => { const t0 = performance.now(); requestAnimationFrame(() => res(performance.now() - t0)); }));
+  console.log(`8 × 64: next frame after ${frameMs.toFixed(0)} ms`);
+  await page.getByLabel('Replicas (dp)').fill('4');
+  await expect(plot).toHaveAttribute('data-lanes', '256');
+
+  // A bad value is refused by field, value and rule.
+  await page.getByLabel('Bandwidth, MB/s').fill('0');
+  await expect(page.locator('.config-problem')).toContainText('sim.arBandwidthMBs = 0: must be greater than 0');
+  expect(errors).toEqual([]);
+});
+
+test('Compare preset dp × pp at 8 workers: four shapes measured and simulated, and the sentence', async ({ page }, info) => {
+  test.setTimeout(600_000);
+  const errors = watchErrors(page);
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await page.goto('./?view=compare&compare.preset=dp-pp&compare.steps=2');
+  const table = page.getByTestId('dppp-table');
+  await expect(table.getByRole('row')).toHaveCount(5);
+  const go = page.getByRole('button', { name: '▶ Measure the four shapes' });
+  await expect(go).toBeEnabled({ timeout: 60_000 });
+  const t0 = Date.now();
+  await go.click();
+  await expect(page.getByTestId('dppp-sentence')).toBeVisible({ timeout: 540_000 });
+  console.log(`four shapes measured in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  for (const key of ['1×8', '2×4', '4×2', '8×1']) {
+    const cells = await page.getByTestId(`dppp-row-${key}`).getByRole('cell').allTextContents();
+    console.log(key, cells.join(' | '));
+    // bubble measured, simulated; all-reduce share measured, simulated; step ms measured, simulated; memory.
+    expect(cells.slice(1, 5).every((c) => /^\d+\.\d%$/.test(c))).toBe(true);
+    expect(cells.slice(5, 7).every((c) => /^\d+(\.\d+)? (ms|s)$/.test(c))).toBe(true);
+    expect(cells[7]).toMatch(/^\d+(\.\d+)? (B|KiB|MiB)$/);
+  }
+  // 1×8 has no all-reduce; every other shape has one.
+  const share1x8 = (await page.getByTestId('dppp-row-1×8').getByRole('cell').allTextContents())[3];
+  expect(share1x8).toBe('0.0%');
+  const share8x1 = (await page.getByTestId('dppp-row-8×1').getByRole('cell').allTextContents())[3];
+  expect(Number.parseFloat(share8x1)).toBeGreaterThan(0);
+  const sentence = (await page.getByTestId('dppp-sentence').textContent()) ?? '';
+  console.log(sentence);
+  expect(sentence).toMatch(/^At 8 workers, going from 1×8 to 8×1 (cut|raised) the bubble from \d+\.\d% to \d+\.\d% while the all-reduce (grew|fell) to \d+\.\d% of the step; the fastest was (1×8|2×4|4×2|8×1) at \d+\.\d ms per step\.$/);
+  // The sentence quotes the table: the 1×8 row's measured bubble and the 8×1 row's.
+  const b1 = (await page.getByTestId('dppp-row-1×8').getByRole('cell').allTextContents())[1];
+  const b8 = (await page.getByTestId('dppp-row-8×1').getByRole('cell').allTextContents())[1];
+  expect(sentence).toContain(`the bubble from ${b1} to ${b8}`);
+  await keepScreenshot(page, info, 'compare-dppp-1440');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  await keepScreenshot(page, info, 'compare-dppp-390');
+  expect(errors).toEqual([]);
+});

@@ -1,0 +1,28 @@
+/**
+ * Prints the tables of bench/PAPERS.md: our numbers beside the zero-bubble paper's and the trend of
+ * Megatron SC'21 §5.4.2 (src/plan/papers.ts). Run: node --import tsx scripts/papers-table.ts
+ */
+import { A100_PAIR, MEGATRON_542_MODEL, megatronRows, zeroBubbleRows } from '../src/plan/papers.ts';
+
+const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
+const lines: string[] = [];
+lines.push('### Zero bubble: bubble rate (bubble / compute) and throughput over 1F1B at T_F = T_B = T_W', '');
+lines.push('| p | m | schedule | paper: bubble rate | ours | difference | paper: speed-up over 1F1B | ours | difference |');
+lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const r of zeroBubbleRows([[8, 24], [8, 32], [8, 64], [16, 48], [16, 64], [16, 128], [32, 96], [32, 128], [32, 256]])) {
+  lines.push(
+    `| ${r.p} | ${r.m} | ${r.schedule} | ${pct(r.paper)} | ${pct(r.ours)} | ${(100 * (r.ours - r.paper)).toFixed(2)} pp | ${r.paperSpeedup.toFixed(3)} | ${r.oursSpeedup.toFixed(3)} | ${(100 * (r.oursSpeedup / r.paperSpeedup - 1)).toFixed(2)}% |`,
+  );
+}
+lines.push('', `### Megatron §5.4.2: ${MEGATRON_542_MODEL.layers} layers, hidden ${MEGATRON_542_MODEL.hidden}, ${MEGATRON_542_MODEL.heads} heads, seq ${MEGATRON_542_MODEL.seq}, 64 A100s as 32 × "${A100_PAIR.name}", 1F1B, micro-batch 1`, '');
+lines.push('| batch | p × d | paper: trend | ours: sequences/s per GPU | ours vs p one step smaller | trend agrees | ours: compute bubble | §3.3 (p−1)/(m+p−1), balanced stages | ours: all-reduce share |');
+lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+const rows = megatronRows();
+rows.forEach((r, i) => {
+  const prev = i > 0 && rows[i - 1].batch === r.batch ? rows[i - 1] : null;
+  const ratio = prev ? r.perGpu / prev.perGpu : null;
+  lines.push(
+    `| ${r.batch} | ${r.p} × ${r.d} | ${prev ? 'falls as p grows' : '(first)'} | ${r.perGpu.toFixed(3)} | ${ratio === null ? '–' : `${(100 * (ratio - 1)).toFixed(1)}%`} | ${ratio === null ? '–' : ratio < 1 ? 'yes' : 'no'} | ${pct(r.bubble)} | ${pct(r.megatronBubble)} | ${pct(r.allReduceShare)} |`,
+  );
+});
+process.stdout.write(lines.join('\n') + '\n');

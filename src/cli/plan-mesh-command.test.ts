@@ -1,0 +1,56 @@
+/** `pipelab plan --model gpt ...`: a transformer planned on N devices from the command line, and its bad input. */
+import { describe, expect, it } from 'vitest';
+import { DEVICE_PRESETS } from '../plan/device.ts';
+import { planMesh } from '../plan/mesh-plan.ts';
+import { run, spawn } from './cli-test-support.ts';
+
+const gpt = ['--model', 'gpt', '--layers', '32', '--hidden', '4096', '--heads', '32', '--seq', '2048', '--vocab', '50257'];
+const small = ['--model', 'gpt', '--layers', '8', '--hidden', '1024', '--heads', '16', '--seq', '1024', '--vocab', '32000'];
+
+describe('pipelab plan --model gpt', () => {
+  it('plans the 64-device GPT of the issue (spawned, a generous smoke bound on the time) with the planner’s own ranking', () => {
+    const t0 = performance.now();
+    const r = spawn('plan', ...gpt, '--devices', '64', '--devices-per-node', '8', '--global-batch', '512', '--device', 'h100', '--top', '5', '--format', 'json');
+    expect(r.code, r.err).toBe(0);
+    expect(performance.now() - t0).toBeLessThan(30_000);
+    const j = JSON.parse(r.out);
+    const model = { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 };
+    const plan = planMesh({ model: model as never, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 });
+    expect(j.candidates).toEqual(JSON.parse(JSON.stringify(plan.candidates.slice(0, 5))));
+  });
+
+  it('prints the table: mesh, schedule, step, bubble, all-reduce share, memory per device, MFU', () => {
+    const r = run('plan', ...small, '--devices', '8', '--global-batch', '32', '--device', 'a100', '--top', '3');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('8 × a100 (312 TFLOP/s peak at 0.5 efficiency, 80 GB), 8 per node');
+    expect(r.out).toMatch(/#\s+dp × pp\s+schedule\s+b × m\s+memory saving\s+step ms\s+bubble\s+all-reduce share\s+GB \/ device\s+MFU/);
+    expect(r.out.trim().split('\n').filter((l) => /^\d+\s/.test(l))).toHaveLength(3);
+    // An explicit device: a slower network makes the planner prefer fewer replicas than on the preset.
+    const custom = run('plan', ...small, '--devices', '16', '--global-batch', '32', '--peak-tflops', '100', '--memory-gb', '16', '--bw-intra', '100', '--bw-inter', '1', '--devices-per-node', '4', '--format', 'json');
+    expect(custom.code, custom.err).toBe(0);
+    expect(JSON.parse(custom.out).device).toMatchObject({ name: 'custom', peakTflops: 100, memoryGB: 16, bwInterGBps: 1, devicesPerNode: 4 });
+  });
+
+  it('refuses bad values naming the flag, the value and the rule', () => {
+    const base = ['plan', ...small, '--devices', '8', '--global-batch', '32'];
+    const cases: [string[], string][] = [
+      [[...base.slice(0, 1), ...small.map((x) => (x === '16' ? '3' : x)), '--devices', '8', '--global-batch', '32'], '--heads = 3: must divide hidden = 1024 evenly'],
+      [[...base, '--device', 'tpu'], '--device = "tpu": must be one of h100, h200, a100'],
+      [[...base, '--memory-gb', '0'], '--memory-gb = "0": must be a number greater than 0'],
+      [[...base, '--efficiency', '2'], '--efficiency = 2: must be at most 1'],
+      [[...base, '--memory-gb', '0.01'], '--memory-gb = 0.01: no layout of the 8 devices fits in it'],
+      [[...base, '--memory-gb', '0.01'], 'the smallest memory that would fit is'],
+      [[...base, '--schedules', '1f1b,gpipe'], '--schedules = "1f1b,gpipe": names "gpipe"'],
+      [['plan', '--model', 'gpt', '--layers', '8', '--devices', '8', '--global-batch', '32'], '--hidden = null: is required: the hidden size'],
+      [['plan', ...small, '--devices', '0', '--global-batch', '32'], '--devices = "0": must be an integer between 1 and 65536'],
+      [['plan', ...small.map((x) => (x === 'gpt' ? 'bert' : x)), '--devices', '8', '--global-batch', '32'], '--model = "bert": must be one of gpt'],
+    ];
+    for (const [args, message] of cases) {
+      const r = run(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toContain(message);
+    }
+    expect(run('plan', '--model', 'gpt', '--help').out).toContain('usage: pipelab plan --model gpt --layers L');
+    expect(run('plan', '--help').out).toContain('pipelab plan --model gpt --help');
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * `pipelab plan --model gpt ...`: plan a transformer on N devices (src/plan/mesh-plan.ts): every
+ * dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table or JSON.
+ */
+import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
+import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule } from '../plan/mesh-plan.ts';
+import { TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
+import { ConfigError } from '../util/errors.ts';
+import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
+import { fmt, table } from './format.ts';
+import { EXIT_OK, type CliIo } from './io.ts';
+
+const MODELS = ['gpt'] as const;
+const PRECISIONS = ['bf16', 'fp32'] as const;
+const FORMATS = ['text', 'json'] as const;
+
+const FLAGS: FlagSpec[] = [
+  { name: 'model', value: 'gpt', help: 'the analytic model: a GPT (embedding, layers, head with its logits)' },
+  { name: 'layers', value: 'L', help: `transformer layers (1 … ${TRANSFORMER_LIMITS.layers})` },
+  { name: 'hidden', value: 'H', help: 'hidden size' },
+  { name: 'heads', value: 'A', help: 'attention heads (must divide the hidden size)' },
+  { name: 'seq', value: 'S', help: 'sequence length' },
+  { name: 'vocab', value: 'V', help: 'vocabulary size' },
+  { name: 'precision', value: 'P', help: 'bf16 (mixed precision, default) or fp32' },
+  { name: 'devices', value: 'N', help: `devices in all (1 … ${MESH_PLAN_LIMITS.devices})` },
+  { name: 'global-batch', value: 'B', help: 'sequences per optimizer step, over all replicas' },
+  { name: 'device', value: 'NAME', help: `a preset: ${DEVICE_PRESET_NAMES.join(', ')} (default h100; published peak and memory, see src/plan/device.ts)` },
+  { name: 'devices-per-node', value: 'K', help: 'devices per node (default: the preset\'s, 8)' },
+  { name: 'peak-tflops', value: 'T', help: 'peak 16-bit TFLOP/s of one device (overrides the preset)' },
+  { name: 'efficiency', value: 'E', help: 'fraction of the peak the matmuls reach, 0 < E ≤ 1 (default 0.5)' },
+  { name: 'memory-gb', value: 'GB', help: 'memory of one device, GB' },
+  { name: 'bw-intra', value: 'GBPS', help: 'one device\'s link inside a node, GB/s per direction' },
+  { name: 'bw-inter', value: 'GBPS', help: 'one device\'s link across nodes, GB/s per direction' },
+  { name: 'lat-intra', value: 'US', help: 'latency of a message inside a node, µs' },
+  { name: 'lat-inter', value: 'US', help: 'latency of a message across nodes, µs' },
+  { name: 'schedules', value: 'LIST', help: `comma-separated, among ${PLAN_SCHEDULES.join(', ')} (default all)` },
+  { name: 'max-micro-batch', value: 'b', help: `largest micro-batch size tried, powers of two (default 8, at most ${MESH_PLAN_LIMITS.microBatch})` },
+  { name: 'top', value: 'K', help: 'candidates printed (default 10)' },
+  { name: 'format', value: 'FMT', help: 'text (a table, default) or json (the plan)' },
+  { name: 'help', boolean: true, help: 'show this help' },
+];
+
+export const PLAN_MESH_HELP = helpFor(
+  'pipelab plan --model gpt --layers L --hidden H --heads A --seq S --vocab V --devices N --global-batch B\n' +
+    '                   [--device h100|h200|a100] [--devices-per-node K] [--peak-tflops T --memory-gb GB --bw-intra GBPS --bw-inter GBPS] ...',
+  'Plan a transformer on N devices: every dp × pp = N (pp ≤ layers), schedule, virtual stages, micro-batch\n' +
+    'size, ZeRO-1 and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
+    'by the simulated step time (α–β all-reduce and point-to-point costs, NVLink inside a node, the\n' +
+    'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.',
+  FLAGS,
+);
+
+/** A positive number flag (finite, > 0); undefined when absent. */
+function positive(a: ReturnType<typeof parseArgs>, name: string): number | undefined {
+  const x = numberFlag(a, name, 0);
+  if (x === 0) throw new UsageError(`--${name}`, stringFlag(a, name), 'must be a number greater than 0');
+  return x;
+}
+
+const FLAG_OF: Readonly<Record<string, string>> = {
+  'model.layers': '--layers',
+  'model.hidden': '--hidden',
+  'model.heads': '--heads',
+  'model.seq': '--seq',
+  'model.vocab': '--vocab',
+  'device.peakTflops': '--peak-tflops',
+  'device.efficiency': '--efficiency',
+  'device.memoryGB': '--memory-gb',
+  'device.bwIntraGBps': '--bw-intra',
+  'device.bwInterGBps': '--bw-inter',
+  'device.latIntraUs': '--lat-intra',
+  'device.latInterUs': '--lat-inter',
+  'device.devicesPerNode': '--devices-per-node',
+  devices: '--devices',
+  globalBatch: '--global-batch',
+  maxMicroBatch: '--max-micro-batch',
+};
+
+function row(c: MeshCandidate, rank: number): (string | number)[] {
+  return [
+    rank,
+    `${c.dp} × ${c.pp}`,
+    c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : ''),
+    `${c.microBatch} × ${c.microbatches}`,
+    [c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '–',
+    fmt(c.stepMs, 5),
+    fmt(c.bubble, 3),
+    fmt(c.allReduceShare, 3),
+    (c.memoryBytes / 1e9).toFixed(1),
+    (100 * c.mfu).toFixed(1) + '%',
+  ];
+}
+
+export function planMeshCommand(argv: readonly string[], io: CliIo): number {
+  const a = parseArgs(argv, FLAGS, 'plan');
+  if (boolFlag(a, 'help')) {
+    io.out(PLAN_MESH_HELP);
+    return EXIT_OK;
+  }
+  if (a.positionals.length > 0) throw new UsageError('argument', a.positionals[0], '`pipelab plan --model` takes flags only');
+  oneOfFlag(a, 'model', MODELS);
+  const format = oneOfFlag(a, 'format', FORMATS) ?? 'text';
+  const int = (name: string, max: number, what: string) => required(intFlag(a, name, 1, max), name, what);
+  const precision = oneOfFlag(a, 'precision', PRECISIONS) ?? 'bf16';
+  const model: TransformerModel = {
+    layers: int('layers', TRANSFORMER_LIMITS.layers, 'the number of transformer layers'),
+    hidden: int('hidden', TRANSFORMER_LIMITS.hidden, 'the hidden size'),
+    heads: int('heads', TRANSFORMER_LIMITS.heads, 'the attention heads'),
+    seq: int('seq', TRANSFORMER_LIMITS.seq, 'the sequence length'),
+    vocab: int('vocab', TRANSFORMER_LIMITS.vocab, 'the vocabulary size'),
+    bytesPerElement: precision === 'bf16' ? 2 : 4,
+  };
+  const devices = int('devices', MESH_PLAN_LIMITS.devices, 'the number of devices N');
+  const globalBatch = int('global-batch', MESH_PLAN_LIMITS.globalBatch, 'the sequences per step over all replicas');
+  const preset = oneOfFlag(a, 'device', DEVICE_PRESET_NAMES) ?? 'h100';
+  const peak = positive(a, 'peak-tflops');
+  const device: DeviceSpec = {
+    ...DEVICE_PRESETS[preset],
+    // An explicit peak names a custom device; its fp32 peak is taken as half the 16-bit one, as on the presets.
+    ...(peak !== undefined ? { name: 'custom', peakTflops: peak, peakTflopsFp32: peak / 2 } : {}),
+  };
+  const override = <K extends keyof DeviceSpec>(key: K, x: DeviceSpec[K] | undefined) => {
+    if (x !== undefined) device[key] = x;
+  };
+  override('efficiency', numberFlag(a, 'efficiency', 0));
+  override('memoryGB', positive(a, 'memory-gb'));
+  override('bwIntraGBps', positive(a, 'bw-intra'));
+  override('bwInterGBps', positive(a, 'bw-inter'));
+  override('latIntraUs', numberFlag(a, 'lat-intra', 0));
+  override('latInterUs', numberFlag(a, 'lat-inter', 0));
+  override('devicesPerNode', intFlag(a, 'devices-per-node', 1, 1 << 20));
+  const schedulesRaw = stringFlag(a, 'schedules');
+  let schedules: PlanSchedule[] | undefined;
+  if (schedulesRaw !== undefined) {
+    schedules = schedulesRaw.split(',').map((x) => x.trim()) as PlanSchedule[];
+    const bad = schedules.find((x) => !(PLAN_SCHEDULES as readonly string[]).includes(x));
+    if (bad !== undefined) throw new UsageError('--schedules', schedulesRaw, `names ${JSON.stringify(bad)}; each must be one of ${PLAN_SCHEDULES.join(', ')}`);
+  }
+  const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
+  const top = intFlag(a, 'top', 1, 1000) ?? 10;
+  const t0 = performance.now();
+  let plan;
+  try {
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch });
+  } catch (e) {
+    // The request's errors are the flags' errors.
+    const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;
+    if (e instanceof ConfigError && flag) throw new UsageError(flag, e.value, e.rule);
+    throw e;
+  }
+  const ms = performance.now() - t0;
+  const shown = plan.candidates.slice(0, top);
+  if (format === 'json') {
+    io.out(JSON.stringify({ model, device, devices, globalBatch, evaluated: plan.evaluated, dropped: plan.dropped, skipped: plan.skipped, candidates: shown }, null, 1) + '\n');
+    return EXIT_OK;
+  }
+  const best = shown[0];
+  io.out(
+    [
+      `model      GPT: ${model.layers} layers, hidden ${model.hidden}, ${model.heads} heads, seq ${model.seq}, vocab ${model.vocab}, ${precision}`,
+      `devices    ${devices} × ${device.name} (${device.peakTflops} TFLOP/s peak at ${device.efficiency} efficiency, ${device.memoryGB} GB), ${device.devicesPerNode} per node; ` +
+        `links ${device.bwIntraGBps} GB/s inside a node, ${device.bwInterGBps} GB/s across`,
+      `batch      ${globalBatch} sequences per step`,
+      `searched   ${plan.evaluated} candidates in ${fmt(ms / 1e3, 3)} s; ${plan.dropped} did not fit ${device.memoryGB} GB; ${plan.skipped.length} layouts skipped`,
+      `best       dp × pp = ${best.dp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
+      '',
+      '',
+    ].join('\n'),
+  );
+  io.out(table(['#', 'dp × pp', 'schedule', 'b × m', 'memory saving', 'step ms', 'bubble', 'all-reduce share', 'GB / device', 'MFU'], shown.map((c, i) => row(c, i + 1))));
+  return EXIT_OK;
+}

@@ -1,0 +1,42 @@
+/**
+ * The exported PyTorch program: the Python modules in src/export/torch/, shipped
+ * side by side at the bundle's root (train.py imports the others). Each holds
+ * one idea: train.py (the entry: flags, the training loop, the final weights),
+ * bundle.py (config.json, schedule.csv, the replica-major mesh and their
+ * checks), data.py (a replica's rows of each step's batch), model.py (layers,
+ * stages, the loss), pipeline.py (one step of a rank's schedule row with
+ * point-to-point messages), collectives.py (the data-parallel flush: gradient
+ * all-reduce, ZeRO-1), optimizer.py, profiling.py (`train.py --profile`) and
+ * safetensors_io.py.
+ *
+ * The program's text is a parameter of the bundle: the page imports the files
+ * with `?raw` (src/ui/exports/export-files.ts), Node reads them from disk
+ * (./torch-program-disk.ts).
+ */
+import type { BundleFile } from './torch-bundle.ts';
+
+export const TORCH_PROGRAM_FILES = [
+  'train.py',
+  'bundle.py',
+  'data.py',
+  'model.py',
+  'pipeline.py',
+  'collectives.py',
+  'optimizer.py',
+  'profiling.py',
+  'safetensors_io.py',
+] as const;
+
+/** The program's files by name (`train.py` → its text). */
+export type TorchProgram = Readonly<Record<string, string>>;
+
+/** The program's files as bundle files; throws when one is missing or one is not part of the program. */
+export function programFiles(program: TorchProgram): BundleFile[] {
+  const names: readonly string[] = TORCH_PROGRAM_FILES;
+  const missing = names.filter((n) => typeof program[n] !== 'string');
+  const extra = Object.keys(program).filter((n) => !names.includes(n));
+  if (missing.length > 0 || extra.length > 0) {
+    throw new Error(`the PyTorch program must be ${names.join(', ')}; ${missing.length ? `missing ${missing.join(', ')}` : ''}${missing.length && extra.length ? '; ' : ''}${extra.length ? `not expected ${extra.join(', ')}` : ''}`);
+  }
+  return names.map((n) => ({ path: n, data: program[n] }));
+}

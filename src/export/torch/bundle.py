@@ -1,0 +1,93 @@
+"""The exported run as every process reads it: config.json, schedule.csv and the mesh of processes.
+
+The mesh is replica-major, as PipeLab's src/schedule/mesh.ts numbers its workers: of world = dp x ranks
+processes, global rank g is data-parallel replica g // ranks and pipeline rank g % ranks. Every replica runs the
+whole schedule (one row of schedule.csv per pipeline rank) on its own rows of each step's batch; the dp processes
+that hold one pipeline rank (every replica's copy of its stages) form that rank's data-parallel group.
+
+Everything here is checked before any process group starts: a bad launch or a bad bundle stops every process
+with the same message, instead of leaving some of them waiting for the others.
+"""
+import csv
+import json
+import os
+
+
+class Mesh:
+    """dp replicas of a pipeline of `ranks` ranks; process g = replica * ranks + rank."""
+
+    def __init__(self, dp, ranks):
+        self.dp, self.ranks, self.world = dp, ranks, dp * ranks
+
+    def place(self, g):
+        """(replica, pipeline rank) of global rank g."""
+        return divmod(g, self.ranks)
+
+    def process(self, replica, rank):
+        return replica * self.ranks + rank
+
+    def group(self, rank):
+        """The processes holding pipeline rank `rank`'s stages, one per replica, in replica order."""
+        return [self.process(d, rank) for d in range(self.dp)]
+
+    def describe(self):
+        return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes"
+
+
+def read_schedule(path):
+    """Per pipeline rank, its actions as (column, stage, op, micro-batch). Each cell is {stage}{F|B|I|W}{mb};
+    column t is time step t on every rank and an empty cell is an idle step (PyTorch's time-aligned layout)."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    order = []
+    for r, row in enumerate(rows):
+        actions = []
+        for c, cell in enumerate(row):
+            cell = cell.strip()
+            if not cell:
+                continue
+            i = next((i for i, ch in enumerate(cell) if ch in "FBIW"), -1)
+            if i <= 0 or not cell[:i].isdigit() or not cell[i + 1:].isdigit():
+                raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {cell!r} is not an action such as 2F0")
+            actions.append((c, int(cell[:i]), cell[i], int(cell[i + 1:])))
+        order.append(actions)
+    return order
+
+
+class Bundle:
+    """config.json and schedule.csv of the folder `here`, checked against each other."""
+
+    def __init__(self, here):
+        self.here = here
+        with open(self.path("config.json")) as f:
+            self.cfg = json.load(f)
+        self.order = read_schedule(self.path("schedule.csv"))
+        self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"])
+        self.check()
+
+    def path(self, name):
+        return os.path.join(self.here, name)
+
+    def check(self):
+        cfg, mesh = self.cfg, self.mesh
+        if cfg.get("world", mesh.world) != mesh.world:
+            raise SystemExit(f"config.json: world = {cfg['world']}, but its {mesh.describe()}")
+        if len(self.order) != mesh.ranks:
+            rows = len(self.order)
+            raise SystemExit(f"schedule.csv holds {rows} rows (one per pipeline rank), so dp x rows = {mesh.dp} x {rows} = "
+                             f"{mesh.dp * rows} processes, but config.json is for {mesh.describe()}")
+        stage_to_rank = cfg["stageToRank"]
+        for r, row in enumerate(self.order):
+            for (c, s, op, mb) in row:
+                if s >= cfg["stages"] or stage_to_rank[s] != r or mb >= cfg["microbatches"]:
+                    where = f"stage {s} is not on rank {r}" if s < cfg["stages"] else f"the run has {cfg['stages']} stages"
+                    if s < cfg["stages"] and stage_to_rank[s] == r:
+                        where = f"the run has {cfg['microbatches']} micro-batches"
+                    raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {s}{op}{mb}: {where} (config.json)")
+
+    def check_world(self, world, rank):
+        """The launch must start exactly dp x ranks processes."""
+        m = self.mesh
+        if world != m.world:
+            raise SystemExit(f"rank {rank}: world size = {world}, but this run was exported for {m.describe()}: "
+                             f"start it with torchrun --nproc_per_node={m.world} (or nodes x procs = {m.world})")

@@ -1,0 +1,37 @@
+"""The exported batches as one replica trains them.
+
+batches.safetensors holds the exact batch of every step: inputs [steps, B, cols] and labels [steps, B] (the GPT's:
+[steps, B, blockSize], -1 where a position is padding). Replica d of dp trains rows [d*B/dp, (d+1)*B/dp) of
+each step's batch (replicaRows in src/schedule/mesh.ts), cut into `microbatches` micro-batches of
+B / (dp * microbatches) rows. The loss scale stays 1 / (the targets of the WHOLE step's batch, every replica's),
+so the replicas' summed gradients are exactly the one-device gradient of the batch.
+"""
+import torch
+
+from safetensors_io import read_safetensors
+
+LABEL_IGNORED = -1  # a padded target (the GPT's positions past a name's end) takes no loss
+
+
+class ReplicaBatches:
+    def __init__(self, path, cfg, replica, device):
+        data = read_safetensors(path)
+        self.inputs, self.labels = data["inputs"], data["labels"].long()
+        dp, B, M = cfg.get("dp", 1), cfg["batchSize"], cfg["microbatches"]
+        self.rows = B // (dp * M)  # rows per micro-batch
+        self.first = replica * (B // dp)
+        self.device = device
+        self.in_dtype = torch.float32 if cfg["model"]["input"]["dtype"] == "f32" else torch.int32
+        self.loss_scale = cfg["lossScalePerStep"]
+
+    def span(self, mb):
+        lo = self.first + mb * self.rows
+        return lo, lo + self.rows
+
+    def input(self, step, mb):
+        lo, hi = self.span(mb)
+        return self.inputs[step, lo:hi].to(self.device, self.in_dtype)
+
+    def target(self, step, mb):
+        lo, hi = self.span(mb)
+        return self.labels[step, lo:hi].to(self.device).reshape(-1)

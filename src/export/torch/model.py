@@ -1,0 +1,229 @@
+"""The model of an exported run, built from config.json's "model" (blocks of layers): one class per layer kind,
+a Stage (a contiguous run of blocks) and the held-out loss of the whole model."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+from safetensors_io import read_safetensors
+
+
+# Layers: one class per layer kind of the exported model spec (config.json "model"). Parameters carry
+# the page's global names, f"{block}.{layer}.{param}", and layouts (a Linear's W is [in, out]).
+# A new kind is one more class in LAYERS.
+
+def weight(shape, device, fill=0.0):
+    return torch.full(shape, fill, device=device).requires_grad_(True)
+
+
+class Linear:
+    """y = x @ W + b, W [in, out] as the page stores it."""
+
+    def __init__(self, name, s, device):
+        self.W, self.b = weight((s["in"], s["out"]), device), weight((s["out"],), device)
+        self.params = {f"{name}.W": self.W, f"{name}.b": self.b}
+        self.decay = {f"{name}.W": True, f"{name}.b": False}
+        self.out_shape = (s["out"],)
+
+    def __call__(self, x):
+        return x @ self.W + self.b
+
+
+class Embedding:
+    """k context indices per row -> the k embeddings side by side, [n, k * dim]."""
+
+    def __init__(self, name, s, device):
+        self.table = weight((s["vocab"], s["dim"]), device)
+        self.params = {f"{name}.table": self.table}
+        self.decay = {f"{name}.table": True}
+        self.out_shape = (s["context"] * s["dim"],)
+
+    def __call__(self, idx):
+        return self.table[idx.long()].reshape(idx.shape[0], -1)
+
+
+class LayerNorm:
+    def __init__(self, name, s, device):
+        self.gamma, self.beta = weight((s["dim"],), device, 1.0), weight((s["dim"],), device)
+        self.params = {f"{name}.gamma": self.gamma, f"{name}.beta": self.beta}
+        self.decay = {f"{name}.gamma": False, f"{name}.beta": False}
+        self.dim, self.eps, self.out_shape = s["dim"], s["eps"], (s["dim"],)
+
+    def __call__(self, x):
+        return F.layer_norm(x, (self.dim,), self.gamma, self.beta, self.eps)
+
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "tanh": torch.tanh,
+    "gelu": lambda x: F.gelu(x, approximate="tanh"),  # the page's GELU is the tanh form
+    "identity": lambda x: x,
+}
+
+
+class Activation:
+    def __init__(self, name, s, device):
+        self.params, self.decay = {}, {}
+        self.fn, self.out_shape = ACTIVATIONS[s["fn"]], (s["dim"],)
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+# The GPT (makemore's Transformer): its parameters carry makemore's state-dict names and PyTorch's layouts
+# (a Linear's weight is [out, in]), so trained.safetensors loads into makemore as it is. Activations
+# between its layers and stages are [sequences, blockSize, width].
+
+class TorchLinear:
+    """y = x @ W^T (+ b), W [out, in]: torch.nn.Linear's parameters, named {name}.weight / {name}.bias."""
+
+    def __init__(self, name, n_in, n_out, device, bias=True):
+        self.weight = weight((n_out, n_in), device)
+        self.bias = weight((n_out,), device) if bias else None
+        self.params = {f"{name}.weight": self.weight}
+        self.decay = {f"{name}.weight": True}
+        if bias:
+            self.params[f"{name}.bias"] = self.bias
+            self.decay[f"{name}.bias"] = False
+
+    def __call__(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+class TorchLayerNorm:
+    """torch.nn.LayerNorm's parameters, named {name}.weight (1) / {name}.bias (0); eps 1e-5."""
+
+    def __init__(self, name, dim, device):
+        self.weight, self.bias, self.dim = weight((dim,), device, 1.0), weight((dim,), device), dim
+        self.params = {f"{name}.weight": self.weight, f"{name}.bias": self.bias}
+        self.decay = {f"{name}.weight": False, f"{name}.bias": False}
+
+    def __call__(self, x):
+        return F.layer_norm(x, (self.dim,), self.weight, self.bias, 1e-5)
+
+
+def gathered(parts):
+    """The parameters and weight-decay flags of several sub-layers, as one layer holds them."""
+    return ({k: v for p in parts for k, v in p.params.items()}, {k: v for p in parts for k, v in p.decay.items()})
+
+
+class GptEmbedding:
+    """Token indices [n, T] -> wte[idx] + wpe[0 .. T-1], [n, T, C] (transformer.wte / transformer.wpe)."""
+
+    def __init__(self, name, s, device):
+        self.wte = weight((s["vocab"], s["dim"]), device)
+        self.wpe = weight((s["blockSize"], s["dim"]), device)
+        self.params = {"transformer.wte.weight": self.wte, "transformer.wpe.weight": self.wpe}
+        self.decay = {"transformer.wte.weight": True, "transformer.wpe.weight": True}
+        self.out_shape = (s["blockSize"], s["dim"])
+
+    def __call__(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.wte[idx.long()] + self.wpe[pos].unsqueeze(0)
+
+
+class GptBlock:
+    """A pre-LayerNorm block: x + c_proj(causal attention(c_attn(ln_1(x)))), then x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x))))."""
+
+    def __init__(self, name, s, device):
+        p, C = s["prefix"], s["dim"]
+        self.heads, self.C, self.T = s["heads"], C, s["blockSize"]
+        self.ln_1 = TorchLayerNorm(f"{p}.ln_1", C, device)
+        self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device)
+        self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device)
+        self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device)
+        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device)
+        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device)
+        self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
+        self.mask = torch.tril(torch.ones(self.T, self.T, dtype=torch.bool, device=device))
+        self.out_shape = (self.T, C)
+
+    def attention(self, x):
+        n, T, C = x.shape
+        H = self.heads
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(n, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # [n, H, T, D]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        att = F.softmax(att.masked_fill(~self.mask[:T, :T], float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(n, T, C))
+
+    def __call__(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GptHead:
+    """transformer.ln_f, then lm_head (no bias): [n, T, C] -> logits [n, T, vocab]."""
+
+    def __init__(self, name, s, device):
+        self.ln_f = TorchLayerNorm("transformer.ln_f", s["dim"], device)
+        self.lm_head = TorchLinear("lm_head", s["dim"], s["vocab"], device, bias=False)
+        self.params, self.decay = gathered([self.ln_f, self.lm_head])
+        self.out_shape = (s["blockSize"], s["vocab"])
+
+    def __call__(self, x):
+        return self.lm_head(self.ln_f(x))
+
+
+LAYERS = {
+    "linear": Linear, "embedding": Embedding, "layernorm": LayerNorm, "activation": Activation,
+    "gpt-embedding": GptEmbedding, "gpt-block": GptBlock, "gpt-head": GptHead,
+}
+
+
+class Stage:
+    """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss."""
+
+    def __init__(self, index, model, block_range, device):
+        start, end = block_range
+        self.index, self.layers, self.is_last = index, [], False
+        for block in model["blocks"][start:end]:
+            for s in block["layers"]:
+                if s["kind"] == "softmax-cross-entropy":
+                    self.is_last = True  # the loss itself is applied by the schedule loop
+                    continue
+                if s["kind"] not in LAYERS:
+                    raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
+                self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device))
+        self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
+        self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
+        self.out_shape = self.layers[-1].out_shape
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def microbatch_loss(logits, target, scale):
+    """The cross-entropy summed over the micro-batch's targets that take a loss, times `scale` (1 / the targets of
+    the WHOLE step's batch): a step's micro-batch losses add up to the batch mean, and so do their gradients."""
+    return F.cross_entropy(logits.reshape(target.shape[0], -1), target, ignore_index=-1, reduction="sum") * scale
+
+def build_stages(cfg, rank, device):
+    """The stages the schedule puts on pipeline rank `rank`, by stage index."""
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+
+
+def load_weights(stages, init, who):
+    """Copies every parameter of `stages` from `init` (name -> tensor); a missing or misshapen one stops the run."""
+    for st in stages.values():
+        for name, p in st.params.items():
+            if name not in init or tuple(init[name].shape) != tuple(p.shape):
+                got = "missing" if name not in init else f"shape {list(init[name].shape)}"
+                raise SystemExit(f"{who}: stage {st.index} weight {name} ({list(p.shape)}) did not load from init.safetensors: {got}")
+            with torch.no_grad():
+                p.copy_(init[name].to(p.device, torch.float32))
+
+
+def heldout_loss(model, weights, path):
+    """Mean cross-entropy of the trained model on the held-out split at `path` (one stage, on CPU)."""
+    whole = Stage(0, model, [0, len(model["blocks"])], torch.device("cpu"))
+    with torch.no_grad():
+        for n, p in whole.params.items():
+            p.copy_(weights[n])
+        data = read_safetensors(path)
+        x = data["inputs"] if model["input"]["dtype"] == "i32" else data["inputs"].float()
+        target = data["labels"].long().reshape(-1)
+        logits = whole.forward(x).reshape(target.shape[0], -1)
+        return F.cross_entropy(logits, target, ignore_index=-1).item()  # the mean over targets that take a loss

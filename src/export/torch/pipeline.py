@@ -1,0 +1,156 @@
+"""One process's walk through its row of schedule.csv for one step: F (forward), B (full backward), I (backward
+for the stage input only) and W (backward for the weights only), with the activations and gradients exchanged
+between the pipeline ranks of its own replica by point-to-point sends and receives.
+
+Column t of schedule.csv is time step t on every rank: after it, the messages it produced go from their sender to
+their receiver, both ends posting them in the same order. Gradients accumulate over the step's micro-batches in
+each parameter's .grad; the flush (collectives.py) sums them over the replicas and steps the optimizer.
+"""
+import time
+
+import torch
+import torch.distributed as dist
+
+from model import microbatch_loss
+
+
+class RunFailed(Exception):
+    """A process cannot go on (a message did not come in time); the text names the rank and the action."""
+
+
+def wait(work, timeout, message):
+    """Waits for a send, a receive or a collective; past the timeout the run fails with `message` (never a hang)."""
+    try:
+        done = work.wait(timeout)
+    except RuntimeError as e:  # gloo raises on a timeout
+        raise RunFailed(f"{message} ({e})") from None
+    if done is False:
+        raise RunFailed(message)
+
+
+def accumulate(params, grads):
+    """Gradients add up over the step's micro-batches; the optimizer steps once at the flush."""
+    for p, g in zip(params, grads):
+        p.grad = g if p.grad is None else p.grad + g
+
+
+class PipelineRank:
+    """Pipeline rank `prank` of replica `replica`: its stages, its actions, the messages of a step."""
+
+    def __init__(self, bundle, replica, prank, stages, data, device, timeout, on_stage_done=None):
+        cfg, mesh = bundle.cfg, bundle.mesh
+        self.cfg, self.mesh, self.replica, self.prank = cfg, mesh, replica, prank
+        self.rank = mesh.process(replica, prank)
+        self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
+        self.on_stage_done = on_stage_done or (lambda s: None)
+        S, M = cfg["stages"], cfg["microbatches"]
+        self.last_stage, self.M = S - 1, M
+        stage_to_rank, order = cfg["stageToRank"], bundle.order
+        # The messages of a step, from the whole schedule (every process reads every row): what column t sends.
+        # An F of stage s sends its output to stage s + 1; a B or I of stage s > 0 sends the input gradient
+        # to stage s - 1. Messages between two stages on one rank (e.g. ZB-V) stay in this process.
+        self.columns = 1 + max((a[0] for row in order for a in row), default=0)
+        self.sent_at = [[] for _ in range(self.columns)]
+        for r, row in enumerate(order):
+            for (c, s, op, mb) in row:
+                if op == "F" and s < self.last_stage:
+                    self.sent_at[c].append((r, stage_to_rank[s + 1], "act", s + 1, mb))
+                elif op in ("B", "I") and s > 0:
+                    self.sent_at[c].append((r, stage_to_rank[s - 1], "grad", s - 1, mb))
+        self.my_action = {c: (s, op, mb) for (c, s, op, mb) in order[prank]}
+        # The column after which each of this rank's stages has all of its step's weight gradients.
+        self.grads_done_at = {}
+        for (c, s, op, mb) in order[prank]:
+            if op in ("B", "W"):
+                self.grads_done_at[s] = max(c, self.grads_done_at.get(s, -1))
+
+    def who(self, step, col):
+        return f"rank {self.rank}: step {step} column {col + 1}"
+
+    def exchange(self, step, col, outbox, inbox):
+        """After column `col`, every message it produced goes from its sender to its receiver (this replica's
+        process of that pipeline rank). Both ends post their operations in the same (sorted) order, as NCCL needs."""
+        ops, waits = [], []
+        for (src, dst, kind, to_stage, mb) in sorted(self.sent_at[col]):
+            key = (kind, to_stage, mb)
+            tag = (to_stage * self.M + mb) * 2 + (kind == "grad")
+            if src == dst == self.prank:
+                inbox[key] = outbox.pop(key)
+            elif src == self.prank:
+                peer = self.mesh.process(self.replica, dst)
+                ops.append(dist.P2POp(dist.isend, outbox.pop(key).contiguous(), peer, tag=tag))
+                waits.append(f"{self.who(step, col)}: {kind} of micro-batch {mb} for stage {to_stage} not taken by rank {peer} within {self.timeout.total_seconds()} s")
+            elif dst == self.prank:
+                peer = self.mesh.process(self.replica, src)
+                shape = self.cfg["stageInShape"][to_stage] if kind == "act" else self.stages[to_stage].out_shape
+                inbox[key] = torch.empty(self.data.rows, *shape, device=self.device)
+                ops.append(dist.P2POp(dist.irecv, inbox[key], peer, tag=tag))
+                waits.append(f"{self.who(step, col)}: no {kind} of micro-batch {mb} for stage {to_stage} from rank {peer} within {self.timeout.total_seconds()} s")
+        if ops:
+            for work, message in zip(dist.batch_isend_irecv(ops), waits):
+                wait(work, self.timeout, message)
+
+    def take(self, inbox, key, step, col, action):
+        if key not in inbox:
+            raise SystemExit(f"{self.who(step, col)}: {action} needs the {key[0]} of micro-batch {key[2]} for stage {key[1]}, "
+                             "which no earlier column of schedule.csv sends: the file is not time-aligned (every input from another rank "
+                             "must sit in an earlier column than its use; pipelab writes it so) or misses an action")
+        return inbox.pop(key)
+
+    def run_step(self, step, stall_s=0.0):
+        """Runs this rank's actions of `step`; returns this replica's share of the step's loss (last stage only, else 0)."""
+        for st in self.stages.values():
+            for p in st.params.values():
+                p.grad = None
+        held, outbox, inbox, step_loss = {}, {}, {}, 0.0
+        for col in range(self.columns):
+            if col in self.my_action:
+                s, op, mb = self.my_action[col]
+                step_loss += self.act(step, col, s, op, mb, held, outbox, inbox)
+                if self.grads_done_at.get(s) == col:
+                    self.on_stage_done(s)
+            if stall_s and col == 0:
+                time.sleep(stall_s)  # tests only: this rank stops answering
+            self.exchange(step, col, outbox, inbox)
+        return step_loss
+
+    def act(self, step, col, s, op, mb, held, outbox, inbox):
+        st, action = self.stages[s], f"{s}{op}{mb}"
+        if op == "F":
+            if s == 0:
+                x = self.data.input(step, mb)
+            else:
+                x = self.take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
+            y = st.forward(x)
+            loss = 0.0
+            if st.is_last:
+                y = microbatch_loss(y, self.data.target(step, mb), self.data.loss_scale[step])
+                loss = y.item()
+            else:
+                outbox[("act", s + 1, mb)] = y.detach()
+            held[(s, mb)] = (x, y, None)
+            return loss
+        x, y, dy = held[(s, mb)]
+        if dy is None and s != self.last_stage:
+            dy = self.take(inbox, ("grad", s, mb), step, col, action)
+        needs_input = s > 0  # stage 0 takes data, which has no gradient
+        ps = list(st.params.values())
+        if op == "B":
+            gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)
+            if needs_input:
+                outbox[("grad", s - 1, mb)] = gs[0]
+                gs = gs[1:]
+            accumulate(ps, gs)
+        elif op == "I" and needs_input:
+            # I: the gradient for the stage input only, keeping the graph for W
+            # (torch.distributed.pipelining's stage_backward_input).
+            (dx,) = torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
+            outbox[("grad", s - 1, mb)] = dx
+        elif op == "W":
+            # W: the gradient for the weights, later (stage_backward_weight).
+            accumulate(ps, torch.autograd.grad(y, ps, grad_outputs=dy))
+        if op == "I":
+            held[(s, mb)] = (x, y, dy)
+        else:
+            del held[(s, mb)]
+        return 0.0

@@ -1,0 +1,292 @@
+"""train.py --profile: no training. Measures, on this cluster's own devices, what PipeLab's planner needs and
+writes it as PipeLab's Profile (src/plan/profile.ts), which `pipelab plan --profile` and the page's Plan panel
+read unchanged:
+
+  blocks[b].F, I, W, B   each block of the model alone, for one micro-batch of the run's size (config.json
+                         "rowsPerMicrobatch"), timed on the device of the process whose stage holds it (replica
+                         0's), one process at a time (solo times); CUDA events on GPUs, wall time on CPU (where
+                         torch runs synchronously). I is the gradient for the block's input only, W the weight
+                         gradient after it (as pipeline.py runs them), B the full backward; block 0 has no input
+                         gradient (I = 0). Mean of --profile-repeats rounds after 2 warm-up rounds, each round
+                         timing every block once (a burst of load elsewhere spreads over all blocks).
+  heldBytes              the bytes the block's forward keeps for its backward (autograd's saved tensors, its
+                         parameters left out, and its input); heldBytesRecompute: its input only.
+  comm[b]                one way across boundary b: half the round trip of an activation of that boundary's shape
+                         between processes 0 and 1 (the gradient going back has the same shape).
+  lanes                  the effective lanes of the devices when every process computes at once (processes sharing
+                         a machine's cores or one GPU run slower together): every process repeats the F and B of
+                         its own blocks for the same wall time, first alone (in turns), then all at once; with n
+                         processes each at a fraction f of its solo rate, lanes = n * mean(f) (the simulator's
+                         shared-device mode runs n ranks at min(1, lanes / n) each).
+  allReduce              with dp >= 2: the all-reduce of each stage's gradients over its replicas (one stage at a
+                         time) and two probe sizes, with the ring's alpha-beta fit
+                         time = 2(n-1) * latency + 2(n-1)/n * bytes / bandwidth.
+  model                  config.json's "profileModel": the planner refuses the profile for another model.
+"""
+import json
+import math
+import os
+import platform
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+from model import Stage, load_weights, microbatch_loss
+from pipeline import wait
+
+WARMUP = 2
+
+
+class Clock:
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+
+    def ms(self, fn):
+        if self.cuda:
+            torch.cuda.synchronize()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            return a.elapsed_time(b)
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1000
+
+    def median(self, repeats, prepare, run):
+        """run(prepare()) timed `repeats` times after WARMUP untimed ones (prepare itself untimed); the median, ms."""
+        times = []
+        for i in range(WARMUP + repeats):
+            state = prepare()
+            t = self.ms(lambda: run(state))
+            if i >= WARMUP:
+                times.append(t)
+        return statistics.median(times)
+
+
+class BlockProbe:
+    """Block b of the model as a stage of its own, with one micro-batch of input: real data for block 0, random
+    activations of the block's input shape otherwise (the timings do not depend on the values)."""
+
+    def __init__(self, proc, b):
+        cfg, data = proc.bundle.cfg, proc.data
+        self.b, self.first = b, b == 0
+        self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device)
+        load_weights({b: self.stage}, proc.init, f"rank {proc.rank}")
+        self.params = list(self.stage.params.values())
+        self.x = data.input(0, 0) if self.first else torch.randn(data.rows, *cfg["blockInShape"][b], device=proc.device)
+        self.target = data.target(0, 0) if self.stage.is_last else None
+        self.scale = data.loss_scale[0]
+
+    def input(self):
+        return self.x if self.first else self.x.detach().requires_grad_(True)
+
+    def forward(self, x):
+        y = self.stage.forward(x)
+        return microbatch_loss(y, self.target, self.scale) if self.stage.is_last else y
+
+    def graph(self):
+        x = self.input()
+        y = self.forward(x)
+        return x, y, None if self.stage.is_last else torch.ones_like(y)
+
+    def input_grad(self, g):
+        x, y, dy = g
+        if not self.first:
+            torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
+        return g
+
+    def full_backward(self, g):
+        x, y, dy = g
+        torch.autograd.grad(y, ([] if self.first else [x]) + self.params, grad_outputs=dy)
+
+    def weight_grad(self, g):
+        x, y, dy = g
+        torch.autograd.grad(y, self.params, grad_outputs=dy)
+
+    def held_bytes(self):
+        """Bytes of what the forward keeps for the backward: saved tensors (not parameters) and the input."""
+        params = {p.data_ptr() for p in self.params}
+        seen = {}
+
+        def pack(t):
+            if t.data_ptr() not in params:
+                seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.numel() * t.element_size())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            x, _, _ = self.graph()
+        seen[x.data_ptr()] = max(seen.get(x.data_ptr(), 0), x.numel() * x.element_size())
+        return sum(seen.values()), x.numel() * x.element_size()
+
+    def timings(self):
+        """What one round times: name -> (prepare, run); prepare is not timed."""
+        out = {"F": (self.input, self.forward), "B": (self.graph, self.full_backward),
+               "W": (lambda: self.input_grad(self.graph()), self.weight_grad)}
+        if not self.first:
+            out["I"] = (self.graph, self.input_grad)
+        return out
+
+    def result(self, mean_ms):
+        held, held_input = self.held_bytes()
+        return {"F": mean_ms["F"], "I": mean_ms.get("I", 0.0), "W": mean_ms["W"], "B": mean_ms["B"],
+                "heldBytes": held, "heldBytesRecompute": min(held, held_input)}
+
+
+def merged(values):
+    out = {}
+    for v in dist_all_gather(values):
+        out.update(v)
+    return out
+
+
+def dist_all_gather(value):
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, value)
+    return gathered
+
+
+def measure_blocks(probes, clock, repeats):
+    """Each probe's F, B, I and W, in rounds: every round times each of them once, so a burst of load from
+    elsewhere on the machine spreads over all blocks instead of inflating a few; the mean of the rounds after
+    WARMUP (a run feels the mean slowdown, not the median one)."""
+    times = {p.b: {k: [] for k in p.timings()} for p in probes}
+    for i in range(WARMUP + repeats):
+        for p in probes:
+            for k, (prepare, run) in p.timings().items():
+                state = prepare()
+                t = clock.ms(lambda: run(state))
+                if i >= WARMUP:
+                    times[p.b][k].append(t)
+    return {p.b: p.result({k: statistics.fmean(v) for k, v in times[p.b].items()}) for p in probes}
+
+
+def block_times(proc, probes, clock, repeats):
+    """Each block's solo times, measured by replica 0's process of the rank holding it, one rank at a time."""
+    mine = {}
+    for turn in range(proc.bundle.mesh.ranks):
+        dist.barrier()
+        if proc.replica == 0 and proc.prank == turn:
+            mine = measure_blocks(probes, clock, repeats)
+    return merged(mine)
+
+
+def exchange(buf, peer, send_first, timeout, who):
+    for sending in ((True, False) if send_first else (False, True)):
+        op = dist.isend if sending else dist.irecv
+        wait(op(buf, peer), timeout, f"{who}: the profile's round trip with rank {peer} did not finish within {timeout.total_seconds()} s")
+
+
+def boundary_times(proc, clock, repeats):
+    """One-way time across each block boundary: half a round trip of that boundary's activation, processes 0 and 1."""
+    cfg = proc.bundle.cfg
+    n = len(cfg["model"]["blocks"])
+    out = []
+    for b in range(n - 1):
+        buf = torch.zeros(proc.data.rows, *cfg["blockInShape"][b + 1], device=proc.device)
+        who = f"rank {proc.rank}: boundary {b}"
+        if proc.rank == 0:
+            out.append(clock.median(repeats, lambda: None, lambda _: exchange(buf, 1, True, proc.timeout, who)) / 2)
+        elif proc.rank == 1:
+            for _ in range(WARMUP + repeats):
+                exchange(buf, 0, False, proc.timeout, who)
+    return out
+
+
+def all_reduce_times(proc, clock, repeats):
+    """Per stage, the all-reduce of its gradients over its replicas (one at a time); then two probe sizes."""
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    jobs = [(cfg["stageToRank"][s], sum(math.prod(shape) for _, shape in cfg["stageParams"][s])) for s in range(cfg["stages"])]
+    jobs += [(0, 1 << 8), (0, 1 << 18)]
+    samples = []
+    for (rank, numel) in jobs:
+        dist.barrier()
+        if proc.prank == rank:
+            buf = torch.zeros(numel, device=proc.device)
+            reduce = lambda _: wait(dist.all_reduce(buf, group=proc.group, async_op=True), proc.timeout,
+                                    f"rank {proc.rank}: the profile's all_reduce did not finish within {proc.timeout.total_seconds()} s")
+            t = clock.median(repeats, lambda: None, reduce)
+            if proc.replica == 0:
+                samples.append({"bytes": numel * 4, "time": t})
+    samples = [s for part in dist_all_gather(samples) for s in part]
+    n = mesh.dp
+    # Least squares of time = a + b * bytes, with a = 2(n-1) * latency and b = 2(n-1) / (n * bandwidth).
+    xs, ts = [s["bytes"] for s in samples], [s["time"] for s in samples]
+    mx, mt = sum(xs) / len(xs), sum(ts) / len(ts)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (t - mt) for x, t in zip(xs, ts)) / sxx if sxx > 0 else 0.0
+    b = max(b, 1e-12)
+    a = max(0.0, mt - b * mx)
+    return {"replicas": n, "latency": a / (2 * (n - 1)), "bandwidth": 2 * (n - 1) / (n * b), "samples": samples}
+
+
+def lanes_of(proc, probes, clock):
+    """Effective lanes: each process's rate of F + B over its own blocks when all compute at once, against alone."""
+    world = proc.bundle.mesh.world
+
+    def work():
+        for p in probes:
+            p.full_backward(p.graph())
+        if clock.cuda:
+            torch.cuda.synchronize()
+
+    def rate(seconds):
+        t0, done = time.perf_counter(), 0
+        while done == 0 or time.perf_counter() - t0 < seconds:
+            work()
+            done += 1
+        return done / (time.perf_counter() - t0)
+
+    work()
+    seconds = min(5.0, max(0.3, 20 * max(dist_all_gather(clock.ms(work) / 1000))))
+    alone = 0.0
+    for turn in range(world):
+        dist.barrier()
+        if proc.rank == turn:
+            alone = rate(seconds)
+    dist.barrier()
+    together = rate(seconds)
+    fractions = dist_all_gather(together / alone)
+    return round(world * sum(fractions) / len(fractions), 2)
+
+
+def device_name(proc):
+    if proc.device.type == "cuda":
+        return torch.cuda.get_device_name(proc.device)
+    return f"CPU {platform.processor() or platform.machine()}"
+
+
+def profile_cluster(proc, args):
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    clock, repeats = Clock(proc.device), max(1, args.profile_repeats)
+    probes = [BlockProbe(proc, b) for s in sorted(proc.stages) for b in range(*cfg["stageBlocks"][s])]
+    times = block_times(proc, probes, clock, repeats)
+    dist.barrier()
+    comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)
+    dist.barrier()
+    reduce = all_reduce_times(proc, clock, repeats) if mesh.dp >= 2 else None
+    lanes = lanes_of(proc, probes, clock) if mesh.world >= 2 else None
+    if proc.rank != 0:
+        return
+    blocks = [{"name": blk["name"], **times[b]} for b, blk in enumerate(cfg["model"]["blocks"])]
+    source = (f"train.py --profile on {device_name(proc)} ({'CUDA events' if clock.cuda else 'wall time'}), torch {torch.__version__}, "
+              f"{mesh.world} processes ({mesh.describe()}), {args.threads} thread(s) each, {proc.data.rows} rows per micro-batch, "
+              f"mean of {repeats} rounds after {WARMUP} warm-up")
+    profile = {"version": 1, "unit": "ms", "source": source, "blocks": blocks, "comm": comm}
+    if lanes is not None:
+        profile["lanes"] = lanes
+        profile["source"] += f"; {lanes} effective lanes with {mesh.world} processes at once"
+    profile["model"] = cfg["profileModel"]
+    if reduce is not None:
+        profile["allReduce"] = reduce
+    os.makedirs(os.path.dirname(os.path.abspath(args.profile_out)), exist_ok=True)
+    tmp = args.profile_out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(profile, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, args.profile_out)
+    print(f"profile {args.profile_out}: {len(blocks)} blocks, comm {['%.3f' % c for c in comm]} ms"
+          + (f", lanes {lanes}" if lanes is not None else ""), flush=True)

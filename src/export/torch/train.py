@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""A PipeLab run, exported: the same model, stages, schedule, weights and batches, on torch.distributed.
+
+    torchrun --nproc_per_node=W train.py                  # W = dp x ranks (config.json "world")
+    torchrun --nproc_per_node=W train.py --backend nccl   # one GPU per process
+    torchrun --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
+
+The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, replica-major: process g is replica
+g // ranks, pipeline rank g % ranks (bundle.py). Each builds the stages the schedule puts on its pipeline rank,
+loads their initial weights from init.safetensors, and walks its row of schedule.csv step after step on its
+replica's rows of the batch (pipeline.py, data.py). At the end of the step (the flush) each stage's gradients
+are summed over its replicas and every process steps its optimizer (collectives.py; ZeRO-1 when the run used
+it). The last stage's process of replica 0 prints the loss of every step: the whole batch's, every replica's
+share. At the end rank 0 gathers the weights, writes trained.safetensors (the page's names and layouts) and
+prints the held-out loss.
+
+Needs PyTorch >= 1.13 and the Python standard library only (safetensors is read with struct and json).
+"""
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from bundle import Bundle
+from collectives import DataParallel, replica_groups
+from data import ReplicaBatches
+from model import build_stages, heldout_loss, load_weights
+from pipeline import PipelineRank, RunFailed, wait
+from safetensors_io import read_safetensors, write_safetensors
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="gloo (CPU) or nccl (one CUDA GPU per process)")
+    ap.add_argument("--steps", type=int, default=None, help="steps to run (default: the exported run's, config.json 'steps')")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds a receive or a collective may wait before the run fails")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for trained.safetensors")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads per process (torch.set_num_threads)")
+    ap.add_argument("--profile", action="store_true", help="no training: time every block's F, I and W, the sends and the "
+                    "all-reduces on this cluster and write PipeLab's Profile (profile.json) for `pipelab plan --profile`")
+    ap.add_argument("--profile-out", default=os.path.join(HERE, "profile.json"), help="where --profile writes the profile")
+    ap.add_argument("--profile-repeats", type=int, default=5, help="timed repeats of each measurement after 2 warm-up ones")
+    ap.add_argument("--test-stall-rank", type=int, default=-1, help=argparse.SUPPRESS)  # tests: a process that stops answering
+    return ap.parse_args()
+
+
+class Process:
+    """This process in the mesh: its replica and pipeline rank, its device, its stages with their initial
+    weights, and its replica's batches."""
+
+    def __init__(self, bundle, args):
+        self.bundle, cfg = bundle, bundle.cfg
+        self.rank = int(os.environ.get("RANK", "0"))
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        bundle.check_world(world, self.rank)
+        self.replica, self.prank = bundle.mesh.place(self.rank)
+        if args.backend == "nccl":
+            if not torch.cuda.is_available():
+                raise SystemExit(f"rank {self.rank}: --backend nccl needs CUDA, and torch.cuda.is_available() is False; use --backend gloo")
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(self.device)
+        else:
+            self.device = torch.device("cpu")
+        self.timeout = datetime.timedelta(seconds=args.timeout)
+        self.stages = build_stages(cfg, self.prank, self.device)
+        self.init = read_safetensors(bundle.path("init.safetensors"))
+        load_weights(self.stages, self.init, f"rank {self.rank}")
+        self.data = ReplicaBatches(bundle.path("batches.safetensors"), cfg, self.replica, self.device)
+
+    def start(self, backend):
+        dist.init_process_group(backend, rank=self.rank, world_size=self.bundle.mesh.world, timeout=self.timeout)
+        dist.barrier()  # every process is up (and NCCL's communicator exists before the first point-to-point batch)
+        self.groups = replica_groups(self.bundle.mesh, self.timeout)
+        self.group = self.groups[self.prank]  # this pipeline rank's replicas; None when dp = 1
+
+    def synchronize(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+
+def train(proc, args):
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    steps = args.steps if args.steps is not None else cfg["steps"]
+    run = cfg.get("run", {})
+    flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True), proc.timeout)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done)
+    last = cfg["stages"] - 1
+    prints = last in proc.stages and proc.replica == 0
+    step_ms = []
+    for step in range(steps):
+        t0 = time.perf_counter()
+        stall = 10 * args.timeout if args.test_stall_rank == proc.rank and step == 0 else 0.0
+        loss = pipe.run_step(step, stall)
+        flush.flush(step, cfg["lrPerStep"][step])
+        if last in proc.stages:
+            loss = flush.step_loss(loss, proc.device)
+        proc.synchronize()
+        step_ms.append((time.perf_counter() - t0) * 1000)
+        if prints:
+            print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
+    gather_weights(proc, args, steps)
+    if prints and step_ms:
+        rest = step_ms[1:] or step_ms
+        print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
+
+
+def gather_weights(proc, args, steps):
+    """Replica 0's processes send their stages' trained weights to rank 0, which writes them (the page's names)."""
+    cfg, mesh, timeout = proc.bundle.cfg, proc.bundle.mesh, proc.timeout
+    mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
+    tag = 1_000_000
+    if proc.rank == 0:
+        weights = {n: p.detach().cpu() for n, p in mine.items()}
+        for s in range(cfg["stages"]):
+            src = mesh.process(0, cfg["stageToRank"][s])
+            if src == 0:
+                continue
+            for name, shape in cfg["stageParams"][s]:
+                buf = torch.empty(shape, device=proc.device)
+                wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: weight {name} from rank {src} not received within {args.timeout} s")
+                weights[name] = buf.cpu()
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, "trained.safetensors")
+        write_safetensors(path, weights, {"format": "pt", "producer": "PipeLab train.py", "steps": steps})
+        heldout = heldout_loss(cfg["model"], weights, proc.bundle.path("heldout.safetensors"))
+        print(f"trained weights {path}", flush=True)
+        print(f"heldout loss {heldout:.9g}", flush=True)
+    elif proc.replica == 0:
+        for s in sorted(proc.stages):
+            for name, _shape in cfg["stageParams"][s]:
+                wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
+                     f"rank {proc.rank}: weight {name} not taken by rank 0 within {args.timeout} s")
+
+
+def main():
+    args = parse_args()
+    bundle = Bundle(HERE)
+    cfg = bundle.cfg
+    if args.steps is not None and not 1 <= args.steps <= cfg["steps"]:
+        raise SystemExit(f"--steps = {args.steps}: must be between 1 and the exported run's {cfg['steps']} steps (its batches are in the bundle)")
+    torch.set_num_threads(args.threads)
+    proc = Process(bundle, args)
+    proc.start(args.backend)
+    if args.profile:
+        from profiling import profile_cluster
+        profile_cluster(proc, args)
+    else:
+        train(proc, args)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except RunFailed as e:
+        print(f"train.py: {e}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            print(f"train.py: {e.code}", file=sys.stderr, flush=True)
+        raise

@@ -1,0 +1,170 @@
+/**
+ * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
+ * in), every dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
+ * the same as `pipelab plan --model gpt`, and the winner's step drawn at scale (dp × pp lanes). It plans on
+ * the button, not on each keystroke; its state is its own.
+ */
+import { useMemo, useState } from 'react';
+import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DevicePreset } from '../../plan/device.ts';
+import { candidateSchedule, planMesh, type MeshPlan, type MeshPlanRequest } from '../../plan/mesh-plan.ts';
+import { simulate, type SimulationResult } from '../../schedule/index.ts';
+import { NumberField, SelectField } from '../controls/fields.tsx';
+import { num, pct } from '../timeline/format.ts';
+import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+
+/** Largest mesh the page plans and draws (the CLI takes more). */
+export const PAGE_MAX_DEVICES = 1024;
+const TOP = 10;
+
+interface Planned {
+  req: MeshPlanRequest;
+  plan: MeshPlan;
+  best: SimulationResult;
+  tookMs: number;
+}
+
+function CandidatesTable({ plan }: { plan: MeshPlan }) {
+  return (
+    <div style={{ overflowX: 'auto' }}>
+      <table className="numbers plan-table" data-testid="mesh-plan-candidates">
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">dp × pp</th>
+            <th scope="col">schedule</th>
+            <th scope="col">b × m</th>
+            <th scope="col">memory saving</th>
+            <th scope="col">step (ms)</th>
+            <th scope="col">bubble</th>
+            <th scope="col">all-reduce share</th>
+            <th scope="col">GB / device</th>
+            <th scope="col">MFU</th>
+          </tr>
+        </thead>
+        <tbody>
+          {plan.candidates.slice(0, TOP).map((c, i) => (
+            <tr key={i}>
+              <th scope="row">{i + 1}</th>
+              <td>{`${c.dp} × ${c.pp}`}</td>
+              <td>{c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : '')}</td>
+              <td>{`${c.microBatch} × ${c.microbatches}`}</td>
+              <td>{[c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '—'}</td>
+              <td>{num(c.stepMs, 1)}</td>
+              <td>{pct(c.bubble, 1)}</td>
+              <td>{pct(c.allReduceShare, 1)}</td>
+              <td>{(c.memoryBytes / 1e9).toFixed(1)}</td>
+              <td>{pct(c.mfu, 1)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function MeshPlanPanel() {
+  const [layers, setLayers] = useState(32);
+  const [hidden, setHidden] = useState(4096);
+  const [heads, setHeads] = useState(32);
+  const [seq, setSeq] = useState(2048);
+  const [vocab, setVocab] = useState(50257);
+  const [devices, setDevices] = useState(64);
+  const [perNode, setPerNode] = useState(8);
+  const [globalBatch, setGlobalBatch] = useState(512);
+  const [preset, setPreset] = useState<DevicePreset>('h100');
+  const [memoryGB, setMemoryGB] = useState<number>(DEVICE_PRESETS.h100.memoryGB);
+  const [planned, setPlanned] = useState<Planned | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+
+  const run = () => {
+    const t0 = performance.now();
+    try {
+      const req: MeshPlanRequest = {
+        model: { layers, hidden, heads, seq, vocab, bytesPerElement: 2 },
+        device: { ...DEVICE_PRESETS[preset], devicesPerNode: perNode, memoryGB },
+        devices,
+        globalBatch,
+      };
+      const plan = planMesh(req);
+      const { schedule, costs } = candidateSchedule(req, plan.candidates[0]);
+      setPlanned({ req, plan, best: simulate(schedule, costs), tookMs: performance.now() - t0 });
+      setProblem(null);
+    } catch (e) {
+      setPlanned(null);
+      setProblem(e instanceof Error ? e.message : String(e));
+    }
+  };
+
+  const best = planned?.plan.candidates[0];
+  const title = useMemo(
+    () => (best ? `Best: dp × pp = ${best.dp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch} × ${best.microbatches}` : 'Best candidate'),
+    [best],
+  );
+
+  return (
+    <section className="panel plan-panel" aria-labelledby="mesh-plan-title" data-testid="mesh-plan-panel" style={{ gridColumn: '1 / -1' }}>
+      <details>
+        <summary>
+          <h2 id="mesh-plan-title" style={{ display: 'inline' }}>Plan a real model on N devices</h2>
+        </summary>
+        <p className="muted small">
+          An analytic GPT (FLOPs per layer, Korthikanti et al.’s activation bytes, Adam’s 16 bytes per parameter) on N devices: every dp × pp, schedule,
+          micro-batch size, ZeRO-1 and recomputation, ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
+        </p>
+        <div className="row2">
+          <NumberField label="Layers" name="mesh.layers" integer min={1} max={4096} value={layers} onChange={setLayers} />
+          <NumberField label="Hidden size" name="mesh.hidden" integer min={1} max={1 << 20} value={hidden} onChange={setHidden} />
+        </div>
+        <div className="row2">
+          <NumberField label="Attention heads" name="mesh.heads" integer min={1} max={1 << 16} value={heads} onChange={setHeads} hint="must divide the hidden size" />
+          <NumberField label="Sequence length" name="mesh.seq" integer min={1} max={1 << 22} value={seq} onChange={setSeq} />
+        </div>
+        <div className="row2">
+          <NumberField label="Vocabulary" name="mesh.vocab" integer min={1} max={1 << 24} value={vocab} onChange={setVocab} />
+          <NumberField label="Global batch (sequences)" name="mesh.globalBatch" integer min={1} max={1 << 20} value={globalBatch} onChange={setGlobalBatch} />
+        </div>
+        <div className="row2">
+          <NumberField label="Devices (N)" name="mesh.devices" integer min={1} max={PAGE_MAX_DEVICES} value={devices} onChange={setDevices} />
+          <NumberField label="Devices per node" name="mesh.perNode" integer min={1} max={1024} value={perNode} onChange={setPerNode} />
+        </div>
+        <div className="row2">
+          <SelectField<DevicePreset>
+            label="Device"
+            name="mesh.device"
+            value={preset}
+            options={DEVICE_PRESET_NAMES.map((d) => ({ value: d, label: `${d} (${DEVICE_PRESETS[d].peakTflops} TFLOP/s bf16, ${DEVICE_PRESETS[d].memoryGB} GB)` }))}
+            onChange={(d) => {
+              setPreset(d);
+              setMemoryGB(DEVICE_PRESETS[d].memoryGB);
+            }}
+          />
+          <NumberField label="Memory per device (GB)" name="mesh.memoryGB" min={0.001} max={1e6} value={memoryGB} onChange={setMemoryGB} />
+        </div>
+        <button type="button" onClick={run} data-testid="mesh-plan-run">
+          Plan
+        </button>
+        {problem && (
+          <p className="config-problem" role="alert">
+            {problem}
+          </p>
+        )}
+        {planned && (
+          <>
+            <p className="muted small" data-testid="mesh-plan-summary">
+              {planned.plan.evaluated} candidates searched in {(planned.tookMs / 1e3).toFixed(2)} s; {planned.plan.dropped} did not fit {memoryGB} GB.
+            </p>
+            <CandidatesTable plan={planned.plan} />
+            <TimelinePanel
+              title={title}
+              measured={null}
+              simulated={planned.best.timeline}
+              mode="simulated"
+              testId="mesh-plan-timeline"
+              caption={<>One step of the best candidate on {planned.req.devices} devices, all-reduce included; zoom in with the wheel.</>}
+            />
+          </>
+        )}
+      </details>
+    </section>
+  );
+}
