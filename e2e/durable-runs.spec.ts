@@ -111,7 +111,7 @@ test('Load checkpoint: a float64 file of the CPU reference (what train.py writes
     },
     { small: SMALL, k: K },
   );
-  await page.locator('input[type=file][aria-label="Checkpoint file"]').setInputFiles({ name: 'reference.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(r.file) });
+  await page.locator('#checkpoint-file').setInputFiles({ name: 'reference.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(r.file) });
   await expect(page.getByTestId('checkpoint-note')).toHaveText(`Loaded a checkpoint of step ${K} (written by PipeLab); Resume continues it.`);
   await page.getByRole('button', { name: `Resume run from step ${K}` }).click({ timeout: 20_000 });
   await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', String(2 * K), { timeout: 60_000 });
@@ -125,7 +125,7 @@ test('Load checkpoint: a float64 file of the CPU reference (what train.py writes
 test('Load checkpoint refuses a file that is not a checkpoint with the codec\'s message; nothing changes', async ({ page }) => {
   await open(page);
   const before = await page.evaluate(() => window.pipelab.checkpoints.list().then((l) => l.length));
-  await page.locator('input[type=file][aria-label="Checkpoint file"]').setInputFiles({ name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('these are not the bytes of a checkpoint') });
+  await page.locator('#checkpoint-file').setInputFiles({ name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('these are not the bytes of a checkpoint') });
   await expect(page.getByTestId('checkpoint-note')).toHaveText(/not a checkpoint|header length/i);
   expect(await page.evaluate(() => window.pipelab.checkpoints.list().then((l) => l.length))).toBe(before);
 });

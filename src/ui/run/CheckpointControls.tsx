@@ -1,5 +1,5 @@
 /** "Resume run from step k" for the last checkpoint of the form's configuration, Download checkpoint, Load checkpoint, and what the saves said. */
-import { useEffect, useRef } from 'react';
+import { useEffect } from 'react';
 import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/checkpoint-actions.ts';
 import { cannotRunReason, startRun } from '../../state/run-controller.ts';
 import { checkpointKey } from '../../run-state/checkpoint-store.ts';
@@ -10,7 +10,6 @@ export function CheckpointControls() {
   const status = usePipeLab((s) => s.run.status);
   const view = useCheckpoints();
   const report = usePipeLab((s) => s.report);
-  const fileInput = useRef<HTMLInputElement>(null);
   const key = checkpointKey(config);
   useEffect(() => {
     void refreshCheckpoints(config);
@@ -30,21 +29,22 @@ export function CheckpointControls() {
       <button type="button" onClick={() => void downloadCheckpoint()} disabled={latest === null} title={latest === null ? 'No checkpoint is stored for this configuration' : `The checkpoint of step ${latest} as a file PyTorch reads`}>
         Download checkpoint
       </button>
-      <button type="button" onClick={() => fileInput.current?.click()} disabled={active}>
-        Load checkpoint
-      </button>
       <input
-        ref={fileInput}
+        id="checkpoint-file"
         type="file"
         accept=".safetensors,application/octet-stream"
-        aria-label="Checkpoint file"
-        hidden
+        className="visually-hidden"
+        disabled={active}
         onChange={(e) => {
           const f = e.currentTarget.files?.[0];
           e.currentTarget.value = '';
           if (f) void loadCheckpointFile(f);
         }}
       />
+      {/* The file input's own label (after it, so its focus shows on the label), styled as a button: clicking it opens the file chooser. */}
+      <label htmlFor="checkpoint-file" className={`file-button${active ? ' disabled' : ''}`} title="Continue a checkpoint file (this page's or train.py's)">
+        Load checkpoint
+      </label>
       {report?.recovery && (
         <p className="muted small" data-testid="recovery-note">
           Recovered: a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep} on fresh workers, {report.recovery.stepsRedone} step
