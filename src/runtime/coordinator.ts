@@ -75,6 +75,8 @@ export interface RunOptions {
    */
   progressEvery?: number;
   onProgress?: (p: TrainProgress) => void;
+  /** Asked before each step after the first: true hands the progress so far to onProgress first (e.g. the run is about to pause). */
+  progressNow?: () => boolean;
 }
 
 export class RunError extends Error {
@@ -211,6 +213,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const windows = windowCount;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
+      if (step > start && opts.progressNow?.()) await emitProgress(step);
       if (opts.beforeStep) await opts.beforeStep(step);
       if (opts.signal?.aborted) break;
       const pending = new Set(hosts.map((h) => h.rank));

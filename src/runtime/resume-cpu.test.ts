@@ -91,6 +91,13 @@ describe('progress every N steps', () => {
     for (const [n, v] of Object.entries(at4.params)) expect(Array.from(seen[1].params[n])).toEqual(Array.from(v));
   });
 
+  it('hands over the progress before a step when asked (a pause), once per point', async () => {
+    const cfg = config({ schedule: '1f1b', ranks: 2 });
+    const seen: number[] = [];
+    await runPipeline(cfg, { ...base, hostFactory: cpuHosts(), progressEvery: 4, progressNow: () => true, onProgress: (p) => seen.push(p.stepsDone) });
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('refuses to start a stream (PipeDream) from a saved state, and a state of another length of run', async () => {
     const cfg = config({ schedule: '1f1b', ranks: 2 });
     const progress = await stoppedAt(cfg, 2);

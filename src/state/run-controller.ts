@@ -90,6 +90,8 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
         );
       },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
+      // A pause saves the run's state first (as a stop does at the end).
+      progressNow: () => run.gate.wouldHold && !run.abort.signal.aborted,
       beforeStep: async () => {
         if (run.gate.wouldHold && !run.abort.signal.aborted) {
           run.meter.reset();
