@@ -58,7 +58,14 @@ The world size must be ${W}: another one (or a schedule.csv whose rows disagree 
 every process with a message naming both. A receive that waits
 longer than \`--timeout\` seconds (default 120) ends the run with a message naming the rank and the action.
 Flags: \`--backend gloo|nccl\`, \`--steps N\` (fewer than exported), \`--timeout S\`, \`--threads T\` (CPU threads per rank),
-\`--out DIR\`; \`python3 train.py --help\` lists them.
+\`--out DIR\`, \`--resume FILE\`, \`--save-every N\`; \`python3 train.py --help\` lists them.
+
+Checkpoints: at the end of the run, and every \`--save-every N\` steps, rank 0 writes
+\`out/checkpoint-stepK.safetensors\`: PipeLab's run-state file (weights by the page's names, the optimizer's state,
+the step, the losses so far), the file the page's "Load checkpoint" reads and its "Download checkpoint" writes.
+\`--resume FILE\` continues such a file (the page's or an earlier run's) from its step with its weights and optimizer
+state; a damaged file, or one of another model or configuration, is refused before training starts with a message
+naming what differs (the mesh and the schedule may differ: they change how a step is computed, not what).
 With PyTorch 1.13 on Python 3.11, torchrun needs \`--redirects 1 --tee 1\` (a launcher bug newer torch does not have).
 
 ## On several machines
