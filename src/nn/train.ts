@@ -117,7 +117,7 @@ export function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, c
 }
 
 /** Throws a ConfigError unless `from` is a point of a run of `cfg`: 0 ≤ stepsDone ≤ steps, one loss per step done. */
-function checkStart(cfg: TrainConfig, from: TrainProgress<ArrayLike<number>>): void {
+export function checkStart(cfg: TrainConfig, from: TrainProgress<ArrayLike<number>>): void {
   requireInt('from.stepsDone', from.stepsDone, 0, cfg.steps);
   if (!Array.isArray(from.losses) || from.losses.length !== from.stepsDone) {
     throw new ConfigError('from.losses.length', Array.isArray(from.losses) ? from.losses.length : from.losses, `must be ${from.stepsDone}, one loss per step done`);

@@ -10,7 +10,7 @@ import { toTrainConfig, validateRunConfig, type RunConfig } from '../runtime/run
 import { requireInt } from '../util/errors.ts';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.ts';
 import { encodeRunState } from './codec.ts';
-import { IdbShelf } from './idb-shelf.ts';
+import { pageCheckpoints } from './page-checkpoints.ts';
 import { runStateOf } from './run-state.ts';
 
 export interface CheckpointAutomation {
@@ -28,7 +28,7 @@ export interface CheckpointAutomation {
   reference(config: RunConfig, steps?: number): Promise<Uint8Array>;
 }
 
-export function checkpointAutomation(store = new CheckpointStore(new IdbShelf())): CheckpointAutomation {
+export function checkpointAutomation(store: CheckpointStore = pageCheckpoints): CheckpointAutomation {
   return {
     list: (config) => store.list(config),
     read: (config, step) => store.readFile(config, step),

@@ -117,3 +117,13 @@ describe('checkpoint store', () => {
     expect((await rejection(store.load(cfg))).kind).toBe('storage-denied');
   });
 });
+
+describe('the latest checkpoint', () => {
+  it('is the one saved last, not the one with the most steps (a finished run, then a run stopped early)', async () => {
+    const store = new CheckpointStore(new MemoryShelf(), 3, clock());
+    await store.save(await at(cfg, 10));
+    await store.save(await at(cfg, 4));
+    expect((await store.latest(cfg))?.step).toBe(4);
+    expect((await store.load(cfg)).stepsDone).toBe(4);
+  });
+});

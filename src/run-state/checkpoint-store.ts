@@ -88,6 +88,11 @@ export class CheckpointStore {
     return this.put(encodeRunState(state), state.config, state.stepsDone);
   }
 
+  /** Stores a file encodeRunState just wrote of `config` at `step` (the caller encoded it, e.g. to time it). */
+  async saveEncoded(bytes: Uint8Array, config: RunConfig, step: number): Promise<CheckpointInfo> {
+    return this.put(bytes, config, step);
+  }
+
   /** Stores a checkpoint file (e.g. one the person loaded) after checking it whole; a bad file is refused and nothing is stored. */
   async saveFile(bytes: Uint8Array): Promise<CheckpointInfo> {
     const state = decodeRunState(bytes);
@@ -112,9 +117,9 @@ export class CheckpointStore {
     return all.sort((a, b) => (a.config < b.config ? -1 : a.config > b.config ? 1 : a.step - b.step));
   }
 
-  /** The checkpoint of `config` with the most steps done, if any. */
+  /** The checkpoint of `config` saved last (a later run stopped early saves fewer steps than an earlier one that finished), if any. */
   async latest(config: RunConfig): Promise<CheckpointInfo | undefined> {
-    return (await this.list(config)).at(-1);
+    return (await this.list(config)).reduce<CheckpointInfo | undefined>((best, c) => (!best || c.savedAt > best.savedAt || (c.savedAt === best.savedAt && c.step > best.step) ? c : best), undefined);
   }
 
   /** The file of `config`'s checkpoint at `step` (default: the latest), as stored. */

@@ -12,7 +12,7 @@ import type { OptimizerName } from '../nn/optimizer.ts';
 import type { EvalReport } from '../nn/train.ts';
 import { ConfigError, formatValue } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
-import type { RunState } from './run-state.ts';
+import { stateConfig, type RunState } from './run-state.ts';
 
 /** The metadata keys besides format, version and checksum, in the order they are written. */
 export const STATE_FIELDS = ['producer', 'config', 'stepsDone', 'optimizer', 'lrNext', 'data', 'losses', 'evals'] as const;
@@ -85,7 +85,7 @@ function readConfig(raw: unknown): RunConfig {
     if (missing !== undefined) throw new ConfigError(missing, 'missing', 'must be given (a checkpoint keeps the whole configuration)');
     if (config.fault !== undefined) throw new ConfigError('fault', config.fault, 'a checkpoint does not keep a test fault');
     validateRunConfig(config);
-    return config;
+    return stateConfig(config);
   } catch (e) {
     if (e instanceof ConfigError) throw new CheckpointError('corrupt', `corrupted checkpoint: its configuration is not valid: config.${e.message}`);
     throw e;

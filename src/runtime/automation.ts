@@ -10,7 +10,12 @@
  *                                           report of the steps done (rejects when none was);
  *                                           onStep(progress) is called after each step;
  *                                           refused (naming what runs) while another run
- *                                           holds the workers
+ *                                           holds the workers; the run saves its state into
+ *                                           window.pipelab.checkpoints every config.checkpointEvery
+ *                                           steps (default 50; 0: never) and at its end, recovers once
+ *                                           from its last checkpoint when it fails, and with
+ *                                           { resume: true } starts from the configuration's last
+ *                                           checkpoint (src/run-state/durable-run.ts)
  *   window.pipelab.prepareWorkers(config?)  prepares warm workers for config (default: the default
  *                                           configuration) without training, as the page does at load
  *                                           (not under automation): resolves to { kept } workers;
@@ -40,6 +45,8 @@ import { unknownKeyRule } from '../util/nearest.ts';
 import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
+import { runDurably } from '../run-state/durable-run.ts';
+import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -49,7 +56,7 @@ export interface PipelabAutomation {
    * The configuration is read once into a plain-JSON copy and validated before
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'> & { resume?: boolean }): Promise<RunReport>;
   /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
   prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
@@ -99,8 +106,8 @@ type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
 /** The run options, each read once and checked, naming the option, its value and the rule. */
 export function runOptionsOf(input: unknown): RunOpts {
   if (input === undefined || input === null) return {};
-  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}');
-  const known = ['signal', 'onStep', 'readWeights', 'recvTimeoutMs', 'stepTimeoutMs'];
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
   const out: RunOpts = {};
   for (const key of Object.keys(input)) {
     const value: unknown = (input as Record<string, unknown>)[key];
@@ -112,9 +119,9 @@ export function runOptionsOf(input: unknown): RunOpts {
     } else if (key === 'onStep') {
       if (typeof value !== 'function') throw new ConfigError('options.onStep', value, 'must be a function');
       out.onStep = value as RunOpts['onStep'];
-    } else if (key === 'readWeights') {
-      if (typeof value !== 'boolean') throw new ConfigError('options.readWeights', value, 'must be true or false');
-      out.readWeights = value;
+    } else if (key === 'readWeights' || key === 'resume') {
+      if (typeof value !== 'boolean') throw new ConfigError(`options.${key}`, value, 'must be true or false');
+      out[key] = value;
     } else {
       const ms = requireFinite(`options.${key}`, value, { min: 1, max: 3_600_000 });
       if (key === 'recvTimeoutMs') out.recvTimeoutMs = ms;
@@ -161,10 +168,10 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     defaultConfig: defaultRunConfig,
     urlConfig: () => readUrl(window.location.search),
     async run(config, runOpts) {
-      const checked = runOptionsOf(runOpts);
+      const { resume, ...checked } = runOptionsOf(runOpts);
       const end = gate.begin();
       try {
-        return await runInBrowser(config, checked);
+        return await runDurably(config, checked, { store: pageCheckpoints, resume }, runInBrowser);
       } finally {
         end();
       }

@@ -58,9 +58,26 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   cut?: number[];
   /** The auto schedule's cap on live activations per rank, in micro-batches; 0: 1F1B's memory (as many as ranks). */
   memCap: number;
+  /**
+   * Save the run's state into the browser's checkpoints every this many steps
+   * (and at stop); 0: never. Absent: CHECKPOINT_EVERY_DEFAULT. How often a run
+   * is saved is not part of what it trains: a checkpoint does not keep it.
+   */
+  checkpointEvery?: number;
   /** Tests only: inject one fault. */
   fault?: Fault;
 }
+
+/** Steps between a run's saves when its configuration does not say. */
+export const CHECKPOINT_EVERY_DEFAULT = 50;
+
+/** How often `cfg` saves its state (0: never). */
+export function checkpointEveryOf(cfg: Pick<RunConfig, 'checkpointEvery'>): number {
+  return cfg.checkpointEvery ?? CHECKPOINT_EVERY_DEFAULT;
+}
+
+/** The largest checkpointEvery (a run's steps are bounded far below it). */
+export const MAX_CHECKPOINT_EVERY = 1_000_000;
 
 /** Workers a run may start: dp × ranks at most this. */
 export const MAX_RUN_RANKS = 16;
@@ -111,7 +128,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, ...train } = cfg;
+  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -124,6 +141,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
   requireOneOf('partition', cfg.partition, PARTITIONS);
   requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
+  if (cfg.checkpointEvery !== undefined) requireInt('checkpointEvery', cfg.checkpointEvery, 0, MAX_CHECKPOINT_EVERY);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -181,7 +199,7 @@ type Field = keyof RunConfig;
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
-  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery',
 ];
 
 /** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
@@ -190,7 +208,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -204,6 +222,7 @@ export function configToQuery(cfg: RunConfig): string {
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
+  if (field === 'checkpointEvery') return parseQueryNumber(field, raw);
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
@@ -261,5 +280,6 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   // A reverted optional field is absent, not undefined (a configuration is plain JSON).
   if (cfg.cut === undefined) delete cfg.cut;
   if (cfg.textHash === undefined) delete cfg.textHash;
+  if (cfg.checkpointEvery === undefined) delete cfg.checkpointEvery;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

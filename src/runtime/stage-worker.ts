@@ -5,7 +5,7 @@
  */
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import type { RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
@@ -91,6 +91,13 @@ const api = {
   },
   readWeights(): Promise<Weights> {
     return need().readWeights();
+  },
+  readState(): Promise<RankState> {
+    return need().readState();
+  },
+
+  async loadState(state: Parameters<RankHost['loadState']>[0]): Promise<void> {
+    need().loadState(state);
   },
   async stats(): Promise<RankStats> {
     const s = need().stats();

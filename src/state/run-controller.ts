@@ -6,6 +6,9 @@
  * lands, the report and what is derived from the trained weights at the end.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
+import { runDurably } from '../run-state/durable-run.ts';
+import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
+import { noteRecovery, noteSave, refreshCheckpoints, useCheckpoints } from './checkpoint-actions.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
@@ -42,19 +45,26 @@ export function cannotRunReason(): string | null {
   return null;
 }
 
-/** Starts a run of the current configuration; `paused` starts it held, running one step (single-step from idle). */
-export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
+/**
+ * Starts a run of the current configuration; `paused` starts it held, running
+ * one step (single-step from idle); `resume` starts it from the
+ * configuration's last checkpoint. The run saves its state every
+ * checkpointEvery steps and at its end or stop, and recovers once from its
+ * last checkpoint when it fails (src/run-state/durable-run.ts).
+ */
+export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}): Promise<void> {
   if (cannotRunReason() !== null) return;
   const config: RunConfig = usePipeLab.getState().config;
   const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
   beginSession(run);
+  useCheckpoints.setState({ recovery: null });
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
     ...noRunResults(),
   });
   try {
-    const report = await runInBrowser(config, {
+    const report = await runDurably(config, {
       signal: run.abort.signal,
       readWeights: true,
       // A validation curve: every evalEvery steps the weights come back and the
@@ -88,6 +98,8 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         );
       },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
+      // A pause saves the run's state first (as a stop does at the end).
+      progressNow: () => run.gate.wouldHold && !run.abort.signal.aborted,
       beforeStep: async () => {
         if (run.gate.wouldHold && !run.abort.signal.aborted) {
           run.meter.reset();
@@ -106,7 +118,17 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
           run: { ...s.run, step: p.step + 1, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
         }));
       },
-    });
+    }, {
+      store: pageCheckpoints,
+      resume: opts.resume,
+      onResumed: (state) => usePipeLab.setState((s) => ({ losses: [...state.losses], run: { ...s.run, step: state.stepsDone } })),
+      onSaved: noteSave,
+      onRecovery: (r) => {
+        noteRecovery({ ...r, failedAtStep: usePipeLab.getState().run.step });
+        // The steps after the checkpoint are redone: the curve goes back to it.
+        usePipeLab.setState((s) => ({ losses: s.losses.slice(0, r.fromStep), run: { ...s.run, step: r.fromStep } }));
+      },
+    }, runInBrowser);
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
     // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
@@ -118,6 +140,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
   } finally {
     endSession(run);
+    void refreshCheckpoints(config);
   }
 }
 

@@ -4,6 +4,7 @@ import { isActive, usePipeLab } from '../../state/store.ts';
 import { duration, num } from '../timeline/format.ts';
 import { toggleRun } from './run-shortcut.ts';
 import { SpeedEstimate } from './SpeedEstimate.tsx';
+import { CheckpointControls } from './CheckpointControls.tsx';
 
 export function RunControls() {
   const run = usePipeLab((s) => s.run);
@@ -81,6 +82,7 @@ export function RunControls() {
         </dl>
       </div>
       {!activeRun && <SpeedEstimate />}
+      <CheckpointControls />
       {reason && !activeRun && run.status !== 'error' && <p className="muted small why-off">{reason}</p>}
       {run.status === 'error' && (
         <p className="run-error" role="alert">
