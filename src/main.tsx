@@ -5,11 +5,12 @@ import { installAutomation } from './runtime/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
 import { automationSession } from './state/store.ts';
 import { urlConfigOf } from './state/url-state.ts';
+import { registerTextForAutomation } from './state/text-source.ts';
 import './ui/styles.css';
 import './ui/layout.css';
 import './ui/onboarding/intro.css';
 
-installAutomation({ readUrl: urlConfigOf, session: automationSession });
+installAutomation({ readUrl: urlConfigOf, session: automationSession, loadText: registerTextForAutomation });
 initStateFromUrl();
 
 const root = document.getElementById('root');

@@ -10,6 +10,7 @@ import { runInBrowser } from '../runtime/browser-run.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
 import { benchStartup } from './startup-suite.ts';
+import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../runtime/automation.ts';
 import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
@@ -61,6 +62,10 @@ const api = {
   async startup(runs: number, steps: number) {
     say(`startup: ${runs} runs of the default configuration`);
     return benchStartup(runs, steps);
+  },
+  async checkpoint(steps: number) {
+    say(`checkpoint: saves every 2 steps and a recovery, ${steps} steps per run`);
+    return benchCheckpoint(steps);
   },
   /** The ring all-reduce over MessageChannels between dp workers, vectors of each size (allreduce-bench.ts). */
   async allReduce(dp: number, bytes: number[], repeats: number) {

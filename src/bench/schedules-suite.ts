@@ -113,6 +113,8 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     schedule: c.schedule,
     steps,
     evalEvery: 0,
+    // The grid measures training alone: no checkpoint read at the run's end.
+    checkpointEvery: 0,
     lrSchedule: 'constant',
   };
 }

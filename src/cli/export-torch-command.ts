@@ -13,6 +13,8 @@ import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULE
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
+import { readTextCorpusFile } from './text-file.ts';
+import { registerCorpus } from '../data/text-registry.ts';
 
 const DEFAULTS = defaultRunConfig();
 const HELP_OF: Partial<Record<string, string>> = {
@@ -22,7 +24,8 @@ const HELP_OF: Partial<Record<string, string>> = {
   zero: '1: ZeRO-1, each stage’s optimizer state sharded across its dp replicas (needs --dp 2 or more); 0: off',
   overlap: 'true: a stage’s gradient all-reduce starts as soon as its last backward is done; false: at the flush (same numbers)',
   virtual: 'stages per rank v; the model is cut into p·v stages',
-  dataset: 'spiral, moons, circles, xor or names (names implies --model char-mlp)',
+  dataset: 'spiral, moons, circles, xor, names (implies --model char-mlp) or text (a text file: --text FILE)',
+  textHash: 'the content hash of the text (16 hex digits); with --text, it must be that file\'s',
   steps: 'training steps; the bundle holds the batch of every step',
   partition: `how the model is cut into stages: one of ${PARTITIONS.join(', ')} (cut: the blocks per stage --cut gives)`,
   cut: 'blocks per stage, one entry per stage, e.g. 1,1,2 (implies --partition cut); the bundle cuts the model there',
@@ -31,6 +34,7 @@ const HELP_OF: Partial<Record<string, string>> = {
 const FLAGS: FlagSpec[] = [
   ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'}${DEFAULTS[f] === undefined ? '' : ` (default ${String(DEFAULTS[f])})`}` })),
   { name: 'no-overlap', boolean: true, help: 'the same as --overlap false' },
+  { name: 'text', value: 'FILE', help: 'a UTF-8 text file to train on, as the page\'s "Your text" (implies --dataset text; the bundle carries it)' },
   { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
@@ -61,6 +65,15 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
   if (boolFlag(a, 'no-overlap')) {
     if (query.has('overlap')) throw new UsageError('--no-overlap', `--overlap ${query.get('overlap')}`, 'give one of --overlap and --no-overlap');
     query.set('overlap', 'false');
+  }
+  const textPath = stringFlag(a, 'text');
+  if (textPath !== undefined) {
+    const corpus = readTextCorpusFile(textPath);
+    const named = query.get('textHash');
+    if (named !== null && named !== corpus.hash) throw new UsageError('--text', textPath, `has content hash ${corpus.hash}, not the ${named} --textHash names`);
+    registerCorpus(corpus);
+    if (!query.has('dataset')) query.set('dataset', 'text');
+    query.set('textHash', corpus.hash);
   }
   const { config, errors } = configFromQuery(query.toString());
   if (errors.length > 0) {

@@ -5,9 +5,13 @@ import { createNameSequencesDataset, minBlockSize } from './name-sequences.ts';
 import { createNamesDataset, NAMES_VOCAB_SIZE } from './names.ts';
 import { makeTwoD, TWO_D_CLASSES, TWO_D_SETS } from './two-d.ts';
 import type { TwoDName } from './two-d.ts';
+import type { TextCorpus } from './text-corpus.ts';
+import { createTextDataset, TEXT_DEFAULT_BLOCK } from './text-dataset.ts';
+import { requireCorpus } from './text-registry.ts';
 
-export type DatasetName = TwoDName | 'names';
-export const DATASETS: readonly DatasetName[] = [...TWO_D_SETS, 'names'];
+/** 'text': "your text", a corpus loaded in the page and named by its content hash (text-corpus.ts). */
+export type DatasetName = TwoDName | 'names' | 'text';
+export const DATASETS: readonly DatasetName[] = [...TWO_D_SETS, 'names', 'text'];
 
 export interface DataConfig {
   dataset: DatasetName;
@@ -20,16 +24,26 @@ export interface DataConfig {
   seed: number;
   /** The model the data feeds: 'gpt' reads names as whole sequences (name-sequences.ts). */
   model?: string;
-  /** names for the GPT: positions per sequence (default the longest name + 1). */
+  /** names for the GPT: positions per sequence (default the longest name + 1); text: characters per block less one. */
   blockSize?: number;
+  /** text: the content hash of the loaded text (text-registry.ts). */
+  textHash?: string;
 }
 
 export function isTwoD(name: DatasetName): name is TwoDName {
-  return name !== 'names';
+  return name !== 'names' && name !== 'text';
 }
 
-export function createDataset(cfg: DataConfig): Dataset {
+/**
+ * The data set of a configuration. A text run reads `corpus` when given (a
+ * worker gets it with its init), else the text loaded here under cfg.textHash.
+ */
+export function createDataset(cfg: DataConfig, corpus?: TextCorpus): Dataset {
   const name = requireOneOf('dataset', cfg.dataset, DATASETS);
+  if (name === 'text') {
+    const c = corpus ?? requireCorpus(cfg.textHash);
+    return createTextDataset(c, cfg.model, cfg.blockSize ?? TEXT_DEFAULT_BLOCK, cfg.context, cfg.seed);
+  }
   if (!isTwoD(name)) {
     return cfg.model === 'gpt' ? createNameSequencesDataset(cfg.blockSize ?? minBlockSize(), cfg.seed) : createNamesDataset(cfg.context, cfg.seed);
   }
@@ -45,7 +59,8 @@ export function createDataset(cfg: DataConfig): Dataset {
   };
 }
 
-/** Number of classes (= the head's width) of a data set. */
-export function datasetClasses(name: DatasetName): number {
-  return isTwoD(name) ? TWO_D_CLASSES[name] : NAMES_VOCAB_SIZE;
+/** Number of classes (= the head's width) of a data set: a text's vocabulary size, read from the loaded text. */
+export function datasetClasses(cfg: Pick<DataConfig, 'dataset' | 'textHash'>): number {
+  if (cfg.dataset === 'text') return requireCorpus(cfg.textHash).symbols.length;
+  return isTwoD(cfg.dataset) ? TWO_D_CLASSES[cfg.dataset] : NAMES_VOCAB_SIZE;
 }

@@ -36,7 +36,7 @@ export async function sampleNames(logits: NextCharLogits, o: SampleOptions): Pro
     const L = await logits(ctx, active.length);
     const still: number[] = [];
     active.forEach((name, r) => {
-      const next = sampleRow(L, r * NAMES_VOCAB_SIZE, temperature, rng);
+      const next = sampleRow(L, r * NAMES_VOCAB_SIZE, NAMES_VOCAB_SIZE, temperature, rng);
       if (next === END) return;
       out[name] += NAMES_VOCAB[next];
       windows[name].shift();
@@ -48,16 +48,17 @@ export async function sampleNames(logits: NextCharLogits, o: SampleOptions): Pro
   return out;
 }
 
-function sampleRow(L: ArrayLike<number>, off: number, temperature: number, rng: Rng): number {
+/** One draw from softmax(logits / temperature) over the V logits of L at `off`. */
+export function sampleRow(L: ArrayLike<number>, off: number, V: number, temperature: number, rng: Rng): number {
   let mx = -Infinity;
-  for (let j = 0; j < NAMES_VOCAB_SIZE; j++) mx = Math.max(mx, L[off + j]);
-  const p = new Float64Array(NAMES_VOCAB_SIZE);
+  for (let j = 0; j < V; j++) mx = Math.max(mx, L[off + j]);
+  const p = new Float64Array(V);
   let s = 0;
-  for (let j = 0; j < NAMES_VOCAB_SIZE; j++) s += p[j] = Math.exp((L[off + j] - mx) / temperature);
+  for (let j = 0; j < V; j++) s += p[j] = Math.exp((L[off + j] - mx) / temperature);
   let u = rng.next() * s;
-  for (let j = 0; j < NAMES_VOCAB_SIZE; j++) {
+  for (let j = 0; j < V; j++) {
     u -= p[j];
     if (u < 0) return j;
   }
-  return NAMES_VOCAB_SIZE - 1;
+  return V - 1;
 }

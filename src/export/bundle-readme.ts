@@ -2,9 +2,10 @@
 import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 
-export function bundleReadme(run: RunConfig): string {
+export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
   const W = workerCount(mesh(D, P));
@@ -28,7 +29,9 @@ The page's link for the same run: \`?${configToQuery(run)}\`
 | \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]; the GPT's are makemore's, \`transformer.h.0.attn.c_attn.weight\` is [3C, C]) |
 | \`batches.safetensors\` | \`inputs\` [steps, batch, cols] and \`labels\` [steps, batch] (the GPT's: [steps, batch, blockSize], −1 where a position is padding): the exact batch of every step |
 | \`heldout.safetensors\` | the held-out split (\`inputs\`, \`labels\`) |
-
+${corpus ? `| \`text.txt\` | the text the run trained on (\`${corpus.name}\`, content hash ${corpus.hash}), cut into blocks of ${(run.blockSize ?? 0) + 1} characters with a seeded 90/10 split |
+| \`vocab.json\` | its ${corpus.symbols.length} symbols by index (the batches hold these indices)${corpus.unknownChars > 0 ? '; the last is the unknown symbol the rarest characters read as' : ''} |
+` : ''}
 ## Run it on one machine
 
 \`\`\`sh
@@ -58,7 +61,14 @@ The world size must be ${W}: another one (or a schedule.csv whose rows disagree 
 every process with a message naming both. A receive that waits
 longer than \`--timeout\` seconds (default 120) ends the run with a message naming the rank and the action.
 Flags: \`--backend gloo|nccl\`, \`--steps N\` (fewer than exported), \`--timeout S\`, \`--threads T\` (CPU threads per rank),
-\`--out DIR\`; \`python3 train.py --help\` lists them.
+\`--out DIR\`, \`--resume FILE\`, \`--save-every N\`; \`python3 train.py --help\` lists them.
+
+Checkpoints: at the end of the run, and every \`--save-every N\` steps, rank 0 writes
+\`out/checkpoint-stepK.safetensors\`: PipeLab's run-state file (weights by the page's names, the optimizer's state,
+the step, the losses so far), the file the page's "Load checkpoint" reads and its "Download checkpoint" writes.
+\`--resume FILE\` continues such a file (the page's or an earlier run's) from its step with its weights and optimizer
+state; a damaged file, or one of another model or configuration, is refused before training starts with a message
+naming what differs (the mesh and the schedule may differ: they change how a step is computed, not what).
 With PyTorch 1.13 on Python 3.11, torchrun needs \`--redirects 1 --tee 1\` (a launcher bug newer torch does not have).
 
 ## On several machines

@@ -7,7 +7,9 @@
  * one row per pipeline rank, run by every replica), init.safetensors (the
  * initial weights, the page's names), batches.safetensors (the exact batch of
  * every step; replica d trains its rows), heldout.safetensors (the held-out
- * split) and README.md. `torchrun --nproc_per_node=dp×P train.py` replays the run.
+ * split) and README.md; a run on "your text" also carries the text (text.txt,
+ * UTF-8) and its vocabulary (vocab.json, symbol by index), so the bundle keeps
+ * what it was trained on. `torchrun --nproc_per_node=dp×P train.py` replays the run.
  *
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
  * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
@@ -27,6 +29,7 @@ import { ConfigError } from '../util/errors.ts';
 import { writeSafetensors, type NamedTensor } from '../util/safetensors.ts';
 import { bundleReadme } from './bundle-readme.ts';
 import { assertTorchExportable } from './refusals.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
 import { programFiles, type TorchProgram } from './torch-program.ts';
 import { profileModelOf } from '../plan/profile-model.ts';
 import type { ProfileModel } from '../plan/profile.ts';
@@ -190,6 +193,16 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
       }),
     },
     { path: 'heldout.safetensors', data: examplesFile(data.val, [data.val.n]) },
-    { path: 'README.md', data: bundleReadme(run) },
+    ...(plan.corpus ? textFiles(plan.corpus) : []),
+    { path: 'README.md', data: bundleReadme(run, plan.corpus) },
+  ];
+}
+
+/** A text run's text and vocabulary (the batches hold its indices). */
+function textFiles(c: TextCorpus): BundleFile[] {
+  const vocab = { name: c.name, hash: c.hash, symbols: c.symbols, unknown: c.unknownChars > 0 ? c.symbols.length - 1 : null };
+  return [
+    { path: 'text.txt', data: new TextEncoder().encode(c.text) },
+    { path: 'vocab.json', data: JSON.stringify(vocab, null, 1) + '\n' },
   ];
 }

@@ -16,6 +16,13 @@ import { fromCsv, generateSchedule } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { mobyDickText } from '../data/moby-dick.ts';
+import { corpusFromText } from '../data/text-corpus.ts';
+import { registerCorpus } from '../data/text-registry.ts';
+
+/** Your text: an excerpt of the example (Moby-Dick), loaded as the page loads a text. */
+const mobyExcerpt = await corpusFromText('moby-dick-excerpt.txt', (await mobyDickText()).slice(0, 20_000));
+registerCorpus(mobyExcerpt);
 
 /** A small GPT (makemore's Transformer): 4 blocks cut 2 + 2, weight decay on, padded targets in every batch. */
 const gpt: RunConfig = {
@@ -45,7 +52,7 @@ const SCHEDULE_VARIANTS: Readonly<Record<string, Variant>> = {
  * and the character MLP on names runs each one. Then the GPT.
  */
 const CASES: { title: string; cfg: RunConfig }[] = [
-  ...DATASETS.flatMap((dataset, d) =>
+  ...DATASETS.filter((d) => d !== 'text').flatMap((dataset, d) =>
     HIDDEN_ACTIVATIONS.filter((_, a) => dataset === 'names' || a === d % HIDDEN_ACTIVATIONS.length).map((activation) => {
       const page = withDataset(defaultRunConfig(), dataset);
       const v = SCHEDULE_VARIANTS[dataset === 'names' ? `names/${activation}` : dataset];
@@ -55,6 +62,10 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   ),
   { title: 'gpt, zb-h1, p = 2 (attention blocks, I and W split, boundary [mb, T, C])', cfg: { ...gpt, schedule: 'zb-h1' } },
   { title: 'gpt, 1f1b, p = 2', cfg: { ...gpt, schedule: '1f1b' } },
+  {
+    title: 'your text: the GPT on the first 20,000 characters of Moby-Dick, 1f1b, p = 4 (blocks of 17 characters, the excerpt’s own vocabulary)',
+    cfg: { ...withDataset(defaultRunConfig(), 'text', mobyExcerpt.hash), layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 4, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 4, schedule: '1f1b' },
+  },
 ];
 
 describe('the exported PyTorch program equals the float64 single-device loop', () => {
@@ -73,6 +84,11 @@ describe('the exported PyTorch program equals the float64 single-device loop', (
       expect(weightDiff).toBeLessThan(1e-4);
       // The held-out loss train.py prints is the float64 reference's, to float32 rounding.
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (cfg.dataset === 'text') {
+        // The bundle keeps the text it trained on, and its vocabulary.
+        expect(new TextDecoder().decode(files.find((f) => f.path === 'text.txt')!.data as Uint8Array)).toBe(mobyExcerpt.text);
+        expect(JSON.parse(files.find((f) => f.path === 'vocab.json')!.data as string).symbols).toEqual(mobyExcerpt.symbols);
+      }
       // The bundle's CSV is the time-aligned form, and reads back as the run's schedule.
       const csv = files.find((f) => f.path === 'schedule.csv')!.data as string;
       expect(crossRankColumnViolations(csv)).toEqual([]);

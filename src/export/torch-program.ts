@@ -6,8 +6,9 @@
  * checks), data.py (a replica's rows of each step's batch), model.py (layers,
  * stages, the loss), pipeline.py (one step of a rank's schedule row with
  * point-to-point messages), collectives.py (the data-parallel flush: gradient
- * all-reduce, ZeRO-1), optimizer.py, profiling.py (`train.py --profile`) and
- * safetensors_io.py.
+ * all-reduce, ZeRO-1), optimizer.py, profiling.py (`train.py --profile`),
+ * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
+ * writes it: `train.py --resume` and `--save-every`).
  *
  * The program's text is a parameter of the bundle: the page imports the files
  * with `?raw` (src/ui/exports/export-files.ts), Node reads them from disk
@@ -25,6 +26,7 @@ export const TORCH_PROGRAM_FILES = [
   'optimizer.py',
   'profiling.py',
   'safetensors_io.py',
+  'checkpoint.py',
 ] as const;
 
 /** The program's files by name (`train.py` → its text). */

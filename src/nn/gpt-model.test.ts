@@ -60,7 +60,7 @@ describe("the 'gpt' configuration", () => {
     [{ blockSize: 12 }, 'blockSize = 12: must be at least the longest name + 1 = 16 (the start mark and every character)'],
     [{ width: 0 }, 'width = 0: must be an integer between 1 and 1024'],
     [{ stages: 5 }, 'stages = 5: must be an integer from 1 to the number of blocks, 4'],
-    [{ dataset: 'spiral' }, 'dataset = "spiral": must be "names" for model "gpt"'],
+    [{ dataset: 'spiral' }, 'dataset = "spiral": must be "names" or "text" for model "gpt"'],
   ] as [Partial<TrainConfig>, string][])('refuses %j', (patch, msg) => {
     expect(() => validateTrainConfig({ ...base, ...patch })).toThrow(msg);
   });

@@ -63,7 +63,7 @@ describe('validateModelConfig names the field, the value and the rule', () => {
     [{ activation: 'identity' as never }, 'activation = "identity": must be one of relu, gelu, tanh'],
     [{ model: 'cnn' as never }, 'model = "cnn": must be one of mlp, char-mlp'],
     [{ dataset: 'cifar' as never }, 'dataset = "cifar": must be one of spiral, moons, circles, xor, names'],
-    [{ model: 'char-mlp' }, 'dataset = "spiral": must be "names" for model "char-mlp"'],
+    [{ model: 'char-mlp' }, 'dataset = "spiral": must be "names" or "text" for model "char-mlp"'],
   ];
   for (const [patch, msg] of cases) it(msg, () => expect(() => validateModelConfig({ ...base, ...patch })).toThrow(msg));
 });

@@ -4,12 +4,12 @@
  *
  * - 'mlp' (for the 2-D sets): `layers` hidden blocks of (Linear → activation)
  *   of width `hidden`, then the head block (Linear hidden → classes, loss).
- * - 'char-mlp' (for names): block 0 = Embedding(28, embedDim) over `context`
+ * - 'char-mlp' (for names and a text): block 0 = Embedding(V, embedDim) over `context`
  *   characters → Linear(context·embedDim → hidden) → LayerNorm → activation;
  *   blocks 1 .. layers-1 = Linear(hidden → hidden) → LayerNorm → activation;
- *   head = Linear(hidden → 28), loss.
+ *   head = Linear(hidden → V), loss. V = 28 on names, the text's vocabulary on a text.
  *
- * - 'gpt' (for names, as sequences): makemore's transformer. Block 0 = token +
+ * - 'gpt' (for names as sequences, or a text's blocks): makemore's transformer. Block 0 = token +
  *   position embedding then transformer block 0; blocks 1 .. layers-1 = one
  *   transformer block each (width C = `width`, `heads` heads, `blockSize`
  *   positions); head = ln_f + lm_head (no bias), loss over every non-padded
@@ -20,8 +20,9 @@
 import { requireInt, requireOneOf, ConfigError } from '../util/errors.ts';
 import { DATASETS, datasetClasses, isTwoD } from '../data/datasets.ts';
 import type { DatasetName } from '../data/datasets.ts';
-import { NAMES_VOCAB_SIZE } from '../data/names.ts';
 import { minBlockSize } from '../data/name-sequences.ts';
+import { requireTextBlocks, TEXT_DEFAULT_BLOCK } from '../data/text-dataset.ts';
+import { requireCorpus } from '../data/text-registry.ts';
 import type { Activation } from './backend.ts';
 import type { BlockSpec, LayerSpec, ModelSpec } from './model-spec.ts';
 import { validateModelSpec } from './model-spec.ts';
@@ -48,8 +49,10 @@ export interface ModelConfig {
   heads?: number;
   /** gpt: the residual stream's width C. */
   width?: number;
-  /** gpt: positions per sequence, at least the longest name + 1. */
+  /** gpt: positions per sequence, at least the longest name + 1 (names); text: characters per block less one, for both models. */
   blockSize?: number;
+  /** text: the content hash of the loaded text (src/data/text-registry.ts); present exactly when dataset is "text". */
+  textHash?: string;
 }
 
 export const LIMITS = { hidden: 4096, layers: 64, context: 16, embedDim: 512, heads: 64, width: 1024, blockSize: 64 } as const;
@@ -68,9 +71,9 @@ export const MAKEMORE_GPT = { layers: 4, heads: 4, width: 64 } as const;
  */
 export const GPT_DEFAULTS = { layers: 2, heads: 4, width: 32 } as const;
 
-/** The model a data set is trained with by default. */
+/** The model a data set is trained with by default (a text: the GPT). */
 export function modelFor(dataset: DatasetName): ModelName {
-  return isTwoD(dataset) ? 'mlp' : 'char-mlp';
+  return isTwoD(dataset) ? 'mlp' : dataset === 'text' ? 'gpt' : 'char-mlp';
 }
 
 /** The models a data set can train. */
@@ -85,11 +88,11 @@ export function defaultGptConfig(): ModelConfig {
 
 export function defaultModelConfig(dataset: DatasetName = 'spiral'): ModelConfig {
   requireOneOf('dataset', dataset, DATASETS);
-  const gpt = { heads: GPT_DEFAULTS.heads, width: GPT_DEFAULTS.width, blockSize: minBlockSize() };
+  const gpt = { heads: GPT_DEFAULTS.heads, width: GPT_DEFAULTS.width, blockSize: dataset === 'text' ? TEXT_DEFAULT_BLOCK : minBlockSize() };
   if (isTwoD(dataset)) {
     return { model: 'mlp', dataset, hidden: 64, layers: 3, activation: 'relu', context: 3, embedDim: 16, ...gpt };
   }
-  return { model: 'char-mlp', dataset, hidden: 128, layers: 2, activation: 'gelu', context: 4, embedDim: 16, ...gpt };
+  return { model: modelFor(dataset), dataset, hidden: 128, layers: 2, activation: 'gelu', context: 4, embedDim: 16, ...gpt };
 }
 
 /** Throws a ConfigError naming the first bad field, its value and the rule. */
@@ -98,15 +101,26 @@ export function validateModelConfig(cfg: ModelConfig): void {
   const model = requireOneOf('model', cfg.model, MODELS);
   const dataset = requireOneOf('dataset', cfg.dataset, DATASETS);
   if (!modelsFor(dataset).includes(model)) {
-    const rule = model === 'mlp' ? 'must be a 2-D set (spiral, moons, circles, xor) for model "mlp"' : `must be "names" for model "${model}"`;
+    const rule = model === 'mlp' ? 'must be a 2-D set (spiral, moons, circles, xor) for model "mlp"' : `must be "names" or "text" for model "${model}"`;
     throw new ConfigError('dataset', dataset, rule);
   }
+  if (dataset !== 'text' && cfg.textHash !== undefined) throw new ConfigError('textHash', cfg.textHash, `names a text; it is only for dataset "text" (dataset = "${dataset}")`);
   requireInt('hidden', cfg.hidden, 1, LIMITS.hidden);
   requireInt('layers', cfg.layers, 1, LIMITS.layers);
   requireOneOf('activation', cfg.activation, HIDDEN_ACTIVATIONS);
   requireInt('context', cfg.context, 1, LIMITS.context);
   requireInt('embedDim', cfg.embedDim, 1, LIMITS.embedDim);
-  validateGptFields(cfg, model === 'gpt');
+  validateGptFields(cfg, model === 'gpt' || dataset === 'text');
+  if (dataset === 'text') validateTextFields(cfg);
+}
+
+/** A text run: its text loaded here, long enough for two blocks, and (char-MLP) a context within a block. */
+function validateTextFields(cfg: ModelConfig): void {
+  const T = cfg.blockSize as number;
+  if (cfg.model === 'char-mlp' && cfg.context > T) {
+    throw new ConfigError('context', cfg.context, `must be at most blockSize = ${T} on a text (each block of blockSize + 1 characters gives blockSize + 1 − context examples)`);
+  }
+  requireTextBlocks(requireCorpus(cfg.textHash), T);
 }
 
 /** heads, width, blockSize: required for the GPT (checked when given otherwise). */
@@ -119,6 +133,7 @@ function validateGptFields(cfg: ModelConfig, required: boolean): void {
   }
   if (given(cfg.blockSize)) {
     requireInt('blockSize', cfg.blockSize, 1, LIMITS.blockSize);
+    if (cfg.dataset === 'text') return;
     const min = minBlockSize();
     if ((cfg.blockSize as number) < min) {
       throw new ConfigError('blockSize', cfg.blockSize, `must be at least the longest name + 1 = ${min} (the start mark and every character)`);
@@ -150,7 +165,7 @@ function head(hidden: number, classes: number): BlockSpec {
 }
 
 function mlpSpec(cfg: ModelConfig): ModelSpec {
-  const classes = datasetClasses(cfg.dataset);
+  const classes = datasetClasses(cfg);
   const H = cfg.hidden;
   const blocks: BlockSpec[] = [];
   for (let i = 0; i < cfg.layers; i++) {
@@ -166,7 +181,7 @@ function mlpSpec(cfg: ModelConfig): ModelSpec {
 
 function charMlpSpec(cfg: ModelConfig): ModelSpec {
   const { hidden: H, context: k, embedDim: E } = cfg;
-  const V = NAMES_VOCAB_SIZE;
+  const V = datasetClasses(cfg);
   const blocks: BlockSpec[] = [];
   for (let i = 0; i < cfg.layers; i++) {
     const inCols = i === 0 ? k * E : H;
@@ -180,13 +195,13 @@ function charMlpSpec(cfg: ModelConfig): ModelSpec {
     blocks.push({ name: `block${i}`, layers });
   }
   blocks.push(head(H, V));
-  return { name: 'char-mlp-names', input: { dtype: 'i32', cols: k }, classes: V, blocks };
+  return { name: `char-mlp-${cfg.dataset}`, input: { dtype: 'i32', cols: k }, classes: V, blocks };
 }
 
 /** makemore's transformer (see the module comment); init as nanoGPT: N(0, 0.02), residual projections N(0, 0.02/sqrt(2·layers)). */
 function gptSpec(cfg: ModelConfig): ModelSpec {
   const C = cfg.width as number, heads = cfg.heads as number, T = cfg.blockSize as number;
-  const V = NAMES_VOCAB_SIZE;
+  const V = datasetClasses(cfg);
   const init = { kind: 'normal', std: 0.02 } as const;
   const projInit = { kind: 'normal', std: 0.02 / Math.sqrt(2 * cfg.layers) } as const;
   const blocks: BlockSpec[] = [];
@@ -203,5 +218,5 @@ function gptSpec(cfg: ModelConfig): ModelSpec {
       { kind: 'softmax-cross-entropy', name: 'loss', classes: V },
     ],
   });
-  return { name: 'gpt-names', input: { dtype: 'i32', cols: T }, classes: V, blocks };
+  return { name: `gpt-${cfg.dataset}`, input: { dtype: 'i32', cols: T }, classes: V, blocks };
 }

@@ -6,8 +6,12 @@
  *
  * Weight decay applies to parameters with `decay` (matrices and embedding
  * tables), not to biases or LayerNorm gain/shift.
+ *
+ * The state reads out and loads back by parameter name, under PyTorch's slot
+ * names (OPTIMIZER_SLOTS), with the step count: a model and optimizer loaded
+ * from a checkpoint continue exactly as the run that wrote it.
  */
-import { ConfigError, requireFinite, requireOneOf } from '../util/errors.ts';
+import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
 import type { Backend, Tensor } from './backend.ts';
 import type { Param } from './param.ts';
 
@@ -60,6 +64,17 @@ export function validateOptimizerConfig(cfg: OptimizerConfig): void {
   if (cfg.eps !== undefined) requireFinite('eps', cfg.eps, { min: 0, exclusiveMin: true });
 }
 
+/** PyTorch's names for each optimizer's per-parameter state (torch.optim.AdamW's moments; SGD's velocity), in slot order. */
+export const OPTIMIZER_SLOTS: Readonly<Record<OptimizerName, readonly string[]>> = { adamw: ['exp_avg', 'exp_avg_sq'], sgd: ['momentum_buffer'] };
+
+/** An optimizer's state: per parameter (global name), per slot (OPTIMIZER_SLOTS), the values in the parameter's layout. */
+export interface OptimizerState<V extends ArrayLike<number> = Float32Array | Float64Array> {
+  name: OptimizerName;
+  /** Steps taken (AdamW's bias correction counts them). */
+  steps: number;
+  slots: Record<string, Record<string, V>>;
+}
+
 export interface Optimizer {
   readonly name: OptimizerName;
   /** Steps taken so far. */
@@ -68,6 +83,15 @@ export interface Optimizer {
   lr: number;
   /** Updates every parameter from its grad · gradScale (1 when the loss scale already averages). */
   step(gradScale?: number): void;
+  /** The step count and every slot of every parameter, by name. */
+  readState(): Promise<OptimizerState>;
+  /**
+   * Sets the step count and every slot from `state` (names of parameters this
+   * optimizer does not hold are ignored). Checked whole before anything is set:
+   * a wrong optimizer, a missing parameter or slot, or a wrong length throws a
+   * ConfigError naming it, and leaves the state as it was.
+   */
+  loadState(state: OptimizerState<ArrayLike<number>>): void;
   dispose(): void;
 }
 
@@ -110,6 +134,43 @@ abstract class SlotOptimizer implements Optimizer {
 
   /** Updates parameter `p` (index i) for step `step` (1-based). */
   protected abstract update(p: Param, i: number, weightDecay: number, gradScale: number, step: number): void;
+
+  async readState(): Promise<OptimizerState> {
+    const slots: OptimizerState['slots'] = {};
+    for (const [i, p] of this.params.entries()) {
+      const own: Record<string, Float32Array | Float64Array> = {};
+      for (const [k, slot] of OPTIMIZER_SLOTS[this.name].entries()) {
+        const v = await this.be.read(this.slots[k][i]);
+        own[slot] = v instanceof Int32Array ? Float64Array.from(v) : v;
+      }
+      slots[p.name] = own;
+    }
+    return { name: this.name, steps: this.steps, slots };
+  }
+
+  loadState(state: OptimizerState<ArrayLike<number>>): void {
+    if (state === null || typeof state !== 'object') throw new ConfigError('optimizer state', state, 'must be an object {name, steps, slots}');
+    if (state.name !== this.name) throw new ConfigError('optimizer state.name', state.name, `must be "${this.name}", the optimizer of this run`);
+    const steps = requireInt('optimizer state.steps', state.steps, 0);
+    const names = OPTIMIZER_SLOTS[this.name];
+    for (const p of this.params) {
+      const own = state.slots !== null && typeof state.slots === 'object' && Object.hasOwn(state.slots, p.name) ? state.slots[p.name] : undefined;
+      if (own === null || typeof own !== 'object') throw new ConfigError(`optimizer state.slots["${p.name}"]`, 'missing', `must hold ${names.join(' and ')} of this parameter`);
+      for (const slot of names) {
+        const v = Object.hasOwn(own, slot) ? own[slot] : undefined;
+        if (v === undefined) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}`, 'missing', `must be given (${this.name} keeps ${names.join(' and ')})`);
+        if (v.length !== p.value.size) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}.length`, v.length, `must be ${p.value.size} (shape [${p.value.shape.join(', ')}])`);
+      }
+    }
+    for (const [i, p] of this.params.entries()) {
+      for (const [k, slot] of names.entries()) {
+        const t = this.be.tensor(state.slots[p.name][slot], p.value.shape);
+        this.be.copyInto(this.slots[k][i], t);
+        this.be.dispose(t);
+      }
+    }
+    this.steps = steps;
+  }
 
   dispose(): void {
     for (const t of this.slots.flat()) this.be.dispose(t);

@@ -1,6 +1,7 @@
 /** Plugs a trained next-character model into sampleNames (src/data/sample-names.ts). */
 import { END } from '../data/names.ts';
 import type { NextCharLogits } from '../data/sample-names.ts';
+import type { NextTokenLogits } from '../data/sample-text.ts';
 import type { Backend } from './backend.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { rowsPerExample } from './model-spec.ts';
@@ -22,14 +23,24 @@ export function nextCharLogits(be: Backend, model: StageChain): NextCharLogits {
   const k = model.spec.input.cols;
   const T = rowsPerExample(model.spec);
   if (T > 1) return nextTokenLogitsGpt(be, model, T);
-  return async (contexts, rows) => {
-    const x = be.tensor(contexts, [rows, k], 'i32');
-    const logits = model.logits(x);
-    be.dispose(x);
-    const values = await be.read(logits);
-    be.dispose(logits);
-    return values;
-  };
+  return (contexts, rows) => logitsOf(be, model, contexts, [rows, k]);
+}
+
+/** `model`'s logits for the i32 inputs `data` of `shape`, read back (input and logits disposed). */
+async function logitsOf(be: Backend, model: StageChain, data: Int32Array, shape: number[]): Promise<Float32Array | Float64Array | Int32Array> {
+  const input = be.tensor(data, shape, 'i32');
+  const logits = model.logits(input);
+  be.dispose(input);
+  const values = await be.read(logits);
+  be.dispose(logits);
+  return values;
+}
+
+/** Each row's V logits at one of its T positions (`at(r)`), from a [rows·T, V] block. */
+function logitsAt(L: Float32Array | Float64Array | Int32Array, rows: number, T: number, V: number, at: (r: number) => number): Float64Array {
+  const out = new Float64Array(rows * V);
+  for (let r = 0; r < rows; r++) out.set(L.subarray((r * T + at(r)) * V, (r * T + at(r) + 1) * V), r * V);
+  return out;
 }
 
 /**
@@ -49,13 +60,18 @@ function nextTokenLogitsGpt(be: Backend, model: StageChain, T: number): NextChar
       for (let i = 0; i < n; i++) x[r * T + 1 + i] = contexts[r * T + T - n + i];
       at[r] = n;
     }
-    const input = be.tensor(x, [rows, T], 'i32');
-    const logits = model.logits(input);
-    be.dispose(input);
-    const L = await be.read(logits);
-    be.dispose(logits);
-    const out = new Float64Array(rows * V);
-    for (let r = 0; r < rows; r++) out.set(L.subarray((r * T + at[r]) * V, (r * T + at[r] + 1) * V), r * V);
-    return out;
+    return logitsAt(await logitsOf(be, model, x, [rows, T]), rows, T, V, (r) => at[r]);
   };
+}
+
+/**
+ * Logits of the character after a full window (src/data/sample-text.ts): the
+ * char-MLP reads its k characters; the GPT reads T and its last position's
+ * logits predict the next.
+ */
+export function windowLogits(be: Backend, model: StageChain): NextTokenLogits {
+  const T = rowsPerExample(model.spec);
+  if (T === 1) return nextCharLogits(be, model);
+  const V = model.spec.classes;
+  return async (windows, rows) => logitsAt(await logitsOf(be, model, windows, [rows, T]), rows, T, V, () => T - 1);
 }

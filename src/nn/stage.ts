@@ -240,11 +240,8 @@ export class Stage {
     return this.readAll((p) => p.grad);
   }
 
-  /**
-   * Sets this stage's parameters from `values` (by global name; names of other
-   * stages' parameters are ignored). Every parameter of this stage must be there.
-   */
-  loadParams(values: Readonly<Record<string, ArrayLike<number>>>): void {
+  /** Throws a ConfigError unless `values` holds every parameter of this stage (by global name) with its size. */
+  checkParams(values: Readonly<Record<string, ArrayLike<number>>>): void {
     for (const p of this.params) {
       const v = values[p.name];
       if (v === undefined) throw new ConfigError(`params["${p.name}"]`, 'missing', `must be given: stage ${this.index} holds it`);
@@ -252,6 +249,14 @@ export class Stage {
         throw new ConfigError(`params["${p.name}"].length`, v.length, `must be ${p.value.size} (shape [${p.value.shape.join(', ')}])`);
       }
     }
+  }
+
+  /**
+   * Sets this stage's parameters from `values` (by global name; names of other
+   * stages' parameters are ignored). Every parameter of this stage must be there.
+   */
+  loadParams(values: Readonly<Record<string, ArrayLike<number>>>): void {
+    this.checkParams(values);
     for (const p of this.params) {
       const t = this.be.tensor(values[p.name], p.value.shape);
       this.be.copyInto(p.value, t);

@@ -7,7 +7,7 @@ import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/er
 import { isTwoD } from '../data/datasets.ts';
 import type { DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
-import { defaultGptConfig, defaultModelConfig, validateModelConfig } from './model-config.ts';
+import { defaultGptConfig, defaultModelConfig, MAKEMORE_GPT, validateModelConfig } from './model-config.ts';
 import type { ModelConfig } from './model-config.ts';
 import { validateOptimizerConfig } from './optimizer.ts';
 import type { OptimizerName } from './optimizer.ts';
@@ -80,15 +80,33 @@ export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig
 }
 
 /**
- * The fields a switch to `model` on the names brings (the page's model
- * selector): its size, at least `minLayers` deep, and the optimizer settings it
- * trains well with (the GPT's default size: AdamW, batch 32, lr 5e-3 cosine,
- * weight decay 0.01, as measured; see GPT_DEFAULTS).
+ * The page's default GPT: 'small' (GPT_DEFAULTS, what trains best in a tab on
+ * software WebGPU) or 'makemore' (makemore's 4 × 4 × 64 with its recipe, for a
+ * hardware GPU; src/state/gpt-sizing.ts decides from the adapter).
  */
-export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number): Partial<TrainConfig> {
+export type GptSize = 'small' | 'makemore';
+
+/**
+ * makemore's recipe for its GPT (MAKEMORE_GPT) on names: AdamW (0.9, 0.99), batch
+ * 64, lr 2e-3 cosine, weight decay 0.1, 2,000 steps. The app's own loop with it
+ * reached 1.993 nats/char held-out after 2,000 steps on an H100 (bench/GPU.md);
+ * PyTorch on one CPU thread 2.015 (ENVIRONMENT.md, cosine to 0).
+ */
+export const MAKEMORE_RECIPE = { optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 2000 } as const;
+
+/**
+ * The fields a switch to `model` on the names or a text brings (the page's
+ * model selector): its size, at least `minLayers` deep, and the optimizer
+ * settings it trains well with (the GPT's default size: AdamW, batch 32, lr
+ * 5e-3 cosine, weight decay 0.01, as measured; see GPT_DEFAULTS). On a text the
+ * block size is the text's default.
+ */
+export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number, dataset: 'names' | 'text' = 'names', size: GptSize = 'small'): Partial<TrainConfig> {
   const m = model === 'gpt' ? defaultGptConfig() : defaultModelConfig('names');
   const t = defaultTrainConfig('names');
-  const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize: m.blockSize };
+  const blockSize = dataset === 'text' ? defaultModelConfig('text').blockSize : m.blockSize;
+  if (model === 'gpt' && size === 'makemore') return { model, ...MAKEMORE_GPT, layers: Math.max(MAKEMORE_GPT.layers, minLayers), blockSize, ...MAKEMORE_RECIPE };
+  const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize };
   if (model === 'gpt') return { ...fit, optimizer: 'adamw', batchSize: 32, lr: 5e-3, weightDecay: 0.01, lrSchedule: 'cosine' };
   return { ...fit, optimizer: t.optimizer, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
 }

@@ -4,7 +4,10 @@
  * seeded batch, splits it into micro-batches, accumulates their gradients
  * (loss scale 1 / the batch's targets that take a loss, so accumulation is
  * exact: 1 / batchSize for the MLPs, 1 / non-padded positions for the GPT),
- * and applies the optimizer once.
+ * and applies the optimizer once. A run can start from where another stopped
+ * (`from`: its weights, optimizer state, losses and evaluations) and continues
+ * exactly as the uninterrupted run: batch `step` and the learning rate of
+ * `step` depend on the step alone.
  */
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
@@ -13,11 +16,12 @@ import type { Backend, Tensor } from './backend.ts';
 import { evaluate } from './evaluate.ts';
 import { buildModelSpec } from './model-config.ts';
 import type { ModelSpec } from './model-spec.ts';
-import { createOptimizer, type Optimizer } from './optimizer.ts';
+import { createOptimizer, type Optimizer, type OptimizerState } from './optimizer.ts';
 import type { BlockRange } from './partition.ts';
 import { StageChain } from './stage-chain.ts';
 import type { ParamValues } from './stage.ts';
 import { lrAt, validateTrainConfig } from './train-config.ts';
+import { ConfigError, requireInt } from '../util/errors.ts';
 import type { TrainConfig } from './train-config.ts';
 
 export interface StepReport {
@@ -48,6 +52,25 @@ export interface TrainHooks {
   onDone?(model: StageChain, data: Dataset): void | Promise<void>;
 }
 
+/** Where a run stands after `stepsDone` steps: what continuing it needs besides its configuration. */
+export interface TrainProgress<V extends ArrayLike<number> = Float32Array | Float64Array> {
+  stepsDone: number;
+  /** Every parameter by global name. */
+  params: Record<string, V>;
+  optimizer: OptimizerState<V>;
+  /** Per step so far. */
+  losses: number[];
+  /** The evaluations so far (every evalEvery steps; not the one a stop adds). */
+  evals: EvalReport[];
+}
+
+export interface TrainOptions {
+  /** Continue from here (e.g. a checkpoint): the next step is from.stepsDone. */
+  from?: TrainProgress<ArrayLike<number>>;
+  /** Read the progress after the last step (before the final evaluation) into result.progress. */
+  readProgress?: boolean;
+}
+
 export interface TrainResult {
   spec: ModelSpec;
   ranges: readonly BlockRange[];
@@ -58,12 +81,14 @@ export interface TrainResult {
   params: ParamValues;
   stepsDone: number;
   ms: number;
+  /** With readProgress: the weights, optimizer state, losses and evaluations after the last step. */
+  progress?: TrainProgress;
 }
 
 export async function evaluateModel(be: Backend, model: StageChain, data: Dataset, step: number): Promise<EvalReport> {
   const val = await evaluate(be, model, data.val);
-  // The names training set is large (~50k rows) and only its held-out loss is reported.
-  const train = data.name !== 'names' ? await evaluate(be, model, data.train) : { loss: NaN, accuracy: NaN };
+  // The names and text training sets are large (~50k rows and more) and only their held-out loss is reported.
+  const train = data.name !== 'names' && data.name !== 'text' ? await evaluate(be, model, data.train) : { loss: NaN, accuracy: NaN };
   return { step, trainLoss: train.loss, trainAccuracy: train.accuracy, valLoss: val.loss, valAccuracy: val.accuracy };
 }
 
@@ -91,8 +116,18 @@ export function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, c
   return total;
 }
 
-export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: TrainHooks = {}): Promise<TrainResult> {
+/** Throws a ConfigError unless `from` is a point of a run of `cfg`: 0 ≤ stepsDone ≤ steps, one loss per step done. */
+export function checkStart(cfg: TrainConfig, from: TrainProgress<ArrayLike<number>>): void {
+  requireInt('from.stepsDone', from.stepsDone, 0, cfg.steps);
+  if (!Array.isArray(from.losses) || from.losses.length !== from.stepsDone) {
+    throw new ConfigError('from.losses.length', Array.isArray(from.losses) ? from.losses.length : from.losses, `must be ${from.stepsDone}, one loss per step done`);
+  }
+  if (!Array.isArray(from.evals)) throw new ConfigError('from.evals', from.evals, 'must be a list of evaluations');
+}
+
+export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: TrainHooks = {}, opts: TrainOptions = {}): Promise<TrainResult> {
   validateTrainConfig(cfg);
+  if (opts.from) checkStart(cfg, opts.from);
   const t0 = performance.now();
   const data = createDataset(cfg);
   const spec = buildModelSpec(cfg);
@@ -103,6 +138,13 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
   const evals: EvalReport[] = [];
   let step = 0;
   try {
+    if (opts.from) {
+      model.loadParams(opts.from.params);
+      opt.loadState(opts.from.optimizer);
+      losses.push(...opts.from.losses);
+      evals.push(...opts.from.evals);
+      step = opts.from.stepsDone;
+    }
     for (; step < cfg.steps; step++) {
       if (hooks.shouldStop?.()) break;
       const total = issueTrainStep(be, model, opt, cfg, step, sampler.batch(step));
@@ -116,12 +158,15 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
         await hooks.onEval?.(r);
       }
     }
+    const progress = opts.readProgress
+      ? { stepsDone: step, params: await model.readParams(), optimizer: await opt.readState(), losses: [...losses], evals: [...evals] }
+      : undefined;
     const final = await evaluateModel(be, model, data, step);
     evals.push(final);
     await hooks.onEval?.(final);
     const params = await model.readParams();
     await hooks.onDone?.(model, data);
-    return { spec, ranges: model.ranges, losses, evals, final, params, stepsDone: step, ms: performance.now() - t0 };
+    return { spec, ranges: model.ranges, losses, evals, final, params, stepsDone: step, ms: performance.now() - t0, progress };
   } finally {
     opt.dispose();
     model.dispose();

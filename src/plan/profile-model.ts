@@ -10,7 +10,7 @@
  */
 import { paramCount, type ModelSpec } from '../nn/model-spec.ts';
 import { ConfigError } from '../util/errors.ts';
-import { crc32 } from '../util/zip.ts';
+import { crc32 } from '../util/crc32.ts';
 import type { Profile, ProfileModel } from './profile.ts';
 
 export function profileModelOf(spec: ModelSpec): ProfileModel {

@@ -13,8 +13,9 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     [{ recvTimeoutMs: Number.NaN }, 'options.recvTimeoutMs = NaN: must be a finite number'],
     [{ signal: 'stop' }, 'options.signal = "stop": must be an AbortSignal (new AbortController().signal)'],
     [{ readWeights: 1 }, 'options.readWeights = 1: must be true or false'],
+    [{ resume: 'yes' }, 'options.resume = "yes": must be true or false'],
     [{ onstep: () => {} }, 'options.onstep = a function: is not a known run option; the nearest is "onStep"'],
-    [5, 'options = 5: must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}'],
+    [5, 'options = 5: must be an object {signal?, onStep?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
   ])('%o', (opts, message) => {
     expect(() => runOptionsOf(opts)).toThrow(message);
   });

@@ -10,7 +10,12 @@
  *                                           report of the steps done (rejects when none was);
  *                                           onStep(progress) is called after each step;
  *                                           refused (naming what runs) while another run
- *                                           holds the workers
+ *                                           holds the workers; the run saves its state into
+ *                                           window.pipelab.checkpoints every config.checkpointEvery
+ *                                           steps (default 50; 0: never) and at its end, recovers once
+ *                                           from its last checkpoint when it fails, and with
+ *                                           { resume: true } starts from the configuration's last
+ *                                           checkpoint (src/run-state/durable-run.ts)
  *   window.pipelab.prepareWorkers(config?)  prepares warm workers for config (default: the default
  *                                           configuration) without training, as the page does at load
  *                                           (not under automation): resolves to { kept } workers;
@@ -20,6 +25,12 @@
  *   window.pipelab.warmWorkers()            stage workers kept warm between runs (warm-workers.ts)
  *   window.pipelab.startedWorkers()         stage workers ever started on this page
  *   window.pipelab.profile(config)          the profiling pass: per-block F/I/W, bytes, comm (src/plan/measure.ts)
+ *   window.pipelab.loadText(name, text)     reads "your text" as the page reads pasted text and keeps it in
+ *                                           this page; resolves to { hash, symbols, characters, line }, then
+ *                                           run({ ...config, dataset: 'text', textHash: hash }) trains on it;
+ *                                           a refused text rejects naming it and the rule
+ *   window.pipelab.checkpoints              the checkpoints kept in this origin's IndexedDB: list, read,
+ *                                           inspect, store, remove, reference (src/run-state/checkpoint-automation.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
 import type { RunReport } from './report-types.ts';
@@ -31,6 +42,11 @@ import { measureProfile } from '../plan/measure.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
+import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
+import { registerCorpus } from '../data/text-registry.ts';
+import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
+import { runDurably } from '../run-state/durable-run.ts';
+import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 
 export interface PipelabAutomation {
   defaultConfig(): RunConfig;
@@ -40,16 +56,20 @@ export interface PipelabAutomation {
    * The configuration is read once into a plain-JSON copy and validated before
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'>): Promise<RunReport>;
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep'> & { resume?: boolean }): Promise<RunReport>;
   /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
   prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
   /** Profiles `config`'s model block by block with a short real run (ZB-H1, one block per rank, one micro-batch). */
   profile(config: RunConfig): Promise<Profile>;
+  /** Keeps a text in this page (see the module comment); refused like a file, by name and rule. */
+  loadText(name: string, text: string): Promise<LoadedText>;
   liveWorkers(): number;
   warmWorkers(): number;
   startedWorkers(): number;
   hasWebGpu(): boolean;
+  /** The checkpoints kept in this origin's IndexedDB. */
+  checkpoints: CheckpointAutomation;
 }
 
 declare global {
@@ -86,8 +106,8 @@ type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
 /** The run options, each read once and checked, naming the option, its value and the rule. */
 export function runOptionsOf(input: unknown): RunOpts {
   if (input === undefined || input === null) return {};
-  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, recvTimeoutMs?, stepTimeoutMs?}');
-  const known = ['signal', 'onStep', 'readWeights', 'recvTimeoutMs', 'stepTimeoutMs'];
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
   const out: RunOpts = {};
   for (const key of Object.keys(input)) {
     const value: unknown = (input as Record<string, unknown>)[key];
@@ -99,9 +119,9 @@ export function runOptionsOf(input: unknown): RunOpts {
     } else if (key === 'onStep') {
       if (typeof value !== 'function') throw new ConfigError('options.onStep', value, 'must be a function');
       out.onStep = value as RunOpts['onStep'];
-    } else if (key === 'readWeights') {
-      if (typeof value !== 'boolean') throw new ConfigError('options.readWeights', value, 'must be true or false');
-      out.readWeights = value;
+    } else if (key === 'readWeights' || key === 'resume') {
+      if (typeof value !== 'boolean') throw new ConfigError(`options.${key}`, value, 'must be true or false');
+      out[key] = value;
     } else {
       const ms = requireFinite(`options.${key}`, value, { min: 1, max: 3_600_000 });
       if (key === 'recvTimeoutMs') out.recvTimeoutMs = ms;
@@ -111,7 +131,25 @@ export function runOptionsOf(input: unknown): RunOpts {
   return out;
 }
 
+/** What loadText says of a text it kept. */
+export interface LoadedText {
+  hash: string;
+  symbols: number;
+  characters: number;
+  /** The page's line for it (characters, symbols, what reads as unknown). */
+  line: string;
+}
+
+/** Without a page (the benchmark page): the text is read on this thread. */
+async function loadTextHere(name: string, text: string): Promise<LoadedText> {
+  const c = await corpusFromText(name, text);
+  registerCorpus(c);
+  return { hash: c.hash, symbols: c.symbols.length, characters: c.ids.length, line: describeCorpus(c) };
+}
+
 export interface AutomationOptions {
+  /** How the page reads a text (in its worker); default: on this thread. */
+  loadText?: (name: string, text: string) => Promise<LoadedText>;
   /** How this page reads its URL (the app's own reader, so both word every problem the same); default: the run keys alone. */
   readUrl?: (search: string) => { config: RunConfig; errors: string[] };
   /** The page's one-session rule (the store's); default: automation runs exclude each other. */
@@ -130,10 +168,10 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     defaultConfig: defaultRunConfig,
     urlConfig: () => readUrl(window.location.search),
     async run(config, runOpts) {
-      const checked = runOptionsOf(runOpts);
+      const { resume, ...checked } = runOptionsOf(runOpts);
       const end = gate.begin();
       try {
-        return await runInBrowser(config, checked);
+        return await runDurably(config, checked, { store: pageCheckpoints, resume }, runInBrowser);
       } finally {
         end();
       }
@@ -148,9 +186,14 @@ export function installAutomation(opts: AutomationOptions = {}): void {
     },
     runSingleDevice,
     profile: (config) => measureProfile(config, (c) => runInBrowser(c, {})),
+    loadText: (name, text) => {
+      if (typeof name !== 'string' || typeof text !== 'string') return Promise.reject(new ConfigError('loadText', typeof text, 'takes a name and the text, both strings'));
+      return (opts.loadText ?? loadTextHere)(name, text);
+    },
     liveWorkers: () => WorkerRankHost.liveWorkers() - warmWorkers.size,
     warmWorkers: () => warmWorkers.size,
     startedWorkers: () => WorkerRankHost.startedWorkers(),
     hasWebGpu,
+    checkpoints: checkpointAutomation(),
   };
 }

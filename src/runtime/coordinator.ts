@@ -11,6 +11,9 @@
 import type { Timeline } from '../schedule/types.ts';
 import { laneLabel, mesh, placeOf, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
+import { checkStart, type TrainProgress } from '../nn/train.ts';
+import { toTrainConfig } from './run-config.ts';
+import { gatherProgress } from './gather-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -54,6 +57,26 @@ export interface RunOptions {
    * terminated: the taker owns it (a pool of warm workers). Absent: every rank ends.
    */
   keepWarm?: (host: RankHost) => boolean;
+  /**
+   * Start from this point of a run of the same configuration (a checkpoint):
+   * every worker loads its weights and optimizer state from it before the
+   * first step, the first step is from.stepsDone (its learning rate and batch
+   * follow from the step), and the report's losses begin with from.losses.
+   * Synchronous schedules only (a stream is one window).
+   */
+  from?: TrainProgress<ArrayLike<number>>;
+  /**
+   * Every this many steps done, and once more after the last step run (the
+   * run's end or its stop), the run's progress (weights and optimizer state
+   * gathered from the workers — ZeRO-1 shards joined — losses and steps done)
+   * is handed to onProgress between steps. 0 or absent: only at the end.
+   * Synchronous schedules only. onProgress is not awaited: encoding and storing
+   * it stay off the workers' path.
+   */
+  progressEvery?: number;
+  onProgress?: (p: TrainProgress) => void;
+  /** Asked before each step after the first: true hands the progress so far to onProgress first (e.g. the run is about to pause). */
+  progressNow?: () => boolean;
 }
 
 export class RunError extends Error {
@@ -159,15 +182,38 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
+    const { stream } = plan.windows;
+    const { from } = opts;
+    if (from) {
+      if (stream) throw new RunError(`a run of ${plan.kind.name} cannot start from a saved state: its steps are one stream (use a synchronous schedule)`);
+      checkStart(toTrainConfig(config), from);
+      const state = { params: from.params, optimizer: from.optimizer };
+      await Promise.race([Promise.all(hosts.map((h) => h.loadState(state))), fatal]);
+    }
+    const start = from?.stepsDone ?? 0;
+    /** Every step's loss so far, from the start of the run (a resumed run's earlier ones first). */
+    const allLosses = [...(from?.losses ?? [])];
+    const evals = [...(from?.evals ?? [])];
+    let lastProgress = -1;
+    const stateReadMs: number[] = [];
+    const emitProgress = async (stepsDone: number) => {
+      if (!opts.onProgress || stream || stepsDone === lastProgress) return;
+      lastProgress = stepsDone;
+      const tRead = performance.now();
+      const p = await Promise.race([gatherProgress(m, config.zero, hosts, stepsDone, allLosses, evals), fatal]);
+      stateReadMs.push(performance.now() - tRead);
+      opts.onProgress(p);
+    };
+
     const tUp = performance.now();
     let firstStepMs: number | null = null;
     const records: StepRecord[] = [];
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
-    const { stream } = plan.windows;
     const windows = windowCount;
-    for (let step = 0; step < windows; step++) {
+    for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
+      if (step > start && opts.progressNow?.()) await emitProgress(step);
       if (opts.beforeStep) await opts.beforeStep(step);
       if (opts.signal?.aborted) break;
       const pending = new Set(hosts.map((h) => h.rank));
@@ -198,6 +244,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       firstStepMs ??= performance.now() - tStart;
       losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
+      allLosses.push(...losses);
+      const progressEvery = opts.progressEvery ?? 0;
+      if (progressEvery > 0 && (step + 1) % progressEvery === 0 && step + 1 < config.steps) await emitProgress(step + 1);
       const every = opts.weightsEvery ?? 0;
       if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
         const w: Weights = {};
@@ -207,6 +256,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     }
     const wallMs = performance.now() - t0;
     if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
+    if (records.length > 0) await emitProgress(start + records.length);
 
     let weights: Weights | undefined;
     let replicaMismatch: number | undefined;
@@ -226,7 +276,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
       ranks: up.map((u) => u.startup),
     };
-    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, phases, replicaMismatch });
+    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, stateReadMs });
   } catch (e) {
     const cause = deaths[0] ?? e;
     throw cause instanceof Error ? cause : new RunError(String(cause));
@@ -265,7 +315,7 @@ async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHo
     ports[b].peers.set(a, ch.port2);
   }
   const inits = hosts.map((h, w) => {
-    const init: RankInit = { config, spec: plan.spec, rank: placeOf(m, w).rank, worker: w, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault };
+    const init: RankInit = { config, spec: plan.spec, rank: placeOf(m, w).rank, worker: w, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault, ...(plan.corpus ? { corpus: plan.corpus } : {}) };
     return h.init(init, ports[w]);
   });
   try {

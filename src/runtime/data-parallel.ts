@@ -17,7 +17,7 @@
  * another. Every part is logged as a 'collective' interval of the step.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
-import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
@@ -26,7 +26,8 @@ import type { MeshControlClient } from './mesh-control.ts';
 import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from './ring-allreduce.ts';
 import type { ZeroStage } from './run-config.ts';
 import type { StepLog } from './transport.ts';
-import type { PolicyReport, UpdatableStage, UpdatePolicy } from './update-policy.ts';
+import type { RankState } from './rank-host.ts';
+import { wholePieces, type PolicyReport, type UpdatableStage, type UpdatePolicy } from './update-policy.ts';
 import { ZeroShard } from './zero-shard.ts';
 
 export interface DataParallelParts {
@@ -180,6 +181,18 @@ export class DataParallelFlush implements UpdatePolicy {
   report(): PolicyReport {
     const params: Param[] = this.opt ? [...this.stages.values()].flatMap((st) => st.params) : [...this.shards.values()].flatMap((s) => s.pieces);
     return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer) };
+  }
+
+  async readOptimizer(): Promise<RankState['optimizer']> {
+    if (this.opt) return wholePieces(this.opt, [...this.stages.values()].flatMap((st) => st.params));
+    const parts = await Promise.all([...this.shards.values()].map((s) => s.readState()));
+    const steps = parts[0]?.steps ?? 0;
+    return { name: this.train.optimizer, steps, pieces: parts.flatMap((p) => p.pieces) };
+  }
+
+  loadOptimizer(state: OptimizerState<ArrayLike<number>>): void {
+    if (this.opt) return this.opt.loadState(state);
+    for (const s of this.shards.values()) s.loadState(state);
   }
 
   dispose(): void {

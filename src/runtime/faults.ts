@@ -80,6 +80,8 @@ export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEf
     afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
     endStep: (s, log) => inner.endStep(s, log),
     report: () => inner.report(),
+    readOptimizer: () => inner.readOptimizer(),
+    loadOptimizer: (state) => inner.loadOptimizer(state),
     dispose: () => inner.dispose(),
   };
 }

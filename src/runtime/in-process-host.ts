@@ -4,7 +4,7 @@
  */
 import type { Backend } from '../nn/backend.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import type { RankHost, RankInit, RankPorts, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 
 export class InProcessRankHost implements RankHost {
@@ -33,6 +33,14 @@ export class InProcessRankHost implements RankHost {
 
   readWeights(): Promise<Weights> {
     return this.need().readWeights();
+  }
+
+  readState(): Promise<RankState> {
+    return this.need().readState();
+  }
+
+  async loadState(state: Parameters<RankHost['loadState']>[0]): Promise<void> {
+    this.need().loadState(state);
   }
 
   async stats(): Promise<RankStats> {

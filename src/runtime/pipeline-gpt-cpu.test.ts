@@ -95,7 +95,7 @@ describe('bad GPT configurations are refused before any rank starts (runtime, au
     ['heads that do not divide the width', { heads: 4, width: 6 }, /^heads = 4: must divide width = 6/],
     ['a block size shorter than the longest name + 1', { blockSize: 15 }, /^blockSize = 15: must be at least the longest name \+ 1 = 16/],
     ['more stages than blocks', { ranks: 4, layers: 2 }, /^ranks = 4: ranks × virtual = 4 stages, but the model has only 3 blocks/],
-    ['the GPT on a 2-D set', { dataset: 'spiral' }, /^dataset = "spiral": must be "names" for model "gpt"/],
+    ['the GPT on a 2-D set', { dataset: 'spiral' }, /^dataset = "spiral": must be "names" or "text" for model "gpt"/],
     // The memory estimate counts what a block keeps per name: T rows of the residual stream, qkv, the MLP's 4C, H·T² attention.
     ['a batch whose attention and activations pass the memory limit', { layers: 3, width: 256, heads: 16, blockSize: 64, batchSize: 8192, microbatches: 1 }, /^batchSize = 8192: .*activations/],
   ];

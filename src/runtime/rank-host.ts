@@ -5,7 +5,9 @@
  * same process (in-process-host.ts). Both run the same RankExecutor.
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
+import type { OptimizerName, OptimizerState } from '../nn/optimizer.ts';
 import type { Schedule } from '../schedule/types.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
 import type { Fault } from './faults.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { RunConfig } from './run-config.ts';
@@ -23,6 +25,8 @@ export interface RankInit {
   stageBlocks: [number, number][];
   recvTimeoutMs: number;
   fault?: Fault;
+  /** A run on "your text": the text, which stays in the page and its workers (the configuration names it by hash). */
+  corpus?: TextCorpus;
 }
 
 /** A worker's lines to the others. */
@@ -62,12 +66,35 @@ export interface RankUp {
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 
+/** Slots of the piece [lo, hi) of parameter `param` (the whole parameter unless its optimizer state is a ZeRO-1 shard). */
+export interface OptimizerPiece {
+  param: string;
+  lo: number;
+  hi: number;
+  /** By PyTorch slot name (OPTIMIZER_SLOTS), each hi − lo values. */
+  slots: Record<string, Float32Array | Float64Array>;
+}
+
+/** What a worker holds of a run's state: its stages' weights and its optimizer state (whole parameters, or its ZeRO-1 shards' pieces). */
+export interface RankState {
+  params: Weights;
+  optimizer: { name: OptimizerName; steps: number; pieces: OptimizerPiece[] };
+}
+
 export interface RankHost {
   /** The worker's index in the mesh (the pipeline rank with one pipeline). */
   readonly rank: number;
   init(init: RankInit, ports: RankPorts): Promise<RankUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
+  /** Its stages' weights and its optimizer state, between steps (a checkpoint). */
+  readState(): Promise<RankState>;
+  /**
+   * Sets its stages' weights and its optimizer state (its shard of it) from a
+   * run's whole state by name, before its first step (a resume): checked whole
+   * first, a missing or misshapen entry throws naming it.
+   */
+  loadState(state: { params: Readonly<Record<string, ArrayLike<number>>>; optimizer: OptimizerState<ArrayLike<number>> }): Promise<void>;
   stats(): Promise<RankStats>;
   /**
    * Frees the stages, then the device; reports GPU buffers still alive after the

@@ -19,7 +19,7 @@ import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
 import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
-import type { RankInit, RankPorts, RankStats, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from './run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
@@ -42,6 +42,8 @@ export interface RankRuntime {
   warmUp(): Promise<WarmUp>;
   step(step: number): Promise<StepResult>;
   readWeights(): Promise<Weights>;
+  readState(): Promise<RankState>;
+  loadState(state: Parameters<RankHost['loadState']>[0]): void;
   stats(): Omit<RankStats, 'buffers' | 'bufferBytes' | 'adapter'>;
   /** Ends every pending and future wait with `e` (device lost, peer failed). */
   fail(e: Error): void;
@@ -190,7 +192,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   schedule.stageToRank.forEach((r, s) => {
     if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
   });
-  const sampler = new BatchSampler(createDataset(train).train, config.batchSize, config.seed);
+  const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream, replicaRows(m, config.batchSize, roles.replica));
 
   const mailbox = new Mailbox(rank, replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
@@ -262,6 +264,17 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       const out: Weights = {};
       for (const st of stages.values()) Object.assign(out, await st.readParams());
       return out;
+    },
+    async readState() {
+      const out: Weights = {};
+      for (const st of stages.values()) Object.assign(out, await st.readParams());
+      return { params: out, optimizer: await policy.readOptimizer() };
+    },
+    loadState(state) {
+      // Every check before any write: the stages' weights, then the optimizer's (which checks its own whole before it sets anything).
+      for (const st of stages.values()) st.checkParams(state.params);
+      policy.loadOptimizer(state.optimizer);
+      for (const st of stages.values()) st.loadParams(state.params);
     },
     stats() {
       let liveStashes = 0, stashBytes = 0;

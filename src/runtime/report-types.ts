@@ -73,4 +73,34 @@ export interface RunReport {
   optimizerBytesPerWorker: number[];
   /** Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's (0: they agree bit for bit). */
   replicaMismatch?: number;
+  /**
+   * The run's state read from its workers between steps (onProgress: a
+   * checkpoint), the only part of a save on the workers' path: how many reads,
+   * their mean and longest time. Encoding and storing run beside training.
+   */
+  stateReads?: { count: number; meanMs: number; maxMs: number };
+  /** Checkpoints of the run saved into the browser's storage (src/run-state/durable-run.ts), beside training. */
+  checkpointSaves?: CheckpointSaves;
+  /** A resumed run: the steps done by the checkpoint it started from. */
+  resumedFrom?: number;
+  /** The run recovered from a failure: restarted from its last checkpoint on fresh workers. */
+  recovery?: RecoveryFigures;
+}
+
+/** The saves of a run's checkpoints: the steps saved, the last file's bytes, mean encode and store time (off the workers' path); the first refusal, if any. */
+export interface CheckpointSaves {
+  steps: number[];
+  bytes: number;
+  meanEncodeMs: number;
+  meanStoreMs: number;
+  error?: string;
+}
+
+/** A recovery: what failed, at which step; the checkpoint it restarted from; steps redone; time from the failure to the first step after it. */
+export interface RecoveryFigures {
+  failure: string;
+  failedAtStep: number;
+  fromStep: number;
+  stepsRedone: number;
+  recoveryMs: number;
 }

@@ -59,7 +59,11 @@ export interface ReportInput {
   leakedBuffers: number;
   /** Per-step losses when they differ from the records' (PipeDream: one record spans every step). */
   stepLosses?: number[];
+  /** A resumed run: the losses of the steps before its first (they begin the report's losses). */
+  priorLosses?: readonly number[];
   replicaMismatch?: number;
+  /** Each read of the run's state between steps, in ms. */
+  stateReadMs?: readonly number[];
   phases: RunReport['phases'];
 }
 
@@ -119,7 +123,8 @@ export function buildReport(input: ReportInput): RunReport {
   for (const rec of records) for (const r of rec.results) for (const [s, b] of Object.entries(r.peakStashBytes)) peakStashBytes[Number(s)] = Math.max(peakStashBytes[Number(s)] ?? 0, b);
 
   const last = records[records.length - 1];
-  const losses = input.stepLosses ?? records.map((r) => r.loss);
+  const run = input.stepLosses ?? records.map((r) => r.loss);
+  const losses = [...(input.priorLosses ?? []), ...run];
   const report: RunReport = {
     config,
     schedule,
@@ -140,7 +145,7 @@ export function buildReport(input: ReportInput): RunReport {
     peakStashBytes,
     commShare: computeMs > 0 ? commMs / computeMs : 0,
     commMsPerCrossing,
-    samplesPerSecond: wallMs > 0 ? (config.batchSize * losses.length) / (wallMs / 1000) : 0,
+    samplesPerSecond: wallMs > 0 ? (config.batchSize * run.length) / (wallMs / 1000) : 0,
     wallMs,
     phases: input.phases,
     leakedBuffers: input.leakedBuffers,
@@ -149,6 +154,8 @@ export function buildReport(input: ReportInput): RunReport {
   };
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
+  const reads = input.stateReadMs ?? [];
+  if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};
     for (const r of last.results) Object.assign(ws, r.weightStash ?? {});

@@ -17,7 +17,8 @@ import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
-import { defaultModelConfig } from '../nn/model-config.ts';
+import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
+import { namesModelSwitch, type GptSize } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
 /** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
@@ -57,9 +58,26 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   cut?: number[];
   /** The auto schedule's cap on live activations per rank, in micro-batches; 0: 1F1B's memory (as many as ranks). */
   memCap: number;
+  /**
+   * Save the run's state into the browser's checkpoints every this many steps
+   * (and at stop); 0: never. Absent: CHECKPOINT_EVERY_DEFAULT. How often a run
+   * is saved is not part of what it trains: a checkpoint does not keep it.
+   */
+  checkpointEvery?: number;
   /** Tests only: inject one fault. */
   fault?: Fault;
 }
+
+/** Steps between a run's saves when its configuration does not say. */
+export const CHECKPOINT_EVERY_DEFAULT = 50;
+
+/** How often `cfg` saves its state (0: never). */
+export function checkpointEveryOf(cfg: Pick<RunConfig, 'checkpointEvery'>): number {
+  return cfg.checkpointEvery ?? CHECKPOINT_EVERY_DEFAULT;
+}
+
+/** The largest checkpointEvery (a run's steps are bounded far below it). */
+export const MAX_CHECKPOINT_EVERY = 1_000_000;
 
 /** Workers a run may start: dp × ranks at most this. */
 export const MAX_RUN_RANKS = 16;
@@ -70,14 +88,24 @@ export function defaultRunConfig(): RunConfig {
   return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
-/** A new data set brings its model (2-D sets: the MLP; names: the character MLP), batch, lr and a fitting noise level. */
-export function withDataset(cfg: RunConfig, dataset: DatasetName): RunConfig {
-  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset);
-  let next: RunConfig = { ...cfg, dataset };
+/**
+ * A new data set brings its model (2-D sets: the MLP; names: the character MLP;
+ * a text: the GPT, with its block size), batch, lr and a fitting noise level.
+ * A text run names its text by `textHash` (the one given, else the one it had);
+ * any other data set has none.
+ */
+export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: string, gptSize: GptSize = 'small'): RunConfig {
+  const crossed = isTwoD(dataset) !== isTwoD(cfg.dataset) || (dataset === 'text') !== (cfg.dataset === 'text');
+  const { textHash: had, ...rest } = cfg;
+  let next: RunConfig = { ...rest, dataset };
+  const hash = textHash ?? had;
+  if (dataset === 'text' && hash !== undefined) next.textHash = hash;
   if (crossed) {
     const m = defaultModelConfig(dataset);
     const t = defaultTrainConfig(dataset);
-    next = { ...next, ...m, layers: Math.max(m.layers, cfg.ranks * cfg.virtual - 1), batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    const layers = Math.max(m.layers, cfg.ranks * cfg.virtual - 1);
+    next = { ...next, ...m, layers, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+    if (dataset === 'text') next = { ...next, ...namesModelSwitch('gpt', layers, 'text', gptSize) };
     if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
   }
   if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
@@ -100,7 +128,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, ...train } = cfg;
+  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -113,6 +141,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   requireInt('virtual', cfg.virtual, 1, MAX_VIRTUAL);
   requireOneOf('partition', cfg.partition, PARTITIONS);
   requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
+  if (cfg.checkpointEvery !== undefined) requireInt('checkpointEvery', cfg.checkpointEvery, 0, MAX_CHECKPOINT_EVERY);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -168,9 +197,9 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
-  'dataset', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
+  'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
-  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery',
 ];
 
 /** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
@@ -179,7 +208,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -193,6 +222,7 @@ export function configToQuery(cfg: RunConfig): string {
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
+  if (field === 'checkpointEvery') return parseQueryNumber(field, raw);
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
@@ -232,7 +262,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
     }
   }
   // A data set implies its model unless the link says otherwise.
-  if (given.has('dataset') && !given.has('model')) cfg.model = cfg.dataset === 'names' ? 'char-mlp' : 'mlp';
+  if (given.has('dataset') && !given.has('model')) cfg.model = (DATASETS as readonly unknown[]).includes(cfg.dataset) ? modelFor(cfg.dataset as DatasetName) : 'mlp';
   // A cut implies partition = 'cut' unless the link says otherwise.
   if (given.has('cut') && !given.has('partition')) {
     cfg.partition = 'cut';
@@ -249,5 +279,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   );
   // A reverted optional field is absent, not undefined (a configuration is plain JSON).
   if (cfg.cut === undefined) delete cfg.cut;
+  if (cfg.textHash === undefined) delete cfg.textHash;
+  if (cfg.checkpointEvery === undefined) delete cfg.checkpointEvery;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

@@ -16,6 +16,8 @@ import type { Schedule } from '../schedule/types.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
 import { validateRunConfig, type RunConfig } from './run-config.ts';
 import { stageCut } from './run-limits.ts';
+import type { TextCorpus } from '../data/text-corpus.ts';
+import { requireCorpus } from '../data/text-registry.ts';
 
 export interface RunPlan {
   config: RunConfig;
@@ -26,6 +28,8 @@ export interface RunPlan {
   stageBlocks: BlockRange[];
   /** How the run's steps map onto windows under the schedule's update policy. */
   windows: UpdateWindows;
+  /** A run on "your text": the loaded text it names, for the workers. */
+  corpus?: TextCorpus;
 }
 
 export function planRun(input: RunConfig): RunPlan {
@@ -42,5 +46,6 @@ export function planRun(input: RunConfig): RunPlan {
     ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches))), config.memCap || config.ranks)
     : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
-  return { config, spec, kind, schedule, stageBlocks, windows };
+  const corpus = config.dataset === 'text' ? requireCorpus(config.textHash) : undefined;
+  return { config, spec, kind, schedule, stageBlocks, windows, ...(corpus ? { corpus } : {}) };
 }

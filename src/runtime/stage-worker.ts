@@ -5,12 +5,13 @@
  */
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import type { RankInit, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { mesh, placeOf } from '../schedule/mesh.ts';
 import { checkAdapterBufferLimits } from './run-limits.ts';
+import { registerCorpus } from '../data/text-registry.ts';
 
 let runtime: RankRuntime | null = null;
 let current: RankInit | null = null;
@@ -53,6 +54,7 @@ const api = {
       }
       const deviceMs = performance.now() - t0;
       const be = backend;
+      if (init.corpus) registerCorpus(init.corpus);
       // Buffers past this adapter's own limits fail here, named, rather than as a lost device later.
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
       be.device.pushErrorScope('out-of-memory');
@@ -89,6 +91,13 @@ const api = {
   },
   readWeights(): Promise<Weights> {
     return need().readWeights();
+  },
+  readState(): Promise<RankState> {
+    return need().readState();
+  },
+
+  async loadState(state: Parameters<RankHost['loadState']>[0]): Promise<void> {
+    need().loadState(state);
   },
   async stats(): Promise<RankStats> {
     const s = need().stats();

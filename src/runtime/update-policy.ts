@@ -14,12 +14,13 @@
  *   weight version its forward used (weight-stash.ts).
  */
 import type { Backend } from '../nn/backend.ts';
-import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { UpdatePolicyName } from '../schedule/registry.ts';
 import type { Action } from '../schedule/types.ts';
 import { DataParallelFlush, type DataParallelParts } from './data-parallel.ts';
+import type { RankState } from './rank-host.ts';
 import type { StepLog } from './transport.ts';
 import { WeightStash, type VersionRecord } from './weight-stash.ts';
 
@@ -47,7 +48,17 @@ export interface UpdatePolicy {
   /** After the step's last action (and its sends). */
   endStep(step: number, log: StepLog): void | Promise<void>;
   report(): PolicyReport;
+  /** The optimizer state it holds, as pieces of parameters (between steps: a checkpoint). */
+  readOptimizer(): Promise<RankState['optimizer']>;
+  /** Sets the optimizer state it holds from a run's whole state, by parameter name (before the first step: a resume). */
+  loadOptimizer(state: OptimizerState<ArrayLike<number>>): void;
   dispose(): void;
+}
+
+/** An optimizer's state over whole parameters, as pieces [0, size). */
+export async function wholePieces(opt: Optimizer, params: readonly Param[]): Promise<RankState['optimizer']> {
+  const { name, steps, slots } = await opt.readState();
+  return { name, steps, pieces: params.map((p) => ({ param: p.name, lo: 0, hi: p.value.size, slots: slots[p.name] })) };
 }
 
 class FlushPolicy implements UpdatePolicy {
@@ -72,13 +83,27 @@ class FlushPolicy implements UpdatePolicy {
   }
 
   report(): PolicyReport {
-    return { optimizerBytes: optimizerStateBytes([...this.stages.values()].flatMap((s) => s.params), this.train.optimizer) };
+    return { optimizerBytes: optimizerStateBytes(this.params, this.train.optimizer) };
+  }
+
+  private get params(): Param[] {
+    return [...this.stages.values()].flatMap((s) => s.params);
+  }
+
+  readOptimizer(): Promise<RankState['optimizer']> {
+    return wholePieces(this.opt, this.params);
+  }
+
+  loadOptimizer(state: OptimizerState<ArrayLike<number>>): void {
+    this.opt.loadState(state);
   }
 
   dispose(): void {
     this.opt.dispose();
   }
 }
+
+const NO_ASYNC_STATE = "a run's state is kept for synchronous schedules only (PipeDream's stream and weight stash are not)";
 
 class StashPolicy implements UpdatePolicy {
   private readonly perStage = new Map<number, { opt: Optimizer; stash: WeightStash; stage: UpdatableStage }>();
@@ -113,6 +138,14 @@ class StashPolicy implements UpdatePolicy {
   }
 
   endStep(): void {}
+
+  readOptimizer(): Promise<RankState['optimizer']> {
+    return Promise.reject(new Error(NO_ASYNC_STATE));
+  }
+
+  loadOptimizer(): void {
+    throw new Error(NO_ASYNC_STATE);
+  }
 
   report(): PolicyReport {
     const weightStash: Record<number, { versions: number; bytes: number }> = {};

@@ -4,7 +4,7 @@
  * A worker that dies outside a call (an uncaught error) rejects `fatal`.
  */
 import * as Comlink from 'comlink';
-import type { RankHost, RankInit, RankPorts, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { StageWorkerApi } from './stage-worker.ts';
 
@@ -57,6 +57,14 @@ export class WorkerRankHost implements RankHost {
 
   readWeights(): Promise<Weights> {
     return this.call(this.api.readWeights());
+  }
+
+  readState(): Promise<RankState> {
+    return this.call(this.api.readState());
+  }
+
+  loadState(state: Parameters<RankHost['loadState']>[0]): Promise<void> {
+    return this.call(this.api.loadState(state));
   }
 
   stats(): Promise<RankStats> {

@@ -10,7 +10,9 @@
  */
 import { chunkBounds } from '../schedule/mesh.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
-import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
+import { ConfigError } from '../util/errors.ts';
+import type { RankState } from './rank-host.ts';
 import type { Param } from '../nn/param.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { ownedChunk, type Vector } from './ring-allreduce.ts';
@@ -90,6 +92,30 @@ export class ZeroShard {
     this.opt.step(1);
     const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
     this.segments.forEach((s, k) => x.set(updated[k], s.at));
+  }
+
+  /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
+  async readState(): Promise<RankState['optimizer']> {
+    const { name, steps, slots } = await this.opt.readState();
+    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.piece.name] })) };
+  }
+
+  /** Sets this shard's optimizer state from a run's whole state (by parameter name): its pieces of each slot. Checked whole first. */
+  loadState(state: OptimizerState<ArrayLike<number>>): void {
+    const names = OPTIMIZER_SLOTS[this.opt.name];
+    const slots: OptimizerState<ArrayLike<number>>['slots'] = {};
+    for (const s of this.segments) {
+      const own = state.slots[s.param.name];
+      const piece: Record<string, ArrayLike<number>> = {};
+      for (const slot of names) {
+        const v = own?.[slot];
+        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${this.opt.name} keeps ${names.join(' and ')})`);
+        if (v.length !== s.param.value.size) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}.length`, v.length, `must be ${s.param.value.size} (shape [${s.param.value.shape.join(', ')}])`);
+        piece[slot] = ArrayBuffer.isView(v) ? (v as Float64Array).subarray(s.lo, s.hi) : Array.prototype.slice.call(v, s.lo, s.hi);
+      }
+      slots[s.piece.name] = piece;
+    }
+    this.opt.loadState({ name: state.name, steps: state.steps, slots });
   }
 
   private write(dst: Tensor, values: ArrayLike<number>): void {

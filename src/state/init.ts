@@ -8,10 +8,15 @@ import { usePipeLab } from './store.ts';
 import { readUrlState, urlQueryFor } from './url-state.ts';
 import { detectWebGpu, webGpuForcedOff } from './webgpu-support.ts';
 import { prepareWhenWebGpuFound } from './prepare-workers.ts';
+import { holdLinkText } from './text-source.ts';
 
 export function initStateFromUrl(): void {
   const { config, sim, compare, view, problems } = readUrlState(window.location.search);
-  usePipeLab.setState({ config, sim, compareParams: compare, view, urlProblems: problems, configProblem: checkRunConfig(config), simProblem: checkSimParams(sim) });
+  // A link to a run on a text this page does not have waits for the file (the data set's panel asks for it); its
+  // problems are read once the text is in (text-source.ts), since every field is judged against that text.
+  const waiting = holdLinkText(window.location.search);
+  const shown = waiting ? [] : problems;
+  usePipeLab.setState({ config, sim, compareParams: compare, view, urlProblems: shown, configProblem: checkRunConfig(config), simProblem: checkSimParams(sim) });
 
   if (webGpuForcedOff(window.location.search)) {
     usePipeLab.getState().setWebGpu({ state: 'unavailable', reason: 'no-api', detail: 'WebGPU is switched off by ?webgpu=off in the address.' });
@@ -23,6 +28,8 @@ export function initStateFromUrl(): void {
 
   usePipeLab.subscribe((s, prev) => {
     if (s.config === prev.config && s.sim === prev.sim && s.view === prev.view && s.compareParams === prev.compareParams) return;
+    // The link stays as it came while its text is asked for.
+    if (s.text.pending) return;
     const keep = new URLSearchParams(window.location.search).get('webgpu');
     let q = urlQueryFor(s.config, s.sim, s.view, s.compareParams);
     if (keep !== null) q += `&webgpu=${encodeURIComponent(keep)}`;

@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadMobyDick, MOBY_DICK } from '../data/moby-dick.ts';
+import { registerCorpus } from '../data/text-registry.ts';
 import { validateRunConfig } from '../runtime/run-config.ts';
 import { closedForm } from '../schedule/index.ts';
 import { PRESETS, presetQuery } from './presets.ts';
@@ -7,6 +9,9 @@ import { readUrlState } from './url-state.ts';
 const links = PRESETS.flatMap((p) => [p.first, ...(p.then ? [p.then] : [])]);
 
 describe('presets', () => {
+  // The text preset names the example by hash; the page loads it when the preset is chosen.
+  beforeAll(async () => registerCorpus(await loadMobyDick()));
+
   it('are valid configurations whose link reopens exactly them', () => {
     expect(links.length).toBeGreaterThanOrEqual(PRESETS.length);
     for (const l of links) {
@@ -31,5 +36,10 @@ describe('presets', () => {
     const r = PRESETS.find((x) => x.id === 'recompute')!;
     expect({ ...r.first.config, recompute: true }).toEqual(r.then!.config);
     expect(PRESETS.map((p) => p.first.config.schedule)).toEqual(expect.arrayContaining(['zb-h1', 'pipedream']));
+    // The text preset trains the GPT on the example; makemore's preset is its size and recipe on names.
+    const text = PRESETS.find((x) => x.id === 'your-text')!.first.config;
+    expect(text).toMatchObject({ dataset: 'text', textHash: MOBY_DICK.hash, model: 'gpt', ranks: 4 });
+    const mm = PRESETS.find((x) => x.id === 'makemore')!.first.config;
+    expect(mm).toMatchObject({ dataset: 'names', model: 'gpt', layers: 4, heads: 4, width: 64, blockSize: 16, batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 2000, optimizer: 'adamw' });
   });
 });

@@ -6,13 +6,16 @@
  * lands, the report and what is derived from the trained weights at the end.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
+import { runDurably } from '../run-state/durable-run.ts';
+import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
+import { noteRecovery, noteSave, refreshCheckpoints, useCheckpoints } from './checkpoint-actions.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import type { RunConfig } from '../runtime/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
 import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
-import { decisionBoundary, sampleTrainedNames, validationLoss } from './trained-model.ts';
+import { decisionBoundary, sampleTrainedNames, sampleTrainedText, validationLoss, type WeightMap } from './trained-model.ts';
 
 interface ActiveRun extends SessionControl {
   readonly kind: 'training';
@@ -42,19 +45,26 @@ export function cannotRunReason(): string | null {
   return null;
 }
 
-/** Starts a run of the current configuration; `paused` starts it held, running one step (single-step from idle). */
-export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
+/**
+ * Starts a run of the current configuration; `paused` starts it held, running
+ * one step (single-step from idle); `resume` starts it from the
+ * configuration's last checkpoint. The run saves its state every
+ * checkpointEvery steps and at its end or stop, and recovers once from its
+ * last checkpoint when it fails (src/run-state/durable-run.ts).
+ */
+export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}): Promise<void> {
   if (cannotRunReason() !== null) return;
   const config: RunConfig = usePipeLab.getState().config;
   const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
   beginSession(run);
+  useCheckpoints.setState({ recovery: null });
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
     ...noRunResults(),
   });
   try {
-    const report = await runInBrowser(config, {
+    const report = await runDurably(config, {
       signal: run.abort.signal,
       readWeights: true,
       // A validation curve: every evalEvery steps the weights come back and the
@@ -70,6 +80,14 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
             (e: unknown) => console.warn('PipeLab: decision boundary failed:', e),
           );
         }
+        // Text: samples follow the training, from the same weights.
+        // Late samples still count, unless a newer run has started (it reset them).
+        if (config.dataset === 'text') {
+          void showTextSamples(config, step + 1, w, () => {
+            const now = activeRun();
+            return now === run || now === null;
+          });
+        }
         void validationLoss(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
@@ -80,6 +98,8 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
         );
       },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
+      // A pause saves the run's state first (as a stop does at the end).
+      progressNow: () => run.gate.wouldHold && !run.abort.signal.aborted,
       beforeStep: async () => {
         if (run.gate.wouldHold && !run.abort.signal.aborted) {
           run.meter.reset();
@@ -98,7 +118,17 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
           run: { ...s.run, step: p.step + 1, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
         }));
       },
-    });
+    }, {
+      store: pageCheckpoints,
+      resume: opts.resume,
+      onResumed: (state) => usePipeLab.setState((s) => ({ losses: [...state.losses], run: { ...s.run, step: state.stepsDone } })),
+      onSaved: noteSave,
+      onRecovery: (r) => {
+        noteRecovery({ ...r, failedAtStep: usePipeLab.getState().run.step });
+        // The steps after the checkpoint are redone: the curve goes back to it.
+        usePipeLab.setState((s) => ({ losses: s.losses.slice(0, r.fromStep), run: { ...s.run, step: r.fromStep } }));
+      },
+    }, runInBrowser);
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
     // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
@@ -110,6 +140,7 @@ export async function startRun(opts: { paused?: boolean } = {}): Promise<void> {
     patchRun({ status: 'error', error: message, stepsPerSecond: null, etaMs: null });
   } finally {
     endSession(run);
+    void refreshCheckpoints(config);
   }
 }
 
@@ -142,6 +173,8 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     if (isTwoD(report.config.dataset)) {
       const boundary = await decisionBoundary(report.config, w);
       if (usePipeLab.getState().report === report) usePipeLab.setState({ boundary });
+    } else if (report.config.dataset === 'text') {
+      await showTextSamples(report.config, report.losses.length, w, () => usePipeLab.getState().report === report, seed);
     } else {
       const names = await sampleTrainedNames(report.config, w, 16, seed);
       if (usePipeLab.getState().report === report) usePipeLab.setState({ names });
@@ -154,6 +187,62 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);
   }
+}
+
+/** Held-out prompts the page continues. */
+const TEXT_SAMPLES = 3;
+/** The weights text was last asked to be sampled from (to sample again at another temperature). */
+interface TextSampling {
+  config: RunConfig;
+  step: number;
+  weights: WeightMap;
+  current: () => boolean;
+  seed: number;
+}
+let lastTextWeights: TextSampling | null = null;
+let sampling = false;
+
+/**
+ * Samples the text model's weights at the page's temperature and shows them
+ * while `current()` holds. One sampling at a time: weights that come while one
+ * is drawn wait, and when it ends the latest weights asked for (or the same
+ * ones at a temperature that moved meanwhile) are drawn next, so the last
+ * weights of a run are always shown.
+ */
+async function showTextSamples(config: RunConfig, step: number, weights: WeightMap, current: () => boolean, seed = config.seed + step): Promise<void> {
+  lastTextWeights = { config, step, weights, current, seed };
+  if (sampling) return;
+  sampling = true;
+  try {
+    let job: TextSampling | null = lastTextWeights;
+    while (job) {
+      const temperature = usePipeLab.getState().sampleTemperature;
+      try {
+        const samples = await sampleTrainedText(job.config, job.weights, TEXT_SAMPLES, job.seed, temperature);
+        const shown = usePipeLab.getState().textSamples;
+        if (job.current() && (!shown || shown.step <= job.step)) usePipeLab.setState({ textSamples: { step: job.step, samples } });
+      } catch (e) {
+        console.warn('PipeLab: could not sample text:', e);
+      }
+      const next: TextSampling | null = lastTextWeights;
+      job = next !== job || usePipeLab.getState().sampleTemperature !== temperature ? next : null;
+    }
+  } finally {
+    sampling = false;
+  }
+}
+
+/** Samples the last weights again (another draw, or the temperature changed). */
+export function sampleTextAgain(draw: number): void {
+  const last = lastTextWeights;
+  if (!last) return;
+  void showTextSamples(last.config, last.step, last.weights, last.current, last.config.seed + last.step + draw * 7919);
+}
+
+/** Sets the temperature text is sampled at, and samples again at it. */
+export function setSampleTemperature(t: number): void {
+  usePipeLab.setState({ sampleTemperature: t });
+  sampleTextAgain(0);
 }
 
 export function pauseRun(): void {

@@ -27,7 +27,7 @@ export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];
 export type TimelineMode = 'measured' | 'simulated' | 'overlay';
 
 /** What holds the workers now. The page runs one session at a time. */
-export type Session = 'idle' | 'training' | 'comparing' | 'planning' | 'automation';
+export type Session = 'idle' | 'training' | 'comparing' | 'planning' | 'estimating' | 'automation';
 
 /** The live handles of the session in progress. */
 export interface SessionControl {
@@ -111,6 +111,33 @@ export interface CutMeasurement {
   error: string | null;
 }
 
+/** "Your text": what is loaded, what is being read, what was refused, and the text a link names but cannot carry. */
+export interface TextSourceState {
+  /** The file being read now. */
+  loading: string | null;
+  /** The text loaded last (the page keeps it, by content hash, in src/data/text-registry.ts). */
+  loaded: { name: string; hash: string; line: string } | null;
+  /** Why the last file was refused (naming the file and the rule). */
+  error: string | null;
+  /**
+   * A link to a run on a text this page does not have: the hash it names (null: the link names the
+   * data set but no text, so any text will do), and the link's query to apply once the text is in.
+   */
+  pending: { hash: string | null; search: string } | null;
+}
+
+/** A speed estimate for one configuration (its link's query is `key`). */
+export type SpeedEstimate =
+  | { status: 'measuring'; key: string }
+  | { status: 'done'; key: string; stepsPerSecond: number; steps: number; measuredSteps: number; adapter: string }
+  | { status: 'error'; key: string; message: string };
+
+/** Text sampled from the model being trained on "your text": a held-out prompt and what the model wrote after it. */
+export interface TextSample {
+  prompt: string;
+  continuation: string;
+}
+
 export interface PipeLabState {
   view: View;
   webgpu: WebGpuSupport;
@@ -134,6 +161,13 @@ export interface PipeLabState {
 
   names: string[] | null;
   boundary: BoundaryGrid | null;
+  /** Samples of "your text" and the step (steps done) of the weights they came from. */
+  textSamples: { step: number; samples: TextSample[] } | null;
+  /** The softmax temperature text is sampled at. */
+  sampleTemperature: number;
+  text: TextSourceState;
+  /** "Steps per second" before Run: measured on the first steps of the configuration (speed-estimate.ts). */
+  speed: SpeedEstimate | null;
 
   compareParams: CompareParams;
   /** Measurements by schedule name (the simulated side is derived on the fly). */
@@ -156,8 +190,8 @@ export function idleProgress(): RunProgress {
 }
 
 /** What a run produces, before it has produced any of it. */
-export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary'> {
-  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null };
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
+  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
 }
 
 export function problemOf(e: ConfigError): FieldProblem {
@@ -177,6 +211,9 @@ export const usePipeLab = create<PipeLabState>()((set) => ({
 
   run: idleProgress(),
   ...noRunResults(),
+  sampleTemperature: 0.8,
+  speed: null,
+  text: { loading: null, loaded: null, error: null, pending: null },
 
   compareParams: defaultCompareParams(),
   compare: {},
@@ -200,6 +237,7 @@ const SESSION_WORDS: Record<Exclude<Session, 'idle'>, string> = {
   training: 'a training run (Train)',
   comparing: 'a comparison measuring schedules (Compare)',
   planning: 'a run of each cut (Plan)',
+  estimating: 'a speed estimate (Train)',
   automation: 'a run started through window.pipelab.run',
 };
 

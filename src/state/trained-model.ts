@@ -9,11 +9,15 @@ import { sampleNames } from '../data/sample-names.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { evaluate } from '../nn/evaluate.ts';
-import { nextCharLogits, samplingWindow } from '../nn/sample.ts';
+import { nextCharLogits, samplingWindow, windowLogits } from '../nn/sample.ts';
+import { sampleText } from '../data/sample-text.ts';
+import { decodeIds } from '../data/text-corpus.ts';
+import type { TextDataset } from '../data/text-dataset.ts';
 import { attentionPatterns, type AttentionPatterns } from '../nn/attention-patterns.ts';
 import { StageChain } from '../nn/stage-chain.ts';
+import { paramShapes } from '../nn/param-shapes.ts';
 import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
-import type { BoundaryGrid } from './store.ts';
+import type { BoundaryGrid, TextSample } from './store.ts';
 
 export type WeightMap = Record<string, Float32Array | Float64Array>;
 
@@ -27,11 +31,7 @@ function chainFor(cfg: RunConfig, weights: WeightMap | null): { be: CpuBackend; 
 
 /** Name → shape of every parameter of the configuration's model. */
 export function parameterShapes(cfg: RunConfig): Record<string, number[]> {
-  const { chain } = chainFor(cfg, null);
-  const out: Record<string, number[]> = {};
-  for (const p of chain.params) out[p.name] = [...p.value.shape];
-  chain.dispose();
-  return out;
+  return Object.fromEntries(paramShapes(buildModelSpec(toTrainConfig(cfg))));
 }
 
 /** The predicted class over a size × size grid spanning the data, with the training points. */
@@ -98,6 +98,33 @@ export async function sampleTrainedNames(cfg: RunConfig, weights: WeightMap, cou
   }
 }
 
+/** Characters the page samples after each prompt. */
+export const TEXT_SAMPLE_LENGTH = 160;
+
+/**
+ * Text from the model being trained on "your text": `count` held-out blocks'
+ * first blockSize characters as prompts, each continued by TEXT_SAMPLE_LENGTH
+ * sampled characters (the page's thread is given back after every position).
+ */
+export async function sampleTrainedText(cfg: RunConfig, weights: WeightMap, count: number, seed: number, temperature: number): Promise<TextSample[]> {
+  if (cfg.dataset !== 'text') throw new Error(`text: the model was trained on ${cfg.dataset}, not a text`);
+  const data = createDataset(cfg) as TextDataset;
+  const T = data.blockSize;
+  const { be, chain } = chainFor(cfg, weights);
+  try {
+    const blocks = data.split.val.slice(0, count);
+    const prompts = blocks.map((b) => data.corpus.ids.subarray(b * (T + 1), b * (T + 1) + T));
+    const window = cfg.model === 'gpt' ? T : cfg.context;
+    const drawn = await sampleText(windowLogits(be, chain), {
+      prompts, window, vocab: data.classes, length: TEXT_SAMPLE_LENGTH, seed, temperature,
+      onPosition: () => new Promise((r) => setTimeout(r, 0)),
+    });
+    return drawn.map((ids, i) => ({ prompt: decodeIds(data.corpus.symbols, prompts[i]), continuation: decodeIds(data.corpus.symbols, ids) }));
+  } finally {
+    chain.dispose();
+  }
+}
+
 /** The trained GPT's attention pattern, per layer and head, over one name. */
 export async function trainedAttention(cfg: RunConfig, weights: WeightMap, name: string): Promise<AttentionPatterns> {
   const { be, chain } = chainFor(cfg, weights);
@@ -116,12 +143,16 @@ export async function trainedAttention(cfg: RunConfig, weights: WeightMap, name:
  */
 export const GPT_PAGE_VAL_NAMES = 256;
 
+/** The char-MLP's page curve on a text reads this many held-out rows (a text's split can be 100k rows). */
+export const TEXT_PAGE_VAL_ROWS = 8192;
+
 /** Mean cross-entropy on the validation split: with `weights`, of the trained model; with null, of the initial one (the same seed gives the same start). */
 export async function validationLoss(cfg: RunConfig, weights: WeightMap | null): Promise<number> {
-  const data = createDataset({ dataset: cfg.dataset, points: cfg.points, noise: cfg.noise, context: cfg.context, seed: cfg.seed, model: cfg.model, blockSize: cfg.blockSize });
+  const data = createDataset(cfg);
   const { be, chain } = chainFor(cfg, weights);
   try {
-    const val = cfg.model === 'gpt' ? sliceRows(data.val, 0, Math.min(data.val.n, GPT_PAGE_VAL_NAMES)) : data.val;
+    const cap = cfg.model === 'gpt' ? GPT_PAGE_VAL_NAMES : cfg.dataset === 'text' ? TEXT_PAGE_VAL_ROWS : Infinity;
+    const val = data.val.n > cap ? sliceRows(data.val, 0, cap) : data.val;
     return (await evaluate(be, chain, val)).loss;
   } finally {
     chain.dispose();

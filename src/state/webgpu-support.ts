@@ -2,9 +2,12 @@
  * Whether this browser can train: WebGPU needs a secure context, the API
  * (navigator.gpu) and an adapter. The page still simulates without it.
  */
+import { classifyAdapter, type AdapterKind } from '../gpu/adapter-kind.ts';
+
 export type WebGpuSupport =
   | { state: 'checking' }
-  | { state: 'available'; adapter: string }
+  /** `kind`: a hardware GPU or software rendering (src/gpu/adapter-kind.ts), which sizes the page's default GPT. */
+  | { state: 'available'; adapter: string; kind?: AdapterKind }
   | { state: 'unavailable'; reason: 'insecure-context' | 'no-api' | 'no-adapter' | 'error'; detail: string };
 
 export async function detectWebGpu(): Promise<WebGpuSupport> {
@@ -18,7 +21,8 @@ export async function detectWebGpu(): Promise<WebGpuSupport> {
     if (!adapter) return { state: 'unavailable', reason: 'no-adapter', detail: 'navigator.gpu is there, but no GPU adapter was granted.' };
     const info = adapter.info;
     const name = [info?.vendor, info?.architecture, info?.device].filter((s) => s && s.length > 0).join(' ');
-    return { state: 'available', adapter: name || 'WebGPU adapter' };
+    const fallback = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+    return { state: 'available', adapter: name || 'WebGPU adapter', kind: classifyAdapter(info, fallback) };
   } catch (e) {
     return { state: 'unavailable', reason: 'error', detail: `requestAdapter failed: ${e instanceof Error ? e.message : String(e)}` };
   }

@@ -8,27 +8,12 @@
  * 1980-01-01 00:00 so the same files give the same bytes.
  */
 
+import { crc32 } from './crc32.ts';
+
 export interface ZipEntry {
   /** Path inside the archive, '/'-separated. */
   path: string;
   data: string | Uint8Array;
-}
-
-let crcTable: Uint32Array | null = null;
-
-/** CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zip stores it. */
-export function crc32(bytes: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = 0xffffffff;
-  for (let i = 0; i < bytes.length; i++) c = crcTable[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
 }
 
 const DOS_DATE_1980_01_01 = (0 << 9) | (1 << 5) | 1;

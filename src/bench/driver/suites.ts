@@ -179,6 +179,27 @@ async function timeline(ctx: BenchContext): Promise<SuiteResult> {
   }
 }
 
+/** Checkpoints: size, the save's stall and its work beside training, and a recovery's time, each beside the run's step time. */
+async function checkpoint(ctx: BenchContext): Promise<SuiteResult> {
+  const steps = ctx.quick ? 6 : 8;
+  const rows = await ctx.page.evaluate((steps) => window.pipelabBench.checkpoint(steps), steps);
+  for (const r of rows) {
+    ctx.log(
+      r.kind === 'save'
+        ? `checkpoint ${r.model}: ${(r.bytes / 1024).toFixed(0)} KiB, ${r.saves} saves; state read ${r.stateReadMs.toFixed(1)} ms on the workers' path = ${r.stallSteps.toFixed(2)} steps of ${r.stepMs.toFixed(1)} ms; encode ${r.encodeMs.toFixed(1)} ms + store ${r.storeMs.toFixed(1)} ms beside training`
+        : `recovery ${r.model}: ${(r.recoveryMs ?? 0).toFixed(0)} ms from the crash to the first step after it = ${(r.recoverySteps ?? 0).toFixed(1)} steps of ${r.stepMs.toFixed(1)} ms; ${r.stepsRedone} steps redone`,
+    );
+  }
+  return {
+    rows,
+    notes: [
+      "benchConfig's char-MLP and GPT on 2 ranks, 1F1B, 4 micro-batches, checkpointEvery 2, saved into this page's IndexedDB (float32 from WebGPU); stepMs: the run's mean measured step (makespan), the first step left out.",
+      "stateReadMs: the only part of a save on the workers' path (the weights and optimizer state read back between two steps); stallSteps = stateReadMs / stepMs (target ≤ 1 step). Encoding and the IndexedDB write run beside the next steps.",
+      'recovery: the char-MLP with a worker crashing in step 3 (after the checkpoint of step 2): recoveryMs from the failure to the first step after it on fresh workers (new workers, devices and kernels), beside the step time.',
+    ],
+  };
+}
+
 /**
  * The ring all-reduce over MessageChannels between workers (no GPU), dp = 2
  * and 4, 4 KiB … 4 MiB, and the α–β model fitted to each ring size: what a
@@ -198,5 +219,5 @@ async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;

@@ -16,6 +16,7 @@ reads its chunk of the sum. AdamW and SGD are element-wise, so the weights equal
 import torch
 import torch.distributed as dist
 
+from checkpoint import SLOTS, optimizer_slots, optimizer_state_dict
 from optimizer import make_optimizer, step_with_lr
 from pipeline import wait
 
@@ -50,7 +51,8 @@ class Zero1Shard:
 
     def __init__(self, stage, opt, group, replica, dp):
         self.params = list(stage.params.values())
-        self.group, self.dp = group, dp
+        self.names = list(stage.params)
+        self.group, self.dp, self.kind = group, dp, opt["name"]
         n = sum(p.numel() for p in self.params)
         self.bounds = chunk_bounds(n, dp)
         lo, hi = self.bounds[replica], self.bounds[replica + 1]
@@ -80,6 +82,41 @@ class Zero1Shard:
             for p in self.params:
                 p.copy_(flat[offset:offset + p.numel()].view_as(p))
                 offset += p.numel()
+
+
+    def slots(self, timeout, who):
+        """The whole stage's optimizer slots ({name: {slot: tensor}}), every replica's chunk gathered (a collective
+        of the stage's group: every replica calls it)."""
+        out = {n: {} for n in self.names}
+        if not self.params:
+            return out
+        for slot in SLOTS[self.kind]:
+            mine = torch.zeros(self.width, device=self.params[0].device)
+            pos = 0
+            for (_, a, b, leaf, _) in self.pieces:
+                st = self.optimizer.state.get(leaf, {}) if self.optimizer is not None else {}
+                if slot in st:
+                    mine[pos:pos + b - a] = st[slot]
+                pos += b - a
+            parts = [torch.empty_like(mine) for _ in range(self.dp)]
+            wait(dist.all_gather(parts, mine, group=self.group, async_op=True), timeout, f"{who}: the ZeRO-1 all_gather of {slot} did not finish within {timeout.total_seconds()} s")
+            flat = torch.cat([parts[d][:self.bounds[d + 1] - self.bounds[d]] for d in range(self.dp)])
+            offset = 0
+            for n, p in zip(self.names, self.params):
+                out[n][slot] = flat[offset:offset + p.numel()].view_as(p).clone()
+                offset += p.numel()
+        return out
+
+    def load(self, state):
+        """This replica's chunk of the checkpoint's slots, and its chunk's copy of the (already loaded) weights."""
+        names = {id(p): n for n, p in zip(self.names, self.params)}
+        slots_of = {}
+        with torch.no_grad():
+            for (p, a, b, leaf, _) in self.pieces:
+                leaf.copy_(p.detach().reshape(-1)[a:b])
+                slots_of[leaf] = {s: v.reshape(-1)[a:b] for s, v in state.slots[names[id(p)]].items()}
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(optimizer_state_dict(self.optimizer, state.optimizer, state.optimizer_steps, slots_of))
 
 
 class DataParallel:
@@ -125,3 +162,22 @@ class DataParallel:
         t = torch.tensor([loss], dtype=torch.float64, device=device)
         wait(dist.all_reduce(t, group=self.group, async_op=True), self.timeout, f"rank {self.rank}: the step loss's all_reduce did not finish within {self.timeout.total_seconds()} s")
         return t.item()
+
+    def optimizer_slots(self):
+        """Every slot of this process's stages' parameters, whole ({name: {slot: tensor}}); with ZeRO-1 a collective
+        of each stage's group (every process calls it at the same step)."""
+        out = {}
+        for s in sorted(self.shards):
+            out.update(self.shards[s].slots(self.timeout, f"rank {self.rank}: checkpoint of stage {s}"))
+        if self.optimizer is not None:
+            params = {n: p for st in self.stages.values() for n, p in st.params.items()}
+            out.update(optimizer_slots(self.optimizer, params)[1])
+        return out
+
+    def load_optimizer(self, state):
+        """The checkpoint's optimizer state for this process's stages (their weights already loaded)."""
+        for s in sorted(self.shards):
+            self.shards[s].load(state)
+        if self.optimizer is not None:
+            slots_of = {p: state.slots[n] for st in self.stages.values() for n, p in st.params.items()}
+            self.optimizer.load_state_dict(optimizer_state_dict(self.optimizer, state.optimizer, state.optimizer_steps, slots_of))

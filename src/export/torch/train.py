@@ -4,6 +4,7 @@
     torchrun --nproc_per_node=W train.py                  # W = dp x ranks (config.json "world")
     torchrun --nproc_per_node=W train.py --backend nccl   # one GPU per process
     torchrun --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
+    torchrun --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint; save every N steps
 
 The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, replica-major: process g is replica
 g // ranks, pipeline rank g % ranks (bundle.py). Each builds the stages the schedule puts on its pipeline rank,
@@ -13,6 +14,12 @@ are summed over its replicas and every process steps its optimizer (collectives.
 it). The last stage's process of replica 0 prints the loss of every step: the whole batch's, every replica's
 share. At the end rank 0 gathers the weights, writes trained.safetensors (the page's names and layouts) and
 prints the held-out loss.
+
+Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
+the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
+state with ZeRO-1's shards gathered, the step, the losses so far); --resume FILE checks a checkpoint against this
+run (its model and configuration; the mesh and schedule may differ) before any process group starts and continues
+from its step with its weights and optimizer state.
 
 Needs PyTorch >= 1.13 and the Python standard library only (safetensors is read with struct and json).
 """
@@ -26,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from bundle import Bundle
+from checkpoint import CheckpointError, RunState, check_run, load_run_state, read_run_state, slot_name, write_run_state, SLOTS
 from collectives import DataParallel, replica_groups
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
@@ -41,6 +49,11 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=None, help="steps to run (default: the exported run's, config.json 'steps')")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds a receive or a collective may wait before the run fails")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for trained.safetensors")
+    ap.add_argument("--resume", default=None, metavar="FILE", help="continue from a PipeLab checkpoint (the page's "
+                    "'Download checkpoint' or a checkpoint-stepK.safetensors of an earlier train.py run): its step, weights, "
+                    "optimizer state and losses")
+    ap.add_argument("--save-every", type=int, default=0, metavar="N", help="also write out/checkpoint-stepK.safetensors every "
+                    "N steps (one is always written at the end); the page's 'Load checkpoint' reads it")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per process (torch.set_num_threads)")
     ap.add_argument("--profile", action="store_true", help="no training: time every block's F, I and W, the sends and the "
                     "all-reduces on this cluster and write PipeLab's Profile (profile.json) for `pipelab plan --profile`")
@@ -84,74 +97,148 @@ class Process:
             torch.cuda.synchronize()
 
 
-def train(proc, args):
+# Configuration fields a checkpoint may differ in from the run that resumes it: the mesh and schedule change how a
+# step is computed, not what it computes.
+MESH_FIELDS = ("ranks", "dp", "zero", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
+
+
+def read_resume(bundle, path, steps):
+    """The checkpoint `path`, checked against this run before any process group starts (every process reads it, so
+    a bad file stops them all with the same message): sound, of this model and configuration, before step `steps`."""
+    cfg = bundle.cfg
+    try:
+        state = read_run_state(path)
+        check_run(state, cfg["run"], {n: s for stage in cfg["stageParams"] for n, s in stage}, ignore=MESH_FIELDS)
+    except (CheckpointError, OSError) as e:
+        raise SystemExit(f"--resume {path}: {e}") from None
+    if state.steps_done >= steps:
+        raise SystemExit(f"--resume {path}: the checkpoint is at step {state.steps_done}; this run ends at step {steps}: nothing to do")
+    return state
+
+
+def train(proc, args, steps, resumed):
+    """Steps [resumed.steps_done, steps) (resumed: a checked checkpoint, or None to start at step 0)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
-    steps = args.steps if args.steps is not None else cfg["steps"]
     run = cfg.get("run", {})
     flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True), proc.timeout)
     pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done)
+    start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
+    if resumed:
+        load_run_state(resumed, {n: p for st in proc.stages.values() for n, p in st.params.items()})
+        flush.load_optimizer(resumed)
+        if proc.rank == 0:
+            print(f"resumed from {args.resume} at step {resumed.steps_done}", flush=True)
     last = cfg["stages"] - 1
     prints = last in proc.stages and proc.replica == 0
-    step_ms = []
-    for step in range(steps):
+    step_ms, losses = [], list(start.losses)
+    for step in range(start.steps_done, steps):
         t0 = time.perf_counter()
         stall = 10 * args.timeout if args.test_stall_rank == proc.rank and step == 0 else 0.0
         loss = pipe.run_step(step, stall)
         flush.flush(step, cfg["lrPerStep"][step])
         if last in proc.stages:
             loss = flush.step_loss(loss, proc.device)
+            losses.append(loss)
         proc.synchronize()
         step_ms.append((time.perf_counter() - t0) * 1000)
         if prints:
             print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
-    gather_weights(proc, args, steps)
+        if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
+            save_checkpoint(proc, flush, args, start, step + 1, losses)
+    final = save_checkpoint(proc, flush, args, start, steps, losses)
+    if proc.rank == 0:
+        write_trained(proc, args, final.params, steps)
     if prints and step_ms:
         rest = step_ms[1:] or step_ms
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
 
 
-def gather_weights(proc, args, steps):
-    """Replica 0's processes send their stages' trained weights to rank 0, which writes them (the page's names)."""
+def gather(proc, args, mine):
+    """Replica 0's processes send their stages' weights and optimizer slots (`mine`, by name) to rank 0, which gets
+    them all, {name: tensor} in the page's order; the other processes get None."""
     cfg, mesh, timeout = proc.bundle.cfg, proc.bundle.mesh, proc.timeout
-    mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
+    slots = SLOTS[cfg["optimizer"]["name"]]
+
+    def names(s):
+        return [(n, shape) for n, shape in cfg["stageParams"][s]] + [(slot_name(n, k), shape) for n, shape in cfg["stageParams"][s] for k in slots]
+
     tag = 1_000_000
     if proc.rank == 0:
-        weights = {n: p.detach().cpu() for n, p in mine.items()}
+        out = {}
         for s in range(cfg["stages"]):
             src = mesh.process(0, cfg["stageToRank"][s])
-            if src == 0:
-                continue
-            for name, shape in cfg["stageParams"][s]:
+            for name, shape in names(s):
+                if src == 0:
+                    out[name] = mine[name].detach().cpu()
+                    continue
                 buf = torch.empty(shape, device=proc.device)
-                wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: weight {name} from rank {src} not received within {args.timeout} s")
-                weights[name] = buf.cpu()
-        os.makedirs(args.out, exist_ok=True)
-        path = os.path.join(args.out, "trained.safetensors")
-        write_safetensors(path, weights, {"format": "pt", "producer": "PipeLab train.py", "steps": steps})
-        heldout = heldout_loss(cfg["model"], weights, proc.bundle.path("heldout.safetensors"))
-        print(f"trained weights {path}", flush=True)
-        print(f"heldout loss {heldout:.9g}", flush=True)
-    elif proc.replica == 0:
+                wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: {name} from rank {src} not received within {args.timeout} s")
+                out[name] = buf.cpu()
+        return out
+    if proc.replica == 0:
         for s in sorted(proc.stages):
-            for name, _shape in cfg["stageParams"][s]:
+            for name, _shape in names(s):
                 wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
-                     f"rank {proc.rank}: weight {name} not taken by rank 0 within {args.timeout} s")
+                     f"rank {proc.rank}: {name} not taken by rank 0 within {args.timeout} s")
+    return None
+
+
+def save_checkpoint(proc, flush, args, start, steps_done, losses):
+    """Every process takes part (ZeRO-1 gathers the optimizer's shards; replica 0 sends to rank 0); rank 0 writes
+    out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py), and gets its RunState
+    (the other processes get None)."""
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    t0 = time.perf_counter()
+    slots = flush.optimizer_slots()
+    mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
+    mine.update({slot_name(n, k): v for n, own in slots.items() for k, v in own.items()})
+    tensors = gather(proc, args, mine)
+    holder = mesh.process(0, cfg["stageToRank"][cfg["stages"] - 1])  # the losses are the last stage's
+    if holder != 0 and proc.rank in (0, holder):
+        t = torch.tensor(losses, dtype=torch.float64, device=proc.device) if proc.rank == holder else torch.empty(steps_done, dtype=torch.float64, device=proc.device)
+        op = dist.isend(t, 0, tag=2_000_000) if proc.rank == holder else dist.irecv(t, holder, tag=2_000_000)
+        wait(op, proc.timeout, f"rank {proc.rank}: the losses for the checkpoint were not exchanged within {args.timeout} s")
+        losses = t.cpu().tolist()
+    if proc.rank != 0:
+        return None
+    params = {n: tensors[n] for stage in cfg["stageParams"] for n, _ in stage}
+    state = RunState(cfg["run"], steps_done, params, cfg["optimizer"]["name"], start.optimizer_steps + steps_done - start.steps_done,
+                     {n: {k: tensors[slot_name(n, k)] for k in SLOTS[cfg["optimizer"]["name"]]} for n in params},
+                     cfg["lrPerStep"][min(steps_done, len(cfg["lrPerStep"]) - 1)], losses, start.evals)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"checkpoint-step{steps_done}.safetensors")
+    write_run_state(path, state)
+    print(f"checkpoint {path} ms {(time.perf_counter() - t0) * 1000:.2f}", flush=True)
+    return state
+
+
+def write_trained(proc, args, weights, steps):
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "trained.safetensors")
+    write_safetensors(path, weights, {"format": "pt", "producer": "PipeLab train.py", "steps": steps})
+    heldout = heldout_loss(proc.bundle.cfg["model"], weights, proc.bundle.path("heldout.safetensors"))
+    print(f"trained weights {path}", flush=True)
+    print(f"heldout loss {heldout:.9g}", flush=True)
 
 
 def main():
     args = parse_args()
     bundle = Bundle(HERE)
     cfg = bundle.cfg
+    if args.save_every < 0:
+        raise SystemExit(f"--save-every = {args.save_every}: must be 0 (only at the end) or a number of steps >= 1")
     if args.steps is not None and not 1 <= args.steps <= cfg["steps"]:
         raise SystemExit(f"--steps = {args.steps}: must be between 1 and the exported run's {cfg['steps']} steps (its batches are in the bundle)")
+    steps = args.steps if args.steps is not None else cfg["steps"]
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
+    resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
     proc.start(args.backend)
     if args.profile:
         from profiling import profile_cluster
         profile_cluster(proc, args)
     else:
-        train(proc, args)
+        train(proc, args, steps, resumed)
     dist.barrier()
     dist.destroy_process_group()
 

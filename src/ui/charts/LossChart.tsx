@@ -11,8 +11,17 @@ export interface ValidationPoint {
   loss: number;
 }
 
+/** A run's event at a step, drawn as a vertical line: a failure, or the checkpoint a recovery restarted from. */
+export interface StepMark {
+  /** Steps done when it happened (the line sits just after step `step`). */
+  step: number;
+  kind: 'failure' | 'recovery';
+  label: string;
+}
+
 export interface LossChartProps {
   losses: readonly number[];
+  marks?: readonly StepMark[];
   validation?: readonly ValidationPoint[];
   /** Total steps planned, so the x axis does not rescale as the run goes. */
   steps?: number;
@@ -22,7 +31,7 @@ export interface LossChartProps {
 const W = 420;
 const M = { l: 52, r: 12, t: 12, b: 38 };
 
-export function LossChart({ losses, validation = [], steps, height = 180 }: LossChartProps) {
+export function LossChart({ losses, validation = [], marks = [], steps, height = 180 }: LossChartProps) {
   const plot = useMemo(() => {
     const H = height;
     const xs = Math.max(steps ?? 0, losses.length, ...validation.map((v) => v.step + 1), 2);
@@ -91,6 +100,18 @@ export function LossChart({ losses, validation = [], steps, height = 180 }: Loss
           loss (nats)
         </text>
         <path d={plot.path} className="train" />
+        {marks.map((m) => {
+          const mx = plot.x(Math.max(0, m.step - 0.5));
+          return (
+            <g key={`${m.kind}${m.step}`} className={`step-mark ${m.kind}`} data-testid={`mark-${m.kind}`}>
+              <title>{m.label}</title>
+              <line x1={mx} x2={mx} y1={M.t} y2={plot.H - M.b} />
+              <text x={mx + 3} y={M.t + (m.kind === 'failure' ? 10 : 22)} className="tick">
+                {m.kind === 'failure' ? '✕ failure' : '↺ recovery'}
+              </text>
+            </g>
+          );
+        })}
         {hovered !== null && Number.isFinite(losses[hovered]) && (
           <g className="hover-mark">
             <line x1={plot.x(hovered)} x2={plot.x(hovered)} y1={M.t} y2={plot.H - M.b} />

@@ -15,6 +15,9 @@ import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx
 import { cutOfRanges, cutText, parseCutText } from '../../runtime/explicit-cut.ts';
 import { stageCut } from '../../runtime/run-limits.ts';
 import { SCHEDULE_LABELS } from './schedule-labels.ts';
+import { TextSource } from '../text/TextSource.tsx';
+import { currentTextHash } from '../../state/text-source.ts';
+import { gptSizingLine, pageGptSize } from '../../state/gpt-sizing.ts';
 import { DataParallelFields } from './DataParallelFields.tsx';
 
 const DATASET_LABELS: Record<DatasetName, string> = {
@@ -23,6 +26,7 @@ const DATASET_LABELS: Record<DatasetName, string> = {
   circles: 'Circles (2 classes, 2-D)',
   xor: 'XOR (2 classes, 2-D)',
   names: 'Names (next character)',
+  text: 'Your text (next character)',
 };
 
 const PARTITION_LABELS: Record<Partition, string> = { flops: 'FLOPs (balanced)', blocks: 'block count', cut: 'blocks per stage (cut)' };
@@ -38,6 +42,7 @@ function cutNow(cfg: RunConfig): number[] {
 
 export function ConfigPanel({ disabled }: { disabled: boolean }) {
   const cfg = usePipeLab((s) => s.config);
+  const webgpu = usePipeLab((s) => s.webgpu);
   const problem = usePipeLab((s) => s.configProblem);
   const errorFor = (...fields: string[]) => (problem && fields.includes(problem.field.split(/[.[]/)[0]) ? problem.message : null);
   const set = (patch: Partial<RunConfig>) => patchConfig(patch);
@@ -60,9 +65,9 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           name="dataset"
           value={cfg.dataset}
           options={DATASETS.map((d) => ({ value: d, label: DATASET_LABELS[d] }))}
-          onChange={(d) => setConfig(withDataset(cfg, d))}
+          onChange={(d) => setConfig(withDataset(cfg, d, d === 'text' ? currentTextHash() : undefined, pageGptSize()))}
           error={errorFor('dataset', 'model')}
-          hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : gpt ? 'A small GPT learns English first names; sample new ones and see where each head looks.' : 'A character MLP learns English first names; sample new ones.'}
+          hint={twoD ? 'An MLP classifies points; watch its decision boundary.' : cfg.dataset === 'text' ? 'A model learns your text, character by character; watch what it writes as it trains.' : gpt ? 'A small GPT learns English first names; sample new ones and see where each head looks.' : 'A character MLP learns English first names; sample new ones.'}
         />
         {!twoD && (
           <SelectField<'char-mlp' | 'gpt'>
@@ -71,12 +76,21 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.model === 'gpt' ? 'gpt' : 'char-mlp'}
             options={[{ value: 'char-mlp', label: 'Character MLP' }, { value: 'gpt', label: 'GPT (causal self-attention)' }]}
             onChange={(model) => {
-              const next = namesModelSwitch(model, runStages(cfg) - 1);
+              const next = namesModelSwitch(model, runStages(cfg) - 1, cfg.dataset === 'text' ? 'text' : 'names', pageGptSize());
               // Keep the batch a multiple of the micro-batches.
               set({ ...next, batchSize: cfg.microbatches * Math.max(1, Math.round((next.batchSize ?? cfg.batchSize) / cfg.microbatches)) });
             }}
             error={errorFor('model')}
           />
+        )}
+        {!twoD && (
+          <p className="muted small" data-testid="gpt-sizing">
+            {gptSizingLine(webgpu)}
+          </p>
+        )}
+        {cfg.dataset === 'text' && <TextSource disabled={disabled} />}
+        {cfg.dataset === 'text' && !gpt && (
+          <NumberField label="Block size" name="blockSize" integer min={1} max={LIMITS.blockSize} value={cfg.blockSize ?? 32} onChange={(blockSize) => set({ blockSize })} error={errorFor('blockSize')} hint="the text is cut into blocks of this + 1 characters" />
         )}
         {gpt && (
           <div className="row2">

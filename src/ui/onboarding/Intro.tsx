@@ -10,13 +10,15 @@ import { useOnboarding } from '../../state/onboarding.ts';
 import { PRESETS, presetQuery, type PresetLink } from '../../state/presets.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { Glossary } from './Glossary.tsx';
+import { holdLinkText } from '../../state/text-source.ts';
 
 /** A preset link: a plain link (open it in a new tab, copy it); a plain click loads it in place. */
 function PresetAnchor({ link, busy }: { link: PresetLink; busy: boolean }) {
   const load = (e: MouseEvent<HTMLAnchorElement>, config: RunConfig) => {
     if (busy || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     e.preventDefault();
-    setConfig(config);
+    // A preset on a text the page has not read yet (the example) reads it first, then applies the link.
+    if (!holdLinkText(presetQuery(config))) setConfig(config);
     usePipeLab.getState().setView('run');
     document.getElementById('run-controls')?.scrollIntoView({ block: 'nearest' });
   };

@@ -4,6 +4,7 @@ import { usePipeLab } from '../../state/store.ts';
 import { DecisionBoundary } from './DecisionBoundary.tsx';
 import { SampledNames } from './SampledNames.tsx';
 import { AttentionPatternsView } from './AttentionPatternsView.tsx';
+import { SampledText } from '../text/SampledText.tsx';
 
 export function ResultsPanel() {
   const boundary = usePipeLab((s) => s.boundary);
@@ -11,6 +12,14 @@ export function ResultsPanel() {
   const report = usePipeLab((s) => s.report);
   const dataset = usePipeLab((s) => (s.run.config ?? s.config).dataset);
   const twoD = isTwoD(dataset);
+  if (dataset === 'text') {
+    return (
+      <section className="panel" aria-labelledby="results-title" data-testid="results">
+        <h2 id="results-title">Sampled text</h2>
+        <SampledText />
+      </section>
+    );
+  }
   return (
     <section className="panel" aria-labelledby="results-title" data-testid="results">
       <h2 id="results-title">{twoD ? 'Decision boundary' : 'Freshly sampled names'}</h2>

@@ -3,6 +3,8 @@ import { cannotRunReason, stepRun, stopRun } from '../../state/run-controller.ts
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { duration, num } from '../timeline/format.ts';
 import { toggleRun } from './run-shortcut.ts';
+import { SpeedEstimate } from './SpeedEstimate.tsx';
+import { CheckpointControls } from './CheckpointControls.tsx';
 
 export function RunControls() {
   const run = usePipeLab((s) => s.run);
@@ -79,6 +81,8 @@ export function RunControls() {
           </div>
         </dl>
       </div>
+      {!activeRun && <SpeedEstimate />}
+      <CheckpointControls />
       {reason && !activeRun && run.status !== 'error' && <p className="muted small why-off">{reason}</p>}
       {run.status === 'error' && (
         <p className="run-error" role="alert">

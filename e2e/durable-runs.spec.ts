@@ -1,0 +1,131 @@
+/**
+ * Nothing lost, in Chromium (SwiftShader WebGPU, float32): a run stopped after
+ * k steps saves its state into IndexedDB; after a reload the page offers
+ * "Resume run from step k" for the configuration in its URL, and the run
+ * resumed through window.pipelab.run(cfg, { resume: true }) ends with the
+ * losses of the uninterrupted 2k-step run (≤ 1e-6 relative). A worker that
+ * crashes at step k+1 with checkpointEvery = k: the run recovers from step k
+ * on fresh workers and ends with the uninterrupted run's losses. A file that
+ * is not a checkpoint, loaded in the page, is refused with the codec's message.
+ */
+import { test, expect, type Page } from '@playwright/test';
+
+async function open(page: Page, query = ''): Promise<void> {
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto(`./${query}`);
+  await page.waitForFunction(() => !!window.pipelab);
+}
+
+/** A small spiral run on 2 ranks: k = 3, 2k = 6 steps. */
+const SMALL = { layers: 3, hidden: 12, batchSize: 16, microbatches: 2, ranks: 2, steps: 6, evalEvery: 0, lr: 0.01, optimizer: 'adamw' as const };
+const K = 3;
+
+/** The largest relative difference of any one loss (stricter than a norm). */
+function worstRelErr(a: number[], b: number[]): number {
+  return Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.max(Math.abs(b[i]), 1e-30)));
+}
+
+/** In the page: the checkpoints of SMALL removed, its uninterrupted 2k-step run (no saves), then a run stopped after k steps (saved at the stop). */
+async function fullThenStopped(page: Page) {
+  return page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const stop = new AbortController();
+      const stopped = await window.pipelab.run(cfg, { signal: stop.signal, onStep: (p) => (p.step + 1 === k ? stop.abort() : undefined) });
+      return { full: full.losses, stopped: stopped.losses, saves: stopped.checkpointSaves?.steps, stored: (await window.pipelab.checkpoints.list(cfg)).map((c) => c.step), cfg };
+    },
+    { small: SMALL, k: K },
+  );
+}
+
+/** A link of SMALL. */
+const SMALL_QUERY = Object.entries(SMALL)
+  .map(([k, v]) => `${k}=${v}`)
+  .join('&');
+
+test('stop after k steps, reload, "Resume run from step k", resume k more: the losses of 2k uninterrupted steps', async ({ page }) => {
+  await open(page);
+  const first = await fullThenStopped(page);
+  expect(first.stopped).toHaveLength(K);
+  expect(first.saves).toEqual([K]);
+  expect(first.stored).toEqual([K]);
+
+  // A link of this configuration, after a reload: the page offers to resume it.
+  await open(page, `?${SMALL_QUERY}`);
+  await expect(page.getByRole('button', { name: `Resume run from step ${K}` })).toBeVisible({ timeout: 20_000 });
+
+  const resumed = await page.evaluate(async (cfg) => {
+    const r = await window.pipelab.run(cfg, { resume: true });
+    return { losses: r.losses, resumedFrom: r.resumedFrom, steps: r.steps.map((s) => s.step) };
+  }, first.cfg);
+  expect(resumed.resumedFrom).toBe(K);
+  expect(resumed.steps).toEqual([3, 4, 5]);
+  expect(resumed.losses).toHaveLength(2 * K);
+  expect(worstRelErr(resumed.losses, first.full)).toBeLessThanOrEqual(1e-6);
+});
+
+test('the page: "Resume run from step k" clicked continues the stored run to 2k steps, its loss curve the uninterrupted one', async ({ page }) => {
+  await open(page);
+  const first = (await fullThenStopped(page)).full;
+  await open(page, `?${SMALL_QUERY}`);
+  await page.getByRole('button', { name: `Resume run from step ${K}` }).click({ timeout: 20_000 });
+  await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', String(2 * K), { timeout: 60_000 });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Checkpoint saved at step ${2 * K}.`, { timeout: 20_000 });
+  const shown = (await page.locator('figure.loss-chart').getAttribute('data-losses'))!.split(',').map(Number);
+  expect(shown).toHaveLength(2 * K);
+  // The chart keeps 6 significant digits.
+  expect(worstRelErr(shown, first)).toBeLessThanOrEqual(1e-5);
+});
+
+test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from step k on fresh workers, the final losses of an uninterrupted run', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small, checkpointEvery: k };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const crashed = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker', action: '1F0', step: k } }, { recvTimeoutMs: 20_000 });
+      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, live: window.pipelab.liveWorkers() };
+    },
+    { small: SMALL, k: K },
+  );
+  expect(r.recovery).toMatchObject({ failedAtStep: K, fromStep: K, stepsRedone: 0 });
+  expect(r.recovery?.failure).toMatch(/crashed/);
+  expect(r.recovery?.recoveryMs).toBeGreaterThan(0);
+  expect(r.losses).toHaveLength(2 * K);
+  expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-6);
+  expect(r.live).toBe(0);
+});
+
+test('Load checkpoint: a float64 file of the CPU reference (what train.py writes too) loaded in the page, then Resume: the tab continues it to 2k steps like the uninterrupted run', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const file = await window.pipelab.checkpoints.reference(cfg, k);
+      return { full: full.losses, file: Array.from(file) };
+    },
+    { small: SMALL, k: K },
+  );
+  await page.locator('#checkpoint-file').setInputFiles({ name: 'reference.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(r.file) });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Loaded a checkpoint of step ${K} (written by PipeLab); Resume continues it.`);
+  await page.getByRole('button', { name: `Resume run from step ${K}` }).click({ timeout: 20_000 });
+  await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', String(2 * K), { timeout: 60_000 });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(`Checkpoint saved at step ${2 * K}.`, { timeout: 20_000 });
+  const shown = (await page.locator('figure.loss-chart').getAttribute('data-losses'))!.split(',').map(Number);
+  expect(shown).toHaveLength(2 * K);
+  // float64 steps (the reference's first k), then float32 ones from the loaded weights.
+  expect(worstRelErr(shown, r.full)).toBeLessThanOrEqual(1e-4);
+});
+
+test('Load checkpoint refuses a file that is not a checkpoint with the codec\'s message; nothing changes', async ({ page }) => {
+  await open(page);
+  const before = await page.evaluate(() => window.pipelab.checkpoints.list().then((l) => l.length));
+  await page.locator('#checkpoint-file').setInputFiles({ name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('these are not the bytes of a checkpoint') });
+  await expect(page.getByTestId('checkpoint-note')).toHaveText(/not a checkpoint|header length/i);
+  expect(await page.evaluate(() => window.pipelab.checkpoints.list().then((l) => l.length))).toBe(before);
+});

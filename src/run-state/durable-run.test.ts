@@ -1,0 +1,102 @@
+/**
+ * Durable runs on the float64 CPU host (in-process workers), with checkpoints
+ * in memory: saves every N steps and at stop, resume from the last one, and
+ * recovery after a failure, each compared EXACTLY with the uninterrupted run.
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { runPipeline } from '../runtime/coordinator.ts';
+import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { CheckpointStore } from './checkpoint-store.ts';
+import { runDurably, type DurableRunner } from './durable-run.ts';
+import { MemoryShelf } from './memory-shelf.ts';
+import { expectSameRun } from './testing/same-run.ts';
+
+const cpuRunner: DurableRunner = (config, opts) => runPipeline(config, { ...opts, recvTimeoutMs: 5000, hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
+
+function config(over: Partial<RunConfig>): RunConfig {
+  const cfg: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 6, batchSize: 16, microbatches: 2, ranks: 2, steps: 6, optimizer: 'adamw', lr: 0.01, lrSchedule: 'cosine', evalEvery: 0, ...over };
+  validateRunConfig(cfg);
+  return cfg;
+}
+
+describe('durable runs on the CPU host', () => {
+  it('saves every checkpointEvery steps and at the end, beside training; the report counts the saves and the state reads', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 2, steps: 5 });
+    const report = await runDurably(cfg, {}, { store }, cpuRunner);
+    expect(report.checkpointSaves?.steps).toEqual([2, 4, 5]);
+    expect(report.checkpointSaves?.error).toBeUndefined();
+    expect(report.checkpointSaves?.bytes).toBeGreaterThan(0);
+    expect(report.stateReads?.count).toBe(3);
+    expect((await store.list(cfg)).map((c) => c.step)).toEqual([2, 4, 5]);
+    const last = await store.load(cfg);
+    expect(last.losses).toEqual(report.losses);
+  });
+
+  it('checkpointEvery = 0 saves nothing and reads no state', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const report = await runDurably(config({ checkpointEvery: 0, steps: 2 }), {}, { store }, cpuRunner);
+    expect(report.checkpointSaves).toBeUndefined();
+    expect(report.stateReads).toBeUndefined();
+    expect(await store.list()).toEqual([]);
+  });
+
+  it('stop after k steps, then resume from the stored checkpoint: the same losses and weights as 2k steps uninterrupted', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 50, schedule: 'zb-h1' });
+    const full = await cpuRunner(cfg, { readWeights: true });
+    const stop = new AbortController();
+    const first = await runDurably(cfg, { signal: stop.signal, onStep: (p) => (p.step === 2 ? stop.abort() : undefined) }, { store }, cpuRunner);
+    expect(first.losses).toHaveLength(3);
+    expect(first.checkpointSaves?.steps).toEqual([3]);
+    const resumed = await runDurably(cfg, { readWeights: true }, { store, resume: true }, cpuRunner);
+    expect(resumed.resumedFrom).toBe(3);
+    expectSameRun(resumed, full);
+  });
+
+  it('resume with no checkpoint stored, or with the last one at the run\'s end, is refused, saying so', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ steps: 2 });
+    await expect(runDurably(cfg, {}, { store, resume: true }, cpuRunner)).rejects.toThrow(/no checkpoint is stored for this configuration/);
+    await runDurably(cfg, {}, { store }, cpuRunner);
+    await expect(runDurably(cfg, {}, { store, resume: true }, cpuRunner)).rejects.toThrow(/^nothing to resume: the last checkpoint of this configuration is of step 2, its last \(steps = 2\)$/);
+  });
+
+  it('a failure at step k+1 recovers from the checkpoint at k: steps redone counted, final losses and weights equal the uninterrupted run', async () => {
+    for (const mesh of [{ dp: 1, zero: 0 as const }, { dp: 2, zero: 1 as const }]) {
+      const store = new CheckpointStore(new MemoryShelf());
+      const cfg = config({ checkpointEvery: 2, ...mesh });
+      const full = await cpuRunner(cfg, { readWeights: true });
+      const recoveries: { failure: string; fromStep: number }[] = [];
+      const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '1B1', step: 3 } }, { readWeights: true }, { store, onRecovery: (r) => recoveries.push(r) }, cpuRunner);
+      expect(recoveries).toEqual([{ failure: expect.stringMatching(/injected fault/), fromStep: 2 }]);
+      expect(report.recovery).toMatchObject({ failedAtStep: 3, fromStep: 2, stepsRedone: 1 });
+      expect(report.recovery?.recoveryMs).toBeGreaterThan(0);
+      expectSameRun(report, full);
+    }
+  });
+
+  it('a second failure inside the recovery ends the run with a message naming both', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 2, fault: { kind: 'throw', action: '1B1', step: 3 } });
+    let calls = 0;
+    const failingAgain: DurableRunner = (c, o) => (++calls === 1 ? cpuRunner(c, o) : cpuRunner({ ...c, fault: { kind: 'throw', action: '0F0', step: 2 } }, o));
+    await expect(runDurably(cfg, {}, { store }, failingAgain)).rejects.toThrow(
+      /^the run failed at step 3 \(.*injected fault: the stage kernel threw.*\); its recovery from step 2 failed too: .*injected fault: the stage kernel threw/,
+    );
+  });
+
+  it('a failure before the first checkpoint is not recovered: it ends the run as it is', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 4, fault: { kind: 'throw', action: '1B1', step: 2 } });
+    await expect(runDurably(cfg, {}, { store }, cpuRunner)).rejects.toThrow(/injected fault/);
+  });
+
+  it('a failure before any step is not recovered: it ends the run as it is', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 2, fault: { kind: 'throw', action: '0F0', step: 0 } });
+    await expect(runDurably(cfg, {}, { store }, cpuRunner)).rejects.toThrow(/injected fault/);
+  });
+});

@@ -1,0 +1,67 @@
+/** "Resume run from step k" for the last checkpoint of the form's configuration, Download checkpoint, Load checkpoint, and what the saves said. */
+import { useEffect } from 'react';
+import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/checkpoint-actions.ts';
+import { cannotRunReason, startRun } from '../../state/run-controller.ts';
+import { checkpointKey } from '../../run-state/checkpoint-store.ts';
+import { isActive, usePipeLab } from '../../state/store.ts';
+
+export function CheckpointControls() {
+  const config = usePipeLab((s) => s.config);
+  const status = usePipeLab((s) => s.run.status);
+  const view = useCheckpoints();
+  const report = usePipeLab((s) => s.report);
+  const key = checkpointKey(config);
+  useEffect(() => {
+    void refreshCheckpoints(config);
+    // Only a change of what the checkpoints are stored under matters.
+  }, [key]);
+  const active = isActive(status);
+  const latest = view.key === key ? view.latestStep : null;
+  const canResume = !active && latest !== null && latest < config.steps && cannotRunReason() === null;
+
+  return (
+    <div className="checkpoint-controls" role="group" aria-label="Checkpoints">
+      {canResume && (
+        <button type="button" className="primary" onClick={() => void startRun({ resume: true })}>
+          Resume run from step {latest}
+        </button>
+      )}
+      <button type="button" onClick={() => void downloadCheckpoint()} disabled={latest === null} title={latest === null ? 'No checkpoint is stored for this configuration' : `The checkpoint of step ${latest} as a file PyTorch reads`}>
+        Download checkpoint
+      </button>
+      <input
+        id="checkpoint-file"
+        type="file"
+        accept=".safetensors,application/octet-stream"
+        className="visually-hidden"
+        disabled={active}
+        onChange={(e) => {
+          const f = e.currentTarget.files?.[0];
+          e.currentTarget.value = '';
+          if (f) void loadCheckpointFile(f);
+        }}
+      />
+      {/* The file input's own label (after it, so its focus shows on the label), styled as a button: clicking it opens the file chooser. */}
+      <label htmlFor="checkpoint-file" className={`file-button${active ? ' disabled' : ''}`} title="Continue a checkpoint file (this page's or train.py's)">
+        Load checkpoint
+      </label>
+      {report?.recovery && (
+        <p className="muted small" data-testid="recovery-note">
+          Recovered: a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep} on fresh workers, {report.recovery.stepsRedone} step
+          {report.recovery.stepsRedone === 1 ? '' : 's'} redone, {(report.recovery.recoveryMs / 1000).toFixed(2)} s to the first step after it.
+        </p>
+      )}
+      {report?.stateReads && (
+        <p className="muted small" data-testid="save-figures">
+          Checkpoints: {report.stateReads.count} state read{report.stateReads.count === 1 ? '' : 's'} of {report.stateReads.meanMs.toFixed(1)} ms on the workers' path (longest {report.stateReads.maxMs.toFixed(1)} ms)
+          {report.checkpointSaves ? `; encode ${report.checkpointSaves.meanEncodeMs.toFixed(1)} ms and store ${report.checkpointSaves.meanStoreMs.toFixed(1)} ms beside training, ${(report.checkpointSaves.bytes / 1024).toFixed(0)} KiB each` : ''}.
+        </p>
+      )}
+      {view.note && (
+        <p className={view.refused ? 'run-error small' : 'muted small'} aria-live={view.refused ? 'assertive' : 'polite'} data-testid="checkpoint-note">
+          {view.note}
+        </p>
+      )}
+    </div>
+  );
+}
