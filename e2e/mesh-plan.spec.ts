@@ -1,20 +1,31 @@
 /** The Plan panel plans a real model on N devices: the 64-device GPT's candidates and its winner drawn at scale; bad input named. */
-import { test, expect } from '@playwright/test';
+import { test, expect, type Page } from '@playwright/test';
 
-test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names bad input', async ({ page }) => {
-  test.setTimeout(180_000);
+/** Opens the panel on the Simulate view; page errors are collected into the list returned. */
+async function openPanel(page: Page) {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto('./?view=simulate');
   const panel = page.getByTestId('mesh-plan-panel');
   await panel.getByText('Plan a real model on N devices').click();
+  return { panel, errors };
+}
+
+/** The planner's own winner for the panel's defaults (64 H100s, 8 per node, batch 512), computed here in Node. */
+async function bestFor64() {
+  const { planMesh } = await import('../src/plan/mesh-plan.ts');
+  const { DEVICE_PRESETS } = await import('../src/plan/device.ts');
+  return planMesh({ model: { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 }, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 }).candidates[0];
+}
+
+test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names bad input', async ({ page }) => {
+  test.setTimeout(180_000);
+  const { panel, errors } = await openPanel(page);
   await panel.getByTestId('mesh-plan-run').click();
   const rows = panel.getByTestId('mesh-plan-candidates').locator('tbody tr');
   await expect(rows).toHaveCount(10);
-  // The planner's own winner for these defaults (64 H100s, 8 per node, batch 512): the page shows what the CLI prints.
-  const { planMesh } = await import('../src/plan/mesh-plan.ts');
-  const { DEVICE_PRESETS } = await import('../src/plan/device.ts');
-  const best = planMesh({ model: { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 }, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 }).candidates[0];
+  // The page shows what the CLI prints.
+  const best = await bestFor64();
   await expect(rows.first()).toContainText(`${best.dp} × ${best.pp}`);
   await expect(rows.first()).toContainText(best.schedule);
   const plot = panel.getByTestId('mesh-plan-timeline').getByRole('group');
@@ -37,13 +48,11 @@ test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names
 
 test('a 1024-device plan runs off the main thread: the page answers timers within 200 ms, shows the time so far, and Cancel stops it', async ({ page }) => {
   test.setTimeout(180_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('./?view=simulate');
-  const panel = page.getByTestId('mesh-plan-panel');
-  await panel.getByText('Plan a real model on N devices').click();
+  const { panel, errors } = await openPanel(page);
   const status = panel.getByTestId('mesh-plan-status');
+  // 1024 devices and 2048 sequences: seconds of planning even on a fast machine (about 5 s in Node here).
   await panel.getByLabel('Devices (N)').fill('1024');
+  await panel.getByLabel('Global batch (sequences)').fill('2048');
   await panel.getByTestId('mesh-plan-run').click();
   await expect(status).toContainText('Planning…');
   // A 50 ms timer, again and again for 1 s: how late each fires is how long the main thread was busy.
@@ -57,7 +66,7 @@ test('a 1024-device plan runs off the main thread: the page answers timers withi
     }
     return late;
   });
-  // The plan (seconds for 1024 devices) must still be running, or the measurement said nothing about it.
+  // The plan must still be running, or the measurement said nothing about it.
   expect(await status.textContent()).toContain('Planning…');
   expect(lateness.length).toBeGreaterThan(10);
   expect(Math.max(...lateness)).toBeLessThan(200);
@@ -72,18 +81,17 @@ test('a 1024-device plan runs off the main thread: the page answers timers withi
   await page.waitForTimeout(1000);
   await expect(panel.getByTestId('mesh-plan-candidates')).toHaveCount(0);
 
-  // A second press while one runs replaces it: the 1024-device plan is dropped and the 64-device one shown.
+  // A second press while one runs replaces it: the 1024-device plan is dropped and the 64-device one (the defaults) shown.
   await panel.getByTestId('mesh-plan-run').click();
   await expect(status).toContainText('Planning…');
   await panel.getByLabel('Devices (N)').fill('64');
+  await panel.getByLabel('Global batch (sequences)').fill('512');
   await panel.getByTestId('mesh-plan-run').click();
   const rows = panel.getByTestId('mesh-plan-candidates').locator('tbody tr');
   await expect(rows).toHaveCount(10, { timeout: 120_000 });
   await expect(status).toHaveText('');
   const plot = panel.getByTestId('mesh-plan-timeline').getByRole('group');
-  const { planMesh } = await import('../src/plan/mesh-plan.ts');
-  const { DEVICE_PRESETS } = await import('../src/plan/device.ts');
-  const best = planMesh({ model: { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 }, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 }).candidates[0];
+  const best = await bestFor64();
   await expect(plot).toHaveAttribute('data-lanes', String(best.dp * best.pp));
   await expect(panel.getByTestId('mesh-plan-summary')).toContainText('did not fit 80 GB');
   expect(errors).toEqual([]);
