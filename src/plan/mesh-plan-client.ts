@@ -46,17 +46,12 @@ export class MeshPlanClient {
       if (!timeline) return { cancelled: true };
       return { cancelled: false, plan: out.plan, best: { ...out.best, timeline }, tookMs: out.tookMs };
     } catch (e) {
-      // A crashed worker is not reused.
-      if (this.live === live) this.drop();
+      // A crashed worker is not reused; one that rejected the request is.
+      if (!(e instanceof ConfigError) && this.live === live) this.drop();
       throw e;
     } finally {
       if (this.live === live) this.busy = false;
     }
-  }
-
-  /** Whether a plan is running. */
-  running(): boolean {
-    return this.busy;
   }
 
   /** Stops the running plan (terminates its worker); no-op when idle. */
