@@ -94,6 +94,16 @@ describe("recovery = 'fewer' on the CPU host", () => {
     expectSameRunRel(report, full);
   });
 
+  it('dp 3 × p 2 with ZeRO-1 → dp 2 × p 2 with ZeRO-1: the joined optimizer state re-sharded over two replicas by name; the losses and weights of the uninterrupted dp 3 run', async () => {
+    const cfg = config({ ranks: 2, dp: 3, zero: 1, batchSize: 12 });
+    const { full, report, workers } = await crashAndRecover(cfg, '0B0');
+    expect(workers).toEqual([6, 4]);
+    expect(report.recovery).toMatchObject({ meshBefore: { dp: 3, ranks: 2 }, meshAfter: { dp: 2, ranks: 2, workers: 4 } });
+    expect(report.config).toMatchObject({ dp: 2, zero: 1 });
+    expect(report.recovery?.recut).not.toMatch(/ZeRO-1 off/);
+    expectSameRunRel(report, full);
+  });
+
   it('dp 3 × p 2 where dropping a replica leaves the batch indivisible: ranks − 1 in every replica (dp 3 × p 1), saying why', async () => {
     // 18 rows: dp 3 × 2 micro-batches divides them, dp 2 × 2 does not.
     const cfg = config({ ranks: 2, dp: 3, batchSize: 18 });
