@@ -16,7 +16,7 @@ function recoveryHint(config: RunConfig): string {
   if (recoveryOf(config) === 'fresh') return 'Restarts from the last checkpoint on fresh workers, the same mesh.';
   try {
     const r = fewerWorkers(config);
-    return `Restarts from the last checkpoint on ${meshText(r.after)}: ${r.how}; the same losses.`;
+    return `Restarts from the last checkpoint on ${r.after.workers} worker${r.after.workers === 1 ? '' : 's'} (${r.how}); the same losses.`;
   } catch (e) {
     return `${e instanceof Error ? e.message : String(e)}: a failure ends the run.`;
   }
