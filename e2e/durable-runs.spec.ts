@@ -5,7 +5,9 @@
  * resumed through window.pipelab.run(cfg, { resume: true }) ends with the
  * losses of the uninterrupted 2k-step run (≤ 1e-6 relative). A worker that
  * crashes at step k+1 with checkpointEvery = k: the run recovers from step k
- * on fresh workers and ends with the uninterrupted run's losses. A file that
+ * on fresh workers and ends with the uninterrupted run's losses; with
+ * recovery = fewer, a 3-rank run recovers re-cut onto the 2 workers that
+ * remain, with the same losses (≤ 1e-5). A file that
  * is not a checkpoint, loaded in the page, is refused with the codec's message.
  */
 import { test, expect, type Page } from '@playwright/test';
@@ -96,6 +98,33 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.recovery?.recoveryMs).toBeGreaterThan(0);
   expect(r.losses).toHaveLength(2 * K);
   expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-6);
+  expect(r.live).toBe(0);
+});
+
+test('recovery = fewer: a 3-rank run whose worker crashes at step k+1 with checkpointEvery = k finishes re-cut onto 2 workers, the losses of the uninterrupted 3-rank run', async ({ page }) => {
+  await open(page, '?recovery=fewer');
+  // The page's choice reads the link, and says what a failure would do with the form's configuration (4 ranks).
+  await expect(page.getByLabel('If a worker dies, continue on')).toHaveValue('fewer');
+  await expect(page.getByText("Restarts from the last checkpoint on 3 workers (re-cut onto 3 ranks: the model's 4 blocks on 3 stages); the same losses.")).toBeVisible();
+  // The default is left out of the link.
+  await page.getByLabel('If a worker dies, continue on').selectOption('fresh');
+  await expect.poll(() => new URL(page.url()).searchParams.has('recovery')).toBe(false);
+  await expect(page.getByText('Restarts from the last checkpoint on fresh workers, the same mesh.')).toBeVisible();
+  const r = await page.evaluate(
+    async ({ small, k }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small, ranks: 3, checkpointEvery: k, recovery: 'fewer' as const };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      const crashed = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker', action: '2F0', step: k } }, { recvTimeoutMs: 20_000 });
+      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, ranks: crashed.config.ranks, live: window.pipelab.liveWorkers() };
+    },
+    { small: SMALL, k: K },
+  );
+  expect(r.recovery).toMatchObject({ mode: 'fewer', failedAtStep: K, fromStep: K, meshBefore: { ranks: 3, workers: 3 }, meshAfter: { ranks: 2, workers: 2 } });
+  expect(r.recovery?.failure).toMatch(/crashed/);
+  expect(r.ranks).toBe(2);
+  expect(r.losses).toHaveLength(2 * K);
+  expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-5);
   expect(r.live).toBe(0);
 });
 

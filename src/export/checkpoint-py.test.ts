@@ -77,7 +77,7 @@ function asFloat32(s: RunState): RunState {
 }
 
 /** Fields a checkpoint does not keep (stateConfig): checkpoint.py drops them from the configuration it writes. */
-const NOT_KEPT = { checkpointEvery: 5, fault: { kind: 'crash', worker: 0, step: 1 } };
+const NOT_KEPT = { checkpointEvery: 5, recovery: 'fewer', fault: { kind: 'crash', worker: 0, step: 1 } };
 
 const cases = [
   ['spiral MLP, AdamW', spiral, 3],
@@ -121,7 +121,7 @@ describe('checkpoint.py and the TS codec read each other', () => {
       expect(s.optimizer.steps).toBe(k);
     });
 
-    it(`${name}: what checkpoint.py writes from torch's tensors and optimizer decodes in TS to the same state (F64; F32 rounded, written from a configuration with a fault and checkpointEvery, which it drops)`, () => {
+    it(`${name}: what checkpoint.py writes from torch's tensors and optimizer decodes in TS to the same state (F64; F32 rounded, written from a configuration with a fault, checkpointEvery and recovery, which it drops)`, () => {
       const s = states[i];
       const f64 = decodeRunState(new Uint8Array(readFileSync(join(dir, `py64-${i}.safetensors`))), { config: cfg });
       expect(f64).toEqual({ ...s, producer: 'PipeLab train.py' });

@@ -71,8 +71,8 @@ describe('durable runs on the CPU host', () => {
       const full = await cpuRunner(cfg, { readWeights: true });
       const recoveries: { failure: string; fromStep: number }[] = [];
       const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '1B1', step: 3 } }, { readWeights: true }, { store, onRecovery: (r) => recoveries.push(r) }, cpuRunner);
-      expect(recoveries).toEqual([{ failure: expect.stringMatching(/injected fault/), fromStep: 2 }]);
-      expect(report.recovery).toMatchObject({ failedAtStep: 3, fromStep: 2, stepsRedone: 1 });
+      expect(recoveries).toEqual([{ failure: expect.stringMatching(/injected fault/), fromStep: 2, mesh: expect.objectContaining({ dp: mesh.dp, ranks: 2 }) }]);
+      expect(report.recovery).toMatchObject({ failedAtStep: 3, fromStep: 2, stepsRedone: 1, mode: 'fresh', meshBefore: { dp: mesh.dp, ranks: 2 }, meshAfter: { dp: mesh.dp, ranks: 2 } });
       expect(report.recovery?.recoveryMs).toBeGreaterThan(0);
       expectSameRun(report, full);
     }

@@ -4,17 +4,23 @@
  * optionally started from the configuration's last checkpoint (resume); and,
  * when it fails after a step (a worker crashed, a device was lost, a step
  * threw), restarted once from the last checkpoint this run saved (or the one
- * it resumed from; with neither, the failure ends the run) on fresh workers, the same mesh, the injected test fault not firing
- * again. The report counts the steps redone and the recovery's time; a
- * second failure inside the recovery ends the run with a message naming both.
+ * it resumed from; with neither, the failure ends the run), the injected test
+ * fault not firing again: with recovery = 'fresh' (the default) on fresh
+ * workers in the same mesh; with 'fewer' on the workers that remain, the run
+ * re-planned on a smaller mesh (./recut.ts; no smaller mesh ends the run
+ * saying why) and the checkpoint loaded onto the new cut by parameter name.
+ * The report counts the steps redone and the recovery's time and names the
+ * mesh before and after; a second failure inside the recovery ends the run
+ * with a message naming both.
  */
 import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
 import { RunError, type RunOptions } from '../runtime/coordinator.ts';
-import type { RunReport } from '../runtime/report-types.ts';
-import { checkpointEveryOf, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import type { MeshShape, RunReport } from '../runtime/report-types.ts';
+import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import type { CheckpointStore } from './checkpoint-store.ts';
+import { fewerWorkers, meshShape, type Recut } from './recut.ts';
 import { RunSaver } from './run-saver.ts';
 import { stateConfig, type RunState } from './run-state.ts';
 
@@ -30,8 +36,8 @@ export interface DurableOptions {
   onResumed?: (state: RunState) => void;
   /** After each save that landed, or each refused one. */
   onSaved?: (r: { step: number } | { error: string }) => void;
-  /** When a recovery starts: what failed, and the steps done by the checkpoint it restarts from. */
-  onRecovery?: (r: { failure: string; fromStep: number }) => void;
+  /** When a recovery starts: what failed, the steps done by the checkpoint it restarts from, and the mesh it restarts on. */
+  onRecovery?: (r: { failure: string; fromStep: number; mesh: MeshShape }) => void;
 }
 
 function messageOf(e: unknown): string {
@@ -77,19 +83,33 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
     const saved = saver ? (await saver.settled()).steps : [];
     if (saved.length === 0 && !resumed) throw e;
     const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
+    const mode = recoveryOf(config);
+    // 'fewer': the workers that remain, on the smaller mesh; none: the failure ends the run, saying why.
+    let recut: Recut | undefined;
+    if (mode === 'fewer') {
+      try {
+        recut = fewerWorkers(config);
+      } catch (e2) {
+        throw new RunError(`the run failed at step ${failedAtStep} (${failure}); recovery = 'fewer' cannot restart it: ${messageOf(e2)}`);
+      }
+    }
+    // The mesh on fresh workers (or the smaller one); a test's injected fault fired once and does not fire again.
+    const again = stateConfig(recut?.config ?? config);
+    if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
+    if (config.recovery !== undefined) again.recovery = config.recovery;
     let recoveryMs = 0;
     try {
+      // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
       const from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
-      durable.onRecovery?.({ failure, fromStep });
-      // The same mesh on fresh workers; a test's injected fault fired once and does not fire again.
-      const again = stateConfig(config);
-      if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
+      durable.onRecovery?.({ failure, fromStep, mesh: meshShape(again) });
       stepsThisRun = 0;
       report = await attempt(again, from, () => (recoveryMs = performance.now() - tFail));
     } catch (e2) {
-      throw new RunError(`the run failed at step ${failedAtStep} (${failure}); its recovery from step ${fromStep} failed too: ${messageOf(e2)}`);
+      throw new RunError(`the run failed at step ${failedAtStep} (${failure}); its recovery from step ${fromStep}${recut ? ` on ${recut.after.workers} workers` : ''} failed too: ${messageOf(e2)}`);
     }
-    report = { ...report, config, recovery: { failure, failedAtStep, fromStep, stepsRedone: failedAtStep - fromStep, recoveryMs } };
+    const mesh = { mode, meshBefore: meshShape(config), meshAfter: meshShape(again), ...(recut ? { recut: recut.how } : {}) };
+    // The report's config is the one its steps ran on: the run's own with 'fresh', the smaller mesh with 'fewer'.
+    report = { ...report, config: recut ? again : config, recovery: { failure, failedAtStep, fromStep, stepsRedone: failedAtStep - fromStep, recoveryMs, ...mesh } };
   }
   const saves = saver ? await saver.settled() : undefined;
   return { ...report, ...(resumed ? { resumedFrom: resumed.stepsDone } : {}), ...(saves ? { checkpointSaves: saves } : {}) };

@@ -37,9 +37,9 @@ export interface RunState extends TrainProgress<StateArray> {
   producer: string;
 }
 
-/** The configuration without the fields a checkpoint does not keep (a test's injected fault; how often the run saves). */
+/** The configuration without the fields a checkpoint does not keep (a test's injected fault; how often the run saves and how it recovers). */
 export function stateConfig(config: RunConfig): RunConfig {
-  const { fault: _fault, checkpointEvery: _every, ...rest } = config;
+  const { fault: _fault, checkpointEvery: _every, recovery: _recovery, ...rest } = config;
   return rest;
 }
 

@@ -13,7 +13,8 @@
  *                                           holds the workers; the run saves its state into
  *                                           window.pipelab.checkpoints every config.checkpointEvery
  *                                           steps (default 50; 0: never) and at its end, recovers once
- *                                           from its last checkpoint when it fails, and with
+ *                                           from its last checkpoint when it fails (on fresh workers, or
+ *                                           with config.recovery = 'fewer' on a smaller mesh), and with
  *                                           { resume: true } starts from the configuration's last
  *                                           checkpoint (src/run-state/durable-run.ts)
  *   window.pipelab.prepareWorkers(config?)  prepares warm workers for config (default: the default

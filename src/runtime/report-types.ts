@@ -6,7 +6,7 @@
 import type { Op, Schedule, Timeline } from '../schedule/types.ts';
 import type { RankStartup } from './rank-host.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
-import type { RunConfig } from './run-config.ts';
+import type { RecoveryMode, RunConfig, RunScheduleName } from './run-config.ts';
 
 export interface BubbleFigures {
   /** 1 − compute time / (ranks × makespan), from the measured timeline. */
@@ -96,11 +96,30 @@ export interface CheckpointSaves {
   error?: string;
 }
 
-/** A recovery: what failed, at which step; the checkpoint it restarted from; steps redone; time from the failure to the first step after it. */
+/** A run's mesh as a recovery record names it: dp replicas × ranks (virtual stages per rank), the schedule, the workers. */
+export interface MeshShape {
+  dp: number;
+  ranks: number;
+  virtual: number;
+  schedule: RunScheduleName;
+  workers: number;
+}
+
+/**
+ * A recovery: what failed, at which step; the checkpoint it restarted from;
+ * steps redone; time from the failure to the first step after it; how (fresh
+ * workers in the same mesh, or the workers that remain on a smaller mesh) and
+ * the mesh before and after, with what the re-cut changed.
+ */
 export interface RecoveryFigures {
   failure: string;
   failedAtStep: number;
   fromStep: number;
   stepsRedone: number;
   recoveryMs: number;
+  mode: RecoveryMode;
+  meshBefore: MeshShape;
+  meshAfter: MeshShape;
+  /** With mode 'fewer': what the re-cut changed and why. */
+  recut?: string;
 }

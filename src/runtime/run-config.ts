@@ -64,8 +64,25 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * is saved is not part of what it trains: a checkpoint does not keep it.
    */
   checkpointEvery?: number;
+  /**
+   * How a run that fails after a step restarts from its last checkpoint:
+   * 'fresh' (the default) on fresh workers in place of the dead one, the same
+   * mesh; 'fewer' on the workers that remain, re-cut onto a smaller mesh
+   * (smallerMesh in src/run-state/recut.ts). Not part of what the run trains:
+   * a checkpoint does not keep it.
+   */
+  recovery?: RecoveryMode;
   /** Tests only: inject one fault. */
   fault?: Fault;
+}
+
+/** How a failed run restarts: on fresh workers in the same mesh, or on the workers that remain (fewer). */
+export const RECOVERY_MODES = ['fresh', 'fewer'] as const;
+export type RecoveryMode = (typeof RECOVERY_MODES)[number];
+
+/** How `cfg` recovers from a failure (absent: 'fresh'). */
+export function recoveryOf(cfg: Pick<RunConfig, 'recovery'>): RecoveryMode {
+  return cfg.recovery ?? 'fresh';
 }
 
 /** Steps between a run's saves when its configuration does not say. */
@@ -128,7 +145,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, ...train } = cfg;
+  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -142,6 +159,9 @@ export function validateRunConfig(cfg: RunConfig): void {
   requireOneOf('partition', cfg.partition, PARTITIONS);
   requireInt('memCap', cfg.memCap, 0, RUN_LIMITS.microbatches);
   if (cfg.checkpointEvery !== undefined) requireInt('checkpointEvery', cfg.checkpointEvery, 0, MAX_CHECKPOINT_EVERY);
+  if (cfg.recovery !== undefined && !(RECOVERY_MODES as readonly unknown[]).includes(cfg.recovery)) {
+    throw new ConfigError('recovery', cfg.recovery, "must be 'fresh' (a failed run restarts from its last checkpoint on fresh workers, the same mesh) or 'fewer' (on the workers that remain, a smaller mesh)");
+  }
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -199,7 +219,7 @@ type Field = keyof RunConfig;
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
-  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
 
 /** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
@@ -208,7 +228,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -281,5 +301,6 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   if (cfg.cut === undefined) delete cfg.cut;
   if (cfg.textHash === undefined) delete cfg.textHash;
   if (cfg.checkpointEvery === undefined) delete cfg.checkpointEvery;
+  if (cfg.recovery === undefined) delete cfg.recovery;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

@@ -88,7 +88,9 @@ export async function loadCheckpointFile(file: Blob): Promise<void> {
   try {
     const state = await readRunStateFile(file);
     await pageCheckpoints.saveFile(new Uint8Array(await file.arrayBuffer()));
-    setConfig({ ...state.config, ...(usePipeLab.getState().config.checkpointEvery !== undefined ? { checkpointEvery: usePipeLab.getState().config.checkpointEvery } : {}) });
+    // How often the form saves and how it recovers are the person's, not the file's.
+    const { checkpointEvery, recovery } = usePipeLab.getState().config;
+    setConfig({ ...state.config, checkpointEvery, recovery });
     await refreshCheckpoints(state.config);
     say(`Loaded a checkpoint of step ${state.stepsDone} (written by ${state.producer}); Resume continues it.`);
   } catch (e) {

@@ -32,8 +32,8 @@ CHECKSUM_KEY = b'"crc32":"'
 PLACEHOLDER = b"00000000"
 EVAL_KEYS = ("step", "trainLoss", "trainAccuracy", "valLoss", "valAccuracy")
 # Configuration fields a checkpoint does not keep (stateConfig in src/run-state/run-state.ts): a test's fault, how
-# often the page saves.
-NOT_KEPT = ("fault", "checkpointEvery")
+# often the page saves and how a failed run recovers.
+NOT_KEPT = ("fault", "checkpointEvery", "recovery")
 
 
 def state_config(config):

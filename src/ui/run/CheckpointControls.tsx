@@ -1,9 +1,26 @@
-/** "Resume run from step k" for the last checkpoint of the form's configuration, Download checkpoint, Load checkpoint, and what the saves said. */
+/** "Resume run from step k" for the last checkpoint of the form's configuration, Download checkpoint, Load checkpoint, how a failed run recovers, and what the saves said. */
 import { useEffect } from 'react';
+import { patchConfig } from '../../state/config-actions.ts';
+import { fewerWorkers, meshText } from '../../run-state/recut.ts';
+import { recoveryOf, RECOVERY_MODES, type RecoveryMode, type RunConfig } from '../../runtime/run-config.ts';
+import { SelectField } from '../controls/fields.tsx';
 import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/checkpoint-actions.ts';
 import { cannotRunReason, startRun } from '../../state/run-controller.ts';
 import { checkpointKey } from '../../run-state/checkpoint-store.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
+
+const RECOVERY_LABELS: Record<RecoveryMode, string> = { fresh: 'a fresh worker in its place', fewer: 'the workers that remain' };
+
+/** One line: what a failure after the first checkpoint does with `config`'s recovery choice. */
+function recoveryHint(config: RunConfig): string {
+  if (recoveryOf(config) === 'fresh') return 'Restarts from the last checkpoint on fresh workers, the same mesh.';
+  try {
+    const r = fewerWorkers(config);
+    return `Restarts from the last checkpoint on ${r.after.workers} worker${r.after.workers === 1 ? '' : 's'} (${r.how}); the same losses.`;
+  } catch (e) {
+    return `${e instanceof Error ? e.message : String(e)}: a failure ends the run.`;
+  }
+}
 
 export function CheckpointControls() {
   const config = usePipeLab((s) => s.config);
@@ -45,9 +62,19 @@ export function CheckpointControls() {
       <label htmlFor="checkpoint-file" className={`file-button${active ? ' disabled' : ''}`} title="Continue a checkpoint file (this page's or train.py's)">
         Load checkpoint
       </label>
+      <SelectField<RecoveryMode>
+        label="If a worker dies, continue on"
+        name="recovery"
+        value={recoveryOf(config)}
+        options={RECOVERY_MODES.map((m) => ({ value: m, label: RECOVERY_LABELS[m] }))}
+        onChange={(m) => patchConfig({ recovery: m === 'fresh' ? undefined : m })}
+        disabled={active}
+        hint={recoveryHint(config)}
+      />
       {report?.recovery && (
         <p className="muted small" data-testid="recovery-note">
-          Recovered: a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep} on fresh workers, {report.recovery.stepsRedone} step
+          Recovered: a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep}{' '}
+          {report.recovery.mode === 'fewer' ? `on fewer workers: ${meshText(report.recovery.meshBefore)} → ${meshText(report.recovery.meshAfter)}` : 'on fresh workers'}, {report.recovery.stepsRedone} step
           {report.recovery.stepsRedone === 1 ? '' : 's'} redone, {(report.recovery.recoveryMs / 1000).toFixed(2)} s to the first step after it.
         </p>
       )}
