@@ -62,11 +62,14 @@ for (const size of SIZES) {
         await expect(page.getByRole('term').filter({ hasText: new RegExp(`^${term.replace(/[/]/g, '\\/')}$`) })).toBeVisible();
       }
       expect(await glossary.count()).toBeGreaterThanOrEqual(8);
-      // Five lessons, each a link.
+      // Five lessons and two training presets (a book or your text; makemore's GPT), each a link.
       const presets = intro.getByRole('list', { name: 'Presets' }).getByRole('listitem');
-      await expect(presets).toHaveCount(5);
+      await expect(presets).toHaveCount(7);
       for (const lesson of ['micro-batches grow', 'Interleaving cuts the bubble', 'Zero bubble splits the backward', 'PipeDream never flushes', 'Recomputation trades time for memory']) {
         await expect(presets.filter({ hasText: lesson }).getByRole('link').first()).toHaveAttribute('href', /^\?.*schedule=/);
+      }
+      for (const lesson of ['A GPT learns a book', 'makemore’s GPT']) {
+        await expect(presets.filter({ hasText: lesson }).getByRole('link').first()).toHaveAttribute('href', /model=gpt/);
       }
       await shot(page, `${size.name}-first-visit`);
 
@@ -210,7 +213,7 @@ test.describe('at 1440×900', () => {
     const focused = await page.evaluate(() => document.activeElement?.textContent ?? document.activeElement?.tagName);
     expect(focused).toBe('❚❚ Pause');
     // Step cannot act while a run runs; it says so without dropping focus.
-    await expect(page.getByRole('button', { name: 'Step' })).toHaveAttribute('aria-disabled', 'true');
+    await expect(page.getByRole('button', { name: 'Step', exact: true })).toHaveAttribute('aria-disabled', 'true');
     await page.locator('body').press('r');
     await waitForStatus(page, ['paused']);
     await page.keyboard.press('r');
@@ -223,7 +226,7 @@ test.describe('at 1440×900', () => {
     await page.goto('./?ranks=4&microbatches=8&schedule=1f1b&steps=6&evalEvery=1&hidden=32');
     await waitForWebGpu(page);
     // Live decision boundary: one step, held, and the boundary is there before the run ends.
-    await page.getByRole('button', { name: 'Step' }).click();
+    await page.getByRole('button', { name: 'Step', exact: true }).click();
     await waitForStatus(page, ['paused']);
     await expect(page.getByTestId('results').locator('canvas')).toBeVisible({ timeout: 30_000 });
     await page.getByRole('button', { name: '▶ Resume' }).click();

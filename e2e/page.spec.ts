@@ -333,11 +333,11 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
 
   test('single-step, pause and stop', async () => {
     await page.goto('./?ranks=4&microbatches=8&steps=50&evalEvery=0&hidden=16');
-    await page.getByRole('button', { name: 'Step' }).click();
+    await page.getByRole('button', { name: 'Step', exact: true }).click();
     await waitForStatus(page, ['paused', 'error']);
     await expect(page.getByRole('progressbar')).toHaveAttribute('aria-valuenow', '1');
     await expect(page.getByRole('status')).toContainText('Paused after step 1 of 50');
-    await page.getByRole('button', { name: 'Step' }).click();
+    await page.getByRole('button', { name: 'Step', exact: true }).click();
     await expect(page.getByRole('progressbar')).toHaveAttribute('aria-valuenow', '2');
     await page.getByRole('button', { name: '▶ Resume' }).click();
     await expect.poll(async () => Number(await page.getByRole('progressbar').getAttribute('aria-valuenow')), { timeout: 60_000 }).toBeGreaterThan(3);
