@@ -5,7 +5,8 @@
  * bundle.py (config.json, schedule.csv, the replica-major mesh and their
  * checks), data.py (a replica's rows of each step's batch), model.py (layers,
  * stages, the loss), pipeline.py (one step of a rank's schedule row with
- * point-to-point messages), collectives.py (the data-parallel flush: gradient
+ * point-to-point messages), split_backward.py (I and W without computing twice),
+ * collectives.py (the data-parallel flush: gradient
  * all-reduce, ZeRO-1), optimizer.py, profiling.py (`train.py --profile`),
  * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
  * writes it: `train.py --resume` and `--save-every`).
@@ -22,6 +23,7 @@ export const TORCH_PROGRAM_FILES = [
   'data.py',
   'model.py',
   'pipeline.py',
+  'split_backward.py',
   'collectives.py',
   'optimizer.py',
   'profiling.py',

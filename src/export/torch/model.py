@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from safetensors_io import read_safetensors
+from split_backward import recorded
 
 
 # Layers: one class per layer kind of the exported model spec (config.json "model"). Parameters carry
@@ -26,7 +27,7 @@ class Linear:
         self.out_shape = (s["out"],)
 
     def __call__(self, x):
-        return x @ self.W + self.b
+        return recorded(x @ self.W + self.b, [self.W, self.b])
 
 
 class Embedding:
@@ -39,7 +40,7 @@ class Embedding:
         self.out_shape = (s["context"] * s["dim"],)
 
     def __call__(self, idx):
-        return self.table[idx.long()].reshape(idx.shape[0], -1)
+        return recorded(self.table[idx.long()].reshape(idx.shape[0], -1), [self.table])
 
 
 class LayerNorm:
@@ -50,7 +51,7 @@ class LayerNorm:
         self.dim, self.eps, self.out_shape = s["dim"], s["eps"], (s["dim"],)
 
     def __call__(self, x):
-        return F.layer_norm(x, (self.dim,), self.gamma, self.beta, self.eps)
+        return recorded(F.layer_norm(x, (self.dim,), self.gamma, self.beta, self.eps), [self.gamma, self.beta])
 
 
 ACTIVATIONS = {
@@ -87,7 +88,7 @@ class TorchLinear:
             self.decay[f"{name}.bias"] = False
 
     def __call__(self, x):
-        return F.linear(x, self.weight, self.bias)
+        return recorded(F.linear(x, self.weight, self.bias), [self.weight, self.bias])
 
 
 class TorchLayerNorm:
@@ -99,7 +100,7 @@ class TorchLayerNorm:
         self.decay = {f"{name}.weight": False, f"{name}.bias": False}
 
     def __call__(self, x):
-        return F.layer_norm(x, (self.dim,), self.weight, self.bias, 1e-5)
+        return recorded(F.layer_norm(x, (self.dim,), self.weight, self.bias, 1e-5), [self.weight, self.bias])
 
 
 def gathered(parts):
@@ -119,7 +120,7 @@ class GptEmbedding:
 
     def __call__(self, idx):
         pos = torch.arange(idx.shape[1], device=idx.device)
-        return self.wte[idx.long()] + self.wpe[pos].unsqueeze(0)
+        return recorded(self.wte[idx.long()] + self.wpe[pos].unsqueeze(0), [self.wte, self.wpe])
 
 
 class GptBlock:

@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 from model import microbatch_loss
+from split_backward import Tape, backward_input, backward_weight
 
 
 class RunFailed(Exception):
@@ -58,6 +59,8 @@ class PipelineRank:
                 elif op in ("B", "I") and s > 0:
                     self.sent_at[c].append((r, stage_to_rank[s - 1], "grad", s - 1, mb))
         self.my_action = {c: (s, op, mb) for (c, s, op, mb) in order[prank]}
+        # The stages whose backward this rank splits into I and W: their forwards record a Tape (split_backward.py).
+        self.split = {s for (c, s, op, mb) in order[prank] if op == "I"}
         # The column after which each of this rank's stages has all of its step's weight gradients.
         self.grads_done_at = {}
         for (c, s, op, mb) in order[prank]:
@@ -121,16 +124,21 @@ class PipelineRank:
                 x = self.data.input(step, mb)
             else:
                 x = self.take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
-            y = st.forward(x)
+            tape = Tape() if s in self.split else None
+            if tape is None:
+                y = st.forward(x)
+            else:
+                with tape:
+                    y = st.forward(x)
             loss = 0.0
             if st.is_last:
                 y = microbatch_loss(y, self.data.target(step, mb), self.data.loss_scale[step])
                 loss = y.item()
             else:
                 outbox[("act", s + 1, mb)] = y.detach()
-            held[(s, mb)] = (x, y, None)
+            held[(s, mb)] = (x, y, None, tape)
             return loss
-        x, y, dy = held[(s, mb)]
+        x, y, dy, tape = held[(s, mb)]
         if dy is None and s != self.last_stage:
             dy = self.take(inbox, ("grad", s, mb), step, col, action)
         needs_input = s > 0  # stage 0 takes data, which has no gradient
@@ -141,16 +149,18 @@ class PipelineRank:
                 outbox[("grad", s - 1, mb)] = gs[0]
                 gs = gs[1:]
             accumulate(ps, gs)
-        elif op == "I" and needs_input:
-            # I: the gradient for the stage input only, keeping the graph for W
-            # (torch.distributed.pipelining's stage_backward_input).
-            (dx,) = torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
-            outbox[("grad", s - 1, mb)] = dx
+        elif op == "I":
+            # I: the gradient for the stage input, and those of the weighted operations' outputs that W starts
+            # from, keeping the graph for W (torch.distributed.pipelining's stage_backward_input).
+            dx, grads = backward_input(x if needs_input else None, y, dy, tape)
+            if needs_input:
+                outbox[("grad", s - 1, mb)] = dx
+            held[(s, mb)] = (x, y, dy, (tape, grads))
+            return 0.0
         elif op == "W":
-            # W: the gradient for the weights, later (stage_backward_weight).
-            accumulate(ps, torch.autograd.grad(y, ps, grad_outputs=dy))
-        if op == "I":
-            held[(s, mb)] = (x, y, dy)
-        else:
-            del held[(s, mb)]
+            # W: each weighted operation's weight gradients from its output's gradient, later (stage_backward_weight).
+            tape, grads = tape
+            for ws, gs in backward_weight(tape, grads):
+                accumulate(ws, gs)
+        del held[(s, mb)]
         return 0.0

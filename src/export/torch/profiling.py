@@ -5,9 +5,10 @@ read unchanged:
   blocks[b].F, I, W, B   each block of the model alone, for one micro-batch of the run's size (config.json
                          "rowsPerMicrobatch"), timed on the device of the process whose stage holds it (replica
                          0's), one process at a time (solo times); CUDA events on GPUs, wall time on CPU (where
-                         torch runs synchronously). I is the gradient for the block's input only, W the weight
-                         gradient after it (as pipeline.py runs them), B the full backward; block 0 has no input
-                         gradient (I = 0). Mean of --profile-repeats rounds after 2 warm-up rounds, each round
+                         torch runs synchronously). I is the gradient for the block's input and its weighted
+                         operations' outputs, W the weight gradients after it (split_backward.py, as pipeline.py
+                         runs them), B the full backward; block 0 takes no input gradient (its I holds only the
+                         inner gradients W starts from). Mean of --profile-repeats rounds after 2 warm-up rounds, each round
                          timing every block once (a burst of load elsewhere spreads over all blocks).
   heldBytes              the bytes the block's forward keeps for its backward (autograd's saved tensors, its
                          parameters left out, and its input); heldBytesRecompute: its input only.
@@ -35,6 +36,7 @@ import torch.distributed as dist
 
 from model import Stage, load_weights, microbatch_loss
 from pipeline import wait
+from split_backward import Tape, backward_input, backward_weight
 
 WARMUP = 2
 
@@ -90,22 +92,20 @@ class BlockProbe:
 
     def graph(self):
         x = self.input()
-        y = self.forward(x)
-        return x, y, None if self.stage.is_last else torch.ones_like(y)
+        with Tape() as tape:
+            y = self.forward(x)
+        return x, y, None if self.stage.is_last else torch.ones_like(y), tape
 
     def input_grad(self, g):
-        x, y, dy = g
-        if not self.first:
-            torch.autograd.grad(y, [x], grad_outputs=dy, retain_graph=True)
-        return g
+        x, y, dy, tape = g
+        return tape, backward_input(None if self.first else x, y, dy, tape)[1]
 
     def full_backward(self, g):
-        x, y, dy = g
+        x, y, dy, _ = g
         torch.autograd.grad(y, ([] if self.first else [x]) + self.params, grad_outputs=dy)
 
-    def weight_grad(self, g):
-        x, y, dy = g
-        torch.autograd.grad(y, self.params, grad_outputs=dy)
+    def weight_grad(self, state):
+        backward_weight(*state)
 
     def held_bytes(self):
         """Bytes of what the forward keeps for the backward: saved tensors (not parameters) and the input."""
@@ -118,21 +118,18 @@ class BlockProbe:
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            x, _, _ = self.graph()
+            x = self.graph()[0]
         seen[x.data_ptr()] = max(seen.get(x.data_ptr(), 0), x.numel() * x.element_size())
         return sum(seen.values()), x.numel() * x.element_size()
 
     def timings(self):
         """What one round times: name -> (prepare, run); prepare is not timed."""
-        out = {"F": (self.input, self.forward), "B": (self.graph, self.full_backward),
-               "W": (lambda: self.input_grad(self.graph()), self.weight_grad)}
-        if not self.first:
-            out["I"] = (self.graph, self.input_grad)
-        return out
+        return {"F": (self.input, self.forward), "B": (self.graph, self.full_backward),
+                "I": (self.graph, self.input_grad), "W": (lambda: self.input_grad(self.graph()), self.weight_grad)}
 
     def result(self, mean_ms):
         held, held_input = self.held_bytes()
-        return {"F": mean_ms["F"], "I": mean_ms.get("I", 0.0), "W": mean_ms["W"], "B": mean_ms["B"],
+        return {"F": mean_ms["F"], "I": mean_ms["I"], "W": mean_ms["W"], "B": mean_ms["B"],
                 "heldBytes": held, "heldBytesRecompute": min(held, held_input)}
 
 
