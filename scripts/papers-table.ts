@@ -2,7 +2,7 @@
  * Prints the tables of bench/PAPERS.md: our numbers beside the zero-bubble paper's and the trend of
  * Megatron SC'21 §5.4.2 (src/plan/papers.ts). Run: node --import tsx scripts/papers-table.ts
  */
-import { A100_PAIR, MEGATRON_542_MODEL, megatronRows, zeroBubbleRows } from '../src/plan/papers.ts';
+import { A100_PAIR, MEGATRON_542_MODEL, megatronRows, zeroBubbleMeasuredRows, zeroBubbleRows } from '../src/plan/papers.ts';
 
 const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
 const lines: string[] = [];
@@ -12,6 +12,16 @@ lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const r of zeroBubbleRows([[8, 24], [8, 32], [8, 64], [16, 48], [16, 64], [16, 128], [32, 96], [32, 128], [32, 256]])) {
   lines.push(
     `| ${r.p} | ${r.m} | ${r.schedule} | ${pct(r.paper)} | ${pct(r.ours)} | ${(100 * (r.ours - r.paper)).toFixed(2)} pp | ${r.paperSpeedup.toFixed(3)} | ${r.oursSpeedup.toFixed(3)} | ${(100 * (r.oursSpeedup / r.paperSpeedup - 1)).toFixed(2)}% |`,
+  );
+}
+lines.push('', '### Zero bubble: the paper\'s measured settings (its Table 9 times → its Table 5 bubble rates, its Table 4 throughput)', '');
+lines.push('| model | p | m | T_F / T_B / T_W / T_comm (ms) | schedule | paper: bubble rate | ours | difference | paper: measured speed-up over 1F1B | ours | difference |');
+lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const r of zeroBubbleMeasuredRows()) {
+  const st = r.setting;
+  lines.push(
+    `| ${st.model} | ${st.p} | ${st.m} | ${st.TF} / ${st.TB} / ${st.TW} / ${st.Tcomm} | ${r.schedule} | ${r.paper.toFixed(4)} | ${r.ours.toFixed(4)} | ${(r.ours - r.paper).toFixed(4)} | ` +
+      `${r.paperSpeedup === null ? '(not measured)' : r.paperSpeedup.toFixed(3)} | ${r.oursSpeedup.toFixed(3)} | ${r.paperSpeedup === null ? '–' : `${(100 * (r.oursSpeedup / r.paperSpeedup - 1)).toFixed(1)}%`} |`,
   );
 }
 lines.push('', `### Megatron §5.4.2: ${MEGATRON_542_MODEL.layers} layers, hidden ${MEGATRON_542_MODEL.hidden}, ${MEGATRON_542_MODEL.heads} heads, seq ${MEGATRON_542_MODEL.seq}, 64 A100s as 32 × "${A100_PAIR.name}", 1F1B, micro-batch 1`, '');

@@ -22,6 +22,7 @@ import { generateSchedule, resolveCosts, type CostModel } from '../schedule/inde
 import { DEVICE_PRESETS, type DeviceSpec } from './device.ts';
 import { makeEvaluator } from './mesh-plan.ts';
 import type { TransformerModel } from './transformer.ts';
+import { heldAfterInputShare, ZB_MODELS, ZB_SETTINGS, type ZeroBubbleSetting } from './zero-bubble-paper.ts';
 
 export interface ZeroBubbleRow {
   p: number;
@@ -50,6 +51,48 @@ export function zeroBubbleRows(settings: readonly [number, number][]): ZeroBubbl
     const paper = { '1F1B': (p - 1) / m, 'ZB-1P': (p - 1) / (3 * m), 'ZB-2P': 0 };
     for (const s of ['1F1B', 'ZB-1P', 'ZB-2P'] as const) {
       rows.push({ p, m, schedule: s, paper: paper[s], ours: (spans[s] - compute) / compute, paperSpeedup: (1 + paper['1F1B']) / (1 + paper[s]), oursSpeedup: spans['1F1B'] / spans[s] });
+    }
+  }
+  return rows;
+}
+
+export type MeasuredSchedule = '1F1B' | 'ZB-H1' | 'ZB-1P' | 'ZB-2P';
+
+export interface ZeroBubbleMeasuredRow {
+  setting: ZeroBubbleSetting;
+  schedule: MeasuredSchedule;
+  /** Table 5's bubble rate, (cost − m(T_F + T_B + T_W)) / cost, and ours from the same T's. */
+  paper: number;
+  ours: number;
+  /** Throughput over 1F1B: measured by the paper (Table 4; null for ZB-H1, not measured) and ours (1F1B's span / the schedule's). */
+  paperSpeedup: number | null;
+  oursSpeedup: number;
+}
+
+/**
+ * The paper's measured settings (zero-bubble-paper.ts): per (model, p, m), costs F = T_F, I = T_B, W = T_W,
+ * B = T_B + T_W, comm = T_comm on every boundary, and the authors' memory model (a micro-batch holds 1 from F,
+ * heldAfterInputShare after I, 0 after W); ZB-1P and ZB-2P are `auto` under the byte caps p and 2p with the
+ * objective 'span', the paper's cost being the longest per-stage execution time.
+ */
+export function zeroBubbleMeasuredRows(settings: readonly ZeroBubbleSetting[] = ZB_SETTINGS): ZeroBubbleMeasuredRow[] {
+  const rows: ZeroBubbleMeasuredRow[] = [];
+  for (const st of settings) {
+    const model = ZB_MODELS.find((x) => x.name === st.model);
+    if (!model) throw new Error(`zero-bubble setting: no model ${st.model}`);
+    const { p, m } = st;
+    const costs: CostModel = { F: st.TF, I: st.TB, W: st.TW, B: st.TB + st.TW, comm: st.Tcomm, heldBytes: 1, heldAfterInput: heldAfterInputShare(model) };
+    const c = resolveCosts(costs, p);
+    const spans: Record<MeasuredSchedule, number> = {
+      '1F1B': quickSpan(generateSchedule('1f1b', p, m, 1), c),
+      'ZB-H1': quickSpan(generateSchedule('zb-h1', p, m, 1), c),
+      'ZB-1P': quickSpan(autoSchedule(p, m, costs, { bytes: p }, { objective: 'span' }).schedule, c),
+      'ZB-2P': quickSpan(autoSchedule(p, m, costs, { bytes: 2 * p }, { objective: 'span' }).schedule, c),
+    };
+    const compute = m * (st.TF + st.TB + st.TW);
+    for (const s of ['1F1B', 'ZB-H1', 'ZB-1P', 'ZB-2P'] as const) {
+      const paperSpeedup = s === 'ZB-H1' ? null : st.throughput[s] / st.throughput['1F1B'];
+      rows.push({ setting: st, schedule: s, paper: st.bubble[s], ours: (spans[s] - compute) / spans[s], paperSpeedup, oursSpeedup: spans['1F1B'] / spans[s] });
     }
   }
   return rows;
