@@ -2,7 +2,7 @@
  * Prints the tables of bench/PAPERS.md: our numbers beside the zero-bubble paper's and the trend of
  * Megatron SC'21 §5.4.2 (src/plan/papers.ts). Run: node --import tsx scripts/papers-table.ts
  */
-import { A100_PAIR, MEGATRON_542_MODEL, megatronRows, zeroBubbleMeasuredRows, zeroBubbleRows } from '../src/plan/papers.ts';
+import { MEGATRON_542_DEVICE, MEGATRON_542_MODEL, megatronRows, zeroBubbleMeasuredRows, zeroBubbleRows } from '../src/plan/papers.ts';
 
 const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
 const lines: string[] = [];
@@ -24,7 +24,7 @@ for (const r of zeroBubbleMeasuredRows()) {
       `${r.paperSpeedup === null ? '(not measured)' : r.paperSpeedup.toFixed(3)} | ${r.oursSpeedup.toFixed(3)} | ${r.paperSpeedup === null ? '–' : `${(100 * (r.oursSpeedup / r.paperSpeedup - 1)).toFixed(1)}%`} |`,
   );
 }
-lines.push('', `### Megatron §5.4.2: ${MEGATRON_542_MODEL.layers} layers, hidden ${MEGATRON_542_MODEL.hidden}, ${MEGATRON_542_MODEL.heads} heads, seq ${MEGATRON_542_MODEL.seq}, 64 A100s as 32 × "${A100_PAIR.name}", 1F1B, micro-batch 1`, '');
+lines.push('', `### Megatron §5.4.2: ${MEGATRON_542_MODEL.layers} layers, hidden ${MEGATRON_542_MODEL.hidden}, ${MEGATRON_542_MODEL.heads} heads, seq ${MEGATRON_542_MODEL.seq}, 64 × ${MEGATRON_542_DEVICE.name} (p × d = 64, no tensor parallelism), 1F1B, micro-batch 1`, '');
 lines.push('| batch | p × d | paper: trend | ours: sequences/s per GPU | ours vs p one step smaller | trend agrees | ours: compute bubble | §3.3 (p−1)/(m+p−1), balanced stages | ours: all-reduce share |');
 lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 const rows = megatronRows();

@@ -12,10 +12,10 @@
  *    parallelism, "Comparison of Schedules") gives 1F1B (p − 1)/m, ZB-1P (p − 1)/3m, ZB-2P 0.
  *
  * 2. Megatron-LM (Narayanan et al., SC'21, arXiv:2104.04473, §5.4.2, "pipeline versus data parallelism"):
- *    a GPT of 32 layers, hidden 3840, 32 heads on 64 A100s at tensor-parallel size 2, micro-batch 1,
- *    batches 32, 128, 512: for each batch, throughput falls as the pipeline-parallel size p grows (their
- *    §3.3: the bubble (p − 1)/m with m = B/(b·d) grows with p). We fold the tensor-parallel pair into one
- *    device (twice an A100's peak and memory, two NICs) and plan 32 such devices with 1F1B.
+ *    "a GPT model with 5.9 billion parameters (32 transformer layers, 32 attention heads, hidden size of 3840)",
+ *    micro-batch 1, on 64 A100s with a model-parallel size as small as 2 (so no tensor parallelism: p × d = 64,
+ *    p from 2 to 32), batches 32, 128, 512: for each batch, throughput falls as the pipeline-parallel size p
+ *    grows (their §3.3: the bubble (p − 1)/m with m = B/(b·d) grows with p). We plan the same 64 A100s with 1F1B.
  */
 import { autoSchedule, quickSpan } from '../schedule/generators/auto.ts';
 import { generateSchedule, resolveCosts, type CostModel } from '../schedule/index.ts';
@@ -99,17 +99,7 @@ export function zeroBubbleMeasuredRows(settings: readonly ZeroBubbleSetting[] = 
 }
 
 export const MEGATRON_542_MODEL: TransformerModel = { layers: 32, hidden: 3840, heads: 32, seq: 2048, vocab: 51200, bytesPerElement: 2 };
-
-/** A tensor-parallel pair of A100s as one device: twice the peak, memory and NICs; NVLink inside the node. */
-export const A100_PAIR: DeviceSpec = {
-  ...DEVICE_PRESETS.a100,
-  name: 'a100 × 2 (t = 2)',
-  peakTflops: 2 * DEVICE_PRESETS.a100.peakTflops,
-  peakTflopsFp32: 2 * DEVICE_PRESETS.a100.peakTflopsFp32,
-  memoryGB: 2 * DEVICE_PRESETS.a100.memoryGB,
-  devicesPerNode: DEVICE_PRESETS.a100.devicesPerNode / 2,
-  bwInterGBps: 2 * DEVICE_PRESETS.a100.bwInterGBps,
-};
+export const MEGATRON_542_DEVICE: DeviceSpec = DEVICE_PRESETS.a100;
 
 export interface MegatronRow {
   batch: number;
@@ -124,19 +114,19 @@ export interface MegatronRow {
   fits: boolean;
 }
 
-/** The §5.4.2 grid: for each batch, p ∈ {2, 4, 8, 16, 32} on 32 tensor-parallel pairs, 1F1B, micro-batch 1. */
+/** The §5.4.2 grid: for each batch, p ∈ {2, 4, 8, 16, 32} on 64 A100s (d = 64 / p), 1F1B, micro-batch 1. */
 export function megatronRows(batches: readonly number[] = [32, 128, 512]): MegatronRow[] {
   const rows: MegatronRow[] = [];
-  const N = 32;
+  const N = 64;
   for (const B of batches) {
-    const { evaluate } = makeEvaluator({ model: MEGATRON_542_MODEL, device: A100_PAIR, devices: N, globalBatch: B });
+    const { evaluate } = makeEvaluator({ model: MEGATRON_542_MODEL, device: MEGATRON_542_DEVICE, devices: N, globalBatch: B });
     for (const p of [2, 4, 8, 16, 32]) {
       const d = N / p;
       const m = B / d;
       if (!Number.isInteger(m)) continue;
       const s = evaluate({ dp: d, pp: p, b: 1, m }, '1f1b', 1, false);
       if (!s) continue;
-      rows.push({ batch: B, p, d, perGpu: B / (s.cand.stepMs / 1e3) / (2 * N), bubble: s.cand.bubble, megatronBubble: (p - 1) / (m + p - 1), allReduceShare: s.cand.allReduceShare, fits: s.fits });
+      rows.push({ batch: B, p, d, perGpu: B / (s.cand.stepMs / 1e3) / N, bubble: s.cand.bubble, megatronBubble: (p - 1) / (m + p - 1), allReduceShare: s.cand.allReduceShare, fits: s.fits });
     }
   }
   return rows;
