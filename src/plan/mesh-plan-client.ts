@@ -13,7 +13,8 @@ import type { SimulationResult } from '../schedule/index.ts';
 
 export interface MeshPlanned {
   plan: MeshPlan;
-  best: SimulationResult;
+  /** The winner's simulated step; its timeline holds the first drawnReplicas of its replicas (every replica plays the same step). */
+  best: SimulationResult & { drawnReplicas: number; replicas: number };
   /** The worker's own time for the plan and the winner's simulation, ms. */
   tookMs: number;
 }

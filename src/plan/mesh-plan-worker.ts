@@ -9,12 +9,20 @@
  */
 import * as Comlink from 'comlink';
 import { simulate, type SimulationResult } from '../schedule/index.ts';
+import { firstReplicas } from '../schedule/timeline.ts';
 import { encodeTimeline, timelineBuffers, type TimelineColumns } from '../schedule/timeline-columns.ts';
 import { ConfigError } from '../util/errors.ts';
 import { candidateSchedule, planMesh, type MeshPlan, type MeshPlanRequest } from './mesh-plan.ts';
 
-/** The winner's simulated step with its timeline as columns. */
-export type SimulationWire = Omit<SimulationResult, 'timeline'> & { timeline: TimelineColumns };
+/** The winner's simulated step with its timeline as columns: its first replicas only (drawnReplicas of replicas). */
+export type SimulationWire = Omit<SimulationResult, 'timeline'> & { timeline: TimelineColumns; drawnReplicas: number; replicas: number };
+
+/**
+ * Lanes of the winner's step that travel to the page: every replica plays the same step, and 1024 workers
+ * (512 replicas of a 2-rank pipeline: two million intervals, most of them the ring's chunk exchanges) took
+ * seconds to decode and index on the page for a canvas where each lane is under a pixel.
+ */
+export const MAX_DRAWN_LANES = 64;
 
 export type MeshPlanOutcome =
   | { ok: true; plan: MeshPlan; best: SimulationWire; tookMs: number }
@@ -27,7 +35,8 @@ export function planAndSimulate(req: MeshPlanRequest): MeshPlanOutcome {
     const plan = planMesh(req);
     const { schedule, costs } = candidateSchedule(req, plan.candidates[0]);
     const best = simulate(schedule, costs);
-    return { ok: true, plan, best: { ...best, timeline: encodeTimeline(best.timeline) }, tookMs: performance.now() - t0 };
+    const drawn = firstReplicas(best.timeline, MAX_DRAWN_LANES);
+    return { ok: true, plan, best: { ...best, timeline: encodeTimeline(drawn), drawnReplicas: drawn.dp ?? 1, replicas: best.timeline.dp ?? 1 }, tookMs: performance.now() - t0 };
   } catch (e) {
     if (e instanceof ConfigError) return { ok: false, field: e.field, value: e.value, rule: e.rule };
     throw e;

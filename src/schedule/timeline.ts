@@ -91,6 +91,19 @@ export function laneCount(t: Pick<Timeline, 'ranks' | 'dp'>): number {
   return (t.dp ?? 1) * t.ranks;
 }
 
+/**
+ * The first replicas of a data-parallel timeline, as many as fit `maxLanes` lanes (at least one): for drawing a
+ * mesh whose replicas play the same step (the simulator's), where all dp × ranks lanes would be millions of
+ * intervals for a canvas a few hundred pixels high. The result's dp is the replicas kept; the whole timeline
+ * when it already fits.
+ */
+export function firstReplicas(t: Timeline, maxLanes: number): Timeline {
+  const dp = t.dp ?? 1;
+  const keep = Math.max(1, Math.min(dp, Math.floor(maxLanes / Math.max(1, t.ranks))));
+  if (keep >= dp) return t;
+  return { ...t, dp: keep, intervals: t.intervals.filter((iv) => (iv.replica ?? 0) < keep) };
+}
+
 /** The lane (worker) of an interval: replica · ranks + rank (mesh.ts's worker order). */
 export function laneOf(t: Pick<Timeline, 'ranks'>, iv: Pick<Interval, 'rank' | 'replica'>): number {
   return (iv.replica ?? 0) * t.ranks + iv.rank;

@@ -203,7 +203,16 @@ export function MeshPlanPanel() {
               simulated={planned.best.timeline}
               mode="simulated"
               testId="mesh-plan-timeline"
-              caption={<>One step of the best candidate on {planned.req.devices} devices, all-reduce included; zoom in with the wheel.</>}
+              replicasInMesh={planned.best.replicas}
+              caption={
+                <>
+                  One step of the best candidate on {planned.req.devices} devices, all-reduce included
+                  {planned.best.drawnReplicas < planned.best.replicas
+                    ? `; drawn: the first ${planned.best.drawnReplicas} of its ${planned.best.replicas} replicas (every replica plays the same step, and each ring runs across all ${planned.best.replicas})`
+                    : ''}
+                  ; zoom in with the wheel.
+                </>
+              }
             />
           </>
         )}

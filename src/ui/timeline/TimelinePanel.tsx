@@ -24,6 +24,8 @@ export interface TimelinePanelProps {
   /** Extra controls at the right of the header. */
   actions?: ReactNode;
   testId?: string;
+  /** The mesh's replicas when the timeline holds only its first ones (firstReplicas): the label says how many are drawn. */
+  replicasInMesh?: number;
 }
 
 const MODE_LABEL: Record<TimelineMode, string> = { measured: 'Measured', simulated: 'Simulated', overlay: 'Both' };
@@ -64,7 +66,15 @@ export function TimelinePanel(props: TimelinePanelProps) {
   const chunks = !!primary && primary.stages > primary.ranks;
   const source = mode === 'simulated' ? 'simulated' : 'measured';
   const dp = primary?.dp ?? 1;
-  const label = `${title}: ${source} timeline, ${dp > 1 ? `${dp} replicas × ${primary?.ranks ?? 0} ranks = ${primary ? laneCount(primary) : 0} workers` : `${primary?.ranks ?? 0} ranks`}`;
+  const whole = Math.max(dp, props.replicasInMesh ?? dp);
+  const ranks = primary?.ranks ?? 0;
+  const label =
+    `${title}: ${source} timeline, ` +
+    (whole > dp
+      ? `the first ${dp} of ${whole} replicas (${dp * ranks} of ${whole * ranks} workers; every replica plays the same step) × ${ranks} ranks`
+      : dp > 1
+        ? `${dp} replicas × ${ranks} ranks = ${primary ? laneCount(primary) : 0} workers`
+        : `${ranks} ranks`);
 
   return (
     <section className="panel timeline-panel" aria-label={title} data-testid={testId}>
