@@ -137,3 +137,26 @@ test('the Plan panel runs each cut for real and shows its measured makespan; "Us
   await page.getByLabel('Blocks per stage (cut)').fill('2,2');
   await expect(page.locator('form.config')).toContainText('cut = [2, 2]: has 2 stages; ranks × virtual = 3 stages need 3 entries');
 });
+
+test('a profile from a data-parallel cluster plans dp replicas: each stage’s all-reduce, and dp refused without the cluster’s ring', async ({ page }) => {
+  test.setTimeout(120_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./?view=simulate');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  await panel.getByLabel('Profile source').selectOption('pasted');
+  const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000, paramBytes: 4000 * (i + 1) }));
+  const allReduce = { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] };
+  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 8, allReduce }));
+  await panel.getByLabel('Ranks to plan for').fill('2');
+  await panel.getByLabel('Data-parallel replicas (dp)').fill('2');
+  // Stages of blocks 0–1 and 2–3: 12000 and 28000 bytes; a ring of 2: 2 · 0.05 + bytes / 1e5 ms.
+  await expect(panel.getByTestId('plan-mesh')).toContainText('2 replicas × 2 ranks: all-reduce per stage 0.22, 0.38');
+  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'one machine', blocks, comm: [0.1, 0.1, 0.1] }));
+  await expect(panel.getByRole('alert')).toContainText('profile.allReduce = undefined: is missing: planning dp = 2 replicas needs the all-reduce measured on the cluster');
+  await expect(panel.getByTestId('plan-mesh')).toHaveCount(0);
+  await panel.getByLabel('Data-parallel replicas (dp)').fill('1');
+  await expect(panel.getByTestId('plan-schedules')).toBeVisible();
+  expect(errors).toEqual([]);
+});

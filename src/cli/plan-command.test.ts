@@ -101,3 +101,51 @@ describe('pipelab plan (in process)', () => {
     expect(run('--help').out).toContain('plan       from a profile');
   });
 });
+
+describe('pipelab plan --dp (a profile taken on a data-parallel cluster)', () => {
+  const meshProfile = parseProfile({
+    ...JSON.parse(profileToJson(profile)),
+    blocks: profile.blocks.map((b, i) => ({ ...b, paramBytes: 1000 * (i + 1) })),
+    lanes: 4,
+    allReduce: { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] },
+  });
+  const meshFile = join(dir, 'mesh-profile.json');
+  writeFileSync(meshFile, profileToJson(meshProfile));
+  const flags = ['--ranks', '3', '--microbatches', '8', '--mem-cap', '3'];
+
+  it('adds each stage’s ring all-reduce of its blocks’ weight bytes, with the profile’s α–β', () => {
+    const r = run('plan', '--profile', meshFile, ...flags, '--dp', '2');
+    expect(r.code, r.err).toBe(0);
+    const plan = makePlan({ profile: meshProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 2 });
+    // Stages of blocks 0–2, 3–5 and 6: 1000 + 2000 + 3000 bytes, 4000 + 5000 + 6000, 7000.
+    expect(plan.costs.gradBytes).toEqual([6000, 15000, 7000]);
+    expect(plan.costs.allReduce).toEqual({ latency: 0.05, bandwidth: 1e5, overlap: true, zero: false });
+    const sim = plan.auto.simulation;
+    // A ring over 2 replicas: 2(n − 1) · α + 2(n − 1)/n · bytes / β.
+    expect(sim.dp?.allReduceTime.map((t) => Number(t.toFixed(9)))).toEqual([6000, 15000, 7000].map((b) => Number((2 * 0.05 + b / 1e5).toFixed(9))));
+    expect(r.out).toContain(`mesh       2 replicas × 3 ranks; all-reduce per stage ${sim.dp!.allReduceTime.map((t) => fmt(t)).join(', ')} ms`);
+    expect(r.out).toContain('ring fitted over 2 replicas');
+    // On the shared device the mesh's 6 workers share the 4 lanes: slower than one pipeline alone.
+    expect(r.out).toContain('4 lanes shared by 6 workers');
+    const one = makePlan({ profile: meshProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 } });
+    expect(plan.predictions!.thisMachine.makespan).toBeGreaterThan(one.predictions!.thisMachine.makespan);
+    expect(sim.makespan).toBeGreaterThan(one.auto.simulation.makespan);
+  });
+
+  it('refuses dp without the cluster’s all-reduce or a block’s weight bytes, and a dp that is not a whole number ≥ 1', () => {
+    const r = run('plan', '--profile', file, ...flags, '--dp', '2');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('profile.allReduce = undefined: is missing: planning dp = 2 replicas needs the all-reduce measured on the cluster');
+    const partial = JSON.parse(profileToJson(meshProfile)) as { blocks: Record<string, unknown>[] };
+    delete partial.blocks[4].paramBytes;
+    const partialFile = join(dir, 'partial-profile.json');
+    writeFileSync(partialFile, JSON.stringify(partial));
+    const p = run('plan', '--profile', partialFile, ...flags, '--dp', '2');
+    expect(p.err).toContain("profile.blocks[4].paramBytes = undefined: is missing: planning dp = 2 replicas needs each block's weight bytes");
+    const z = run('plan', '--profile', meshFile, ...flags, '--dp', '0');
+    expect(z.code).toBe(2);
+    expect(z.err).toContain('--dp = "0": must be an');
+    // dp = 1 (the default) needs neither.
+    expect(run('plan', '--profile', file, ...flags, '--dp', '1').code).toBe(0);
+  });
+});

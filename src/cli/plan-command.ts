@@ -1,7 +1,7 @@
 /** `pipelab plan`: from a profile, the split, and a schedule that fits a memory cap; printed as CSV, JSON or a summary. */
 import { makePlan } from '../plan/plan.ts';
 import { profileFromJson, type Profile } from '../plan/profile.ts';
-import { MAX_MICROBATCHES, MAX_RANKS, toCsv, type MemoryCap } from '../schedule/index.ts';
+import { MAX_MICROBATCHES, MAX_RANKS, MAX_SIM_DP, toCsv, type MemoryCap } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { fmt, scheduleToJson, table } from './format.ts';
@@ -16,12 +16,13 @@ const FLAGS: FlagSpec[] = [
   { name: 'microbatches', value: 'M', help: `micro-batches per step (at most ${MAX_MICROBATCHES})` },
   { name: 'mem-cap', value: 'C', help: 'per-rank cap on live activations: micro-batches (e.g. 4) or bytes with a unit (e.g. 64MB, 512KiB, 1e6B)' },
   { name: 'recompute', boolean: true, help: 'count the bytes kept with recomputation (heldBytesRecompute)' },
+  { name: 'dp', value: 'D', help: "data-parallel replicas of the pipeline (default 1); D > 1 adds each stage's ring all-reduce from the profile's allReduce (train.py --profile with dp ≥ 2)" },
   { name: 'format', value: 'FMT', help: 'text (the plan, default), csv (the schedule, torch.distributed.pipelining) or json (the schedule)' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
 
 export const PLAN_HELP = helpFor(
-  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--recompute] [--format text|csv|json]',
+  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D] [--recompute] [--format text|csv|json]',
   'Plan a pipeline from a profile: the contiguous split that minimises the slowest stage (compute and\n' +
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
@@ -73,9 +74,10 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   const path = required(stringFlag(a, 'profile'), 'profile', 'a profile JSON file');
   const profile = readProfile(io, path);
   const recompute = boolFlag(a, 'recompute');
+  const dp = intFlag(a, 'dp', 1, MAX_SIM_DP) ?? 1;
   let plan;
   try {
-    plan = makePlan({ profile, ranks, microbatches, cap, recompute });
+    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp });
   } catch (e) {
     // Errors about the request are the flags' errors; those about the profile stay the file's.
     if (e instanceof ConfigError && (e.field === 'ranks' || e.field.startsWith('memCap'))) {
@@ -102,6 +104,13 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
       `slowest    ${fmt(plan.partition.bottleneck)}${unit} per micro-batch (F + B + communication at its cuts)`,
       `cap        ${capWords} per rank${recompute ? ', with recomputation' : ''}`,
       `schedule   auto (${plan.auto.candidate}): makespan ${fmt(sim.makespan)}${unit}, bubble ${fmt(sim.bubble)}`,
+      ...(sim.dp && profile.allReduce
+        ? [
+            `mesh       ${dp} replicas × ${ranks} ranks; all-reduce per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
+              `(ring fitted over ${profile.allReduce.replicas} replicas: ${fmt(profile.allReduce.latency)}${unit} per exchange, ${fmt(profile.allReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'}), ` +
+              `${fmt(100 * sim.dp.allReduceShare, 2)}% of the step exposed`,
+          ]
+        : []),
       '',
       '',
     ].join('\n'),
@@ -118,8 +127,8 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   if (plan.predictions) {
     const { thisMachine, independent } = plan.predictions;
     io.out(
-      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${ranks} ranks): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
-        `           ${ranks} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
+      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${dp * ranks} ${dp > 1 ? 'workers' : 'ranks'}): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
+        `           ${dp * ranks} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
     );
   }
   return EXIT_OK;

@@ -4,10 +4,14 @@
  * cap for a single micro-batch), sum the profile into per-stage costs, build
  * the auto schedule within the cap, and set 1F1B, ZB-H1 and GPipe beside it
  * under the same costs; with the profile's lanes, the two predictions (this
- * machine, shared; p independent devices).
+ * machine, shared; p independent devices). With dp replicas (dp > 1) every
+ * simulation adds each stage's ring all-reduce at the flush, from the profile's
+ * all-reduce fit and its blocks' weight bytes (train.py --profile of a dp ≥ 2
+ * bundle measures both), and this machine's lanes are shared by dp × p workers.
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
-import { autoSchedule, generateSchedule, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
+import { autoSchedule, generateSchedule, MAX_SIM_DP, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
+import { ConfigError } from '../util/errors.ts';
 import { flopsProfile } from './flops-profile.ts';
 import { requireInt } from '../util/errors.ts';
 import { planPartition, type PartitionPlan } from './partition.ts';
@@ -20,6 +24,8 @@ export interface PlanRequest {
   cap: MemoryCap;
   /** Keep heldBytesRecompute instead of heldBytes. */
   recompute?: boolean;
+  /** Data-parallel replicas of the pipeline (default 1); dp > 1 needs the profile's allReduce and blocks' paramBytes. */
+  dp?: number;
 }
 
 export interface Baseline {
@@ -42,6 +48,22 @@ export interface Plan {
   predictions: Predictions | null;
 }
 
+/**
+ * The data-parallel part of the cost model for dp replicas of a profile cut at `ranges`: each stage all-reduces
+ * its blocks' weight bytes with the ring fitted on the cluster (profile.allReduce); nothing when dp = 1.
+ * Throws ConfigError naming dp, profile.allReduce or the first block without paramBytes.
+ */
+export function meshCostsOf(p: Profile, ranges: readonly (readonly [number, number])[], dp: number): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
+  if (!Number.isInteger(dp) || dp < 1 || dp > MAX_SIM_DP) throw new ConfigError('dp', dp, `must be a whole number between 1 and ${MAX_SIM_DP} (data-parallel replicas)`);
+  if (dp === 1) return {};
+  const ar = p.allReduce;
+  if (!ar) throw new ConfigError('profile.allReduce', undefined, `is missing: planning dp = ${dp} replicas needs the all-reduce measured on the cluster (train.py --profile on a bundle exported with dp ≥ 2)`);
+  const missing = p.blocks.findIndex((b) => b.paramBytes === undefined);
+  if (missing >= 0) throw new ConfigError(`profile.blocks[${missing}].paramBytes`, undefined, `is missing: planning dp = ${dp} replicas needs each block's weight bytes (train.py --profile writes them)`);
+  const gradBytes = ranges.map(([a, b]) => p.blocks.slice(a, b).reduce((t, x) => t + (x.paramBytes ?? 0), 0));
+  return { dp, gradBytes, allReduce: { latency: ar.latency, bandwidth: ar.bandwidth, overlap: true, zero: false } };
+}
+
 /** The simulator's per-stage cost model of a profile cut at `ranges`. */
 export function costModelOf(p: Profile, ranges: readonly (readonly [number, number])[], recompute = false): CostModel {
   const c = stageCosts(p, ranges, recompute);
@@ -61,7 +83,7 @@ export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, 
 export function makePlan(req: PlanRequest): Plan {
   const m = requireInt('microbatches', req.microbatches, 1);
   const partition = planPartition(req.profile, req.ranks, { memCap: req.cap.bytes, microbatches: 1, recompute: req.recompute });
-  const costs = costModelOf(req.profile, partition.ranges, req.recompute);
+  const costs = { ...costModelOf(req.profile, partition.ranges, req.recompute), ...meshCostsOf(req.profile, partition.ranges, req.dp ?? 1) };
   const auto = autoSchedule(req.ranks, m, costs, req.cap);
   const baselines = (['1f1b', 'zb-h1', 'gpipe'] as const).map((name): Baseline => {
     const r = simulate(generateSchedule(name, req.ranks, m), costs);

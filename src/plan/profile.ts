@@ -11,6 +11,9 @@
  *                         backward (W) for one micro-batch;
  *   blocks[i].heldBytesRecompute   the same when the block recomputes its
  *                         activations in the backward (it keeps its input only);
+ *   blocks[i].paramBytes  (optional) bytes of block i's weights, which its
+ *                         gradients match: what a data-parallel plan all-reduces
+ *                         (train.py --profile writes it);
  *   comm[i]               time to send the activation across the boundary after
  *                         block i (and its gradient back), n − 1 entries;
  *   lanes                 (optional) the effective parallel lanes of the device
@@ -49,6 +52,8 @@ export interface BlockProfile {
   B: number;
   heldBytes: number;
   heldBytesRecompute: number;
+  /** Bytes of the block's weights (= its gradients'); absent when not measured. */
+  paramBytes?: number;
 }
 
 export interface Profile {
@@ -88,7 +93,7 @@ export interface AllReduceProfile {
   samples: { bytes: number; time: number }[];
 }
 
-const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute'] as const;
+const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes'] as const;
 const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce'] as const;
 const MODEL_KEYS = ['name', 'digest', 'blocks'] as const;
 const ALL_REDUCE_KEYS = ['replicas', 'latency', 'bandwidth', 'samples'] as const;
@@ -129,7 +134,9 @@ function parseBlock(i: number, x: unknown): BlockProfile {
   if (heldBytesRecompute > heldBytes) {
     throw new ConfigError(`${field}.heldBytesRecompute`, heldBytesRecompute, `must be at most heldBytes (${heldBytes}): recomputation keeps less, not more`);
   }
-  return { name, F, I, W, B, heldBytes, heldBytesRecompute };
+  const out: BlockProfile = { name, F, I, W, B, heldBytes, heldBytesRecompute };
+  if (x.paramBytes !== undefined) out.paramBytes = cost(`${field}.paramBytes`, x.paramBytes);
+  return out;
 }
 
 function parseModel(x: unknown): ProfileModel {

@@ -10,6 +10,7 @@ read unchanged:
                          runs them), B the full backward; block 0 takes no input gradient (its I holds only the
                          inner gradients W starts from). Mean of --profile-repeats rounds after 2 warm-up rounds, each round
                          timing every block once (a burst of load elsewhere spreads over all blocks).
+  paramBytes             the bytes of the block's weights (= its gradients': what a data-parallel plan all-reduces).
   heldBytes              the bytes the block's forward keeps for its backward (autograd's saved tensors, its
                          parameters left out, and its input); heldBytesRecompute: its input only.
   comm[b]                one way across boundary b: half the round trip of an activation of that boundary's shape
@@ -130,7 +131,8 @@ class BlockProbe:
     def result(self, mean_ms):
         held, held_input = self.held_bytes()
         return {"F": mean_ms["F"], "I": mean_ms["I"], "W": mean_ms["W"], "B": mean_ms["B"],
-                "heldBytes": held, "heldBytesRecompute": min(held, held_input)}
+                "heldBytes": held, "heldBytesRecompute": min(held, held_input),
+                "paramBytes": sum(p.numel() * p.element_size() for p in self.params)}
 
 
 def merged(values):

@@ -114,6 +114,11 @@ function PlanTable({ plan }: { plan: Plan }) {
         )}
       </tbody>
     </table>
+    {sim.dp && sim.dp.dp > 1 && (
+      <p className="muted small" data-testid="plan-mesh">
+        {sim.dp.dp} replicas × {plan.partition.ranges.length} ranks: all-reduce per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+      </p>
+    )}
     </div>
   );
 }
@@ -128,6 +133,7 @@ export function PlanPanel() {
   const [ranks, setRanks] = useState(config.ranks);
   const [microbatches, setMicrobatches] = useState(config.microbatches);
   const [cap, setCap] = useState(config.ranks);
+  const [dp, setDp] = useState(1);
   const [problem, setProblem] = useState<string | null>(null);
 
   const spec = useMemo(() => {
@@ -161,12 +167,12 @@ export function PlanPanel() {
     try {
       const flops = spec && spec.blocks.length === profile.blocks.length ? blockCosts(spec) : profile.blocks.map((b) => b.F);
       const splits = splitsOf(profile, flops, ranks);
-      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap } });
+      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap }, dp });
       return { splits, plan, error: null };
     } catch (e) {
       return { splits: null, plan: null, error: e instanceof Error ? e.message : String(e) };
     }
-  }, [outcome.profile, spec, ranks, microbatches, cap]);
+  }, [outcome.profile, spec, ranks, microbatches, cap, dp]);
 
   const measure = async () => {
     setMeasuring(true);
@@ -208,7 +214,10 @@ export function PlanPanel() {
         <NumberField label="Ranks to plan for" name="plan.ranks" integer min={1} max={1024} value={ranks} onChange={setRanks} />
         <NumberField label="Micro-batches to plan for" name="plan.microbatches" integer min={1} max={4096} value={microbatches} onChange={setMicrobatches} />
       </div>
-      <NumberField label="Memory cap (micro-batches per rank)" name="plan.cap" integer min={1} max={4096} value={cap} onChange={setCap} hint="live activations a rank may hold; 1F1B needs as many as ranks" />
+      <div className="row2">
+        <NumberField label="Memory cap (micro-batches per rank)" name="plan.cap" integer min={1} max={4096} value={cap} onChange={setCap} hint="live activations a rank may hold; 1F1B needs as many as ranks" />
+        <NumberField label="Data-parallel replicas (dp)" name="plan.dp" integer min={1} max={4096} value={dp} onChange={setDp} hint="above 1: each stage's all-reduce from a profile taken with train.py --profile at dp ≥ 2" />
+      </div>
       {(problem ?? outcome.error ?? planned.error) && (
         <p className="config-problem" role="alert">
           {problem ?? outcome.error ?? planned.error}
