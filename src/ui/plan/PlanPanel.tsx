@@ -105,7 +105,7 @@ function PlanTable({ plan }: { plan: Plan }) {
               <td colSpan={2} />
             </tr>
             <tr>
-              <th scope="row">auto, p independent GPUs</th>
+              <th scope="row">{sim.dp && sim.dp.dp > 1 ? "auto, dp × p independent GPUs" : "auto, p independent GPUs"}</th>
               <td>{num(plan.predictions.independent.makespan, 2)}</td>
               <td>{pct(plan.predictions.independent.bubble, 1)}</td>
               <td colSpan={2} />
