@@ -242,3 +242,37 @@ test('the example preset reads Moby-Dick from the page itself; on SwiftShader th
   await expect(page).toHaveURL(/dataset=text&textHash=fe282a57094ed62e/);
   await expect(page.getByRole('button', { name: '▶ Run' })).toBeEnabled();
 });
+
+test('nothing lost on your own text: after a reload the page reads the text it kept and resumes the stopped run from its checkpoint', async ({ page }) => {
+  test.setTimeout(180_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  const text = shipLog(300);
+  const h = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  await page.goto(`./?dataset=text&${SMALL_GPT}&steps=6&evalEvery=0`);
+  await pick(page, file('kept-log.txt', text));
+  await expect(page.getByTestId('text-loaded')).toContainText(`Hash ${h}`);
+  await expect(page).toHaveURL(new RegExp(`textHash=${h}`));
+  // Three steps of the run in the URL, then stopped (saved at the stop).
+  const stopped = await page.evaluate(async () => {
+    const { config } = window.pipelab.urlConfig();
+    const stop = new AbortController();
+    const r = await window.pipelab.run(config, { signal: stop.signal, onStep: (p) => (p.step + 1 === 3 ? stop.abort() : undefined) });
+    return { losses: r.losses.length, stored: (await window.pipelab.checkpoints.list(config)).map((c) => c.step) };
+  });
+  expect(stopped).toEqual({ losses: 3, stored: [3] });
+
+  // A reload: the link names the text by hash only, and the page has it kept: no file is asked for.
+  await page.reload();
+  await expect(page.getByTestId('text-loaded')).toContainText(`Hash ${h}`, { timeout: 30_000 });
+  await expect(page.getByTestId('text-loaded')).toContainText('kept-log.txt');
+  await expect(page.getByTestId('text-pending')).toHaveCount(0);
+  await page.getByRole('button', { name: 'Resume run from step 3' }).click({ timeout: 30_000 });
+  await expect(page.getByRole('progressbar', { name: 'Training progress' })).toHaveAttribute('aria-valuenow', '6', { timeout: 120_000 });
+
+  // Forgotten: the next reload asks for the file again.
+  await page.getByTestId('text-forget').click();
+  await expect(page.getByTestId('text-loaded')).toContainText('Kept texts forgotten: a reload will ask for the file again.');
+  await page.reload();
+  await expect(page.getByTestId('text-pending')).toContainText(`content hash ${h}`);
+  await expect(page.getByTestId('text-loaded')).toHaveCount(0);
+});

@@ -6,25 +6,11 @@
  * it. Errors are IndexedDB's own (QuotaExceededError, SecurityError where the
  * browser refuses storage); the CheckpointStore words them.
  */
+import { committed, done, openDb } from '../util/idb.ts';
 import type { CheckpointInfo, CheckpointShelf, StoredCheckpoint } from './checkpoint-store.ts';
 
 const META = 'meta';
 const FILES = 'files';
-
-function done<T>(r: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result);
-    r.onerror = () => reject(r.error ?? new DOMException('the request failed', 'UnknownError'));
-  });
-}
-
-function committed(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onerror = () => reject(tx.error ?? new DOMException('the transaction failed', 'UnknownError'));
-    tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'));
-  });
-}
 
 export class IdbShelf implements CheckpointShelf {
   private opened: Promise<IDBDatabase> | null = null;
@@ -35,21 +21,10 @@ export class IdbShelf implements CheckpointShelf {
   ) {}
 
   private db(): Promise<IDBDatabase> {
-    this.opened ??= new Promise<IDBDatabase>((resolve, reject) => {
-      if (!this.factory) throw new DOMException('this browser gives the page no IndexedDB', 'SecurityError');
-      const r = this.factory.open(this.dbName, 1);
-      r.onupgradeneeded = () => {
-        const meta = r.result.createObjectStore(META, { keyPath: ['config', 'step'] });
-        meta.createIndex('config', 'config');
-        r.result.createObjectStore(FILES);
-      };
-      r.onsuccess = () => {
-        // Another tab upgrading the database: let it.
-        r.result.onversionchange = () => r.result.close();
-        resolve(r.result);
-      };
-      r.onerror = () => reject(r.error ?? new DOMException('IndexedDB did not open', 'UnknownError'));
-      r.onblocked = () => reject(new DOMException('IndexedDB is held by another tab', 'InvalidStateError'));
+    this.opened ??= openDb(this.factory, this.dbName, 1, (db) => {
+      const meta = db.createObjectStore(META, { keyPath: ['config', 'step'] });
+      meta.createIndex('config', 'config');
+      db.createObjectStore(FILES);
     });
     // A refusal is not cached: the next call asks again (the person may allow storage).
     this.opened.catch(() => (this.opened = null));

@@ -7,7 +7,9 @@
  * A link cannot carry a file: a link to a run on a text this page does not
  * have is held as `pending` (its hash and its query); the page asks for the
  * file, refuses one whose content hash differs from the link's, and applies
- * the link once the right file is in. The example's hash loads the example.
+ * the link once the right file is in. The example's hash loads the example,
+ * and a text this browser kept (text-shelf.ts: every text read here is kept,
+ * the last four) loads from there: a reload resumes a run on your own text.
  */
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { checkTextFileSize, describeCorpus, TEXT_HASH_PATTERN } from '../data/text-corpus.ts';
@@ -20,6 +22,7 @@ import { usePipeLab, type TextSourceState } from './store.ts';
 import type { TextLoadReply, TextLoadRequest } from './text-load-protocol.ts';
 import { readUrlState } from './url-state.ts';
 import { pageGptSize } from './gpt-sizing.ts';
+import { pageTexts } from './text-shelf.ts';
 
 type Job = { kind: 'file'; file: File } | { kind: 'text'; name: string; text: string } | { kind: 'example' };
 
@@ -76,6 +79,8 @@ function accept(corpus: TextCorpus): void {
   }
   registerCorpus(corpus);
   patchText({ loading: null, error: null, pending: null, loaded: { name: corpus.name, hash: corpus.hash, line: describeCorpus(corpus) } });
+  // Kept for the next visit (the example ships with the page). Storage refused or full: the page asks for the file then.
+  if (corpus.hash !== MOBY_DICK.hash) pageTexts.keep({ hash: corpus.hash, name: corpus.name, text: corpus.text }).catch(() => undefined);
   if (pending) {
     const q = new URLSearchParams(pending.search.startsWith('?') ? pending.search.slice(1) : pending.search);
     // Last, so that a rule the text breaks with the link's sizes reverts the text, not another field ...
@@ -119,6 +124,16 @@ export function loadExampleText(): Promise<void> {
   return load({ kind: 'example' }, MOBY_DICK.name);
 }
 
+/** Forgets the texts this browser kept (the one loaded now stays loaded until the page closes); says what happened. */
+export async function forgetKeptTexts(): Promise<string> {
+  try {
+    await pageTexts.clear();
+    return 'Kept texts forgotten: a reload will ask for the file again.';
+  } catch (e) {
+    return `The kept texts could not be forgotten: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
 /** The hash of the text the page holds now, if any. */
 export function currentTextHash(): string | undefined {
   return usePipeLab.getState().text.loaded?.hash;
@@ -136,7 +151,20 @@ export function holdLinkText(search: string): boolean {
   if (hash !== null && (!TEXT_HASH_PATTERN.test(hash) || loadedCorpus(hash))) return false;
   patchText({ pending: { hash, search } });
   if (hash === MOBY_DICK.hash) void loadExampleText();
+  else if (hash !== null) void loadKeptText(hash);
   return true;
+}
+
+/** The text with this hash from this browser's kept texts, if it is there and the link still waits for it. */
+async function loadKeptText(hash: string): Promise<void> {
+  let kept;
+  try {
+    kept = await pageTexts.find(hash);
+  } catch {
+    return; // no storage: the page asks for the file
+  }
+  if (!kept || usePipeLab.getState().text.pending?.hash !== hash) return;
+  await load({ kind: 'text', name: kept.name, text: kept.text }, kept.name);
 }
 
 /** For window.pipelab.loadText: reads `text` as the page reads pasted text and keeps it, without touching the form. */

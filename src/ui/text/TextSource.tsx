@@ -8,7 +8,7 @@ import { useState, type DragEvent } from 'react';
 import { MOBY_DICK } from '../../data/moby-dick.ts';
 import { formatBytes, TEXT_LIMITS } from '../../data/text-corpus.ts';
 import { usePipeLab } from '../../state/store.ts';
-import { loadExampleText, loadPastedText, loadTextFile } from '../../state/text-source.ts';
+import { forgetKeptTexts, loadExampleText, loadPastedText, loadTextFile } from '../../state/text-source.ts';
 import './text.css';
 
 export function TextSource({ disabled }: { disabled: boolean }) {
@@ -16,6 +16,7 @@ export function TextSource({ disabled }: { disabled: boolean }) {
   const [over, setOver] = useState(false);
   const [paste, setPaste] = useState('');
   const [pasteOpen, setPasteOpen] = useState(false);
+  const [forgot, setForgot] = useState<string | null>(null);
   const busy = disabled || text.loading !== null;
   const onDrop = (e: DragEvent<HTMLDivElement>) => {
     e.preventDefault();
@@ -89,7 +90,18 @@ export function TextSource({ disabled }: { disabled: boolean }) {
       {text.loaded && (
         <p className="field-hint" data-testid="text-loaded">
           {text.loaded.line}. Hash <code>{text.loaded.hash}</code>.
-          {text.loaded.name === MOBY_DICK.name && <span> {MOBY_DICK.licence}</span>}
+          {text.loaded.name === MOBY_DICK.name ? (
+            <span> {MOBY_DICK.licence}</span>
+          ) : (
+            <span>
+              {' '}
+              Kept in this browser only, so a reload resumes without the file.{' '}
+              <button type="button" className="link-button" onClick={() => void forgetKeptTexts().then(setForgot)} data-testid="text-forget">
+                Forget kept texts
+              </button>
+              {forgot && <span role="status"> {forgot}</span>}
+            </span>
+          )}
         </p>
       )}
     </div>
