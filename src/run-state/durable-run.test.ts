@@ -9,7 +9,7 @@ import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
 import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { CheckpointStore } from './checkpoint-store.ts';
-import { runDurably, type DurableRunner } from './durable-run.ts';
+import { MAX_RECOVERIES, runDurably, type DurableRunner } from './durable-run.ts';
 import { MemoryShelf } from './memory-shelf.ts';
 import { expectSameRun } from './testing/same-run.ts';
 
@@ -85,6 +85,43 @@ describe('durable runs on the CPU host', () => {
     const failingAgain: DurableRunner = (c, o) => (++calls === 1 ? cpuRunner(c, o) : cpuRunner({ ...c, fault: { kind: 'throw', action: '0F0', step: 2 } }, o));
     await expect(runDurably(cfg, {}, { store }, failingAgain)).rejects.toThrow(
       /^the run failed at step 3 \(.*injected fault: the stage kernel threw.*\); its recovery from step 2 failed too: .*injected fault: the stage kernel threw/,
+    );
+  });
+
+  it('a recovered run that fails again after steps of its own recovers again: two recoveries, the uninterrupted run’s losses and weights', async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 2, steps: 8 });
+    const full = await cpuRunner(cfg, { readWeights: true });
+    // Call 1 fails in step 3 (checkpoint 2), call 2 in step 5 (checkpoint 4), call 3 runs to the end.
+    let calls = 0;
+    const twice: DurableRunner = (c, o) => {
+      calls++;
+      return cpuRunner(calls <= 2 ? { ...c, fault: { kind: 'throw', action: '1B1', step: calls === 1 ? 3 : 5 } } : c, o);
+    };
+    const report = await runDurably(cfg, { readWeights: true }, { store }, twice);
+    expect(calls).toBe(3);
+    expect(report.recoveries?.map((r) => [r.failedAtStep, r.fromStep, r.stepsRedone])).toEqual([
+      [3, 2, 1],
+      [5, 4, 1],
+    ]);
+    expect(report.recovery).toBe(report.recoveries?.[1]);
+    for (const r of report.recoveries ?? []) expect(r.recoveryMs).toBeGreaterThan(0);
+    expectSameRun(report, full);
+  });
+
+  it(`a run that keeps failing after progress recovers ${MAX_RECOVERIES} times, then ends naming every failure`, async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ checkpointEvery: 1, steps: 8 });
+    // Every call fails in the step after the one it starts from (step 2, 3, 4, 5): each recovery makes progress.
+    let calls = 0;
+    const always: DurableRunner = (c, o) => cpuRunner({ ...c, fault: { kind: 'throw', action: '1B1', step: 2 + calls++ } }, o);
+    const err = await runDurably(cfg, {}, { store }, always).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(calls).toBe(MAX_RECOVERIES + 1);
+    expect(err?.message).toMatch(
+      new RegExp(`^the run failed at step 2 \\(.*\\); the run failed at step 3 \\(.*\\); the run failed at step 4 \\(.*\\); its recovery 3 from step 4 failed too \\(${MAX_RECOVERIES} recoveries are the most a run makes\\): .*injected fault`),
     );
   });
 

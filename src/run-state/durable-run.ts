@@ -3,19 +3,21 @@
  * checkpointEvery steps and at its end or stop (RunSaver, beside training);
  * optionally started from the configuration's last checkpoint (resume); and,
  * when it fails after a step (a worker crashed, a device was lost, a step
- * threw), restarted once from the last checkpoint this run saved (or the one
- * it resumed from; with neither, the failure ends the run), the injected test
- * fault not firing again: with recovery = 'fresh' (the default) on fresh
- * workers in the same mesh; with 'fewer' on the workers that remain, the run
- * re-planned on a smaller mesh (./recut.ts; no smaller mesh ends the run
- * saying why) and the checkpoint loaded onto the new cut by parameter name.
- * The report counts the steps redone and the recovery's time and names the
- * mesh before and after; a second failure inside the recovery ends the run
- * with a message naming both.
+ * threw), restarted from the last checkpoint saved (or the one it resumed
+ * from; with neither, the failure ends the run), the injected test fault not
+ * firing again: with recovery = 'fresh' (the default) on fresh workers in the
+ * same mesh; with 'fewer' on the workers that remain, the run re-planned on a
+ * smaller mesh (./recut.ts; no smaller mesh ends the run saying why) and the
+ * checkpoint loaded onto the new cut by parameter name. A recovered run that
+ * fails again after steps of its own recovers again, up to MAX_RECOVERIES
+ * times (each 'fewer' recovery one mesh smaller); a recovery that fails before
+ * its first step, or one failure too many, ends the run with a message naming
+ * every failure. The report counts the steps redone and each recovery's time
+ * and names the mesh before and after.
  */
 import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
 import { RunError, type RunOptions } from '../runtime/coordinator.ts';
-import type { MeshShape, RunReport } from '../runtime/report-types.ts';
+import type { MeshShape, RecoveryFigures, RunReport } from '../runtime/report-types.ts';
 import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
@@ -24,13 +26,16 @@ import { fewerWorkers, meshShape, type Recut } from './recut.ts';
 import { RunSaver } from './run-saver.ts';
 import { stateConfig, type RunState } from './run-state.ts';
 
+/** Recoveries one run makes at most: a run that keeps failing ends, naming every failure. */
+export const MAX_RECOVERIES = 3;
+
 export type DurableRunner = (config: RunConfig, opts: Omit<RunOptions, 'hostFactory'>) => Promise<RunReport>;
 
 export interface DurableOptions {
   store: CheckpointStore;
   /** Start from the configuration's last checkpoint (refused when none is stored). */
   resume?: boolean;
-  /** Restart once from the last checkpoint when the run fails after a step (default true). */
+  /** Restart from the last checkpoint when the run fails after a step, up to MAX_RECOVERIES times (default true). */
   recover?: boolean;
   /** Once a resumed run's checkpoint is loaded, before its workers start. */
   onResumed?: (state: RunState) => void;
@@ -70,46 +75,67 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       },
     });
 
-  let report: RunReport;
-  try {
-    report = await attempt(config, resumed);
-  } catch (e) {
-    const recoverable = (durable.recover ?? true) && stepsThisRun > 0 && !opts.signal?.aborted && !(e instanceof ConfigError) && !(e instanceof CheckpointError);
-    if (!recoverable) throw e;
-    const tFail = performance.now();
-    const failure = messageOf(e);
-    const failedAtStep = stepsDone;
-    // The last checkpoint this run saved (its saves land first), else the one it resumed from; none: the failure ends the run.
-    const saved = saver ? (await saver.settled()).steps : [];
-    if (saved.length === 0 && !resumed) throw e;
-    const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
-    const mode = recoveryOf(config);
-    // 'fewer': the workers that remain, on the smaller mesh; none: the failure ends the run, saying why.
-    let recut: Recut | undefined;
-    if (mode === 'fewer') {
-      try {
-        recut = fewerWorkers(config);
-      } catch (e2) {
-        throw new RunError(`the run failed at step ${failedAtStep} (${failure}); recovery = 'fewer' cannot restart it: ${messageOf(e2)}`);
-      }
-    }
-    // The mesh on fresh workers (or the smaller one); a test's injected fault fired once and does not fire again.
-    const again = stateConfig(recut?.config ?? config);
-    if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
-    if (config.recovery !== undefined) again.recovery = config.recovery;
-    let recoveryMs = 0;
+  let report: RunReport | undefined;
+  const recoveries: RecoveryFigures[] = [];
+  const failures: string[] = [];
+  let current = config;
+  let from = resumed;
+  let onFirstStep: (() => void) | undefined;
+  while (!report) {
     try {
+      report = await attempt(current, from, onFirstStep);
+    } catch (e) {
+      const failure = messageOf(e);
+      const failedAtStep = stepsDone;
+      // Nothing to recover: stopped, refused, a failure before this attempt's first step (a first run's, or a recovery's), or none left.
+      const progressed = stepsThisRun > 0;
+      const recoverable = (durable.recover ?? true) && progressed && !opts.signal?.aborted && !(e instanceof ConfigError) && !(e instanceof CheckpointError);
+      const saved = recoverable && saver ? (await saver.settled()).steps : [];
+      const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
+      if (!recoverable || (saved.length === 0 && !resumed) || recoveries.length >= MAX_RECOVERIES) {
+        if (failures.length === 0) throw e;
+        const why = recoverable && recoveries.length >= MAX_RECOVERIES ? ` (${MAX_RECOVERIES} recoveries are the most a run makes)` : '';
+        throw new RunError(`${failures.join('; ')}; ${recoveries.length === 1 ? 'its recovery' : `its recovery ${recoveries.length}`} from step ${recoveries.at(-1)!.fromStep} failed too${why}: ${failure}`);
+      }
+      failures.push(`the run failed at step ${failedAtStep} (${failure})`);
+      const tFail = performance.now();
+      const mode = recoveryOf(config);
+      // 'fewer': the workers that remain, on the smaller mesh; none: the failure ends the run, saying why.
+      let recut: Recut | undefined;
+      if (mode === 'fewer') {
+        try {
+          recut = fewerWorkers(current);
+        } catch (e2) {
+          throw new RunError(`${failures.join('; ')}; recovery = 'fewer' cannot restart it: ${messageOf(e2)}`);
+        }
+      }
+      // The mesh on fresh workers (or the smaller one); a test's injected fault fired once and does not fire again.
+      const again = stateConfig(recut?.config ?? current);
+      if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
+      if (config.recovery !== undefined) again.recovery = config.recovery;
       // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
-      const from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
+      from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
+      const figures: RecoveryFigures = {
+        failure,
+        failedAtStep,
+        fromStep,
+        stepsRedone: failedAtStep - fromStep,
+        recoveryMs: 0,
+        mode,
+        meshBefore: meshShape(current),
+        meshAfter: meshShape(again),
+        ...(recut ? { recut: recut.how } : {}),
+      };
+      recoveries.push(figures);
       durable.onRecovery?.({ failure, fromStep, mesh: meshShape(again) });
+      onFirstStep = () => (figures.recoveryMs = performance.now() - tFail);
       stepsThisRun = 0;
-      report = await attempt(again, from, () => (recoveryMs = performance.now() - tFail));
-    } catch (e2) {
-      throw new RunError(`the run failed at step ${failedAtStep} (${failure}); its recovery from step ${fromStep}${recut ? ` on ${recut.after.workers} workers` : ''} failed too: ${messageOf(e2)}`);
+      current = again;
     }
-    const mesh = { mode, meshBefore: meshShape(config), meshAfter: meshShape(again), ...(recut ? { recut: recut.how } : {}) };
+  }
+  if (recoveries.length > 0) {
     // The report's config is the one its steps ran on: the run's own with 'fresh', the smaller mesh with 'fewer'.
-    report = { ...report, config: recut ? again : config, recovery: { failure, failedAtStep, fromStep, stepsRedone: failedAtStep - fromStep, recoveryMs, ...mesh } };
+    report = { ...report, config: recoveryOf(config) === 'fewer' ? current : config, recovery: recoveries.at(-1), recoveries };
   }
   const saves = saver ? await saver.settled() : undefined;
   return { ...report, ...(resumed ? { resumedFrom: resumed.stepsDone } : {}), ...(saves ? { checkpointSaves: saves } : {}) };

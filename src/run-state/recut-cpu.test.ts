@@ -122,6 +122,29 @@ describe("recovery = 'fewer' on the CPU host", () => {
     );
   });
 
+  it("two failures with recovery = 'fewer': 3 ranks → 2 → 1, each recovery one mesh smaller; the uninterrupted run's losses and weights", async () => {
+    const store = new CheckpointStore(new MemoryShelf());
+    const cfg = config({ steps: 8 });
+    const full = await countingRunner([])({ ...cfg }, { readWeights: true });
+    const workers: number[] = [];
+    const counting = countingRunner(workers);
+    let calls = 0;
+    // The first attempt fails in step 3 (checkpoint 2), the second in step 5 (checkpoint 4), on its last rank's stage.
+    const twice: DurableRunner = (c, o) => {
+      calls++;
+      const last = c.ranks - 1;
+      return counting(calls <= 2 ? { ...c, fault: { kind: 'throw', action: `${last}B1`, step: calls === 1 ? 3 : 5 } } : c, o);
+    };
+    const report = await runDurably(cfg, { readWeights: true }, { store }, twice);
+    expect(workers).toEqual([3, 2, 1]);
+    expect(report.recoveries?.map((r) => [r.meshBefore.ranks, r.meshAfter.ranks, r.fromStep])).toEqual([
+      [3, 2, 2],
+      [2, 1, 4],
+    ]);
+    expect(report.config.ranks).toBe(1);
+    expectSameRunRel(report, full);
+  });
+
   it("recovery = 'fresh' (the default) keeps the mesh on fresh workers", async () => {
     const { recovery: _r, ...cfg } = config({});
     const { full, report, workers } = await crashAndRecover(cfg, '2F1');

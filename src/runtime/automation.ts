@@ -12,7 +12,7 @@
  *                                           refused (naming what runs) while another run
  *                                           holds the workers; the run saves its state into
  *                                           window.pipelab.checkpoints every config.checkpointEvery
- *                                           steps (default 50; 0: never) and at its end, recovers once
+ *                                           steps (default 50; 0: never) and at its end, recovers (up to 3 times)
  *                                           from its last checkpoint when it fails (on fresh workers, or
  *                                           with config.recovery = 'fewer' on a smaller mesh), and with
  *                                           { resume: true } starts from the configuration's last

@@ -83,8 +83,10 @@ export interface RunReport {
   checkpointSaves?: CheckpointSaves;
   /** A resumed run: the steps done by the checkpoint it started from. */
   resumedFrom?: number;
-  /** The run recovered from a failure: restarted from its last checkpoint on fresh workers. */
+  /** The run recovered from a failure: restarted from its last checkpoint (the last recovery when there were several). */
   recovery?: RecoveryFigures;
+  /** Every recovery of the run, in order (up to MAX_RECOVERIES; present when there was one). */
+  recoveries?: RecoveryFigures[];
 }
 
 /** The saves of a run's checkpoints: the steps saved, the last file's bytes, mean encode and store time (off the workers' path); the first refusal, if any. */

@@ -49,7 +49,7 @@ export function cannotRunReason(): string | null {
  * Starts a run of the current configuration; `paused` starts it held, running
  * one step (single-step from idle); `resume` starts it from the
  * configuration's last checkpoint. The run saves its state every
- * checkpointEvery steps and at its end or stop, and recovers once from its
+ * checkpointEvery steps and at its end or stop, and recovers (up to 3 times) from its
  * last checkpoint when it fails (src/run-state/durable-run.ts).
  */
 export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}): Promise<void> {

@@ -73,7 +73,7 @@ export function CheckpointControls() {
       />
       {report?.recovery && (
         <p className="muted small" data-testid="recovery-note">
-          Recovered: a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep}{' '}
+          {(report.recoveries?.length ?? 1) > 1 ? `Recovered ${report.recoveries!.length} times; the last: ` : 'Recovered: '}a failure at step {report.recovery.failedAtStep} ({report.recovery.failure}); restarted from the checkpoint of step {report.recovery.fromStep}{' '}
           {report.recovery.mode === 'fewer' ? `on fewer workers: ${meshText(report.recovery.meshBefore)} → ${meshText(report.recovery.meshAfter)}` : 'on fresh workers'}, {report.recovery.stepsRedone} step
           {report.recovery.stepsRedone === 1 ? '' : 's'} redone, {(report.recovery.recoveryMs / 1000).toFixed(2)} s to the first step after it.
         </p>
