@@ -11,6 +11,9 @@ import { create } from 'zustand';
 import { readRunStateFile } from '../run-state/codec.ts';
 import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 import { checkpointKey } from '../run-state/checkpoint-store.ts';
+import { MAX_RECOVERIES } from '../run-state/durable-run.ts';
+import { meshText } from '../run-state/recut.ts';
+import type { MeshShape } from '../runtime/report-types.ts';
 import type { RunConfig } from '../runtime/run-config.ts';
 import { setConfig } from './config-actions.ts';
 import { usePipeLab } from './store.ts';
@@ -24,11 +27,11 @@ export interface CheckpointView {
   note: string | null;
   /** Whether `note` reports a refusal. */
   refused: boolean;
-  /** The current or last run's recovery: the steps done when it failed, and the checkpoint it restarted from. */
-  recovery: { failedAtStep: number; fromStep: number; failure: string } | null;
+  /** The current or last run's recoveries, in order: the steps done when it failed, and the checkpoint it restarted from. */
+  recoveries: { failedAtStep: number; fromStep: number; failure: string }[];
 }
 
-export const useCheckpoints = create<CheckpointView>(() => ({ key: null, latestStep: null, note: null, refused: false, recovery: null }));
+export const useCheckpoints = create<CheckpointView>(() => ({ key: null, latestStep: null, note: null, refused: false, recoveries: [] }));
 
 function say(note: string, refused = false): void {
   useCheckpoints.setState({ note, refused });
@@ -59,9 +62,11 @@ export function noteSave(r: { step: number } | { error: string }): void {
   }
 }
 
-export function noteRecovery(r: { failure: string; fromStep: number; failedAtStep: number }): void {
-  useCheckpoints.setState({ recovery: r });
-  say(`A worker failed (${r.failure}); recovering from the checkpoint of step ${r.fromStep} on fresh workers.`);
+export function noteRecovery(r: { failure: string; fromStep: number; failedAtStep: number; mesh?: MeshShape }): void {
+  const n = useCheckpoints.getState().recoveries.length + 1;
+  useCheckpoints.setState((s) => ({ recoveries: [...s.recoveries, { failure: r.failure, fromStep: r.fromStep, failedAtStep: r.failedAtStep }] }));
+  const on = r.mesh ? `on fresh workers: ${meshText(r.mesh)}` : 'on fresh workers';
+  say(`A worker failed (${r.failure}); recovering${n > 1 ? ` (recovery ${n} of at most ${MAX_RECOVERIES})` : ''} from the checkpoint of step ${r.fromStep} ${on}.`);
 }
 
 /** Offers the form's configuration's last stored checkpoint as a file download. */

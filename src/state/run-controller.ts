@@ -57,7 +57,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   const config: RunConfig = usePipeLab.getState().config;
   const run: ActiveRun = { kind: 'training', abort: new AbortController(), gate: new StepGate(opts.paused ?? false, opts.paused ? 1 : 0), meter: new ProgressMeter() };
   beginSession(run);
-  useCheckpoints.setState({ recovery: null });
+  useCheckpoints.setState({ recoveries: [] });
   const t0 = performance.now();
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },

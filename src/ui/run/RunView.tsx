@@ -20,13 +20,12 @@ import { RunNumbers } from './RunNumbers.tsx';
 import { useCheckpoints, type CheckpointView } from '../../state/checkpoint-actions.ts';
 import type { StepMark } from '../charts/LossChart.tsx';
 
-/** A recovery on the loss curve: where the run failed, and the checkpoint it went back to. */
-function recoveryMarks(r: CheckpointView['recovery']): StepMark[] {
-  if (!r) return [];
-  return [
+/** The recoveries on the loss curve: where the run failed, and the checkpoint it went back to, for each. */
+function recoveryMarks(rs: CheckpointView['recoveries']): StepMark[] {
+  return rs.flatMap((r): StepMark[] => [
     { step: r.failedAtStep, kind: 'failure', label: `failed after step ${r.failedAtStep}: ${r.failure}` },
     { step: r.fromStep, kind: 'recovery', label: `recovered from the checkpoint of step ${r.fromStep}` },
-  ];
+  ]);
 }
 
 function samePipeline(a: RunConfig, b: RunConfig): boolean {
@@ -45,7 +44,7 @@ export function RunView() {
   const webgpu = usePipeLab((s) => s.webgpu);
   const setView = usePipeLab((s) => s.setView);
   const configProblem = usePipeLab((s) => s.configProblem);
-  const recovery = useCheckpoints((s) => s.recovery);
+  const recoveries = useCheckpoints((s) => s.recoveries);
 
   // The run on screen while it runs, and after it while the form still asks for the same pipeline;
   // edit the pipeline and the view turns to the simulator's prediction for the new one.
@@ -103,7 +102,7 @@ export function RunView() {
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel" data-validation={JSON.stringify(validation)}>
             <h2 id="loss-title">Loss</h2>
-            <LossChart losses={losses} validation={validation} marks={recoveryMarks(recovery)} steps={run.steps || config.steps} />
+            <LossChart losses={losses} validation={validation} marks={recoveryMarks(recoveries)} steps={run.steps || config.steps} />
             {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step.</p>}
           </section>
           <ResultsPanel />
