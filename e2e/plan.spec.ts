@@ -150,13 +150,13 @@ test('a profile from a data-parallel cluster plans dp replicas: each stage’s a
   const allReduce = { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] };
   await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 8, allReduce }));
   await panel.getByLabel('Ranks to plan for').fill('2');
-  await panel.getByLabel('Data-parallel replicas (dp)').fill('2');
+  await panel.getByLabel('Data-parallel replicas to plan for').fill('2');
   // Stages of blocks 0–1 and 2–3: 12000 and 28000 bytes; a ring of 2: 2 · 0.05 + bytes / 1e5 ms.
   await expect(panel.getByTestId('plan-mesh')).toContainText('2 replicas × 2 ranks: all-reduce per stage 0.22, 0.38');
   await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'one machine', blocks, comm: [0.1, 0.1, 0.1] }));
   await expect(panel.getByRole('alert')).toContainText('profile.allReduce = undefined: is missing: planning dp = 2 replicas needs the all-reduce measured on the cluster');
   await expect(panel.getByTestId('plan-mesh')).toHaveCount(0);
-  await panel.getByLabel('Data-parallel replicas (dp)').fill('1');
+  await panel.getByLabel('Data-parallel replicas to plan for').fill('1');
   await expect(panel.getByTestId('plan-schedules')).toBeVisible();
   expect(errors).toEqual([]);
 });

@@ -216,7 +216,7 @@ export function PlanPanel() {
       </div>
       <div className="row2">
         <NumberField label="Memory cap (micro-batches per rank)" name="plan.cap" integer min={1} max={4096} value={cap} onChange={setCap} hint="live activations a rank may hold; 1F1B needs as many as ranks" />
-        <NumberField label="Data-parallel replicas (dp)" name="plan.dp" integer min={1} max={4096} value={dp} onChange={setDp} hint="above 1: each stage's all-reduce from a profile taken with train.py --profile at dp ≥ 2" />
+        <NumberField label="Data-parallel replicas to plan for" name="plan.dp" integer min={1} max={4096} value={dp} onChange={setDp} hint="above 1: each stage's all-reduce from a profile taken with train.py --profile at dp ≥ 2" />
       </div>
       {(problem ?? outcome.error ?? planned.error) && (
         <p className="config-problem" role="alert">
