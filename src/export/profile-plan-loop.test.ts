@@ -128,7 +128,9 @@ describe('profile on the cluster, plan in the tab, run the plan', () => {
     console.log(line);
     expect(profile.allReduce?.replicas).toBe(2);
     expect(profile.allReduce?.samples.length).toBeGreaterThanOrEqual(3);
+    // Four processes on two cores while CI runs other test files beside them: +52% was seen there (+15…28% on a
+    // quiet machine), so the bound is wider than at dp = 1; the plan's use of dp is checked above by its mesh line.
     expect(measured / predicted).toBeGreaterThan(0.5);
-    expect(measured / predicted).toBeLessThan(2);
+    expect(measured / predicted).toBeLessThan(3);
   }, 600_000);
 });
