@@ -114,7 +114,11 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
       if (config.recovery !== undefined) again.recovery = config.recovery;
       // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
-      from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
+      try {
+        from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
+      } catch (e2) {
+        throw new RunError(`${failures.join('; ')}; its recovery could not read the checkpoint of step ${fromStep}: ${messageOf(e2)}`);
+      }
       const figures: RecoveryFigures = {
         failure,
         failedAtStep,
