@@ -1,7 +1,7 @@
 /**
  * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
  * in), every dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
- * the same as `pipelab plan --model gpt`, and the winner's step drawn at scale (dp × pp lanes). It plans on
+ * the same as `pipelab plan --model gpt`, and the winner's step drawn (its first replicas, up to 64 lanes: every replica plays the same step). It plans on
  * the button, not on each keystroke, in a Worker (mesh-plan-client.ts) so that the page stays responsive:
  * "Planning…" with the time so far and a Cancel button while it runs; pressing Plan again restarts it.
  * Its state is its own.
