@@ -277,3 +277,29 @@ test('nothing lost on your own text: after a reload the page reads the text it k
   await expect(page.getByTestId('text-pending')).toContainText(`content hash ${h}`);
   await expect(page.getByTestId('text-loaded')).toHaveCount(0);
 });
+
+test('the page keeps the last four texts it read, the oldest dropped first', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.goto(`./?dataset=text&${SMALL_GPT}`);
+  const hashes: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const text = shipLog(60 + i);
+    hashes.push(createHash('sha256').update(text).digest('hex').slice(0, 16));
+    await pick(page, file(`log-${i}.txt`, text));
+    await expect(page.getByTestId('text-loaded')).toContainText(`Hash ${hashes[i]}`);
+  }
+  const kept = async () =>
+    page.evaluate(
+      () =>
+        new Promise<string[]>((resolve, reject) => {
+          const r = indexedDB.open('pipelab-texts');
+          r.onerror = () => reject(r.error);
+          r.onsuccess = () => {
+            const q = r.result.transaction('texts', 'readonly').objectStore('texts').getAllKeys();
+            q.onsuccess = () => resolve((q.result as string[]).slice().sort());
+            q.onerror = () => reject(q.error);
+          };
+        }),
+    );
+  await expect.poll(kept).toEqual(hashes.slice(1).sort());
+});

@@ -11,9 +11,8 @@
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
 import { autoSchedule, generateSchedule, MAX_SIM_DP, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
-import { ConfigError } from '../util/errors.ts';
 import { flopsProfile } from './flops-profile.ts';
-import { requireInt } from '../util/errors.ts';
+import { ConfigError, requireInt } from '../util/errors.ts';
 import { planPartition, type PartitionPlan } from './partition.ts';
 import { stageCosts, type Profile } from './profile.ts';
 

@@ -3,13 +3,14 @@
  * keyed by content hash): a link or a reload names its text by hash only, and without this the page would ask
  * for the file again after every reload; with it, a run on your own text resumes from its checkpoint as a run
  * on a shipped data set does. The text never leaves the browser. The last KEEP_TEXTS are kept (the oldest is
- * dropped first), as the page keeps loaded texts. Storage refused or full: nothing is kept and the page asks
- * for the file as before (the reason is returned, for the page to say).
+ * dropped first), as the page keeps loaded texts; an index on savedAt finds the oldest without reading any
+ * text. Storage refused or full: nothing is kept and the page asks for the file as before.
  */
 import { committed, done, openDb } from '../util/idb.ts';
 
 export const KEEP_TEXTS = 4;
 const STORE = 'texts';
+const SAVED_AT = 'savedAt';
 
 export interface StoredText {
   hash: string;
@@ -37,19 +38,21 @@ export class TextShelf {
   ) {}
 
   private db(): Promise<IDBDatabase> {
-    this.opened ??= openDb(this.factory, this.dbName, 1, (db) => db.createObjectStore(STORE, { keyPath: 'hash' }));
+    this.opened ??= openDb(this.factory, this.dbName, 1, (db) => db.createObjectStore(STORE, { keyPath: 'hash' }).createIndex(SAVED_AT, SAVED_AT));
     this.opened.catch(() => (this.opened = null));
     return this.opened;
   }
 
   /** Keeps `t` (again: it becomes the newest) and drops all but the newest KEEP_TEXTS, in one transaction. */
   async keep(t: Omit<StoredText, 'savedAt'>, now = Date.now()): Promise<void> {
-    const db = await this.db();
-    const all = (await done(db.transaction(STORE, 'readonly').objectStore(STORE).getAll())) as StoredText[];
-    const tx = db.transaction(STORE, 'readwrite');
+    const tx = (await this.db()).transaction(STORE, 'readwrite');
     const end = committed(tx);
-    for (const old of textsToDrop(all, t.hash)) tx.objectStore(STORE).delete(old);
-    tx.objectStore(STORE).put({ hash: t.hash, name: t.name, text: t.text, savedAt: now });
+    end.catch(() => undefined); // awaited below; a failed read aborts it before then
+    const store = tx.objectStore(STORE);
+    // The kept hashes, oldest first, from the index alone (no text is read).
+    const oldestFirst = (await done(store.index(SAVED_AT).getAllKeys())).map(String);
+    for (const old of textsToDrop(oldestFirst.map((hash, i) => ({ hash, savedAt: i })), t.hash)) store.delete(old);
+    store.put({ hash: t.hash, name: t.name, text: t.text, savedAt: now });
     return end;
   }
 
@@ -65,10 +68,6 @@ export class TextShelf {
     const end = committed(tx);
     tx.objectStore(STORE).clear();
     return end;
-  }
-
-  async hashes(): Promise<string[]> {
-    return ((await done((await this.db()).transaction(STORE, 'readonly').objectStore(STORE).getAllKeys())) as IDBValidKey[]).map(String);
   }
 }
 
