@@ -12,7 +12,7 @@
  * Needs Debian's python3-torch.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run as cli } from '../cli/cli-test-support.ts';
@@ -54,6 +54,9 @@ async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; pr
   const spec = planRun(cfg).spec;
   expect(profile.blocks.length).toBe(spec.blocks.length);
   expect(() => checkProfileModel(profile, spec)).not.toThrow();
+  // The processes' lanes on this CPU: never more than the cores they can run on, however loaded the machine was.
+  expect(profile.lanes).toBeGreaterThan(0);
+  expect(profile.lanes).toBeLessThanOrEqual(Math.min(availableParallelism(), world));
 
   // `pipelab plan` reads it unchanged.
   const flags = ['--ranks', String(cfg.ranks), '--microbatches', String(cfg.microbatches), '--mem-cap', String(cfg.microbatches), '--dp', String(dp)];

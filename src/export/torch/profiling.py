@@ -19,7 +19,8 @@ read unchanged:
                          a machine's cores or one GPU run slower together): every process repeats the F and B of
                          its own blocks for the same wall time, first alone (in turns), then all at once; with n
                          processes each at a fraction f of its solo rate, lanes = n * mean(f) (the simulator's
-                         shared-device mode runs n ranks at min(1, lanes / n) each).
+                         shared-device mode runs n ranks at min(1, lanes / n) each). Each f is the median of
+                         three rounds; on CPU, lanes is at most the cores the processes can run on.
   allReduce              with dp >= 2: the all-reduce of each stage's gradients over its replicas (one stage at a
                          time) and two probe sizes, with the ring's alpha-beta fit
                          time = 2(n-1) * latency + 2(n-1)/n * bytes / bandwidth.
@@ -222,8 +223,25 @@ def all_reduce_times(proc, clock, repeats):
     return {"replicas": n, "latency": a / (2 * (n - 1)), "bandwidth": 2 * (n - 1) / (n * b), "samples": samples}
 
 
-def lanes_of(proc, probes, clock):
-    """Effective lanes: each process's rate of F + B over its own blocks when all compute at once, against alone."""
+LANE_ROUNDS = 3
+
+
+def cpu_cores():
+    """The cores this process may run on (its affinity, as taskset or a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def lanes_of(proc, probes, clock, threads):
+    """Effective lanes: each process's rate of F + B over its own blocks when all compute at once, against alone.
+
+    LANE_ROUNDS rounds of (alone in turns, then together), the median of each process's ratios: a burst of load
+    from elsewhere during one measurement moves one round, not the answer. On CPU the answer is capped at what the
+    machine can give (the cores, or world x threads when fewer): a solo rate slowed by outside load would otherwise
+    claim more lanes than there are cores. Returns (lanes, cap or None).
+    """
     world = proc.bundle.mesh.world
 
     def work():
@@ -241,15 +259,21 @@ def lanes_of(proc, probes, clock):
 
     work()
     seconds = min(5.0, max(0.3, 20 * max(dist_all_gather(clock.ms(work) / 1000))))
-    alone = 0.0
-    for turn in range(world):
+    ratios = []
+    for _ in range(LANE_ROUNDS):
+        alone = 0.0
+        for turn in range(world):
+            dist.barrier()
+            if proc.rank == turn:
+                alone = rate(seconds)
         dist.barrier()
-        if proc.rank == turn:
-            alone = rate(seconds)
-    dist.barrier()
-    together = rate(seconds)
-    fractions = dist_all_gather(together / alone)
-    return round(world * sum(fractions) / len(fractions), 2)
+        ratios.append(rate(seconds) / alone)
+    fractions = dist_all_gather(statistics.median(ratios))
+    lanes = world * sum(fractions) / len(fractions)
+    cap = None if clock.cuda else min(cpu_cores(), world * threads)
+    if cap is not None and lanes > cap:
+        return float(cap), cap
+    return round(lanes, 2), None
 
 
 def device_name(proc):
@@ -267,7 +291,7 @@ def profile_cluster(proc, args):
     comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)
     dist.barrier()
     reduce = all_reduce_times(proc, clock, repeats) if mesh.dp >= 2 else None
-    lanes = lanes_of(proc, probes, clock) if mesh.world >= 2 else None
+    lanes, lane_cap = lanes_of(proc, probes, clock, args.threads) if mesh.world >= 2 else (None, None)
     if proc.rank != 0:
         return
     blocks = [{"name": blk["name"], **times[b]} for b, blk in enumerate(cfg["model"]["blocks"])]
@@ -277,7 +301,8 @@ def profile_cluster(proc, args):
     profile = {"version": 1, "unit": "ms", "source": source, "blocks": blocks, "comm": comm}
     if lanes is not None:
         profile["lanes"] = lanes
-        profile["source"] += f"; {lanes} effective lanes with {mesh.world} processes at once"
+        profile["source"] += (f"; {lanes} effective lanes with {mesh.world} processes at once"
+                              + (f" (capped at the {lane_cap} cores they can run on)" if lane_cap is not None else ""))
     profile["model"] = cfg["profileModel"]
     if reduce is not None:
         profile["allReduce"] = reduce
