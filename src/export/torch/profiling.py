@@ -226,12 +226,18 @@ def all_reduce_times(proc, clock, repeats):
 LANE_ROUNDS = 3
 
 
-def cpu_cores():
-    """The cores this process may run on (its affinity, as taskset or a container's cpuset sets it)."""
+def cpu_lanes_cap(threads):
+    """The most lanes CPU processes can have: on each machine, its cores (this process's affinity, as taskset or a
+    container's cpuset sets it) or its processes x threads when fewer, summed over the machines of the run."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    hosts = {}
+    for host, n in dist_all_gather((platform.node(), cores)):
+        procs, c = hosts.get(host, (0, n))
+        hosts[host] = (procs + 1, min(c, n))
+    return sum(min(c, procs * threads) for procs, c in hosts.values())
 
 
 def lanes_of(proc, probes, clock, threads):
@@ -239,8 +245,8 @@ def lanes_of(proc, probes, clock, threads):
 
     LANE_ROUNDS rounds of (alone in turns, then together), the median of each process's ratios: a burst of load
     from elsewhere during one measurement moves one round, not the answer. On CPU the answer is capped at what the
-    machine can give (the cores, or world x threads when fewer): a solo rate slowed by outside load would otherwise
-    claim more lanes than there are cores. Returns (lanes, cap or None).
+    machines can give (cpu_lanes_cap): a solo rate slowed by outside load would otherwise claim more lanes than
+    there are cores. Returns (lanes, the cap when it applied, else None).
     """
     world = proc.bundle.mesh.world
 
@@ -270,7 +276,7 @@ def lanes_of(proc, probes, clock, threads):
         ratios.append(rate(seconds) / alone)
     fractions = dist_all_gather(statistics.median(ratios))
     lanes = world * sum(fractions) / len(fractions)
-    cap = None if clock.cuda else min(cpu_cores(), world * threads)
+    cap = None if clock.cuda else cpu_lanes_cap(threads)
     if cap is not None and lanes > cap:
         return float(cap), cap
     return round(lanes, 2), None
