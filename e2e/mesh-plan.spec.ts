@@ -65,6 +65,8 @@ test('a 1024-device plan runs off the main thread: the page answers timers withi
       texts.add(statusText());
       const t = performance.now();
       await new Promise((r) => setTimeout(r, 50));
+      // The timer during which the result arrived measures its drawing, which the next test bounds; not the planning.
+      if (document.querySelector('[data-testid="mesh-plan-candidates"]')) break;
       late.push(performance.now() - t - 50);
     }
     return { late, texts: [...texts], ms: performance.now() - started };
