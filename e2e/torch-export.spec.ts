@@ -13,7 +13,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from '../src/export/testing/torchrun.ts';
-import type { RunConfig } from '../src/runtime/run-config.ts';
+import type { RunConfig } from '../src/config/run-config.ts';
 
 /** Changes to the page's default configuration (the page module graph is not loaded in Node: it imports JSON data). */
 type Change = Partial<RunConfig>;

@@ -1,7 +1,7 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './ui/App.tsx';
-import { installAutomation } from './runtime/automation.ts';
+import { installAutomation } from './automation/automation.ts';
 import { initStateFromUrl } from './state/init.ts';
 import { automationSession } from './state/store.ts';
 import { urlConfigOf } from './state/url-state.ts';

@@ -5,14 +5,14 @@
  * and closed form for schedules).
  */
 import { benchConfig, benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
-import { measureProfile } from '../plan/measure.ts';
+import { measureProfile } from '../runtime/measure-profile.ts';
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
 import { benchTraining, type TrainingBenchCase } from './training-suite.ts';
 import { benchStartup } from './startup-suite.ts';
 import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
-import { installAutomation } from '../runtime/automation.ts';
+import { installAutomation } from '../automation/automation.ts';
 import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
 import { benchAllReduce } from './allreduce-bench.ts';
 

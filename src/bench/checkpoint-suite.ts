@@ -8,7 +8,7 @@
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import type { RunReport } from '../runtime/report-types.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import { CheckpointStore } from '../run-state/checkpoint-store.ts';
 import { runDurably } from '../run-state/durable-run.ts';
 import { IdbShelf } from '../run-state/idb-shelf.ts';

@@ -5,7 +5,7 @@
  * Adam's settings both sides can share (no weight decay, constant lr).
  */
 import { describe, expect, it } from 'vitest';
-import { validateRunConfig } from '../runtime/run-config.ts';
+import { validateRunConfig } from '../config/run-config.ts';
 import { buildModelSpec, GPT_DEFAULTS } from '../nn/model-config.ts';
 import { gptScheduleGrid } from './gpt-suite.ts';
 import { benchConfig, GPT_BENCH_MICROBATCH } from './schedules-suite.ts';

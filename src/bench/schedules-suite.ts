@@ -4,7 +4,7 @@
  * the run's measured per-op times and beside the closed form.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind } from '../schedule/registry.ts';

@@ -13,7 +13,7 @@
  * `prepareMs`), and 'again' (a later run on the workers a run left warm).
  */
 import { prepareWorkers, runInBrowser } from '../runtime/browser-run.ts';
-import { defaultRunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig } from '../config/run-config.ts';
 import { warmWorkers } from '../runtime/warm-workers.ts';
 
 export type StartupRunKind = 'cold' | 'prepared' | 'again';

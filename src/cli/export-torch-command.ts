@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTorchProgram } from '../export/torch-program-disk.ts';
-import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULES } from '../runtime/run-config.ts';
+import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULES } from '../config/run-config.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, validateRunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig } from '../config/run-config.ts';
 import { run } from './cli-test-support.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-cli-dp-'));

@@ -12,7 +12,7 @@ import type { TextDataset } from './text-dataset.ts';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { windowLogits } from '../nn/sample.ts';
-import { defaultRunConfig, toTrainConfig, withDataset } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset } from '../config/run-config.ts';
 
 /** Logits with a huge value on (last symbol + 1) mod V. */
 const cycle = (V: number, W: number) => async (x: Int32Array, rows: number) => {

@@ -10,7 +10,7 @@ import { buildCorpus, decodeIds } from './text-corpus.ts';
 import { createTextDataset, splitTextBlocks, textBlockCount } from './text-dataset.ts';
 import { registerCorpus } from './text-registry.ts';
 import { buildModelSpec, validateModelConfig } from '../nn/model-config.ts';
-import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, withDataset } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, withDataset } from '../config/run-config.ts';
 
 /** An ASCII text whose every block differs: a counter written out. */
 const TEXT = Array.from({ length: 400 }, (_, i) => `line ${i}: the whale ${i % 7 === 0 ? 'breaches' : 'sounds'}.\n`).join('');

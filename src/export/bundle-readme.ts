@@ -1,5 +1,5 @@
 /** The README.md of a PyTorch bundle: how to run it on one machine, on several, and with torch.distributed.pipelining. */
-import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';

@@ -32,7 +32,7 @@ import { CheckpointError } from '../run-state/checkpoint-error.ts';
 import { decodeRunState, encodeRunState, slotTensorName } from '../run-state/codec.ts';
 import { MAX_CHECKPOINT_BYTES, runStateOf, type RunState } from '../run-state/run-state.ts';
 import { editHeader, editMetadata, type Header } from '../run-state/testing/edit-file.ts';
-import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { writeSafetensors } from '../util/safetensors.ts';
 import { PYTHON } from './testing/torchrun.ts';
 

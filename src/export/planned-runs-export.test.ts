@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { defaultRunConfig, toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { planRun } from '../runtime/run-plan.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeBundle } from './testing/torchrun.ts';
 import { buildTorchBundle, type TorchBundleConfig } from './torch-bundle.ts';

@@ -3,7 +3,7 @@
  * message beside its disabled "Export for PyTorch" button, the CLI prints it,
  * and the bundle README lists the refused schedules.
  */
-import type { RunConfig, RunScheduleName } from '../runtime/run-config.ts';
+import type { RunConfig, RunScheduleName } from '../config/run-config.ts';
 import { RUN_SCHEDULE_NAMES, SCHEDULE_NAMES, SCHEDULES, type UpdatePolicyName } from '../schedule/registry.ts';
 import { ConfigError } from '../util/errors.ts';
 

@@ -23,23 +23,19 @@ import { blockInCols, type BlockSpec } from '../nn/model-spec.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { lrAt } from '../nn/train-config.ts';
 import { planRun } from '../runtime/run-plan.ts';
-import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { toCsv } from '../schedule/csv.ts';
 import { ConfigError } from '../util/errors.ts';
 import { writeSafetensors, type NamedTensor } from '../util/safetensors.ts';
 import { bundleReadme } from './bundle-readme.ts';
 import { assertTorchExportable } from './refusals.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
-import { programFiles, type TorchProgram } from './torch-program.ts';
+import { programFiles, type BundleFile, type TorchProgram } from './torch-program.ts';
 import { profileModelOf } from '../plan/profile-model.ts';
 import type { ProfileModel } from '../plan/profile.ts';
 import { workerCount, mesh } from '../schedule/mesh.ts';
 
-export interface BundleFile {
-  /** Relative path inside the bundle folder. */
-  path: string;
-  data: string | Uint8Array;
-}
+export type { BundleFile } from './torch-program.ts';
 
 /** Values of input and label data the bundle may hold (steps × batchSize × (input columns + 1)). */
 export const MAX_BUNDLE_DATA_VALUES = 64 * 1024 * 1024;

@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';

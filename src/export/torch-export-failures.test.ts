@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';

@@ -15,7 +15,12 @@
  * with `?raw` (src/ui/exports/export-files.ts), Node reads them from disk
  * (./torch-program-disk.ts).
  */
-import type { BundleFile } from './torch-bundle.ts';
+/** One file of an exported bundle (the program's files and torch-bundle.ts's data alike). */
+export interface BundleFile {
+  /** Relative path inside the bundle folder. */
+  path: string;
+  data: string | Uint8Array;
+}
 
 export const TORCH_PROGRAM_FILES = [
   'train.py',

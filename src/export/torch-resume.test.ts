@@ -29,7 +29,7 @@ import { paramShapes } from '../nn/param-shapes.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
 import { decodeRunState, encodeRunState } from '../run-state/codec.ts';
 import { runStateOf, type RunState } from '../run-state/run-state.ts';
-import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 

@@ -8,7 +8,7 @@ import attentionSrc from '../../shaders/attention.wgsl?raw';
 import type { Tensor } from '../nn/backend.ts';
 import { checkDy, checkScale, probsDims, qkvDims, scoresT } from '../nn/attention-shapes.ts';
 import { checkSameShape } from '../nn/shapes.ts';
-import type { GpuTensor } from './gpu-backend.ts';
+import type { GpuTensor } from './gpu-tensor.ts';
 import type { BindingKind, KernelSpec } from './pipelines.ts';
 
 /** What an op module needs from the backend: input checks, allocation and a kernel launch. */

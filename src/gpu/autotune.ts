@@ -5,7 +5,8 @@
  * or backend.autotune()); the app runs the default variant.
  */
 import { ConfigError } from '../util/errors.ts';
-import type { GpuBackend } from './gpu-backend.ts';
+import type { MatmulOptions, Tensor } from '../nn/backend.ts';
+import type { GpuCore } from './gpu-core.ts';
 import { MATMUL_VARIANTS, matmulSpec, requireMatmulVariant, requireUsableVariant, type MatmulVariant } from './kernels.ts';
 import { MATMUL_FORMS, type MatmulChoice, type MatmulForm } from './matmul-choice.ts';
 import type { SpanResult } from './timing.ts';
@@ -46,7 +47,12 @@ export interface AutotuneReport {
  * Each candidate gets one warm-up run per size; one more than `skipFactor`
  * times slower than the best so far is not timed further (it cannot win).
  */
-export async function autotuneMatmul(be: GpuBackend, choice: MatmulChoice, o: AutotuneOptions = {}): Promise<AutotuneReport> {
+/** What the autotuner needs of a backend: the core's buffers and timing, and a matmul by variant name. */
+export interface AutotuneHost extends GpuCore {
+  matmulAccWith(variant: string | null, out: Tensor, a: Tensor, b: Tensor, opts?: MatmulOptions): void;
+}
+
+export async function autotuneMatmul(be: AutotuneHost, choice: MatmulChoice, o: AutotuneOptions = {}): Promise<AutotuneReport> {
   const t0 = now();
   const defaults = autotuneDefaults(be);
   const sizes = (o.sizes ?? defaults.sizes).map((s) => [s[0], s[1], s[2]] as [number, number, number]);
@@ -114,7 +120,7 @@ export async function autotuneMatmul(be: GpuBackend, choice: MatmulChoice, o: Au
  * NN, NT, TN separately (their loads differ: a transposed operand is stored
  * through workgroup memory differently).
  */
-export function autotuneDefaults(be: Pick<GpuBackend, 'isSoftware'>): { sizes: [number, number, number][]; forms: MatmulForm[] } {
+export function autotuneDefaults(be: Pick<GpuCore, 'isSoftware'>): { sizes: [number, number, number][]; forms: MatmulForm[] } {
   return be.isSoftware
     ? { sizes: [[256, 256, 256]], forms: ['NN'] }
     : {
@@ -132,7 +138,7 @@ export function autotuneDefaults(be: Pick<GpuBackend, 'isSoftware'>): { sizes: [
  * (SwiftShader: barriers are emulated, and each such pipeline takes seconds to
  * compile) none of the workgroup-memory ones.
  */
-export function defaultCandidates(be: Pick<GpuBackend, 'isSoftware' | 'subgroupSize'>): MatmulVariant[] {
+export function defaultCandidates(be: Pick<GpuCore, 'isSoftware' | 'subgroupSize'>): MatmulVariant[] {
   return MATMUL_VARIANTS.filter((v) => {
     if (v.kind === 'naive') return false;
     if (v.kind === 'subgroup') return be.subgroupSize >= 4;

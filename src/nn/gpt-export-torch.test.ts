@@ -12,14 +12,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BatchSampler } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { safetensorsFile } from '../ui/exports/export-files.ts';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec } from './model-config.ts';
 import { StageChain } from './stage-chain.ts';
-import { toTrainConfig } from '../runtime/run-config.ts';
+import { toTrainConfig } from '../config/run-config.ts';
 import { trainSingleDevice } from './train.ts';
 import { readSafetensors } from '../util/safetensors.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { planRun } from '../runtime/run-plan.ts';
-import { defaultRunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig } from '../config/run-config.ts';
 import { autoSchedule, simulate, validateSchedule } from '../schedule/index.ts';
 import { flopsProfile } from './flops-profile.ts';
 import { costModelOf, makePlan } from './plan.ts';

@@ -1,8 +1,8 @@
 /** A profile names its model: one of another model, or one that lost blocks, is refused naming what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
-import { modelSpecOf } from './measure.ts';
+import { modelSpecOf } from '../runtime/measure-profile.ts';
 import { checkProfileModel, profileModelOf } from './profile-model.ts';
 import { parseProfile, profileFromJson, profileToJson, type Profile } from './profile.ts';
 

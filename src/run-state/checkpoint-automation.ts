@@ -5,8 +5,8 @@
  */
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
-import { toTrainConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
+import { toTrainConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { requireInt } from '../util/errors.ts';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.ts';
 import { encodeRunState } from './codec.ts';

@@ -6,7 +6,7 @@
  * message, leaving what was stored unchanged.
  */
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { lrAt } from '../nn/train-config.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import { checkpointKey, CheckpointStore } from './checkpoint-store.ts';

@@ -11,7 +11,7 @@
  * whose message says so. A file is checked whole (decodeRunState) before it
  * is stored and again when it is loaded.
  */
-import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import { decodeRunState, encodeRunState } from './codec.ts';
 import { stateConfig, type RunState } from './run-state.ts';

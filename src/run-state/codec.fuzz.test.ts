@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { defaultRunConfig, toTrainConfig, URL_FIELDS, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, URL_FIELDS, withDataset, type RunConfig } from '../config/run-config.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import { decodeRunState, encodeRunState } from './codec.ts';
 import { runStateOf, type RunState } from './run-state.ts';

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
-import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { lrAt, namesModelSwitch } from '../nn/train-config.ts';
 import { writeSafetensors } from '../util/safetensors.ts';
 import { CheckpointError } from './checkpoint-error.ts';

@@ -21,7 +21,7 @@ import { buildModelSpec } from '../nn/model-config.ts';
 import { paramCount, type ModelSpec } from '../nn/model-spec.ts';
 import { OPTIMIZER_SLOTS } from '../nn/optimizer.ts';
 import { paramShapes } from '../nn/param-shapes.ts';
-import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { crc32 } from '../util/crc32.ts';
 import { headerLengthOf, readSafetensors, SafetensorsError, writeSafetensors, type NamedTensor, type ParsedSafetensors } from '../util/safetensors.ts';
 import { CheckpointError } from './checkpoint-error.ts';

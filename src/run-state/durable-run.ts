@@ -15,10 +15,10 @@
  * every failure. The report counts the steps redone and each recovery's time
  * and names the mesh before and after.
  */
-import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
 import { RunError, type RunOptions } from '../runtime/coordinator.ts';
 import type { MeshShape, RecoveryFigures, RunReport } from '../runtime/report-types.ts';
-import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import type { CheckpointStore } from './checkpoint-store.ts';

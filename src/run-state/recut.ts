@@ -18,7 +18,7 @@
  * loads onto the new cut by parameter name.
  */
 import { RunError } from '../runtime/coordinator.ts';
-import { validateRunConfig, withoutCut, type RunConfig } from '../runtime/run-config.ts';
+import { validateRunConfig, withoutCut, type RunConfig } from '../config/run-config.ts';
 import type { MeshShape } from '../runtime/report-types.ts';
 import { ConfigError } from '../util/errors.ts';
 

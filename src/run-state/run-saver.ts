@@ -7,7 +7,7 @@
  */
 import type { TrainProgress } from '../nn/train.ts';
 import type { CheckpointSaves } from '../runtime/report-types.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import type { CheckpointStore } from './checkpoint-store.ts';
 import { encodeRunState } from './codec.ts';
 import { runStateOf } from './run-state.ts';

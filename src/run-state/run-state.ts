@@ -16,7 +16,7 @@ import { createOptimizer } from '../nn/optimizer.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { lrAt } from '../nn/train-config.ts';
 import type { TrainProgress } from '../nn/train.ts';
-import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
 
 export const RUN_STATE_FORMAT = 'pipelab-run-state';
 export const RUN_STATE_VERSION = 1;

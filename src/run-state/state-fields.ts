@@ -5,8 +5,8 @@
  * unmeasured training accuracy) are written as the strings "NaN", "Infinity"
  * and "-Infinity". Reading checks every field and names the first bad one.
  */
-import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
-import { snapshotRunConfig } from '../runtime/config-snapshot.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
 import { lrAt } from '../nn/train-config.ts';
 import type { OptimizerName } from '../nn/optimizer.ts';
 import type { EvalReport } from '../nn/train.ts';

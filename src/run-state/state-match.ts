@@ -5,7 +5,7 @@
  * configuration), named with both values. Fields in `ignore` may differ (a
  * recovery re-cut onto fewer ranks changes the mesh, not the training).
  */
-import { URL_FIELDS, type RunConfig } from '../runtime/run-config.ts';
+import { URL_FIELDS, type RunConfig } from '../config/run-config.ts';
 import { formatValue } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import { stateConfig } from './run-state.ts';

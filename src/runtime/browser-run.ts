@@ -9,10 +9,10 @@ import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
 import { meshOf, prepareRanks, runPlan, RunError, type RunOptions } from './coordinator.ts';
 import { workerCount } from '../schedule/mesh.ts';
 import type { RunReport } from './report-types.ts';
-import { toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { toTrainConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { planRun } from './run-plan.ts';
 import { warmWorkers } from './warm-workers.ts';
-import { snapshotRunConfig } from './config-snapshot.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
 
 export function hasWebGpu(): boolean {
   return typeof navigator !== 'undefined' && 'gpu' in navigator && !!navigator.gpu;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkpointKey } from '../run-state/checkpoint-store.ts';
 import { stateConfig } from '../run-state/run-state.ts';
 import { ConfigError } from '../util/errors.ts';
-import { checkpointEveryOf, configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { checkpointEveryOf, configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 
 describe('checkpointEvery', () => {
   it('defaults to 50 when absent; 0 turns saving off', () => {

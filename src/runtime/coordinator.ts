@@ -8,16 +8,16 @@
  * worker and rejects with a message naming the replica, rank, stage and action
  * (or collective); it never hangs.
  */
-import type { Timeline } from '../schedule/types.ts';
+import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, mesh, placeOf, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
-import { toTrainConfig } from './run-config.ts';
+import { toTrainConfig } from '../config/run-config.ts';
 import { gatherProgress } from './gather-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
-import type { RunConfig } from './run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 
 export interface StepProgress {

@@ -12,7 +12,7 @@ import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../schedule/regist
 import { isCompute, laneOf } from '../schedule/timeline.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { relErr } from '../util/rel-err.ts';
 
 function meshConfig(over: Partial<RunConfig>): RunConfig {

@@ -8,24 +8,8 @@ import type { Action } from '../schedule/types.ts';
 import type { Payload } from './mailbox.ts';
 import type { StepRunner } from './rank-executor.ts';
 import { Transport, type TransportOptions } from './transport.ts';
-import type { UpdatePolicy } from './update-policy.ts';
-
-export type FaultKind = 'throw' | 'lose-device' | 'drop-message' | 'malformed-message' | 'crash-worker' | 'nan-loss';
-export const FAULT_KINDS: readonly FaultKind[] = ['throw', 'lose-device', 'drop-message', 'malformed-message', 'crash-worker', 'nan-loss'];
-
-export interface Fault {
-  kind: FaultKind;
-  /**
-   * The action (as PyTorch writes it, e.g. "1F2") at which the fault fires, or
-   * `AR<stage>` (e.g. "AR1"): in the middle of that stage's data-parallel
-   * collective (its all-reduce or ZeRO-1 update), at its second chunk exchange.
-   */
-  action: string;
-  /** The step (0-based) in which it fires; default 0. */
-  step?: number;
-  /** The replica whose worker fires it (data-parallel runs); default 0. */
-  replica?: number;
-}
+import type { Fault } from '../config/fault-spec.ts';
+import type { UpdatePolicy } from './policy.ts';
 
 /** `AR<stage>`: a fault in a stage's collective. */
 const COLLECTIVE_ACTION = /^AR(\d+)$/;

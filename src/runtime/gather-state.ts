@@ -8,7 +8,7 @@ import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
 import { workerCount, type Mesh } from '../schedule/mesh.ts';
 import type { RankHost, RankState, Weights } from './rank-host.ts';
-import type { ZeroStage } from './run-config.ts';
+import type { ZeroStage } from '../config/run-config.ts';
 
 /** Joins workers' optimizer pieces into whole parameters (sizes from `params`); every value must be covered exactly once. */
 export function joinOptimizer(parts: readonly RankState['optimizer'][], params: Weights): TrainProgress['optimizer'] {

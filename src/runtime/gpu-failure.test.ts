@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeGpuFailure, rankWhere } from './gpu-failure.ts';
-import { checkAdapterBufferLimits } from './run-limits.ts';
-import { defaultRunConfig } from './run-config.ts';
+import { checkAdapterBufferLimits } from '../config/run-limits.ts';
+import { defaultRunConfig } from '../config/run-config.ts';
 
 describe('GPU failures are named with rank and stage', () => {
   it('the lost-instance OperationError becomes a lost device, naming rank and stages', () => {

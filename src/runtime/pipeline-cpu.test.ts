@@ -11,7 +11,7 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../schedule/registry.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, toTrainConfig, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { relErr } from '../util/rel-err.ts';
 
 function smallConfig(schedule: RunConfig['schedule'], ranks: number, microbatches: number, virtual: number): RunConfig {

@@ -11,7 +11,7 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../schedule/registry.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, type RunConfig } from './run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-config.ts';
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
 

@@ -11,7 +11,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import type { RankInit, RankPorts } from './rank-host.ts';
 import { relErr } from '../util/rel-err.ts';
 

@@ -9,11 +9,12 @@
  * real MessageChannels, which checks the pipeline logic exactly.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
-import type { Action, Interval } from '../schedule/types.ts';
+import type { Action } from '../schedule/types.ts';
+import type { Interval } from '../schedule/timeline.ts';
 import { ActionError } from './action-error.ts';
 import { epochMs } from './clock.ts';
 import { StepLog, type Transport } from './transport.ts';
-import type { PolicyReport, UpdatePolicy } from './update-policy.ts';
+import type { PolicyReport, UpdatePolicy } from './policy.ts';
 
 export { ActionError } from './action-error.ts';
 

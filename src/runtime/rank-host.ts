@@ -8,9 +8,11 @@ import type { ModelSpec } from '../nn/model-spec.ts';
 import type { OptimizerName, OptimizerState } from '../nn/optimizer.ts';
 import type { Schedule } from '../schedule/types.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
-import type { Fault } from './faults.ts';
+import type { Fault } from '../config/fault-spec.ts';
 import type { StepResult } from './rank-executor.ts';
-import type { RunConfig } from './run-config.ts';
+import type { OptimizerPieces } from './policy.ts';
+export type { OptimizerPiece, OptimizerPieces } from './policy.ts';
+import type { RunConfig } from '../config/run-config.ts';
 
 export interface RankInit {
   config: RunConfig;
@@ -66,19 +68,10 @@ export interface RankUp {
 
 export type Weights = Record<string, Float32Array | Float64Array>;
 
-/** Slots of the piece [lo, hi) of parameter `param` (the whole parameter unless its optimizer state is a ZeRO-1 shard). */
-export interface OptimizerPiece {
-  param: string;
-  lo: number;
-  hi: number;
-  /** By PyTorch slot name (OPTIMIZER_SLOTS), each hi − lo values. */
-  slots: Record<string, Float32Array | Float64Array>;
-}
-
 /** What a worker holds of a run's state: its stages' weights and its optimizer state (whole parameters, or its ZeRO-1 shards' pieces). */
 export interface RankState {
   params: Weights;
-  optimizer: { name: OptimizerName; steps: number; pieces: OptimizerPiece[] };
+  optimizer: OptimizerPieces;
 }
 
 export interface RankHost {

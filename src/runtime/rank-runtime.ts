@@ -15,15 +15,16 @@ import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { mesh, placeOf, replicaRows, ringNext, ringPrev, type Mesh } from '../schedule/mesh.ts';
-import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type Fault, type FaultEffects } from './faults.ts';
+import type { Fault } from '../config/fault-spec.ts';
+import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
 import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, Weights } from './rank-host.ts';
-import { toTrainConfig } from './run-config.ts';
+import { toTrainConfig } from '../config/run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
-import type { DataParallelParts } from './data-parallel.ts';
+import type { DataParallelParts } from './flush.ts';
 import { MeshControlClient } from './mesh-control.ts';
 import { portRing } from './ring-link.ts';
 import type { Payload } from './mailbox.ts';
@@ -128,7 +129,7 @@ function portsByRole(m: Mesh, worker: number, peers: ReadonlyMap<number, Message
 }
 
 /**
- * The data-parallel parts of a worker's flush (data-parallel.ts): its ring for
+ * The data-parallel parts of a worker's flush (flush.ts): its ring for
  * each stage's collective over the mesh's ports, the coordinator's control line,
  * and a fault in a collective when one is configured for this worker.
  */

@@ -6,7 +6,7 @@ import { MemoryShelf } from '../run-state/memory-shelf.ts';
 import { fewerWorkers } from '../run-state/recut.ts';
 import { stateConfig } from '../run-state/run-state.ts';
 import { ConfigError } from '../util/errors.ts';
-import { configFromQuery, configToQuery, defaultRunConfig, recoveryOf, validateRunConfig, type RunConfig } from './run-config.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, recoveryOf, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 
 const RULE = "must be 'fresh' (a failed run restarts from its last checkpoint on fresh workers, the same mesh) or 'fewer' (on the workers that remain, a smaller mesh)";
 

@@ -6,7 +6,7 @@
  * added after the last compute ended (exposed, not overlapped).
  */
 import { isCompute, makespan } from '../schedule/timeline.ts';
-import type { Timeline } from '../schedule/types.ts';
+import type { Timeline } from '../schedule/timeline.ts';
 
 export interface AllReduceFigures {
   /**

@@ -3,10 +3,11 @@
  * (fed with the measured per-op times) and the closed form, losses, memory
  * and throughput. Plain JSON, so it can be exported and compared.
  */
-import type { Op, Schedule, Timeline } from '../schedule/types.ts';
+import type { Op, Schedule } from '../schedule/types.ts';
+import type { Timeline } from '../schedule/timeline.ts';
 import type { RankStartup } from './rank-host.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
-import type { RecoveryMode, RunConfig, RunScheduleName } from './run-config.ts';
+import type { RecoveryMode, RunConfig, RunScheduleName } from '../config/run-config.ts';
 
 export interface BubbleFigures {
   /** 1 − compute time / (ranks × makespan), from the measured timeline. */

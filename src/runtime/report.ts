@@ -7,11 +7,12 @@ import { simulate, type CostModel } from '../schedule/simulate.ts';
 import { fitAlphaBeta } from '../plan/allreduce-fit.ts';
 import { closedFormBubble } from '../schedule/theory.ts';
 import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
-import type { Interval, Op, Timeline } from '../schedule/types.ts';
+import type { Op } from '../schedule/types.ts';
+import type { Interval, Timeline } from '../schedule/timeline.ts';
 import type { RankStats, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { RunReport } from './report-types.ts';
-import type { RunConfig } from './run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
 

@@ -14,7 +14,7 @@ import { runStateOf } from '../run-state/run-state.ts';
 import { expectSameRun } from '../run-state/testing/same-run.ts';
 import { runPipeline, type RunOptions } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, validateRunConfig, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 
 const cpuHosts = () => (w: number) => new InProcessRankHost(w, new CpuBackend());
 const base: Partial<RunOptions> = { recvTimeoutMs: 5000 };

@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
-import { snapshotRunConfig } from './config-snapshot.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, validateRunConfig, type RunConfig } from './run-config.ts';
-import { RUN_LIMITS } from './run-limits.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
+import { RUN_LIMITS } from '../config/run-limits.ts';
 import { editDistance, nearestName } from '../util/nearest.ts';
 
 async function refusedBeforeStart(input: unknown): Promise<string> {

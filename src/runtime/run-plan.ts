@@ -13,9 +13,9 @@ import { autoForRun } from '../plan/plan.ts';
 import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
-import { snapshotRunConfig } from './config-snapshot.ts';
-import { validateRunConfig, type RunConfig } from './run-config.ts';
-import { stageCut } from './run-limits.ts';
+import { snapshotRunConfig } from '../config/config-snapshot.ts';
+import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
+import { stageCut } from '../config/run-limits.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { requireCorpus } from '../data/text-registry.ts';
 

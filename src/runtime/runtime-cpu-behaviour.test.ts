@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from './run-config.ts';
-import type { Fault } from './faults.ts';
+import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from '../config/run-config.ts';
+import type { Fault } from '../config/fault-spec.ts';
 
 const cpuHosts = (log?: number[]) => (r: number) => {
   log?.push(r);

@@ -10,7 +10,7 @@ import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { mesh, placeOf } from '../schedule/mesh.ts';
-import { checkAdapterBufferLimits } from './run-limits.ts';
+import { checkAdapterBufferLimits } from '../config/run-limits.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 
 let runtime: RankRuntime | null = null;

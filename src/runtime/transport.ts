@@ -6,7 +6,8 @@
  * Sends do not block the next action; `drain` waits for them at the end.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
-import type { Action, CollectiveKind, Interval } from '../schedule/types.ts';
+import type { Action } from '../schedule/types.ts';
+import type { CollectiveKind, Interval } from '../schedule/timeline.ts';
 import { ActionError } from './action-error.ts';
 import { epochMs } from './clock.ts';
 import type { Mailbox, Payload, PayloadKind } from './mailbox.ts';

@@ -16,7 +16,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { Backend } from '../nn/backend.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
-import { defaultRunConfig, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 
 const backends: GpuBackend[] = [];
 afterAll(() => {

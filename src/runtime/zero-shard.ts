@@ -12,7 +12,7 @@ import { chunkBounds } from '../schedule/mesh.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
 import { ConfigError } from '../util/errors.ts';
-import type { RankState } from './rank-host.ts';
+import type { OptimizerPieces } from './policy.ts';
 import type { Param } from '../nn/param.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { ownedChunk, type Vector } from './ring-allreduce.ts';
@@ -95,7 +95,7 @@ export class ZeroShard {
   }
 
   /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
-  async readState(): Promise<RankState['optimizer']> {
+  async readState(): Promise<OptimizerPieces> {
     const { name, steps, slots } = await this.opt.readState();
     return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.piece.name] })) };
   }

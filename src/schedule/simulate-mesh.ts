@@ -23,7 +23,7 @@ import { ConfigError, requireFinite } from '../util/errors.ts';
 import { checkAllReduceCosts, exchangeKind, linkWindows, ringAllReduceTime, ringExchangeTime } from './allreduce-cost.ts';
 import type { Play } from './engine.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
-import type { CostModel, PerStage } from './simulate.ts';
+import type { CostModel, PerStage } from './cost-model.ts';
 import type { Interval } from './timeline.ts';
 import type { Schedule } from './types.ts';
 

@@ -30,4 +30,3 @@ export interface Schedule {
   order: Action[][];
 }
 
-export type { CollectiveKind, CommKind, Interval, Timeline } from './timeline.ts';

@@ -14,7 +14,7 @@ import { checkpointKey } from '../run-state/checkpoint-store.ts';
 import { MAX_RECOVERIES } from '../run-state/durable-run.ts';
 import { meshText } from '../run-state/recut.ts';
 import type { MeshShape } from '../runtime/report-types.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import { setConfig } from './config-actions.ts';
 import { usePipeLab } from './store.ts';
 

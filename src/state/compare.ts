@@ -5,7 +5,7 @@
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import type { RunReport } from '../runtime/report-types.ts';
-import { withoutCut, type RunConfig } from '../runtime/run-config.ts';
+import { withoutCut, type RunConfig } from '../config/run-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
 import { predict, type Prediction } from './derived.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { predict } from './derived.ts';
 import { depthFor, withSchedule } from './config-actions.ts';
 

@@ -3,7 +3,7 @@
  * it), checked at once, and named in a message when it breaks a rule; the run
  * button waits until the configuration is valid again.
  */
-import { validateRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { scheduleKind } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { validateSimParams, type SimParams } from './sim-params.ts';

@@ -10,7 +10,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { BrowserRunOptions } from '../runtime/browser-run.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import type { BlockRange } from '../nn/partition.ts';
 import { applyCut, cutMismatch, cutRunConfig, cutRunKey, distinctCuts, runEachCut, stopCutRuns } from './cut-runs.ts';
 import { beginSession, endSession, usePipeLab, type SessionControl } from './store.ts';

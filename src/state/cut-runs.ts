@@ -8,8 +8,8 @@
  */
 import type { BlockRange } from '../nn/partition.ts';
 import type { SplitBy } from '../plan/splits.ts';
-import { cutOfRanges, cutText } from '../runtime/explicit-cut.ts';
-import { configToQuery, runStages, type RunConfig } from '../runtime/run-config.ts';
+import { cutOfRanges, cutText } from '../config/explicit-cut.ts';
+import { configToQuery, runStages, type RunConfig } from '../config/run-config.ts';
 import { checkRunConfig, setConfig } from './config-actions.ts';
 import { cannotMeasureReason, measureEach, stopSession } from './compare.ts';
 import { usePipeLab, type CutMeasurement } from './store.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RUN_LIMITS } from '../runtime/run-limits.ts';
+import { RUN_LIMITS } from '../config/run-limits.ts';
 import { predict, stepSchedule } from './derived.ts';
 
 describe('the prediction of a form draft is bounded like a run', () => {

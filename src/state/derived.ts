@@ -4,8 +4,8 @@
  * timeline fed with the measured per-op times, and rescaling a timeline so it
  * can be drawn over another.
  */
-import type { RunConfig } from '../runtime/run-config.ts';
-import { checkStepActions } from '../runtime/run-limits.ts';
+import type { RunConfig } from '../config/run-config.ts';
+import { checkStepActions } from '../config/run-limits.ts';
 import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stageCut } from '../runtime/run-limits.ts';
+import { stageCut } from '../config/run-limits.ts';
 import { dpPpSentence, dpPpShapes, stageWeightBytes, type DpPpRow } from './dp-pp-preset.ts';
 
 describe('dp × pp at 8 workers', () => {
@@ -69,7 +69,7 @@ describe('compare.preset in the URL', () => {
 describe("Compare's simulated side with the Train configuration's dp", () => {
   it('draws dp × ranks lanes; replicas with a free all-reduce keep the pipeline bubble (p − 1)/(m + p − 1)', async () => {
     const { simulateAll } = await import('./compare.ts');
-    const { defaultRunConfig } = await import('../runtime/run-config.ts');
+    const { defaultRunConfig } = await import('../config/run-config.ts');
     const { laneCount } = await import('../schedule/index.ts');
     const [e] = simulateAll({ ...defaultRunConfig(), dp: 2, ranks: 4, microbatches: 8, batchSize: 64 }, ['1f1b'], 2);
     expect(e.problem).toBeNull();

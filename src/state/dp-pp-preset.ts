@@ -6,9 +6,9 @@
  * all-reduce share, step time, memory per worker) and a sentence that reads
  * the trade-off off the measured numbers.
  */
-import { defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import type { RunReport } from '../runtime/report-types.ts';
-import { stageCut } from '../runtime/run-limits.ts';
+import { stageCut } from '../config/run-limits.ts';
 import { layerParamCount } from '../nn/model-spec.ts';
 
 /** Workers every shape of the preset uses. */

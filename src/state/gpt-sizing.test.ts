@@ -4,7 +4,7 @@ import { classifyAdapter } from '../gpu/adapter-kind.ts';
 import { buildModelSpec, GPT_DEFAULTS, MAKEMORE_GPT } from '../nn/model-config.ts';
 import { paramCount } from '../nn/model-spec.ts';
 import { MAKEMORE_RECIPE, namesModelSwitch } from '../nn/train-config.ts';
-import { defaultRunConfig, validateRunConfig, withDataset } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, withDataset } from '../config/run-config.ts';
 import { gptSizeFor, gptSizingLine } from './gpt-sizing.ts';
 
 const swiftshader = classifyAdapter({ vendor: 'google', architecture: 'swiftshader' });

@@ -11,11 +11,7 @@
 import { prepareWorkers } from '../runtime/browser-run.ts';
 import { usePipeLab } from './store.ts';
 
-export type WorkersReadiness =
-  | { state: 'cold' }
-  | { state: 'preparing'; ranks: number }
-  | { state: 'ready'; ranks: number; ms: number }
-  | { state: 'failed'; reason: string };
+export type { WorkersReadiness } from './store.ts';
 
 /** Whether the page prepares workers by itself (not under automation). */
 export function preparesOnLoad(nav: { webdriver?: boolean } = navigator): boolean {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadMobyDick, MOBY_DICK } from '../data/moby-dick.ts';
 import { registerCorpus } from '../data/text-registry.ts';
-import { validateRunConfig } from '../runtime/run-config.ts';
+import { validateRunConfig } from '../config/run-config.ts';
 import { closedForm } from '../schedule/index.ts';
 import { PRESETS, presetQuery } from './presets.ts';
 import { readUrlState } from './url-state.ts';

@@ -3,7 +3,7 @@
  * schedules. Each is an ordinary configuration (a URL query like any other
  * link), optionally with a second link to run after it for the contrast.
  */
-import { defaultRunConfig, withDataset, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { MOBY_DICK } from '../data/moby-dick.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import { defaultSimParams } from './sim-params.ts';

@@ -10,7 +10,7 @@ import { runDurably } from '../run-state/durable-run.ts';
 import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 import { noteRecovery, noteSave, refreshCheckpoints, useCheckpoints } from './checkpoint-actions.ts';
 import type { RunReport } from '../runtime/report-types.ts';
-import type { RunConfig } from '../runtime/run-config.ts';
+import type { RunConfig } from '../config/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';

@@ -1,6 +1,6 @@
 /** The steps-per-second estimate: over the steps after the first, from the times they landed. */
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig } from '../config/run-config.ts';
 import { ESTIMATE_STEPS, estimateConfig, stepsPerSecondOf } from './speed-estimate.ts';
 
 describe('speed estimate', () => {

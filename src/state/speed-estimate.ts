@@ -7,7 +7,7 @@
  * configuration it measured: change it and the estimate is gone.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
-import { configToQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { cannotRunReason } from './run-controller.ts';
 import { beginSession, endSession, usePipeLab, type SessionControl } from './store.ts';
 

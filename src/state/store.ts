@@ -9,7 +9,7 @@
  */
 import { create } from 'zustand';
 import type { RunReport } from '../runtime/report-types.ts';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import type { Timeline } from '../schedule/index.ts';
 import type { BlockRange } from '../nn/partition.ts';
 import type { ConfigError } from '../util/errors.ts';
@@ -19,7 +19,14 @@ import type { GapAttribution } from './explain.ts';
 import type { ProgressMeter } from './progress.ts';
 import type { StepGate } from './step-gate.ts';
 import type { WebGpuSupport } from './webgpu-support.ts';
-import type { WorkersReadiness } from './prepare-workers.ts';
+
+
+/** Whether the page's workers are prepared for the current configuration (prepare-workers.ts). */
+export type WorkersReadiness =
+  | { state: 'cold' }
+  | { state: 'preparing'; ranks: number }
+  | { state: 'ready'; ranks: number; ms: number }
+  | { state: 'failed'; reason: string };
 
 export type View = 'run' | 'compare' | 'simulate';
 export const VIEWS: readonly View[] = ['run', 'compare', 'simulate'];

@@ -15,7 +15,7 @@ import type { TextCorpus } from '../data/text-corpus.ts';
 import { checkTextFileSize, describeCorpus, TEXT_HASH_PATTERN } from '../data/text-corpus.ts';
 import { loadedCorpus, registerCorpus } from '../data/text-registry.ts';
 import { MOBY_DICK } from '../data/moby-dick.ts';
-import { withDataset } from '../runtime/run-config.ts';
+import { withDataset } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { setConfig } from './config-actions.ts';
 import { usePipeLab, type TextSourceState } from './store.ts';

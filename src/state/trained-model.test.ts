@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { StageChain } from '../nn/stage-chain.ts';
-import { defaultRunConfig, toTrainConfig } from '../runtime/run-config.ts';
+import { defaultRunConfig, toTrainConfig } from '../config/run-config.ts';
 import { decisionBoundary, parameterShapes, sampleTrainedNames } from './trained-model.ts';
 
 /** Logits of the MLP (Linear → ReLU per hidden block, then the head) for one 2-D point, in float64 from the weights by name. */

@@ -16,7 +16,7 @@ import type { TextDataset } from '../data/text-dataset.ts';
 import { attentionPatterns, type AttentionPatterns } from '../nn/attention-patterns.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { paramShapes } from '../nn/param-shapes.ts';
-import { toTrainConfig, type RunConfig } from '../runtime/run-config.ts';
+import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import type { BoundaryGrid, TextSample } from './store.ts';
 
 export type WeightMap = Record<string, Float32Array | Float64Array>;

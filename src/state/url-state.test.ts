@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRunConfig, validateRunConfig, withDataset } from '../runtime/run-config.ts';
+import { defaultRunConfig, validateRunConfig, withDataset } from '../config/run-config.ts';
 import { defaultSimParams } from './sim-params.ts';
 import { MAX_URL_PROBLEMS, readUrlState, urlConfigOf, urlQueryFor } from './url-state.ts';
 

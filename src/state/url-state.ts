@@ -3,7 +3,7 @@
  * runtime's own keys), `view`, and the simulate-only `sim.*` keys. Reading it
  * reports every bad value (field, value, rule) and keeps the rest.
  */
-import { configFromQuery, configToQuery, readableQuery, type RunConfig } from '../runtime/run-config.ts';
+import { configFromQuery, configToQuery, readableQuery, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { COMPARE_QUERY_KEYS, compareParamsFromQuery, compareParamsToQuery, type CompareParams } from './compare-params.ts';
 import { SIM_QUERY_KEYS, defaultSimParams, simParamsFromQuery, simParamsToQuery, type SimParams } from './sim-params.ts';

@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { buildTorchBundle, type BundleFile } from '../torch-bundle.ts';
 import { readTorchProgram } from '../torch-program-disk.ts';
 import { writeBundle } from './torchrun.ts';

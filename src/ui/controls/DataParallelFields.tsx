@@ -1,9 +1,9 @@
 /**
  * The second axis in the page's pipeline controls: data-parallel replicas of
  * the pipeline (dp), ZeRO-1 and whether each stage's all-reduce overlaps the
- * backward (src/schedule/mesh.ts, src/runtime/data-parallel.ts).
+ * backward (src/schedule/mesh.ts, src/runtime/flush.ts).
  */
-import { MAX_RUN_RANKS, type RunConfig } from '../../runtime/run-config.ts';
+import { MAX_RUN_RANKS, type RunConfig } from '../../config/run-config.ts';
 import { CheckboxField, NumberField } from './fields.tsx';
 
 interface Props {

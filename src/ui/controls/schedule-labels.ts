@@ -1,5 +1,5 @@
 /** Short names of the schedules for menus and tables. */
-import type { RunScheduleName } from '../../runtime/run-config.ts';
+import type { RunScheduleName } from '../../config/run-config.ts';
 
 export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   gpipe: 'GPipe',

@@ -1,7 +1,7 @@
 /** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights, the run for PyTorch. */
 import { torchExportRefusal } from '../../export/refusals.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
 import { csvFile, download, reportFile, safetensorsFile, slug, torchBundleFile, traceFile, type ExportFile } from './export-files.ts';
 

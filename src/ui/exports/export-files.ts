@@ -7,7 +7,7 @@
 import { buildTorchBundle } from '../../export/torch-bundle.ts';
 import type { TorchProgram } from '../../export/torch-program.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
 import { parameterShapes } from '../../state/trained-model.ts';
 import { writeSafetensors, type NamedTensor } from '../../util/safetensors.ts';

@@ -4,7 +4,7 @@
  * closed on later visits; "What is this?" in the title bar opens it again.
  */
 import type { MouseEvent } from 'react';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { setConfig } from '../../state/config-actions.ts';
 import { useOnboarding } from '../../state/onboarding.ts';
 import { PRESETS, presetQuery, type PresetLink } from '../../state/presets.ts';

@@ -6,8 +6,8 @@
  * the measured makespan and bubble beside the planned costs (src/state/cut-runs.ts).
  */
 import type { SplitView } from '../../plan/splits.ts';
-import { cutOfRanges, cutText } from '../../runtime/explicit-cut.ts';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import { cutOfRanges, cutText } from '../../config/explicit-cut.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { cannotMeasureReason } from '../../state/compare.ts';
 import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/cut-runs.ts';
 import { usePipeLab, type CutMeasurement } from '../../state/store.ts';

@@ -9,7 +9,7 @@
 import { useMemo, useState } from 'react';
 import { blockCosts } from '../../nn/model-spec.ts';
 import { flopsProfile } from '../../plan/flops-profile.ts';
-import { measureProfile, modelSpecOf } from '../../plan/measure.ts';
+import { measureProfile, modelSpecOf } from '../../runtime/measure-profile.ts';
 import { makePlan, type Plan } from '../../plan/plan.ts';
 import { profileFromJson, profileToJson, type Profile } from '../../plan/profile.ts';
 import { checkProfileModel } from '../../plan/profile-model.ts';

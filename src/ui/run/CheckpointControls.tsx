@@ -2,7 +2,7 @@
 import { useEffect } from 'react';
 import { patchConfig } from '../../state/config-actions.ts';
 import { fewerWorkers, meshText } from '../../run-state/recut.ts';
-import { recoveryOf, RECOVERY_MODES, type RecoveryMode, type RunConfig } from '../../runtime/run-config.ts';
+import { recoveryOf, RECOVERY_MODES, type RecoveryMode, type RunConfig } from '../../config/run-config.ts';
 import { SelectField } from '../controls/fields.tsx';
 import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/checkpoint-actions.ts';
 import { cannotRunReason, startRun } from '../../state/run-controller.ts';

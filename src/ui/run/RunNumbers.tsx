@@ -7,7 +7,7 @@
  */
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
 import { computeOnly } from '../../state/derived.ts';
 import { closedMakespanInPredictionUnits } from '../../state/explain.ts';

@@ -4,7 +4,7 @@
  * Before a run the timeline shows the simulator's prediction for the schedule.
  */
 import { useMemo } from 'react';
-import type { RunConfig } from '../../runtime/run-config.ts';
+import type { RunConfig } from '../../config/run-config.ts';
 import { predict, simulateWithMeasured, stepSchedule } from '../../state/derived.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { LossChart } from '../charts/LossChart.tsx';

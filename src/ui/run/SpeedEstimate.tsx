@@ -1,5 +1,5 @@
 /** "Steps per second" before Run: measure the configuration's first steps and say what the whole run will take here. */
-import { configToQuery } from '../../runtime/run-config.ts';
+import { configToQuery } from '../../config/run-config.ts';
 import { cannotRunReason } from '../../state/run-controller.ts';
 import { ESTIMATE_STEPS, estimateSpeed } from '../../state/speed-estimate.ts';
 import { usePipeLab } from '../../state/store.ts';

@@ -1,17 +1,17 @@
 /** The profiling pass on the in-process CPU runtime: one block per rank, F/I/W timed apart, bytes and comm per boundary. */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
-import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { planRun } from '../runtime/run-plan.ts';
-import { defaultRunConfig, type RunConfig } from '../runtime/run-config.ts';
+import { runPipeline } from './coordinator.ts';
+import { InProcessRankHost } from './in-process-host.ts';
+import { planRun } from './run-plan.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { blockInCols } from '../nn/model-spec.ts';
-import { lanesFromReport, lanesProbeConfig, measureProfile, profileFromReport, profilingConfig } from './measure.ts';
+import { lanesFromReport, lanesProbeConfig, measureProfile, profileFromReport, profilingConfig } from './measure-profile.ts';
 import { generateSchedule, simulate } from '../schedule/index.ts';
-import { meanOpTimesOf } from './calibrate.ts';
-import type { RunReport } from '../runtime/report-types.ts';
-import { parseProfile } from './profile.ts';
-import { planPartition } from './partition.ts';
+import { meanOpTimesOf } from '../plan/calibrate.ts';
+import type { RunReport } from './report-types.ts';
+import { parseProfile } from '../plan/profile.ts';
+import { planPartition } from '../plan/partition.ts';
 
 const cfg: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 8, batchSize: 16, microbatches: 4, ranks: 2, steps: 2, evalEvery: 0 };
 const runCpu = (c: RunConfig) => runPipeline(c, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), recvTimeoutMs: 5000 });

@@ -34,12 +34,12 @@
  *                                           inspect, store, remove, reference (src/run-state/checkpoint-automation.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
-import type { RunReport } from './report-types.ts';
-import { defaultRunConfig, configFromQuery, type RunConfig } from './run-config.ts';
-import { hasWebGpu, prepareWorkers, runInBrowser, runSingleDevice, type BrowserRunOptions } from './browser-run.ts';
-import { WorkerRankHost } from './worker-host.ts';
-import { warmWorkers } from './warm-workers.ts';
-import { measureProfile } from '../plan/measure.ts';
+import type { RunReport } from '../runtime/report-types.ts';
+import { defaultRunConfig, configFromQuery, type RunConfig } from '../config/run-config.ts';
+import { hasWebGpu, prepareWorkers, runInBrowser, runSingleDevice, type BrowserRunOptions } from '../runtime/browser-run.ts';
+import { WorkerRankHost } from '../runtime/worker-host.ts';
+import { warmWorkers } from '../runtime/warm-workers.ts';
+import { measureProfile } from '../runtime/measure-profile.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';

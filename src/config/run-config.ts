@@ -10,7 +10,7 @@
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
-import { FAULT_KINDS, type Fault } from './faults.ts';
+import { FAULT_KINDS, type Fault } from './fault-spec.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseCutText, validateCut } from './explicit-cut.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';

@@ -26,13 +26,13 @@
  * CPU runtime in tests), so it runs wherever a pipeline runs.
  */
 import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
-import type { RunReport } from '../runtime/report-types.ts';
-import { MAX_RUN_RANKS, withoutCut, type RunConfig } from '../runtime/run-config.ts';
-import { planRun } from '../runtime/run-plan.ts';
+import type { RunReport } from './report-types.ts';
+import { MAX_RUN_RANKS, withoutCut, type RunConfig } from '../config/run-config.ts';
+import { planRun } from './run-plan.ts';
 import type { Op } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
-import { PROFILE_VERSION, type BlockProfile, type Profile } from './profile.ts';
-import { fitLanes, laneCandidates, recordedRunOf } from './prediction-check.ts';
+import { PROFILE_VERSION, type BlockProfile, type Profile } from '../plan/profile.ts';
+import { fitLanes, laneCandidates, recordedRunOf } from '../plan/prediction-check.ts';
 
 const COMM_COST: ReadonlySet<string> = new Set(['readback', 'transfer', 'upload', 'send']);
 

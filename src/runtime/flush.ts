@@ -1,13 +1,20 @@
 /**
- * The flush of a data-parallel mesh (src/schedule/mesh.ts): dp replicas of the
- * pipeline each accumulate their stages' gradients over their own micro-batches
- * (the loss scale is 1 / the whole step's targets, so the sum over replicas is
- * the one-device gradient); then every stage's gradients are summed over the dp
- * workers that hold it by a ring all-reduce (ring-allreduce.ts), and every
- * replica applies the same optimizer step — or, with ZeRO-1, the ring's
- * reduce-scatter leaves each worker one summed chunk, it updates that chunk's
- * weights with its shard of the optimizer state (zero-shard.ts), and the ring's
- * all-gather spreads the updated weights.
+ * The end of a step for every synchronous schedule ('flush' in the registry):
+ * the one place where a step's weight update happens. Gradients accumulate over
+ * the step's micro-batches; then, for each of the worker's stages:
+ *
+ * 1. gather: its gradients are read off the device as one vector;
+ * 2. collectives over the stage's dp group (the mesh, src/schedule/mesh.ts):
+ *    a ring all-reduce sums them over the dp workers that hold the stage
+ *    (ring-allreduce.ts; the loss scale is 1 / the whole step's targets, so the
+ *    sum is the one-device gradient) — or, with ZeRO-1, the ring's
+ *    reduce-scatter leaves each worker one summed chunk;
+ * 3. the update: the optimizer over the whole stage, or ZeRO-1's shard update of
+ *    that chunk with its shard of the optimizer state (zero-shard.ts), then the
+ *    ring's all-gather spreads the updated weights;
+ * 4. write back onto the device, and zero the gradients.
+ * With one replica (dp = 1) steps 1, 2 and 4's write-back fall away: the
+ * optimizer steps the rank's stages in place.
  *
  * Overlap (as DDP does it): a stage's collective starts as soon as that stage's
  * last backward (B, or W when split) of the step is done, while the worker's
@@ -15,19 +22,22 @@
  * every worker of the mesh has finished its actions (mesh-control.ts barrier).
  * A worker's stages share its one ring link: their collectives run one after
  * another. Every part is logged as a 'collective' interval of the step.
+ *
+ * This module knows the mesh only through DataParallelParts (its ring and its
+ * barrier) and nothing of hosts or faults: fault injection reaches it through
+ * the `beforeExchange` hook the rank's composition (rank-runtime.ts) supplies.
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { createOptimizer, optimizerStateBytes, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
+import type { ZeroStage } from '../config/run-config.ts';
 import { epochMs } from './clock.ts';
 import type { MeshControlClient } from './mesh-control.ts';
+import { wholePieces, type OptimizerPieces, type PolicyReport, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from './ring-allreduce.ts';
-import type { ZeroStage } from './run-config.ts';
 import type { StepLog } from './transport.ts';
-import type { RankState } from './rank-host.ts';
-import { wholePieces, type PolicyReport, type UpdatableStage, type UpdatePolicy } from './update-policy.ts';
 import { ZeroShard } from './zero-shard.ts';
 
 export interface DataParallelParts {
@@ -73,7 +83,7 @@ function writeVector(be: Backend, tensors: readonly Tensor[], x: Vector): void {
   }
 }
 
-export class DataParallelFlush implements UpdatePolicy {
+export class Flush implements UpdatePolicy {
   /** Backwards (B and W) each stage runs in a step, and those left in this step. */
   private readonly backwards = new Map<number, number>();
   private readonly left = new Map<number, number>();
@@ -83,13 +93,16 @@ export class DataParallelFlush implements UpdatePolicy {
   private failure: Error | null = null;
   private readonly opt: Optimizer | null;
   private readonly shards = new Map<number, ZeroShard>();
+  private readonly parts: DataParallelParts;
 
   constructor(
     private readonly be: Backend,
     private readonly stages: ReadonlyMap<number, UpdatableStage>,
     private readonly train: TrainConfig,
-    private readonly parts: DataParallelParts,
+    private readonly mesh: DataParallelParts | null,
   ) {
+    const parts = mesh ?? LOCAL;
+    this.parts = parts;
     for (const a of parts.order) if (a.op === 'B' || a.op === 'W') this.backwards.set(a.stage, (this.backwards.get(a.stage) ?? 0) + 1);
     this.resetStep();
     if (parts.zero === 1) {
@@ -110,7 +123,7 @@ export class DataParallelFlush implements UpdatePolicy {
   }
 
   afterAction(a: Action, log: StepLog): void {
-    if (!this.parts.overlap || (a.op !== 'B' && a.op !== 'W')) return;
+    if (!this.mesh || !this.parts.overlap || (a.op !== 'B' && a.op !== 'W')) return;
     const left = (this.left.get(a.stage) ?? 0) - 1;
     this.left.set(a.stage, left);
     if (left === 0) this.startCollective(a.stage, log);
@@ -164,13 +177,23 @@ export class DataParallelFlush implements UpdatePolicy {
     parts.control?.status(null);
   }
 
-  async endStep(step: number, log: StepLog): Promise<void> {
+  endStep(step: number, log: StepLog): void | Promise<void> {
+    if (!this.mesh) return this.update(step);
+    return this.meshEndStep(step, log);
+  }
+
+  private async meshEndStep(step: number, log: StepLog): Promise<void> {
     if (!this.parts.overlap && this.parts.control) await this.parts.control.barrier(step, 'the all-reduce');
     // Stages not started yet (overlap off, or a stage without a backward here), latest stage first as the backward finishes them.
     for (const s of [...this.stages.keys()].sort((a, b) => b - a)) if (!this.started.has(s)) this.startCollective(s, log);
     await this.link;
     this.resetStep();
     if (this.failure) throw this.failure;
+    this.update(step);
+  }
+
+  /** The optimizer over the whole stages (ZeRO-1's shards were updated in their collectives), then zeroed gradients. */
+  private update(step: number): void {
     if (this.opt) {
       this.opt.lr = lrAt(this.train, step);
       this.opt.step(1);
@@ -183,7 +206,7 @@ export class DataParallelFlush implements UpdatePolicy {
     return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer) };
   }
 
-  async readOptimizer(): Promise<RankState['optimizer']> {
+  async readOptimizer(): Promise<OptimizerPieces> {
     if (this.opt) return wholePieces(this.opt, [...this.stages.values()].flatMap((st) => st.params));
     const parts = await Promise.all([...this.shards.values()].map((s) => s.readState()));
     const steps = parts[0]?.steps ?? 0;
@@ -200,3 +223,18 @@ export class DataParallelFlush implements UpdatePolicy {
     for (const s of this.shards.values()) s.dispose();
   }
 }
+
+/** One replica: no ring, no barrier; the flush is the optimizer step alone. */
+const LOCAL: DataParallelParts = {
+  dp: 1,
+  replica: 0,
+  zero: 0,
+  overlap: false,
+  order: [],
+  next: 0,
+  ring: () => {
+    throw new Error('a single replica has no ring');
+  },
+  control: null,
+  onFailure: () => {},
+};

@@ -1,0 +1,44 @@
+/**
+ * The simulator's cost model: per-stage op times, links, activation and held
+ * bytes, a shared device's lanes, data-parallel replicas and their all-reduce.
+ * simulate.ts explains how each is played; this module holds only the shape,
+ * so the mesh simulation (simulate-mesh.ts) and the single-pipeline one read
+ * it without importing each other.
+ */
+import type { AllReduceCosts } from './allreduce-cost.ts';
+
+export type PerStage = number | readonly number[];
+export type PerLink = number | ((fromRank: number, toRank: number) => number);
+
+export interface CostModel {
+  F?: PerStage;
+  B?: PerStage;
+  I?: PerStage;
+  W?: PerStage;
+  /** Time from send to first byte between two ranks; default 0. */
+  latency?: PerLink;
+  /** Bytes per time unit between two ranks; default Infinity (free). */
+  bandwidth?: PerLink;
+  /** Bytes of the tensor stage s sends to stage s+1 (and of the gradient coming back); default 0. */
+  activationBytes?: PerStage;
+  /** Bytes stage s keeps per micro-batch for its backward; default activationBytes. */
+  heldBytes?: PerStage;
+  /** Of those, the bytes still kept between a split backward's I and its W (at most heldBytes); default heldBytes. */
+  heldAfterInput?: PerStage;
+  /** Extra time of a message across the boundary after stage s (a profile's measured comm); default 0. */
+  comm?: PerStage;
+  /**
+   * Shared-device mode: the ranks share one device with this many effective
+   * lanes; when n ranks compute at once each runs at rate min(1, lanes / n)
+   * (shared-device.ts). Default Infinity: p independent devices.
+   */
+  lanes?: number;
+  /** Unit of the times; 'unit' (default) or 'ms'. */
+  unit?: 'ms' | 'unit';
+  /** Data-parallel replicas of the pipeline (default 1); with a shared device, all dp × ranks workers share `lanes`. */
+  dp?: number;
+  /** Bytes of each stage's gradients (what its all-reduce moves); default 0. */
+  gradBytes?: PerStage;
+  /** The ring all-reduce's α–β costs and whether it overlaps the backward (allreduce-cost.ts); default free. */
+  allReduce?: AllReduceCosts;
+}
