@@ -105,11 +105,11 @@ test('recovery = fewer: a 3-rank run whose worker crashes at step k+1 with check
   await open(page, '?recovery=fewer');
   // The page's choice reads the link, and says what a failure would do with the form's configuration (4 ranks).
   await expect(page.getByLabel('If a worker dies, continue on')).toHaveValue('fewer');
-  await expect(page.getByText("Restarts from the last checkpoint on 3 workers (re-cut onto 3 ranks: the model's 4 blocks on 3 stages); the same losses.")).toBeVisible();
+  await expect(page.getByText("Restarts from the last checkpoint (or the start) on 3 workers (re-cut onto 3 ranks: the model's 4 blocks on 3 stages); the same losses.")).toBeVisible();
   // The default is left out of the link.
   await page.getByLabel('If a worker dies, continue on').selectOption('fresh');
   await expect.poll(() => new URL(page.url()).searchParams.has('recovery')).toBe(false);
-  await expect(page.getByText('Restarts from the last checkpoint on fresh workers, the same mesh.')).toBeVisible();
+  await expect(page.getByText('Restarts from the last checkpoint (or the start) on fresh workers, the same mesh.')).toBeVisible();
   const r = await page.evaluate(
     async ({ small, k }) => {
       const cfg = { ...window.pipelab.defaultConfig(), ...small, ranks: 3, checkpointEvery: k, recovery: 'fewer' as const };

@@ -125,10 +125,19 @@ describe('durable runs on the CPU host', () => {
     );
   });
 
-  it('a failure before the first checkpoint is not recovered: it ends the run as it is', async () => {
-    const store = new CheckpointStore(new MemoryShelf());
-    const cfg = config({ checkpointEvery: 4, fault: { kind: 'throw', action: '1B1', step: 2 } });
-    await expect(runDurably(cfg, {}, { store }, cpuRunner)).rejects.toThrow(/injected fault/);
+  it('a failure before the first checkpoint recovers from step 0 (the start is a checkpoint for free): the uninterrupted run, exactly', async () => {
+    // The case: a 6-step run, a crash in step 3, checkpointEvery at its default (50): no checkpoint yet.
+    for (const over of [{}, { checkpointEvery: 0 }, { checkpointEvery: 50, dp: 2, zero: 1 as const }]) {
+      const store = new CheckpointStore(new MemoryShelf());
+      const cfg = config(over);
+      const full = await cpuRunner(cfg, { readWeights: true });
+      const recoveries: { fromStep: number }[] = [];
+      const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '1B1', step: 3 } }, { readWeights: true }, { store, onRecovery: (r) => recoveries.push(r) }, cpuRunner);
+      expect(recoveries).toEqual([expect.objectContaining({ fromStep: 0 })]);
+      expect(report.recovery).toMatchObject({ failedAtStep: 3, fromStep: 0, stepsRedone: 3 });
+      expect(report.losses).toHaveLength(6);
+      expectSameRun(report, full);
+    }
   });
 
   it('a failure before any step is not recovered: it ends the run as it is', async () => {

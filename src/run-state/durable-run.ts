@@ -4,7 +4,8 @@
  * optionally started from the configuration's last checkpoint (resume); and,
  * when it fails after a step (a worker crashed, a device was lost, a step
  * threw), restarted from the last checkpoint saved (or the one it resumed
- * from; with neither, the failure ends the run), the injected test fault not
+ * from; with neither, from step 0: the start is a function of the
+ * configuration, a checkpoint for free), the injected test fault not
  * firing again: with recovery = 'fresh' (the default) on fresh workers in the
  * same mesh; with 'fewer' on the workers that remain, the run re-planned on a
  * smaller mesh (./recut.ts; no smaller mesh ends the run saying why) and the
@@ -92,7 +93,9 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       const recoverable = (durable.recover ?? true) && progressed && !opts.signal?.aborted && !(e instanceof ConfigError) && !(e instanceof CheckpointError);
       const saved = recoverable && saver ? (await saver.settled()).steps : [];
       const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
-      if (!recoverable || (saved.length === 0 && !resumed) || recoveries.length >= MAX_RECOVERIES) {
+      // With no checkpoint saved yet (nor resumed from), the run recovers from step 0: the state at the start
+      // is a function of the configuration (seeded weights, fresh optimizer, data order), a checkpoint for free.
+      if (!recoverable || recoveries.length >= MAX_RECOVERIES) {
         if (failures.length === 0) throw e;
         const why = recoverable && recoveries.length >= MAX_RECOVERIES ? ` (${MAX_RECOVERIES} recoveries are the most a run makes)` : '';
         throw new RunError(`${failures.join('; ')}; ${recoveries.length === 1 ? 'its recovery' : `its recovery ${recoveries.length}`} from step ${recoveries.at(-1)!.fromStep} failed too${why}: ${failure}`);
@@ -115,7 +118,7 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       if (config.recovery !== undefined) again.recovery = config.recovery;
       // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
       try {
-        from = saved.length > 0 ? await store.load(config, fromStep) : resumed;
+        from = saved.length > 0 ? await store.load(config, fromStep) : resumed; // neither: from the configuration's step 0
       } catch (e2) {
         throw new RunError(`${failures.join('; ')}; its recovery could not read the checkpoint of step ${fromStep}: ${messageOf(e2)}`);
       }

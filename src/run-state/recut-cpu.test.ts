@@ -75,6 +75,14 @@ describe("recovery = 'fewer' on the CPU host", () => {
     });
   }
 
+  it('a crash before the first checkpoint (checkpointEvery 50) restarts from step 0 on p = 2: the losses and weights of the uninterrupted p = 3 run', async () => {
+    const cfg = config({ checkpointEvery: 50 });
+    const { full, report, workers } = await crashAndRecover(cfg, '2F1');
+    expect(workers).toEqual([3, 2]);
+    expect(report.recovery).toMatchObject({ mode: 'fewer', failedAtStep: 3, fromStep: 0, stepsRedone: 3, meshAfter: { dp: 1, ranks: 2 } });
+    expectSameRunRel(report, full);
+  });
+
   it('interleaved-1f1b, p = 3, v = 2, 3 micro-batches: not valid on 2 ranks (3 is not a multiple of 2), so 1F1B with one stage per rank is used, said in the record; the losses and weights of the uninterrupted run', async () => {
     const cfg = config({ schedule: 'interleaved-1f1b', virtual: 2, layers: 5, microbatches: 3, batchSize: 12 });
     const { full, report, workers } = await crashAndRecover(cfg, '4F1');

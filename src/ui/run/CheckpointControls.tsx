@@ -11,12 +11,12 @@ import { isActive, usePipeLab } from '../../state/store.ts';
 
 const RECOVERY_LABELS: Record<RecoveryMode, string> = { fresh: 'a fresh worker in its place', fewer: 'the workers that remain' };
 
-/** One line: what a failure after the first checkpoint does with `config`'s recovery choice. */
+/** One line: what a failure after a step does with `config`'s recovery choice (before the first checkpoint, the last checkpoint is the run's start). */
 function recoveryHint(config: RunConfig): string {
-  if (recoveryOf(config) === 'fresh') return 'Restarts from the last checkpoint on fresh workers, the same mesh.';
+  if (recoveryOf(config) === 'fresh') return 'Restarts from the last checkpoint (or the start) on fresh workers, the same mesh.';
   try {
     const r = fewerWorkers(config);
-    return `Restarts from the last checkpoint on ${r.after.workers} worker${r.after.workers === 1 ? '' : 's'} (${r.how}); the same losses.`;
+    return `Restarts from the last checkpoint (or the start) on ${r.after.workers} worker${r.after.workers === 1 ? '' : 's'} (${r.how}); the same losses.`;
   } catch (e) {
     return `${e instanceof Error ? e.message : String(e)}: a failure ends the run.`;
   }
