@@ -10,7 +10,7 @@
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
-import { FAULT_KINDS, type Fault } from './fault-spec.ts';
+import { checkFaultAction, FAULT_KINDS, type Fault } from './fault-spec.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseCutText, validateCut } from './explicit-cut.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
@@ -179,6 +179,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     if (typeof cfg.fault.action !== 'string') throw new ConfigError('fault.action', cfg.fault.action, 'must be an action such as "1F2", or "AR1" for stage 1\'s all-reduce');
     if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
     if (cfg.fault.replica !== undefined) requireInt('fault.replica', cfg.fault.replica, 0, cfg.dp - 1);
+    checkFaultAction(cfg.fault.action, { kind: scheduleKind(schedule), ranks: cfg.ranks, virtual: cfg.virtual, microbatches: cfg.microbatches, steps: cfg.steps, dp: cfg.dp });
   }
   checkRunLimits(cfg);
 }
