@@ -13,7 +13,7 @@ import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULE
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
-import { readTextCorpusFile } from './text-file.ts';
+import { EXAMPLE_TEXTS, exampleByHash, readTextArg } from './text-file.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 
 const DEFAULTS = defaultRunConfig();
@@ -24,7 +24,7 @@ const HELP_OF: Partial<Record<string, string>> = {
   zero: '1: ZeRO-1, each stage’s optimizer state sharded across its dp replicas (needs --dp 2 or more); 0: off',
   overlap: 'true: a stage’s gradient all-reduce starts as soon as its last backward is done; false: at the flush (same numbers)',
   virtual: 'stages per rank v; the model is cut into p·v stages',
-  dataset: 'spiral, moons, circles, xor, names (implies --model char-mlp) or text (a text file: --text FILE)',
+  dataset: 'spiral, moons, circles, xor, names (implies --model char-mlp), text (a text file: --text FILE) or moby-dick (the book the page ships: --text moby-dick)',
   textHash: 'the content hash of the text (16 hex digits); with --text, it must be that file\'s',
   steps: 'training steps; the bundle holds the batch of every step',
   partition: `how the model is cut into stages: one of ${PARTITIONS.join(', ')} (cut: the blocks per stage --cut gives)`,
@@ -34,7 +34,7 @@ const HELP_OF: Partial<Record<string, string>> = {
 const FLAGS: FlagSpec[] = [
   ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'}${DEFAULTS[f] === undefined ? '' : ` (default ${String(DEFAULTS[f])})`}` })),
   { name: 'no-overlap', boolean: true, help: 'the same as --overlap false' },
-  { name: 'text', value: 'FILE', help: 'a UTF-8 text file to train on, as the page\'s "Your text" (implies --dataset text; the bundle carries it)' },
+  { name: 'text', value: 'FILE', help: 'a UTF-8 text file to train on, as the page\'s "Your text", or moby-dick for the book the page ships (a file of that name wins; implies --dataset text; the bundle carries it)' },
   { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
@@ -66,14 +66,24 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
     if (query.has('overlap')) throw new UsageError('--no-overlap', `--overlap ${query.get('overlap')}`, 'give one of --overlap and --no-overlap');
     query.set('overlap', 'false');
   }
-  const textPath = stringFlag(a, 'text');
+  // `--dataset moby-dick`: a shipped example text named as a data set, the same as `--text moby-dick`.
+  const exampleDataset = query.get('dataset');
+  if (exampleDataset !== null && exampleDataset in EXAMPLE_TEXTS) {
+    if (stringFlag(a, 'text') !== undefined) throw new UsageError('--dataset', exampleDataset, 'names an example text; give it or --text, not both');
+    query.set('dataset', 'text');
+  }
+  const textPath = stringFlag(a, 'text') ?? (exampleDataset !== null && exampleDataset in EXAMPLE_TEXTS ? exampleDataset : undefined);
   if (textPath !== undefined) {
-    const corpus = readTextCorpusFile(textPath);
+    const corpus = readTextArg(textPath);
     const named = query.get('textHash');
     if (named !== null && named !== corpus.hash) throw new UsageError('--text', textPath, `has content hash ${corpus.hash}, not the ${named} --textHash names`);
     registerCorpus(corpus);
     if (!query.has('dataset')) query.set('dataset', 'text');
     query.set('textHash', corpus.hash);
+  } else {
+    // A link's text named by hash alone: a shipped example needs no file (the page's preset "A GPT learns a book").
+    const example = exampleByHash(query.get('textHash') ?? '');
+    if (example) registerCorpus(example);
   }
   const { config, errors } = configFromQuery(query.toString());
   if (errors.length > 0) {

@@ -8,6 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashText } from '../data/text-corpus.ts';
+import { loadMobyDick, MOBY_DICK } from '../data/moby-dick.ts';
+import { registerCorpus } from '../data/text-registry.ts';
+import { defaultRunConfig, withDataset } from '../config/run-config.ts';
+import { buildTorchBundle } from '../export/torch-bundle.ts';
+import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { readSafetensors } from '../util/safetensors.ts';
 import { run } from './cli-test-support.ts';
 
@@ -52,5 +57,29 @@ describe('pipelab export-torch --text', () => {
     const r = run('export-torch', '--text', file('ishmael.txt', TEXT), '--textHash', '0123456789abcdef', '--out', join(dir, 'never'));
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--text = ".*ishmael\.txt": has content hash [0-9a-f]{16}, not the 0123456789abcdef --textHash names/);
+  });
+
+  it('trains on the book the page ships without a file: --text moby-dick, --dataset moby-dick and the preset\'s --textHash each write the page\'s bundle', async () => {
+    // The page's path: the preset's configuration, the book read as the page reads it (Vite's ?raw import, hashed with crypto.subtle).
+    const page = await loadMobyDick();
+    expect(page.hash).toBe(MOBY_DICK.hash);
+    registerCorpus(page);
+    const cfg = { ...withDataset(defaultRunConfig(), 'text', MOBY_DICK.hash), ranks: 2, microbatches: 2, batchSize: 4, steps: 2 };
+    const expected = new Map(buildTorchBundle(cfg, readTorchProgram()).map((f) => [f.path, f.data]));
+    const flags = ['--ranks', '2', '--microbatches', '2', '--batchSize', '4', '--steps', '2'];
+    for (const [i, how] of [['--text', 'moby-dick'], ['--dataset', 'moby-dick'], ['--dataset', 'text', '--textHash', MOBY_DICK.hash]].entries()) {
+      const out = join(dir, `book${i}`);
+      const r = run('export-torch', ...how, ...flags, '--out', out);
+      expect(r.code, r.err).toBe(0);
+      expect([...r.files.keys()].map((k) => k.slice(out.length + 1)).sort()).toEqual([...expected.keys()].sort());
+      // Byte for byte (Buffer.equals: a deep toEqual of megabyte arrays takes seconds).
+      const bytes = (d: string | Uint8Array | undefined) => Buffer.from(typeof d === 'string' ? new TextEncoder().encode(d) : (d ?? new Uint8Array()));
+      for (const [path, data] of expected) expect(bytes(r.files.get(join(out, path))).equals(bytes(data)), path).toBe(true);
+    }
+  });
+
+  it('refuses --dataset moby-dick beside --text, and a --text that is neither a file nor an example naming the examples', () => {
+    expect(run('export-torch', '--dataset', 'moby-dick', '--text', 'moby-dick', '--out', join(dir, 'never')).err).toContain('--dataset = "moby-dick": names an example text; give it or --text, not both');
+    expect(run('export-torch', '--text', 'moby', '--out', join(dir, 'never')).err).toMatch(/--text = "moby": cannot be read \(ENOENT.*\); the example texts need no file: moby-dick/);
   });
 });
