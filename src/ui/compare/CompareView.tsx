@@ -121,7 +121,7 @@ export function CompareView() {
                 <th scope="col">v</th>
                 <th scope="col">bubble, simulated</th>
                 <th scope="col">closed form</th>
-                <th scope="col">peak act. (mb)</th>
+                <th scope="col" title="The most micro-batches' activations any rank holds at once">peak activations (micro-batches)</th>
                 <th scope="col">bubble, measured (last step)</th>
                 <th scope="col">makespan, ms (last step)</th>
                 <th scope="col" title="What adds to the closed-form bubble: uneven stage costs, communication, ranks sharing one device (percentage points; see the Train view for the method)">

@@ -133,15 +133,15 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
           {Array.from({ length: ranks }, (_, r) => (
             <tr key={r} className={r === 0 ? 'group-start' : ''}>
               <th scope="row">
-                {r === 0 && <span className="group-label">Peak activations held</span>}
+                {r === 0 && <span className="group-label">Peak activations held (micro-batches)</span>}
                 {stagesPerRank === 1 ? `stage ${r}` : `rank ${r}`}
               </th>
               <td>
-                {heldMeasured ? `${heldMeasured[r]} mb` : '—'}
+                {heldMeasured ? microbatches(heldMeasured[r]) : '—'}
                 {stageBytes(r) !== null && <span className="muted"> · {bytes(stageBytes(r))}</span>}
               </td>
-              <td>{heldSimulated ? `${heldSimulated[r]} mb` : predictedPeak ? `${predictedPeak[r]} mb` : '—'}</td>
-              <td>{closedPeak ? `${closedPeak[r]} mb` : '—'}</td>
+              <td>{heldSimulated ? microbatches(heldSimulated[r]) : predictedPeak ? microbatches(predictedPeak[r]) : '—'}</td>
+              <td>{closedPeak ? microbatches(closedPeak[r]) : '—'}</td>
             </tr>
           ))}
           {report && <AllReduceRows report={report} />}
@@ -162,4 +162,9 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
     </section>
   );
+}
+
+/** A count of micro-batches in words ("mb" reads as megabytes to most people). */
+function microbatches(n: number): string {
+  return `${n} micro-batch${n === 1 ? '' : 'es'}`;
 }
