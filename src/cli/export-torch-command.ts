@@ -9,7 +9,8 @@
 import { join } from 'node:path';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTorchProgram } from '../export/torch-program-disk.ts';
-import { configFromQuery, defaultRunConfig, PARTITIONS, URL_FIELDS, RUN_SCHEDULES } from '../config/run-config.ts';
+import { configFromQuery, defaultRunConfig, URL_FIELDS } from '../config/run-config.ts';
+import { fieldHelp } from '../config/field-docs.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
@@ -17,22 +18,16 @@ import { EXAMPLE_TEXTS, exampleByHash, readTextArg } from './text-file.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 
 const DEFAULTS = defaultRunConfig();
-const HELP_OF: Partial<Record<string, string>> = {
-  schedule: `one of ${RUN_SCHEDULES.join(', ')}`,
-  ranks: 'pipeline width p: ranks per replica (schedule.csv rows)',
-  dp: 'data-parallel replicas of the pipeline: torchrun starts dp × ranks processes (replica-major: process g is replica g / ranks, rank g mod ranks)',
-  zero: '1: ZeRO-1, each stage’s optimizer state sharded across its dp replicas (needs --dp 2 or more); 0: off',
-  overlap: 'true: a stage’s gradient all-reduce starts as soon as its last backward is done; false: at the flush (same numbers)',
-  virtual: 'stages per rank v; the model is cut into p·v stages',
-  dataset: 'spiral, moons, circles, xor, names (implies --model char-mlp), text (a text file: --text FILE) or moby-dick (the book the page ships: --text moby-dick)',
-  textHash: 'the content hash of the text (16 hex digits); with --text, it must be that file\'s',
-  steps: 'training steps; the bundle holds the batch of every step',
-  partition: `how the model is cut into stages: one of ${PARTITIONS.join(', ')} (cut: the blocks per stage --cut gives)`,
-  cut: 'blocks per stage, one entry per stage, e.g. 1,1,2 (implies --partition cut); the bundle cuts the model there',
+/** What the command line adds to a field's one description (src/config/field-docs.ts). */
+const CLI_NOTE: Partial<Record<string, string>> = {
+  dataset: 'also moby-dick: the book the page ships, as --text moby-dick',
+  textHash: 'with --text, it must be that file\'s; alone, a shipped example\'s hash needs no file',
+  ranks: 'torchrun starts dp × ranks processes, replica-major (process g is replica g / ranks, rank g mod ranks)',
+  steps: 'the bundle holds the batch of every step',
 };
 
 const FLAGS: FlagSpec[] = [
-  ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${HELP_OF[f] ?? 'run configuration field'}${DEFAULTS[f] === undefined ? '' : ` (default ${String(DEFAULTS[f])})`}` })),
+  ...URL_FIELDS.map((f): FlagSpec => ({ name: f, value: f.toUpperCase(), help: `${fieldHelp(f) ?? ''}${CLI_NOTE[f] ? ` (${CLI_NOTE[f]})` : ''}${DEFAULTS[f] === undefined ? '' : ` Default ${String(DEFAULTS[f])}.`}` })),
   { name: 'no-overlap', boolean: true, help: 'the same as --overlap false' },
   { name: 'text', value: 'FILE', help: 'a UTF-8 text file to train on, as the page\'s "Your text", or moby-dick for the book the page ships (a file of that name wins; implies --dataset text; the bundle carries it)' },
   { name: 'out', value: 'DIR', help: 'folder to write train.py, config.json, schedule.csv, *.safetensors and README.md into' },

@@ -3,19 +3,24 @@
  * not a valid value, show why under the field, and commit only valid numbers.
  */
 import { useEffect, useId, useState, type ReactNode } from 'react';
+import { fieldHelp } from '../../config/field-docs.ts';
 
 interface FieldShellProps {
   id: string;
   label: string;
   hint?: ReactNode;
   error?: string | null;
+  /** The configuration field it edits: its label's tooltip is that field's one description (src/config/field-docs.ts). */
+  name?: string;
   children: ReactNode;
 }
 
-function FieldShell({ id, label, hint, error, children }: FieldShellProps) {
+function FieldShell({ id, label, hint, error, name, children }: FieldShellProps) {
   return (
     <div className={`field${error ? ' invalid' : ''}`}>
-      <label htmlFor={id}>{label}</label>
+      <label htmlFor={id} title={name ? fieldHelp(name) : undefined}>
+        {label}
+      </label>
       {children}
       {error ? (
         <p className="field-error" id={`${id}-msg`}>
@@ -75,7 +80,7 @@ export function NumberField(props: NumberFieldProps) {
   const { label, value, onChange, min, max, step, hint, error, disabled, name } = props;
   const { id, text, setText, local, setLocal, shown } = useDraft(String(value), error, (t) => Number(t) === value && t.trim() !== '');
   return (
-    <FieldShell id={id} label={label} hint={hint} error={shown}>
+    <FieldShell id={id} label={label} hint={hint} error={shown} name={name}>
       <input
         id={id}
         name={name}
@@ -132,7 +137,7 @@ export function TextField<T>({ label, value, parse, onChange, hint, error, disab
   };
   const { id, text, setText, setLocal, shown } = useDraft(value, error, sameValue);
   return (
-    <FieldShell id={id} label={label} hint={hint} error={shown}>
+    <FieldShell id={id} label={label} hint={hint} error={shown} name={name}>
       <input
         id={id}
         name={name}
@@ -172,7 +177,7 @@ export interface SelectFieldProps<T extends string> {
 export function SelectField<T extends string>({ label, value, options, onChange, hint, error, disabled, name }: SelectFieldProps<T>) {
   const id = useId();
   return (
-    <FieldShell id={id} label={label} hint={hint} error={error}>
+    <FieldShell id={id} label={label} hint={hint} error={error} name={name}>
       <select
         id={id}
         name={name}
@@ -206,7 +211,9 @@ export function CheckboxField({ label, checked, onChange, hint, disabled, name }
   return (
     <div className="field checkbox">
       <input id={id} name={name} type="checkbox" checked={checked} disabled={disabled} onChange={(e) => onChange(e.target.checked)} aria-describedby={hint ? `${id}-msg` : undefined} />
-      <label htmlFor={id}>{label}</label>
+      <label htmlFor={id} title={name ? fieldHelp(name) : undefined}>
+        {label}
+      </label>
       {hint && (
         <p className="field-hint" id={`${id}-msg`}>
           {hint}
