@@ -258,6 +258,8 @@ test.describe('at 1440×900', () => {
     await expect(legend).toContainText('idle (the bubble)');
     for (const kind of ['send', 'transfer', 'recv-wait', 'readback upload']) await expect(legend.locator(`li[data-comm="${kind}"]`)).toHaveCount(1);
     await expect(legend).toContainText('GPU → CPU');
+    // The README's picture of the timeline is this run's, taken here so it stays true (docs/images/timeline.png).
+    await page.getByTestId('run-timeline').screenshot({ path: join(import.meta.dirname, '..', 'docs', 'images', 'timeline.png') });
 
     // Loss chart: axis labels and the value under the pointer.
     const chart = page.getByTestId('loss-panel').locator('svg');

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EXPORT_TORCH_HELP } from '../cli/export-torch-command.ts';
 import { DATASETS } from '../data/datasets.ts';
-import { configurationMarkdown, FIELD_DOCS } from './field-docs.ts';
+import { GLOSSARY } from '../ui/onboarding/Glossary.tsx';
+import { configurationMarkdown, FIELD_DOCS, glossaryMarkdown } from './field-docs.ts';
 import { defaultRunConfig, URL_FIELDS, withDataset } from './run-config.ts';
 
 const documented = new Set(Object.keys(FIELD_DOCS));
@@ -34,9 +35,14 @@ describe('the one table of configuration fields', () => {
     }
   });
 
-  it('is what docs/configuration.md says (regenerate it with node --import tsx scripts/gen-config-docs.ts)', () => {
+  it('is what docs/configuration.md says (regenerate with node --import tsx scripts/gen-docs.ts)', () => {
     const committed = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     expect(committed).toBe(configurationMarkdown(defaultRunConfig()));
     for (const f of documented) expect(committed).toContain(`| \`${f}\` |`);
+  });
+
+  it('docs/glossary.md is the page\'s glossary', () => {
+    expect(readFileSync(new URL('../../docs/glossary.md', import.meta.url), 'utf8')).toBe(glossaryMarkdown(GLOSSARY));
+    expect(GLOSSARY.length).toBeGreaterThan(5);
   });
 });
