@@ -133,7 +133,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
           {Array.from({ length: ranks }, (_, r) => (
             <tr key={r} className={r === 0 ? 'group-start' : ''}>
               <th scope="row">
-                {r === 0 && <span className="group-label">Peak activations held (micro-batches)</span>}
+                {r === 0 && <span className="group-label">Peak activations held</span>}
                 {stagesPerRank === 1 ? `stage ${r}` : `rank ${r}`}
               </th>
               <td>
@@ -156,7 +156,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             : ''}
         Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
         {report ? ' and the measured time per message' : ', links free'}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
-        rank’s share of the model costs F = 1, B = 2. mb: micro-batches’ activations{report ? '; bytes: the largest stash measured' : ''}.
+        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once{report ? '; bytes: the largest stash measured' : ''}.
       </p>
       {report && <StartLine report={report} />}
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
