@@ -70,10 +70,10 @@ export function fieldHelp(field: string): string | undefined {
 }
 
 /** docs/configuration.md's table, generated from FIELD_DOCS (scripts/gen-docs.ts writes it; a test keeps it current). */
-export function configurationMarkdown(defaults: Partial<Record<string, unknown>>): string {
+export function configurationMarkdown(defaults: Partial<RunConfig>): string {
   const rows = (Object.keys(FIELD_DOCS) as DocumentedField[]).map((f) => {
     const d = FIELD_DOCS[f];
-    const def = defaults[f];
+    const def: unknown = defaults[f];
     const where = d.where === 'automation' ? 'automation only' : URL_FIELDS.includes(f as (typeof URL_FIELDS)[number]) ? `\`?${f}=\`, \`--${f}\`` : 'automation';
     const cell = (s: string) => s.replace(/\|/g, '\\|');
     return `| \`${f}\` | ${cell(d.label)} | ${cell(d.about)} | ${cell(d.values)} | ${def === undefined ? '—' : `\`${Array.isArray(def) ? def.join(',') : String(def)}\``} | ${where} |`;
