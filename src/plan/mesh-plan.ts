@@ -308,7 +308,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
       if (l.pp === 1 && name !== '1f1b') continue;
       if (ONE_STAGE.has(name)) options.push([name, 1]);
       else if (name === 'interleaved-1f1b') {
-        if (l.m % l.pp === 0) for (const v of [2, 4]) options.push([name, v]);
+        for (const v of [2, 4]) options.push([name, v]); // any m: generators/interleaved.ts
       } else options.push([name, 2]);
     }
     for (const [name, v] of options) {

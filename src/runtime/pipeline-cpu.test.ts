@@ -24,7 +24,7 @@ function smallConfig(schedule: RunConfig['schedule'], ranks: number, microbatche
     microbatches,
     layers: Math.max(3, ranks * virtual - 1),
     hidden: 6,
-    batchSize: 16,
+    batchSize: microbatches * Math.ceil(16 / microbatches),
     steps: 2,
     optimizer: 'adamw',
     lr: 0.01,
@@ -46,12 +46,14 @@ for (const name of SYNCHRONOUS) {
           kind.validateParams(p, m, v);
           cases.push([name, p, m, v]);
         } catch {
-          // a pair this schedule does not accept (e.g. interleaved needs m % p == 0)
+          // a pair this schedule does not accept
         }
       }
     }
   }
 }
+// Interleaving for any m: rounds of at least p micro-batches when m is not a multiple of p, and fewer than p.
+cases.push(['interleaved-1f1b', 4, 6, 2], ['interleaved-1f1b', 4, 9, 2], ['interleaved-1f1b', 2, 3, 3], ['interleaved-1f1b', 4, 3, 2]);
 
 describe('pipeline runtime on the CPU reference equals single-device training', () => {
   it('covers every synchronous schedule', () => {

@@ -26,7 +26,7 @@ describe('bad configurations are rejected before any rank starts', () => {
     ['micro-batches that do not divide the batch', { microbatches: 3, batchSize: 16 }, /^microbatches = 3: must divide batchSize = 16 evenly/],
     ['an unknown schedule', { schedule: 'zigzag' as RunConfig['schedule'] }, /^schedule = "zigzag": must be one of gpipe, 1f1b, /],
     ['a virtual count the schedule cannot take', { schedule: '1f1b', virtual: 2, layers: 7, ranks: 2 }, /^virtual = 2: 1f1b holds one stage per rank/],
-    ['interleaving with m not a multiple of p', { schedule: 'interleaved-1f1b', virtual: 2, layers: 7, ranks: 4, microbatches: 2 }, /^microbatches = 2: interleaved-1f1b needs a multiple of ranks \(4\)/],
+    ['interleaving with more virtual stages than blocks', { schedule: 'interleaved-1f1b', virtual: 4, layers: 3, ranks: 2 }, /ranks × virtual = 8 stages, but the model has only 4 blocks/],
     ['a non-finite learning rate', { lr: Infinity }, /^lr = Infinity: must be a finite number/],
     ['zero ranks', { ranks: 0 }, /^ranks = 0: must be an integer between 1 and 16/],
   ];

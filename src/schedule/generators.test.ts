@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.ts';
 import { formatAction, parseAction } from './action-text.ts';
 import { generateSchedule, RUN_SCHEDULE_NAMES, SCHEDULES, SCHEDULE_NAMES, UPDATE_WINDOWS } from './registry.ts';
+import { interleavedRounds } from './generators/interleaved.ts';
 import { paramsArb } from './test-support.ts';
 import type { Schedule } from './types.ts';
 import { peakMemory } from './simulate.ts';
@@ -130,7 +131,7 @@ describe('validateParams', () => {
   };
 
   it('names the field that broke a rule', () => {
-    expect(fieldOf(() => generateSchedule('interleaved-1f1b', 4, 6, 2))).toBe('microbatches');
+    expect(fieldOf(() => generateSchedule('interleaved-1f1b', 4, 0, 2))).toBe('microbatches');
     expect(fieldOf(() => generateSchedule('gpipe', 4, 8, 2))).toBe('virtual');
     expect(fieldOf(() => generateSchedule('zb-h1', 4, 8, 3))).toBe('virtual');
     expect(fieldOf(() => generateSchedule('zb-v', 4, 8, 3))).toBe('virtual');
@@ -142,8 +143,26 @@ describe('validateParams', () => {
     expect(fieldOf(() => generateSchedule('looped-bfs', 1024, 65536, 64))).toBe('microbatches');
   });
 
-  it('says the rule in the message, e.g. Megatron’s micro-batch multiple', () => {
-    expect(() => generateSchedule('interleaved-1f1b', 4, 6, 2)).toThrow('microbatches = 6: interleaved-1f1b needs a multiple of ranks (4)');
+  it('says the rule in the message', () => {
+    expect(() => generateSchedule('zb-v', 4, 8, 3)).toThrow(/^virtual = 3: /);
+  });
+
+  it('interleaved-1f1b for any m: rounds of at least p micro-batches, every order valid (p ≤ 8, v ≤ 4, m ≤ 4p + 3)', () => {
+    expect(interleavedRounds(4, 6)).toEqual([6]);
+    expect(interleavedRounds(4, 9)).toEqual([5, 4]);
+    expect(interleavedRounds(4, 8)).toEqual([4, 4]);
+    expect(interleavedRounds(4, 3)).toEqual([3]);
+    for (let p = 1; p <= 8; p++) {
+      for (let v = 1; v <= 4; v++) {
+        for (let m = 1; m <= 4 * p + 3; m++) {
+          const s = generateSchedule('interleaved-1f1b', p, m, v);
+          const r = validateSchedule(s);
+          expect(r.ok, `p=${p} m=${m} v=${v}: ${JSON.stringify(r).slice(0, 200)}`).toBe(true);
+          // Each rank runs every micro-batch's F and B once on each of its v chunks.
+          for (const row of s.order) expect(row.length).toBe(2 * v * m);
+        }
+      }
+    }
   });
 
   it('lists which schedules accept virtual > 1', () => {

@@ -173,9 +173,7 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
     source: 'Narayanan et al., SC 2021, arXiv:2104.04473; Megatron-LM',
     splitBackward: false,
     virtual: 'any',
-    check(p, m) {
-      if (m % p !== 0) throw new ConfigError('microbatches', m, `interleaved-1f1b needs a multiple of ranks (${p}), as Megatron-LM does`);
-    },
+    // Any m: rounds of at least p micro-batches (one round of m when m < p); generators/interleaved.ts.
     generate: (p, m, v) => interleaved1F1B(p, m, v),
   }),
   'zb-h1': kind({

@@ -5,7 +5,8 @@
  * exactly (integer makespans) for p = 1..16, m = 1..64 in theory.test.ts.
  *
  *   gpipe, 1f1b        makespan 3(m + p − 1)                   bubble (p−1)/(m+p−1)
- *   interleaved-1f1b   makespan 3(v·m + p − 1)   (m mod p = 0)  bubble (p−1)/(v·m+p−1)
+ *   interleaved-1f1b   makespan 3(v·m + p − 1)   (m ≥ p)        bubble (p−1)/(v·m+p−1)
+ *                      makespan 3((v−1)·p + m + p − 1) (m < p)  bubble 1 − v·m/((v−1)·p + m + p − 1)
  *   zb-h1              makespan 3m + p − 1 + max(0, p − m)     bubble (p−1)/(3m+p−1) when m ≥ p
  *   zb-v               makespan 6m + max(p − 1, 4p − 2m − 2)   bubble (p−1)/(6m+p−1) when m ≥ 2p−1
  *   looped-bfs         makespan 3(v−1)·max(m, p) + 3(m + p − 1) bubble (p−1)/(v·m+p−1) when m ≥ p
@@ -31,6 +32,7 @@
  * of the model cost 3v, so the bubble fraction, which does not depend on the
  * time unit, is Megatron's (p−1)/(v·m+p−1) for a rank model costing F = 1, B = 2.
  */
+import { interleavedRounds } from './generators/interleaved.ts';
 import { ringAllReduceTime } from './allreduce-cost.ts';
 import type { ScheduleName } from './registry.ts';
 
@@ -51,9 +53,12 @@ export function closedForm(name: ScheduleName | string, p: number, m: number, v 
     case '1f1b':
       if (v !== 1) return null;
       return { makespan: 3 * (m + p - 1), work: 3 * m, bubble: (p - 1) / (m + p - 1), formula: '(p−1)/(m+p−1)' };
-    case 'interleaved-1f1b':
-      if (m % p !== 0) return null;
-      return { makespan: 3 * (v * m + p - 1), work: 3 * v * m, bubble: (p - 1) / (v * m + p - 1), formula: '(p−1)/(v·m+p−1)' };
+    case 'interleaved-1f1b': {
+      // Any m (rounds of ≥ p micro-batches, generators/interleaved.ts); with m < p a chunk's round cannot fill the pipeline.
+      if (m >= p) return { makespan: 3 * (v * m + p - 1), work: 3 * v * m, bubble: (p - 1) / (v * m + p - 1), formula: '(p−1)/(v·m+p−1)' };
+      const makespan = 3 * ((v - 1) * p + m + p - 1);
+      return { makespan, work: 3 * v * m, bubble: 1 - (3 * v * m) / makespan, formula: '1 − v·m/((v−1)·p+m+p−1)' };
+    }
     case 'zb-h1': {
       if (v !== 1) return null;
       const makespan = 3 * m + p - 1 + Math.max(0, p - m);
@@ -100,7 +105,8 @@ export function closedFormBubble(name: ScheduleName | string, p: number, m: numb
  * GPipe holds all m on every rank; 1F1B holds min(p − r, m) on rank r (p on
  * the first); ZB-H1 holds min(p, m) on every rank (its W's, which keep the
  * activations, trail by r); interleaved rank r holds its warm-up plus one,
- * min(2(p−r−1) + (v−1)·p + 1, v·m) chunk activations, each 1/v of a stage's.
+ * min(2(p−r−1) + (v−1)·g + 1, v·m) chunk activations, each 1/v of a stage's,
+ * g the first round's micro-batches (p when m is a multiple of p).
  */
 export function closedFormPeakActivations(name: ScheduleName | string, p: number, m: number, v = 1): number[] | null {
   const ranks = Array.from({ length: p }, (_, r) => r);
@@ -112,7 +118,7 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
     case 'zb-h1':
       return v === 1 ? ranks.map(() => Math.min(p, m)) : null;
     case 'interleaved-1f1b':
-      return m % p === 0 ? ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * p + 1, v * m)) : null;
+      return ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * interleavedRounds(p, m)[0] + 1, v * m));
     default:
       return null;
   }
