@@ -14,7 +14,7 @@ import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
-import { SCHEDULE_LABELS } from './schedule-labels.ts';
+import { SCHEDULE_LABELS, SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
 import { TextSource } from '../text/TextSource.tsx';
 import { currentTextHash } from '../../state/text-source.ts';
 import { gptSizingLine, pageGptSize } from '../../state/gpt-sizing.ts';
@@ -133,7 +133,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           label="Schedule"
           name="schedule"
           value={cfg.schedule}
-          options={RUN_SCHEDULES.map((s) => ({ value: s, label: SCHEDULE_LABELS[s] }))}
+          options={RUN_SCHEDULES.map((s) => ({ value: s, label: SCHEDULE_MENU_LABELS[s] }))}
           onChange={(s) => setConfig(withSchedule(cfg, s))}
           error={errorFor('schedule')}
           hint={kind.title}

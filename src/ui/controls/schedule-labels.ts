@@ -13,6 +13,12 @@ export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   pipedream: 'PipeDream (async)',
 };
 
+/** The schedule menus' entries: the short name, and what else it is known as (PipeDream-Flush is 1F1B). */
+export const SCHEDULE_MENU_LABELS: Readonly<Record<RunScheduleName, string>> = {
+  ...SCHEDULE_LABELS,
+  '1f1b': '1F1B (PipeDream-Flush)',
+};
+
 export function scheduleLabel(name: string): string {
   return (SCHEDULE_LABELS as Record<string, string>)[name] ?? name;
 }

@@ -10,7 +10,7 @@ import { SIM_LIMITS } from '../../state/sim-params.ts';
 import { runSimulation, type SimOutcome } from '../../state/simulation.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
-import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
+import { SCHEDULE_LABELS, SCHEDULE_MENU_LABELS } from '../controls/schedule-labels.ts';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { ExportPanel } from '../exports/ExportPanel.tsx';
@@ -56,7 +56,7 @@ export function SimulateView() {
               label="Schedule"
               name="sim.schedule"
               value={sim.schedule}
-              options={SCHEDULE_NAMES.map((s) => ({ value: s, label: SCHEDULE_LABELS[s] }))}
+              options={SCHEDULE_NAMES.map((s) => ({ value: s, label: SCHEDULE_MENU_LABELS[s] }))}
               onChange={(schedule) => patchSim({ schedule })}
               hint={`${kind.title}. ${kind.source}.`}
             />
