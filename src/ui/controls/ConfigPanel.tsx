@@ -14,7 +14,7 @@ import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
-import { SCHEDULE_LABELS, SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
+import { SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
 import { TextSource } from '../text/TextSource.tsx';
 import { currentTextHash } from '../../state/text-source.ts';
 import { gptSizingLine, pageGptSize } from '../../state/gpt-sizing.ts';
