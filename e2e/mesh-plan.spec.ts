@@ -26,7 +26,7 @@ test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names
   await expect(rows).toHaveCount(10);
   // The page shows what the CLI prints.
   const best = await bestFor64();
-  await expect(rows.first()).toContainText(`${best.dp} × ${best.pp}`);
+  await expect(rows.first()).toContainText(`${best.dp} × ${best.tp} × ${best.pp}`);
   await expect(rows.first()).toContainText(best.schedule);
   const plot = panel.getByTestId('mesh-plan-timeline').getByRole('group');
   await expect(plot).toHaveAttribute('data-lanes', String(best.dp * best.pp));

@@ -23,7 +23,7 @@ describe('pipelab plan --model gpt', () => {
     const r = run('plan', ...small, '--devices', '8', '--global-batch', '32', '--device', 'a100', '--top', '3');
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('8 × a100 (312 TFLOP/s peak at 0.5 efficiency, 80 GB), 8 per node');
-    expect(r.out).toMatch(/#\s+dp × pp\s+schedule\s+b × m\s+memory saving\s+step ms\s+bubble\s+all-reduce share\s+GB \/ device\s+MFU/);
+    expect(r.out).toMatch(/#\s+dp × tp × pp\s+schedule\s+b × m\s+memory saving\s+step ms\s+bubble\s+all-reduce share\s+GB \/ device\s+MFU/);
     expect(r.out.trim().split('\n').filter((l) => /^\d+\s/.test(l))).toHaveLength(3);
     // An explicit device: a slower network makes the planner prefer fewer replicas than on the preset.
     const custom = run('plan', ...small, '--devices', '16', '--global-batch', '32', '--peak-tflops', '100', '--memory-gb', '16', '--bw-intra', '100', '--bw-inter', '1', '--devices-per-node', '4', '--format', 'json');

@@ -1,6 +1,6 @@
 /**
  * `pipelab plan --model gpt ...`: plan a transformer on N devices (src/plan/mesh-plan.ts): every
- * dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table or JSON.
+ * dp × tp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table or JSON.
  */
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
 import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule } from '../plan/mesh-plan.ts';
@@ -34,6 +34,8 @@ const FLAGS: FlagSpec[] = [
   { name: 'lat-intra', value: 'US', help: 'latency of a message inside a node, µs' },
   { name: 'lat-inter', value: 'US', help: 'latency of a message across nodes, µs' },
   { name: 'schedules', value: 'LIST', help: `comma-separated, among ${PLAN_SCHEDULES.join(', ')} (default all)` },
+  { name: 'tp', value: 'T', help: 'tensor-parallel workers per stage, fixed (default: every T dividing the heads and a node is tried; Megatron’s split, its all-reduces on the node’s links)' },
+  { name: 'sequence-parallel', boolean: true, help: 'with tensor parallelism, split the LayerNorm and dropout activations T ways too (Korthikanti et al. 2022)' },
   { name: 'max-micro-batch', value: 'b', help: `largest micro-batch size tried, powers of two (default 8, at most ${MESH_PLAN_LIMITS.microBatch})` },
   { name: 'top', value: 'K', help: 'candidates printed (default 10)' },
   { name: 'format', value: 'FMT', help: 'text (a table, default) or json (the plan)' },
@@ -43,8 +45,8 @@ const FLAGS: FlagSpec[] = [
 export const PLAN_MESH_HELP = helpFor(
   'pipelab plan --model gpt --layers L --hidden H --heads A --seq S --vocab V --devices N --global-batch B\n' +
     '                   [--device h100|h200|a100] [--devices-per-node K] [--peak-tflops T --memory-gb GB --bw-intra GBPS --bw-inter GBPS] ...',
-  'Plan a transformer on N devices: every dp × pp = N (pp ≤ layers), schedule, virtual stages, micro-batch\n' +
-    'size, ZeRO-1 and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
+  'Plan a transformer on N devices: every dp × tp × pp = N (tp dividing the heads and a node, pp ≤ layers),\n' +
+    'schedule, virtual stages, micro-batch size, ZeRO-1 and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
     'by the simulated step time (α–β all-reduce and point-to-point costs, NVLink inside a node, the\n' +
     'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.',
   FLAGS,
@@ -74,12 +76,13 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   devices: '--devices',
   globalBatch: '--global-batch',
   maxMicroBatch: '--max-micro-batch',
+  tp: '--tp',
 };
 
 function row(c: MeshCandidate, rank: number): (string | number)[] {
   return [
     rank,
-    `${c.dp} × ${c.pp}`,
+    `${c.dp} × ${c.tp} × ${c.pp}`,
     c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : ''),
     `${c.microBatch} × ${c.microbatches}`,
     [c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '–',
@@ -137,11 +140,13 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
     if (bad !== undefined) throw new UsageError('--schedules', schedulesRaw, `names ${JSON.stringify(bad)}; each must be one of ${PLAN_SCHEDULES.join(', ')}`);
   }
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
+  const tp = intFlag(a, 'tp', 1, 1 << 16);
+  const sequenceParallel = boolFlag(a, 'sequence-parallel') || undefined;
   const top = intFlag(a, 'top', 1, 1000) ?? 10;
   const t0 = performance.now();
   let plan;
   try {
-    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch });
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel });
   } catch (e) {
     // The request's errors are the flags' errors.
     const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;
@@ -162,11 +167,11 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
         `links ${device.bwIntraGBps} GB/s inside a node, ${device.bwInterGBps} GB/s across`,
       `batch      ${globalBatch} sequences per step`,
       `searched   ${plan.evaluated} candidates in ${fmt(ms / 1e3, 3)} s; ${plan.dropped} did not fit ${device.memoryGB} GB; ${plan.skipped.length} layouts skipped`,
-      `best       dp × pp = ${best.dp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
+      `best       dp × tp × pp = ${best.dp} × ${best.tp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
       '',
       '',
     ].join('\n'),
   );
-  io.out(table(['#', 'dp × pp', 'schedule', 'b × m', 'memory saving', 'step ms', 'bubble', 'all-reduce share', 'GB / device', 'MFU'], shown.map((c, i) => row(c, i + 1))));
+  io.out(table(['#', 'dp × tp × pp', 'schedule', 'b × m', 'memory saving', 'step ms', 'bubble', 'all-reduce share', 'GB / device', 'MFU'], shown.map((c, i) => row(c, i + 1))));
   return EXIT_OK;
 }

@@ -37,7 +37,8 @@ describe("the mesh planner's worker entry", () => {
     const { schedule, costs } = candidateSchedule(big, out.plan.candidates[0]);
     const best = simulate(schedule, costs);
     const dp = best.timeline.dp ?? 1;
-    expect(dp * best.timeline.ranks).toBe(256);
+    // One lane per pipeline worker: a stage's tp devices move together.
+    expect(dp * best.timeline.ranks * out.plan.candidates[0].tp).toBe(256);
     expect(out.best.replicas).toBe(dp);
     const drawn = decodeTimeline(out.best.timeline);
     expect(laneCount(drawn)).toBeLessThanOrEqual(MAX_DRAWN_LANES);

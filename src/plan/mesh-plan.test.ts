@@ -10,7 +10,7 @@ const small: TransformerModel = { layers: 8, hidden: 1024, heads: 16, seq: 1024,
 const gpt7b: TransformerModel = { layers: 32, hidden: 4096, heads: 32, seq: 2048, vocab: 50257, bytesPerElement: 2 };
 
 describe('the mesh planner', () => {
-  it('plans a 64-device GPT: every candidate a dp × pp = 64 that fits, fastest first, each agreeing with a fresh simulation', () => {
+  it('plans a 64-device GPT: every candidate a dp × tp × pp = 64 that fits, fastest first, each agreeing with a fresh simulation', () => {
     const req: MeshPlanRequest = { model: gpt7b, device: DEVICE_PRESETS.h100, devices: 64, globalBatch: 512 };
     const t0 = performance.now();
     const plan = planMesh(req);
@@ -23,7 +23,7 @@ describe('the mesh planner', () => {
     const stepFlops = 72 * 512 * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
     for (let i = 0; i < plan.candidates.length; i++) {
       const c = plan.candidates[i];
-      expect(c.dp * c.pp).toBe(64);
+      expect(c.dp * c.tp * c.pp).toBe(64);
       expect(c.dp * c.microBatch * c.microbatches).toBe(512);
       expect(c.memoryBytes).toBeLessThanOrEqual(80e9);
       if (i > 0) expect(c.stepMs).toBeGreaterThanOrEqual(plan.candidates[i - 1].stepMs);
@@ -37,7 +37,7 @@ describe('the mesh planner', () => {
       expect(sim.bubble).toBeCloseTo(c.bubble, 9);
     }
     // ZeRO-1 only where the plain layout would not fit: dp × pp = 64 × 1 holds the whole 6.7B model.
-    const dpOnly = plan.candidates.find((c) => c.pp === 1);
+    const dpOnly = plan.candidates.find((c) => c.pp === 1 && c.tp === 1);
     expect(dpOnly?.zero).toBe(true);
   });
 

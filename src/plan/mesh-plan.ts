@@ -30,8 +30,13 @@ import { generateSchedule, autoSchedule, peakMemory, simulateStep, stageToRankMa
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { checkDevice, type DeviceSpec } from './device.ts';
 import { planPartition } from './partition.ts';
-import { stageCosts, type Profile } from './profile.ts';
-import { blockParams, checkTransformer, headParams, modelFlopsPerStep, stateBytesPerParam, transformerProfile, type TransformerModel } from './transformer.ts';
+import type { Profile } from './profile.ts';
+import { candidateCosts, stateBytes, type Layout } from './mesh-costs.ts';
+import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
+import { checkTransformer, modelFlopsPerStep, transformerProfile, type TransformerModel } from './transformer.ts';
+
+export type { Layout } from './mesh-costs.ts';
+export { candidateCosts } from './mesh-costs.ts';
 
 export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'dualpipe-v', 'auto'] as const;
 export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
@@ -56,11 +61,19 @@ export interface MeshPlanRequest {
   maxMicroBatch?: number;
   /** Layouts `auto` runs on (the best by the other schedules; default 3). */
   autoLayouts?: number;
+  /** Tensor-parallel workers per stage, fixed (default: every t dividing the heads and a node is tried). */
+  tp?: number;
+  /** Sequence parallelism beside tensor parallelism (Korthikanti et al.): activations split t ways; default off. */
+  sequenceParallel?: boolean;
+  /** false: never shard the optimizer state (ZeRO-1 is tried where a layout does not fit otherwise; default). */
+  zero?: boolean;
 }
 
 export interface MeshCandidate {
   dp: number;
   pp: number;
+  /** Tensor-parallel workers per stage (dp · tp · pp = N). */
+  tp: number;
   schedule: PlanSchedule;
   virtual: number;
   /** Sequences per micro-batch (b) and micro-batches per replica (m). */
@@ -103,86 +116,11 @@ function checkRequest(r: MeshPlanRequest): void {
   if (r.maxMicroBatch !== undefined) requireInt('maxMicroBatch', r.maxMicroBatch, 1, MESH_PLAN_LIMITS.microBatch);
   for (const s of r.schedules ?? []) if (!(PLAN_SCHEDULES as readonly string[]).includes(s)) throw new ConfigError('schedules', s, `must be among ${PLAN_SCHEDULES.join(', ')}`);
   if (r.schedules && r.schedules.length === 0) throw new ConfigError('schedules', [], `must name at least one of ${PLAN_SCHEDULES.join(', ')}`);
-}
-
-/** Whether workers a and b share a node in every replica. */
-function sameNodeEverywhere(a: number, b: number, dp: number, pp: number, perNode: number): boolean {
-  for (let d = 0; d < dp; d++) if (Math.floor((d * pp + a) / perNode) !== Math.floor((d * pp + b) / perNode)) return false;
-  return true;
-}
-
-/**
- * The slowest stage group's ring: intra-node when every group lies within one node; otherwise its
- * inter-node hops, where a group with k workers on each node crosses nodes on k NICs at once (NCCL
- * builds one ring per rail), so its bandwidth is min(k · inter, intra).
- */
-function ringLink(dp: number, pp: number, d: DeviceSpec): { latency: number; bandwidth: number } {
-  const intra = { latency: d.latIntraUs / 1e3, bandwidth: d.bwIntraGBps * 1e6 };
-  if (dp <= 1) return intra;
-  let worst = intra;
-  for (let r = 0; r < pp; r++) {
-    const perNode = new Map<number, number>();
-    for (let rep = 0; rep < dp; rep++) {
-      const node = Math.floor((rep * pp + r) / d.devicesPerNode);
-      perNode.set(node, (perNode.get(node) ?? 0) + 1);
-    }
-    if (perNode.size === 1) continue;
-    const rails = Math.min(...perNode.values());
-    const bw = Math.min(rails * d.bwInterGBps, d.bwIntraGBps) * 1e6;
-    if (bw < worst.bandwidth || worst === intra) worst = { latency: d.latInterUs / 1e3, bandwidth: Math.min(bw, worst === intra ? Infinity : worst.bandwidth) };
+  if (r.tp !== undefined) {
+    checkTensorParallel({ t: r.tp, sequenceParallel: r.sequenceParallel }, r.model, r.device);
+    if (r.devices % r.tp !== 0) throw new ConfigError('tp', r.tp, `must divide the devices (${r.devices}): dp · tp · pp = N`);
   }
-  return worst;
-}
-
-/** The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring. */
-export function candidateCosts(req: MeshPlanRequest, profile: Profile, ranges: readonly [number, number][], stageToRank: readonly number[], l: Layout): CostModel {
-  const { model, device } = req;
-  const c = stageCosts(profile, ranges);
-  const params = blockParams(model);
-  const tied = tiedRank(stageToRank);
-  const gradBytes = ranges.map(([a, b], s) => {
-    let n = 0;
-    for (let i = a; i < b; i++) n += params[i];
-    if (b === params.length && stageToRank[s] === tied) n -= params[b - 1] - headParams(model, true);
-    return n * model.bytesPerElement;
-  });
-  const lat = { intra: device.latIntraUs / 1e3, inter: device.latInterUs / 1e3 };
-  const bw = { intra: device.bwIntraGBps * 1e6, inter: device.bwInterGBps * 1e6 };
-  const intra = (from: number, to: number) => sameNodeEverywhere(from, to, l.dp, l.pp, device.devicesPerNode);
-  return {
-    F: c.F,
-    I: c.I,
-    W: c.W,
-    B: c.B,
-    heldBytes: c.heldBytes,
-    activationBytes: ranges.map(() => model.bytesPerElement * model.seq * l.b * model.hidden),
-    latency: (from, to) => (intra(from, to) ? lat.intra : lat.inter),
-    bandwidth: (from, to) => (intra(from, to) ? bw.intra : bw.inter),
-    unit: 'ms',
-    dp: l.dp,
-    gradBytes,
-    allReduce: ringLink(l.dp, l.pp, device),
-  };
-}
-
-/** The rank holding both the first and the last stage (the head then shares the embedding's matrix), or −1. */
-function tiedRank(stageToRank: readonly number[]): number {
-  return stageToRank[0] === stageToRank[stageToRank.length - 1] ? stageToRank[0] : -1;
-}
-
-/** Weights, gradients and optimizer state of each rank's stages, bytes. */
-function stateBytes(req: MeshPlanRequest, ranges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: boolean, dp: number): number[] {
-  const params = blockParams(req.model);
-  const per = stateBytesPerParam(req.model, zero, dp);
-  const out = new Array<number>(pp).fill(0);
-  const tied = tiedRank(stageToRank);
-  ranges.forEach(([a, b], s) => {
-    let n = 0;
-    for (let i = a; i < b; i++) n += params[i];
-    if (b === params.length && stageToRank[s] === tied) n -= params[b - 1] - headParams(req.model, true);
-    out[stageToRank[s]] += n * per;
-  });
-  return out;
+  if (r.sequenceParallel !== undefined && typeof r.sequenceParallel !== 'boolean') throw new ConfigError('sequenceParallel', r.sequenceParallel, 'must be true or false');
 }
 
 /** Sequences per micro-batch to try for `rows` sequences per replica: powers of two dividing it, up to max. */
@@ -197,14 +135,6 @@ export interface Scored {
   fits: boolean;
 }
 
-/** A candidate layout: dp × pp, micro-batch size b, micro-batches per replica m. */
-export interface Layout {
-  dp: number;
-  pp: number;
-  b: number;
-  m: number;
-}
-
 export type Evaluate = (l: Layout, name: PlanSchedule, v: number, recompute: boolean, given?: Schedule) => Scored | null;
 
 /** Prices candidates of one request (profiles and cuts cached); returns null for a schedule the sizes do not allow. */
@@ -215,26 +145,28 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   const peak = (model.bytesPerElement === 4 ? device.peakTflopsFp32 : device.peakTflops) * 1e12;
   const flopsPerStep = modelFlopsPerStep(model, B);
   const profiles = new Map<string, Profile>();
-  const profileOf = (b: number, recompute: boolean): Profile => {
-    const k = `${b}/${recompute}`;
+  const profileOf = (b: number, recompute: boolean, t: number): Profile => {
+    const k = `${b}/${recompute}/${t}`;
     let p = profiles.get(k);
-    if (!p) profiles.set(k, (p = transformerProfile(model, { microBatch: b, recompute }, device)));
+    if (!p) profiles.set(k, (p = transformerProfile(model, { microBatch: b, recompute, tp: { t, sequenceParallel: req.sequenceParallel } }, device)));
     return p;
   };
   const rangesCache = new Map<string, [number, number][]>();
-  const rangesOf = (b: number, recompute: boolean, stages: number): [number, number][] => {
-    // Every time of the analytic profile is linear in b, so the cut does not depend on it.
-    const k = `${recompute}/${stages}`;
+  const rangesOf = (b: number, recompute: boolean, stages: number, t: number): [number, number][] => {
+    // Every compute time of the analytic profile is linear in b, so without tensor parallelism the cut does not
+    // depend on it; the tensor-parallel all-reduces' latency is not, so with t > 1 each b has its own cut.
+    const k = `${recompute}/${stages}/${t}${t > 1 ? `/${b}` : ''}`;
     let r = rangesCache.get(k);
-    if (!r) rangesCache.set(k, (r = planPartition(profileOf(b, recompute), stages).ranges));
+    if (!r) rangesCache.set(k, (r = planPartition(profileOf(b, recompute, t), stages).ranges));
     return r;
   };
   const scored: Scored[] = [];
   let evaluated = 0;
   const evaluate: Evaluate = (l, name, v, recompute, given) => {
     const stages = l.pp * v;
-    const profile = profileOf(l.b, recompute);
-    const ranges = rangesOf(l.b, recompute, stages);
+    const t = l.tp ?? 1;
+    const profile = profileOf(l.b, recompute, t);
+    const ranges = rangesOf(l.b, recompute, stages, t);
     const s2r = given?.stageToRank ?? stageToRankMap(l.pp, v, name === 'zb-v' || name === 'dualpipe-v' ? 'v' : 'loop');
     const costs = candidateCosts(req, profile, ranges, s2r, l);
     let schedule = given;
@@ -248,11 +180,11 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     }
     evaluated++;
     const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
-    const total = (zero: boolean) => stateBytes(req, ranges, s2r, l.pp, zero, l.dp).map((st, r) => ({ st, act: act[r], sum: st + act[r] }));
+    const total = (zero: boolean) => stateBytes(req, ranges, s2r, l.pp, zero, l.dp, t).map((st, r) => ({ st, act: act[r], sum: st + act[r] }));
     const worstOf = (xs: { st: number; act: number; sum: number }[]) => xs.reduce((a, x) => (x.sum > a.sum ? x : a));
     let zero = false;
     let worst = worstOf(total(false));
-    if (worst.sum > capacity && l.dp > 1) {
+    if (worst.sum > capacity && l.dp > 1 && req.zero !== false) {
       zero = true;
       worst = worstOf(total(true));
     }
@@ -260,6 +192,7 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const cand: MeshCandidate = {
       dp: l.dp,
       pp: l.pp,
+      tp: t,
       schedule: name,
       virtual: v,
       microBatch: l.b,
@@ -291,14 +224,20 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
   const wanted = new Set<PlanSchedule>(req.schedules ?? PLAN_SCHEDULES);
   const skipped: string[] = [];
   const layouts: Layout[] = [];
-  for (let pp = 1; pp <= Math.min(N, model.layers); pp++) {
-    if (N % pp !== 0) continue;
-    const dp = N / pp;
-    if (B % dp !== 0) {
-      skipped.push(`dp × pp = ${dp} × ${pp}: the global batch ${B} is not divisible by dp = ${dp}`);
-      continue;
+  // Tensor parallelism innermost: t workers per stage inside a node, then pp, dp outermost (DESIGN.md's mesh order).
+  // The largest t first: when the simulation budget runs out on a large mesh, what is left untried is the
+  // layouts with the most pipeline stages and replicas per stage, the slowest to simulate.
+  for (const tp of req.tp !== undefined ? [req.tp] : tpCandidates(model, req.device).filter((t) => N % t === 0).reverse()) {
+    const G = N / tp;
+    for (let pp = 1; pp <= Math.min(G, model.layers); pp++) {
+      if (G % pp !== 0) continue;
+      const dp = G / pp;
+      if (B % dp !== 0) {
+        skipped.push(`dp × tp × pp = ${dp} × ${tp} × ${pp}: the global batch ${B} is not divisible by dp = ${dp}`);
+        continue;
+      }
+      for (const b of microBatchSizes(B / dp, req.maxMicroBatch ?? 8)) layouts.push({ dp, pp, tp, b, m: B / dp / b });
     }
-    for (const b of microBatchSizes(B / dp, req.maxMicroBatch ?? 8)) layouts.push({ dp, pp, b, m: B / dp / b });
   }
   let spent = 0;
   for (const l of layouts) {
@@ -319,7 +258,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
         continue;
       }
       if (actions > MESH_PLAN_LIMITS.actions) {
-        skipped.push(`${name} v=${v}, dp × pp = ${l.dp} × ${l.pp}, b = ${l.b}: ${actions} actions, more than the planner simulates (${MESH_PLAN_LIMITS.actions})`);
+        skipped.push(`${name} v=${v}, dp × tp × pp = ${l.dp} × ${l.tp} × ${l.pp}, b = ${l.b}: ${actions} actions, more than the planner simulates (${MESH_PLAN_LIMITS.actions})`);
         continue;
       }
       if (dpSteps > MESH_PLAN_LIMITS.partitionSteps) {
@@ -327,7 +266,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
         continue;
       }
       if (spent + actions > MESH_PLAN_LIMITS.totalActions) {
-        skipped.push(`${name} v=${v}, dp × pp = ${l.dp} × ${l.pp}, b = ${l.b}: the plan's budget of ${MESH_PLAN_LIMITS.totalActions} simulated actions is spent`);
+        skipped.push(`${name} v=${v}, dp × tp × pp = ${l.dp} × ${l.tp} × ${l.pp}, b = ${l.b}: the plan's budget of ${MESH_PLAN_LIMITS.totalActions} simulated actions is spent`);
         continue;
       }
       spent += actions;
@@ -351,20 +290,21 @@ function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], eval
   const best = new Map<string, { stepMs: number; recompute: boolean }>();
   for (const x of scored) {
     if (!x.fits) continue;
-    const k = `${x.cand.dp}/${x.cand.pp}/${x.cand.microBatch}`;
+    const k = `${x.cand.dp}/${x.cand.tp}/${x.cand.pp}/${x.cand.microBatch}`;
     const prev = best.get(k);
     if (!prev || x.cand.stepMs < prev.stepMs) best.set(k, { stepMs: x.cand.stepMs, recompute: x.cand.recompute });
   }
   const top = [...best.entries()].sort((a, b) => a[1].stepMs - b[1].stepMs).slice(0, req.autoLayouts ?? 3);
   for (const [k, { recompute }] of top) {
-    const l = layouts.find((x) => `${x.dp}/${x.pp}/${x.b}` === k);
+    const l = layouts.find((x) => `${x.dp}/${x.tp ?? 1}/${x.pp}/${x.b}` === k);
     const blocks = req.model.layers + 2;
     if (!l || l.pp === 1 || l.pp > blocks || l.pp * l.m * 3 > MESH_PLAN_LIMITS.autoActions || l.pp * blocks * blocks > MESH_PLAN_LIMITS.partitionSteps) continue;
-    const ranges = planPartition(transformerProfile(req.model, { microBatch: l.b, recompute }, req.device), l.pp).ranges;
+    const profile = transformerProfile(req.model, { microBatch: l.b, recompute, tp: { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel } }, req.device);
+    const ranges = planPartition(profile, l.pp).ranges;
     const s2r = stageToRankMap(l.pp, 1, 'loop');
-    const state = Math.max(...stateBytes(req, ranges, s2r, l.pp, l.dp > 1, l.dp));
+    const state = Math.max(...stateBytes(req, ranges, s2r, l.pp, l.dp > 1, l.dp, l.tp ?? 1));
     const capBytes = capacity - state;
-    const costs = candidateCosts(req, transformerProfile(req.model, { microBatch: l.b, recompute }, req.device), ranges, s2r, l);
+    const costs = candidateCosts(req, profile, ranges, s2r, l);
     const oneMicrobatch = Math.max(...(costs.heldBytes as number[]));
     if (!(capBytes >= oneMicrobatch)) continue;
     const schedule = autoSchedule(l.pp, l.m, costs, { bytes: capBytes }).schedule;
@@ -381,17 +321,17 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
   return new ConfigError(
     'device.memoryGB',
     req.device.memoryGB,
-    `no layout of the ${req.devices} devices fits in it (every dp × pp, schedule, micro-batch, ZeRO-1 and recomputation tried); the smallest memory that would fit is ${gb} GB: dp × pp = ${least.dp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? ', ZeRO-1' : ''}${least.recompute ? ', recomputation' : ''}`,
+    `no layout of the ${req.devices} devices fits in it (every dp × tp × pp, schedule, micro-batch, ZeRO-1 and recomputation tried); the smallest memory that would fit is ${gb} GB: dp × tp × pp = ${least.dp} × ${least.tp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? ', ZeRO-1' : ''}${least.recompute ? ', recomputation' : ''}`,
   );
 }
 
 /** The schedule of a candidate (auto rebuilt within the same cap), for drawing or export. */
 export function candidateSchedule(req: MeshPlanRequest, c: MeshCandidate): { schedule: Schedule; costs: CostModel } {
-  const l = { dp: c.dp, pp: c.pp, b: c.microBatch, m: c.microbatches };
-  const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute }, req.device);
+  const l = { dp: c.dp, pp: c.pp, tp: c.tp, b: c.microBatch, m: c.microbatches };
+  const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel } }, req.device);
   const s2r = stageToRankMap(c.pp, c.virtual, c.schedule === 'zb-v' || c.schedule === 'dualpipe-v' ? 'v' : 'loop');
   const costs = candidateCosts(req, profile, c.ranges, s2r, l);
   if (c.schedule !== 'auto') return { schedule: generateSchedule(c.schedule, c.pp, c.microbatches, c.virtual), costs };
-  const state = Math.max(...stateBytes(req, c.ranges, s2r, c.pp, c.dp > 1, c.dp));
+  const state = Math.max(...stateBytes(req, c.ranges, s2r, c.pp, c.dp > 1, c.dp, c.tp));
   return { schedule: autoSchedule(c.pp, c.microbatches, costs, { bytes: req.device.memoryGB * 1e9 - state }).schedule, costs };
 }

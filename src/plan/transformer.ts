@@ -40,6 +40,7 @@
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { computeSeconds, type DeviceSpec } from './device.ts';
 import { PROFILE_VERSION, type Profile } from './profile.ts';
+import { layerActivationBytesTp, NO_TP, tpAllReduceMs, tpCollectives, type TensorParallel } from './tensor-parallel.ts';
 
 export interface TransformerModel {
   layers: number;
@@ -130,6 +131,8 @@ export interface ProfileOptions {
   microBatch: number;
   /** Full activation recomputation of every layer: I gains the forward, a layer keeps only its input. */
   recompute: boolean;
+  /** Tensor parallelism (tensor-parallel.ts): each block's FLOPs, weights and most activations split t ways, its all-reduces added to its times. */
+  tp?: TensorParallel;
 }
 
 /**
@@ -140,31 +143,40 @@ export interface ProfileOptions {
 export function transformerProfile(m: TransformerModel, o: ProfileOptions, device: DeviceSpec): Profile {
   checkTransformer(m);
   const b = requireInt('microBatch', o.microBatch, 1);
+  const tp = o.tp ?? NO_TP;
+  const t = tp.t;
   const e = m.bytesPerElement;
-  const ms = (flops: number) => computeSeconds(device, flops, e) * 1e3;
+  const ms = (flops: number) => computeSeconds(device, flops / t, e) * 1e3;
+  // The stage's tensor-parallel all-reduces (none when t = 1), ms each.
+  const c = tpCollectives(m, b, o.recompute);
+  const ar = tpAllReduceMs(c.activationBytes, t, device);
+  const arLoss = tpAllReduceMs(c.lossBytes, t, device);
   const sbh = m.seq * b * m.hidden;
   const lf = layerFlops(m, b);
-  const layerHeld = o.recompute ? layerInputBytes(m, b) : layerActivationBytes(m, b);
+  const inputBytes = tp.sequenceParallel ? layerInputBytes(m, b) / t : layerInputBytes(m, b);
+  const layerHeld = o.recompute ? inputBytes : layerActivationBytesTp(m, b, tp);
   const layer = (i: number) => ({
     name: `layer${i}`,
-    F: ms(lf.F),
-    I: ms(lf.I + (o.recompute ? lf.F : 0)),
+    F: ms(lf.F) + c.layerF * ar,
+    I: ms(lf.I + (o.recompute ? lf.F : 0)) + c.layerI * ar,
     W: ms(lf.W),
-    B: ms(lf.I + lf.W + (o.recompute ? lf.F : 0)),
+    B: ms(lf.I + lf.W + (o.recompute ? lf.F : 0)) + c.layerI * ar,
     heldBytes: layerHeld,
     heldBytesRecompute: layerHeld,
   });
   const hf = headFlops(m, b);
-  const headHeld = e * sbh + 4 * m.seq * b * m.vocab;
+  // The final LayerNorm's input (split with sequence parallelism) and the fp32 logits of the worker's vocabulary shard.
+  const headHeld = (tp.sequenceParallel ? (e * sbh) / t : e * sbh) + (4 * m.seq * b * m.vocab) / t;
   const blocks = [
-    { name: 'embedding', F: 0, I: 0, W: 0, B: 0, heldBytes: sbh, heldBytesRecompute: sbh },
+    { name: 'embedding', F: c.embeddingF * ar, I: 0, W: 0, B: 0, heldBytes: sbh, heldBytesRecompute: sbh },
     ...Array.from({ length: m.layers }, (_, i) => layer(i)),
-    { name: 'head', F: ms(hf.F), I: ms(hf.I), W: ms(hf.W), B: ms(hf.I + hf.W), heldBytes: headHeld, heldBytesRecompute: headHeld },
+    { name: 'head', F: ms(hf.F) + c.headF * arLoss, I: ms(hf.I) + c.headI * ar, W: ms(hf.W), B: ms(hf.I + hf.W) + c.headI * ar, heldBytes: headHeld, heldBytesRecompute: headHeld },
   ];
+  const tpText = t > 1 ? `, tensor-parallel t = ${t}${tp.sequenceParallel ? ' with sequence parallelism' : ''}` : '';
   return {
     version: PROFILE_VERSION,
     unit: 'ms',
-    source: `analytic GPT (${m.layers} layers, hidden ${m.hidden}, ${m.heads} heads, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute ? ', recomputation' : ''} on ${device.name}`,
+    source: `analytic GPT (${m.layers} layers, hidden ${m.hidden}, ${m.heads} heads, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute ? ', recomputation' : ''}${tpText} on ${device.name}`,
     blocks,
     comm: new Array<number>(blocks.length - 1).fill(0),
   };

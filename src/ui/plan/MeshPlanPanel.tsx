@@ -1,6 +1,6 @@
 /**
  * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
- * in), every dp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
+ * in), every dp × tp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
  * the same as `pipelab plan --model gpt`, and the winner's step drawn (its first replicas, up to 64 lanes: every replica plays the same step). It plans on
  * the button, not on each keystroke, in a Worker (mesh-plan-client.ts) so that the page stays responsive:
  * "Planning…" with the time so far and a Cancel button while it runs; pressing Plan again restarts it.
@@ -32,7 +32,7 @@ function CandidatesTable({ plan }: { plan: MeshPlan }) {
         <thead>
           <tr>
             <th scope="col">#</th>
-            <th scope="col">dp × pp</th>
+            <th scope="col" title="data-parallel replicas × tensor-parallel workers per stage × pipeline stages">dp × tp × pp</th>
             <th scope="col">schedule</th>
             <th scope="col">b × m</th>
             <th scope="col">memory saving</th>
@@ -47,7 +47,7 @@ function CandidatesTable({ plan }: { plan: MeshPlan }) {
           {plan.candidates.slice(0, TOP).map((c, i) => (
             <tr key={i}>
               <th scope="row">{i + 1}</th>
-              <td>{`${c.dp} × ${c.pp}`}</td>
+              <td>{`${c.dp} × ${c.tp} × ${c.pp}`}</td>
               <td>{c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : '')}</td>
               <td>{`${c.microBatch} × ${c.microbatches}`}</td>
               <td>{[c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '—'}</td>
@@ -125,7 +125,7 @@ export function MeshPlanPanel() {
 
   const best = planned?.plan.candidates[0];
   const title = useMemo(
-    () => (best ? `Best: dp × pp = ${best.dp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch} × ${best.microbatches}` : 'Best candidate'),
+    () => (best ? `Best: dp × tp × pp = ${best.dp} × ${best.tp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch} × ${best.microbatches}` : 'Best candidate'),
     [best],
   );
 
@@ -136,7 +136,7 @@ export function MeshPlanPanel() {
           <h2 id="mesh-plan-title" style={{ display: 'inline' }}>Plan a real model on N devices</h2>
         </summary>
         <p className="muted small">
-          An analytic GPT (FLOPs per layer, Korthikanti et al.’s activation bytes, Adam’s 16 bytes per parameter) on N devices: every dp × pp, schedule,
+          An analytic GPT (FLOPs per layer, Korthikanti et al.’s activation bytes, Adam’s 16 bytes per parameter) on N devices: every dp × tp × pp (Megatron’s tensor parallelism inside a node), schedule,
           micro-batch size, ZeRO-1 and recomputation, ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
         </p>
         <div className="row2">

@@ -1,0 +1,120 @@
+/**
+ * What one candidate layout of the mesh planner costs (mesh-plan.ts): the
+ * simulator's cost model (stage times, held bytes, messages priced by where the
+ * workers sit, each stage's gradients and its dp ring) and each device's
+ * training state.
+ *
+ * Placement (mesh.ts, replica-major, tensor-parallel innermost): the t workers
+ * of a stage sit side by side, so pipeline worker g = replica · pp + rank is
+ * devices g·t … g·t + t − 1 and sits on node ⌊g·t / devicesPerNode⌋ (t divides
+ * a node: tensor-parallel.ts). A pipeline link (rank r → r') is intra-node when
+ * it is within a node in every replica (replicas play in lock step, so the
+ * slowest sets the pace); with t > 1 each of the t workers sends its 1/t of the
+ * activation on its own link (Megatron's scatter/gather, SC'21 §4.1). A stage
+ * group's ring is as slow as its slowest link (inter-node hops of a group with
+ * k workers per node run on k NICs at once, see ringLink); with t > 1 each of
+ * the t shards has its own ring of dp workers, on its own NICs, moving 1/t of
+ * the stage's gradients.
+ */
+import type { CostModel } from '../schedule/index.ts';
+import type { DeviceSpec } from './device.ts';
+import { stageCosts, type Profile } from './profile.ts';
+import { blockParams, headParams, stateBytesPerParam, type TransformerModel } from './transformer.ts';
+
+/** What the costs read of a plan request (mesh-plan.ts's MeshPlanRequest has it). */
+export interface PlanTarget {
+  model: TransformerModel;
+  device: DeviceSpec;
+}
+
+/** A candidate layout: dp × tp × pp, micro-batch size b, micro-batches per replica m. */
+export interface Layout {
+  dp: number;
+  pp: number;
+  /** Tensor-parallel workers per stage (absent: 1). */
+  tp?: number;
+  b: number;
+  m: number;
+}
+
+/** Whether workers a and b share a node in every replica. */
+function sameNodeEverywhere(a: number, b: number, dp: number, pp: number, perNode: number): boolean {
+  for (let d = 0; d < dp; d++) if (Math.floor((d * pp + a) / perNode) !== Math.floor((d * pp + b) / perNode)) return false;
+  return true;
+}
+
+/**
+ * The slowest stage group's ring: intra-node when every group lies within one node; otherwise its
+ * inter-node hops, where a group with k workers on each node crosses nodes on k NICs at once (NCCL
+ * builds one ring per rail), so its bandwidth is min(k · inter, intra).
+ */
+function ringLink(dp: number, pp: number, d: DeviceSpec, groupsPerNode: number): { latency: number; bandwidth: number } {
+  const intra = { latency: d.latIntraUs / 1e3, bandwidth: d.bwIntraGBps * 1e6 };
+  if (dp <= 1) return intra;
+  let worst = intra;
+  for (let r = 0; r < pp; r++) {
+    const perNode = new Map<number, number>();
+    for (let rep = 0; rep < dp; rep++) {
+      const node = Math.floor((rep * pp + r) / groupsPerNode);
+      perNode.set(node, (perNode.get(node) ?? 0) + 1);
+    }
+    if (perNode.size === 1) continue;
+    const rails = Math.min(...perNode.values());
+    const bw = Math.min(rails * d.bwInterGBps, d.bwIntraGBps) * 1e6;
+    if (bw < worst.bandwidth || worst === intra) worst = { latency: d.latInterUs / 1e3, bandwidth: Math.min(bw, worst === intra ? Infinity : worst.bandwidth) };
+  }
+  return worst;
+}
+
+/** The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring. */
+export function candidateCosts(req: PlanTarget, profile: Profile, ranges: readonly [number, number][], stageToRank: readonly number[], l: Layout): CostModel {
+  const { model, device } = req;
+  const c = stageCosts(profile, ranges);
+  const t = l.tp ?? 1;
+  // Pipeline workers (tensor-parallel groups of t devices) per node.
+  const perNode = device.devicesPerNode / t;
+  const gradBytes = stageParams(model, ranges, stageToRank).map((n) => (n / t) * model.bytesPerElement);
+  const lat = { intra: device.latIntraUs / 1e3, inter: device.latInterUs / 1e3 };
+  const bw = { intra: device.bwIntraGBps * 1e6, inter: device.bwInterGBps * 1e6 };
+  const intra = (from: number, to: number) => sameNodeEverywhere(from, to, l.dp, l.pp, perNode);
+  return {
+    F: c.F,
+    I: c.I,
+    W: c.W,
+    B: c.B,
+    heldBytes: c.heldBytes,
+    activationBytes: ranges.map(() => (model.bytesPerElement * model.seq * l.b * model.hidden) / t),
+    latency: (from, to) => (intra(from, to) ? lat.intra : lat.inter),
+    bandwidth: (from, to) => (intra(from, to) ? bw.intra : bw.inter),
+    unit: 'ms',
+    dp: l.dp,
+    gradBytes,
+    allReduce: ringLink(l.dp, l.pp, device, perNode),
+  };
+}
+
+/** The rank holding both the first and the last stage (the head then shares the embedding's matrix), or −1. */
+function tiedRank(stageToRank: readonly number[]): number {
+  return stageToRank[0] === stageToRank[stageToRank.length - 1] ? stageToRank[0] : -1;
+}
+
+/** Parameters of each stage (the last stage's head shares the embedding's matrix when the same rank holds both). */
+function stageParams(model: TransformerModel, ranges: readonly [number, number][], stageToRank: readonly number[]): number[] {
+  const params = blockParams(model);
+  const tied = tiedRank(stageToRank);
+  return ranges.map(([a, b], s) => {
+    let n = 0;
+    for (let i = a; i < b; i++) n += params[i];
+    if (b === params.length && stageToRank[s] === tied) n -= params[b - 1] - headParams(model, true);
+    return n;
+  });
+}
+
+/** Weights, gradients and optimizer state of each rank's stages on each of its t tensor-parallel devices, bytes. */
+export function stateBytes(req: PlanTarget, ranges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: boolean, dp: number, tp = 1): number[] {
+  const per = stateBytesPerParam(req.model, zero, dp);
+  const out = new Array<number>(pp).fill(0);
+  stageParams(req.model, ranges, stageToRank).forEach((n, s) => (out[stageToRank[s]] += (n / tp) * per));
+  return out;
+}
+
