@@ -207,6 +207,9 @@ export function MeshPlanPanel() {
               caption={
                 <>
                   One step of the best candidate on {planned.req.devices} devices, all-reduce included
+                  {(planned.plan.candidates[0]?.tp ?? 1) > 1
+                    ? `; each lane is one pipeline stage's ${planned.plan.candidates[0].tp} tensor-parallel devices, which run in lock step (their all-reduces are inside each F and B)`
+                    : ''}
                   {planned.best.drawnReplicas < planned.best.replicas
                     ? `; drawn: the first ${planned.best.drawnReplicas} of its ${planned.best.replicas} replicas (every replica plays the same step, and each ring runs across all ${planned.best.replicas})`
                     : ''}
