@@ -71,19 +71,20 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
   }
 });
 
-test('a worker that crashes in the middle of an all-reduce ends the run with a message naming the replica, the stage and the collective', async ({ page }) => {
+test('a worker that crashes in the middle of an all-reduce is named (replica, stage, collective), and the run recovers from step 0 on fresh workers', async ({ page }) => {
   await open(page);
-  const message = await page.evaluate(async () => {
-    const cfg = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 3, evalEvery: 0, dp: 2, ranks: 2, fault: { kind: 'crash-worker' as const, action: 'AR0', step: 1, replica: 1 } };
-    try {
-      await window.pipelab.run(cfg, { recvTimeoutMs: 20_000 });
-      return 'no error';
-    } catch (e) {
-      return (e as Error).message;
-    }
+  const r = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 3, evalEvery: 0, dp: 2, ranks: 2 };
+    const report = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker' as const, action: 'AR0', step: 1, replica: 1 } }, { recvTimeoutMs: 20_000 });
+    const plain = await window.pipelab.run(cfg);
+    return { failure: report.recovery?.failure ?? 'no failure', fromStep: report.recovery?.fromStep, losses: report.losses, plain: plain.losses, live: window.pipelab.liveWorkers() };
   });
-  expect(message).toMatch(/^replica 1, rank 0 \(worker 2\), during step 1: the all-reduce of stage 0: .*crashed/);
-  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+  // The crash fired in step 1, before the first checkpoint: the start of the run is the checkpoint it recovers from.
+  expect(r.failure).toMatch(/^replica 1, rank 0 \(worker 2\), during step 1: the all-reduce of stage 0: .*crashed/);
+  expect(r.fromStep).toBe(0);
+  expect(r.losses).toHaveLength(3);
+  for (let i = 0; i < 3; i++) expect(Math.abs(r.losses[i] - r.plain[i])).toBeLessThanOrEqual(1e-6 * Math.abs(r.plain[i]));
+  expect(r.live).toBe(0);
 });
 
 test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce drawn and counted', async ({ page }) => {

@@ -112,7 +112,6 @@ test.describe('faults end the run with a message, never a hang', () => {
       /^(rank 1, stage 1, action 1F2, step 0: rank 1 waited 4\.0 s for the activation of micro-batch 2 from rank 0|rank 0, stage 0, action 0B\d, step 0: rank 0 waited 4\.0 s for the gradient of micro-batch \d from rank 1) \(stage \d\) for \d[FB]\d and it never came$/,
     ],
     ['a malformed message', { kind: 'malformed-message', action: '1F0' }, /rank 2 got a malformed message from rank 1: buffer\.byteLength/],
-    ['a non-finite loss', { kind: 'nan-loss', action: '3F0', step: 1 }, /step 1: the loss is NaN/],
   ];
   for (const [what, fault, message] of faults) {
     test(what, async ({ page }) => {
@@ -138,6 +137,20 @@ test.describe('faults end the run with a message, never a hang', () => {
       expect(r.liveAfterNext).toBe(0);
     });
   }
+
+  test('a non-finite loss in step 1 is named, and the run recovers from step 0 (the start is a checkpoint for free)', async ({ page }) => {
+    await open(page);
+    const r = await page.evaluate(async () => {
+      const cfg = { ...window.pipelab.defaultConfig(), hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0 };
+      const report = await window.pipelab.run({ ...cfg, fault: { kind: 'nan-loss', action: '3F0', step: 1 } }, { recvTimeoutMs: 4000, stepTimeoutMs: 30000 });
+      return { failure: report.recovery?.failure ?? 'no failure', fromStep: report.recovery?.fromStep, losses: report.losses, live: window.pipelab.liveWorkers() };
+    });
+    expect(r.failure).toMatch(/step 1: the loss is NaN/);
+    expect(r.fromStep).toBe(0);
+    expect(r.losses).toHaveLength(2);
+    expect(r.losses.every(Number.isFinite)).toBe(true);
+    expect(r.live).toBe(0);
+  });
 });
 
 test('bad configurations are rejected before any worker starts', async ({ page }) => {
