@@ -28,9 +28,17 @@ export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 export const PARTITIONS = ['flops', 'blocks', 'cut'] as const;
 export type Partition = (typeof PARTITIONS)[number];
 
-/** ZeRO stage: 0 off; 1 optimizer state sharded across the dp replicas of each stage. */
-export const ZERO_STAGES = [0, 1] as const;
+/**
+ * ZeRO stage, sharding across the dp replicas of each stage: 0 off; 1 the
+ * optimizer state; 2 and the gradients (reduce-scattered after every
+ * micro-batch's weight gradient); 3 and the weights (FSDP: all-gathered before
+ * a stage computes, freed after).
+ */
+export const ZERO_STAGES = [0, 1, 2, 3] as const;
 export type ZeroStage = (typeof ZERO_STAGES)[number];
+/** What ZeRO-3 says of each stage's gathered weights: kept for the whole step (FSDP's reshard_after_forward = false) or freed after every action (true). */
+export const RESHARD_MODES = ['step', 'microbatch'] as const;
+export type ReshardMode = (typeof RESHARD_MODES)[number];
 
 export interface RunConfig extends Omit<TrainConfig, 'stages'> {
   /** Pipeline ranks per replica (pipeline width p). */
@@ -41,8 +49,12 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * of B = batchSize rows, cut into `microbatches` micro-batches.
    */
   dp: number;
-  /** ZeRO-1 (1): each stage's optimizer state sharded across its dp replicas; 0: every replica holds all of it. */
+  /** ZeRO: 1 each stage's optimizer state sharded across its dp replicas, 2 its gradients too, 3 its weights too (FSDP); 0: every replica holds all of it. */
   zero: ZeroStage;
+  /** ZeRO-3: gathered weights kept for the step ('step', the default with a pipeline) or re-gathered for every action ('microbatch'). */
+  reshard: ReshardMode;
+  /** ZeRO-3: gather the next action's weights while the current one computes (FSDP's prefetch); false gathers just before each. */
+  prefetch: boolean;
   /**
    * Whether a stage's all-reduce starts as soon as its last backward of the step
    * is done (true, as DDP overlaps it), or only once every worker of the mesh has
@@ -102,7 +114,7 @@ export const MAX_RUN_RANKS = 16;
 /** The page's default: 4 ranks, 8 micro-batches, 1F1B, on the spiral MLP (4 blocks). */
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
-  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
+  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
 /**
@@ -145,7 +157,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, zero: _z, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
+  const { ranks: _r, dp: _dp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -186,8 +198,8 @@ export function validateRunConfig(cfg: RunConfig): void {
 
 /**
  * The second axis: dp a whole number ≥ 1 with dp × ranks workers within the
- * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1} and only
- * with dp > 1, overlap a boolean; PipeDream's asynchronous schedule is refused
+ * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1, 2, 3} and only
+ * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream's asynchronous schedule is refused
  * with dp > 1 (its weights change after every backward, with no flush at which
  * replicas could sum their gradients).
  */
@@ -196,8 +208,13 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (dp * cfg.ranks > MAX_RUN_RANKS) {
     throw new ConfigError('dp', dp, `dp × ranks = ${dp} × ${cfg.ranks} = ${dp * cfg.ranks} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
   }
-  if (cfg.zero !== 0 && cfg.zero !== 1) throw new ConfigError('zero', cfg.zero, 'must be 0 (off) or 1 (ZeRO-1: optimizer state sharded across the dp replicas)');
-  if (cfg.zero === 1 && dp === 1) throw new ConfigError('zero', cfg.zero, 'ZeRO-1 shards the optimizer state across data-parallel replicas; it needs dp ≥ 2 (dp = 1)');
+  if (!(ZERO_STAGES as readonly unknown[]).includes(cfg.zero)) {
+    throw new ConfigError('zero', cfg.zero, 'must be 0 (off), 1 (optimizer state sharded across the dp replicas), 2 (and gradients) or 3 (and weights: FSDP)');
+  }
+  if (cfg.zero !== 0 && dp === 1) throw new ConfigError('zero', cfg.zero, `ZeRO-${cfg.zero} shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)`);
+  requireOneOf('reshard', cfg.reshard, RESHARD_MODES);
+  if (cfg.reshard !== 'step' && cfg.zero !== 3) throw new ConfigError('reshard', cfg.reshard, `re-gathering weights for every action is ZeRO-3's (zero = ${cfg.zero}); leave reshard = step`);
+  if (typeof cfg.prefetch !== 'boolean') throw new ConfigError('prefetch', cfg.prefetch, 'must be true or false');
   if (typeof cfg.overlap !== 'boolean') throw new ConfigError('overlap', cfg.overlap, 'must be true or false');
   if (dp > 1 && scheduleKind(schedule).update !== 'flush') {
     throw new ConfigError(
@@ -219,7 +236,7 @@ type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'dp', 'zero', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'dp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
 
@@ -229,7 +246,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();

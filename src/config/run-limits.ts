@@ -101,7 +101,7 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
 /** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
 export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
   const rows = microbatchRows(cfg);
-  const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / (cfg.zero === 1 ? (cfg.dp ?? 1) : 1);
+  const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / ((cfg.zero ?? 0) >= 1 ? (cfg.dp ?? 1) : 1);
   const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;

@@ -13,7 +13,7 @@ import { laneLabel, mesh, placeOf, workerCount, workerOf, ringNext, type Mesh } 
 import { MeshControlHub } from './mesh-control.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
-import { gatherProgress } from './gather-state.ts';
+import { gatherProgress, joinWeights } from './gather-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -177,8 +177,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const { up, fatal } = started;
     hub = started.hub;
     deaths = started.deaths;
-    // Every replica holds the same weights: replica 0's workers give them.
-    const weightHosts = hosts.slice(0, config.ranks);
+    // Every replica holds the same weights: replica 0's workers give them (with ZeRO-3 each worker holds a piece: all give theirs).
+    const weightHosts = config.zero === 3 ? hosts : hosts.slice(0, config.ranks);
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
@@ -249,8 +249,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       if (progressEvery > 0 && (step + 1) % progressEvery === 0 && step + 1 < config.steps) await emitProgress(step + 1);
       const every = opts.weightsEvery ?? 0;
       if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
-        const w: Weights = {};
-        for (const part of await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal])) Object.assign(w, part);
+        const w = joinWeights(m, config.zero, await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal]));
         opts.onWeights(step, w);
       }
     }
@@ -263,9 +262,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     if (opts.readWeights) {
       // Every replica's weights: replica 0's are the run's, the others must equal them.
       const all = await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal]);
-      weights = {};
-      for (const w of all.slice(0, config.ranks)) Object.assign(weights, w);
-      if (m.dp > 1) replicaMismatch = replicaDifference(m, all);
+      weights = joinWeights(m, config.zero, all);
+      // With ZeRO-3 no two workers hold the same weights: there is nothing to compare.
+      if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);

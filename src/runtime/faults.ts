@@ -61,11 +61,13 @@ export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEf
       }
       return inner.apply(a, compute);
     },
+    beforeAction: inner.beforeAction ? (a, log) => inner.beforeAction?.(a, log) : undefined,
     afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
     endStep: (s, log) => inner.endStep(s, log),
     report: () => inner.report(),
     readOptimizer: () => inner.readOptimizer(),
     loadOptimizer: (state) => inner.loadOptimizer(state),
+    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
     dispose: () => inner.dispose(),
   };
 }

@@ -32,18 +32,23 @@ import { createOptimizer, optimizerStateBytes, type Optimizer, type OptimizerSta
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
-import type { ZeroStage } from '../config/run-config.ts';
+import type { ReshardMode, ZeroStage } from '../config/run-config.ts';
 import { epochMs } from './clock.ts';
 import type { MeshControlClient } from './mesh-control.ts';
 import { wholePieces, type OptimizerPieces, type PolicyReport, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from './ring-allreduce.ts';
 import type { StepLog } from './transport.ts';
 import { ZeroShard } from './zero-shard.ts';
+import { readVector, writeVector } from './device-vector.ts';
 
 export interface DataParallelParts {
   dp: number;
   replica: number;
   zero: ZeroStage;
+  /** ZeRO-3: free a stage's gathered weights after the step ('step') or after every action ('microbatch'). */
+  reshard: ReshardMode;
+  /** ZeRO-3: start the next gather while the current action computes. */
+  prefetch: boolean;
   overlap: boolean;
   /** This worker's actions in a step (to know when each stage's last backward is done). */
   order: readonly Action[];
@@ -57,30 +62,6 @@ export interface DataParallelParts {
   onFailure(e: Error): void;
   /** Fault injection: called before every exchange of a stage's collective. */
   beforeExchange?(stage: number, step: number, exchange: number): void;
-}
-
-/** The stage's gradients (or weights) laid end to end as one vector, read off the device. */
-async function readVector(be: Backend, tensors: readonly Tensor[]): Promise<Vector> {
-  const parts = await Promise.all(tensors.map((t) => be.read(t)));
-  const total = parts.reduce((s, p) => s + p.length, 0);
-  const out = parts.some((p) => p instanceof Float64Array) ? new Float64Array(total) : new Float32Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
-/** Writes the vector back onto the device, piece by piece into `tensors` (the same order and sizes as readVector). */
-function writeVector(be: Backend, tensors: readonly Tensor[], x: Vector): void {
-  let at = 0;
-  for (const dst of tensors) {
-    const t = be.tensor(x.subarray(at, at + dst.size), dst.shape);
-    be.copyInto(dst, t);
-    be.dispose(t);
-    at += dst.size;
-  }
 }
 
 export class Flush implements UpdatePolicy {
@@ -203,7 +184,10 @@ export class Flush implements UpdatePolicy {
 
   report(): PolicyReport {
     const params: Param[] = this.opt ? [...this.stages.values()].flatMap((st) => st.params) : [...this.shards.values()].flatMap((s) => s.pieces);
-    return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer) };
+    const values = [...this.stages.values()].reduce((n, st) => n + st.params.reduce((m, p) => m + p.value.size, 0), 0);
+    const optimizerBytes = optimizerStateBytes(params, this.train.optimizer);
+    // Every replica keeps its stages' whole weights and gradients (4 bytes a value); ZeRO-1 shards the optimizer state only.
+    return { optimizerBytes, held: { weights: 4 * values, grads: 4 * values, optimizer: optimizerBytes, transient: 0 } };
   }
 
   async readOptimizer(): Promise<OptimizerPieces> {
@@ -229,6 +213,8 @@ const LOCAL: DataParallelParts = {
   dp: 1,
   replica: 0,
   zero: 0,
+  reshard: 'step',
+  prefetch: false,
   overlap: false,
   order: [],
   next: 0,

@@ -1,14 +1,51 @@
 /**
  * A run's progress gathered from its workers between steps: the weights of
  * replica 0 (every replica holds the same), the optimizer state of replica 0's
- * workers — or, with ZeRO-1, the pieces every worker's shards hold, joined
- * into whole parameters — and the step count, checked equal on every worker.
+ * workers — or, with ZeRO, the pieces every worker's shards hold, joined
+ * into whole parameters (with ZeRO-3 the weights too) — and the step count,
+ * checked equal on every worker.
  */
 import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
 import { workerCount, type Mesh } from '../schedule/mesh.ts';
 import type { RankHost, RankState, Weights } from './rank-host.ts';
 import type { ZeroStage } from '../config/run-config.ts';
+import { parsePieceName } from './zero-shard.ts';
+
+/**
+ * The run's weights from its workers' own (`byWorker`): replica 0's whole
+ * parameters, or with ZeRO-3, where no worker holds a whole parameter between
+ * steps, every worker's pieces `name[lo:hi]` joined; every value must be
+ * covered exactly once.
+ */
+export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[]): Weights {
+  if (zero !== 3) {
+    const out: Weights = {};
+    for (const w of byWorker.slice(0, m.ranks)) Object.assign(out, w);
+    return out;
+  }
+  const pieces: { name: string; lo: number; hi: number; values: Weights[string] }[] = [];
+  for (const w of byWorker) {
+    for (const [k, values] of Object.entries(w)) {
+      const p = parsePieceName(k);
+      if (!p) throw new Error(`a ZeRO-3 worker gave the whole parameter "${k}"; it holds pieces name[lo:hi]`);
+      pieces.push({ ...p, values });
+    }
+  }
+  const size = new Map<string, number>();
+  for (const p of pieces) size.set(p.name, Math.max(size.get(p.name) ?? 0, p.hi));
+  const out: Weights = {};
+  const covered = new Map<string, number>();
+  for (const p of pieces) {
+    const whole = (out[p.name] ??= p.values instanceof Float64Array ? new Float64Array(size.get(p.name) ?? 0) : new Float32Array(size.get(p.name) ?? 0));
+    whole.set(p.values, p.lo);
+    covered.set(p.name, (covered.get(p.name) ?? 0) + p.hi - p.lo);
+  }
+  for (const [name, v] of Object.entries(out)) {
+    if (covered.get(name) !== v.length) throw new Error(`the workers' ZeRO-3 shards cover ${covered.get(name) ?? 0} of the ${v.length} values of "${name}"`);
+  }
+  return out;
+}
 
 /** Joins workers' optimizer pieces into whole parameters (sizes from `params`); every value must be covered exactly once. */
 export function joinOptimizer(parts: readonly RankState['optimizer'][], params: Weights): TrainProgress['optimizer'] {
@@ -46,11 +83,10 @@ export async function gatherProgress(
   losses: readonly number[],
   evals: readonly EvalReport[],
 ): Promise<TrainProgress> {
-  // Replica 0 holds every weight and, without ZeRO-1, every optimizer slot; with it, each worker holds a shard.
-  const readers = zero === 1 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks);
+  // Replica 0 holds every weight and, without ZeRO, every optimizer slot; with it, each worker holds a shard.
+  const readers = zero > 0 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks);
   const states = await Promise.all(readers.map((h) => h.readState()));
-  const params: Weights = {};
-  for (const st of states.slice(0, m.ranks)) Object.assign(params, st.params);
+  const params = joinWeights(m, zero, states.map((s) => s.params));
   const optimizer = joinOptimizer(
     states.map((s) => s.optimizer),
     params,

@@ -5,7 +5,7 @@
  * ends with nothing left to do.
  */
 import type { Backend } from '../nn/backend.ts';
-import { createOptimizer, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
 import type { OptimizerPieces, PolicyReport, UpdatableStage, UpdatePolicy } from './policy.ts';
@@ -60,7 +60,15 @@ export class StashPolicy implements UpdatePolicy {
     for (const [s, own] of this.perStage) weightStash[s] = own.stash.peak();
     const versions = this.versions;
     this.versions = [];
-    return { versions, weightStash };
+    // Held: the live weights and gradients, the stashed versions beside them, and each stage's optimizer state (4 bytes a value).
+    let values = 0, stashed = 0, optimizer = 0;
+    for (const [s, own] of this.perStage) {
+      const n = own.stage.params.reduce((m, p) => m + p.value.size, 0);
+      values += n;
+      stashed += weightStash[s].bytes;
+      optimizer += optimizerStateBytes(own.stage.params, this.train.optimizer);
+    }
+    return { versions, weightStash, optimizerBytes: optimizer, held: { weights: 4 * values + stashed, grads: 4 * values, optimizer, transient: 0 } };
   }
 
   dispose(): void {

@@ -2,11 +2,13 @@
  * The update policy's contract: how the executor hands a rank's weight updates
  * to the policy its schedule's registry entry names (src/schedule/registry.ts,
  * `update`), and the optimizer state a policy holds, as pieces of parameters.
- * The executor calls a policy through one hook, `apply`, around every compute
- * action, `afterAction` once an action's kernels are done, and `endStep` after
- * the step's last action; nothing else in the runtime asks which schedule runs.
- * The policies: flush.ts (every synchronous schedule: the end of a step, over
- * the mesh) and pipedream-policy.ts (PipeDream's update after every backward).
+ * The executor calls a policy through `apply` around every compute action,
+ * `beforeAction` before it and `afterAction` once its kernels are done, and
+ * `endStep` after the step's last action; nothing else in the runtime asks
+ * which schedule runs. The policies: flush.ts (every synchronous schedule: the
+ * end of a step, over the mesh, ZeRO 0 and 1), sharded-step.ts (ZeRO-2 and
+ * ZeRO-3 beside the pipeline) and pipedream-policy.ts (PipeDream's update
+ * after every backward).
  */
 import type { Optimizer, OptimizerName, OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
@@ -38,6 +40,18 @@ export interface PolicyReport {
   weightStash?: Record<number, { versions: number; bytes: number }>;
   /** Bytes of optimizer state this worker holds (all of its stages', or its ZeRO-1 shards'). */
   optimizerBytes?: number;
+  /** The bytes this worker held in the step, by kind, as its sharding defines them (4 bytes a value). */
+  held?: HeldBytes;
+}
+
+/** Bytes a worker holds by kind (the executor's stages add their stashed activations). */
+export interface HeldBytes {
+  /** At rest: what the worker keeps between its actions (the ZeRO paper's model states). */
+  weights: number;
+  grads: number;
+  optimizer: number;
+  /** The step's peak of buffers that live only around an action: ZeRO-3's gathered weights, ZeRO-2/3's full gradient before its reduce-scatter. */
+  transient: number;
 }
 
 /** The stages a policy updates: their parameters, and how to zero their gradients. */
@@ -49,8 +63,10 @@ export interface UpdatableStage {
 export interface UpdatePolicy {
   /** Runs one compute action; `compute` issues its kernels. */
   apply<T>(a: Action, compute: () => T): T;
-  /** After action `a`'s kernels are done (a data-parallel flush may start a stage's all-reduce here). */
-  afterAction?(a: Action, log: StepLog): void;
+  /** Before action `a` takes its inputs (ZeRO-3 gathers the stage's weights here). */
+  beforeAction?(a: Action, log: StepLog): void | Promise<void>;
+  /** After action `a`'s kernels are done (a data-parallel flush may start a stage's all-reduce here; ZeRO-2/3 reduce-scatter its gradients). */
+  afterAction?(a: Action, log: StepLog): void | Promise<void>;
   /** After the step's last action (and its sends). */
   endStep(step: number, log: StepLog): void | Promise<void>;
   report(): PolicyReport;
@@ -58,6 +74,8 @@ export interface UpdatePolicy {
   readOptimizer(): Promise<OptimizerPieces>;
   /** Sets the optimizer state it holds from a run's whole state, by parameter name (before the first step: a resume). */
   loadOptimizer(state: OptimizerState<ArrayLike<number>>): void;
+  /** ZeRO-3: the weights this worker owns, as pieces `name[lo:hi]` (its device holds none between steps); absent or null elsewhere. */
+  ownedWeights?(): Promise<Record<string, Float32Array | Float64Array> | null>;
   dispose(): void;
 }
 

@@ -90,8 +90,9 @@ export class RankExecutor implements StepRunner {
         transport.check();
         const stage = stages.get(a.stage);
         if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
+        await this.p.policy.beforeAction?.(a, log);
         const out = await this.act(log, a, stage);
-        this.p.policy.afterAction?.(a, log);
+        await this.p.policy.afterAction?.(a, log);
         if (out) losses.push({ mb: a.mb, loss: out });
         for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
       } catch (e) {

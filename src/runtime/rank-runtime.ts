@@ -156,10 +156,13 @@ function dataParallelParts(
     }
     port.postMessage(msg, [msg.buffer]);
   };
+  const what = (stage: number) => (config.zero === 0 ? `the all-reduce of stage ${stage}` : config.zero === 1 ? `the ZeRO-1 update of stage ${stage}` : `the ZeRO-${config.zero} collectives of stage ${stage}`);
   return {
     dp: m.dp,
     replica: roles.replica,
     zero: config.zero,
+    reshard: config.reshard,
+    prefetch: config.prefetch,
     overlap: config.overlap,
     order: init.schedule.order[rank],
     next: roles.next,
@@ -167,13 +170,13 @@ function dataParallelParts(
     onFailure: (e) => mailbox.fail(e),
     ring: (stage, step, hooks) =>
       portRing(
-        { position: roles.replica, size: m.dp, worker, next: roles.next, prev: roles.prev, toNext, mailbox, stage, step, recvTimeoutMs: init.recvTimeoutMs, what: `the ${config.zero ? 'ZeRO-1 update' : 'all-reduce'} of stage ${stage}`, post },
+        { position: roles.replica, size: m.dp, worker, next: roles.next, prev: roles.prev, toNext, mailbox, stage, step, recvTimeoutMs: init.recvTimeoutMs, what: what(stage), post },
         hooks,
       ),
     beforeExchange: fault
       ? (stage, step, exchange) => {
           if (!collectiveFaultFires(fault, stage, step, exchange, exchanges)) return;
-          if (fault.kind === 'throw') throw new Error(`injected fault: the ${config.zero ? 'ZeRO-1 update' : 'all-reduce'} of stage ${stage} threw`);
+          if (fault.kind === 'throw') throw new Error(`injected fault: ${what(stage)} threw`);
           if (fault.kind === 'lose-device') effects.loseDevice?.();
           if (fault.kind === 'crash-worker') effects.crash?.();
           if (fault.kind === 'drop-message' || fault.kind === 'malformed-message') spoil = { stage, step, exchange };
@@ -221,6 +224,14 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   });
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
 
+  /** The weights this worker holds: its stages' whole parameters, or with ZeRO-3 the pieces it owns (gather-state.ts joins them). */
+  const readWeights = async (): Promise<Weights> => {
+    const owned = await policy.ownedWeights?.();
+    if (owned) return owned;
+    const out: Weights = {};
+    for (const st of stages.values()) Object.assign(out, await st.readParams());
+    return out;
+  };
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
   const dryStep = (update: boolean) => {
@@ -261,15 +272,9 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       current = step;
       return runner.runStep(step);
     },
-    async readWeights() {
-      const out: Weights = {};
-      for (const st of stages.values()) Object.assign(out, await st.readParams());
-      return out;
-    },
+    readWeights,
     async readState() {
-      const out: Weights = {};
-      for (const st of stages.values()) Object.assign(out, await st.readParams());
-      return { params: out, optimizer: await policy.readOptimizer() };
+      return { params: await readWeights(), optimizer: await policy.readOptimizer() };
     },
     loadState(state) {
       // Every check before any write: the stages' weights, then the optimizer's (which checks its own whole before it sets anything).

@@ -72,6 +72,13 @@ export interface RunReport {
   allReduce?: AllReduceFigures;
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */
   optimizerBytesPerWorker: number[];
+  /**
+   * The most bytes each worker held in a step, by kind, in worker order: weights, gradients and optimizer state as
+   * its sharding defines them (ZeRO-1 divides the optimizer state by dp, ZeRO-2 the gradients too, ZeRO-3 the
+   * weights between their gathers) at rest; stash the activations its stages kept for their backwards; transient
+   * the peak of ZeRO-2/3's buffers around an action (gathered weights, a micro-batch's full gradient); float32 bytes.
+   */
+  heldBytesPerWorker: { weights: number; grads: number; optimizer: number; stash: number; transient: number }[];
   /** Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's (0: they agree bit for bit). */
   replicaMismatch?: number;
   /**

@@ -152,6 +152,7 @@ export function buildReport(input: ReportInput): RunReport {
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
+    heldBytesPerWorker: heldBytes(records),
   };
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
@@ -163,4 +164,22 @@ export function buildReport(input: ReportInput): RunReport {
     report.weightStash = ws;
   }
   return report;
+}
+
+/** Each worker's most bytes held in any step, by kind (the policy's figures and the stages' stashes). */
+function heldBytes(records: readonly StepRecord[]): RunReport['heldBytesPerWorker'] {
+  const out: RunReport['heldBytesPerWorker'] = [];
+  for (const rec of records) {
+    rec.results.forEach((r, w) => {
+      const stash = Object.values(r.peakStashBytes).reduce((a, b) => a + b, 0);
+      const h = r.held ?? { weights: 0, grads: 0, optimizer: r.optimizerBytes ?? 0, transient: 0 };
+      const o = (out[w] ??= { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0 });
+      o.transient = Math.max(o.transient, h.transient);
+      o.weights = Math.max(o.weights, h.weights);
+      o.grads = Math.max(o.grads, h.grads);
+      o.optimizer = Math.max(o.optimizer, h.optimizer);
+      o.stash = Math.max(o.stash, stash);
+    });
+  }
+  return out;
 }

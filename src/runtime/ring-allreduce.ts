@@ -82,3 +82,16 @@ export async function allReduce(ring: RingLink, x: Vector): Promise<void> {
   await reduceScatter(ring, x);
   await allGather(ring, x);
 }
+
+/** The same ring with exchange numbers moved by `base`: one of several collectives of a stage in a step, each with its own message keys. */
+export function shiftedRing(ring: RingLink, base: number): RingLink {
+  if (base === 0) return ring;
+  return {
+    position: ring.position,
+    size: ring.size,
+    send: (exchange, chunk) => ring.send(base + exchange, chunk),
+    receive: (exchange) => ring.receive(base + exchange),
+    onExchange: ring.onExchange && ((kind, exchange, start, end, bytes) => ring.onExchange?.(kind, base + exchange, start, end, bytes)),
+    beforeExchange: ring.beforeExchange && ((exchange) => ring.beforeExchange?.(base + exchange)),
+  };
+}

@@ -51,7 +51,10 @@ export function portRing(o: PortRingOptions, hooks: Pick<RingLink, 'onExchange' 
       });
     },
     async receive(exchange: number): Promise<Vector> {
-      const what = `chunk ${exchange + 1} of ${2 * (o.size - 1)} of ${o.what} (step ${o.step}) from worker ${o.prev}`;
+      // A stage's later collectives of a step (ZeRO-2/3) number their exchanges on from the earlier ones' (ring-allreduce.ts shiftedRing).
+      const per = 2 * (o.size - 1);
+      const nth = Math.floor(exchange / per);
+      const what = `chunk ${(exchange % per) + 1} of ${per} of ${o.what}${nth > 0 ? ` (collective ${nth + 1} of the step)` : ''} (step ${o.step}) from worker ${o.prev}`;
       const p = await o.mailbox.take('ring', o.stage, exchange, o.step, o.recvTimeoutMs, what);
       return p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer);
     },

@@ -5,7 +5,9 @@
  * - 'flush': gradients accumulate over the step's micro-batches; at the end of
  *   the step the flush (flush.ts) sums each stage's gradients over its dp
  *   replicas (a ring all-reduce, or ZeRO-1's sharded update) and steps the
- *   optimizer.
+ *   optimizer; with ZeRO-2 or 3 (sharded-step.ts) the gradients are
+ *   reduce-scattered after each backward and, with ZeRO-3, the weights
+ *   all-gathered before each use.
  * - 'stash-and-update-after-backward' (PipeDream, pipedream-policy.ts): each
  *   stage applies its optimizer after every backward; a backward runs with the
  *   weight version its forward used.
@@ -14,6 +16,7 @@ import type { Backend } from '../nn/backend.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import type { UpdatePolicyName } from '../schedule/registry.ts';
 import { Flush, type DataParallelParts } from './flush.ts';
+import { ShardedStep } from './sharded-step.ts';
 import { StashPolicy } from './pipedream-policy.ts';
 import type { UpdatableStage, UpdatePolicy } from './policy.ts';
 
@@ -26,6 +29,7 @@ export function createUpdatePolicy(
 ): UpdatePolicy {
   switch (name) {
     case 'flush':
+      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) return new ShardedStep(be, stages, train, dataParallel);
       return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);

@@ -1,12 +1,13 @@
 /**
- * ZeRO-1's shard of one stage on one worker: the stage's parameters laid end to
+ * ZeRO's shard of one stage on one worker (ZeRO-1, 2 and 3 alike): the stage's parameters laid end to
  * end as one vector (their order in the stage), cut into dp chunks as the ring
  * cuts it (mesh.ts chunkBounds); this worker owns chunk ownedChunk(replica, dp),
  * the one its reduce-scatter leaves summed. It keeps the optimizer state (AdamW
  * moments, SGD velocity) and a master copy of the weights for that chunk only,
  * as pieces of the parameters it crosses, so the update is the optimizer's own
  * per-element rule, the same as on one device: ZeRO-1 changes where the state
- * lives, not the numbers.
+ * lives, not the numbers. ZeRO-3 also starts its all-gathers from this
+ * master copy (placeOwn) and saves it as pieces (weightPieces).
  */
 import { chunkBounds } from '../schedule/mesh.ts';
 import type { Backend, Tensor } from '../nn/backend.ts';
@@ -39,10 +40,23 @@ export function paramOffsets(params: readonly Param[]): { offsets: number[]; tot
   return { offsets, total };
 }
 
+/** The key of the piece [lo, hi) of parameter `name` among a worker's ZeRO-3 weights. */
+export function pieceName(name: string, lo: number, hi: number): string {
+  return `${name}[${lo}:${hi}]`;
+}
+
+/** Splits a piece key into its parameter and range; null for a whole parameter's name. */
+export function parsePieceName(key: string): { name: string; lo: number; hi: number } | null {
+  const m = /^(.*)\[(\d+):(\d+)\]$/.exec(key);
+  return m ? { name: m[1], lo: Number(m[2]), hi: Number(m[3]) } : null;
+}
+
 export class ZeroShard {
   private readonly segments: Segment[] = [];
   private readonly opt: Optimizer;
   private loaded = false;
+  /** The owned chunk's weights on the host (the master copy's values), once loaded. */
+  private host: Vector | null = null;
   /** The chunk this worker owns: [lo, hi) of the stage's vector. */
   readonly lo: number;
   readonly hi: number;
@@ -82,16 +96,54 @@ export class ZeroShard {
    */
   async update(x: Vector, lr: number): Promise<void> {
     const { be } = this;
-    if (!this.loaded) {
-      const values = await Promise.all(this.segments.map((s) => be.read(s.param.value)));
-      this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
-      this.loaded = true;
-    }
+    await this.ensureLoaded();
     for (const s of this.segments) this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
     this.opt.lr = lr;
     this.opt.step(1);
     const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
     this.segments.forEach((s, k) => x.set(updated[k], s.at));
+    this.host = x.slice(this.lo, this.hi);
+  }
+
+  /**
+   * Takes the owned chunk's weights off the device into the master copy, once
+   * (every replica holds the same weights until ZeRO-3 frees them; a resume
+   * writes the saved weights onto the device and calls `reload` first).
+   */
+  async ensureLoaded(): Promise<void> {
+    if (this.loaded) return;
+    const values = await Promise.all(this.segments.map((s) => this.be.read(s.param.value)));
+    this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+    const host = values[0] instanceof Float64Array || values.length === 0 ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo);
+    this.segments.forEach((s, k) => host.set(values[k].subarray(s.lo, s.hi), s.at - this.lo));
+    this.host = host;
+    this.loaded = true;
+  }
+
+  /** The next ensureLoaded reads the device again (its weights were just loaded from a saved state). */
+  reload(): void {
+    this.loaded = false;
+    this.host = null;
+  }
+
+  /** A zeroed host vector of `n` values, of the device's precision (known once loaded). */
+  vector(n: number): Vector {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    return this.host instanceof Float64Array ? new Float64Array(n) : new Float32Array(n);
+  }
+
+  /** Puts the owned chunk's weights at [lo, hi) of the stage vector `x` (the part an all-gather starts from). */
+  placeOwn(x: Vector): void {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    x.set(this.host, this.lo);
+  }
+
+  /** The owned chunk's weights, as pieces of whole parameters: `name[lo:hi]` → values (ZeRO-3's part of a checkpoint). */
+  weightPieces(): Record<string, Vector> {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    const out: Record<string, Vector> = {};
+    for (const s of this.segments) out[pieceName(s.param.name, s.lo, s.hi)] = this.host.slice(s.at - this.lo, s.at - this.lo + s.hi - s.lo);
+    return out;
   }
 
   /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
