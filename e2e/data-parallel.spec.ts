@@ -2,8 +2,9 @@
  * Data × pipeline parallelism for real: dp replicas of the pipeline, one module
  * Worker and one WebGPU device per worker, each stage's gradients summed by a
  * ring all-reduce over MessageChannels between the replicas' workers (or
- * ZeRO-1's reduce-scatter, sharded update and all-gather). It must train as one
- * device does on the whole batch.
+ * ZeRO-1's reduce-scatter, sharded update and all-gather; ZeRO-2's
+ * reduce-scatter per backward; ZeRO-3's all-gathers of the weights before they
+ * are used). It must train as one device does on the whole batch.
  */
 import { test, expect, type Page } from '@playwright/test';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
@@ -14,23 +15,31 @@ async function open(page: Page, query = ''): Promise<void> {
   await page.waitForFunction(() => !!window.pipelab);
 }
 
-type Case = { schedule: ScheduleName; dp: number; ranks: number; virtual: number; zero: 0 | 1; overlap: boolean };
+type Case = { schedule: ScheduleName; dp: number; ranks: number; virtual: number; zero: 0 | 1 | 2 | 3; reshard: 'step' | 'microbatch'; overlap: boolean };
 
-/** Every synchronous schedule at dp = 2, p = 2, the four (zero, overlap) pairs taken in turn; dp = 4, p = 1; interleaved dp = 2, p = 2, v = 2. */
+/**
+ * Every synchronous schedule at dp = 2, p = 2, the (zero, reshard, overlap) settings taken in turn (ZeRO 0–3,
+ * ZeRO-3 kept for the step and re-gathered per micro-batch, overlap on and off); dp = 4, p = 1 with ZeRO-3;
+ * interleaved dp = 2, p = 2, v = 2 with ZeRO-3 (two stages a worker, gathers prefetched across them).
+ */
 function cases(): Case[] {
   const combos = [
-    { zero: 0 as const, overlap: true },
-    { zero: 1 as const, overlap: false },
-    { zero: 1 as const, overlap: true },
-    { zero: 0 as const, overlap: false },
+    { zero: 0 as const, reshard: 'step' as const, overlap: true },
+    { zero: 1 as const, reshard: 'step' as const, overlap: false },
+    { zero: 2 as const, reshard: 'step' as const, overlap: true },
+    { zero: 3 as const, reshard: 'step' as const, overlap: true },
+    { zero: 3 as const, reshard: 'microbatch' as const, overlap: false },
+    { zero: 1 as const, reshard: 'step' as const, overlap: true },
+    { zero: 2 as const, reshard: 'step' as const, overlap: false },
+    { zero: 0 as const, reshard: 'step' as const, overlap: false },
   ];
   const out: Case[] = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush').map((schedule, i) => ({ schedule, dp: 2, ranks: 2, virtual: SCHEDULES[schedule].virtualFor(1), ...combos[i % combos.length] }));
-  out.push({ schedule: '1f1b', dp: 4, ranks: 1, virtual: 1, zero: 1, overlap: true });
-  out.push({ schedule: 'interleaved-1f1b', dp: 2, ranks: 2, virtual: 2, zero: 0, overlap: true });
+  out.push({ schedule: '1f1b', dp: 4, ranks: 1, virtual: 1, zero: 3, reshard: 'microbatch', overlap: true });
+  out.push({ schedule: 'interleaved-1f1b', dp: 2, ranks: 2, virtual: 2, zero: 3, reshard: 'step', overlap: true });
   return out;
 }
 
-test('dp × pp in Chromium equals one device on the whole batch (every synchronous schedule, ZeRO-1 and overlap on and off)', async ({ page }) => {
+test('dp × pp in Chromium equals one device on the whole batch (every synchronous schedule, ZeRO 0–3 and overlap on and off)', async ({ page }) => {
   test.setTimeout(420_000);
   await open(page);
   const all = cases();
@@ -59,11 +68,12 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
     return out;
   }, all);
   for (const r of results) {
-    const label = `${r.schedule} dp=${r.dp} p=${r.ranks} v=${r.virtual} zero=${r.zero} overlap=${r.overlap}`;
+    const label = `${r.schedule} dp=${r.dp} p=${r.ranks} v=${r.virtual} zero=${r.zero} reshard=${r.reshard} overlap=${r.overlap}`;
     // float32 sums in another order (per replica, then across): 1e-5 relative is the bound the issue asks for.
     expect(r.maxLoss, label).toBeLessThan(1e-5);
     expect(r.maxWeight, label).toBeLessThan(1e-5);
-    expect(r.mismatch, label).toBe(0);
+    // With ZeRO-3 no two workers hold the same weights: nothing to compare (the joined weights are checked above).
+    expect(r.mismatch, label).toBe(r.zero === 3 ? undefined : 0);
     expect(r.lanes, label).toBe(r.dp * r.ranks);
     expect(r.collectives, label).toBeGreaterThan(0);
     expect(r.leaked, label).toBe(0);
@@ -91,7 +101,7 @@ test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce d
   test.setTimeout(240_000);
   await open(page, '?dp=2&ranks=2&zero=1&steps=6&evalEvery=0');
   await expect(page.getByLabel('Replicas (dp)', { exact: true })).toHaveValue('2');
-  await expect(page.getByLabel('ZeRO-1 (shard optimizer state)')).toBeChecked();
+  await expect(page.getByLabel('Shard across replicas', { exact: true })).toHaveValue('1');
   const started = await page.evaluate(() => window.pipelab.startedWorkers());
   await page.getByRole('button', { name: '▶ Run' }).click();
   await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
@@ -107,4 +117,21 @@ test('a link with dp=2&ranks=2 trains in the page on 4 workers, the all-reduce d
   // The badge gives the whole step (with its collectives) beside the pipeline's makespan, and it is no shorter.
   const badge = async (id: string) => Number((await page.getByTestId('run-timeline').getByTestId(id).innerText()).replace(/[^0-9.]/g, ''));
   expect(await badge('badge-step')).toBeGreaterThanOrEqual(await badge('badge-makespan'));
+});
+
+test('a link with zero=3 at dp=4 trains in the page: the all-gathers drawn, the weights held per worker a quarter of ZeRO-0\'s', async ({ page }) => {
+  test.setTimeout(240_000);
+  await open(page, '?dp=4&ranks=1&zero=3&reshard=microbatch&steps=2&evalEvery=0');
+  await expect(page.getByLabel('Shard across replicas', { exact: true })).toHaveValue('3');
+  await expect(page.getByLabel('Free gathered weights after', { exact: true })).toHaveValue('microbatch');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByTestId('held-weights')).toBeVisible({ timeout: 180_000 });
+  await expect(page.locator('[data-collective="all-gather"]').first()).toBeVisible();
+  await expect(page.getByTestId('held-weights')).toContainText('ZeRO-3: 1/4');
+  await expect(page.getByTestId('held-transient')).toBeVisible();
+  // Measured beside the ZeRO paper's formula (the closed-form column): the same figure, to the digits shown.
+  for (const kind of ['held-weights', 'held-grads', 'optimizer-bytes']) {
+    const cells = page.getByTestId(kind).locator('td');
+    expect(await cells.nth(0).innerText(), kind).toBe(await cells.nth(2).innerText());
+  }
 });

@@ -78,7 +78,15 @@ export interface RunReport {
    * weights between their gathers) at rest; stash the activations its stages kept for their backwards; transient
    * the peak of ZeRO-2/3's buffers around an action (gathered weights, a micro-batch's full gradient); float32 bytes.
    */
-  heldBytesPerWorker: { weights: number; grads: number; optimizer: number; stash: number; transient: number }[];
+  heldBytesPerWorker: {
+    weights: number;
+    grads: number;
+    optimizer: number;
+    stash: number;
+    transient: number;
+    /** The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts). */
+    formula: { weights: number; grads: number; optimizer: number };
+  }[];
   /** Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's (0: they agree bit for bit). */
   replicaMismatch?: number;
   /**

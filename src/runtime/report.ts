@@ -12,6 +12,7 @@ import type { Interval, Timeline } from '../schedule/timeline.ts';
 import type { RankStats, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { RunReport } from './report-types.ts';
+import { heldBytesPerWorker } from './held-bytes.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
@@ -113,7 +114,8 @@ export function buildReport(input: ReportInput): RunReport {
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
-    ...(collectives && config.dp > 1 ? meshCosts(collectives, config) : {}),
+    // The simulator plays the flush's collectives (ZeRO 0 and 1); ZeRO-2/3's collectives between actions it does not play: it simulates the pipeline alone then.
+    ...(collectives && config.dp > 1 && config.zero <= 1 ? meshCosts(collectives, config) : {}),
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
@@ -152,7 +154,7 @@ export function buildReport(input: ReportInput): RunReport {
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
-    heldBytesPerWorker: heldBytes(records),
+    heldBytesPerWorker: heldBytesPerWorker(plan, records),
   };
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
@@ -166,20 +168,3 @@ export function buildReport(input: ReportInput): RunReport {
   return report;
 }
 
-/** Each worker's most bytes held in any step, by kind (the policy's figures and the stages' stashes). */
-function heldBytes(records: readonly StepRecord[]): RunReport['heldBytesPerWorker'] {
-  const out: RunReport['heldBytesPerWorker'] = [];
-  for (const rec of records) {
-    rec.results.forEach((r, w) => {
-      const stash = Object.values(r.peakStashBytes).reduce((a, b) => a + b, 0);
-      const h = r.held ?? { weights: 0, grads: 0, optimizer: r.optimizerBytes ?? 0, transient: 0 };
-      const o = (out[w] ??= { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0 });
-      o.transient = Math.max(o.transient, h.transient);
-      o.weights = Math.max(o.weights, h.weights);
-      o.grads = Math.max(o.grads, h.grads);
-      o.optimizer = Math.max(o.optimizer, h.optimizer);
-      o.stash = Math.max(o.stash, stash);
-    });
-  }
-  return out;
-}

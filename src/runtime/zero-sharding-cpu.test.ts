@@ -92,11 +92,27 @@ describe('memory per worker falls with the sharding, as the ZeRO paper counts it
         // ZeRO-2/3 hold a micro-batch's whole gradient before its reduce-scatter; ZeRO-3 the gathered weights beside it.
         expect(w.transient).toBe(zero <= 1 ? 0 : zero === 2 ? 4 * psi : 8 * psi);
         expect(w.stash).toBeGreaterThan(0);
+        // The report's formula (the ZeRO paper's, in float32) beside the measure: equal up to a chunk's rounding.
+        expect(Math.abs(w.weights - w.formula.weights)).toBeLessThanOrEqual(4);
+        expect(Math.abs(w.grads - w.formula.grads)).toBeLessThanOrEqual(4);
+        expect(Math.abs(w.optimizer - w.formula.optimizer)).toBeLessThanOrEqual(8);
       }
       const total = (k: 'weights' | 'grads' | 'optimizer') => rows[zero].reduce((a, w) => a + w[k], 0);
       if (zero >= 1) expect(total('optimizer')).toBe(8 * psi);
       if (zero >= 2) expect(total('grads')).toBe(4 * psi);
       if (zero >= 3) expect(total('weights')).toBe(4 * psi);
+    }
+  });
+
+  it('dp=2 × p=2 interleaved (two stages a worker), SGD: each worker\'s measure equals the formula over its own stages', async () => {
+    for (const zero of [0, 1, 2, 3] as const) {
+      const report = await runPipeline(meshConfig({ schedule: 'interleaved-1f1b', dp: 2, ranks: 2, virtual: 2, zero, optimizer: 'sgd', momentum: 0.9, steps: 1 }), { hostFactory: cpuHosts(), recvTimeoutMs: 5000 });
+      expect(report.heldBytesPerWorker).toHaveLength(4);
+      for (const w of report.heldBytesPerWorker) {
+        expect(Math.abs(w.weights - w.formula.weights)).toBeLessThanOrEqual(2 * 4);
+        expect(Math.abs(w.grads - w.formula.grads)).toBeLessThanOrEqual(2 * 4);
+        expect(Math.abs(w.optimizer - w.formula.optimizer)).toBeLessThanOrEqual(2 * 4);
+      }
     }
   });
 });

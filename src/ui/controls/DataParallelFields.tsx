@@ -1,10 +1,30 @@
 /**
  * The second axis in the page's pipeline controls: data-parallel replicas of
- * the pipeline (dp), ZeRO-1 and whether each stage's all-reduce overlaps the
- * backward (src/schedule/mesh.ts, src/runtime/flush.ts).
+ * the pipeline (dp), how much of each stage the replicas shard (ZeRO 0–3;
+ * ZeRO-3's reshard and prefetch) and whether the collectives overlap the
+ * compute (src/schedule/mesh.ts, src/runtime/flush.ts, src/runtime/sharded-step.ts).
  */
-import { MAX_RUN_RANKS, type RunConfig } from '../../config/run-config.ts';
-import { CheckboxField, NumberField } from './fields.tsx';
+import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
+import { CheckboxField, NumberField, SelectField } from './fields.tsx';
+
+const ZERO_OPTIONS: readonly { value: `${ZeroStage}`; label: string }[] = [
+  { value: '0', label: 'off' },
+  { value: '1', label: 'optimizer (ZeRO-1)' },
+  { value: '2', label: '+ gradients (ZeRO-2)' },
+  { value: '3', label: '+ weights (ZeRO-3, FSDP)' },
+];
+
+const RESHARD_OPTIONS: readonly { value: ReshardMode; label: string }[] = [
+  { value: 'step', label: 'the step' },
+  { value: 'microbatch', label: 'every action' },
+];
+
+/** What each worker keeps of its stages at ZeRO stage `zero`, for the hint. */
+function zeroHint(zero: ZeroStage, dp: number): string {
+  if (zero === 0) return 'every replica keeps its stages whole';
+  const kept = ['', 'optimizer state', 'optimizer state and gradients', 'optimizer state, gradients and weights'][zero];
+  return `each worker keeps 1/${dp} of its stages' ${kept}`;
+}
 
 interface Props {
   cfg: RunConfig;
@@ -26,33 +46,67 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           min={1}
           max={MAX_RUN_RANKS}
           value={cfg.dp}
-          // ZeRO-1 needs two replicas or more: back to 1 replica, it is switched off.
-          onChange={(dp) => set(dp === 1 ? { dp, zero: 0 } : { dp })}
+          // ZeRO needs two replicas or more: back to 1 replica, it is switched off.
+          onChange={(dp) => set(dp === 1 ? { dp, zero: 0, reshard: 'step' } : { dp })}
           error={errorFor('dp')}
           hint={mesh ? `${cfg.dp} × ${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
         />
         <div className="stack">
           <CheckboxField
-            label="ZeRO-1 (shard optimizer state)"
-            name="zero"
-            checked={cfg.zero === 1}
-            onChange={(on) => set({ zero: on ? 1 : 0 })}
-            disabled={!mesh}
-            hint={mesh ? `each worker holds 1/${cfg.dp} of its stages' optimizer state` : 'needs dp ≥ 2'}
-          />
-          <CheckboxField
-            label="Overlap all-reduce with backward"
+            label={cfg.zero >= 2 ? 'Overlap collectives with compute' : 'Overlap all-reduce with backward'}
             name="overlap"
             checked={cfg.overlap}
             onChange={(overlap) => set({ overlap })}
             disabled={!mesh}
-            hint={mesh ? (cfg.overlap ? "a stage's all-reduce starts after its last backward" : 'all-reduce waits until every worker is done') : 'needs dp ≥ 2'}
+            hint={
+              !mesh
+                ? 'needs dp ≥ 2'
+                : cfg.zero >= 2
+                  ? cfg.overlap
+                    ? 'each backward’s reduce-scatter runs behind the next action'
+                    : 'each backward waits for its reduce-scatter'
+                  : cfg.overlap
+                    ? "a stage's all-reduce starts after its last backward"
+                    : 'all-reduce waits until every worker is done'
+            }
           />
         </div>
       </div>
-      {errorFor('zero', 'overlap') && (
+      <SelectField
+        label="Shard across replicas"
+        name="zero"
+        value={String(cfg.zero) as `${ZeroStage}`}
+        options={ZERO_OPTIONS}
+        onChange={(v) => {
+          const zero = Number(v) as ZeroStage;
+          set(zero === 3 ? { zero } : { zero, reshard: 'step' });
+        }}
+        disabled={!mesh}
+        hint={mesh ? zeroHint(cfg.zero, cfg.dp) : 'needs dp ≥ 2'}
+      />
+      {mesh && cfg.zero === 3 && (
+        <div className="row2">
+          <SelectField
+            label="Free gathered weights after"
+            name="reshard"
+            value={cfg.reshard}
+            options={RESHARD_OPTIONS}
+            onChange={(reshard) => set({ reshard })}
+            error={errorFor('reshard')}
+            hint={cfg.reshard === 'step' ? 'one all-gather per stage per step' : `least memory: two all-gathers per micro-batch (${2 * cfg.microbatches} per stage per step)`}
+          />
+          <CheckboxField
+            label="Prefetch the next all-gather"
+            name="prefetch"
+            checked={cfg.prefetch}
+            onChange={(prefetch) => set({ prefetch })}
+            hint={cfg.prefetch ? 'the next gather runs while the current action computes' : 'each gather starts when its action does'}
+          />
+        </div>
+      )}
+      {errorFor('zero', 'overlap', 'prefetch') && (
         <p className="field-error" role="alert">
-          {errorFor('zero', 'overlap')}
+          {errorFor('zero', 'overlap', 'prefetch')}
         </p>
       )}
     </>

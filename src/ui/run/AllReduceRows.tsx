@@ -3,7 +3,9 @@
  * collectives, each stage's all-reduce (time and the bytes of gradients it
  * summed), the share of the step the collectives were not hidden behind
  * compute (each beside the simulator's, fed with the run's own op times and
- * the α–β ring fitted to its collectives), and the optimizer state each worker held (ZeRO-1 divides it by dp).
+ * the α–β ring fitted to its collectives), and what each worker held by kind
+ * (weights, gradients, optimizer state at rest; stashed activations; ZeRO-2/3's
+ * transient buffers) beside the ZeRO paper's formula in the closed-form column.
  */
 import type { RunReport } from '../../runtime/report-types.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
@@ -13,19 +15,28 @@ function byteRange(xs: readonly number[]): string {
   if (xs.length === 0) return '—';
   const lo = Math.min(...xs);
   const hi = Math.max(...xs);
-  return lo === hi ? bytes(lo) : `${bytes(lo)} – ${bytes(hi)}`;
+  // Shards differ by a value or two: a range that reads the same at both ends is one figure.
+  return bytes(lo) === bytes(hi) ? bytes(lo) : `${bytes(lo)} – ${bytes(hi)}`;
 }
 
 export function AllReduceRows({ report }: { report: RunReport }) {
   const ar = report.allReduce;
   if (!ar) return null;
   const { dp, zero, overlap } = report.config;
+  const held = report.heldBytesPerWorker ?? [];
+  const kinds = [
+    { key: 'weights', label: 'Weights' },
+    { key: 'grads', label: 'Gradients' },
+    { key: 'optimizer', label: 'Optimizer state' },
+  ] as const;
+  const sharded = (k: (typeof kinds)[number]['key']) => (k === 'optimizer' ? zero >= 1 : k === 'grads' ? zero >= 2 : zero >= 3);
+  const collective = ['All-reduce', 'ZeRO-1 update', 'ZeRO-2 collectives', 'ZeRO-3 collectives'][zero];
   return (
     <>
       <tr className="group-start" data-testid="allreduce-step">
         <th scope="row">
           <span className="group-label">Data parallel (dp = {dp})</span>
-          Step time with the all-reduce, ms{overlap ? '' : ' (after every worker is done)'}
+          Step time with the {zero >= 2 ? 'collectives' : 'all-reduce'}, ms{overlap || zero >= 2 ? '' : ' (after every worker is done)'}
         </th>
         <td>{ms(ar.stepMs)}</td>
         <td>{ar.simulated ? ms(ar.simulated.stepMs) : '—'}</td>
@@ -34,7 +45,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
       {ar.perStage.map((s, i) => (
         <tr key={i} data-testid="allreduce-stage">
           <th scope="row">
-            {zero ? 'ZeRO-1 update' : 'All-reduce'} of stage {i}
+            {collective} of stage {i}
           </th>
           <td>
             {ms(s.ms)} <span className="muted">· {bytes(s.bytes)}</span>
@@ -44,19 +55,40 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         </tr>
       ))}
       <tr data-testid="allreduce-exposed">
-        <th scope="row">All-reduce not hidden behind compute (share of the step)</th>
+        <th scope="row">{zero >= 2 ? 'Collectives' : 'All-reduce'} not hidden behind compute (share of the step)</th>
         <td>
           {ms(ar.exposedMs)} <span className="muted">· {pct(ar.share)}</span>
         </td>
         <td>{ar.simulated ? pct(ar.simulated.share) : '—'}</td>
         <td>—</td>
       </tr>
-      <tr data-testid="optimizer-bytes">
-        <th scope="row">Optimizer state per worker{zero ? ' (ZeRO-1: a 1/dp shard)' : ''}</th>
-        <td>{byteRange(report.optimizerBytesPerWorker)}</td>
+      {kinds.map(({ key, label }) => (
+        // The optimizer row keeps the test id it had when it was the only memory row.
+        <tr key={key} data-testid={key === 'optimizer' ? 'optimizer-bytes' : `held-${key}`}>
+          <th scope="row">
+            {label} per worker{sharded(key) ? ` (ZeRO-${zero}: 1/${dp})` : ''}
+          </th>
+          <td>{byteRange(key === 'optimizer' && held.length === 0 ? report.optimizerBytesPerWorker : held.map((w) => w[key]))}</td>
+          <td>—</td>
+          <td>{held.length > 0 ? byteRange(held.map((w) => Math.round(w.formula[key]))) : '—'}</td>
+        </tr>
+      ))}
+      <tr data-testid="held-stash">
+        <th scope="row">Stashed activations per worker (peak)</th>
+        <td>{byteRange(held.map((w) => w.stash))}</td>
         <td>—</td>
         <td>—</td>
       </tr>
+      {zero >= 2 && (
+        <tr data-testid="held-transient">
+          <th scope="row" title="the peak of buffers that live only around an action: a micro-batch’s whole gradient before its reduce-scatter, and with ZeRO-3 the gathered weights">
+            Transient per worker (peak: {zero === 3 ? 'gathered weights, ' : ''}a backward’s gradient)
+          </th>
+          <td>{byteRange(held.map((w) => w.transient))}</td>
+          <td>—</td>
+          <td>—</td>
+        </tr>
+      )}
     </>
   );
 }

@@ -27,10 +27,10 @@ const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
 
 /** The all-reduce's parts; reading off and writing back the device share a colour, so they share an entry. */
 const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: string }[] = [
-  { kinds: ['reduce-scatter'], label: 'all-reduce: reduce-scatter (a chunk to the ring successor, summed)' },
-  { kinds: ['all-gather'], label: 'all-reduce: all-gather (a summed chunk passed on)' },
-  { kinds: ['gather-grads', 'scatter-back'], label: 'all-reduce: gradients GPU → CPU, result CPU → GPU' },
-  { kinds: ['shard-update'], label: 'ZeRO-1: optimizer step on this worker’s shard' },
+  { kinds: ['reduce-scatter'], label: 'reduce-scatter (a chunk to the ring successor, summed)' },
+  { kinds: ['all-gather'], label: 'all-gather (a chunk passed on: summed gradients, or ZeRO-3’s weights)' },
+  { kinds: ['gather-grads', 'scatter-back'], label: 'gradients GPU → CPU, result CPU → GPU' },
+  { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
 ];
 
 export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {

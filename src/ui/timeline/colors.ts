@@ -45,11 +45,11 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
-  'gather-grads': 'all-reduce: gradients GPU → CPU',
-  'reduce-scatter': 'all-reduce: reduce-scatter chunk',
-  'all-gather': 'all-reduce: all-gather chunk',
-  'shard-update': 'ZeRO-1: optimizer on this shard',
-  'scatter-back': 'all-reduce: result CPU → GPU',
+  'gather-grads': 'gradients GPU → CPU',
+  'reduce-scatter': 'reduce-scatter chunk',
+  'all-gather': 'all-gather chunk',
+  'shard-update': 'ZeRO: optimizer on this shard',
+  'scatter-back': 'result CPU → GPU',
 };
 
 export const THEME = {
