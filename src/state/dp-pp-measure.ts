@@ -1,12 +1,12 @@
 /**
- * The dp × pp preset's runs: each shape trained for a few steps on the
+ * The Compare presets' runs (dp × pp, ZeRO 0 → 3): each shape trained for a few steps on the
  * workers, one after the other, in the page's 'comparing' session (compare.ts
  * measureEach), and what each reported.
  */
 import { create } from 'zustand';
 import type { RunReport } from '../runtime/report-types.ts';
 import { measureEach, stopSession } from './compare.ts';
-import type { DpPpShape } from './dp-pp-preset.ts';
+import type { RunConfig } from '../config/run-config.ts';
 
 export interface DpPpMeasurement {
   status: 'queued' | 'running' | 'done' | 'error';
@@ -21,7 +21,7 @@ function record(key: string, m: DpPpMeasurement): void {
 }
 
 /** Trains every shape (its configuration as given: its steps, no evaluation), one after the other. */
-export async function measureDpPp(shapes: readonly DpPpShape[]): Promise<void> {
+export async function measureDpPp(shapes: readonly { key: string; config: RunConfig }[]): Promise<void> {
   const before = useDpPpRuns.getState().runs;
   let started = false;
   await measureEach('comparing', shapes.map((s) => ({ key: s.key, config: s.config })), (key, ev) => {

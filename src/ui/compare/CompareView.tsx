@@ -13,6 +13,7 @@ import { computeOnly } from '../../state/derived.ts';
 import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
+import { ZeroPanel } from './ZeroPanel.tsx';
 
 /** The last measured step's figures, counted as its panel's badge counts them (compute only). */
 function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } | null {
@@ -69,6 +70,10 @@ export function CompareView() {
               dp × pp at 8 workers
             </button>
             <p className="field-hint">The same 8 workers and global batch as 1×8, 2×4, 4×2 and 8×1 replicas × ranks: bubble against all-reduce.</p>
+            <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'zero'} onClick={() => setCp({ preset: cp.preset === 'zero' ? undefined : 'zero' })}>
+              ZeRO 0 → 3 at dp = 4
+            </button>
+            <p className="field-hint">The same run with nothing, the optimizer state, the gradients and the weights sharded across 4 replicas: memory per worker against bytes moved.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>
@@ -111,6 +116,7 @@ export function CompareView() {
       </aside>
       <div className="main-col">
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
+        {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
           <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">
