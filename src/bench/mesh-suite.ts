@@ -10,7 +10,7 @@
 import { fitAlphaBeta, ringTimeMs, type AlphaBeta } from '../plan/allreduce-fit.ts';
 import type { AllReduceBenchRow } from './allreduce-bench.ts';
 import { measureScheduleGrid, predictionNote, type GptBenchContext, type GptSuiteResult } from './gpt-suite.ts';
-import type { ScheduleBenchCase, ScheduleBenchRow } from './schedules-suite.ts';
+import { zeroLabel, type ScheduleBenchCase, type ScheduleBenchRow } from './schedules-suite.ts';
 
 /** Vector sizes of the all-reduce micro-benchmark: 4 KiB … 4 MiB. */
 export const ALLREDUCE_BYTES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
@@ -37,7 +37,7 @@ export async function measureRing(ctx: GptBenchContext, dps: readonly number[], 
   return { rows, fits };
 }
 
-/** The grid: every dp × pp = 4 for each model and schedule, then overlap off and ZeRO-1 at 2 × 2 (1F1B, char-MLP). */
+/** The grid: every dp × pp = 4 for each model and schedule, then overlap off and ZeRO 1, 2, 3 (and 3 re-gathered per action) at 2 × 2 (1F1B, char-MLP). */
 export function meshGrid(quick: boolean): ScheduleBenchCase[] {
   const grid: ScheduleBenchCase[] = [];
   const models: ('char-mlp' | 'gpt')[] = quick ? ['char-mlp'] : ['char-mlp', 'gpt'];
@@ -50,7 +50,7 @@ export function meshGrid(quick: boolean): ScheduleBenchCase[] {
     }
   }
   const base = { schedule: '1f1b' as const, ranks: 2, dp: 2, microbatches: GLOBAL_MICROBATCHES / 2, layers: WORKERS };
-  grid.push({ ...base, overlap: false }, { ...base, zero: 1 });
+  grid.push({ ...base, overlap: false }, { ...base, zero: 1 }, { ...base, zero: 2 }, { ...base, zero: 3 }, { ...base, zero: 3, reshard: 'microbatch' });
   return grid;
 }
 
@@ -70,7 +70,7 @@ export async function mesh(ctx: GptBenchContext): Promise<GptSuiteResult> {
   for (const r of rows) {
     const m = r.mesh!;
     ctx.log(
-      `${r.model} ${r.schedule} ${m.dp}×${r.p} m=${r.m}${m.overlap ? '' : ' no overlap'}${m.zero ? ' ZeRO-1' : ''}: step ${m.stepMs.toFixed(1)} ms measured, ${m.stepSimulatedMs.toFixed(1)} simulated; bubble ${(100 * r.bubbleMeasured).toFixed(1)}%, all-reduce ${(100 * m.allReduceShare).toFixed(1)}% of the step; optimizer ${(m.optimizerBytesPerWorker / 1024).toFixed(0)} KiB per worker`,
+      `${r.model} ${r.schedule} ${m.dp}×${r.p} m=${r.m}${m.overlap ? '' : ' no overlap'}${zeroLabel(m)}: step ${m.stepMs.toFixed(1)} ms measured, ${m.zero >= 2 ? 'not simulated (ZeRO-2/3)' : `${m.stepSimulatedMs.toFixed(1)} simulated`}; bubble ${(100 * r.bubbleMeasured).toFixed(1)}%, collectives ${(100 * m.allReduceShare).toFixed(1)}% of the step; ring ${((m.ringBytes ?? 0) / 1024).toFixed(1)} KiB per worker per step (formula ${((m.ringBytesFormula ?? 0) / 1024).toFixed(1)}); held at rest ${((m.heldBytes ?? 0) / 1024).toFixed(1)} KiB per worker (formula ${((m.heldFormula ?? 0) / 1024).toFixed(1)})`,
     );
   }
   return {
@@ -78,6 +78,7 @@ export async function mesh(ctx: GptBenchContext): Promise<GptSuiteResult> {
     meta: { fits: ring.fits },
     notes: [
       `the same model (${WORKERS} blocks) and the same global batch (${GLOBAL_MICROBATCHES} micro-batches of 64 rows for the char-MLP, 8 sequences for the GPT) on ${WORKERS} workers: dp replicas of a ${WORKERS}/dp-stage pipeline, each with ${GLOBAL_MICROBATCHES}/dp micro-batches; the first step of each run is left out of the means.`,
+      `ZeRO rows: ring bytes are what one worker sent over its ring in a step (every reduce-scatter and all-gather exchange), measured beside the count from the schedule (src/runtime/held-bytes.ts: an all-reduce a stage with ZeRO 0/1; a reduce-scatter per backward plus one all-gather with ZeRO-2 and ZeRO-3 per step; plus an all-gather per F/B/I with ZeRO-3 per action); held: weights + gradients + optimizer state at rest of the worker holding most, beside the ZeRO paper's formula. The simulator does not play ZeRO-2/3's collectives between actions: their step is not simulated.`,
       `step: the measured step with its collectives (the mesh's first start to its last end); simulated: the simulator with dp, fed with the run's own mean op times and the α–β ring fitted to the run's own per-stage all-reduce times (src/runtime/report.ts). bubble: the compute-only pipeline bubble; all-reduce share: the part of the step after the last compute ended.`,
       `all-reduce per stage against the α–β model of the micro-benchmark run first in this page (${Object.entries(ring.fits).map(([dp, f]) => `dp = ${dp}: α = ${f.latencyMs.toFixed(3)} ms, β = ${(f.bytesPerMs / 1000).toFixed(0)} MB/s`).join('; ')}); the ring part measured on each worker from its first chunk exchange to its last, the least over the group (the worker that waited least for its peers); the whole collective also reads the gradients back from the GPU and writes the sum back.`,
       predictionNote(measured) + ' For dp > 1 the lanes are those of the same model on dp × p workers, and the mesh plays like one pipeline on lanes / dp (src/schedule/simulate-mesh.ts); the prediction is of the compute makespan.',

@@ -23,7 +23,14 @@ export interface ScheduleBenchCase {
   /** Data-parallel replicas (default 1): each takes m micro-batches of the same size, so the global batch is dp × m of them. */
   dp?: number;
   zero?: RunConfig['zero'];
+  reshard?: RunConfig['reshard'];
   overlap?: boolean;
+}
+
+/** `' ZeRO-3 per action'` etc. for a mesh row's sharding. */
+export function zeroLabel(m: { zero: number; reshard?: string }): string {
+  if (m.zero === 0) return '';
+  return ` ZeRO-${m.zero}${m.zero === 3 && m.reshard === 'microbatch' ? ' per action' : ''}`;
 }
 
 /** A data-parallel row's figures (dp > 1): the step with its all-reduce, per stage measured, and the optimizer state per worker. */
@@ -41,6 +48,14 @@ export interface MeshBenchFigures {
   perStage: AllReduceFigures['perStage'];
   /** Largest optimizer state any worker held, bytes. */
   optimizerBytesPerWorker: number;
+  /** ZeRO-3: free the gathered weights after the step or after every action. */
+  reshard?: string;
+  /** Bytes one worker sent over its ring per step, measured and by the formula (held-bytes.ts). */
+  ringBytes?: number;
+  ringBytesFormula?: number;
+  /** Weights + gradients + optimizer state at rest of the worker holding most, measured and by the ZeRO paper's formula. */
+  heldBytes?: number;
+  heldFormula?: number;
 }
 
 /** Sequences per micro-batch in the GPT grid (× the block size in token rows). */
@@ -108,6 +123,7 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     ranks: c.ranks,
     dp,
     zero: c.zero ?? 0,
+    reshard: c.reshard ?? 'step',
     overlap: c.overlap ?? true,
     virtual: v,
     schedule: c.schedule,
@@ -154,6 +170,11 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
             allReduceShareSimulated: r.allReduce?.simulated?.share ?? 0,
             perStage: r.allReduce?.perStage ?? [],
             optimizerBytesPerWorker: Math.max(0, ...r.optimizerBytesPerWorker),
+            reshard: cfg.reshard,
+            ringBytes: r.allReduce?.ringBytesPerWorker ?? 0,
+            ringBytesFormula: r.allReduce?.ringBytesFormula ?? 0,
+            heldBytes: Math.max(0, ...r.heldBytesPerWorker.map((w) => w.weights + w.grads + w.optimizer)),
+            heldFormula: Math.max(0, ...r.heldBytesPerWorker.map((w) => w.formula.weights + w.formula.grads + w.formula.optimizer)),
           },
         }
       : {}),

@@ -6,6 +6,15 @@
  * velocity): with P the parameters of the worker's stages and N_d = dp,
  * weights 4P, gradients 4P, optimizer KP; ZeRO-1 divides the optimizer state
  * by N_d, ZeRO-2 the gradients too, ZeRO-3 the weights too.
+ *
+ * And the bytes a worker's ring sends in a step, counted from the schedule:
+ * each ring collective over a vector of N values sends (N_d − 1)/N_d · N
+ * values from every worker, and a stage's step runs, per its sharding, an
+ * all-reduce (two such halves: ZeRO 0 and 1); a reduce-scatter after every
+ * backward that leaves weight gradients (B, W) and one all-gather of the
+ * weights (ZeRO-2, and ZeRO-3 gathering once a step); or those reduce-scatters
+ * and an all-gather before every action that reads the weights (F, B, I:
+ * ZeRO-3 re-gathering per action; sharded-step.ts).
  */
 import { layerParamCount } from '../nn/model-spec.ts';
 import { mesh, placeOf } from '../schedule/mesh.ts';
@@ -20,6 +29,32 @@ export function zeroStateBytes(params: number, zero: number, dp: number, optimiz
   const k = optimizer === 'adamw' ? 8 : 4;
   const n = zero > 0 ? dp : 1;
   return { weights: (4 * params) / (zero >= 3 ? n : 1), grads: (4 * params) / (zero >= 2 ? n : 1), optimizer: (k * params) / (zero >= 1 ? n : 1) };
+}
+
+/** Values one worker of rank `rank` sends over its ring in a step, by the schedule's actions (before the (N_d − 1)/N_d and the bytes a value). */
+function ringValues(plan: RunPlan, perStage: readonly number[], rank: number): number {
+  const { config, schedule } = plan;
+  const order = schedule.order[rank];
+  let values = 0;
+  schedule.stageToRank.forEach((owner, s) => {
+    if (owner !== rank) return;
+    const mine = order.filter((a) => a.stage === s);
+    const reduces = mine.filter((a) => a.op === 'B' || a.op === 'W').length;
+    const reads = mine.filter((a) => a.op === 'F' || a.op === 'B' || a.op === 'I').length;
+    const collectives = config.zero <= 1 ? 2 : config.zero === 2 || config.reshard === 'step' ? reduces + 1 : reduces + reads;
+    values += collectives * perStage[s];
+  });
+  return values;
+}
+
+/** The formula's bytes the busiest worker's ring sends in a step (`bytesPerValue` 4: the page's float32). */
+export function ringBytesFormula(plan: RunPlan, bytesPerValue = 4): number {
+  const { dp, ranks } = plan.config;
+  if (dp < 2) return 0;
+  const perStage = stageParams(plan);
+  let most = 0;
+  for (let r = 0; r < ranks; r++) most = Math.max(most, ringValues(plan, perStage, r));
+  return (bytesPerValue * most * (dp - 1)) / dp;
 }
 
 /** Parameters of each stage of the run. */

@@ -23,6 +23,10 @@ export interface AllReduceFigures {
   exposedMs: number;
   /** exposedMs / stepMs. */
   share: number;
+  /** Bytes one worker sent over its ring in a step (every reduce-scatter and all-gather exchange), the most over the workers, mean over the steps. */
+  ringBytesPerWorker: number;
+  /** The same by the formula (held-bytes.ts ringBytesFormula, float32), set by the report. */
+  ringBytesFormula?: number;
   /** The simulator's step with the run's own op times and the α–β ring fitted to these collectives, and its exposed share (report.ts). */
   simulated?: { stepMs: number; share: number; perStageMs: number[] };
 }
@@ -37,7 +41,9 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
   const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], own: [] as number[], bytes: 0 }));
   const steps: number[] = [];
   const exposed: number[] = [];
+  const sent: number[] = [];
   for (const t of timelines) {
+    const byWorker = new Map<string, number>();
     const span = new Map<number, [number, number]>();
     // stage → worker (replica) → the span of its chunk exchanges
     const ring = new Map<number, Map<number, [number, number]>>();
@@ -56,7 +62,11 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
       span.set(iv.stage, [Math.min(s[0], iv.start), Math.max(s[1], iv.end)]);
       if (iv.coll === 'gather-grads' && iv.bytes !== undefined) perStage[iv.stage].bytes = iv.bytes;
       widen(own, iv.stage, iv.replica ?? 0, iv.start, iv.end);
-      if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') widen(ring, iv.stage, iv.replica ?? 0, iv.start, iv.end);
+      if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') {
+        widen(ring, iv.stage, iv.replica ?? 0, iv.start, iv.end);
+        const w = `${iv.replica ?? 0}:${iv.rank}`;
+        byWorker.set(w, (byWorker.get(w) ?? 0) + (iv.bytes ?? 0));
+      }
     }
     for (const [s, [a, b]] of span) perStage[s]?.ms.push(b - a);
     const least = (byWorker: Map<number, [number, number]>) => Math.min(...[...byWorker.values()].map(([a, b]) => b - a));
@@ -64,10 +74,11 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
     for (const [s, byWorker] of own) perStage[s]?.own.push(least(byWorker));
     const lo = Math.min(...t.intervals.map((iv) => iv.start));
     const hi = Math.max(...t.intervals.map((iv) => iv.end));
+    sent.push(Math.max(0, ...byWorker.values()));
     steps.push(makespan(t));
     exposed.push(Math.max(0, hi - Math.max(lo, lastCompute)));
   }
   const stepMs = mean(steps);
   const exposedMs = mean(exposed);
-  return { perStage: perStage.map((p) => ({ ms: mean(p.ms), bytes: p.bytes, ringMs: mean(p.ring), ownMs: mean(p.own) })), stepMs, exposedMs, share: stepMs > 0 ? exposedMs / stepMs : 0 };
+  return { perStage: perStage.map((p) => ({ ms: mean(p.ms), bytes: p.bytes, ringMs: mean(p.ring), ownMs: mean(p.own) })), stepMs, exposedMs, share: stepMs > 0 ? exposedMs / stepMs : 0, ringBytesPerWorker: mean(sent) };
 }

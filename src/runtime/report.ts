@@ -12,7 +12,7 @@ import type { Interval, Timeline } from '../schedule/timeline.ts';
 import type { RankStats, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { RunReport } from './report-types.ts';
-import { heldBytesPerWorker } from './held-bytes.ts';
+import { heldBytesPerWorker, ringBytesFormula } from './held-bytes.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
@@ -156,6 +156,7 @@ export function buildReport(input: ReportInput): RunReport {
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
   };
+  if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];

@@ -159,3 +159,20 @@ describe('a failure inside a ZeRO-2/3 collective ends the run with its name', ()
     await expect(runPipeline(cfg, { hostFactory: cpuHosts(), recvTimeoutMs: 300 })).rejects.toThrow(/waited 0\.3 s for chunk 2 of 4 of the ZeRO-2 collectives of stage 0 \(step 0\) from worker 2/);
   });
 });
+
+describe('the bytes a worker\'s ring sends in a step, measured beside the formula', () => {
+  it('ZeRO 0–3 (and ZeRO-3 per action), 1F1B and ZB-H1 at dp = 3 × p = 2: equal up to the chunks\' rounding (float64 here: 8 bytes a value)', async () => {
+    for (const schedule of ['1f1b', 'zb-h1'] as const) {
+      for (const v of [{ zero: 0 }, { zero: 1 }, { zero: 2 }, { zero: 3, reshard: 'step' }, { zero: 3, reshard: 'microbatch' }] as const) {
+        const cfg = meshConfig({ schedule, dp: 3, ranks: 2, batchSize: 24, microbatches: 4, steps: 1, ...v });
+        const report = await runPipeline(cfg, { hostFactory: cpuHosts(), recvTimeoutMs: 5000 });
+        const ar = report.allReduce!;
+        const formula = 2 * (ar.ringBytesFormula ?? 0);
+        const collectives = report.timeline.intervals.filter((iv) => iv.op === 'collective' && (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') && iv.rank === 0 && (iv.replica ?? 0) === 0).length / 2;
+        expect(formula, `${schedule} ${JSON.stringify(v)}`).toBeGreaterThan(0);
+        // Each collective's chunks differ by at most one value from (N_d − 1)/N_d of the vector.
+        expect(Math.abs(ar.ringBytesPerWorker - formula), `${schedule} ${JSON.stringify(v)}`).toBeLessThanOrEqual(8 * 2 * collectives);
+      }
+    }
+  });
+});

@@ -60,7 +60,7 @@ describe('gap attribution', () => {
 
   it('a data-parallel run adds an all-reduce row: the idle share of the whole step, collectives included', () => {
     // 4 lanes busy 60% of a 10 ms compute makespan (bubble 0.4); the step with its all-reduce takes 12.5 ms.
-    const allReduce = { perStage: [], stepMs: 12.5, exposedMs: 2.5, share: 0.2 };
+    const allReduce = { perStage: [], stepMs: 12.5, exposedMs: 2.5, share: 0.2, ringBytesPerWorker: 0 };
     const a = attributeGap({ schedule, meanOpMs: opMs(4, () => 1.5), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: closed }, makespanMs: { measured: 10, simulated: 0 }, allReduce }, null)!;
     expect(a.steps.map((s) => s.id)).toEqual(['closed', 'stages', 'comm', 'device', 'allreduce']);
     // Busy 0.6 · 10 ms per lane over a 12.5 ms step: idle 1 − 6 / 12.5 = 0.52.

@@ -60,7 +60,7 @@ export interface ZeroFigures {
   transient: number;
   /** The ZeRO paper's model states (weights + gradients + optimizer) for the worker holding the most. */
   formula: number;
-  /** Bytes one worker sent over its ring in the last step (every reduce-scatter and all-gather exchange). */
+  /** Bytes one worker sent over its ring in a step (every reduce-scatter and all-gather exchange; report-collectives.ts). */
   ringBytes: number;
   stepMs: number;
   loss: number;
@@ -70,13 +70,6 @@ export function zeroFigures(report: RunReport): ZeroFigures {
   const held = report.heldBytesPerWorker ?? [];
   const most = (k: 'weights' | 'grads' | 'optimizer' | 'stash' | 'transient') => Math.max(0, ...held.map((w) => w[k]));
   const formula = Math.max(0, ...held.map((w) => w.formula.weights + w.formula.grads + w.formula.optimizer));
-  const t = report.timeline;
-  const perWorker = new Map<string, number>();
-  for (const iv of t.intervals) {
-    if (iv.op !== 'collective' || (iv.coll !== 'reduce-scatter' && iv.coll !== 'all-gather')) continue;
-    const w = `${iv.replica ?? 0}:${iv.rank}`;
-    perWorker.set(w, (perWorker.get(w) ?? 0) + (iv.bytes ?? 0));
-  }
   return {
     weights: most('weights'),
     grads: most('grads'),
@@ -84,7 +77,7 @@ export function zeroFigures(report: RunReport): ZeroFigures {
     stash: most('stash'),
     transient: most('transient'),
     formula,
-    ringBytes: Math.max(0, ...perWorker.values()),
+    ringBytes: report.allReduce?.ringBytesPerWorker ?? 0,
     stepMs: report.allReduce?.stepMs ?? report.makespanMs.measured,
     loss: report.losses[report.losses.length - 1] ?? NaN,
   };

@@ -1,5 +1,5 @@
 /** The benchmark report as Markdown tables: every figure beside its peer, as ratios. */
-import type { ScheduleBenchRow } from '../schedules-suite.ts';
+import { zeroLabel, type ScheduleBenchRow } from '../schedules-suite.ts';
 import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchRow } from '../training-suite.ts';
 import type { StepProfile } from '../step-profile.ts';
@@ -184,11 +184,12 @@ function meshTable(res: SuiteResult): string {
   const rows = res.rows as (ScheduleBenchRow & { ringModelMs?: number[] })[];
   const kib = (b: number) => `${f(b / 1024, 0)} KiB`;
   const main = table(
-    ['model', 'schedule', 'dp × pp', 'm per replica', 'options', 'step ms measured', 'step ms simulated', 'bubble', 'all-reduce share (sim.)', 'shared-device error', 'optimizer per worker', 'samples/s'],
+    ['model', 'schedule', 'dp × pp', 'm per replica', 'options', 'step ms measured', 'step ms simulated', 'bubble', 'collectives share (sim.)', 'shared-device error', 'optimizer per worker', 'held at rest per worker (formula)', 'ring bytes per worker per step (formula)', 'samples/s'],
     rows.map((r) => {
       const m = r.mesh!;
-      const opts = [m.overlap ? '' : 'no overlap', m.zero ? 'ZeRO-1' : ''].filter(Boolean).join(', ') || '—';
-      return [r.model, r.schedule, `${m.dp} × ${r.p}`, String(r.m), opts, f(m.stepMs), f(m.stepSimulatedMs), pct(r.bubbleMeasured), `${pct(m.allReduceShare)} (${pct(m.allReduceShareSimulated)})`, r.prediction ? pct(r.prediction.sharedError) : 'n/a', kib(m.optimizerBytesPerWorker), f(r.samplesPerSecond, 0)];
+      const opts = [m.overlap ? '' : 'no overlap', zeroLabel(m).trim()].filter(Boolean).join(', ') || '—';
+      const vs = (a?: number, b?: number) => (a === undefined || b === undefined ? 'n/a' : `${kib(a)} (${kib(b)})`);
+      return [r.model, r.schedule, `${m.dp} × ${r.p}`, String(r.m), opts, f(m.stepMs), m.zero >= 2 ? 'n/a' : f(m.stepSimulatedMs), pct(r.bubbleMeasured), `${pct(m.allReduceShare)} (${m.zero >= 2 ? 'n/a' : pct(m.allReduceShareSimulated)})`, r.prediction ? pct(r.prediction.sharedError) : 'n/a', kib(m.optimizerBytesPerWorker), vs(m.heldBytes, m.heldFormula), vs(m.ringBytes, m.ringBytesFormula), f(r.samplesPerSecond, 0)];
     }),
   );
   const stages = table(
@@ -197,7 +198,7 @@ function meshTable(res: SuiteResult): string {
       (r.ringModelMs ?? []).map((model, s) => {
         const m = r.mesh!;
         const meas = m.perStage[s].ringMs;
-        const opts = [m.overlap ? '' : 'no overlap', m.zero ? 'ZeRO-1' : ''].filter(Boolean).join(', ') || '—';
+        const opts = [m.overlap ? '' : 'no overlap', zeroLabel(m).trim()].filter(Boolean).join(', ') || '—';
         return [r.model, r.schedule, `${m.dp} × ${r.p}`, opts, String(s), kib(m.perStage[s].bytes), f(m.perStage[s].ms, 2), f(meas, 2), f(model, 2), pct((model - meas) / meas)];
       }),
     ),

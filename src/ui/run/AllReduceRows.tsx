@@ -62,6 +62,12 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <td>{ar.simulated ? pct(ar.simulated.share) : '—'}</td>
         <td>—</td>
       </tr>
+      <tr data-testid="ring-bytes">
+        <th scope="row">Bytes each worker sent over its ring per step</th>
+        <td>{bytes(ar.ringBytesPerWorker ?? 0)}</td>
+        <td>—</td>
+        <td>{ar.ringBytesFormula !== undefined ? bytes(ar.ringBytesFormula) : '—'}</td>
+      </tr>
       {kinds.map(({ key, label }) => (
         // The optimizer row keeps the test id it had when it was the only memory row.
         <tr key={key} data-testid={key === 'optimizer' ? 'optimizer-bytes' : `held-${key}`}>
