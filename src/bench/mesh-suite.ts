@@ -10,7 +10,8 @@
 import { fitAlphaBeta, ringTimeMs, type AlphaBeta } from '../plan/allreduce-fit.ts';
 import type { AllReduceBenchRow } from './allreduce-bench.ts';
 import { measureScheduleGrid, predictionNote, type GptBenchContext, type GptSuiteResult } from './gpt-suite.ts';
-import { zeroLabel, type ScheduleBenchCase, type ScheduleBenchRow } from './schedules-suite.ts';
+import type { ScheduleBenchCase, ScheduleBenchRow } from './schedules-suite.ts';
+import { zeroLabel } from './zero-label.ts';
 
 /** Vector sizes of the all-reduce micro-benchmark: 4 KiB … 4 MiB. */
 export const ALLREDUCE_BYTES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];

@@ -27,12 +27,6 @@ export interface ScheduleBenchCase {
   overlap?: boolean;
 }
 
-/** `' ZeRO-3 per action'` etc. for a mesh row's sharding. */
-export function zeroLabel(m: { zero: number; reshard?: string }): string {
-  if (m.zero === 0) return '';
-  return ` ZeRO-${m.zero}${m.zero === 3 && m.reshard === 'microbatch' ? ' per action' : ''}`;
-}
-
 /** A data-parallel row's figures (dp > 1): the step with its all-reduce, per stage measured, and the optimizer state per worker. */
 export interface MeshBenchFigures {
   dp: number;

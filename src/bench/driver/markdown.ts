@@ -1,5 +1,6 @@
 /** The benchmark report as Markdown tables: every figure beside its peer, as ratios. */
-import { zeroLabel, type ScheduleBenchRow } from '../schedules-suite.ts';
+import type { ScheduleBenchRow } from '../schedules-suite.ts';
+import { zeroLabel } from '../zero-label.ts';
 import type { KernelAutotune, KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchRow } from '../training-suite.ts';
 import type { StepProfile } from '../step-profile.ts';
