@@ -58,7 +58,8 @@ export function meshGrid(quick: boolean): ScheduleBenchCase[] {
 /** Each stage's measured all-reduce beside the micro-benchmark's α–β model for its bytes and ring size. */
 export function withRingModel(rows: readonly ScheduleBenchRow[], fits: Record<number, AlphaBeta>): (ScheduleBenchRow & { ringModelMs?: number[] })[] {
   return rows.map((r) => {
-    const fit = r.mesh && r.mesh.dp > 1 ? fits[r.mesh.dp] : undefined;
+    // ZeRO-2/3's collectives of a stage are many a step (a reduce-scatter per backward, gathers): no one all-reduce to set beside the ring model.
+    const fit = r.mesh && r.mesh.dp > 1 && r.mesh.zero <= 1 ? fits[r.mesh.dp] : undefined;
     return fit ? { ...r, ringModelMs: r.mesh!.perStage.map((s) => ringTimeMs(fit, s.bytes, r.mesh!.dp)) } : { ...r };
   });
 }
