@@ -31,6 +31,28 @@ describe('pipelab plan --model gpt', () => {
     expect(JSON.parse(custom.out).device).toMatchObject({ name: 'custom', peakTflops: 100, memoryGB: 16, bwInterGBps: 1, devicesPerNode: 4 });
   });
 
+  it('--zero: the least ZeRO stage that fits (auto), or a fixed one; ZeRO-2 and ZeRO-3 in the table', () => {
+    // Two wide layers with one head: pp ≤ 2, tp = 1, so at 0.9 GB only ZeRO-3 over 32 replicas fits.
+    const wide = ['--model', 'gpt', '--layers', '2', '--hidden', '4096', '--heads', '1', '--seq', '256', '--vocab', '32000', '--devices', '32', '--global-batch', '256'];
+    const tight = run('plan', ...wide, '--memory-gb', '0.9', '--top', '3');
+    expect(tight.code, tight.err).toBe(0);
+    const rows = tight.out.trim().split('\n').filter((l) => /^\d+\s/.test(l));
+    expect(rows).toHaveLength(3);
+    for (const r of rows) expect(r).toContain('ZeRO-3');
+    const two = run('plan', ...wide, '--memory-gb', '80', '--zero', '2', '--format', 'json');
+    expect(two.code, two.err).toBe(0);
+    expect(JSON.parse(two.out).candidates.every((c: { dp: number; zero: number }) => c.zero === (c.dp > 1 ? 2 : 0))).toBe(true);
+    expect(run('plan', ...wide, '--memory-gb', '80', '--zero', '2', '--top', '1').out).toMatch(/^1\s.*ZeRO-2/m);
+    const none = run('plan', ...wide, '--memory-gb', '0.9', '--zero', '1');
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('--memory-gb = 0.9: no layout of the 32 devices fits in it (every dp × tp × pp, schedule, micro-batch, ZeRO-1 and recomputation tried)');
+    expect(run('plan', ...wide, '--memory-gb', '0.01').err).toContain('ZeRO up to ZeRO-3 and recomputation tried');
+    const bad = run('plan', ...wide, '--zero', '4');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--zero = "4": must be one of auto, 0, 1, 2, 3');
+    expect(run('plan', '--model', 'gpt', '--help').out).toContain('--zero Z');
+  });
+
   it('refuses bad values naming the flag, the value and the rule', () => {
     const base = ['plan', ...small, '--devices', '8', '--global-batch', '32'];
     const cases: [string[], string][] = [

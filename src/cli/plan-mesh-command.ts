@@ -1,9 +1,10 @@
 /**
  * `pipelab plan --model gpt ...`: plan a transformer on N devices (src/plan/mesh-plan.ts): every
- * dp × tp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table or JSON.
+ * dp × tp × pp, schedule, micro-batch size, ZeRO stage (0–3, src/plan/zero.ts) and recomputation; the top
+ * candidates as a table or JSON.
  */
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
-import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule } from '../plan/mesh-plan.ts';
+import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule, type ZeroChoice } from '../plan/mesh-plan.ts';
 import { TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
@@ -13,6 +14,7 @@ import { EXIT_OK, type CliIo } from './io.ts';
 const MODELS = ['gpt'] as const;
 const PRECISIONS = ['bf16', 'fp32'] as const;
 const FORMATS = ['text', 'json'] as const;
+const ZERO_CHOICES = ['auto', '0', '1', '2', '3'] as const;
 
 const FLAGS: FlagSpec[] = [
   { name: 'model', value: 'gpt', help: 'the analytic model: a GPT (embedding, layers, head with its logits)' },
@@ -36,6 +38,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'schedules', value: 'LIST', help: `comma-separated, among ${PLAN_SCHEDULES.join(', ')} (default all)` },
   { name: 'tp', value: 'T', help: 'tensor-parallel workers per stage, fixed (default: every T dividing the heads and a node is tried; Megatron’s split, its all-reduces on the node’s links)' },
   { name: 'sequence-parallel', boolean: true, help: 'with tensor parallelism, split the LayerNorm and dropout activations T ways too (Korthikanti et al. 2022)' },
+  { name: 'zero', value: 'Z', help: 'ZeRO stage: auto (default: the least of 0, 1, 2, 3 that fits), or 0, 1, 2, 3 fixed wherever dp > 1 (3 re-gathers the weights for every forward and backward)' },
   { name: 'max-micro-batch', value: 'b', help: `largest micro-batch size tried, powers of two (default 8, at most ${MESH_PLAN_LIMITS.microBatch})` },
   { name: 'top', value: 'K', help: 'candidates printed (default 10)' },
   { name: 'format', value: 'FMT', help: 'text (a table, default) or json (the plan)' },
@@ -46,7 +49,7 @@ export const PLAN_MESH_HELP = helpFor(
   'pipelab plan --model gpt --layers L --hidden H --heads A --seq S --vocab V --devices N --global-batch B\n' +
     '                   [--device h100|h200|a100] [--devices-per-node K] [--peak-tflops T --memory-gb GB --bw-intra GBPS --bw-inter GBPS] ...',
   'Plan a transformer on N devices: every dp × tp × pp = N (tp dividing the heads and a node, pp ≤ layers),\n' +
-    'schedule, virtual stages, micro-batch size, ZeRO-1 and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
+    'schedule, virtual stages, micro-batch size, ZeRO stage and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
     'by the simulated step time (α–β all-reduce and point-to-point costs, NVLink inside a node, the\n' +
     'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.',
   FLAGS,
@@ -77,6 +80,7 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   globalBatch: '--global-batch',
   maxMicroBatch: '--max-micro-batch',
   tp: '--tp',
+  zero: '--zero',
 };
 
 function row(c: MeshCandidate, rank: number): (string | number)[] {
@@ -85,7 +89,7 @@ function row(c: MeshCandidate, rank: number): (string | number)[] {
     `${c.dp} × ${c.tp} × ${c.pp}`,
     c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : ''),
     `${c.microBatch} × ${c.microbatches}`,
-    [c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '–',
+    [c.zero ? `ZeRO-${c.zero}` : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '–',
     fmt(c.stepMs, 5),
     fmt(c.bubble, 3),
     fmt(c.allReduceShare, 3),
@@ -142,11 +146,13 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
   const tp = intFlag(a, 'tp', 1, 1 << 16);
   const sequenceParallel = boolFlag(a, 'sequence-parallel') || undefined;
+  const zeroFlag = oneOfFlag(a, 'zero', ZERO_CHOICES) ?? 'auto';
+  const zero: ZeroChoice = zeroFlag === 'auto' ? 'auto' : (Number(zeroFlag) as ZeroChoice);
   const top = intFlag(a, 'top', 1, 1000) ?? 10;
   const t0 = performance.now();
   let plan;
   try {
-    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel });
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel, zero });
   } catch (e) {
     // The request's errors are the flags' errors.
     const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;

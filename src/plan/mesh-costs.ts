@@ -15,11 +15,18 @@
  * k workers per node run on k NICs at once, see ringLink); with t > 1 each of
  * the t shards has its own ring of dp workers, on its own NICs, moving 1/t of
  * the stage's gradients.
+ *
+ * ZeRO (zero.ts has the model and its assumptions): the state per device by
+ * stage, with ZeRO-3's gathered block; at ZeRO-3 each action that reads a
+ * stage's weights takes at least the stage's prefetched all-gather; at ZeRO-2
+ * and 3, the least step the links allow (zeroLinkMs).
  */
+import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
 import type { CostModel } from '../schedule/index.ts';
 import type { DeviceSpec } from './device.ts';
 import { stageCosts, type Profile } from './profile.ts';
 import { blockParams, headParams, stateBytesPerParam, type TransformerModel } from './transformer.ts';
+import { asZeroStage, zeroLinkBoundMs, type ZeroStage } from './zero.ts';
 
 /** What the costs read of a plan request (mesh-plan.ts's MeshPlanRequest has it). */
 export interface PlanTarget {
@@ -35,6 +42,8 @@ export interface Layout {
   tp?: number;
   b: number;
   m: number;
+  /** ZeRO stage (absent: 0). */
+  zero?: ZeroStage;
 }
 
 /** Whether workers a and b share a node in every replica. */
@@ -73,11 +82,12 @@ export function candidateCosts(req: PlanTarget, profile: Profile, ranges: readon
   const t = l.tp ?? 1;
   // Pipeline workers (tensor-parallel groups of t devices) per node.
   const perNode = device.devicesPerNode / t;
-  const gradBytes = stageParams(model, ranges, stageToRank).map((n) => (n / t) * model.bytesPerElement);
+  const gradBytes = stageGradBytes(model, ranges, stageToRank, t);
   const lat = { intra: device.latIntraUs / 1e3, inter: device.latInterUs / 1e3 };
   const bw = { intra: device.bwIntraGBps * 1e6, inter: device.bwInterGBps * 1e6 };
   const intra = (from: number, to: number) => sameNodeEverywhere(from, to, l.dp, l.pp, perNode);
-  return {
+  const ring = ringLink(l.dp, l.pp, device, perNode);
+  const out: CostModel = {
     F: c.F,
     I: c.I,
     W: c.W,
@@ -89,8 +99,32 @@ export function candidateCosts(req: PlanTarget, profile: Profile, ranges: readon
     unit: 'ms',
     dp: l.dp,
     gradBytes,
-    allReduce: ringLink(l.dp, l.pp, device, perNode),
+    allReduce: ring,
   };
+  if ((l.zero ?? 0) < 3 || l.dp <= 1) return out;
+  // ZeRO-3: F, I and B wait for their prefetched gather when it is the longer (the flush stays one all-reduce's time: zero.ts).
+  const half = halfRingMs(gradBytes, l.dp, ring);
+  const atLeast = (xs: readonly number[]) => xs.map((x, s) => Math.max(x, half[s]));
+  return { ...out, F: atLeast(c.F), I: atLeast(c.I), B: atLeast(c.B) };
+}
+
+/** Each stage's gradient (and weight) bytes on one of its t tensor-parallel devices. */
+function stageGradBytes(model: TransformerModel, ranges: readonly [number, number][], stageToRank: readonly number[], t: number): number[] {
+  return stageParams(model, ranges, stageToRank).map((n) => (n / t) * model.bytesPerElement);
+}
+
+/** One reduce-scatter or all-gather of each stage over its ring: half the ring all-reduce, ms. */
+function halfRingMs(gradBytes: readonly number[], dp: number, ring: { latency: number; bandwidth: number }): number[] {
+  return gradBytes.map((g) => ringAllReduceTime(g, dp, ring.latency, ring.bandwidth) / 2);
+}
+
+/** The least step the busiest rank's link allows at the layout's ZeRO stage (zero.ts; 0 below ZeRO-2), ms. */
+export function zeroLinkMs(req: PlanTarget, ranges: readonly [number, number][], stageToRank: readonly number[], l: Layout): number {
+  const zero = l.zero ?? 0;
+  if (zero < 2 || l.dp <= 1) return 0;
+  const t = l.tp ?? 1;
+  const ring = ringLink(l.dp, l.pp, req.device, req.device.devicesPerNode / t);
+  return zeroLinkBoundMs(halfRingMs(stageGradBytes(req.model, ranges, stageToRank, t), l.dp, ring), stageToRank, zero, l.m);
 }
 
 /** The rank holding both the first and the last stage (the head then shares the embedding's matrix), or −1. */
@@ -110,11 +144,26 @@ function stageParams(model: TransformerModel, ranges: readonly [number, number][
   });
 }
 
-/** Weights, gradients and optimizer state of each rank's stages on each of its t tensor-parallel devices, bytes. */
-export function stateBytes(req: PlanTarget, ranges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: boolean, dp: number, tp = 1): number[] {
+/**
+ * Weights, gradients and optimizer state of each rank's stages on each of its t tensor-parallel devices at
+ * ZeRO stage `zero` (true: 1) over dp replicas, bytes. ZeRO-3 adds, transiently, the full weights of one
+ * gathered block, the largest of the rank's (a layer, or the embedding or head), as FSDP gathers one
+ * wrapped layer at a time (zero.ts); this repo's tab gathers a whole stage, which the planner does not model.
+ */
+export function stateBytes(req: PlanTarget, ranges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: ZeroStage | boolean, dp: number, tp = 1): number[] {
   const per = stateBytesPerParam(req.model, zero, dp);
   const out = new Array<number>(pp).fill(0);
   stageParams(req.model, ranges, stageToRank).forEach((n, s) => (out[stageToRank[s]] += (n / tp) * per));
-  return out;
+  if (asZeroStage(zero) < 3 || dp <= 1) return out;
+  const params = blockParams(req.model);
+  const tied = tiedRank(stageToRank);
+  const largest = new Array<number>(pp).fill(0);
+  ranges.forEach(([a, b], s) => {
+    const r = stageToRank[s];
+    for (let i = a; i < b; i++) {
+      const n = i === params.length - 1 && r === tied ? headParams(req.model, true) : params[i];
+      largest[r] = Math.max(largest[r], n);
+    }
+  });
+  return out.map((x, r) => x + (largest[r] / tp) * req.model.bytesPerElement);
 }
-

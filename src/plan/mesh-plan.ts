@@ -1,7 +1,7 @@
 /**
  * Plan a real model on N devices: every mesh dp × pp = N (pp ≤ layers), the
  * schedule (1F1B, interleaved 1F1B, ZB-H1, ZB-V, DualPipe-V, auto), its
- * virtual stages, the micro-batch size, ZeRO-1 and activation recomputation;
+ * virtual stages, the micro-batch size, the ZeRO stage and activation recomputation;
  * what does not fit a device's memory is dropped and the rest ranked by the
  * simulated step time (simulate.ts with the α–β all-reduce and point-to-point
  * costs by placement).
@@ -19,24 +19,29 @@
  * see ringLink), and the mesh's all-reduce is priced at the slowest group's.
  *
  * Memory per device: weights, gradients and Adam state of its stages
- * (16 bytes per parameter; ZeRO-1 divides the optimizer's 12 by dp), plus the
- * peak of its held activations over its schedule (simulate.ts peakMemory).
- * A candidate that fits without ZeRO-1 keeps it off (ZeRO-1 costs the same
- * time here, see allreduce-cost.ts); recomputation, which only adds time, is
- * tried where nothing fits without it. `auto` (the memory-capped builder,
- * generators/auto.ts, one stage per rank) runs on the best few layouts.
+ * (16 bytes per parameter; ZeRO-1 divides the optimizer's 12 by dp, ZeRO-2 the
+ * gradients' too, ZeRO-3 the weights' too and holds one gathered block, see
+ * zero.ts), plus the peak of its held activations over its schedule
+ * (simulate.ts peakMemory). Each candidate takes the least ZeRO stage that
+ * fits, trying 0 → 1 → 2 → 3 where dp > 1 (ZeRO-1 costs the all-reduce's time,
+ * see allreduce-cost.ts; ZeRO-2 and 3 cost more, see zero.ts), or the stage the
+ * request fixes; recomputation, which only adds time, is tried where nothing
+ * fits without it. `auto` (the memory-capped builder, generators/auto.ts, one
+ * stage per rank) runs on the best few layouts.
  */
 import { generateSchedule, autoSchedule, peakMemory, simulateStep, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { checkDevice, type DeviceSpec } from './device.ts';
 import { planPartition } from './partition.ts';
 import type { Profile } from './profile.ts';
-import { candidateCosts, stateBytes, type Layout } from './mesh-costs.ts';
+import { candidateCosts, stateBytes, zeroLinkMs, type Layout, type PlanTarget } from './mesh-costs.ts';
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
 import { checkTransformer, modelFlopsPerStep, transformerProfile, type TransformerModel } from './transformer.ts';
+import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
 
 export type { Layout } from './mesh-costs.ts';
 export { candidateCosts } from './mesh-costs.ts';
+export type { ZeroChoice, ZeroStage } from './zero.ts';
 
 export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'dualpipe-v', 'auto'] as const;
 export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
@@ -65,8 +70,11 @@ export interface MeshPlanRequest {
   tp?: number;
   /** Sequence parallelism beside tensor parallelism (Korthikanti et al.): activations split t ways; default off. */
   sequenceParallel?: boolean;
-  /** false: never shard the optimizer state (ZeRO-1 is tried where a layout does not fit otherwise; default). */
-  zero?: boolean;
+  /**
+   * ZeRO: 'auto' (default) the least stage that fits, 0 → 1 → 2 → 3; a stage fixes it wherever dp > 1.
+   * Booleans as before stages 2 and 3: false none, true ZeRO-1 where nothing fits without it.
+   */
+  zero?: ZeroChoice;
 }
 
 export interface MeshCandidate {
@@ -79,11 +87,13 @@ export interface MeshCandidate {
   /** Sequences per micro-batch (b) and micro-batches per replica (m). */
   microBatch: number;
   microbatches: number;
-  zero: boolean;
+  /** ZeRO stage (0 none; 3 re-gathers the weights for every forward and backward, zero.ts). */
+  zero: ZeroStage;
   recompute: boolean;
   stepMs: number;
   computeMs: number;
   bubble: number;
+  /** The step's time past the last compute: the flush's collectives, or the ZeRO-2/3 link's lower bound (zero.ts). */
   exposedAllReduceMs: number;
   allReduceShare: number;
   /** The fullest device: state (weights, gradients, optimizer) and activations, bytes. */
@@ -121,6 +131,7 @@ function checkRequest(r: MeshPlanRequest): void {
     if (r.devices % r.tp !== 0) throw new ConfigError('tp', r.tp, `must divide the devices (${r.devices}): dp · tp · pp = N`);
   }
   if (r.sequenceParallel !== undefined && typeof r.sequenceParallel !== 'boolean') throw new ConfigError('sequenceParallel', r.sequenceParallel, 'must be true or false');
+  checkZeroChoice(r.zero);
 }
 
 /** Sequences per micro-batch to try for `rows` sequences per replica: powers of two dividing it, up to max. */
@@ -168,7 +179,6 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const profile = profileOf(l.b, recompute, t);
     const ranges = rangesOf(l.b, recompute, stages, t);
     const s2r = given?.stageToRank ?? stageToRankMap(l.pp, v, name === 'zb-v' || name === 'dualpipe-v' ? 'v' : 'loop');
-    const costs = candidateCosts(req, profile, ranges, s2r, l);
     let schedule = given;
     if (!schedule) {
       try {
@@ -179,16 +189,13 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       }
     }
     evaluated++;
-    const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
-    const total = (zero: boolean) => stateBytes(req, ranges, s2r, l.pp, zero, l.dp, t).map((st, r) => ({ st, act: act[r], sum: st + act[r] }));
-    const worstOf = (xs: { st: number; act: number; sum: number }[]) => xs.reduce((a, x) => (x.sum > a.sum ? x : a));
-    let zero = false;
-    let worst = worstOf(total(false));
-    if (worst.sum > capacity && l.dp > 1 && req.zero !== false) {
-      zero = true;
-      worst = worstOf(total(true));
-    }
-    const step = simulateStep(schedule, costs);
+    const base = candidateCosts(req, profile, ranges, s2r, l);
+    const { zero, worst } = leastZero(req, ranges, s2r, l, base, schedule, capacity);
+    const at = { ...l, zero };
+    // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
+    const sim = simulateStep(schedule, zero === 3 ? candidateCosts(req, profile, ranges, s2r, at) : base);
+    const stepMs = Math.max(sim.makespan, zeroLinkMs(req, ranges, s2r, at));
+    const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
       dp: l.dp,
       pp: l.pp,
@@ -199,15 +206,15 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       microbatches: l.m,
       zero,
       recompute,
-      stepMs: step.makespan,
-      computeMs: step.computeMakespan,
-      bubble: step.bubble,
-      exposedAllReduceMs: step.exposedAllReduce,
-      allReduceShare: step.allReduceShare,
+      stepMs,
+      computeMs: sim.computeMakespan,
+      bubble: sim.bubble,
+      exposedAllReduceMs: exposed,
+      allReduceShare: stepMs > 0 ? exposed / stepMs : 0,
       memoryBytes: worst.sum,
       stateBytes: worst.st,
       activationBytes: worst.act,
-      mfu: flopsPerStep / ((step.makespan / 1e3) * N * peak),
+      mfu: flopsPerStep / ((stepMs / 1e3) * N * peak),
       ranges,
     };
     const out = { cand, fits: worst.sum <= capacity };
@@ -215,6 +222,33 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     return out;
   };
   return { evaluate, scored, count: () => evaluated };
+}
+
+interface DeviceMemory {
+  st: number;
+  act: number;
+  sum: number;
+}
+
+/**
+ * The least ZeRO stage the request lets the layout try at which every device fits (zero.ts's order,
+ * 0 → 1 → 2 → 3 where dp > 1), or, when none does, the one that comes closest (ZeRO-3's gathered block
+ * can outweigh what it shards on a small dp); with the fullest device at it.
+ */
+function leastZero(req: MeshPlanRequest, ranges: [number, number][], s2r: readonly number[], l: Layout, costs: CostModel, schedule: Schedule, capacity: number): { zero: ZeroStage; worst: DeviceMemory } {
+  const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
+  const worstAt = (zero: ZeroStage) =>
+    stateBytes(req, ranges, s2r, l.pp, zero, l.dp, l.tp ?? 1)
+      .map((st, r) => ({ st, act: act[r], sum: st + act[r] }))
+      .reduce((a, x) => (x.sum > a.sum ? x : a));
+  const stages = zeroStagesToTry(req.zero, l.dp);
+  let best = { zero: stages[0], worst: worstAt(stages[0]) };
+  for (const z of stages.slice(1)) {
+    if (best.worst.sum <= capacity) break;
+    const worst = worstAt(z);
+    if (worst.sum < best.worst.sum || worst.sum <= capacity) best = { zero: z, worst };
+  }
+  return best;
 }
 
 export function planMesh(req: MeshPlanRequest): MeshPlan {
@@ -302,14 +336,28 @@ function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], eval
     const profile = transformerProfile(req.model, { microBatch: l.b, recompute, tp: { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel } }, req.device);
     const ranges = planPartition(profile, l.pp).ranges;
     const s2r = stageToRankMap(l.pp, 1, 'loop');
-    const state = Math.max(...stateBytes(req, ranges, s2r, l.pp, l.dp > 1, l.dp, l.tp ?? 1));
-    const capBytes = capacity - state;
     const costs = candidateCosts(req, profile, ranges, s2r, l);
-    const oneMicrobatch = Math.max(...(costs.heldBytes as number[]));
-    if (!(capBytes >= oneMicrobatch)) continue;
+    const capBytes = autoCap(req, ranges, s2r, l, costs, capacity);
+    if (capBytes === null) continue;
     const schedule = autoSchedule(l.pp, l.m, costs, { bytes: capBytes }).schedule;
     evaluate(l, 'auto', 1, recompute, schedule);
   }
+}
+
+/**
+ * What `auto` may fill with activations on a layout: the device's memory less the fullest device's state at
+ * the cap's ZeRO stage, ZeRO-1 where the request allows it (it costs the all-reduce's time) or else the least
+ * it allows, a higher stage only where that leaves no room for one micro-batch; null when none does.
+ * planMesh and candidateSchedule both ask it, so an `auto` candidate is rebuilt as it was planned.
+ */
+function autoCap(req: PlanTarget & Pick<MeshPlanRequest, 'zero'>, ranges: [number, number][], s2r: readonly number[], l: Layout, costs: CostModel, capacity: number): number | null {
+  const oneMicrobatch = Math.max(...(costs.heldBytes as number[]));
+  const stages = zeroStagesToTry(req.zero, l.dp);
+  for (const z of stages.slice(Math.max(0, stages.indexOf(1)))) {
+    const cap = capacity - Math.max(...stateBytes(req, ranges, s2r, l.pp, z, l.dp, l.tp ?? 1));
+    if (cap >= oneMicrobatch) return cap;
+  }
+  return null;
 }
 
 function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): ConfigError {
@@ -318,10 +366,12 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
   }
   const least = scored.reduce((a, x) => (x.cand.memoryBytes < a.cand.memoryBytes ? x : a)).cand;
   const gb = Math.ceil(least.memoryBytes / 1e8) / 10;
+  const top = highestZero(req.zero);
+  const tried = top === 0 ? 'no ZeRO' : req.zero === top ? `ZeRO-${top}` : `ZeRO up to ZeRO-${top}`;
   return new ConfigError(
     'device.memoryGB',
     req.device.memoryGB,
-    `no layout of the ${req.devices} devices fits in it (every dp × tp × pp, schedule, micro-batch, ZeRO-1 and recomputation tried); the smallest memory that would fit is ${gb} GB: dp × tp × pp = ${least.dp} × ${least.tp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? ', ZeRO-1' : ''}${least.recompute ? ', recomputation' : ''}`,
+    `no layout of the ${req.devices} devices fits in it (every dp × tp × pp, schedule, micro-batch, ${tried} and recomputation tried); the smallest memory that would fit is ${gb} GB: dp × tp × pp = ${least.dp} × ${least.tp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? `, ZeRO-${least.zero}` : ''}${least.recompute ? ', recomputation' : ''}`,
   );
 }
 
@@ -330,8 +380,10 @@ export function candidateSchedule(req: MeshPlanRequest, c: MeshCandidate): { sch
   const l = { dp: c.dp, pp: c.pp, tp: c.tp, b: c.microBatch, m: c.microbatches };
   const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel } }, req.device);
   const s2r = stageToRankMap(c.pp, c.virtual, c.schedule === 'zb-v' || c.schedule === 'dualpipe-v' ? 'v' : 'loop');
-  const costs = candidateCosts(req, profile, c.ranges, s2r, l);
+  const base = candidateCosts(req, profile, c.ranges, s2r, l);
+  const costs = c.zero === 3 ? candidateCosts(req, profile, c.ranges, s2r, { ...l, zero: c.zero }) : base;
   if (c.schedule !== 'auto') return { schedule: generateSchedule(c.schedule, c.pp, c.microbatches, c.virtual), costs };
-  const state = Math.max(...stateBytes(req, c.ranges, s2r, c.pp, c.dp > 1, c.dp, c.tp));
-  return { schedule: autoSchedule(c.pp, c.microbatches, costs, { bytes: req.device.memoryGB * 1e9 - state }).schedule, costs };
+  const capBytes = autoCap(req, c.ranges, s2r, l, base, req.device.memoryGB * 1e9);
+  if (capBytes === null) throw new ConfigError('candidate', c.schedule, 'is an auto schedule with no room for one micro-batch on its layout (not one planMesh returns)');
+  return { schedule: autoSchedule(c.pp, c.microbatches, base, { bytes: capBytes }).schedule, costs };
 }

@@ -35,11 +35,14 @@
  *
  * Training state per parameter (Adam): 2 + 2 + 12 = 16 bytes in mixed
  * precision (bf16 weights and gradients, fp32 master weights, m and v); 4 + 4
- * + 8 = 16 in fp32. ZeRO-1 divides the optimizer's share (12, resp. 8) by dp.
+ * + 8 = 16 in fp32. ZeRO divides it by dp stage by stage (zero.ts, the ZeRO
+ * paper's §5): stage 1 the optimizer's share (12, resp. 8), stage 2 the
+ * gradients' too, stage 3 the weights' too.
  */
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { computeSeconds, type DeviceSpec } from './device.ts';
 import { PROFILE_VERSION, type Profile } from './profile.ts';
+import { modelStateBytesPerParam, type ZeroStage } from './zero.ts';
 import { layerActivationBytesTp, NO_TP, tpAllReduceMs, tpCollectives, type TensorParallel } from './tensor-parallel.ts';
 
 export interface TransformerModel {
@@ -114,11 +117,17 @@ export function layerInputBytes(m: TransformerModel, b: number): number {
   return m.bytesPerElement * m.seq * b * m.hidden;
 }
 
-/** Bytes of weights, gradients and Adam state per parameter; ZeRO-1 divides the optimizer's part by dp. */
-export function stateBytesPerParam(m: TransformerModel, zero: boolean, dp: number): number {
-  const e = m.bytesPerElement;
-  const optimizer = e === 2 ? 12 : 8;
-  return 2 * e + (zero ? optimizer / dp : optimizer);
+/** K: Adam's bytes a parameter, 12 in mixed precision (fp32 master weights, m, v), 8 in fp32 (m, v). */
+export function optimizerBytesPerParam(m: TransformerModel): number {
+  return m.bytesPerElement === 2 ? 12 : 8;
+}
+
+/**
+ * Bytes of weights, gradients and Adam state per parameter on one device at ZeRO stage `zero` over dp
+ * replicas (zero.ts: 2e + K, 2e + K/dp, e + (e + K)/dp, (2e + K)/dp); true is ZeRO-1, false none.
+ */
+export function stateBytesPerParam(m: TransformerModel, zero: ZeroStage | boolean, dp: number): number {
+  return modelStateBytesPerParam(m.bytesPerElement, optimizerBytesPerParam(m), zero, dp);
 }
 
 /** Model FLOPs of one step of `sequences` sequences: 3 × forward (no recomputation counted), Megatron's convention. */

@@ -1,6 +1,6 @@
 /**
  * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
- * in), every dp × tp × pp, schedule, micro-batch size, ZeRO-1 and recomputation; the top candidates as a table,
+ * in), every dp × tp × pp, schedule, micro-batch size, the ZeRO stage (the least of 0–3 that fits) and recomputation; the top candidates as a table,
  * the same as `pipelab plan --model gpt`, and the winner's step drawn (its first replicas, up to 64 lanes: every replica plays the same step). It plans on
  * the button, not on each keystroke, in a Worker (mesh-plan-client.ts) so that the page stays responsive:
  * "Planning…" with the time so far and a Cancel button while it runs; pressing Plan again restarts it.
@@ -50,7 +50,7 @@ function CandidatesTable({ plan }: { plan: MeshPlan }) {
               <td>{`${c.dp} × ${c.tp} × ${c.pp}`}</td>
               <td>{c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : '')}</td>
               <td>{`${c.microBatch} × ${c.microbatches}`}</td>
-              <td>{[c.zero ? 'ZeRO-1' : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '—'}</td>
+              <td>{[c.zero ? `ZeRO-${c.zero}` : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '—'}</td>
               <td>{num(c.stepMs, 1)}</td>
               <td>{pct(c.bubble, 1)}</td>
               <td>{pct(c.allReduceShare, 1)}</td>
@@ -137,7 +137,7 @@ export function MeshPlanPanel() {
         </summary>
         <p className="muted small">
           An analytic GPT (FLOPs per layer, Korthikanti et al.’s activation bytes, Adam’s 16 bytes per parameter) on N devices: every dp × tp × pp (Megatron’s tensor parallelism inside a node), schedule,
-          micro-batch size, ZeRO-1 and recomputation, ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
+          micro-batch size, the ZeRO stage (the least of 0–3 that fits: ZeRO-2 and 3 shard gradients and weights, at the cost of more collectives) and recomputation, ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
         </p>
         <div className="row2">
           <NumberField label="Layers" name="mesh.layers" integer min={1} max={4096} value={layers} onChange={setLayers} />
