@@ -14,6 +14,7 @@ import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
+import { WhatWinsPanel } from './WhatWinsPanel.tsx';
 
 /** The last measured step's figures, counted as its panel's badge counts them (compute only). */
 function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } | null {
@@ -74,6 +75,10 @@ export function CompareView() {
               ZeRO 0 → 3 at dp = 4
             </button>
             <p className="field-hint">The same run with nothing, the optimizer state, the gradients and the weights sharded across 4 replicas: memory per worker against bytes moved.</p>
+            <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'wins'} onClick={() => setCp({ preset: cp.preset === 'wins' ? undefined : 'wins' })}>
+              What wins here
+            </button>
+            <p className="field-hint">The picked schedules simulated over the number of micro-batches for this model, under a memory cap: the winner at each m, drawn.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>
@@ -117,6 +122,7 @@ export function CompareView() {
       <div className="main-col">
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
+        {cp.preset === 'wins' && <WhatWinsPanel names={picked} virtual={virtual} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
           <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">

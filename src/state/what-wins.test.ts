@@ -1,0 +1,57 @@
+/** The "what wins here" sweep: the model's costs over m, each schedule simulated, the fastest that fits the cap. */
+import { describe, expect, it } from 'vitest';
+import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
+import { simulate } from '../schedule/index.ts';
+import { generateSchedule } from '../schedule/registry.ts';
+import { sweepMicrobatches, sweepSentence, whatWins } from './what-wins.ts';
+
+const cfg: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), layers: 7, hidden: 32, ranks: 4, batchSize: 128, microbatches: 8, schedule: '1f1b', virtual: 1 };
+const names = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1'] as const;
+
+describe('what wins here', () => {
+  it('sweeps multiples of p that divide the batch, with the current m', () => {
+    expect(sweepMicrobatches(cfg)).toEqual([4, 8, 12, 16, 24, 32].filter((m) => 128 % m === 0));
+    expect(sweepMicrobatches({ ...cfg, microbatches: 2 })).toContain(2);
+  });
+
+  it('each point is the simulator\'s own play of that schedule; the winner is the fastest; the bubble falls with m', () => {
+    const s = whatWins(cfg, names, 2, [4, 16]);
+    expect(s.points.length).toBe(8);
+    for (const p of s.points) {
+      expect(p.step).toBeGreaterThan(0);
+      expect(p.fits).toBe(true);
+    }
+    const at = (name: string, m: number) => s.points.find((p) => p.schedule === name && p.m === m)!;
+    // Zero bubble's split backward fills 1F1B's bubble; GPipe and 1F1B have the same bubble.
+    expect(at('zb-h1', 16).bubble).toBeLessThan(at('1f1b', 16).bubble);
+    expect(at('gpipe', 16).bubble).toBeCloseTo(at('1f1b', 16).bubble, 9);
+    expect(at('1f1b', 16).bubble).toBeLessThan(at('1f1b', 4).bubble);
+    s.ms.forEach((m, i) => {
+      const fastest = s.points.filter((p) => p.m === m).reduce((a, b) => (b.step < a.step ? b : a));
+      expect(s.winners[i]).toBe(fastest.schedule);
+    });
+    // With equal stages the bubble is the closed form's: 1F1B (p − 1)/(m + p − 1) at p = 4, m = 16 (this model's stages are near equal).
+    expect(at('1f1b', 16).bubble).toBeGreaterThan(0.5 * (3 / 19));
+    expect(at('1f1b', 16).bubble).toBeLessThan(3 * (3 / 19));
+    expect(simulate(generateSchedule('1f1b', 4, 16)).bubble).toBeCloseTo(3 / 19, 9);
+  });
+
+  it('a memory cap leaves out what holds more: GPipe (all m micro-batches) first; below every schedule nothing fits', () => {
+    const free = whatWins(cfg, names, 2, [16]);
+    const peak = (n: string) => free.points.find((p) => p.schedule === n)!.peakBytes;
+    expect(peak('gpipe')).toBeGreaterThan(peak('1f1b'));
+    const capped = whatWins(cfg, names, 2, [16], peak('1f1b'));
+    expect(capped.points.find((p) => p.schedule === 'gpipe')!.fits).toBe(false);
+    expect(capped.points.find((p) => p.schedule === '1f1b')!.fits).toBe(true);
+    expect(capped.winners[0]).not.toBe('gpipe');
+    const none = whatWins(cfg, names, 2, [16], 1);
+    expect(none.winners).toEqual([null]);
+    expect(sweepSentence(none, (n) => n)).toMatch(/nothing fits from m = 16/);
+  });
+
+  it('names the sizes a schedule refuses (more micro-batches than a schedule may hold) instead of simulating them', () => {
+    const s = whatWins(cfg, ['1f1b'], 1, [100_000]);
+    expect(s.points).toHaveLength(0);
+    expect(s.skipped[0].why).toMatch(/microbatches/);
+  });
+});
