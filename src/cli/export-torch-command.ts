@@ -24,6 +24,7 @@ const CLI_NOTE: Partial<Record<string, string>> = {
   textHash: 'with --text, it must be that file\'s; alone, a shipped example\'s hash needs no file',
   ranks: 'torchrun starts dp × ranks processes, replica-major (process g is replica g / ranks, rank g mod ranks)',
   steps: 'the bundle holds the batch of every step',
+  zero: "train.py shards as the page does; torch 1.13's gloo has no reduce_scatter, so ZeRO-2/3 all-reduce the gradients and each replica keeps its chunk: the same sums",
 };
 
 const FLAGS: FlagSpec[] = [
@@ -35,7 +36,7 @@ const FLAGS: FlagSpec[] = [
 ];
 
 export const EXPORT_TORCH_HELP = helpFor(
-  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --zero 1 ...] --out DIR',
+  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --zero 0|1|2|3 --reshard step ...] --out DIR',
   'Write a run as a PyTorch program (train.py and its modules) with its model, stages, schedule, initial weights\n' +
     'and batches; `torchrun --nproc_per_node=DP×RANKS train.py` in DIR replays it with the same losses\n' +
     '(`train.py --profile` measures the cluster for `pipelab plan` instead). Configuration flags are\n' +

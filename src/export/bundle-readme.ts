@@ -5,6 +5,12 @@ import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 
+/** The mesh line's ZeRO part: which stage, and ZeRO-3's reshard and prefetch. */
+function zeroText(run: RunConfig): string {
+  if (run.zero === 0) return ' (no ZeRO)';
+  return ` with ZeRO-${run.zero}${run.zero === 3 ? ` (reshard ${run.reshard}, ${run.prefetch ? '' : 'no '}prefetch)` : ''}`;
+}
+
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
@@ -16,7 +22,7 @@ export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   return `# A PipeLab run, exported for PyTorch
 
 Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
-${D} data-parallel replica(s)${D > 1 ? (run.zero === 1 ? ' with ZeRO-1' : ' (no ZeRO)') : ''}: ${W} processes in all,
+${D} data-parallel replica(s)${D > 1 ? zeroText(run) : ''}: ${W} processes in all,
 ${run.microbatches} micro-batches of ${run.batchSize / (D * run.microbatches)} rows per step and replica, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
 The page's link for the same run: \`?${configToQuery(run)}\`
 
@@ -44,9 +50,14 @@ The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as 
 replica g // ${P}, pipeline rank g % ${P}. Every replica runs the whole schedule on its own rows of each step's batch
 (replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
 group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its
-optimizer. With ZeRO-1 (\`run.zero\` = 1 in config.json) each replica keeps the optimizer state of its chunk of each
-stage's parameters only, updates that chunk and an \`all_gather\` shares the weights (torch 1.13's gloo has no
-reduce_scatter: the gradients are all-reduced and each replica reads its chunk; the same weights as plain AdamW).
+optimizer. With ZeRO (\`run.zero\` in config.json) each replica keeps the optimizer state of its chunk of each
+stage's parameters only (replica d owns chunk (d + 1) mod dp, as the page's ring), updates that chunk and an
+\`all_gather\` shares the weights. ZeRO-1 sums the gradients at the flush; ZeRO-2 reduce-scatters each stage's
+gradients after every backward (B, or W) into the replicas' chunks and drops the rest; ZeRO-3 also keeps the weights
+only as chunks: they are gathered before each F, B and I of a stage and zeroed after the stage's last one of the step
+(\`run.reshard\` = step) or after every action (microbatch), the next gather prefetched with \`run.prefetch\`.
+torch 1.13's gloo has no reduce_scatter: it is emulated exactly by an \`all_reduce\` of which each replica keeps its
+chunk. Every ZeRO stage trains the same weights as plain AdamW or SGD (only the order of the sums differs).
 The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.
 
 \`train.py\` builds every model the page offers: the MLP and the character MLP (relu, gelu or tanh) and the GPT

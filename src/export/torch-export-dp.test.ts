@@ -6,8 +6,22 @@
  * same final weights, for 1F1B and ZB-H1, the char-MLP and the GPT, with and
  * without ZeRO-1 (four launches cover each pair: each schedule meets each model
  * once, and each model runs with and without ZeRO-1), one with the all-reduce
- * at the flush instead of overlapped. Needs Debian's python3-torch.
+ * at the flush instead of overlapped.
+ *
+ * ZeRO-2 and ZeRO-3 (collectives.py: a reduce-scatter, emulated by an
+ * all_reduce, after every backward; ZeRO-3's weights gathered before each
+ * F/B/I and zeroed after) on the same mesh, each model with each: ZeRO-2 on
+ * ZB-H1 (the W path) and on 1F1B without overlap; ZeRO-3 on interleaved 1F1B
+ * (two stages per rank) keeping each stage for the step with the other's
+ * gather prefetched, and on ZB-H1 freeing after every action (W runs on
+ * freed weights: it needs none) without prefetch, saving a checkpoint every
+ * step (the weights gathered whole) and resuming from step 1 with the same
+ * losses and weights as the straight run. (Skipping the gather before I, or
+ * before B and I, or before one step's F, or keeping p.grad after the
+ * reduce-scatter, fails these cases.) Needs Debian's python3-torch.
  */
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
@@ -20,21 +34,27 @@ const names = withDataset(defaultRunConfig(), 'names');
 const charMlp: RunConfig = { ...names, layers: 3, hidden: 16, context: 3, embedDim: 8, batchSize: 32, microbatches: 4, steps: 3, evalEvery: 0, ranks: 2, dp: 2 };
 const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 4, steps: 3, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2, dp: 2 };
 
-const CASES: { title: string; cfg: RunConfig }[] = [
+/** `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat). */
+const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, 1f1b, dp 2 × p 2', cfg: { ...charMlp, schedule: '1f1b' } },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-1, all-reduce at the flush (no overlap)', cfg: { ...charMlp, schedule: 'zb-h1', zero: 1, overlap: false } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-1', cfg: { ...gpt, schedule: '1f1b', zero: 1 } },
   { title: 'GPT, zb-h1, dp 2 × p 2', cfg: { ...gpt, schedule: 'zb-h1' } },
+  { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-2', cfg: { ...charMlp, schedule: 'zb-h1', zero: 2 } },
+  { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-2, no overlap', cfg: { ...gpt, schedule: '1f1b', zero: 2, overlap: false } },
+  { title: 'char-MLP, interleaved-1f1b v 2, dp 2 × p 2, ZeRO-3, reshard per step, prefetch', cfg: { ...charMlp, schedule: 'interleaved-1f1b', virtual: 2, zero: 3, reshard: 'step', prefetch: true } },
+  { title: 'GPT, zb-h1, dp 2 × p 2, ZeRO-3, reshard every micro-batch (W on freed weights), no prefetch, checkpoint every step and resume', cfg: { ...gpt, schedule: 'zb-h1', zero: 3, reshard: 'microbatch', prefetch: false }, resume: true },
 ];
 
 describe('dp × pp under torchrun equals the float64 single-device loop', () => {
-  for (const { title, cfg } of CASES) {
+  for (const { title, cfg, resume } of CASES) {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
       const { dir, files } = writeTempBundle(cfg);
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       expect({ dp: bundle.dp, ranks: bundle.ranks, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: cfg.batchSize / 8 });
-      const r = await runTorchrun(dir, 4);
+      expect(bundle.run).toMatchObject({ zero: cfg.zero, reshard: cfg.reshard, prefetch: cfg.prefetch });
+      const r = await runTorchrun(dir, 4, resume ? ['--save-every', '1'] : []);
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       // One process prints the losses: the last stage's of replica 0 (process 1), the sum over both replicas.
@@ -46,6 +66,18 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       expect(lossDiff).toBeLessThan(1e-4);
       expect(weightDiff).toBeLessThan(1e-4);
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (!resume) return;
+      // Every step's checkpoint holds the whole weights (ZeRO-3 gathers them): resuming step 1's repeats steps 1….
+      const trained = readTrainedWeights(dir);
+      const file = join(dir, 'step-1.safetensors');
+      copyFileSync(join(dir, 'out', 'checkpoint-step1.safetensors'), file);
+      const resumed = await runTorchrun(dir, 4, ['--resume', file]);
+      expect(resumed.code, resumed.output).toBe(0);
+      const resumedLoss = maxRelativeDiff(resumed.losses.slice(1), r.losses.slice(1));
+      const resumedWeights = maxWeightDiff(readTrainedWeights(dir), trained);
+      console.log(`${title}: resumed from step 1 vs straight: losses ${resumedLoss.toExponential(2)}, weights ${resumedWeights.toExponential(2)}`);
+      expect(resumedLoss).toBeLessThan(1e-6);
+      expect(resumedWeights).toBeLessThan(1e-6);
     }, 300_000);
   }
 });

@@ -7,7 +7,8 @@
  * stages, the loss), pipeline.py (one step of a rank's schedule row with
  * point-to-point messages), split_backward.py (I and W without computing twice),
  * collectives.py (the data-parallel flush: gradient
- * all-reduce, ZeRO-1), optimizer.py, profiling.py (`train.py --profile`),
+ * all-reduce, ZeRO-1; ZeRO-2's reduce-scatters and ZeRO-3's gathers around
+ * the actions), optimizer.py, profiling.py (`train.py --profile`),
  * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
  * writes it: `train.py --resume` and `--save-every`).
  *

@@ -4,7 +4,9 @@ between the pipeline ranks of its own replica by point-to-point sends and receiv
 
 Column t of schedule.csv is time step t on every rank: after it, the messages it produced go from their sender to
 their receiver, both ends posting them in the same order. Gradients accumulate over the step's micro-batches in
-each parameter's .grad; the flush (collectives.py) sums them over the replicas and steps the optimizer.
+each parameter's .grad; the flush (collectives.py) sums them over the replicas and steps the optimizer. With ZeRO-2
+and 3 collectives.py also acts around each action (before_action, after_action): it reduce-scatters a backward's
+gradients, and with ZeRO-3 gathers a stage's weights before its F, B or I and frees them after.
 """
 import time
 
@@ -38,12 +40,16 @@ def accumulate(params, grads):
 class PipelineRank:
     """Pipeline rank `prank` of replica `replica`: its stages, its actions, the messages of a step."""
 
-    def __init__(self, bundle, replica, prank, stages, data, device, timeout, on_stage_done=None):
+    def __init__(self, bundle, replica, prank, stages, data, device, timeout, on_stage_done=None, around=None):
+        """`on_stage_done(s)`: stage s has all of its step's weight gradients. `around`: an object whose
+        before_action(step, col, s, op) and after_action(step, col, s, op) run around each action of this rank
+        (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing."""
         cfg, mesh = bundle.cfg, bundle.mesh
         self.cfg, self.mesh, self.replica, self.prank = cfg, mesh, replica, prank
         self.rank = mesh.process(replica, prank)
         self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
         self.on_stage_done = on_stage_done or (lambda s: None)
+        self.around = around
         S, M = cfg["stages"], cfg["microbatches"]
         self.last_stage, self.M = S - 1, M
         stage_to_rank, order = cfg["stageToRank"], bundle.order
@@ -109,7 +115,11 @@ class PipelineRank:
         for col in range(self.columns):
             if col in self.my_action:
                 s, op, mb = self.my_action[col]
+                if self.around is not None:
+                    self.around.before_action(step, col, s, op)
                 step_loss += self.act(step, col, s, op, mb, held, outbox, inbox)
+                if self.around is not None:
+                    self.around.after_action(step, col, s, op)
                 if self.grads_done_at.get(s) == col:
                     self.on_stage_done(s)
             if stall_s and col == 0:

@@ -10,16 +10,17 @@ The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, replica
 g // ranks, pipeline rank g % ranks (bundle.py). Each builds the stages the schedule puts on its pipeline rank,
 loads their initial weights from init.safetensors, and walks its row of schedule.csv step after step on its
 replica's rows of the batch (pipeline.py, data.py). At the end of the step (the flush) each stage's gradients
-are summed over its replicas and every process steps its optimizer (collectives.py; ZeRO-1 when the run used
-it). The last stage's process of replica 0 prints the loss of every step: the whole batch's, every replica's
-share. At the end rank 0 gathers the weights, writes trained.safetensors (the page's names and layouts) and
-prints the held-out loss.
+are summed over its replicas and every process steps its optimizer (collectives.py; ZeRO-1, 2 or 3 when the run
+used it: ZeRO-2 reduce-scatters each backward's gradients into the replicas' chunks, ZeRO-3 also keeps the weights
+as chunks, gathered before each F, B and I of a stage and freed after, as run.reshard says). The last stage's
+process of replica 0 prints the loss of every step: the whole batch's, every replica's share. At the end rank 0
+gathers the weights, writes trained.safetensors (the page's names and layouts) and prints the held-out loss.
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
-state with ZeRO-1's shards gathered, the step, the losses so far); --resume FILE checks a checkpoint against this
-run (its model and configuration; the mesh and schedule may differ) before any process group starts and continues
-from its step with its weights and optimizer state.
+state with ZeRO's shards gathered, and ZeRO-3's weights, the step, the losses so far); --resume FILE checks a
+checkpoint against this run (its model and configuration; the mesh, the ZeRO settings and the schedule may differ)
+before any process group starts and continues from its step with its weights and optimizer state.
 
 Needs PyTorch >= 1.13 and the Python standard library only (safetensors is read with struct and json).
 """
@@ -99,7 +100,7 @@ class Process:
 
 # Configuration fields a checkpoint may differ in from the run that resumes it: the mesh and schedule change how a
 # step is computed, not what it computes.
-MESH_FIELDS = ("ranks", "dp", "zero", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
+MESH_FIELDS = ("ranks", "dp", "zero", "reshard", "prefetch", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
 
 
 def read_resume(bundle, path, steps):
@@ -120,10 +121,11 @@ def train(proc, args, steps, resumed):
     """Steps [resumed.steps_done, steps) (resumed: a checked checkpoint, or None to start at step 0)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     run = cfg.get("run", {})
-    flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True), proc.timeout)
-    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done)
+    flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True),
+                         proc.timeout, proc.bundle.order[proc.prank], run.get("reshard", "step"), run.get("prefetch", True))
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush)
     start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
-    if resumed:
+    if resumed:  # the whole weights into the parameters; the flush's shards take their chunks (ZeRO-3 then frees them)
         load_run_state(resumed, {n: p for st in proc.stages.values() for n, p in st.params.items()})
         flush.load_optimizer(resumed)
         if proc.rank == 0:
@@ -184,13 +186,13 @@ def gather(proc, args, mine):
 
 
 def save_checkpoint(proc, flush, args, start, steps_done, losses):
-    """Every process takes part (ZeRO-1 gathers the optimizer's shards; replica 0 sends to rank 0); rank 0 writes
-    out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py), and gets its RunState
-    (the other processes get None)."""
+    """Every process takes part (ZeRO gathers the optimizer's shards, ZeRO-3 also the weights; replica 0 sends to
+    rank 0); rank 0 writes out/checkpoint-step{steps_done}.safetensors, the page's run-state file (checkpoint.py),
+    and gets its RunState (the other processes get None)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     t0 = time.perf_counter()
     slots = flush.optimizer_slots()
-    mine = {n: p for st in proc.stages.values() for n, p in st.params.items()}
+    mine = flush.full_weights()  # ZeRO-3: gathered from the owners' chunks (the parameters hold zeros between steps)
     mine.update({slot_name(n, k): v for n, own in slots.items() for k, v in own.items()})
     tensors = gather(proc, args, mine)
     holder = mesh.process(0, cfg["stageToRank"][cfg["stages"] - 1])  # the losses are the last stage's
