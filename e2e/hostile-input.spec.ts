@@ -67,7 +67,7 @@ test('hostile configurations are refused before any worker starts, naming field,
     'dp 1.5': /^dp = 1\.5: must be an integer$/,
     'dp 5 × ranks 4': /^dp = 5: dp × ranks = 5 × 4 = 20 workers; at most 16 workers run in one tab$/,
     'batch not divisible by dp × microbatches': /^batchSize = 64: must be divisible by dp × microbatches = 3 × 8 = 24/,
-    'zero 1 with dp 1': /^zero = 1: ZeRO-1 shards the optimizer state across data-parallel replicas; it needs dp ≥ 2 \(dp = 1\)$/,
+    'zero 1 with dp 1': /^zero = 1: ZeRO-1 shards across data-parallel replicas; it needs dp ≥ 2 \(dp = 1\)$/,
     'zero 2': /^zero = 2: must be 0 \(off\) or 1/,
     'PipeDream with dp 2': /^dp = 2: pipedream updates each stage's weights after every backward, with no flush/,
   };
