@@ -9,7 +9,8 @@ import { useMemo } from 'react';
 import { cannotMeasureReason } from '../../state/compare.ts';
 import { predict } from '../../state/derived.ts';
 import { DP_PP_BATCH, DP_PP_MICROBATCH_ROWS, DP_PP_WORKERS, dpPpSentence, dpPpShapes, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpRow } from '../../state/dp-pp-preset.ts';
-import { measureDpPp, stopDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { PresetMeasure } from './PresetMeasure.tsx';
 import { usePipeLab } from '../../state/store.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
@@ -50,18 +51,7 @@ export function DpPpPanel({ steps }: { steps: number }) {
         The same character MLP, global batch {DP_PP_BATCH} and micro-batches of {DP_PP_MICROBATCH_ROWS} rows on {DP_PP_WORKERS} workers, as replicas × pipeline
         ranks: each replica takes {DP_PP_BATCH} / dp rows, so it runs {shapes.map((s) => s.config.microbatches).join(', ')} micro-batches. 1F1B, {steps} steps each.
       </p>
-      <div className="buttons">
-        {session === 'comparing' ? (
-          <button type="button" onClick={stopDpPp}>
-            ■ Stop measuring
-          </button>
-        ) : (
-          <button type="button" className="primary" disabled={why !== null} onClick={() => void measureDpPp(shapes)}>
-            ▶ Measure the four shapes
-          </button>
-        )}
-      </div>
-      {why && <p className="muted small" role="status">{why}</p>}
+      <PresetMeasure label="▶ Measure the four shapes" comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
       <div className="table-scroll" tabIndex={0} role="region" aria-label="dp × pp table (scrolls sideways on narrow windows)">
         <table className="numbers">
           <thead>

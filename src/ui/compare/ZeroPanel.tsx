@@ -7,7 +7,8 @@
  */
 import { useMemo } from 'react';
 import { cannotMeasureReason } from '../../state/compare.ts';
-import { measureDpPp, stopDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { PresetMeasure } from './PresetMeasure.tsx';
 import { usePipeLab } from '../../state/store.ts';
 import { ZERO_PRESET_DP, ZERO_PRESET_RANKS, zeroFigures, zeroSentence, zeroShapes, type ZeroFigures } from '../../state/zero-preset.ts';
 import { bytes, ms } from '../timeline/format.ts';
@@ -87,18 +88,7 @@ export function ZeroPanel({ steps }: { steps: number }) {
         The same character MLP ({cfg.layers + 1} blocks of width {cfg.hidden}), {ZERO_PRESET_DP} replicas × {ZERO_PRESET_RANKS} ranks, 1F1B, batch {cfg.batchSize} in {cfg.microbatches} micro-batches per replica,
         {steps} steps, with each sharding: off; the optimizer state (ZeRO-1); + gradients (ZeRO-2); + weights (ZeRO-3), gathered once a step or again for every action.
       </p>
-      <div className="buttons">
-        {session === 'comparing' ? (
-          <button type="button" onClick={stopDpPp}>
-            ■ Stop measuring
-          </button>
-        ) : (
-          <button type="button" className="primary" disabled={why !== null} onClick={() => void measureDpPp(shapes)}>
-            ▶ Measure the five settings
-          </button>
-        )}
-      </div>
-      {why && <p className="muted small" role="status">{why}</p>}
+      <PresetMeasure label="▶ Measure the five settings" comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
       {done.length > 0 && <MemoryBars rows={done} />}
       <div className="table-scroll" tabIndex={0} role="region" aria-label="ZeRO table (scrolls sideways on narrow windows)">
         <table className="numbers">
