@@ -4,6 +4,10 @@
  */
 import { test, expect, type Page } from '@playwright/test';
 import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
+import { execFileSync } from 'node:child_process';
+import type { RunConfig } from '../src/config/run-config.ts';
+import type { DoubleBufferedResult } from '../src/nn/train-double-buffered.ts';
+import { relErr } from '../src/util/rel-err.ts';
 
 async function open(page: Page): Promise<void> {
   page.on('pageerror', (e) => console.log('pageerror:', e.message));
@@ -60,7 +64,7 @@ test.describe('synchronous schedules train exactly like one device', () => {
               maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
             }
             const compute = rep.timeline.intervals.filter((iv) => iv.op !== 'comm');
-            out.push({ p, m, v, maxLoss, maxWeight, weights: Object.keys(rep.weights!).length, params: names.length, lanes: new Set(compute.map((iv) => iv.rank)).size, actions: compute.length, losses: rep.losses.length, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers() });
+            out.push({ p, m, v, maxLoss, maxWeight, weights: Object.keys(rep.weights!).length, params: names.length, lanes: new Set(compute.map((iv) => iv.rank)).size, actions: compute.length, losses: rep.losses.length, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), mismatch: rep.replicaMismatch ?? null, bubble: rep.bubble });
           }
           return out;
         },
@@ -79,6 +83,12 @@ test.describe('synchronous schedules train exactly like one device', () => {
         expect(r.losses, label).toBe(2);
         expect(r.leaked, label).toBe(0);
         expect(r.live, label).toBe(0);
+        // DualPipe: both model copies of every stage hold the same weights (their summed gradients agree bit for bit).
+        if (SCHEDULES[name].copies > 1) {
+          expect(r.mismatch, label).toBe(0);
+          const b = r.bubble;
+          console.log(`${label}: max relative loss difference ${r.maxLoss.toExponential(2)}, weights ${r.maxWeight.toExponential(2)}, copies differ by ${r.mismatch}; bubble measured ${b.measured.toFixed(3)}, simulated ${b.simulated.toFixed(3)}, closed form ${b.closedForm?.toFixed(3)}`);
+        }
       }
     });
   }
@@ -96,6 +106,44 @@ test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions
   expect(mean(r.losses.slice(-5))).toBeLessThan(0.9 * mean(r.losses.slice(0, 5)));
   expect(r.stash?.[0].versions).toBe(4);
   expect(r.stash?.[3].versions).toBe(1);
+  expect(r.live).toBe(0);
+});
+
+/**
+ * PipeDream-2BW's float64 one-device reference (src/nn/train-double-buffered.ts, the CPU tests' own) for `cfg`,
+ * computed in Node under tsx (the data sets import JSON, which this process's loader does not take).
+ */
+function doubleBufferedReference(cfg: RunConfig): DoubleBufferedResult {
+  const code = `
+    const { trainDoubleBuffered } = await import('./src/nn/train-double-buffered.ts');
+    const { CpuBackend } = await import('./src/nn/cpu-backend.ts');
+    const { toTrainConfig } = await import('./src/config/run-config.ts');
+    const r = await trainDoubleBuffered(new CpuBackend(), toTrainConfig(JSON.parse(process.argv[1])));
+    const params = Object.fromEntries(Object.entries(r.params).map(([k, v]) => [k, Array.from(v)]));
+    process.stdout.write(JSON.stringify({ ...r, params }));`;
+  return JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, JSON.stringify(cfg)], { encoding: 'utf8', timeout: 60_000 }));
+}
+
+test('PipeDream-2BW (p = 2, m = 2) computes the float64 one-device stale rule, W(t+1) = W(t) − ν∇f(W(t−1))', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream-2bw' as const, ranks: 2, microbatches: 2, layers: 3, hidden: 12, batchSize: 16, steps: 4, lr: 0.01, evalEvery: 0 };
+    const rep = await window.pipelab.run(cfg, { readWeights: true });
+    return { cfg, losses: rep.losses, weights: Object.fromEntries(Object.entries(rep.weights!).map(([k, v]) => [k, Array.from(v)])), stash: rep.weightStash, held: rep.heldBytesPerWorker, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers() };
+  });
+  const cfg = r.cfg;
+  const ref = doubleBufferedReference(cfg);
+  expect(r.losses).toHaveLength(cfg.steps);
+  const lossDiff = Math.max(...r.losses.map((l, i) => Math.abs(l - ref.losses[i]) / Math.abs(ref.losses[i])));
+  const names = Object.keys(ref.params).sort();
+  expect(Object.keys(r.weights).sort()).toEqual(names);
+  const weightDiff = Math.max(...names.map((n) => relErr(r.weights[n], ref.params[n])));
+  console.log(`pipedream-2bw p=2 m=2 in Chromium vs the float64 reference: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)} (relative)`);
+  expect(lossDiff).toBeLessThan(1e-5);
+  expect(weightDiff).toBeLessThan(1e-5);
+  for (const w of Object.values(r.stash ?? {})) expect(w.versions).toBe(2);
+  for (const h of r.held) expect(h.weights).toBe(2 * h.formula.weights);
+  expect(r.leaked).toBe(0);
   expect(r.live).toBe(0);
 });
 

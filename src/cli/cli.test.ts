@@ -186,5 +186,10 @@ describe('pipelab (in process)', () => {
     expect(pd.code).toBe(1);
     expect(pd.err).toContain('schedule = "pipedream": cannot be exported for PyTorch');
     expect(pd.files.size).toBe(0);
+    // DualPipe's two model copies: train.py holds one copy of each stage.
+    const dual = run('export-torch', '--schedule', 'dualpipe', '--ranks', '2', '--microbatches', '4', '--out', join(dir, 'never'));
+    expect(dual.code).toBe(1);
+    expect(dual.err).toContain('schedule = "dualpipe": cannot be exported for PyTorch: DualPipe (dualpipe) runs 2 copies of the model');
+    expect(dual.files.size).toBe(0);
   });
 });

@@ -9,6 +9,7 @@ export function scheduleToJson(s: Schedule): string {
     `  "ranks": ${s.ranks}`,
     `  "microbatches": ${s.microbatches}`,
     `  "stageToRank": ${JSON.stringify(s.stageToRank)}`,
+    ...(s.copies !== undefined ? [`  "copies": ${s.copies}`] : []),
   ];
   const rows = s.order.map((list) => `    ${JSON.stringify(list.map((a) => ({ stage: a.stage, op: a.op, mb: a.mb })))}`);
   return `{\n${head.join(',\n')},\n  "order": [\n${rows.join(',\n')}\n  ]\n}\n`;
@@ -28,6 +29,13 @@ export function scheduleToText(s: Schedule): string {
   const lines = [
     `${s.name}: ${s.ranks} ranks × ${Number.isInteger(v) ? v : v.toFixed(2)} stage${v === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches, ${actions} actions`,
   ];
+  const copies = s.copies ?? 1;
+  if (copies > 1) {
+    const k = s.stages / copies;
+    const n = s.microbatches / copies;
+    const each = Array.from({ length: copies }, (_, c) => `copy ${c}: stages ${c * k}…${(c + 1) * k - 1}, micro-batches ${c * n}…${(c + 1) * n - 1}`);
+    lines.push(`${copies} model copies of ${k} stages (stage c·${k} + j holds the model's stage j; gradients summed over the copies at the flush): ${each.join('; ')}`);
+  }
   const width = String(s.ranks - 1).length;
   for (let r = 0; r < s.ranks; r++) {
     const st = stagesOf(s, r);

@@ -82,7 +82,8 @@ function pick(a: ParsedArgs, io: CliIo): { schedule: Schedule; virtual: number }
   const loaded = readScheduleFile(io, file);
   const v = validateSchedule(loaded.schedule);
   if (!v.ok) return { invalid: `${file}: invalid schedule: ${describeFailure(v, loaded.cells)}` };
-  return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks };
+  // Stages per rank and model copy (DualPipe's two copies each hold one stage per rank).
+  return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks / (loaded.schedule.copies ?? 1) };
 }
 
 /** The dp × pp step's closed form, in words (theory.ts meshClosedForm), or why there is none. */
@@ -144,7 +145,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   }
   const costText = OP_KEYS.map((op) => `${op}=${opCosts[op]}`).join(' ');
   const lines = [
-    `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches`,
+    `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
     `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed all-reduce ${fmt(r.dp.exposedAllReduce)})` : ''}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? 'closed form assumes default costs and free links' : 'no closed form known'}`,

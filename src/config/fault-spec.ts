@@ -46,7 +46,8 @@ export interface FaultTarget {
  */
 export function checkFaultAction(action: string, t: FaultTarget): void {
   const virtual = t.kind.virtualFor(t.virtual);
-  const stages = t.ranks * virtual;
+  // DualPipe's two model copies: twice the stages (copies.ts).
+  const stages = t.ranks * virtual * t.kind.copies;
   const microbatches = UPDATE_WINDOWS[t.kind.update].microbatches(t.microbatches, t.steps);
   const ops: Op[] = t.kind.splitBackward ? ['F', 'B', 'I', 'W'] : ['F', 'B'];
   const collective = /^AR(\d+)$/.exec(action);

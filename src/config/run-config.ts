@@ -21,7 +21,7 @@ import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
 import { namesModelSwitch, type GptSize } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
-/** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B included). */
+/** Every schedule a run can use (the registry's, PipeDream's asynchronous 1F1B and PipeDream-2BW included). */
 export const RUN_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
 /** How a run cuts its model into stages: balanced FLOPs (the default), equal block counts, or an explicit `cut`. */
@@ -199,8 +199,8 @@ export function validateRunConfig(cfg: RunConfig): void {
 /**
  * The second axis: dp a whole number ≥ 1 with dp × ranks workers within the
  * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1, 2, 3} and only
- * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream's asynchronous schedule is refused
- * with dp > 1 (its weights change after every backward, with no flush at which
+ * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream's asynchronous schedules are refused
+ * with dp > 1 (their weights change after every backward, or every m micro-batches for 2BW, with no flush at which
  * replicas could sum their gradients).
  */
 function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
@@ -217,10 +217,18 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (typeof cfg.prefetch !== 'boolean') throw new ConfigError('prefetch', cfg.prefetch, 'must be true or false');
   if (typeof cfg.overlap !== 'boolean') throw new ConfigError('overlap', cfg.overlap, 'must be true or false');
   if (dp > 1 && scheduleKind(schedule).update !== 'flush') {
+    const when = scheduleKind(schedule).update === 'double-buffered' ? 'every m micro-batches, one weight version stale' : 'after every backward';
     throw new ConfigError(
       'dp',
       dp,
-      `${schedule} updates each stage's weights after every backward, with no flush at which replicas could sum their gradients; data parallelism needs a synchronous schedule (dp = 1 here)`,
+      `${schedule} updates each stage's weights ${when}, with no flush at which replicas could sum their gradients; data parallelism needs a synchronous schedule (dp = 1 here)`,
+    );
+  }
+  if (dp > 1 && scheduleKind(schedule).copies > 1) {
+    throw new ConfigError(
+      'dp',
+      dp,
+      `${schedule} already runs ${scheduleKind(schedule).copies} copies of the model, whose gradients each rank sums with its partner rank's at the flush; data parallelism on top of it is not supported (dp must be 1)`,
     );
   }
   if (dp > 1 && Number.isInteger(cfg.batchSize) && Number.isInteger(cfg.microbatches) && cfg.microbatches >= 1 && cfg.batchSize % (dp * cfg.microbatches) !== 0) {

@@ -10,7 +10,7 @@
  *    micro-batch's activations (rows = batchSize / (dp · m) · widest layer width);
  *  - memory per worker: for each stage it holds, weights, gradients and optimizer
  *    state (AdamW 2, SGD 1 per weight, divided by dp under ZeRO-1; PipeDream
- *    stashes up to `ranks` weight versions), plus the activations of up to m
+ *    stashes up to `ranks` weight versions, PipeDream-2BW one older version), plus the activations of up to m
  *    micro-batches in flight; all workers: dp times one pipeline's;
  *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
  */
@@ -151,7 +151,7 @@ export function checkRunLimits(cfg: LimitInput): void {
     throw new ConfigError(
       'steps',
       cfg.steps,
-      `PipeDream runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
+      `${scheduleKind(cfg.schedule).title.split(':')[0]} runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
     );
   }
   if (!stream) checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches, cfg.dp ?? 1);

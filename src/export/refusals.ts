@@ -10,14 +10,20 @@ import { ConfigError } from '../util/errors.ts';
 /** What train.py cannot do for a schedule whose weights are not updated by a flush per step (the registry's update policy). */
 const UPDATE_RULES: Readonly<Record<Exclude<UpdatePolicyName, 'flush'>, string>> = {
   'stash-and-update-after-backward': 'updates the weights after every backward with stashed weight versions (no flush)',
+  'double-buffered': 'updates the weights every m micro-batches with gradients one weight version stale, keeping two versions (no flush)',
 };
 
 /** Schedules train.py does not execute (every one whose update policy is not a flush), with the rule a person reads. */
 export const TORCH_REFUSED_SCHEDULES: Readonly<Partial<Record<RunScheduleName, string>>> = Object.fromEntries(
   RUN_SCHEDULE_NAMES.flatMap((name) => {
     const update = SCHEDULES[name].update;
-    if (update === 'flush') return [];
     const who = SCHEDULES[name].title.split(':')[0];
+    // Model copies (DualPipe): train.py builds one copy of each stage per rank and sums no gradients between copies.
+    const oneCopy = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].copies === 1).join(', ');
+    if (SCHEDULES[name].copies > 1) {
+      return [[name, `cannot be exported for PyTorch: ${who} (${name}) runs ${SCHEDULES[name].copies} copies of the model, each rank holding a stage of each and summing their gradients with its partner rank's, and train.py holds one copy of each stage; pick one of ${oneCopy}`]];
+    }
+    if (update === 'flush') return [];
     return [[name, `cannot be exported for PyTorch: ${who} ${UPDATE_RULES[update]}, and train.py runs synchronous schedules only (a flush per step); pick one of ${SCHEDULE_NAMES.join(', ')}`]];
   }),
 );

@@ -91,7 +91,10 @@ export function meshOf(plan: RunPlan): Mesh {
   return mesh(plan.config.dp, plan.config.ranks);
 }
 
-/** The pairs of workers that need a channel: pipeline neighbours within each replica, ring neighbours across replicas. */
+/**
+ * The pairs of workers that need a channel: pipeline neighbours within each replica, ring neighbours across
+ * replicas, and the ranks holding neighbouring copies of a stage (model copies, DualPipe: copy-sum.ts).
+ */
 function channelsFor(plan: RunPlan): [number, number][] {
   const m = meshOf(plan);
   const pairs = new Set<string>();
@@ -101,9 +104,26 @@ function channelsFor(plan: RunPlan): [number, number][] {
   const { stageToRank } = plan.schedule;
   for (let d = 0; d < m.dp; d++) {
     for (let s = 0; s + 1 < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s]), workerOf(m, d, stageToRank[s + 1]));
+    const k = stageToRank.length / (plan.schedule.copies ?? 1);
+    for (let s = k; s < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s - k]), workerOf(m, d, stageToRank[s]));
   }
   for (let w = 0; w < workerCount(m); w++) add(w, ringNext(m, w));
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
+}
+
+/** The largest difference between two workers' values of the same weight: DualPipe's copies of a stage (`byWorker`: each worker's weights). */
+function copyDifference(byWorker: Weights[]): number {
+  let worst = 0;
+  const first = new Map<string, ArrayLike<number>>();
+  for (const ws of byWorker) {
+    for (const [name, v] of Object.entries(ws)) {
+      const r = first.get(name);
+      if (!r) first.set(name, v);
+      else if (r.length !== v.length) return Infinity;
+      else for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
+    }
+  }
+  return worst;
 }
 
 /** The largest difference between a weight of any replica and the same weight of replica 0 (`byWorker`: each worker's weights, in worker order). */
@@ -132,11 +152,14 @@ function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null):
   return new RunError(`replica ${replica}, rank ${rank} (worker ${w})${doing ? `, during ${doing}` : ''}: ${body}`);
 }
 
-/** A stream (one window for every step): per-micro-batch losses (each a micro-batch mean) grouped into steps of m. */
-function streamStepLosses(results: StepResult[], m: number): number[] {
+/**
+ * A stream (one window for every step): per-micro-batch losses grouped into steps of m, each step's the batch mean:
+ * the mean of its micro-batches' means (lossOver 'microbatch', PipeDream) or the sum of their shares of it ('step', PipeDream-2BW).
+ */
+function streamStepLosses(results: StepResult[], m: number, lossOver: 'step' | 'microbatch'): number[] {
   const all = results.flatMap((r) => r.losses).sort((a, b) => a.mb - b.mb);
   const out: number[] = [];
-  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / m);
+  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / (lossOver === 'microbatch' ? m : 1));
   return out;
 }
 
@@ -234,7 +257,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
           `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${m.dp > 1 ? 'worker' : 'rank'} ${[...pending].map((w) => (m.dp > 1 ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
-      const losses = stream ? streamStepLosses(results, config.microbatches) : [rec.loss];
+      const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
           throw new RunError(`step ${step + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
@@ -265,6 +288,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       weights = joinWeights(m, config.zero, all);
       // With ZeRO-3 no two workers hold the same weights: there is nothing to compare.
       if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
+      // Model copies (DualPipe, dp = 1): every copy of a stage must hold the same weights.
+      if ((schedule.copies ?? 1) > 1) replicaMismatch = copyDifference(all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);

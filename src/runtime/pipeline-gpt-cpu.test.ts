@@ -38,14 +38,16 @@ const relErr = (a: ArrayLike<number>, b: ArrayLike<number>): number => compareGr
 
 // The synchronous ('flush') schedules: those that compute what one device would.
 const SYNCHRONOUS: ScheduleName[] = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush');
-const cases: [ScheduleName, number, number][] = [];
+const cases: [ScheduleName, number, number, number][] = [];
 for (const name of SYNCHRONOUS) {
   const kind = SCHEDULES[name];
   const v = kind.virtualFor(2);
   for (const p of [2, 4]) {
+    // DualPipe takes m ≥ 2p.
+    const m = kind.copies > 1 ? Math.max(4, 2 * p) : 4;
     try {
-      kind.validateParams(p, 4, v);
-      cases.push([name, p, v]);
+      kind.validateParams(p, m, v);
+      cases.push([name, p, v, m]);
     } catch {
       // not a pair this schedule takes
     }
@@ -59,8 +61,8 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
     for (const name of SYNCHRONOUS) expect(cases.filter((c) => c[0] === name).map((c) => c[1])).toEqual([2, 4]);
   });
 
-  it.each(cases)('%s p=%i v=%i', async (schedule, p, v) => {
-    const cfg = gptConfig({ schedule, ranks: p, virtual: v, layers: Math.max(3, p * v - 1) });
+  it.each(cases)('%s p=%i v=%i m=%i', async (schedule, p, v, m) => {
+    const cfg = gptConfig({ schedule, ranks: p, virtual: v, microbatches: m, layers: Math.max(3, p * v - 1) });
     const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
     const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
     expect(report.losses).toHaveLength(cfg.steps);

@@ -7,8 +7,9 @@
  * `endStep` after the step's last action; nothing else in the runtime asks
  * which schedule runs. The policies: flush.ts (every synchronous schedule: the
  * end of a step, over the mesh, ZeRO 0 and 1), sharded-step.ts (ZeRO-2 and
- * ZeRO-3 beside the pipeline) and pipedream-policy.ts (PipeDream's update
- * after every backward).
+ * ZeRO-3 beside the pipeline), pipedream-policy.ts (PipeDream's update
+ * after every backward) and double-buffer-policy.ts (PipeDream-2BW's update
+ * every m micro-batches, two weight versions).
  */
 import type { Optimizer, OptimizerName, OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
@@ -34,9 +35,9 @@ export interface OptimizerPieces {
 
 /** What a policy adds to a step's result. */
 export interface PolicyReport {
-  /** PipeDream: the weight version each backward used. */
+  /** PipeDream and PipeDream-2BW: the weight version each backward used. */
   versions?: VersionRecord[];
-  /** PipeDream: the most weight versions (and their bytes) each stage held. */
+  /** PipeDream and PipeDream-2BW: the most weight versions (and their bytes beyond the live weights) each stage held. */
   weightStash?: Record<number, { versions: number; bytes: number }>;
   /** Bytes of optimizer state this worker holds (all of its stages', or its ZeRO-1 shards'). */
   optimizerBytes?: number;

@@ -24,6 +24,7 @@ import type { RankHost, RankInit, RankPorts, RankState, RankStats, Weights } fro
 import { toTrainConfig } from '../config/run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
+import { withCopySum } from './copy-sum.ts';
 import type { DataParallelParts } from './flush.ts';
 import { MeshControlClient } from './mesh-control.ts';
 import { portRing } from './ring-link.ts';
@@ -76,19 +77,22 @@ class SampledMicrobatches implements MicrobatchSource {
     private readonly sampler: BatchSampler,
     private readonly microbatches: number,
     private readonly streaming: boolean,
+    /** What a micro-batch's loss is divided by (registry UPDATE_WINDOWS lossOver). */
+    private readonly lossOver: 'step' | 'microbatch',
     /** The replica's rows [lo, hi) of every batch (the whole batch with one pipeline). */
     private readonly rows: [number, number],
   ) {}
 
   /**
-   * Synchronous: 1 / the whole step's targets, all replicas' rows (its size for
-   * the MLPs, its non-padded positions for the GPT), so accumulating the
+   * 'step' (synchronous; PipeDream-2BW, whose block of m micro-batches is a
+   * step's batch): 1 / the whole step's targets, all replicas' rows (its size
+   * for the MLPs, its non-padded positions for the GPT), so accumulating the
    * micro-batches, and summing over replicas, gives the batch mean.
-   * Asynchronous: every micro-batch is its own update, so 1 / its own targets.
+   * 'microbatch' (PipeDream): every micro-batch is its own update, so 1 / its own targets.
    */
   lossScale(step: number, mb: number): number {
     const ex = this.examples(step, mb);
-    if (this.streaming) return 1 / targetCount(ex);
+    if (this.lossOver === 'microbatch') return 1 / targetCount(ex);
     return 1 / (this.cached as { targets: number }).targets;
   }
 
@@ -197,7 +201,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, UPDATE_WINDOWS[kind.update].stream, replicaRows(m, config.batchSize, roles.replica));
+  const windows = UPDATE_WINDOWS[kind.update];
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica));
 
   const mailbox = new Mailbox(rank, replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
   for (const [peer, port] of roles.pipeline) mailbox.attach(port, peer);
@@ -209,7 +214,9 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const fault = init.fault && (init.fault.replica ?? 0) === roles.replica ? init.fault : undefined;
   const transportOptions = { rank, replica, be, stageToRank: schedule.stageToRank, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs };
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
-  const policy = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks));
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks));
+  // Model copies (DualPipe): each stage's gradients are summed over its copies before the update (copy-sum.ts).
+  const policy = (schedule.copies ?? 1) > 1 ? withCopySum(base, { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs }) : base;
   let current = 0;
   const executor = new RankExecutor({
     rank,

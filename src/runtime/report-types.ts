@@ -87,7 +87,10 @@ export interface RunReport {
     /** The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts). */
     formula: { weights: number; grads: number; optimizer: number };
   }[];
-  /** Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's (0: they agree bit for bit). */
+  /**
+   * Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's;
+   * runs with model copies (DualPipe): between the copies of each stage (0: they agree bit for bit).
+   */
   replicaMismatch?: number;
   /**
    * The run's state read from its workers between steps (onProgress: a

@@ -2,7 +2,8 @@
  * Turns a run configuration into what the ranks run: one plain-JSON copy of
  * it, validated (once per run, here), the model spec built (once, and sent to
  * every rank), the model cut into ranks × virtual stages (contiguous; balanced
- * FLOPs or equal block counts), and a validated schedule spanning one window of
+ * FLOPs or equal block counts; a schedule with model copies, DualPipe, repeats
+ * the cut once per copy), and a validated schedule spanning one window of
  * the schedule's update policy (a schedule planned from stage costs, 'auto', is
  * built for the model's FLOPs within memCap). Everything here runs before any
  * worker starts.
@@ -37,15 +38,17 @@ export function planRun(input: RunConfig): RunPlan {
   const config = snapshotRunConfig(input);
   validateRunConfig(config);
   // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
-  const { spec, stageBlocks } = stageCut(config);
+  const { spec, stageBlocks: cut } = stageCut(config);
   const kind = scheduleKind(config.schedule);
   const windows = UPDATE_WINDOWS[kind.update];
   const m = windows.microbatches(config.microbatches, config.steps);
   kind.validateParams(config.ranks, m, config.virtual);
   const schedule = kind.fromStageCosts
-    ? autoForRun(spec, stageBlocks, config.ranks, m, Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches))), config.memCap || config.ranks)
+    ? autoForRun(spec, cut, config.ranks, m, Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches))), config.memCap || config.ranks)
     : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
+  // Model copies (DualPipe): the model is cut once; stage c·k + j of the schedule holds the same blocks as stage j (copies.ts).
+  const stageBlocks = kind.copies > 1 ? Array.from({ length: kind.copies }, () => cut.map((r): BlockRange => [r[0], r[1]])).flat() : cut;
   const corpus = config.dataset === 'text' ? requireCorpus(config.textHash) : undefined;
   return { config, spec, kind, schedule, stageBlocks, windows, ...(corpus ? { corpus } : {}) };
 }

@@ -11,6 +11,9 @@
  * - 'stash-and-update-after-backward' (PipeDream, pipedream-policy.ts): each
  *   stage applies its optimizer after every backward; a backward runs with the
  *   weight version its forward used.
+ * - 'double-buffered' (PipeDream-2BW, double-buffer-policy.ts): each stage
+ *   applies a block of m micro-batches' gradients, computed on the version
+ *   before its latest, to its latest weights; two versions at most.
  */
 import type { Backend } from '../nn/backend.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -18,6 +21,7 @@ import type { UpdatePolicyName } from '../schedule/registry.ts';
 import { Flush, type DataParallelParts } from './flush.ts';
 import { ShardedStep } from './sharded-step.ts';
 import { StashPolicy } from './pipedream-policy.ts';
+import { DoubleBufferPolicy } from './double-buffer-policy.ts';
 import type { UpdatableStage, UpdatePolicy } from './policy.ts';
 
 export function createUpdatePolicy(
@@ -33,5 +37,7 @@ export function createUpdatePolicy(
       return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);
+    case 'double-buffered':
+      return new DoubleBufferPolicy(be, stages, train, train.microbatches);
   }
 }

@@ -28,8 +28,9 @@ describe('PyTorch CSV', () => {
             } catch {
               continue; // a combination this schedule does not take
             }
-            const text = toCsv(generateSchedule(name, p, m, v));
-            expect(crossRankColumnViolations(text), `${name} p=${p} m=${m} v=${v}`).toEqual([]);
+            const s = generateSchedule(name, p, m, v);
+            const text = toCsv(s);
+            expect(crossRankColumnViolations(text, s.copies), `${name} p=${p} m=${m} v=${v}`).toEqual([]);
             files++;
           }
         }
@@ -46,8 +47,10 @@ describe('PyTorch CSV', () => {
     fc.assert(
       fc.property(paramsArb(8, 16), fc.boolean(), ({ name, p, m, v }, align) => {
         const s = generateSchedule(name, p, m, v);
-        const back = fromCsv(toCsv(s, { align }), name);
-        expect(back).toEqual(s);
+        const text = toCsv(s, { align });
+        // The CSV has no field for model copies (DualPipe's): read back, each stage would miss the other copies' micro-batches.
+        if (s.copies !== undefined) return void expect(() => fromCsv(text, name)).toThrow(/needs at least/);
+        expect(fromCsv(text, name)).toEqual(s);
       }),
       { numRuns: 150 },
     );

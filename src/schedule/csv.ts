@@ -13,7 +13,11 @@
  *    and `_load_csv` (via `_Action.from_str("")`) turns them back into None;
  *  - the stage-to-rank map is not written: `_load_csv` infers it from which
  *    row holds each stage, and the stage and micro-batch counts are the
- *    schedule's (here: the largest index seen, plus one).
+ *    schedule's (here: the largest index seen, plus one);
+ *  - it has no field for model copies (types.ts `copies`, DualPipe's): such a
+ *    schedule is written as its per-rank orders, but reading it back is
+ *    refused (read as one copy, every stage misses the other copies'
+ *    micro-batches); our JSON carries the copies.
  * We write the time-aligned form by default, padded with empty cells like
  * PyTorch does, each column being one step of the unit-time simulation (every
  * op one step, free links): lock-step executors such as

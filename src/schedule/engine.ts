@@ -10,6 +10,8 @@
  *   B  needs F(s, i), and B or I of (s+1, i)      (the output gradient), for s < S−1
  *   I  same as B
  *   W  needs I(s, i)
+ * With model copies (types.ts `copies`, copies.ts) "s > 0" and "s < S−1" are
+ * within the stage's copy: a copy's first stage reads data, its last the loss.
  *
  * Cost: O(actions). Each rank is resumed only when the single input it is
  * blocked on completes, so every action is examined a bounded number of times.
@@ -50,6 +52,8 @@ export function play(s: Schedule, costs: PlayCosts): Play {
   const m = s.microbatches;
   const R = s.ranks;
   const keys = S * m;
+  // Stages per model copy: F of a copy's first stage and B/I of its last need no neighbour (copies.ts).
+  const perCopy = S / (s.copies ?? 1);
   // finish[slot*keys + stage*m + mb]: end time of the F (slot 0) or B/I (slot 1) of (stage, mb); −1 until it ran.
   const finish = new Float64Array(2 * keys).fill(-1);
   const waitHead = new Int32Array(2 * keys).fill(-1);
@@ -83,7 +87,7 @@ export function play(s: Schedule, costs: PlayCosts): Play {
       let sentAt = 0;
       let arrivedAt = 0;
       if (a.op === 'F') {
-        if (a.stage > 0) {
+        if (a.stage % perCopy !== 0) {
           const k = base - m;
           const f = finish[k];
           if (f < 0) blockedOn = k;
@@ -108,7 +112,7 @@ export function play(s: Schedule, costs: PlayCosts): Play {
         if (f < 0) blockedOn = base;
         else {
           if (f > ready) ready = f;
-          if (a.stage < S - 1) {
+          if ((a.stage + 1) % perCopy !== 0) {
             const k = keys + base + m;
             const g = finish[k];
             if (g < 0) blockedOn = k;

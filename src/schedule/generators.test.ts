@@ -18,7 +18,10 @@ describe('generators', () => {
         const s = generateSchedule(name, p, m, v);
         expect(validateSchedule(s)).toEqual({ ok: true });
         expect(s.ranks).toBe(p);
-        expect(s.stages).toBe(p * v);
+        // DualPipe runs two copies of the p · v stages (each micro-batch through one copy).
+        const copies = SCHEDULES[name].copies;
+        expect(s.copies ?? 1).toBe(copies);
+        expect(s.stages).toBe(p * v * copies);
         expect(s.microbatches).toBe(m);
         const sum = summarizeSchedule(s);
         expect(sum.ops.F).toBe(p * v * m);
@@ -27,8 +30,8 @@ describe('generators', () => {
         // dualpipe-v splits only its last backwards, none of which may be left when m is small.
         if (!SCHEDULES[name].splitBackward) expect(sum.ops.I).toBe(0);
         else if (name !== 'dualpipe-v' && name !== 'auto') expect(sum.ops.I).toBeGreaterThan(0);
-        // Every rank holds v stages.
-        for (const stages of sum.stagesPerRank) expect(stages).toHaveLength(v);
+        // Every rank holds v stages (of each copy).
+        for (const stages of sum.stagesPerRank) expect(stages).toHaveLength(v * copies);
       }),
       { numRuns: 300 },
     );
@@ -192,10 +195,23 @@ describe('what the registry declares for its callers', () => {
     expect(SCHEDULES['interleaved-1f1b'].virtualFor(3)).toBe(3);
   });
 
-  it('the synchronous names are exactly the flush schedules; PipeDream stashes and updates after every backward', () => {
+  it('the synchronous names are exactly the flush schedules; PipeDream stashes and updates after every backward; 2BW double-buffers', () => {
     expect(all.filter((k) => k.update === 'flush').map((k) => k.name)).toEqual([...SCHEDULE_NAMES]);
-    expect(RUN_SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update !== 'flush')).toEqual(['pipedream']);
+    expect(RUN_SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update !== 'flush')).toEqual(['pipedream', 'pipedream-2bw']);
     expect(SCHEDULES.pipedream.update).toBe('stash-and-update-after-backward');
+    expect(SCHEDULES['pipedream-2bw'].update).toBe('double-buffered');
+  });
+
+  it("pipedream-2bw's window is a 1F1B order over every step's micro-batches, with one older weight version and m ≥ p", () => {
+    const w = UPDATE_WINDOWS[SCHEDULES['pipedream-2bw'].update];
+    expect([w.stream, w.windows(30), w.microbatches(4, 30), w.extraWeightVersions(8), w.lossOver]).toEqual([true, 1, 120, 1, 'step']);
+    const s = generateSchedule('pipedream-2bw', 4, w.microbatches(4, 3));
+    expect(s.name).toBe('pipedream-2bw');
+    expect(s.order).toEqual(generateSchedule('1f1b', 4, 12).order);
+    expect(validateSchedule(s).ok).toBe(true);
+    expect(SCHEDULES['pipedream-2bw'].theoryAs).toBe('1f1b');
+    expect(() => generateSchedule('pipedream-2bw', 4, 2)).toThrow(/^microbatches = 2: PipeDream-2BW needs m ≥ p = 4/);
+    expect(() => generateSchedule('pipedream-2bw', 4, 4, 2)).toThrow(/^virtual = 2: pipedream-2bw holds one stage per rank/);
   });
 
   it("pipedream's window is a valid 1F1B order over every step's micro-batches", () => {

@@ -10,15 +10,16 @@ import { oneFOneB } from './generators/one-f-one-b.ts';
 import { zbH1 } from './generators/zb-h1.ts';
 import { zbV } from './generators/zb-v.ts';
 import { dualPipeV } from './generators/dualpipe-v.ts';
+import { dualPipe } from './generators/dualpipe.ts';
 import { autoSchedule } from './generators/auto.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
 /** The synchronous schedules: one schedule per step, then a flush. */
-export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'auto'] as const;
+export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'dualpipe', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
-/** Every schedule a run can use: the synchronous ones and PipeDream's asynchronous 1F1B. */
-export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream'] as const;
+/** Every schedule a run can use: the synchronous ones, PipeDream's asynchronous 1F1B and PipeDream-2BW. */
+export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream', 'pipedream-2bw'] as const;
 export type RunScheduleName = (typeof RUN_SCHEDULE_NAMES)[number];
 
 /**
@@ -27,8 +28,13 @@ export type RunScheduleName = (typeof RUN_SCHEDULE_NAMES)[number];
  * 'stash-and-update-after-backward' (PipeDream): no flush; each stage applies
  * its optimizer after every backward and keeps ("stashes") the weight version
  * each in-flight micro-batch's forward used, so the whole run is one stream.
+ * 'double-buffered' (PipeDream-2BW): no flush; a stage accumulates the
+ * gradients of each block of m micro-batches (a step's batch) and, after the
+ * block's last backward, applies them to its latest weights; micro-batches run
+ * forward and backward on the version before the latest (one step stale), so a
+ * stage keeps at most two versions; the whole run is one stream.
  */
-export type UpdatePolicyName = 'flush' | 'stash-and-update-after-backward';
+export type UpdatePolicyName = 'flush' | 'stash-and-update-after-backward' | 'double-buffered';
 
 /** What a run's window is under an update policy. */
 export interface UpdateWindows {
@@ -40,11 +46,18 @@ export interface UpdateWindows {
   stream: boolean;
   /** Weight versions a stage holds beyond its current weights, at most (stashed for in-flight micro-batches). */
   extraWeightVersions(ranks: number): number;
+  /**
+   * What a micro-batch's loss is divided by: 'step', the targets of its step's whole batch (the gradients of a
+   * step's micro-batches add up to the batch mean before one update); 'microbatch', its own targets (each
+   * micro-batch is its own update).
+   */
+  lossOver: 'step' | 'microbatch';
 }
 
 export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> = {
-  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false, extraWeightVersions: () => 0 },
-  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: (ranks) => ranks - 1 },
+  flush: { windows: (steps) => steps, microbatches: (m) => m, stream: false, extraWeightVersions: () => 0, lossOver: 'step' },
+  'stash-and-update-after-backward': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: (ranks) => ranks - 1, lossOver: 'microbatch' },
+  'double-buffered': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: () => 1, lossOver: 'step' },
 };
 
 /** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
@@ -81,6 +94,12 @@ export interface ScheduleKind {
   theoryAs: ScheduleName;
   /** True when a run builds it from its measured or estimated stage costs (src/plan), not from p and m alone. */
   fromStageCosts: boolean;
+  /**
+   * Copies of the whole model it runs (Schedule.copies; DualPipe: 2, the others 1): the model is cut into
+   * ranks × virtual stages and each rank holds copies × virtual of them; the copies' gradients of a stage are
+   * summed at the flush (runtime/copy-sum.ts).
+   */
+  copies: number;
   placement: Placement;
   /** Throws ConfigError naming the field (ranks, microbatches, virtual) and the rule it broke. */
   validateParams(ranks: number, microbatches: number, virtual: number): void;
@@ -119,6 +138,7 @@ interface KindDecl {
   theoryAs?: ScheduleName;
   costChunks?: ScheduleKind['costChunks'];
   fromStageCosts?: boolean;
+  copies?: number;
 }
 
 /** A schedule kind from its declaration: each rule (virtual stages, checks, policy) is declared once, here turned into fields. */
@@ -137,6 +157,7 @@ function kind(d: KindDecl): ScheduleKind {
     update: d.update ?? 'flush',
     theoryAs: d.theoryAs ?? (d.name as ScheduleName),
     fromStageCosts: d.fromStageCosts ?? false,
+    copies: d.copies ?? 1,
     placement: d.placement ?? 'loop',
     validateParams(p, m, v) {
       requireCommon(p, m, v, d.splitBackward ? 3 : 2);
@@ -214,6 +235,25 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
     costChunks: () => 1,
     generate: (p, m) => dualPipeV(p, m),
   }),
+  dualpipe: kind({
+    name: 'dualpipe',
+    title: 'DualPipe: two model copies fed from both ends, F and B of the two directions side by side',
+    source: 'DeepSeek-AI, 2024, arXiv:2412.19437, section 3.2.1; github.com/deepseek-ai/DualPipe (DualPipe)',
+    splitBackward: true,
+    // One stage of the model's p per rank and copy: rank r holds stage r of copy 0 and p − 1 − r of copy 1.
+    virtual: 'one',
+    copies: 2,
+    placement: 'v',
+    // Each of a rank's two stages (one per copy) is a full stage of the model's p, not a chunk of one.
+    costChunks: () => 1,
+    check: (p, m) => {
+      if (p % 2 !== 0) throw new ConfigError('ranks', p, 'DualPipe needs an even number of ranks: its two copies meet in the middle, rank r pairing with rank p − 1 − r');
+      if (m % 2 !== 0 || m < 2 * p) {
+        throw new ConfigError('microbatches', m, `DualPipe needs an even m ≥ 2p = ${2 * p} (half of the micro-batches enter each copy; dualpipe.py asserts num_chunks % 2 == 0 and num_chunks >= 2 · num_ranks)`);
+      }
+    },
+    generate: (p, m) => dualPipe(p, m),
+  }),
   auto: kind({
     name: 'auto',
     title: 'Auto: the fastest schedule found within a memory cap, from the stage costs',
@@ -235,9 +275,29 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
     theoryAs: '1f1b',
     generate: (p, m) => ({ ...oneFOneB(p, m), name: 'pipedream' }),
   }),
+  'pipedream-2bw': kind({
+    name: 'pipedream-2bw',
+    title: 'PipeDream-2BW: asynchronous 1F1B, double-buffered weights updated every m micro-batches, one version stale',
+    source: 'Narayanan et al., ICML 2021, arXiv:2006.09503, section 3.1',
+    splitBackward: false,
+    virtual: 'one',
+    update: 'double-buffered',
+    theoryAs: '1f1b',
+    // m is the micro-batches of one step here (validateRunConfig); a run's window holds steps × m (planRun), never fewer.
+    check: (p, m) => {
+      if (m < p) {
+        throw new ConfigError(
+          'microbatches',
+          m,
+          `PipeDream-2BW needs m ≥ p = ${p}: a stage makes a new weight version every m micro-batches and keeps at most two, so a block of m micro-batches must cover the p − 1 forwards the first stage runs ahead`,
+        );
+      }
+    },
+    generate: (p, m) => ({ ...oneFOneB(p, m), name: 'pipedream-2bw' }),
+  }),
 };
 
-/** The kind of any schedule a run can use (PipeDream included). */
+/** The kind of any schedule a run can use (PipeDream and PipeDream-2BW included). */
 export function scheduleKind(name: unknown): ScheduleKind {
   return SCHEDULES[requireOneOf('schedule', name, RUN_SCHEDULE_NAMES)];
 }

@@ -17,6 +17,8 @@ export function playShared(s: Schedule, costs: PlayCosts, lanes: number): Play {
   const m = s.microbatches;
   const R = s.ranks;
   const keys = S * m;
+  // Stages per model copy: a copy's first stage reads data, its last the loss (copies.ts).
+  const perCopy = S / (s.copies ?? 1);
   const finish = new Float64Array(2 * keys).fill(-1);
   const start: Float64Array[] = [];
   const end: Float64Array[] = [];
@@ -44,12 +46,12 @@ export function playShared(s: Schedule, costs: PlayCosts, lanes: number): Play {
       return true;
     };
     if (a.op === 'F') {
-      if (a.stage > 0 && !need(base - m, a.stage - 1, a.stage - 1)) return NaN;
+      if (a.stage % perCopy !== 0 && !need(base - m, a.stage - 1, a.stage - 1)) return NaN;
     } else if (a.op === 'W') {
       if (!need(keys + base, a.stage, a.stage)) return NaN;
     } else {
       if (!need(base, a.stage, a.stage)) return NaN;
-      if (a.stage < S - 1 && !need(keys + base + m, a.stage + 1, a.stage)) return NaN;
+      if ((a.stage + 1) % perCopy !== 0 && !need(keys + base + m, a.stage + 1, a.stage)) return NaN;
     }
     return t;
   };
@@ -60,10 +62,10 @@ export function playShared(s: Schedule, costs: PlayCosts, lanes: number): Play {
     const base = a.stage * m + a.mb;
     let fromStage = -1;
     let k = -1;
-    if (a.op === 'F' && a.stage > 0) {
+    if (a.op === 'F' && a.stage % perCopy !== 0) {
       fromStage = a.stage - 1;
       k = base - m;
-    } else if ((a.op === 'B' || a.op === 'I') && a.stage < S - 1) {
+    } else if ((a.op === 'B' || a.op === 'I') && (a.stage + 1) % perCopy !== 0) {
       fromStage = a.stage + 1;
       k = keys + base + m;
     }

@@ -12,6 +12,7 @@ import { chunkBounds, ringNext } from './mesh.ts';
 import { generateSchedule } from './registry.ts';
 import { simulate, type CostModel } from './simulate.ts';
 import { paramsArb } from './test-support.ts';
+import { hasNextStage, hasPrevStage } from './copies.ts';
 import { computeOnly, laneCount, laneOf, timelineStats } from './timeline.ts';
 import type { Schedule } from './types.ts';
 
@@ -209,12 +210,12 @@ function playMesh(s: Schedule, dp: number, lanes: number, dur: (op: string) => n
       return true;
     };
     if (a.op === 'F') {
-      if (a.stage > 0 && !need(key(d, 'F', a.stage - 1, a.mb), a.stage - 1)) return NaN;
+      if (hasPrevStage(s, a.stage) && !need(key(d, 'F', a.stage - 1, a.mb), a.stage - 1)) return NaN;
     } else if (a.op === 'W') {
       if (!need(key(d, 'G', a.stage, a.mb), a.stage)) return NaN;
     } else {
       if (!need(key(d, 'F', a.stage, a.mb), a.stage)) return NaN;
-      if (a.stage < s.stages - 1 && !need(key(d, 'G', a.stage + 1, a.mb), a.stage + 1)) return NaN;
+      if (hasNextStage(s, a.stage) && !need(key(d, 'G', a.stage + 1, a.mb), a.stage + 1)) return NaN;
     }
     return t;
   };

@@ -11,6 +11,7 @@
  *   zb-v               makespan 6m + max(p − 1, 4p − 2m − 2)   bubble (p−1)/(6m+p−1) when m ≥ 2p−1
  *   looped-bfs         makespan 3(v−1)·max(m, p) + 3(m + p − 1) bubble (p−1)/(v·m+p−1) when m ≥ p
  *   dualpipe-v         makespan 6m + max(p − 1, 5p − 2m − 1 − 2·[m ≤ p])  bubble (p−1)/(6m+p−1) when m ≥ 2p
+ *   dualpipe           makespan 3m + p/2 − 1                  bubble (p/2−1)/(3m+p/2−1) (p even, m even ≥ 2p)
  *
  * Each rank does 3·v·m units of work (6m for zb-v and dualpipe-v, whose two
  * stages each cost F = I = W = 1, B = 2), and bubble = 1 − work / makespan.
@@ -27,6 +28,17 @@
  * full B = I + W = 2; our generator reaches it exactly once m ≥ p
  * (derivation in generators/zb-h1.ts). With m < p there are too few
  * micro-batches to fill the warm-up and the makespan is 2m + 2p − 1.
+ *
+ * DualPipe (two model copies, m/2 micro-batches each): rank r runs stage r
+ * of copy 0 and stage p−1−r of copy 1, 3m units in all. Its idle time per
+ * rank, p/2 − 1, is DualPipeV's for p/2 ranks, under the default costs and
+ * the bound of every m ≥ 2p. DualPipe's README gives (p/2 − 1)(F&B + B − 3W),
+ * F&B being the time of an F overlapped with a B: that is what the order
+ * gives when each such pair runs as one block that waits for both of its
+ * inputs (with F = I, checked in dualpipe.test.ts by playing the pairs so).
+ * Here a pair's F and B run one after the other, the F not waiting for its
+ * partner B's gradient, and the idle time is less: p/2 − 1 per rank rather
+ * than the README's 2(p/2 − 1) with F&B = F + B = 3, B = 2, W = 1.
  *
  * Interleaving and model cost: the per-stage costs above make a rank's share
  * of the model cost 3v, so the bubble fraction, which does not depend on the
@@ -85,6 +97,11 @@ export function closedForm(name: ScheduleName | string, p: number, m: number, v 
         formula: tail === p - 1 ? '(p−1)/(6m+p−1)' : m <= p ? '(5p−2m−3)/(4m+5p−3)' : '(5p−2m−1)/(4m+5p−1)',
       };
     }
+    case 'dualpipe': {
+      if (v !== 1 || p % 2 !== 0 || m % 2 !== 0 || m < 2 * p) return null;
+      const tail = p / 2 - 1;
+      return { makespan: 3 * m + tail, work: 3 * m, bubble: tail / (3 * m + tail), formula: '(p/2−1)/(3m+p/2−1)' };
+    }
     case 'looped-bfs': {
       const makespan = 3 * (v - 1) * Math.max(m, p) + 3 * (m + p - 1);
       const bubble = m >= p ? (p - 1) / (v * m + p - 1) : 1 - (3 * v * m) / makespan;
@@ -107,6 +124,7 @@ export function closedFormBubble(name: ScheduleName | string, p: number, m: numb
  * activations, trail by r); interleaved rank r holds its warm-up plus one,
  * min(2(p−r−1) + (v−1)·g + 1, v·m) chunk activations, each 1/v of a stage's,
  * g the first round's micro-batches (p when m is a multiple of p).
+ * DualPipe holds p + 1 on every rank (its README's PP + 1), over its two copies' stages.
  */
 export function closedFormPeakActivations(name: ScheduleName | string, p: number, m: number, v = 1): number[] | null {
   const ranks = Array.from({ length: p }, (_, r) => r);
@@ -117,6 +135,8 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
       return v === 1 ? ranks.map((r) => Math.min(p - r, m)) : null;
     case 'zb-h1':
       return v === 1 ? ranks.map(() => Math.min(p, m)) : null;
+    case 'dualpipe':
+      return v === 1 && closedForm(name, p, m, v) ? ranks.map(() => p + 1) : null;
     case 'interleaved-1f1b':
       return ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * interleavedRounds(p, m)[0] + 1, v * m));
     default:
@@ -149,6 +169,7 @@ export interface MeshClosedForm {
 
 /** Stages each rank holds in a schedule's closed form. */
 function stagesPerRank(name: string, v: number): number {
+  if (name === 'dualpipe') return 2;
   return name === 'interleaved-1f1b' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' ? v : 1;
 }
 
@@ -166,7 +187,7 @@ function stagesPerRank(name: string, v: number): number {
  *                     after the other in the cool-down, 2 per stage, so stage s is ready at
  *                     T − 2s; rank 0's link takes its stages (v−1)p, …, p, 0 in that order:
  *                     e = max(T − 2pc, e) + A for c = v−1 … 0, and step = e (T + A when A ≤ 2p).
- *   zb-v, dualpipe-v, looped-bfs with overlap: no closed form here (their stages' last
+ *   zb-v, dualpipe-v, dualpipe, looped-bfs with overlap: no closed form here (their stages' last
  *                     backwards interleave with W's); null.
  */
 export function meshClosedForm(name: ScheduleName | string, p: number, m: number, v: number, mc: MeshCosts): MeshClosedForm | null {

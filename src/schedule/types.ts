@@ -17,9 +17,18 @@ export interface Action {
 }
 
 /**
- * A whole pipeline step. `stages` = ranks · v (v stages per rank),
+ * A whole pipeline step. `stages` = copies · ranks · v (v stages per rank),
  * `stageToRank[s]` is the rank that holds stage s, and `order[r]` the
  * actions rank r runs, in order.
+ *
+ * `copies` (absent: 1) is for schedules that run several copies of the whole
+ * model at once (DualPipe: 2). The stages are then cut into `copies` runs of
+ * stages / copies each, copy c being stages [c·k, (c+1)·k), k = stages / copies:
+ * each run is a whole model (its first stage takes the data, its last computes
+ * the loss; stage c·k + j holds the same blocks as stage j), and copy c takes
+ * the micro-batches [c·n, (c+1)·n), n = microbatches / copies. Dependencies stay
+ * within a copy (copies.ts); at the flush the copies' gradients of each stage
+ * are summed, so every copy takes the same update.
  */
 export interface Schedule {
   name: string;
@@ -28,5 +37,6 @@ export interface Schedule {
   microbatches: number;
   stageToRank: number[];
   order: Action[][];
+  copies?: number;
 }
 

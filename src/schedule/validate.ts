@@ -5,12 +5,14 @@
  *
  * Checks, in this order (the first failure is reported):
  *  1. shape: counts are positive integers, stageToRank maps every stage to a
- *     rank, order has one list per rank;
+ *     rank, order has one list per rank, `copies` (when given) divides the
+ *     stages and the micro-batches;
  *  2. each action, rank by rank in list order: stage, op and micro-batch in
- *     range, the stage is held by this rank, and no duplicate (a second F, a
+ *     range, the stage is held by this rank, the micro-batch runs through the
+ *     stage's model copy (copies.ts), and no duplicate (a second F, a
  *     second B/I/W, or a B mixed with an I/W split of the same micro-batch);
- *  3. completeness, stage by stage and micro-batch by micro-batch: one F, and
- *     one B or one I and one W;
+ *  3. completeness, stage by stage and micro-batch by micro-batch (each
+ *     micro-batch of the stage's copy): one F, and one B or one I and one W;
  *  4. dependency order and deadlock freedom: the schedule is played (engine.ts)
  *     with unit costs. An action before its own dependency on the same rank
  *     (B or I before its F, W before its I, F before the previous stage's F
@@ -19,6 +21,7 @@
  */
 import { ConfigError, formatValue } from '../util/errors.ts';
 import { formatAction } from './action-text.ts';
+import { copiesOf, copyOfMicrobatch, copyOfStage, microbatchesOf, stageRuns } from './copies.ts';
 import { play, type Play, type PlayCosts, type Wait } from './engine.ts';
 import { OPS, type Action, type Op, type Schedule } from './types.ts';
 
@@ -58,6 +61,12 @@ function checkShape(s: Schedule): ValidationFailure | null {
     if (!isInt(x) || x < 1) return fail(key, x, 'must be an integer at least 1', null, null, null);
   }
   const { ranks, stages } = s;
+  if (u.copies !== undefined) {
+    const c = u.copies;
+    if (!isInt(c) || c < 1) return fail('copies', c, 'must be an integer at least 1 (model copies)', null, null, null);
+    if (stages % c !== 0) return fail('copies', c, `must divide the ${stages} stages: each copy is a whole model of stages / copies stages`, null, null, null);
+    if (s.microbatches % c !== 0) return fail('copies', c, `must divide the ${s.microbatches} micro-batches: each copy takes microbatches / copies of them`, null, null, null);
+  }
   if (!Array.isArray(s.stageToRank) || s.stageToRank.length !== stages) {
     const len = Array.isArray(s.stageToRank) ? s.stageToRank.length : s.stageToRank;
     return fail('stageToRank.length', len, `must list a rank for each of the ${stages} stages`, null, null, null);
@@ -79,7 +88,7 @@ function checkShape(s: Schedule): ValidationFailure | null {
   }
   // Each (stage, micro-batch) needs an F and a backward: counts far beyond the actions given cannot be
   // complete, and are refused before the per-pair tables are allocated (their size is stages · microbatches).
-  const pairs = s.stages * s.microbatches;
+  const pairs = (s.stages * s.microbatches) / copiesOf(s);
   if (pairs > Math.max(actions, MIN_PAIRS_CHECKED)) {
     return fail('microbatches', s.microbatches, `stages · microbatches = ${pairs} (stage, micro-batch) pairs need at least ${2 * pairs} actions, but order holds ${actions}`, null, null, null);
   }
@@ -122,6 +131,11 @@ function checkActions(s: Schedule, pos: Positions): ValidationFailure | null {
       const k = stage * m + mb;
       const p = byIndex[o];
       const home = s.stageToRank[stage];
+      if (!stageRuns(s, stage, mb)) {
+        const [lo, hi] = microbatchesOf(s, stage);
+        const action: Action = { stage, op: op as Op, mb };
+        return failAt(r, i, action, `runs micro-batch ${mb} on stage ${stage} of model copy ${copyOfStage(s, stage)}, which takes micro-batches ${lo} to ${hi - 1} (micro-batch ${mb} runs through copy ${copyOfMicrobatch(s, mb)})`);
+      }
       if (home === r && p[k] === 0 && (o === 0 || (o === 1 ? pos.I[k] === 0 && pos.W[k] === 0 : pos.B[k] === 0))) {
         p[k] = i + 1;
         continue;
@@ -151,6 +165,7 @@ function checkComplete(s: Schedule, pos: Positions): ValidationFailure | null {
     if (F > 0 && (B > 0 ? I === 0 && W === 0 : I > 0 && W > 0)) continue;
     const st = Math.floor(k / m);
     const mb = k % m;
+    if (!stageRuns(s, st, mb)) continue;
     const r = s.stageToRank[st];
     const missing = (op: Op, rule: string): ValidationFailure => {
       const action: Action = { stage: st, op, mb };

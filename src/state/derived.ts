@@ -32,7 +32,8 @@ export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatche
   try {
     const kind = scheduleKind(cfg.schedule);
     const schedule = stepSchedule(cfg);
-    const v = schedule.stages / schedule.ranks;
+    // Stages per rank of one model copy (DualPipe's two copies each put one stage on every rank).
+    const v = schedule.stages / schedule.ranks / (schedule.copies ?? 1);
     const dp = cfg.dp ?? 1;
     const result = simulate(schedule, { ...costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)), ...(dp > 1 ? { dp } : {}) });
     return {

@@ -9,8 +9,10 @@ export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   'zb-v': 'ZB-V (zero bubble, V)',
   'looped-bfs': 'Looped BFS',
   'dualpipe-v': 'DualPipe-V (V, F beside B)',
+  dualpipe: 'DualPipe (2 model copies, both ends)',
   auto: 'Auto (fits a memory cap)',
   pipedream: 'PipeDream (async)',
+  'pipedream-2bw': 'PipeDream-2BW (async, 2 weight versions)',
 };
 
 /** The schedule menus' entries: the short name, and what else it is known as (PipeDream-Flush is 1F1B). */

@@ -48,7 +48,7 @@ export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], over
         <span className="swatch hatch" aria-hidden="true" />
         idle (the bubble)
       </li>
-      {chunks && <li className="muted">lighter shade: a rank’s second (fourth, …) model chunk</li>}
+      {chunks && <li className="muted">lighter shade: a rank’s second (fourth, …) model chunk (DualPipe: its stage of the second model copy)</li>}
       {comm.length > 0 && <li className="muted legend-sub">thin lane under each rank:</li>}
       {comm.map((e) => (
         <li key={e.kinds[0]} data-comm={e.kinds.join(' ')}>

@@ -1,0 +1,104 @@
+/**
+ * The flush of a schedule with several model copies (DualPipe: Schedule.copies
+ * = 2, schedule/copies.ts): before the update, each stage's gradients are
+ * summed over its copies, so every copy takes the same update and the copies
+ * stay identical. Copy c's stage j (schedule stage c·k + j) lives on some rank;
+ * its gradients go round a ring of the ranks holding stage j's copies, in copy
+ * order (ring-allreduce.ts over this rank's pipeline ports, the messages keyed
+ * by the model stage j, which both ends agree on). For DualPipe the ring is
+ * two ranks: r and p − 1 − r, which hold stages r and p − 1 − r of the model,
+ * one of each copy. Each copy accumulated the loss-scaled gradients of its own
+ * half of the step's micro-batches, so the sum is the whole step's gradient
+ * (a float sum of two terms is the same on both ends: the copies stay equal
+ * bit for bit).
+ *
+ * It wraps the rank's update policy (the flush, flush.ts, with dp = 1; the
+ * registry refuses data parallelism beside model copies): `endStep` sums, then
+ * hands over. Its time is part of the step's optimizer time (optimizerMs); it
+ * is not drawn as intervals of the timeline. The optimizer state a checkpoint
+ * reads is copy 0's (the copies' states are equal; each parameter is then
+ * covered once over the ranks), and a resume loads it into every copy by name.
+ */
+import type { Backend } from '../nn/backend.ts';
+import { copiesOf, copyOfStage, modelStage, stagesPerCopy } from '../schedule/copies.ts';
+import type { Schedule } from '../schedule/types.ts';
+import { readVector, writeVector } from './device-vector.ts';
+import type { Mailbox } from './mailbox.ts';
+import type { UpdatableStage, UpdatePolicy } from './policy.ts';
+import { allReduce } from './ring-allreduce.ts';
+import { portRing } from './ring-link.ts';
+import type { StepLog } from './transport.ts';
+
+export interface CopySumParts {
+  be: Backend;
+  rank: number;
+  schedule: Pick<Schedule, 'stages' | 'microbatches' | 'copies' | 'stageToRank'>;
+  /** This rank's stages, by schedule stage. */
+  stages: ReadonlyMap<number, UpdatableStage>;
+  /** Ports to the other ranks of the pipeline, by rank (the coordinator wires the copies' partners too). */
+  ports: ReadonlyMap<number, MessagePort>;
+  mailbox: Mailbox;
+  recvTimeoutMs: number;
+}
+
+/** The ring of stage `stage`'s copies: this rank's position (its copy) and its neighbours' ranks. */
+export function copyRing(s: CopySumParts['schedule'], stage: number): { position: number; size: number; next: number; prev: number } {
+  const size = copiesOf(s);
+  const k = stagesPerCopy(s);
+  const j = modelStage(s, stage);
+  const c = copyOfStage(s, stage);
+  return { position: c, size, next: s.stageToRank[((c + 1) % size) * k + j], prev: s.stageToRank[((c + size - 1) % size) * k + j] };
+}
+
+/** Sums every stage's gradients over its copies, in place. */
+export async function sumCopies(parts: CopySumParts, step: number): Promise<void> {
+  const { be, rank, schedule, stages } = parts;
+  // Both ends of a ring walk their stages in the same order: by model stage.
+  const order = [...stages.keys()].sort((a, b) => modelStage(schedule, a) - modelStage(schedule, b) || a - b);
+  for (const stage of order) {
+    const st = stages.get(stage) as UpdatableStage;
+    const ring = copyRing(schedule, stage);
+    const j = modelStage(schedule, stage);
+    if (ring.next === rank || ring.prev === rank) throw new Error(`rank ${rank} holds two copies of model stage ${j}; their gradients are summed between ranks only`);
+    const toNext = parts.ports.get(ring.next);
+    if (!toNext) throw new Error(`no channel from rank ${rank} to rank ${ring.next}, which holds the next copy of model stage ${j}`);
+    const link = portRing({
+      ...ring,
+      worker: rank,
+      toNext,
+      mailbox: parts.mailbox,
+      stage: j,
+      step,
+      recvTimeoutMs: parts.recvTimeoutMs,
+      what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
+    });
+    const grads = st.params.map((p) => p.grad);
+    const x = await readVector(be, grads);
+    await allReduce(link, x);
+    writeVector(be, grads, x);
+  }
+  await be.sync();
+}
+
+/** `inner` with the copies' gradients summed at the start of its endStep. */
+export function withCopySum(inner: UpdatePolicy, parts: CopySumParts): UpdatePolicy {
+  return {
+    apply: (a, compute) => inner.apply(a, compute),
+    beforeAction: inner.beforeAction ? (a, log) => inner.beforeAction?.(a, log) : undefined,
+    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
+    async endStep(step: number, log: StepLog) {
+      await sumCopies(parts, step);
+      await inner.endStep(step, log);
+    },
+    report: () => inner.report(),
+    async readOptimizer() {
+      const all = await inner.readOptimizer();
+      const first = new Set<string>();
+      for (const [stage, st] of parts.stages) if (copyOfStage(parts.schedule, stage) === 0) for (const p of st.params) first.add(p.name);
+      return { ...all, pieces: all.pieces.filter((piece) => first.has(piece.param)) };
+    },
+    loadOptimizer: (state) => inner.loadOptimizer(state),
+    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
+    dispose: () => inner.dispose(),
+  };
+}

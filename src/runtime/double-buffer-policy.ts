@@ -1,0 +1,162 @@
+/**
+ * PipeDream-2BW's update policy ('double-buffered'; Narayanan et al., "Memory-
+ * Efficient Pipeline-Parallel DNN Training", ICML 2021, §3.1): 1F1B over one
+ * stream of micro-batches with no flush, and at most two weight versions per
+ * stage.
+ *
+ * Micro-batches are numbered over the whole stream (0-based `mb` here; the
+ * paper's k = mb + 1) and fall into blocks of m, the run's micro-batches per
+ * step: block t is step t's batch. Micro-batch mb runs its forward and its
+ * backward with weight version max(⌊mb / m⌋ − 1, 0). A stage accumulates the
+ * gradients of block t and, after its last backward of the block, applies
+ * them to its latest weights: W(t+1) = W(t) − ν·∇f(W(t−1)), the optimizer's
+ * normal step (AdamW's moments too) on W(t) with a gradient one version stale,
+ * at step t's learning rate. Each micro-batch's loss is divided by its step's
+ * batch targets (registry UPDATE_WINDOWS lossOver 'step'), so the accumulated
+ * gradient is the block's batch mean, as a flush's is.
+ *
+ * A stage holds its latest version in its parameters and the one before it in
+ * `older`. When an action needs the older version, the parameters' value
+ * tensors and `older`'s are exchanged (references, nothing copied: the layers
+ * read `param.value` at every call) and exchanged back after it; so a stage
+ * never holds more than two versions, and nothing transient. At a block's end
+ * its micro-batches are done on this stage, so the version before the latest
+ * is no longer needed: `older` takes a copy of the latest, which the optimizer
+ * then moves on. That the needed version is always one of the two is what
+ * m ≥ p buys (the registry refuses less): stage r runs p − r − 1 forwards ahead.
+ */
+import type { Backend, Tensor } from '../nn/backend.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
+import type { Param } from '../nn/param.ts';
+import { lrAt, type TrainConfig } from '../nn/train-config.ts';
+import type { Action } from '../schedule/types.ts';
+import type { OptimizerPieces, PolicyReport, UpdatableStage, UpdatePolicy } from './policy.ts';
+import type { VersionRecord } from './weight-stash.ts';
+
+const NO_ASYNC_STATE = "a run's state is kept for synchronous schedules only (PipeDream-2BW's stream and its two weight versions are not)";
+
+/** The weight version micro-batch `mb` (0-based over the stream) runs forward and backward with: the one before its block's. */
+export function doubleBufferedVersion(mb: number, microbatchesPerStep: number): number {
+  return Math.max(Math.floor(mb / microbatchesPerStep) - 1, 0);
+}
+
+interface OwnStage {
+  stage: UpdatableStage;
+  opt: Optimizer;
+  /** Updates applied so far: the version the parameters hold between actions. */
+  latest: number;
+  /** Version latest − 1, one tensor per parameter (null before the first update). */
+  older: Tensor[] | null;
+  /** The version each micro-batch in flight ran its forward with. */
+  forward: Map<number, number>;
+}
+
+/** Exchanges the parameters' value tensors with `tensors` (by reference; twice restores both). */
+function exchange(params: readonly Param[], tensors: Tensor[]): void {
+  params.forEach((p, i) => {
+    const t = p.value;
+    (p as { value: Tensor }).value = tensors[i];
+    tensors[i] = t;
+  });
+}
+
+export class DoubleBufferPolicy implements UpdatePolicy {
+  private readonly perStage = new Map<number, OwnStage>();
+  private versions: VersionRecord[] = [];
+
+  constructor(
+    private readonly be: Backend,
+    stages: ReadonlyMap<number, UpdatableStage>,
+    private readonly train: TrainConfig,
+    private readonly microbatchesPerStep: number,
+  ) {
+    for (const [s, stage] of stages) this.perStage.set(s, { stage, opt: createOptimizer(be, stage.params, train), latest: 0, older: null, forward: new Map() });
+  }
+
+  apply<T>(a: Action, compute: () => T): T {
+    const own = this.perStage.get(a.stage);
+    if (!own) throw new Error(`stage ${a.stage} is not held by this rank`);
+    if (a.op !== 'F' && a.op !== 'B') throw new Error('the PipeDream-2BW runtime takes full backwards (B) only');
+    const m = this.microbatchesPerStep;
+    const v = doubleBufferedVersion(a.mb, m);
+    const result = this.withVersion(own, a, v, compute);
+    if (a.op === 'F') {
+      own.forward.set(a.mb, v);
+      return result;
+    }
+    const fv = own.forward.get(a.mb);
+    if (fv === undefined) throw new Error(`stage ${a.stage} ran the backward of micro-batch ${a.mb} before its forward`);
+    own.forward.delete(a.mb);
+    this.versions.push({ stage: a.stage, mb: a.mb, forward: fv, backward: v, current: own.latest });
+    if (a.mb % m === m - 1) this.update(own, a.stage, Math.floor(a.mb / m));
+    return result;
+  }
+
+  /** Runs `compute` with version `v` in the parameters: the latest as they are, the one before exchanged in for it. */
+  private withVersion<T>(own: OwnStage, a: Action, v: number, compute: () => T): T {
+    if (v === own.latest) return compute();
+    const older = own.older;
+    if (v !== own.latest - 1 || !older) {
+      throw new Error(
+        `stage ${a.stage}: micro-batch ${a.mb} (${a.op}) needs weight version ${v}, but the stage holds ${own.latest > 0 ? `versions ${own.latest - 1} and ` : 'version '}${own.latest} only (PipeDream-2BW needs m ≥ p)`,
+      );
+    }
+    exchange(own.stage.params, older);
+    try {
+      return compute();
+    } finally {
+      exchange(own.stage.params, older);
+    }
+  }
+
+  /** After the stage's last backward of block `block`: W(block+1) = the optimizer's step on W(block) with the block's gradients (of W(block−1)). */
+  private update(own: OwnStage, stage: number, block: number): void {
+    if (own.latest !== block) throw new Error(`stage ${stage} finished block ${block} holding weight version ${own.latest}; blocks must end in order`);
+    const params = own.stage.params;
+    if (own.older) params.forEach((p, i) => this.be.copyInto((own.older as Tensor[])[i], p.value));
+    else own.older = params.map((p) => this.be.clone(p.value));
+    own.opt.lr = lrAt(this.train, block);
+    own.opt.step(1);
+    own.stage.zeroGrads();
+    own.latest++;
+  }
+
+  endStep(): void {}
+
+  readOptimizer(): Promise<OptimizerPieces> {
+    return Promise.reject(new Error(NO_ASYNC_STATE));
+  }
+
+  loadOptimizer(): void {
+    throw new Error(NO_ASYNC_STATE);
+  }
+
+  /**
+   * The version each backward used (`versions`), and per stage the most versions it held with their bytes
+   * beyond the live weights (`weightStash`: 2 and one copy of the stage's weights once a block has ended).
+   * Held: the live weights and the older version, the gradients, the optimizer state; nothing transient.
+   */
+  report(): PolicyReport {
+    const weightStash: Record<number, { versions: number; bytes: number }> = {};
+    let values = 0, extra = 0, optimizer = 0;
+    for (const [s, own] of this.perStage) {
+      const n = own.stage.params.reduce((k, p) => k + p.value.size, 0);
+      const olderBytes = own.older ? 4 * n : 0;
+      weightStash[s] = { versions: own.older ? 2 : 1, bytes: olderBytes };
+      values += n;
+      extra += olderBytes;
+      optimizer += optimizerStateBytes(own.stage.params, this.train.optimizer);
+    }
+    const versions = this.versions;
+    this.versions = [];
+    return { versions, weightStash, optimizerBytes: optimizer, held: { weights: 4 * values + extra, grads: 4 * values, optimizer, transient: 0 } };
+  }
+
+  dispose(): void {
+    for (const own of this.perStage.values()) {
+      for (const t of own.older ?? []) this.be.dispose(t);
+      own.older = null;
+      own.opt.dispose();
+    }
+  }
+}
