@@ -34,7 +34,7 @@ test('hostile configurations are refused before any worker starts, naming field,
       ['dp 5 × ranks 4', () => ({ ...base(), dp: 5 })],
       ['batch not divisible by dp × microbatches', () => ({ ...base(), dp: 3, ranks: 2 })],
       ['zero 1 with dp 1', () => ({ ...base(), zero: 1 })],
-      ['zero 2', () => ({ ...base(), dp: 2, zero: 2 })],
+      ['zero 4', () => ({ ...base(), dp: 2, zero: 4 })],
       ['PipeDream with dp 2', () => ({ ...base(), dp: 2, ranks: 2, schedule: 'pipedream' })],
     ];
     const out: { name: string; message: string; started: number; ms: number }[] = [];
@@ -68,7 +68,7 @@ test('hostile configurations are refused before any worker starts, naming field,
     'dp 5 × ranks 4': /^dp = 5: dp × ranks = 5 × 4 = 20 workers; at most 16 workers run in one tab$/,
     'batch not divisible by dp × microbatches': /^batchSize = 64: must be divisible by dp × microbatches = 3 × 8 = 24/,
     'zero 1 with dp 1': /^zero = 1: ZeRO-1 shards across data-parallel replicas; it needs dp ≥ 2 \(dp = 1\)$/,
-    'zero 2': /^zero = 2: must be 0 \(off\) or 1/,
+    'zero 4': /^zero = 4: must be 0 \(off\), 1 \(optimizer state sharded across the dp replicas\), 2 \(and gradients\) or 3 \(and weights: FSDP\)$/,
     'PipeDream with dp 2': /^dp = 2: pipedream updates each stage's weights after every backward, with no flush/,
   };
   for (const r of results) {
