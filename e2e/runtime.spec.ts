@@ -288,3 +288,12 @@ test('the measured timeline: one clock for all ranks, communication as intervals
     expect(r.meanGpuOpMs).toBeNull();
   }
 });
+
+test('the page shows PipeDream-2BW\'s two weight versions per stage after a run', async ({ page }) => {
+  await page.goto('./?schedule=pipedream-2bw&ranks=2&microbatches=2&steps=4&evalEvery=0&hidden=16');
+  await page.waitForFunction(() => !!window.pipelab);
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const rows = page.getByTestId('weight-versions');
+  await expect(rows).toHaveCount(2, { timeout: 120_000 });
+  for (let s = 0; s < 2; s++) await expect(rows.nth(s).locator('td').first()).toHaveText(/^2 · /);
+});

@@ -144,6 +144,21 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               <td>{closedPeak ? microbatches(closedPeak[r]) : '—'}</td>
             </tr>
           ))}
+          {report?.weightStash &&
+            Object.entries(report.weightStash).map(([stage, w], i) => (
+              // PipeDream stashes a version per in-flight micro-batch; PipeDream-2BW holds at most two.
+              <tr key={`ws-${stage}`} className={i === 0 ? 'group-start' : ''} data-testid="weight-versions">
+                <th scope="row">
+                  {i === 0 && <span className="group-label">Weight versions kept (most at once; bytes: the copies beside the live weights)</span>}
+                  stage {stage}
+                </th>
+                <td>
+                  {w.versions} <span className="muted">· {bytes(w.bytes)}</span>
+                </td>
+                <td>—</td>
+                <td>—</td>
+              </tr>
+            ))}
           {report && <AllReduceRows report={report} />}
         </tbody>
       </table>
