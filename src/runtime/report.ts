@@ -89,6 +89,27 @@ function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp'
   };
 }
 
+/**
+ * ZeRO-2/3's costs for the simulator: each stage's vector bytes, and the ring's bandwidth read off the measured
+ * exchanges (the median of bytes sent / exchange time over every reduce-scatter and all-gather exchange; no
+ * latency term: many small exchanges of one size do not separate α from β).
+ */
+function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
+  const rates: number[] = [];
+  for (const t of timelines) {
+    for (const iv of t.intervals) {
+      if (iv.op === 'collective' && (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') && iv.bytes && iv.end > iv.start) rates.push(iv.bytes / (iv.end - iv.start));
+    }
+  }
+  rates.sort((a, b) => a - b);
+  const bandwidth = rates.length > 0 ? rates[Math.floor(rates.length / 2)] : Infinity;
+  return {
+    dp: config.dp,
+    gradBytes: c.perStage.map((p) => p.bytes),
+    allReduce: { latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch },
+  };
+}
+
 export function buildReport(input: ReportInput): RunReport {
   const { config, plan, records, adapter, wallMs } = input;
   const { schedule } = plan;
@@ -114,8 +135,8 @@ export function buildReport(input: ReportInput): RunReport {
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
-    // The simulator plays the flush's collectives (ZeRO 0 and 1); ZeRO-2/3's collectives between actions it does not play: it simulates the pipeline alone then.
-    ...(collectives && config.dp > 1 && config.zero <= 1 ? meshCosts(collectives, config) : {}),
+    // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
+    ...(collectives && config.dp > 1 ? (config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)) : {}),
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));

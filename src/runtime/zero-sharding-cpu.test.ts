@@ -177,3 +177,26 @@ describe('the bytes a worker\'s ring sends in a step, measured beside the formul
     }
   });
 });
+
+describe('the simulator plays ZeRO-2/3 as the runtime runs it', () => {
+  it('the same collectives on every worker, measured and simulated, for each setting; the simulated step no shorter than its compute', async () => {
+    const count = (t: { intervals: readonly { op: string; coll?: string; rank: number; replica?: number; stage: number }[] }) => {
+      const out: Record<string, number> = {};
+      for (const iv of t.intervals) if (iv.op === 'collective' && (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather')) out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] = (out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] ?? 0) + 1;
+      return out;
+    };
+    const settings = [
+      { schedule: '1f1b', zero: 2 },
+      { schedule: 'zb-h1', zero: 3, reshard: 'step' },
+      { schedule: '1f1b', zero: 3, reshard: 'microbatch', prefetch: false },
+      { schedule: 'interleaved-1f1b', virtual: 2, zero: 3, reshard: 'microbatch' },
+    ] as const;
+    for (const v of settings) {
+      const report = await runPipeline(meshConfig({ dp: 2, ranks: 2, microbatches: 4, steps: 2, ...v }), { hostFactory: cpuHosts(), recvTimeoutMs: 5000 });
+      expect(count(report.simulatedTimeline), JSON.stringify(v)).toEqual(count(report.timeline));
+      const sim = report.allReduce?.simulated;
+      expect(sim, JSON.stringify(v)).toBeDefined();
+      expect(sim!.stepMs).toBeGreaterThanOrEqual(report.makespanMs.simulated);
+    }
+  });
+});

@@ -31,26 +31,40 @@ export interface AllReduceCosts {
   bandwidth: number;
   /** Start each stage's collective as soon as its last backward ends (true, default), or only after every worker's last compute. */
   overlap?: boolean;
-  /** ZeRO-1: reduce-scatter, shard update, all-gather of the weights (the same volume as the all-reduce). */
-  zero?: boolean;
+  /**
+   * ZeRO: true or 1, reduce-scatter, shard update, all-gather of the weights (the same volume as the
+   * all-reduce, at the flush); 2 and 3 run their collectives between the step's actions (simulate-zero.ts).
+   */
+  zero?: boolean | 0 | 1 | 2 | 3;
+  /** ZeRO-3: free a stage's gathered weights after its last use in the step ('step', default) or after every action. */
+  reshard?: 'step' | 'microbatch';
+  /** ZeRO-3: issue the next gather one action ahead (default true). */
+  prefetch?: boolean;
 }
 
+/** The checked costs: `zero` as a stage 0–3. */
+export type CheckedAllReduceCosts = Required<Omit<AllReduceCosts, 'zero'>> & { zero: 0 | 1 | 2 | 3 };
+
 /** Checks an AllReduceCosts value; throws ConfigError naming `costs.allReduce.<field>`. */
-export function checkAllReduceCosts(x: unknown): Required<AllReduceCosts> {
+export function checkAllReduceCosts(x: unknown): CheckedAllReduceCosts {
   const field = 'costs.allReduce';
-  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError(field, x, 'must be an object {latency, bandwidth, overlap?, zero?}');
+  const known = ['latency', 'bandwidth', 'overlap', 'zero', 'reshard', 'prefetch'];
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError(field, x, 'must be an object {latency, bandwidth, overlap?, zero?, reshard?, prefetch?}');
   const r = x as Record<string, unknown>;
   for (const k of Object.keys(r)) {
-    if (!['latency', 'bandwidth', 'overlap', 'zero'].includes(k)) throw new ConfigError(`${field}.${k}`, r[k], 'is not a field of the all-reduce costs; known fields are latency, bandwidth, overlap, zero');
+    if (!known.includes(k)) throw new ConfigError(`${field}.${k}`, r[k], `is not a field of the all-reduce costs; known fields are ${known.join(', ')}`);
   }
-  const { latency, bandwidth, overlap = true, zero = false } = r;
+  const { latency, bandwidth, overlap = true, zero = false, reshard = 'step', prefetch = true } = r;
   if (typeof latency !== 'number' || !Number.isFinite(latency) || latency < 0) throw new ConfigError(`${field}.latency`, latency, 'must be a finite number at least 0 (time per chunk exchange)');
   if (typeof bandwidth !== 'number' || Number.isNaN(bandwidth) || bandwidth <= 0) {
     throw new ConfigError(`${field}.bandwidth`, bandwidth, 'must be a number greater than 0 (bytes per time unit; Infinity for free links)');
   }
   if (typeof overlap !== 'boolean') throw new ConfigError(`${field}.overlap`, overlap, 'must be true or false');
-  if (typeof zero !== 'boolean') throw new ConfigError(`${field}.zero`, zero, 'must be true or false');
-  return { latency, bandwidth, overlap, zero };
+  if (typeof zero !== 'boolean' && ![0, 1, 2, 3].includes(zero as number)) throw new ConfigError(`${field}.zero`, zero, 'must be true or false, or a ZeRO stage 0, 1, 2 or 3');
+  if (reshard !== 'step' && reshard !== 'microbatch') throw new ConfigError(`${field}.reshard`, reshard, 'must be one of step, microbatch');
+  if (typeof prefetch !== 'boolean') throw new ConfigError(`${field}.prefetch`, prefetch, 'must be true or false');
+  const stage = (zero === true ? 1 : zero === false ? 0 : zero) as 0 | 1 | 2 | 3;
+  return { latency, bandwidth, overlap, zero: stage, reshard, prefetch };
 }
 
 /** One chunk exchange of a ring over n workers moving `bytes` in all: α + (bytes / n) / β; 0 when n ≤ 1. */

@@ -27,6 +27,13 @@ export interface PlayCosts {
   linkDelay(fromRank: number, toRank: number, boundary: number): number;
   /** Called when `a` starts on `rank` with an input that crossed from `fromRank` with a nonzero delay. */
   onTransfer?(a: Action, rank: number, fromRank: number, sentAt: number, arrivedAt: number): void;
+  /**
+   * The start of order[rank][index] = `a`, once its inputs are in: at least `ready`; `free` is when its rank
+   * finished the action before (ZeRO-3's weight gathers and ZeRO-2/3's collectives on the rank's link may hold
+   * it back: simulate-zero.ts). Called once per action, in each rank's order; `onEnd` right after.
+   */
+  startAt?(rank: number, index: number, a: Action, free: number, ready: number): number;
+  onEnd?(rank: number, index: number, a: Action, start: number, end: number): void;
 }
 
 /** What a blocked rank is waiting for: the F (slot 0) or the B/I (slot 1) of (stage, mb). */
@@ -135,7 +142,9 @@ export function play(s: Schedule, costs: PlayCosts): Play {
         waitHead[blockedOn] = r;
         break run;
       }
+      if (costs.startAt) ready = costs.startAt(r, i, a, t, ready);
       const e = ready + costs.duration(a);
+      costs.onEnd?.(r, i, a, ready, e);
       if (sentFrom >= 0 && costs.onTransfer) costs.onTransfer(a, r, sentFrom, sentAt, arrivedAt);
       start[r][i] = ready;
       end[r][i] = e;

@@ -33,7 +33,10 @@ export interface ResolvedMesh {
   latency: number;
   bandwidth: number;
   overlap: boolean;
-  zero: boolean;
+  /** The ZeRO stage: 0 and 1 collect at the flush (here); 2 and 3 between actions (simulate-zero.ts). */
+  zero: 0 | 1 | 2 | 3;
+  reshard: 'step' | 'microbatch';
+  prefetch: boolean;
   /** True when the result reports the data-parallel step (dp > 1, or an all-reduce or gradient bytes given). */
   present: boolean;
 }
@@ -53,7 +56,7 @@ function gradBytesOf(x: PerStage | undefined, stages: number): Float64Array {
 export function resolveMesh(c: CostModel, stages: number): ResolvedMesh {
   const dp = c.dp ?? 1;
   if (typeof dp !== 'number' || !Number.isInteger(dp) || dp < 1 || dp > MAX_SIM_DP) throw new ConfigError('costs.dp', dp, `must be a whole number between 1 and ${MAX_SIM_DP} (data-parallel replicas)`);
-  const ar = c.allReduce === undefined ? { latency: 0, bandwidth: Infinity, overlap: true, zero: false } : checkAllReduceCosts(c.allReduce);
+  const ar = c.allReduce === undefined ? { latency: 0, bandwidth: Infinity, overlap: true, zero: 0 as const, reshard: 'step' as const, prefetch: true } : checkAllReduceCosts(c.allReduce);
   return { dp, gradBytes: gradBytesOf(c.gradBytes, stages), ...ar, present: dp > 1 || c.allReduce !== undefined || c.gradBytes !== undefined };
 }
 

@@ -43,7 +43,9 @@ import { timelineStats, type Interval, type Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
 import { play, type PlayCosts } from './engine.ts';
 import { playShared } from './shared-device.ts';
-import { collectiveIntervals, meshStep, replicaCopies, resolveMesh } from './simulate-mesh.ts';
+import { collectiveIntervals, meshStep, replicaCopies, resolveMesh, type ResolvedMesh } from './simulate-mesh.ts';
+import { zeroIntervals, zeroPlay, type ZeroPlay } from './simulate-zero.ts';
+import { mesh, ringNext, workerOf } from './mesh.ts';
 import { validateAndPlay } from './validate.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
 
@@ -198,10 +200,13 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   // All dp × ranks workers share the lanes; replicas in lock step play like one pipeline with lanes / dp (simulate-mesh.ts).
   const lanes = c.lanes / m.dp;
   const shared = lanes < s.ranks;
-  const { result: valid, play: first } = validateAndPlay(s, shared ? { duration, linkDelay } : costsOfPlay);
+  // ZeRO-2/3's collectives run between actions: played with the pipeline (simulate-zero.ts), on independent devices.
+  const zero = m.dp > 1 && m.zero >= 2 ? zeroPlay(s, { dp: m.dp, zero: m.zero as 2 | 3, reshard: m.reshard, prefetch: m.prefetch, overlap: m.overlap, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes }) : null;
+  if (zero && shared) throw new ConfigError('costs.lanes', c.lanes, `ZeRO-${m.zero}'s collectives are played on independent devices: lanes must be at least dp × ranks = ${m.dp * s.ranks}`);
+  const { result: valid, play: first } = validateAndPlay(s, shared || zero ? { duration, linkDelay } : costsOfPlay);
   if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
   if (!first) throw new Error('simulate: no play for a valid schedule (a bug)');
-  const result = shared ? playShared(s, costsOfPlay, lanes) : first;
+  const result = zero ? play(s, { ...costsOfPlay, ...zero.hooks }) : shared ? playShared(s, costsOfPlay, lanes) : first;
 
   let total = transfers.length;
   for (const list of s.order) total += list.length;
@@ -230,6 +235,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   if (!m.present) {
     return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
   }
+  if (zero) return zeroResult(s, m, zero, timeline, intervals, stats, memory);
   const step = meshStep(s, result, m);
   const collectives = collectiveIntervals(s, m, step);
   const meshTimeline: Timeline = { ...timeline, dp: m.dp, intervals: [...intervals, ...replicaCopies(intervals, m.dp), ...collectives] };
@@ -250,6 +256,43 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
       allReduceTime: [...step.allReduceTime],
       allReduceStart: [...step.start],
       allReduceEnd: [...step.end],
+      exposedAllReduce,
+      allReduceShare: makespan > 0 ? exposedAllReduce / makespan : 0,
+    },
+  };
+}
+
+/** The step of a ZeRO-2/3 play: compute and the collectives played with it, every replica's worker drawn. */
+function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Timeline, intervals: Interval[], stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
+  const { end, collectives } = zero.finish();
+  const msh = mesh(m.dp, s.ranks);
+  const drawn = zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r)));
+  const computeMakespan = stats.makespan;
+  const makespan = Math.max(computeMakespan, end);
+  const busy: number[] = [];
+  for (let d = 0; d < m.dp; d++) for (const u of stats.perRank) busy.push(u.busy);
+  const time = new Array<number>(s.stages).fill(0);
+  const first = new Array<number>(s.stages).fill(Infinity);
+  const last = new Array<number>(s.stages).fill(0);
+  for (const c of collectives) {
+    time[c.stage] += c.end - c.start;
+    first[c.stage] = Math.min(first[c.stage], c.start);
+    last[c.stage] = Math.max(last[c.stage], c.end);
+  }
+  const exposedAllReduce = Math.max(0, makespan - computeMakespan);
+  return {
+    timeline: { ...timeline, dp: m.dp, intervals: [...intervals, ...replicaCopies(intervals, m.dp), ...drawn] },
+    makespan,
+    busy,
+    idle: busy.map((b) => makespan - b),
+    bubble: stats.bubble,
+    memory,
+    dp: {
+      dp: m.dp,
+      computeMakespan,
+      allReduceTime: time,
+      allReduceStart: first.map((x) => (Number.isFinite(x) ? x : 0)),
+      allReduceEnd: last,
       exposedAllReduce,
       allReduceShare: makespan > 0 ? exposedAllReduce / makespan : 0,
     },

@@ -190,7 +190,7 @@ function meshTable(res: SuiteResult): string {
       const m = r.mesh!;
       const opts = [m.overlap ? '' : 'no overlap', zeroLabel(m).trim()].filter(Boolean).join(', ') || '—';
       const vs = (a?: number, b?: number) => (a === undefined || b === undefined ? 'n/a' : `${kib(a)} (${kib(b)})`);
-      return [r.model, r.schedule, `${m.dp} × ${r.p}`, String(r.m), opts, f(m.stepMs), m.zero >= 2 ? 'n/a' : f(m.stepSimulatedMs), pct(r.bubbleMeasured), `${pct(m.allReduceShare)} (${m.zero >= 2 ? 'n/a' : pct(m.allReduceShareSimulated)})`, r.prediction ? pct(r.prediction.sharedError) : 'n/a', kib(m.optimizerBytesPerWorker), vs(m.heldBytes, m.heldFormula), vs(m.ringBytes, m.ringBytesFormula), f(r.samplesPerSecond, 0)];
+      return [r.model, r.schedule, `${m.dp} × ${r.p}`, String(r.m), opts, f(m.stepMs), f(m.stepSimulatedMs), pct(r.bubbleMeasured), `${pct(m.allReduceShare)} (${pct(m.allReduceShareSimulated)})`, r.prediction ? pct(r.prediction.sharedError) : 'n/a', kib(m.optimizerBytesPerWorker), vs(m.heldBytes, m.heldFormula), vs(m.ringBytes, m.ringBytesFormula), f(r.samplesPerSecond, 0)];
     }),
   );
   const stages = table(
