@@ -235,53 +235,35 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   if (!m.present) {
     return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
   }
-  if (zero) return zeroResult(s, m, zero, timeline, intervals, stats, memory);
+  if (zero) return zeroResult(s, m, zero, timeline, stats, memory);
   const step = meshStep(s, result, m);
-  const collectives = collectiveIntervals(s, m, step);
-  const meshTimeline: Timeline = { ...timeline, dp: m.dp, intervals: [...intervals, ...replicaCopies(intervals, m.dp), ...collectives] };
-  const makespan = Math.max(stats.makespan, step.step);
-  const busy: number[] = [];
-  for (let d = 0; d < m.dp; d++) for (const u of stats.perRank) busy.push(u.busy);
-  const exposedAllReduce = Math.max(0, makespan - step.computeMakespan);
-  return {
-    timeline: meshTimeline,
-    makespan,
-    busy,
-    idle: busy.map((b) => makespan - b),
-    bubble: stats.bubble,
-    memory,
-    dp: {
-      dp: m.dp,
-      computeMakespan: step.computeMakespan,
-      allReduceTime: [...step.allReduceTime],
-      allReduceStart: [...step.start],
-      allReduceEnd: [...step.end],
-      exposedAllReduce,
-      allReduceShare: makespan > 0 ? exposedAllReduce / makespan : 0,
-    },
-  };
+  return meshResult(m, timeline, stats, memory, collectiveIntervals(s, m, step), step.computeMakespan, step.step, {
+    time: [...step.allReduceTime],
+    start: [...step.start],
+    end: [...step.end],
+  });
 }
 
-/** The step of a ZeRO-2/3 play: compute and the collectives played with it, every replica's worker drawn. */
-function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Timeline, intervals: Interval[], stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
-  const { end, collectives } = zero.finish();
-  const msh = mesh(m.dp, s.ranks);
-  const drawn = zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r)));
-  const computeMakespan = stats.makespan;
-  const makespan = Math.max(computeMakespan, end);
+/**
+ * The result of a dp mesh's play: every replica's copy of the pipeline and the collectives drawn, the step
+ * ending at the later of the compute and `stepEnd`, each stage's collective time and its first start and last end.
+ */
+function meshResult(
+  m: ResolvedMesh,
+  timeline: Timeline,
+  stats: ReturnType<typeof timelineStats>,
+  memory: RankMemory[],
+  collectives: Interval[],
+  computeMakespan: number,
+  stepEnd: number,
+  perStage: { time: number[]; start: number[]; end: number[] },
+): SimulationResult {
+  const makespan = Math.max(stats.makespan, stepEnd);
   const busy: number[] = [];
   for (let d = 0; d < m.dp; d++) for (const u of stats.perRank) busy.push(u.busy);
-  const time = new Array<number>(s.stages).fill(0);
-  const first = new Array<number>(s.stages).fill(Infinity);
-  const last = new Array<number>(s.stages).fill(0);
-  for (const c of collectives) {
-    time[c.stage] += c.end - c.start;
-    first[c.stage] = Math.min(first[c.stage], c.start);
-    last[c.stage] = Math.max(last[c.stage], c.end);
-  }
   const exposedAllReduce = Math.max(0, makespan - computeMakespan);
   return {
-    timeline: { ...timeline, dp: m.dp, intervals: [...intervals, ...replicaCopies(intervals, m.dp), ...drawn] },
+    timeline: { ...timeline, dp: m.dp, intervals: [...timeline.intervals, ...replicaCopies(timeline.intervals, m.dp), ...collectives] },
     makespan,
     busy,
     idle: busy.map((b) => makespan - b),
@@ -290,13 +272,29 @@ function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Time
     dp: {
       dp: m.dp,
       computeMakespan,
-      allReduceTime: time,
-      allReduceStart: first.map((x) => (Number.isFinite(x) ? x : 0)),
-      allReduceEnd: last,
+      allReduceTime: perStage.time,
+      allReduceStart: perStage.start,
+      allReduceEnd: perStage.end,
       exposedAllReduce,
       allReduceShare: makespan > 0 ? exposedAllReduce / makespan : 0,
     },
   };
+}
+
+/** The step of a ZeRO-2/3 play: compute and the collectives played with it, every replica's worker drawn. */
+function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Timeline, stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
+  const { end, collectives } = zero.finish();
+  const msh = mesh(m.dp, s.ranks);
+  const drawn = zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r)));
+  const time = new Array<number>(s.stages).fill(0);
+  const first = new Array<number>(s.stages).fill(Infinity);
+  const last = new Array<number>(s.stages).fill(0);
+  for (const c of collectives) {
+    time[c.stage] += c.end - c.start;
+    first[c.stage] = Math.min(first[c.stage], c.start);
+    last[c.stage] = Math.max(last[c.stage], c.end);
+  }
+  return meshResult(m, timeline, stats, memory, drawn, stats.makespan, end, { time, start: first.map((x) => (Number.isFinite(x) ? x : 0)), end: last });
 }
 
 export interface StepSummary {

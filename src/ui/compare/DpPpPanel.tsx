@@ -10,7 +10,7 @@ import { cannotMeasureReason } from '../../state/compare.ts';
 import { predict } from '../../state/derived.ts';
 import { DP_PP_BATCH, DP_PP_MICROBATCH_ROWS, DP_PP_WORKERS, dpPpSentence, dpPpShapes, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpRow } from '../../state/dp-pp-preset.ts';
 import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
-import { PresetMeasure } from './PresetMeasure.tsx';
+import { PresetErrors, PresetMeasure } from './PresetMeasure.tsx';
 import { usePipeLab } from '../../state/store.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
@@ -96,14 +96,7 @@ export function DpPpPanel({ steps }: { steps: number }) {
           the measured op times and a ring all-reduce on the bandwidth the run measured.
         </p>
       )}
-      {rows.some((r) => r.m?.status === 'error') && (
-        <p className="run-error">
-          {rows
-            .filter((r) => r.m?.status === 'error')
-            .map((r) => `${r.shape.key}: ${r.m?.error ?? ''}`)
-            .join(' · ')}
-        </p>
-      )}
+      <PresetErrors rows={rows.map((r) => ({ key: r.shape.key, status: r.m?.status, error: r.m?.error }))} />
       {rows.map((r) =>
         r.report ? (
           <TimelinePanel

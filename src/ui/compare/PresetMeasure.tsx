@@ -26,3 +26,10 @@ export function PresetMeasure({ label, comparing, why, onMeasure }: { label: str
     </>
   );
 }
+
+/** The runs of a preset that failed, each named by its key, on one line (nothing when none failed). */
+export function PresetErrors({ rows }: { rows: readonly { key: string; status?: string; error?: string | null }[] }) {
+  const failed = rows.filter((r) => r.status === 'error');
+  if (failed.length === 0) return null;
+  return <p className="run-error">{failed.map((r) => `${r.key}: ${r.error ?? ''}`).join(' · ')}</p>;
+}

@@ -8,7 +8,7 @@
 import { useMemo } from 'react';
 import { cannotMeasureReason } from '../../state/compare.ts';
 import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
-import { PresetMeasure } from './PresetMeasure.tsx';
+import { PresetErrors, PresetMeasure } from './PresetMeasure.tsx';
 import { usePipeLab } from '../../state/store.ts';
 import { ZERO_PRESET_DP, ZERO_PRESET_RANKS, zeroFigures, zeroSentence, zeroShapes, type ZeroFigures } from '../../state/zero-preset.ts';
 import { bytes, ms } from '../timeline/format.ts';
@@ -133,14 +133,7 @@ export function ZeroPanel({ steps }: { steps: number }) {
       ) : (
         <p className="muted small">Each worker’s bytes are the most any worker held, by kind (4 bytes a value); the formula is the ZeRO paper’s for its model states.</p>
       )}
-      {rows.some((r) => r.m?.status === 'error') && (
-        <p className="run-error">
-          {rows
-            .filter((r) => r.m?.status === 'error')
-            .map((r) => `${r.shape.key}: ${r.m?.error ?? ''}`)
-            .join(' · ')}
-        </p>
-      )}
+      <PresetErrors rows={rows.map((r) => ({ key: r.shape.key, status: r.m?.status, error: r.m?.error }))} />
       {rows.map((r) =>
         r.report ? (
           <TimelinePanel key={r.shape.key} title={r.shape.key} measured={r.report.timeline} simulated={r.report.simulatedTimeline} mode={mode} onModeChange={setMode} testId={`zero-timeline-${r.shape.zero}-${r.shape.reshard}`} />
