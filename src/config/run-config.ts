@@ -49,6 +49,13 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * of B = batchSize rows, cut into `microbatches` micro-batches.
    */
   dp: number;
+  /**
+   * Tensor-parallel workers per pipeline stage (Megatron's t, default 1): the run
+   * has dp × tp × ranks workers; each stage's transformer blocks (GPT: heads and
+   * MLP columns, Megatron's column/row pairs) or hidden linears (the MLPs: column-
+   * parallel, outputs gathered) are split over the stage's tp workers.
+   */
+  tp: number;
   /** ZeRO: 1 each stage's optimizer state sharded across its dp replicas, 2 its gradients too, 3 its weights too (FSDP); 0: every replica holds all of it. */
   zero: ZeroStage;
   /** ZeRO-3: gathered weights kept for the step ('step', the default with a pipeline) or re-gathered for every action ('microbatch'). */
@@ -108,13 +115,13 @@ export function checkpointEveryOf(cfg: Pick<RunConfig, 'checkpointEvery'>): numb
 /** The largest checkpointEvery (a run's steps are bounded far below it). */
 export const MAX_CHECKPOINT_EVERY = 1_000_000;
 
-/** Workers a run may start: dp × ranks at most this. */
+/** Workers a run may start: dp × tp × ranks at most this. */
 export const MAX_RUN_RANKS = 16;
 
 /** The page's default: 4 ranks, 8 micro-batches, 1F1B, on the spiral MLP (4 blocks). */
 export function defaultRunConfig(): RunConfig {
   const { stages: _stages, ...train } = defaultTrainConfig('spiral');
-  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
+  return { ...train, layers: 3, microbatches: 8, batchSize: 64, steps: 300, evalEvery: 50, ranks: 4, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, virtual: 1, schedule: '1f1b', partition: 'flops', memCap: 0 };
 }
 
 /**
@@ -157,7 +164,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
+  const { ranks: _r, dp: _dp, tp: _tp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -208,6 +215,7 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (dp * cfg.ranks > MAX_RUN_RANKS) {
     throw new ConfigError('dp', dp, `dp × ranks = ${dp} × ${cfg.ranks} = ${dp * cfg.ranks} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
   }
+  validateTensorParallel(cfg, schedule);
   if (!(ZERO_STAGES as readonly unknown[]).includes(cfg.zero)) {
     throw new ConfigError('zero', cfg.zero, 'must be 0 (off), 1 (optimizer state sharded across the dp replicas), 2 (and gradients) or 3 (and weights: FSDP)');
   }
@@ -240,11 +248,39 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   }
 }
 
+/**
+ * The third axis: tp a whole number ≥ 1 with dp × tp × ranks workers within the limit; the GPT's heads
+ * (and so its width and MLP) and the MLPs' hidden width divisible by tp; only with a synchronous schedule
+ * and one model copy (PipeDream's stashed versions and DualPipe's copy sums are not split by tp here).
+ */
+function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void {
+  const tp = requireInt('tp', cfg.tp, 1, MAX_RUN_RANKS);
+  if (tp === 1) return;
+  const workers = cfg.dp * tp * cfg.ranks;
+  if (workers > MAX_RUN_RANKS) {
+    throw new ConfigError('tp', tp, `dp × tp × ranks = ${cfg.dp} × ${tp} × ${cfg.ranks} = ${workers} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
+  }
+  const kind = scheduleKind(schedule);
+  if (kind.update !== 'flush') {
+    throw new ConfigError('tp', tp, `${schedule} keeps stashed weight versions per stage; tensor parallelism runs with a synchronous schedule here (tp = 1 with ${schedule})`);
+  }
+  if (kind.copies > 1) {
+    throw new ConfigError('tp', tp, `${schedule} runs ${kind.copies} copies of the model summed by partner ranks; tensor parallelism is not supported with it (tp = 1 with ${schedule})`);
+  }
+  if (cfg.model === 'gpt') {
+    if (typeof cfg.heads === 'number' && Number.isInteger(cfg.heads) && cfg.heads % tp !== 0) {
+      throw new ConfigError('tp', tp, `must divide the GPT's heads = ${cfg.heads}: each of a stage's tp workers holds heads / tp whole heads (Megatron's column-parallel c_attn)`);
+    }
+  } else if (Number.isInteger(cfg.hidden) && cfg.hidden % tp !== 0) {
+    throw new ConfigError('tp', tp, `must divide the hidden width = ${cfg.hidden}: each of a stage's tp workers holds hidden / tp columns of every hidden linear`);
+  }
+}
+
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'dp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'dp', 'tp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
 
@@ -254,7 +290,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();

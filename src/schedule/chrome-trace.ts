@@ -8,7 +8,7 @@
  */
 import { formatAction } from './action-text.ts';
 import { laneLabel } from './mesh.ts';
-import { laneCount, laneOf, type Timeline } from './timeline.ts';
+import { laneCount, laneOf, timelineMesh, type Timeline } from './timeline.ts';
 
 export interface TraceEvent {
   name: string;
@@ -37,13 +37,13 @@ export function toChromeTrace(t: Timeline, title = 'PipeLab'): ChromeTrace {
     { name: 'process_sort_index', ph: 'M', pid: COMPUTE_PID, tid: 0, args: { sort_index: 0 } },
   ];
   const hasComm = t.intervals.some((iv) => iv.op === 'comm' || iv.op === 'collective');
-  const m = { dp: t.dp ?? 1, ranks: t.ranks };
+  const m = timelineMesh(t);
   if (hasComm) {
     events.push({ name: 'process_name', ph: 'M', pid: COMM_PID, tid: 0, args: { name: `${title} communication` } });
     events.push({ name: 'process_sort_index', ph: 'M', pid: COMM_PID, tid: 0, args: { sort_index: 1 } });
   }
   for (let w = 0; w < laneCount(t); w++) {
-    const name = m.dp > 1 ? `worker ${w} (${laneLabel(m, w)})` : `rank ${w}`;
+    const name = m.dp > 1 || m.tp > 1 ? `worker ${w} (${laneLabel(m, w)})` : `rank ${w}`;
     events.push({ name: 'thread_name', ph: 'M', pid: COMPUTE_PID, tid: w, args: { name } });
     events.push({ name: 'thread_sort_index', ph: 'M', pid: COMPUTE_PID, tid: w, args: { sort_index: w } });
     if (hasComm) events.push({ name: 'thread_name', ph: 'M', pid: COMM_PID, tid: w, args: { name } });
@@ -53,6 +53,7 @@ export function toChromeTrace(t: Timeline, title = 'PipeLab'): ChromeTrace {
     const dur = Math.max(0, (iv.end - iv.start) * scale);
     const tid = laneOf(t, iv);
     const where: Record<string, string | number> = m.dp > 1 ? { replica: iv.replica ?? 0, rank: iv.rank } : { rank: iv.rank };
+    if (m.tp > 1) where.tpRank = iv.tpRank ?? 0;
     if (iv.op === 'collective') {
       const args: Record<string, string | number> = { ...where, stage: iv.stage, exchange: iv.mb, kind: iv.coll ?? 'collective' };
       if (iv.bytes !== undefined) args.bytes = iv.bytes;

@@ -1,11 +1,17 @@
 /**
  * The mesh: a run is `dp` copies (replicas) of one pipeline of `ranks` ranks,
- * dp × ranks workers in all. This module is the one place that says who is
- * who; the coordinator, the transport, the collectives, the simulator, the
- * views, the export and the planner all ask it.
+ * each stage held by `tp` tensor-parallel workers: dp × ranks × tp workers in
+ * all. This module is the one place that says who is who; the coordinator,
+ * the transport, the collectives, the simulator, the views, the export and the
+ * planner all ask it.
  *
- * - Worker w is replica d = floor(w / ranks), pipeline rank r = w mod ranks
- *   (replica-major, as train.py numbers its processes).
+ * - Worker w is replica d, pipeline rank r, tensor-parallel rank j with
+ *   w = (d · ranks + r) · tp + j: tp innermost (the fastest links), then pp, dp
+ *   outermost (replica-major, as train.py numbers its processes). With tp = 1,
+ *   w = d · ranks + r.
+ * - The workers of one (d, r) form its tp group: they run the same actions on
+ *   the same micro-batches, each on its slice of the stage's layers, and sum or
+ *   gather activations between layers (src/runtime/tp-collective.ts).
  * - Every replica runs the same Schedule on its own slice of the step's batch:
  *   replica d takes rows [d·B/dp, (d+1)·B/dp) of the batch of B rows.
  * - A stage's group is the dp workers that hold it (one per replica), in replica
@@ -19,32 +25,45 @@ export interface Mesh {
   readonly dp: number;
   /** Pipeline ranks per replica (p). */
   readonly ranks: number;
+  /** Tensor-parallel workers per pipeline rank (t, default 1). */
+  readonly tp: number;
 }
 
 export interface WorkerPlace {
   replica: number;
   rank: number;
+  /** The worker's place in its tp group (0 with tp = 1). */
+  tpRank: number;
 }
 
-export function mesh(dp: number, ranks: number): Mesh {
+export function mesh(dp: number, ranks: number, tp = 1): Mesh {
   if (!Number.isInteger(dp) || dp < 1) throw new ConfigError('dp', dp, 'must be a whole number ≥ 1');
   if (!Number.isInteger(ranks) || ranks < 1) throw new ConfigError('ranks', ranks, 'must be a whole number ≥ 1');
-  return { dp, ranks };
+  if (!Number.isInteger(tp) || tp < 1) throw new ConfigError('tp', tp, 'must be a whole number ≥ 1');
+  return { dp, ranks, tp };
 }
 
-/** Workers in the mesh: dp × ranks. */
+/** Workers in the mesh: dp × ranks × tp. */
 export function workerCount(m: Mesh): number {
-  return m.dp * m.ranks;
+  return m.dp * m.ranks * (m.tp ?? 1);
 }
 
-/** The worker of replica `replica`, pipeline rank `rank`. */
-export function workerOf(m: Mesh, replica: number, rank: number): number {
-  return replica * m.ranks + rank;
+/** The worker of replica `replica`, pipeline rank `rank`, tp rank `tpRank`. */
+export function workerOf(m: Mesh, replica: number, rank: number, tpRank = 0): number {
+  return (replica * m.ranks + rank) * (m.tp ?? 1) + tpRank;
 }
 
-/** Which replica and pipeline rank worker `w` is. */
+/** Which replica, pipeline rank and tp rank worker `w` is. */
 export function placeOf(m: Mesh, w: number): WorkerPlace {
-  return { replica: Math.floor(w / m.ranks), rank: w % m.ranks };
+  const t = m.tp ?? 1;
+  const pipe = Math.floor(w / t);
+  return { replica: Math.floor(pipe / m.ranks), rank: pipe % m.ranks, tpRank: w % t };
+}
+
+/** The tp group of worker `w`: the workers of its replica and pipeline rank, in tp order. */
+export function tpGroup(m: Mesh, w: number): number[] {
+  const { replica, rank } = placeOf(m, w);
+  return Array.from({ length: m.tp ?? 1 }, (_, j) => workerOf(m, replica, rank, j));
 }
 
 /** Every worker, in worker order. */
@@ -52,26 +71,26 @@ export function workers(m: Mesh): WorkerPlace[] {
   return Array.from({ length: workerCount(m) }, (_, w) => placeOf(m, w));
 }
 
-/** The workers that hold pipeline rank `rank`'s stages, one per replica, in replica order (the ring of every stage on that rank). */
-export function rankGroup(m: Mesh, rank: number): number[] {
-  return Array.from({ length: m.dp }, (_, d) => workerOf(m, d, rank));
+/** The workers that hold tp rank `tpRank` of pipeline rank `rank`'s stages, one per replica, in replica order (the ring of every stage on that rank). */
+export function rankGroup(m: Mesh, rank: number, tpRank = 0): number[] {
+  return Array.from({ length: m.dp }, (_, d) => workerOf(m, d, rank, tpRank));
 }
 
-/** The workers that hold stage `stage` (a stage's data-parallel group). */
-export function stageGroup(m: Mesh, stageToRank: readonly number[], stage: number): number[] {
-  return rankGroup(m, stageToRank[stage]);
+/** The workers that hold tp rank `tpRank` of stage `stage` (a stage's data-parallel group). */
+export function stageGroup(m: Mesh, stageToRank: readonly number[], stage: number, tpRank = 0): number[] {
+  return rankGroup(m, stageToRank[stage], tpRank);
 }
 
-/** Worker `w`'s successor in its ring (the same rank in the next replica). */
+/** Worker `w`'s successor in its ring (the same rank and tp rank in the next replica). */
 export function ringNext(m: Mesh, w: number): number {
-  const { replica, rank } = placeOf(m, w);
-  return workerOf(m, (replica + 1) % m.dp, rank);
+  const { replica, rank, tpRank } = placeOf(m, w);
+  return workerOf(m, (replica + 1) % m.dp, rank, tpRank);
 }
 
-/** Worker `w`'s predecessor in its ring (the same rank in the previous replica). */
+/** Worker `w`'s predecessor in its ring (the same rank and tp rank in the previous replica). */
 export function ringPrev(m: Mesh, w: number): number {
-  const { replica, rank } = placeOf(m, w);
-  return workerOf(m, (replica + m.dp - 1) % m.dp, rank);
+  const { replica, rank, tpRank } = placeOf(m, w);
+  return workerOf(m, (replica + m.dp - 1) % m.dp, rank, tpRank);
 }
 
 /** The rows [lo, hi) of a batch of `batchSize` rows that replica `replica` trains on. */
@@ -93,8 +112,9 @@ export function chunkBounds(n: number, dp: number): number[] {
   return out;
 }
 
-/** A lane's label in the views: `R2` in a single pipeline, `d1·R2` in a mesh. */
+/** A lane's label in the views: `R2` in a single pipeline, `d1·R2` with replicas, `R2·t1` with tp. */
 export function laneLabel(m: Mesh, w: number): string {
-  const { replica, rank } = placeOf(m, w);
-  return m.dp > 1 ? `d${replica}·R${rank}` : `R${rank}`;
+  const { replica, rank, tpRank } = placeOf(m, w);
+  const base = m.dp > 1 ? `d${replica}·R${rank}` : `R${rank}`;
+  return (m.tp ?? 1) > 1 ? `${base}·t${tpRank}` : base;
 }

@@ -138,7 +138,7 @@ describe('simulate with dp replicas', () => {
         expect(iv.end - iv.start).toBeCloseTo(each, 12);
         expect(iv.coll).toBe(iv.mb < dp - 1 ? 'reduce-scatter' : 'all-gather');
         const w = (iv.replica ?? 0) * s.ranks + rank;
-        expect(iv.peer).toBe(ringNext({ dp, ranks: s.ranks }, w));
+        expect(iv.peer).toBe(ringNext({ dp, ranks: s.ranks, tp: 1 }, w));
       }
       const start = Math.min(...mine.map((iv) => iv.start));
       const end = Math.max(...mine.map((iv) => iv.end));

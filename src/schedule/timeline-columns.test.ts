@@ -16,12 +16,14 @@ describe('timeline columns', () => {
         { rank: 1, replica: 0, stage: 1, op: 'B', mb: 0, start: 0.1, end: 2.25, gpuMs: 0 },
         { rank: 1, replica: 1, stage: 1, op: 'I', mb: 0, start: 3, end: 4, gpuMs: 0.75 },
         { rank: 0, replica: 1, stage: 0, op: 'W', mb: 0, start: 4, end: 5 },
+        { rank: 0, replica: 1, tpRank: 1, stage: 0, op: 'F', mb: 1, start: 4, end: 5 },
+        { rank: 1, tpRank: 0, stage: 1, op: 'F', mb: 1, start: 4, end: 5 },
         ...(['send', 'recv-wait', 'readback', 'upload', 'transfer'] as const).map((comm, i) => ({ rank: 1, stage: 1, op: 'comm' as const, mb: 0, start: i, end: i + 0.5, comm, peer: 0 })),
-        ...(['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back'] as const).map((coll, i) => ({ rank: 0, replica: 1, stage: 0, op: 'collective' as const, mb: 0, start: 6 + i, end: 6.5 + i, coll, bytes: i * 1e9 + 0.5 })),
+        ...(['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather'] as const).map((coll, i) => ({ rank: 0, replica: 1, stage: 0, op: 'collective' as const, mb: 0, start: 6 + i, end: 6.5 + i, coll, bytes: i * 1e9 + 0.5 })),
       ],
     };
     const cols = encodeTimeline(t);
-    expect(timelineBuffers(cols)).toHaveLength(13);
+    expect(timelineBuffers(cols)).toHaveLength(14);
     expect(decodeTimeline(structuredClone(cols))).toStrictEqual(t);
   });
 

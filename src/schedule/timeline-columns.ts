@@ -8,7 +8,7 @@ import type { CollectiveKind, CommKind, Interval, Timeline } from './timeline.ts
 
 const OP_CODES: readonly Interval['op'][] = ['F', 'B', 'I', 'W', 'comm', 'collective'];
 const COMM_CODES: readonly CommKind[] = ['send', 'recv-wait', 'readback', 'upload', 'transfer'];
-const COLL_CODES: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back'];
+const COLL_CODES: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather'];
 /** Integer columns mark an absent optional field with this (ranks, replicas and peers are never negative). */
 const ABSENT = -1;
 
@@ -16,6 +16,7 @@ export interface TimelineColumns {
   timeline: Omit<Timeline, 'intervals'>;
   rank: Int32Array;
   replica: Int32Array;
+  tpRank: Int32Array;
   stage: Int32Array;
   op: Uint8Array;
   mb: Int32Array;
@@ -44,6 +45,7 @@ export function encodeTimeline(t: Timeline): TimelineColumns {
     timeline: rest,
     rank: new Int32Array(n),
     replica: new Int32Array(n),
+    tpRank: new Int32Array(n),
     stage: new Int32Array(n),
     op: new Uint8Array(n),
     mb: new Int32Array(n),
@@ -60,6 +62,7 @@ export function encodeTimeline(t: Timeline): TimelineColumns {
     const iv = intervals[i];
     c.rank[i] = iv.rank;
     c.replica[i] = iv.replica ?? ABSENT;
+    c.tpRank[i] = iv.tpRank ?? ABSENT;
     c.stage[i] = iv.stage;
     c.op[i] = code(OP_CODES, iv.op, 'op');
     c.mb[i] = iv.mb;
@@ -77,7 +80,7 @@ export function encodeTimeline(t: Timeline): TimelineColumns {
 
 /** The typed arrays' buffers, to list as transferables. */
 export function timelineBuffers(c: TimelineColumns): ArrayBuffer[] {
-  return [c.rank, c.replica, c.stage, c.op, c.mb, c.start, c.end, c.comm, c.peer, c.coll, c.gpuMs, c.bytes, c.has].map((a) => a.buffer as ArrayBuffer);
+  return [c.rank, c.replica, c.tpRank, c.stage, c.op, c.mb, c.start, c.end, c.comm, c.peer, c.coll, c.gpuMs, c.bytes, c.has].map((a) => a.buffer as ArrayBuffer);
 }
 
 export function decodeTimeline(c: TimelineColumns): Timeline {
@@ -104,6 +107,7 @@ function decodeIntervals(c: TimelineColumns, out: Interval[], from: number, to: 
   for (let i = from; i < to; i++) {
     const iv: Interval = { rank: c.rank[i], stage: c.stage[i], op: OP_CODES[c.op[i]], mb: c.mb[i], start: c.start[i], end: c.end[i] };
     if (c.replica[i] !== ABSENT) iv.replica = c.replica[i];
+    if (c.tpRank[i] !== ABSENT) iv.tpRank = c.tpRank[i];
     if (c.comm[i] !== 0) iv.comm = COMM_CODES[c.comm[i] - 1];
     if (c.peer[i] !== ABSENT) iv.peer = c.peer[i];
     if (c.coll[i] !== 0) iv.coll = COLL_CODES[c.coll[i] - 1];

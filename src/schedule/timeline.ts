@@ -3,6 +3,7 @@
  * the runtime measures one; the analysis below reads either the same way.
  */
 import type { Op } from './types.ts';
+import { mesh, type Mesh } from './mesh.ts';
 
 /**
  * Communication as seen from one rank: `send` posting a message, `recv-wait`
@@ -17,14 +18,20 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * and `all-gather` (a ring all-reduce is both), `gather-grads` (reading a stage's
  * gradients off the device), `shard-update` (ZeRO-1: the optimizer on this
  * worker's shard) and `scatter-back` (writing the result onto the device).
+ * Tensor parallelism's collectives inside a stage, between its layers, are their
+ * own kinds: `tp-all-reduce` (Megatron's g forward, f backward: partial sums of a
+ * row-parallel layer or of a column-parallel layer's input gradient) and
+ * `tp-all-gather` (a column-parallel layer's output columns), `mb` the micro-batch.
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */
   rank: number;
-  /** Data-parallel replica (default 0): the lane is replica · ranks + rank (laneOf). */
+  /** Data-parallel replica (default 0): the lane is (replica · ranks + rank) · tp + tpRank (laneOf). */
   replica?: number;
+  /** Tensor-parallel rank within the stage's tp group (default 0). */
+  tpRank?: number;
   stage: number;
   /** F/B/I/W compute, point-to-point communication, or a data-parallel collective. */
   op: Op | 'comm' | 'collective';
@@ -45,8 +52,10 @@ export interface Timeline {
   source: 'measured' | 'simulated';
   /** Pipeline ranks per replica. */
   ranks: number;
-  /** Data-parallel replicas (default 1): the timeline has dp × ranks lanes. */
+  /** Data-parallel replicas (default 1): the timeline has dp × ranks × tp lanes. */
   dp?: number;
+  /** Tensor-parallel workers per pipeline rank (default 1). */
+  tp?: number;
   stages: number;
   microbatches: number;
   intervals: Interval[];
@@ -87,8 +96,13 @@ export function computeOnly(t: Timeline): Timeline {
 }
 
 /** Lanes (workers) of a timeline: dp × ranks. */
-export function laneCount(t: Pick<Timeline, 'ranks' | 'dp'>): number {
-  return (t.dp ?? 1) * t.ranks;
+export function laneCount(t: Pick<Timeline, 'ranks' | 'dp' | 'tp'>): number {
+  return (t.dp ?? 1) * t.ranks * (t.tp ?? 1);
+}
+
+/** The mesh a timeline's lanes are the workers of. */
+export function timelineMesh(t: Pick<Timeline, 'ranks' | 'dp' | 'tp'>): Mesh {
+  return mesh(t.dp ?? 1, t.ranks, t.tp ?? 1);
 }
 
 /**
@@ -99,14 +113,14 @@ export function laneCount(t: Pick<Timeline, 'ranks' | 'dp'>): number {
  */
 export function firstReplicas(t: Timeline, maxLanes: number): Timeline {
   const dp = t.dp ?? 1;
-  const keep = Math.max(1, Math.min(dp, Math.floor(maxLanes / Math.max(1, t.ranks))));
+  const keep = Math.max(1, Math.min(dp, Math.floor(maxLanes / Math.max(1, t.ranks * (t.tp ?? 1)))));
   if (keep >= dp) return t;
   return { ...t, dp: keep, intervals: t.intervals.filter((iv) => (iv.replica ?? 0) < keep) };
 }
 
-/** The lane (worker) of an interval: replica · ranks + rank (mesh.ts's worker order). */
-export function laneOf(t: Pick<Timeline, 'ranks'>, iv: Pick<Interval, 'rank' | 'replica'>): number {
-  return (iv.replica ?? 0) * t.ranks + iv.rank;
+/** The lane (worker) of an interval: (replica · ranks + rank) · tp + tpRank (mesh.ts's worker order). */
+export function laneOf(t: Pick<Timeline, 'ranks' | 'tp'>, iv: Pick<Interval, 'rank' | 'replica' | 'tpRank'>): number {
+  return ((iv.replica ?? 0) * t.ranks + iv.rank) * (t.tp ?? 1) + (iv.tpRank ?? 0);
 }
 
 /** Latest end minus earliest start over all intervals (compute and communication). */

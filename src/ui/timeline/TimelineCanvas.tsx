@@ -5,7 +5,7 @@
  * straight from refs, so zooming never re-renders React.
  */
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
-import { laneCount, laneLabel, type Interval, type Timeline } from '../../schedule/index.ts';
+import { laneCount, laneLabel, mesh, type Interval, type Timeline } from '../../schedule/index.ts';
 import { COLLECTIVE_NAMES, COMM_NAMES, OP_NAMES } from './colors.ts';
 import { canvasHeightFor, drawTimeline, laneAt, layoutLanes, type TimelineLayout } from './draw-timeline.ts';
 import { buildLaneIndex, hitTest, type LaneIndex } from './lane-index.ts';
@@ -43,6 +43,7 @@ function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
     iv.op === 'collective' ? `${COLLECTIVE_NAMES[iv.coll ?? 'reduce-scatter']}${peer}` : iv.op === 'comm' ? `${COMM_NAMES[iv.comm ?? 'send']}${peer}` : `${iv.op}: ${OP_NAMES[iv.op]}`;
   const lines: [string, string][] = [];
   if (iv.replica !== undefined) lines.push(['replica', String(iv.replica)]);
+  if (iv.tpRank !== undefined) lines.push(['tp rank', String(iv.tpRank)]);
   lines.push(['rank', String(iv.rank)], ['stage', String(iv.stage)], ['op', what]);
   if (iv.op === 'collective') {
     lines.push(['exchange', String(iv.mb)]);
@@ -67,6 +68,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
   const ranks = shown?.ranks ?? 0;
   const lanes = shown ? laneCount(shown) : 0;
   const dp = shown?.dp ?? 1;
+  const tp = shown?.tp ?? 1;
   const cssHeight = height ?? canvasHeightFor(Math.max(lanes, 1));
   const bounds = useMemo<Bounds>(() => {
     if (extent) return extent;
@@ -80,14 +82,14 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
   const hoverRef = useRef<Interval | null>(null);
   const layoutRef = useRef<TimelineLayout | null>(null);
   const frameRef = useRef(0);
-  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, dp, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
-  sceneRef.current = { index, overlayIndex, bounds, ranks, dp, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
+  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, dp, tp, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
+  sceneRef.current = { index, overlayIndex, bounds, ranks, dp, tp, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
 
   const draw = useCallback(() => {
     frameRef.current = 0;
     const canvas = canvasRef.current;
     const layout = layoutRef.current;
-    const { index: idx, overlayIndex: ov, ranks: r, dp: d, unit } = sceneRef.current;
+    const { index: idx, overlayIndex: ov, ranks: r, dp: d, tp: tpn, unit } = sceneRef.current;
     if (!canvas || !layout) return;
     const ctx = canvas.getContext('2d');
     if (!ctx) return;
@@ -107,7 +109,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
       ranks: r,
       unit,
       hover: hoverRef.current,
-      laneLabel: d > 1 ? (w) => laneLabel({ dp: d, ranks: r }, w) : undefined,
+      laneLabel: d > 1 || tpn > 1 ? (w) => laneLabel(mesh(d, r, tpn), w) : undefined,
     });
     // How long the last frame took to draw, for the tests and the curious.
     if (wrapRef.current) wrapRef.current.dataset.drawMs = (performance.now() - t0).toFixed(2);

@@ -31,6 +31,8 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['all-gather'], label: 'all-gather (a chunk passed on: summed gradients, or ZeRO-3’s weights)' },
   { kinds: ['gather-grads', 'scatter-back'], label: 'gradients GPU → CPU, result CPU → GPU' },
   { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
+  { kinds: ['tp-all-reduce'], label: 'tp all-reduce: a stage’s tp workers sum activations between layers (Megatron’s f / g)' },
+  { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined' },
 ];
 
 export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {

@@ -42,6 +42,8 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'all-gather': '#16a34a',
   'shard-update': '#bef264',
   'scatter-back': '#86efac',
+  'tp-all-reduce': '#c084fc',
+  'tp-all-gather': '#e879f9',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
@@ -50,6 +52,8 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'all-gather': 'all-gather chunk',
   'shard-update': 'ZeRO: optimizer on this shard',
   'scatter-back': 'result CPU → GPU',
+  'tp-all-reduce': 'tp all-reduce (between layers)',
+  'tp-all-gather': 'tp all-gather (between layers)',
 };
 
 export const THEME = {
@@ -84,7 +88,7 @@ export function opColor(op: Op, chunk: number): string {
  * lane index stores these indices so drawing never builds a colour string.
  */
 const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
-const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [

@@ -7,7 +7,7 @@
  * than a pixel are merged, so the cost stays bounded by the pixels, not by
  * the number of intervals.
  */
-import { isCompute, type Interval } from '../../schedule/index.ts';
+import { isCompute, laneOf, type Interval } from '../../schedule/index.ts';
 import { formatTick, niceStep, ticks } from './axis-ticks.ts';
 import { PALETTE, THEME } from './colors.ts';
 import type { Lane, LaneIndex } from './lane-index.ts';
@@ -271,7 +271,7 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, scene: TimelineScene
 
   const hover = scene.hover;
   if (hover) {
-    const box = layout.lanes[(hover.replica ?? 0) * scene.index.ranks + hover.rank];
+    const box = layout.lanes[laneOf(scene.index, hover)];
     if (box) {
       const x0 = plotX + xOf(scene.view, hover.start, plotW);
       const x1 = plotX + xOf(scene.view, hover.end, plotW);

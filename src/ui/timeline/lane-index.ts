@@ -23,6 +23,8 @@ export interface LaneIndex {
   ranks: number;
   /** Data-parallel replicas: the index has dp × ranks lanes (mesh.ts's worker order). */
   dp: number;
+  /** Tensor-parallel workers per rank (lanes are dp × ranks × tp). */
+  tp: number;
   compute: Lane[];
   comm: Lane[];
   /** Earliest start and latest end over every interval (0, 0 when empty). */
@@ -74,6 +76,7 @@ export function buildLaneIndex(t: Timeline): LaneIndex {
   return {
     ranks: t.ranks,
     dp: t.dp ?? 1,
+    tp: t.tp ?? 1,
     compute: compute.map((l) => makeLane(l, t.ranks)),
     comm: commLanes,
     t0,
