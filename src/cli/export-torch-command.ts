@@ -22,7 +22,8 @@ const DEFAULTS = defaultRunConfig();
 const CLI_NOTE: Partial<Record<string, string>> = {
   dataset: 'also moby-dick: the book the page ships, as --text moby-dick',
   textHash: 'with --text, it must be that file\'s; alone, a shipped example\'s hash needs no file',
-  ranks: 'torchrun starts dp × ranks processes, replica-major (process g is replica g / ranks, rank g mod ranks)',
+  ranks: 'torchrun starts dp × tp × ranks processes: process g = (replica · ranks + rank) · tp + tp rank',
+  tp: "train.py splits each stage's GPT blocks (by heads) or hidden linears over tp processes, with Megatron's all-reduces (and the MLPs' all-gather) on their torch.distributed group",
   steps: 'the bundle holds the batch of every step',
   zero: "train.py shards as the page does; torch 1.13's gloo has no reduce_scatter, so ZeRO-2/3 all-reduce the gradients and each replica keeps its chunk: the same sums",
 };
@@ -36,9 +37,9 @@ const FLAGS: FlagSpec[] = [
 ];
 
 export const EXPORT_TORCH_HELP = helpFor(
-  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --zero 0|1|2|3 --reshard step ...] --out DIR',
+  'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --tp 2 --zero 0|1|2|3 --reshard step ...] --out DIR',
   'Write a run as a PyTorch program (train.py and its modules) with its model, stages, schedule, initial weights\n' +
-    'and batches; `torchrun --nproc_per_node=DP×RANKS train.py` in DIR replays it with the same losses\n' +
+    'and batches; `torchrun --nproc_per_node=DP×TP×RANKS train.py` in DIR replays it with the same losses\n' +
     '(`train.py --profile` measures the cluster for `pipelab plan` instead). Configuration flags are\n' +
     "the page's URL fields; absent ones take the page's defaults.",
   FLAGS,
@@ -90,7 +91,7 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
   for (const f of files) io.writeFile(join(out, f.path), f.data);
   io.out(
     `wrote ${files.map((f) => f.path).join(', ')} to ${out}\n` +
-      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(mesh(config.dp, config.ranks))} train.py   (see README.md there)\n`,
+      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(mesh(config.dp, config.ranks, config.tp))} train.py   (see README.md there)\n`,
   );
   return EXIT_OK;
 }

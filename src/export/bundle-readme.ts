@@ -11,10 +11,22 @@ function zeroText(run: RunConfig): string {
   return ` with ZeRO-${run.zero}${run.zero === 3 ? ` (reshard ${run.reshard}, ${run.prefetch ? '' : 'no '}prefetch)` : ''}`;
 }
 
+/** The mesh paragraph's opening with tensor parallelism. */
+function tpText(D: number, T: number, P: number, W: number): string {
+  return `The world size is dp × tp × ranks = ${D} × ${T} × ${P} = ${W}, numbered as the page's workers: process g is
+replica g // ${T * P}, pipeline rank (g // ${T}) % ${P}, tp rank g % ${T}. The ${T} processes of one pipeline rank (its tp
+group, a \`torch.distributed\` group) hold its stages split as Megatron-LM splits them (\`tensor_parallel.py\`): GPT blocks
+by heads (\`c_attn\` column-parallel, q, k and v of the process's heads; \`c_proj\` row-parallel, its bias added once after
+an \`all_reduce\`; the MLP likewise), the MLPs' hidden linears by output columns (\`all_gather\`ed after); embeddings,
+LayerNorms and heads are whole on each. Activations go from tp rank j of one stage to tp rank j of the next, and the
+replicas of each tp piece form the data-parallel groups. Checkpoints and \`trained.safetensors\` hold whole tensors.`;
+}
+
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
-  const W = workerCount(mesh(D, P));
+  const T = run.tp ?? 1;
+  const W = workerCount(mesh(D, P, T));
   const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
   const refused = Object.entries(TORCH_REFUSED_SCHEDULES)
     .map(([name, rule]) => `- \`${name}\`: ${rule}`)
@@ -22,14 +34,14 @@ export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   return `# A PipeLab run, exported for PyTorch
 
 Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
-${D} data-parallel replica(s)${D > 1 ? zeroText(run) : ''}: ${W} processes in all,
+${D} data-parallel replica(s)${D > 1 ? zeroText(run) : ''}${T > 1 ? `, tensor parallelism tp = ${T}` : ''}: ${W} processes in all,
 ${run.microbatches} micro-batches of ${run.batchSize / (D * run.microbatches)} rows per step and replica, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
 The page's link for the same run: \`?${configToQuery(run)}\`
 
 | file | holds |
 | --- | --- |
 | \`train.py\` | the program's entry: PyTorch ≥ 1.13 and the Python standard library only |
-| ${modules} | its modules (the mesh and the bundle's checks, a replica's rows, the model, a rank's schedule row, the data-parallel flush, the optimizer, \`--profile\`, safetensors) |
+| ${modules} | its modules (the mesh and the bundle's checks, a replica's rows, the model, a rank's schedule row, the data-parallel flush, the tensor-parallel split and its collectives, the optimizer, \`--profile\`, safetensors) |
 | \`config.json\` | the run configuration (\`run\`), the model as blocks of layers, the stage cut, stage → rank, the lr of every step |
 | \`schedule.csv\` | each rank's actions (\`2F0\` = stage 2, forward, micro-batch 0; F, B, I, W), PyTorch's time-aligned CSV |
 | \`init.safetensors\` | the initial weights, named as the page names them (\`block0.linear.W\` is [in, out]; the GPT's are makemore's, \`transformer.h.0.attn.c_attn.weight\` is [3C, C]) |
@@ -46,8 +58,8 @@ torchrun --nproc_per_node=${W} train.py --backend nccl    # one CUDA GPU per pro
 torchrun --nproc_per_node=${W} train.py --profile         # no training: profile.json for \`pipelab plan --profile\`
 \`\`\`
 
-The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
-replica g // ${P}, pipeline rank g % ${P}. Every replica runs the whole schedule on its own rows of each step's batch
+${T > 1 ? tpText(D, T, P, W) : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
+replica g // ${P}, pipeline rank g % ${P}.`} Every replica runs the whole schedule on its own rows of each step's batch
 (replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
 group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its
 optimizer. With ZeRO (\`run.zero\` in config.json) each replica keeps the optimizer state of its chunk of each

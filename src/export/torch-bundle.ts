@@ -2,14 +2,15 @@
  * A run, exported as a PyTorch program and the files it reads: train.py and its
  * modules (the program, src/export/torch/; ./torch-program.ts), config.json (the
  * run configuration and what train.py needs of it: the mesh (dp replicas ×
- * ranks, replica-major), the model spec, the stage cut, the stage-to-rank map,
+ * ranks × tp, tp innermost, replica-major), the split of every parameter tensor
+ * parallelism splits (src/nn/tp-shard.ts), the model spec, the stage cut, the stage-to-rank map,
  * the learning rate of every step), schedule.csv (PyTorch's time-aligned CSV,
  * one row per pipeline rank, run by every replica), init.safetensors (the
  * initial weights, the page's names), batches.safetensors (the exact batch of
  * every step; replica d trains its rows), heldout.safetensors (the held-out
  * split) and README.md; a run on "your text" also carries the text (text.txt,
  * UTF-8) and its vocabulary (vocab.json, symbol by index), so the bundle keeps
- * what it was trained on. `torchrun --nproc_per_node=dp×P train.py` replays the run.
+ * what it was trained on. `torchrun --nproc_per_node=dp×tp×P train.py` replays the run.
  *
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
  * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
@@ -34,6 +35,8 @@ import { programFiles, type BundleFile, type TorchProgram } from './torch-progra
 import { profileModelOf } from '../plan/profile-model.ts';
 import type { ProfileModel } from '../plan/profile.ts';
 import { workerCount, mesh } from '../schedule/mesh.ts';
+import { tpParams } from '../nn/tp-params.ts';
+import type { TpParam } from '../nn/tp-shard.ts';
 
 export type { BundleFile } from './torch-program.ts';
 
@@ -49,8 +52,12 @@ export interface TorchBundleConfig {
   dp: number;
   /** Pipeline ranks per replica (schedule.csv's rows). */
   ranks: number;
-  /** Processes: dp × ranks; process g is replica ⌊g / ranks⌋, pipeline rank g mod ranks (src/schedule/mesh.ts). */
+  /** Tensor-parallel processes per pipeline rank. */
+  tp: number;
+  /** Processes: dp × tp × ranks; process g = (replica · ranks + rank) · tp + j (src/schedule/mesh.ts). */
   world: number;
+  /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-shard.ts); the rest are whole on every tp process. Empty with tp = 1. */
+  tpParams: Record<string, TpParam>;
   stages: number;
   microbatches: number;
   batchSize: number;
@@ -155,7 +162,9 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     run,
     dp: run.dp,
     ranks: run.ranks,
-    world: workerCount(mesh(run.dp, run.ranks)),
+    tp: run.tp,
+    world: workerCount(mesh(run.dp, run.ranks, run.tp)),
+    tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,
     microbatches: run.microbatches,
     batchSize: run.batchSize,

@@ -73,6 +73,14 @@ describe('profile', () => {
     expect(() => profileFromJson('{"blocks": [')).toThrow(/^profile = .*: is not valid JSON/);
   });
 
+  it('reads and writes a tp group\'s all-reduce (tpAllReduce) as it does the data-parallel one, refusing a bad one by field', () => {
+    const tpAllReduce = { replicas: 2, latency: 0.1, bandwidth: 5e5, samples: [{ bytes: 1024, time: 0.2 }, { bytes: 1 << 20, time: 2 }] };
+    const p = parseProfile({ ...good, tpAllReduce });
+    expect(p.tpAllReduce).toEqual(tpAllReduce);
+    expect(profileFromJson(profileToJson(p))).toEqual(p);
+    expect(() => parseProfile({ ...good, tpAllReduce: { ...tpAllReduce, replicas: 1 } })).toThrow('profile.tpAllReduce.replicas = 1: must be a whole number ≥ 2');
+  });
+
   it('sums blocks into stages, with the communication at each cut', () => {
     const p = parseProfile(good);
     expect(stageCosts(p, [[0, 2], [2, 3]])).toEqual({ F: [3, 3], I: [4, 1], W: [2.5, 1], B: [6, 2], heldBytes: [150, 0], comm: [0.5] });

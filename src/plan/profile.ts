@@ -34,6 +34,11 @@
  *                         2(n − 1)·latency + 2(n − 1)/n · bytes / bandwidth
  *                         (src/schedule's ring cost; bandwidth in bytes per
  *                         time unit).
+ *   tpAllReduce           (optional) the same for the activation all-reduce of
+ *                         a tensor-parallel group (train.py --profile with
+ *                         tp ≥ 2): `replicas` is the group's processes, the
+ *                         samples each block input's activation of one
+ *                         micro-batch and two probe sizes.
  *
  * `parseProfile` checks an unknown value and throws a ConfigError naming the
  * field (`profile.blocks[2].F`), the value and the rule.
@@ -71,6 +76,8 @@ export interface Profile {
   model?: ProfileModel;
   /** The all-reduce as measured on the cluster (train.py --profile with dp ≥ 2). */
   allReduce?: AllReduceProfile;
+  /** A tp group's activation all-reduce as measured on the cluster (train.py --profile with tp ≥ 2). */
+  tpAllReduce?: AllReduceProfile;
 }
 
 export interface ProfileModel {
@@ -94,7 +101,7 @@ export interface AllReduceProfile {
 }
 
 const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes'] as const;
-const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce'] as const;
+const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce', 'tpAllReduce'] as const;
 const MODEL_KEYS = ['name', 'digest', 'blocks'] as const;
 const ALL_REDUCE_KEYS = ['replicas', 'latency', 'bandwidth', 'samples'] as const;
 
@@ -149,8 +156,7 @@ function parseModel(x: unknown): ProfileModel {
   return { name: x.name, digest: x.digest, blocks: x.blocks };
 }
 
-function parseAllReduce(x: unknown): AllReduceProfile {
-  const field = 'profile.allReduce';
+function parseAllReduce(x: unknown, field = 'profile.allReduce'): AllReduceProfile {
   if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {replicas, latency, bandwidth, samples}');
   rejectUnknown(field, x, ALL_REDUCE_KEYS, "profile's all-reduce");
   if (typeof x.replicas !== 'number' || !Number.isInteger(x.replicas) || x.replicas < 2) throw new ConfigError(`${field}.replicas`, x.replicas, 'must be a whole number ≥ 2');
@@ -209,6 +215,7 @@ export function parseProfile(x: unknown): Profile {
   }
   if (model) out.model = model;
   if (x.allReduce !== undefined) out.allReduce = parseAllReduce(x.allReduce);
+  if (x.tpAllReduce !== undefined) out.tpAllReduce = parseAllReduce(x.tpAllReduce, 'profile.tpAllReduce');
   return out;
 }
 
@@ -235,7 +242,8 @@ export function profileToJson(p: Profile): string {
     rows.join(',\n'),
     '  ],',
     `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}` +
-      `${p.model === undefined ? '' : `,\n  "model": ${JSON.stringify(p.model)}`}${p.allReduce === undefined ? '' : `,\n  "allReduce": ${JSON.stringify(p.allReduce)}`}`,
+      `${p.model === undefined ? '' : `,\n  "model": ${JSON.stringify(p.model)}`}${p.allReduce === undefined ? '' : `,\n  "allReduce": ${JSON.stringify(p.allReduce)}`}` +
+      `${p.tpAllReduce === undefined ? '' : `,\n  "tpAllReduce": ${JSON.stringify(p.tpAllReduce)}`}`,
     '}',
     '',
   ].join('\n');

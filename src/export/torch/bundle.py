@@ -1,9 +1,11 @@
 """The exported run as every process reads it: config.json, schedule.csv and the mesh of processes.
 
-The mesh is replica-major, as PipeLab's src/schedule/mesh.ts numbers its workers: of world = dp x ranks
-processes, global rank g is data-parallel replica g // ranks and pipeline rank g % ranks. Every replica runs the
-whole schedule (one row of schedule.csv per pipeline rank) on its own rows of each step's batch; the dp processes
-that hold one pipeline rank (every replica's copy of its stages) form that rank's data-parallel group.
+The mesh is numbered as PipeLab's src/schedule/mesh.ts numbers its workers: of world = dp x tp x ranks processes,
+global rank g = (replica * ranks + rank) * tp + j: tp innermost, then the pipeline rank, the replica outermost (with
+tp = 1, replica g // ranks and pipeline rank g % ranks). Every replica runs the whole schedule (one row of
+schedule.csv per pipeline rank) on its own rows of each step's batch; the tp processes of one (replica, pipeline
+rank) hold its stages split (tensor_parallel.py) and form its tp group; the dp processes that hold one (pipeline
+rank, tp rank) (every replica's copy of that piece of its stages) form their data-parallel group.
 
 Everything here is checked before any process group starts: a bad launch or a bad bundle stops every process
 with the same message, instead of leaving some of them waiting for the others.
@@ -14,24 +16,32 @@ import os
 
 
 class Mesh:
-    """dp replicas of a pipeline of `ranks` ranks; process g = replica * ranks + rank."""
+    """dp replicas of a pipeline of `ranks` ranks, each rank's stages split over tp processes;
+    process g = (replica * ranks + rank) * tp + j."""
 
-    def __init__(self, dp, ranks):
-        self.dp, self.ranks, self.world = dp, ranks, dp * ranks
+    def __init__(self, dp, ranks, tp=1):
+        self.dp, self.ranks, self.tp, self.world = dp, ranks, tp, dp * tp * ranks
 
     def place(self, g):
-        """(replica, pipeline rank) of global rank g."""
-        return divmod(g, self.ranks)
+        """(replica, pipeline rank, tp rank) of global rank g."""
+        pipe, j = divmod(g, self.tp)
+        return (*divmod(pipe, self.ranks), j)
 
-    def process(self, replica, rank):
-        return replica * self.ranks + rank
+    def process(self, replica, rank, j):
+        return (replica * self.ranks + rank) * self.tp + j
 
-    def group(self, rank):
-        """The processes holding pipeline rank `rank`'s stages, one per replica, in replica order."""
-        return [self.process(d, rank) for d in range(self.dp)]
+    def group(self, rank, j):
+        """The processes holding tp rank j's piece of pipeline rank `rank`'s stages, one per replica, in replica order."""
+        return [self.process(d, rank, j) for d in range(self.dp)]
+
+    def tp_group(self, replica, rank):
+        """The processes holding replica `replica`'s pipeline rank `rank`, in tp order."""
+        return [self.process(replica, rank, j) for j in range(self.tp)]
 
     def describe(self):
-        return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes"
+        if self.tp == 1:
+            return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes"
+        return f"dp x tp x ranks = {self.dp} x {self.tp} x {self.ranks} = {self.world} processes"
 
 
 def read_schedule(path):
@@ -62,7 +72,7 @@ class Bundle:
         with open(self.path("config.json")) as f:
             self.cfg = json.load(f)
         self.order = read_schedule(self.path("schedule.csv"))
-        self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"])
+        self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"], self.cfg.get("tp", 1))
         self.check()
 
     def path(self, name):
@@ -74,8 +84,9 @@ class Bundle:
             raise SystemExit(f"config.json: world = {cfg['world']}, but its {mesh.describe()}")
         if len(self.order) != mesh.ranks:
             rows = len(self.order)
-            raise SystemExit(f"schedule.csv holds {rows} rows (one per pipeline rank), so dp x rows = {mesh.dp} x {rows} = "
-                             f"{mesh.dp * rows} processes, but config.json is for {mesh.describe()}")
+            its = f"dp x rows = {mesh.dp} x {rows}" if mesh.tp == 1 else f"dp x tp x rows = {mesh.dp} x {mesh.tp} x {rows}"
+            raise SystemExit(f"schedule.csv holds {rows} rows (one per pipeline rank), so {its} = "
+                             f"{mesh.dp * mesh.tp * rows} processes, but config.json is for {mesh.describe()}")
         stage_to_rank = cfg["stageToRank"]
         for r, row in enumerate(self.order):
             for (c, s, op, mb) in row:
@@ -86,7 +97,7 @@ class Bundle:
                     raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {s}{op}{mb}: {where} (config.json)")
 
     def check_world(self, world, rank):
-        """The launch must start exactly dp x ranks processes."""
+        """The launch must start exactly dp x tp x ranks processes."""
         m = self.mesh
         if world != m.world:
             raise SystemExit(f"rank {rank}: world size = {world}, but this run was exported for {m.describe()}: "

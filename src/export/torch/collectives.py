@@ -1,8 +1,8 @@
 """The data-parallel update: each stage's gradients summed over its dp replicas, then the optimizer step; with
 ZeRO (config.json "run.zero" 1, 2 or 3), sharded as the page's workers shard it.
 
-Every pipeline rank's dp processes (one per replica, bundle.Mesh.group) form a torch.distributed group, and every
-collective here runs on it (gloo on CPU, nccl on GPUs), issued by each replica in the same order (they all walk the
+The dp processes of every (pipeline rank, tp rank) (one per replica, bundle.Mesh.group: every replica's copy of
+the same piece of the rank's stages) form a torch.distributed group, and every collective here runs on it (gloo on CPU, nccl on GPUs), issued by each replica in the same order (they all walk the
 same schedule row).
 
 ZeRO-0: at the flush each stage's gradients, as one flat vector, are summed over the group with all_reduce; with
@@ -48,8 +48,10 @@ MAKES_GRADS = ("B", "W")  # the actions after which ZeRO-2 and ZeRO-3 reduce-sca
 
 
 def replica_groups(mesh, timeout):
-    """Every pipeline rank's group of dp processes (every process creates every group, in the same order); None when dp = 1."""
-    return [dist.new_group(mesh.group(r), timeout=timeout) for r in range(mesh.ranks)] if mesh.dp > 1 else [None] * mesh.ranks
+    """Every (pipeline rank, tp rank)'s group of dp processes, {(rank, j): group} (every process creates every group,
+    in the same order); None for each when dp = 1."""
+    keys = [(r, j) for r in range(mesh.ranks) for j in range(mesh.tp)]
+    return {k: dist.new_group(mesh.group(*k), timeout=timeout) if mesh.dp > 1 else None for k in keys}
 
 
 def chunk_bounds(n, dp):

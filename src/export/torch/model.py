@@ -7,33 +7,39 @@ import torch.nn.functional as F
 
 from safetensors_io import read_safetensors
 from split_backward import recorded
+from tensor_parallel import WHOLE
 
 
 # Layers: one class per layer kind of the exported model spec (config.json "model"). Parameters carry
 # the page's global names, f"{block}.{layer}.{param}", and layouts (a Linear's W is [in, out]).
-# A new kind is one more class in LAYERS.
+# A new kind is one more class in LAYERS. Each takes `tp` (tensor_parallel.TensorParallel): a layer whose weights
+# it splits holds this process's piece of them and sums or gathers over the tp group; WHOLE holds every layer whole.
 
 def weight(shape, device, fill=0.0):
     return torch.full(shape, fill, device=device).requires_grad_(True)
 
 
 class Linear:
-    """y = x @ W + b, W [in, out] as the page stores it."""
+    """y = x @ W + b, W [in, out] as the page stores it. Split by tp (an MLP's hidden linear): column-parallel,
+    this process's output columns of W and b, the input's gradient summed over the group (f) and the output's
+    columns gathered (its gradient's own columns taken back)."""
 
-    def __init__(self, name, s, device):
-        self.W, self.b = weight((s["in"], s["out"]), device), weight((s["out"],), device)
+    def __init__(self, name, s, device, tp=WHOLE):
+        self.tp = tp if tp.splits(f"{name}.W") else WHOLE
+        self.W = weight(self.tp.shape(f"{name}.W", (s["in"], s["out"])), device)
+        self.b = weight(self.tp.shape(f"{name}.b", (s["out"],)), device)
         self.params = {f"{name}.W": self.W, f"{name}.b": self.b}
         self.decay = {f"{name}.W": True, f"{name}.b": False}
         self.out_shape = (s["out"],)
 
     def __call__(self, x):
-        return recorded(x @ self.W + self.b, [self.W, self.b])
+        return self.tp.gather(recorded(self.tp.copy(x) @ self.W + self.b, [self.W, self.b]))
 
 
 class Embedding:
     """k context indices per row -> the k embeddings side by side, [n, k * dim]."""
 
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         self.table = weight((s["vocab"], s["dim"]), device)
         self.params = {f"{name}.table": self.table}
         self.decay = {f"{name}.table": True}
@@ -44,7 +50,7 @@ class Embedding:
 
 
 class LayerNorm:
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         self.gamma, self.beta = weight((s["dim"],), device, 1.0), weight((s["dim"],), device)
         self.params = {f"{name}.gamma": self.gamma, f"{name}.beta": self.beta}
         self.decay = {f"{name}.gamma": False, f"{name}.beta": False}
@@ -63,7 +69,7 @@ ACTIVATIONS = {
 
 
 class Activation:
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         self.params, self.decay = {}, {}
         self.fn, self.out_shape = ACTIVATIONS[s["fn"]], (s["dim"],)
 
@@ -76,11 +82,17 @@ class Activation:
 # between its layers and stages are [sequences, blockSize, width].
 
 class TorchLinear:
-    """y = x @ W^T (+ b), W [out, in]: torch.nn.Linear's parameters, named {name}.weight / {name}.bias."""
+    """y = x @ W^T (+ b), W [out, in]: torch.nn.Linear's parameters, named {name}.weight / {name}.bias.
 
-    def __init__(self, name, n_in, n_out, device, bias=True):
-        self.weight = weight((n_out, n_in), device)
-        self.bias = weight((n_out,), device) if bias else None
+    Split by tp as tpParams says: rows of W (column-parallel: this process's output features and their bias; its
+    input's gradient summed over the group, f) or columns of W (row-parallel: its input features; the partial
+    products summed over the group, g, then the whole bias added once)."""
+
+    def __init__(self, name, n_in, n_out, device, bias=True, tp=WHOLE):
+        rule = tp.rule(f"{name}.weight")
+        self.tp, self.split = tp, None if rule is None else ("column" if rule["kind"] == "rows" else "row")
+        self.weight = weight(tp.shape(f"{name}.weight", (n_out, n_in)), device)
+        self.bias = weight(tp.shape(f"{name}.bias", (n_out,)), device) if bias else None
         self.params = {f"{name}.weight": self.weight}
         self.decay = {f"{name}.weight": True}
         if bias:
@@ -88,6 +100,11 @@ class TorchLinear:
             self.decay[f"{name}.bias"] = False
 
     def __call__(self, x):
+        if self.split == "row":
+            y = self.tp.reduce(recorded(F.linear(x, self.weight), [self.weight]))
+            return y if self.bias is None else recorded(y + self.bias, [self.bias])
+        if self.split == "column":
+            x = self.tp.copy(x)
         return recorded(F.linear(x, self.weight, self.bias), [self.weight, self.bias])
 
 
@@ -111,7 +128,7 @@ def gathered(parts):
 class GptEmbedding:
     """Token indices [n, T] -> wte[idx] + wpe[0 .. T-1], [n, T, C] (transformer.wte / transformer.wpe)."""
 
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         self.wte = weight((s["vocab"], s["dim"]), device)
         self.wpe = weight((s["blockSize"], s["dim"]), device)
         self.params = {"transformer.wte.weight": self.wte, "transformer.wpe.weight": self.wpe}
@@ -124,24 +141,26 @@ class GptEmbedding:
 
 
 class GptBlock:
-    """A pre-LayerNorm block: x + c_proj(causal attention(c_attn(ln_1(x)))), then x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x))))."""
+    """A pre-LayerNorm block: x + c_proj(causal attention(c_attn(ln_1(x)))), then x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x)))).
+    Split by tp (Megatron): this process's heads of c_attn (their q, k and v rows) and of c_proj's input columns, its
+    share of mlp.c_fc's rows and of mlp.c_proj's columns; one sum over the group after each c_proj."""
 
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         p, C = s["prefix"], s["dim"]
-        self.heads, self.C, self.T = s["heads"], C, s["blockSize"]
+        t = tp.size if tp.splits(f"{p}.attn.c_attn.weight") else 1
+        self.heads, self.C, self.T = s["heads"] // t, C // t, s["blockSize"]  # this process's heads and their width
         self.ln_1 = TorchLayerNorm(f"{p}.ln_1", C, device)
-        self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device)
-        self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device)
+        self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device, tp=tp)
+        self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device, tp=tp)
         self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device)
-        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device)
-        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device)
+        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device, tp=tp)
+        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device, tp=tp)
         self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
         self.mask = torch.tril(torch.ones(self.T, self.T, dtype=torch.bool, device=device))
         self.out_shape = (self.T, C)
 
     def attention(self, x):
-        n, T, C = x.shape
-        H = self.heads
+        n, T, C, H = x.shape[0], x.shape[1], self.C, self.heads
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(n, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # [n, H, T, D]
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
@@ -156,7 +175,7 @@ class GptBlock:
 class GptHead:
     """transformer.ln_f, then lm_head (no bias): [n, T, C] -> logits [n, T, vocab]."""
 
-    def __init__(self, name, s, device):
+    def __init__(self, name, s, device, tp=WHOLE):
         self.ln_f = TorchLayerNorm("transformer.ln_f", s["dim"], device)
         self.lm_head = TorchLinear("lm_head", s["dim"], s["vocab"], device, bias=False)
         self.params, self.decay = gathered([self.ln_f, self.lm_head])
@@ -175,7 +194,7 @@ LAYERS = {
 class Stage:
     """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss."""
 
-    def __init__(self, index, model, block_range, device):
+    def __init__(self, index, model, block_range, device, tp=WHOLE):
         start, end = block_range
         self.index, self.layers, self.is_last = index, [], False
         for block in model["blocks"][start:end]:
@@ -185,7 +204,7 @@ class Stage:
                     continue
                 if s["kind"] not in LAYERS:
                     raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
-                self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device))
+                self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device, tp))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
         self.out_shape = self.layers[-1].out_shape
@@ -201,9 +220,9 @@ def microbatch_loss(logits, target, scale):
     the WHOLE step's batch): a step's micro-batch losses add up to the batch mean, and so do their gradients."""
     return F.cross_entropy(logits.reshape(target.shape[0], -1), target, ignore_index=-1, reduction="sum") * scale
 
-def build_stages(cfg, rank, device):
-    """The stages the schedule puts on pipeline rank `rank`, by stage index."""
-    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+def build_stages(cfg, rank, device, tp=WHOLE):
+    """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces)."""
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
 
 
 def load_weights(stages, init, who):

@@ -1,6 +1,8 @@
 """One process's walk through its row of schedule.csv for one step: F (forward), B (full backward), I (backward
 for the stage input only) and W (backward for the weights only), with the activations and gradients exchanged
-between the pipeline ranks of its own replica by point-to-point sends and receives.
+between the pipeline ranks of its own replica by point-to-point sends and receives (with tensor parallelism, tp rank
+j's process of one pipeline rank talks to tp rank j's of the next: every tp process holds the whole activations
+between stages).
 
 Column t of schedule.csv is time step t on every rank: after it, the messages it produced go from their sender to
 their receiver, both ends posting them in the same order. Gradients accumulate over the step's micro-batches in
@@ -38,15 +40,15 @@ def accumulate(params, grads):
 
 
 class PipelineRank:
-    """Pipeline rank `prank` of replica `replica`: its stages, its actions, the messages of a step."""
+    """Pipeline rank `prank` of replica `replica` (tp rank `tp_rank` of it): its stages, its actions, the messages of a step."""
 
-    def __init__(self, bundle, replica, prank, stages, data, device, timeout, on_stage_done=None, around=None):
+    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None):
         """`on_stage_done(s)`: stage s has all of its step's weight gradients. `around`: an object whose
         before_action(step, col, s, op) and after_action(step, col, s, op) run around each action of this rank
         (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing."""
         cfg, mesh = bundle.cfg, bundle.mesh
-        self.cfg, self.mesh, self.replica, self.prank = cfg, mesh, replica, prank
-        self.rank = mesh.process(replica, prank)
+        self.cfg, self.mesh, self.replica, self.prank, self.tp_rank = cfg, mesh, replica, prank, tp_rank
+        self.rank = mesh.process(replica, prank, tp_rank)
         self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
         self.on_stage_done = on_stage_done or (lambda s: None)
         self.around = around
@@ -78,7 +80,7 @@ class PipelineRank:
 
     def exchange(self, step, col, outbox, inbox):
         """After column `col`, every message it produced goes from its sender to its receiver (this replica's
-        process of that pipeline rank). Both ends post their operations in the same (sorted) order, as NCCL needs."""
+        process of that pipeline rank and tp rank). Both ends post their operations in the same (sorted) order, as NCCL needs."""
         ops, waits = [], []
         for (src, dst, kind, to_stage, mb) in sorted(self.sent_at[col]):
             key = (kind, to_stage, mb)
@@ -86,11 +88,11 @@ class PipelineRank:
             if src == dst == self.prank:
                 inbox[key] = outbox.pop(key)
             elif src == self.prank:
-                peer = self.mesh.process(self.replica, dst)
+                peer = self.mesh.process(self.replica, dst, self.tp_rank)
                 ops.append(dist.P2POp(dist.isend, outbox.pop(key).contiguous(), peer, tag=tag))
                 waits.append(f"{self.who(step, col)}: {kind} of micro-batch {mb} for stage {to_stage} not taken by rank {peer} within {self.timeout.total_seconds()} s")
             elif dst == self.prank:
-                peer = self.mesh.process(self.replica, src)
+                peer = self.mesh.process(self.replica, src, self.tp_rank)
                 shape = self.cfg["stageInShape"][to_stage] if kind == "act" else self.stages[to_stage].out_shape
                 inbox[key] = torch.empty(self.data.rows, *shape, device=self.device)
                 ops.append(dist.P2POp(dist.irecv, inbox[key], peer, tag=tag))

@@ -24,6 +24,10 @@ read unchanged:
   allReduce              with dp >= 2: the all-reduce of each stage's gradients over its replicas (one stage at a
                          time) and two probe sizes, with the ring's alpha-beta fit
                          time = 2(n-1) * latency + 2(n-1)/n * bytes / bandwidth.
+  tpAllReduce            with tp >= 2: the all-reduce of one micro-batch's activation at each block input (what a tp
+                         group sums twice per GPT block forward and twice backward) over one tp group, and two probe
+                         sizes, with the same fit ("replicas": the tp group's processes). The blocks' F, I and W are
+                         whole blocks timed on one process (what one device computes).
   model                  config.json's "profileModel": the planner refuses the profile for another model.
 """
 import json
@@ -165,11 +169,12 @@ def measure_blocks(probes, clock, repeats):
 
 
 def block_times(proc, probes, clock, repeats):
-    """Each block's solo times, measured by replica 0's process of the rank holding it, one rank at a time."""
+    """Each block's solo times, measured by replica 0's process of the rank holding it (tp rank 0's: whole blocks,
+    what one device computes), one rank at a time."""
     mine = {}
     for turn in range(proc.bundle.mesh.ranks):
         dist.barrier()
-        if proc.replica == 0 and proc.prank == turn:
+        if proc.replica == 0 and proc.prank == turn and proc.tp_rank == 0:
             mine = measure_blocks(probes, clock, repeats)
     return merged(mine)
 
@@ -181,39 +186,42 @@ def exchange(buf, peer, send_first, timeout, who):
 
 
 def boundary_times(proc, clock, repeats):
-    """One-way time across each block boundary: half a round trip of that boundary's activation, processes 0 and 1."""
-    cfg = proc.bundle.cfg
+    """One-way time across each block boundary: half a round trip of that boundary's activation, between process 0
+    and the next pipeline rank's (process 1 when there is one rank, or tp = 1)."""
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     n = len(cfg["model"]["blocks"])
+    peer = mesh.process(0, 1, 0) if mesh.ranks > 1 else 1
     out = []
     for b in range(n - 1):
         buf = torch.zeros(proc.data.rows, *cfg["blockInShape"][b + 1], device=proc.device)
         who = f"rank {proc.rank}: boundary {b}"
         if proc.rank == 0:
-            out.append(clock.median(repeats, lambda: None, lambda _: exchange(buf, 1, True, proc.timeout, who)) / 2)
-        elif proc.rank == 1:
+            out.append(clock.median(repeats, lambda: None, lambda _: exchange(buf, peer, True, proc.timeout, who)) / 2)
+        elif proc.rank == peer:
             for _ in range(WARMUP + repeats):
                 exchange(buf, 0, False, proc.timeout, who)
     return out
 
 
-def all_reduce_times(proc, clock, repeats):
-    """Per stage, the all-reduce of its gradients over its replicas (one at a time); then two probe sizes."""
-    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
-    jobs = [(cfg["stageToRank"][s], sum(math.prod(shape) for _, shape in cfg["stageParams"][s])) for s in range(cfg["stages"])]
-    jobs += [(0, 1 << 8), (0, 1 << 18)]
+def timed_all_reduces(proc, clock, repeats, jobs, mine):
+    """Each job (its numel) timed as an all_reduce over this process's `group`, one job at a time, where
+    mine(job) says this process takes part; the samples of the first member of each group, from every process."""
     samples = []
-    for (rank, numel) in jobs:
+    for job in jobs:
         dist.barrier()
-        if proc.prank == rank:
-            buf = torch.zeros(numel, device=proc.device)
-            reduce = lambda _: wait(dist.all_reduce(buf, group=proc.group, async_op=True), proc.timeout,
+        group, first = mine(job)
+        if group is not None:
+            buf = torch.zeros(job[1], device=proc.device)
+            reduce = lambda _: wait(dist.all_reduce(buf, group=group, async_op=True), proc.timeout,
                                     f"rank {proc.rank}: the profile's all_reduce did not finish within {proc.timeout.total_seconds()} s")
             t = clock.median(repeats, lambda: None, reduce)
-            if proc.replica == 0:
-                samples.append({"bytes": numel * 4, "time": t})
-    samples = [s for part in dist_all_gather(samples) for s in part]
-    n = mesh.dp
-    # Least squares of time = a + b * bytes, with a = 2(n-1) * latency and b = 2(n-1) / (n * bandwidth).
+            if first:
+                samples.append({"bytes": job[1] * 4, "time": t})
+    return [s for part in dist_all_gather(samples) for s in part]
+
+
+def ring_fit(samples, n):
+    """Least squares of time = a + b * bytes, with a = 2(n-1) * latency and b = 2(n-1) / (n * bandwidth)."""
     xs, ts = [s["bytes"] for s in samples], [s["time"] for s in samples]
     mx, mt = sum(xs) / len(xs), sum(ts) / len(ts)
     sxx = sum((x - mx) ** 2 for x in xs)
@@ -221,6 +229,25 @@ def all_reduce_times(proc, clock, repeats):
     b = max(b, 1e-12)
     a = max(0.0, mt - b * mx)
     return {"replicas": n, "latency": a / (2 * (n - 1)), "bandwidth": 2 * (n - 1) / (n * b), "samples": samples}
+
+
+def all_reduce_times(proc, clock, repeats):
+    """Per stage, the all-reduce of its gradients over its replicas (one at a time; tp rank 0's group, the whole
+    stage's bytes); then two probe sizes."""
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    jobs = [(cfg["stageToRank"][s], sum(math.prod(shape) for _, shape in cfg["stageParams"][s])) for s in range(cfg["stages"])]
+    jobs += [(0, 1 << 8), (0, 1 << 18)]
+    mine = lambda job: (proc.group, proc.replica == 0) if proc.prank == job[0] and proc.tp_rank == 0 else (None, False)
+    return ring_fit(timed_all_reduces(proc, clock, repeats, jobs, mine), mesh.dp)
+
+
+def tp_all_reduce_times(proc, clock, repeats):
+    """With tp >= 2: the all-reduce of one micro-batch's activation at each block's input (what Megatron's f and g
+    sum: [rows, blockSize, width] in a GPT block) over replica 0's tp group of pipeline rank 0, then two probe sizes."""
+    cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
+    sizes = sorted({proc.data.rows * math.prod(shape) for shape in cfg["blockInShape"][1:]} | {1 << 8, 1 << 18})
+    mine = lambda job: (proc.tp.group, proc.tp_rank == 0) if proc.replica == 0 and proc.prank == 0 else (None, False)
+    return ring_fit(timed_all_reduces(proc, clock, repeats, [(0, n) for n in sizes], mine), mesh.tp)
 
 
 LANE_ROUNDS = 3
@@ -297,6 +324,7 @@ def profile_cluster(proc, args):
     comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)
     dist.barrier()
     reduce = all_reduce_times(proc, clock, repeats) if mesh.dp >= 2 else None
+    tp_reduce = tp_all_reduce_times(proc, clock, repeats) if mesh.tp >= 2 else None
     lanes, lane_cap = lanes_of(proc, probes, clock, args.threads) if mesh.world >= 2 else (None, None)
     if proc.rank != 0:
         return
@@ -312,6 +340,8 @@ def profile_cluster(proc, args):
     profile["model"] = cfg["profileModel"]
     if reduce is not None:
         profile["allReduce"] = reduce
+    if tp_reduce is not None:
+        profile["tpAllReduce"] = tp_reduce
     os.makedirs(os.path.dirname(os.path.abspath(args.profile_out)), exist_ok=True)
     tmp = args.profile_out + ".tmp"
     with open(tmp, "w") as f:

@@ -1,25 +1,29 @@
 #!/usr/bin/env python3
 """A PipeLab run, exported: the same model, stages, schedule, weights and batches, on torch.distributed.
 
-    torchrun --nproc_per_node=W train.py                  # W = dp x ranks (config.json "world")
+    torchrun --nproc_per_node=W train.py                  # W = dp x tp x ranks (config.json "world")
     torchrun --nproc_per_node=W train.py --backend nccl   # one GPU per process
     torchrun --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
     torchrun --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint; save every N steps
 
-The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, replica-major: process g is replica
-g // ranks, pipeline rank g % ranks (bundle.py). Each builds the stages the schedule puts on its pipeline rank,
-loads their initial weights from init.safetensors, and walks its row of schedule.csv step after step on its
-replica's rows of the batch (pipeline.py, data.py). At the end of the step (the flush) each stage's gradients
+The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, each rank's stages held by tp processes:
+process g = (replica * ranks + rank) * tp + j (bundle.py; with tp = 1, replica g // ranks, pipeline rank g % ranks).
+Each builds the stages the schedule puts on its pipeline rank (with tp > 1 its piece of their split weights,
+tensor_parallel.py), loads their initial weights from init.safetensors (sliced), and walks its row of schedule.csv
+step after step on its replica's rows of the batch (pipeline.py, data.py), summing or gathering activations over
+its tp group inside the split layers. At the end of the step (the flush) each stage's gradients
 are summed over its replicas and every process steps its optimizer (collectives.py; ZeRO-1, 2 or 3 when the run
 used it: ZeRO-2 reduce-scatters each backward's gradients into the replicas' chunks, ZeRO-3 also keeps the weights
-as chunks, gathered before each F, B and I of a stage and freed after, as run.reshard says). The last stage's
-process of replica 0 prints the loss of every step: the whole batch's, every replica's share. At the end rank 0
-gathers the weights, writes trained.safetensors (the page's names and layouts) and prints the held-out loss.
+as chunks, gathered before each F, B and I of a stage and freed after, as run.reshard says; the replicas of one tp
+piece form each group). The last stage's process of replica 0 (tp rank 0) prints the loss of every step: the whole
+batch's, every replica's share. At the end rank 0 gathers the weights (joining the tp pieces), writes
+trained.safetensors (the page's names and layouts) and prints the held-out loss.
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
 state with ZeRO's shards gathered, and ZeRO-3's weights, the step, the losses so far); --resume FILE checks a
-checkpoint against this run (its model and configuration; the mesh, the ZeRO settings and the schedule may differ)
+checkpoint against this run (its model and configuration; the mesh, tp included, the ZeRO settings and the schedule
+may differ: a checkpoint holds whole tensors)
 before any process group starts and continues from its step with its weights and optimizer state.
 
 Needs PyTorch >= 1.13 and the Python standard library only (safetensors is read with struct and json).
@@ -40,6 +44,7 @@ from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
 from pipeline import PipelineRank, RunFailed, wait
 from safetensors_io import read_safetensors, write_safetensors
+from tensor_parallel import TensorParallel, param_of, piece_shape, tp_groups, tp_join
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,15 +70,15 @@ def parse_args():
 
 
 class Process:
-    """This process in the mesh: its replica and pipeline rank, its device, its stages with their initial
-    weights, and its replica's batches."""
+    """This process in the mesh: its replica, pipeline rank and tp rank, its device, its stages (its tp pieces of
+    them) with their initial weights, and its replica's batches."""
 
     def __init__(self, bundle, args):
         self.bundle, cfg = bundle, bundle.cfg
         self.rank = int(os.environ.get("RANK", "0"))
         world = int(os.environ.get("WORLD_SIZE", "1"))
         bundle.check_world(world, self.rank)
-        self.replica, self.prank = bundle.mesh.place(self.rank)
+        self.replica, self.prank, self.tp_rank = bundle.mesh.place(self.rank)
         if args.backend == "nccl":
             if not torch.cuda.is_available():
                 raise SystemExit(f"rank {self.rank}: --backend nccl needs CUDA, and torch.cuda.is_available() is False; use --backend gloo")
@@ -82,16 +87,18 @@ class Process:
         else:
             self.device = torch.device("cpu")
         self.timeout = datetime.timedelta(seconds=args.timeout)
-        self.stages = build_stages(cfg, self.prank, self.device)
-        self.init = read_safetensors(bundle.path("init.safetensors"))
-        load_weights(self.stages, self.init, f"rank {self.rank}")
+        self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}")
+        self.stages = build_stages(cfg, self.prank, self.device, self.tp)
+        self.init = read_safetensors(bundle.path("init.safetensors"))  # whole (--profile times whole blocks)
+        load_weights(self.stages, self.tp.pieces(self.init), f"rank {self.rank}")
         self.data = ReplicaBatches(bundle.path("batches.safetensors"), cfg, self.replica, self.device)
 
     def start(self, backend):
         dist.init_process_group(backend, rank=self.rank, world_size=self.bundle.mesh.world, timeout=self.timeout)
         dist.barrier()  # every process is up (and NCCL's communicator exists before the first point-to-point batch)
         self.groups = replica_groups(self.bundle.mesh, self.timeout)
-        self.group = self.groups[self.prank]  # this pipeline rank's replicas; None when dp = 1
+        self.group = self.groups[(self.prank, self.tp_rank)]  # this piece's replicas; None when dp = 1
+        self.tp.group = tp_groups(self.bundle.mesh, self.timeout).get((self.replica, self.prank))  # None when tp = 1
 
     def synchronize(self):
         if self.device.type == "cuda":
@@ -100,7 +107,7 @@ class Process:
 
 # Configuration fields a checkpoint may differ in from the run that resumes it: the mesh and schedule change how a
 # step is computed, not what it computes.
-MESH_FIELDS = ("ranks", "dp", "zero", "reshard", "prefetch", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
+MESH_FIELDS = ("ranks", "dp", "tp", "zero", "reshard", "prefetch", "overlap", "virtual", "schedule", "partition", "cut", "memCap")
 
 
 def read_resume(bundle, path, steps):
@@ -123,15 +130,16 @@ def train(proc, args, steps, resumed):
     run = cfg.get("run", {})
     flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True),
                          proc.timeout, proc.bundle.order[proc.prank], run.get("reshard", "step"), run.get("prefetch", True))
-    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush)
     start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
-    if resumed:  # the whole weights into the parameters; the flush's shards take their chunks (ZeRO-3 then frees them)
-        load_run_state(resumed, {n: p for st in proc.stages.values() for n, p in st.params.items()})
-        flush.load_optimizer(resumed)
+    if resumed:  # the whole weights (this tp piece of them) into the parameters; the flush's shards take their chunks (ZeRO-3 then frees them)
+        mine = proc.tp.sliced(resumed)
+        load_run_state(mine, {n: p for st in proc.stages.values() for n, p in st.params.items()})
+        flush.load_optimizer(mine)
         if proc.rank == 0:
             print(f"resumed from {args.resume} at step {resumed.steps_done}", flush=True)
     last = cfg["stages"] - 1
-    prints = last in proc.stages and proc.replica == 0
+    prints = last in proc.stages and proc.replica == 0 and proc.tp_rank == 0
     step_ms, losses = [], list(start.losses)
     for step in range(start.steps_done, steps):
         t0 = time.perf_counter()
@@ -156,30 +164,38 @@ def train(proc, args, steps, resumed):
 
 
 def gather(proc, args, mine):
-    """Replica 0's processes send their stages' weights and optimizer slots (`mine`, by name) to rank 0, which gets
-    them all, {name: tensor} in the page's order; the other processes get None."""
-    cfg, mesh, timeout = proc.bundle.cfg, proc.bundle.mesh, proc.timeout
+    """Replica 0's processes send their stages' weights and optimizer slots (`mine`, by name; with tp their pieces, the
+    whole ones from tp rank 0 alone) to rank 0, which gets them all whole (the pieces joined), {name: tensor}; the
+    other processes get None."""
+    cfg, mesh, timeout, tp = proc.bundle.cfg, proc.bundle.mesh, proc.timeout, proc.tp
     slots = SLOTS[cfg["optimizer"]["name"]]
 
-    def names(s):
-        return [(n, shape) for n, shape in cfg["stageParams"][s]] + [(slot_name(n, k), shape) for n, shape in cfg["stageParams"][s] for k in slots]
+    def names(s, j):
+        """What tp rank j of stage s sends: (name, shape of its piece), weights and their slots."""
+        out = []
+        for n, shape in cfg["stageParams"][s]:
+            if j == 0 or tp.splits(n):
+                piece = piece_shape(shape, tp.rule(n), mesh.tp)
+                out += [(n, piece)] + [(slot_name(n, k), piece) for k in slots]
+        return out
 
     tag = 1_000_000
     if proc.rank == 0:
-        out = {}
+        pieces = {}
         for s in range(cfg["stages"]):
-            src = mesh.process(0, cfg["stageToRank"][s])
-            for name, shape in names(s):
-                if src == 0:
-                    out[name] = mine[name].detach().cpu()
-                    continue
-                buf = torch.empty(shape, device=proc.device)
-                wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: {name} from rank {src} not received within {args.timeout} s")
-                out[name] = buf.cpu()
-        return out
+            for j in range(mesh.tp):
+                src = mesh.process(0, cfg["stageToRank"][s], j)
+                for name, shape in names(s, j):
+                    if src == 0:
+                        pieces.setdefault(name, []).append(mine[name].detach().cpu())
+                        continue
+                    buf = torch.empty(shape, device=proc.device)
+                    wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: {name} from rank {src} not received within {args.timeout} s")
+                    pieces.setdefault(name, []).append(buf.cpu())
+        return {name: tp_join(ps, tp.rule(param_of(name))) for name, ps in pieces.items()}
     if proc.replica == 0:
         for s in sorted(proc.stages):
-            for name, _shape in names(s):
+            for name, _shape in names(s, proc.tp_rank):
                 wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
                      f"rank {proc.rank}: {name} not taken by rank 0 within {args.timeout} s")
     return None
@@ -195,7 +211,7 @@ def save_checkpoint(proc, flush, args, start, steps_done, losses):
     mine = flush.full_weights()  # ZeRO-3: gathered from the owners' chunks (the parameters hold zeros between steps)
     mine.update({slot_name(n, k): v for n, own in slots.items() for k, v in own.items()})
     tensors = gather(proc, args, mine)
-    holder = mesh.process(0, cfg["stageToRank"][cfg["stages"] - 1])  # the losses are the last stage's
+    holder = mesh.process(0, cfg["stageToRank"][cfg["stages"] - 1], 0)  # the losses are the last stage's
     if holder != 0 and proc.rank in (0, holder):
         t = torch.tensor(losses, dtype=torch.float64, device=proc.device) if proc.rank == holder else torch.empty(steps_done, dtype=torch.float64, device=proc.device)
         op = dist.isend(t, 0, tag=2_000_000) if proc.rank == holder else dist.irecv(t, holder, tag=2_000_000)

@@ -1,0 +1,175 @@
+"""Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, section 3): each stage held by the tp processes of one
+(replica, pipeline rank), each holding its piece of the stage's split weights, as src/nn/tp-shard.ts says.
+
+config.json "tpParams" names every split parameter with its rule and whole shape (tpParams in tp-shard.ts); every
+other parameter (embeddings, LayerNorms, the heads) is whole on every tp process:
+
+  {"kind": "rows", "parts": P}   the rows cut in P equal parts, each part's rows split t ways: tp rank j holds rows
+                                 [j*R/(P*t), (j+1)*R/(P*t)) of every part (the GPT's c_attn: q, k and v of its heads)
+  {"kind": "cols"}               tp rank j holds columns [j*C/t, (j+1)*C/t) (a row-parallel GPT c_proj's [out, in]
+                                 weight, and an MLP's [in, out] W: its output columns)
+
+The collectives (Megatron's f and g, and the MLPs' gather), on the process's tp group, as autograd functions:
+
+  copy(x)    f: identity forward; the gradient summed over the group backward (at a column-parallel layer's input)
+  reduce(x)  g: the sum over the group forward (after a row-parallel matmul); identity backward
+  gather(y)  the members' column blocks of y joined in member order forward (an MLP's column-parallel output, which
+             the next LayerNorm or layer needs whole); this member's columns of the gradient backward
+
+The GPT block does two reduces forward (attention's c_proj, the MLP's c_proj; each bias whole, added once after)
+and two sums backward (at ln_1's and ln_2's outputs). Every tp process computes the same whole activations between
+the split layers, the same loss and the same gradients for its whole parameters, so those stay equal without any
+exchange. A checkpoint holds whole tensors: join() puts the pieces back; sliced() cuts a whole state again.
+"""
+import torch
+import torch.distributed as dist
+
+from checkpoint import RunState
+
+
+def tp_groups(mesh, timeout):
+    """Every (replica, pipeline rank)'s group of tp processes, {(replica, rank): group}; every process creates every
+    group, in the same order. Empty when tp = 1."""
+    if mesh.tp == 1:
+        return {}
+    return {(d, r): dist.new_group(mesh.tp_group(d, r), timeout=timeout) for d in range(mesh.dp) for r in range(mesh.ranks)}
+
+
+def piece_shape(shape, rule, t):
+    """The shape of one tp process's piece of a tensor of `shape` under `rule` (tpShape in tp-shard.ts)."""
+    if rule is None or t == 1:
+        return list(shape)
+    if rule["kind"] == "rows":
+        return [shape[0] // t, *shape[1:]]
+    return [shape[0], shape[1] // t]
+
+
+def tp_slice(whole, rule, t, j):
+    """Tp rank j's piece of the whole tensor `whole` (tpSlice in tp-shard.ts), a new contiguous tensor."""
+    if rule is None or t == 1:
+        return whole.clone()
+    if rule["kind"] == "rows":
+        parts = rule["parts"]
+        blocks = whole.reshape(parts, t, whole.shape[0] // (parts * t), *whole.shape[1:])
+        return blocks[:, j].reshape(whole.shape[0] // t, *whole.shape[1:]).clone()
+    w = whole.shape[1] // t
+    return whole[:, j * w:(j + 1) * w].clone()
+
+
+def tp_join(pieces, rule):
+    """The whole tensor from its t pieces, pieces[j] tp rank j's (joinTpPieces in tp-shard.ts)."""
+    t = len(pieces)
+    if rule is None or t == 1:
+        return pieces[0]
+    if rule["kind"] == "rows":
+        parts = rule["parts"]
+        rows = pieces[0].shape[0] // parts
+        blocks = torch.stack([p.reshape(parts, rows, *p.shape[1:]) for p in pieces], dim=1)  # [parts, t, rows, ...]
+        return blocks.reshape(parts * t * rows, *pieces[0].shape[1:])
+    return torch.cat(pieces, dim=1)
+
+
+class _Copy(torch.autograd.Function):
+    """f: identity forward, all-reduce backward."""
+
+    @staticmethod
+    def forward(ctx, x, tp):
+        ctx.tp = tp
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.tp.all_reduce(g.clone(memory_format=torch.contiguous_format), "the gradient sum (f)"), None
+
+
+class _Reduce(torch.autograd.Function):
+    """g: all-reduce forward, identity backward."""
+
+    @staticmethod
+    def forward(ctx, x, tp):
+        return tp.all_reduce(x.clone(memory_format=torch.contiguous_format), "the activation sum (g)")  # a copy: x stays the partial product
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class _Gather(torch.autograd.Function):
+    """The column blocks joined forward; this member's block of the gradient backward."""
+
+    @staticmethod
+    def forward(ctx, y, tp):
+        ctx.tp, ctx.width = tp, y.shape[-1]
+        return tp.all_gather(y.contiguous())
+
+    @staticmethod
+    def backward(ctx, g):
+        j, w = ctx.tp.index, ctx.width
+        return g[..., j * w:(j + 1) * w].contiguous(), None
+
+
+class TensorParallel:
+    """This process's place in its tp group (index j of size t), the split rules, and the collectives on the group.
+    With t = 1 (WHOLE) every layer is whole and every collective is the identity."""
+
+    def __init__(self, size=1, index=0, group=None, rules=None, timeout=None, who=""):
+        self.size, self.index, self.group = size, index, group
+        self.rules = rules or {}
+        self.timeout, self.who = timeout, who
+
+    def rule(self, name):
+        """The split of parameter `name`, or None when it is whole."""
+        return self.rules.get(name, {}).get("rule") if self.size > 1 else None
+
+    def splits(self, name):
+        return self.rule(name) is not None
+
+    # The pieces of whole tensors, and whole tensors from pieces ------------------------------------------------------
+
+    def shape(self, name, shape):
+        return piece_shape(shape, self.rule(name), self.size)
+
+    def pieces(self, tensors):
+        """{name: tensor} whole -> this process's pieces (slot names "optimizer.<param>.<slot>" follow their param)."""
+        return {n: tp_slice(v, self.rule(param_of(n)), self.size, self.index) if self.size > 1 else v for n, v in tensors.items()}
+
+    def sliced(self, state):
+        """A checkpoint's RunState (whole tensors) with this process's pieces of its weights and optimizer slots."""
+        if self.size == 1:
+            return state
+        return RunState(state.config, state.steps_done, self.pieces(state.params), state.optimizer, state.optimizer_steps,
+                        {n: {k: tp_slice(v, self.rule(n), self.size, self.index) for k, v in s.items()} for n, s in state.slots.items()},
+                        state.lr_next, state.losses, state.evals, state.producer)
+
+    # The collectives ----------------------------------------------------------------------------------------------
+
+    def all_reduce(self, x, what):
+        """Sums x over the group in place (every member gets the same values) and returns it."""
+        from pipeline import wait  # here: pipeline imports model, which imports this module
+        wait(dist.all_reduce(x, group=self.group, async_op=True), self.timeout,
+             f"{self.who}: {what} over the tp group did not finish within {self.timeout.total_seconds()} s")
+        return x
+
+    def all_gather(self, y):
+        from pipeline import wait
+        parts = [torch.empty_like(y) for _ in range(self.size)]
+        wait(dist.all_gather(parts, y, group=self.group, async_op=True), self.timeout,
+             f"{self.who}: the all_gather of a layer's columns over the tp group did not finish within {self.timeout.total_seconds()} s")
+        return torch.cat(parts, dim=-1)
+
+    def copy(self, x):
+        return _Copy.apply(x, self) if self.size > 1 else x
+
+    def reduce(self, x):
+        return _Reduce.apply(x, self) if self.size > 1 else x
+
+    def gather(self, y):
+        return _Gather.apply(y, self) if self.size > 1 else y
+
+
+WHOLE = TensorParallel()
+
+
+def param_of(name):
+    """The parameter a tensor name belongs to: itself, or <param> of an optimizer slot "optimizer.<param>.<slot>"."""
+    return name[len("optimizer."):name.rindex(".")] if name.startswith("optimizer.") else name
