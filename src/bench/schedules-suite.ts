@@ -7,7 +7,7 @@ import { runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
-import { scheduleKind } from '../schedule/registry.ts';
+import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import type { AllReduceFigures } from '../runtime/report-collectives.ts';
 
 export interface ScheduleBenchCase {
@@ -62,6 +62,11 @@ export interface ScheduleBenchRow {
   m: number;
   v: number;
   steps: number;
+  /**
+   * A schedule without a flush (PipeDream-2BW) runs its steps as one stream: the row is then that window, m its
+   * steps × micro-batches per step, the makespans the whole stream's (first step included), and this says how many steps.
+   */
+  streamSteps?: number;
   makespanMeasuredMs: number;
   makespanSimulatedMs: number;
   /** |simulated − measured| / measured. */
@@ -133,13 +138,15 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
   const cfg = benchConfig(c, steps);
   const r = await runInBrowser(cfg, { recvTimeoutMs: 120_000, stepTimeoutMs: 300_000 });
   const stages = cfg.ranks * cfg.virtual;
+  const windows = UPDATE_WINDOWS[scheduleKind(cfg.schedule).update];
   return {
     schedule: cfg.schedule,
     dataset: cfg.dataset,
     p: cfg.ranks,
-    m: cfg.microbatches,
+    m: windows.microbatches(cfg.microbatches, steps),
     v: cfg.virtual,
     steps,
+    ...(windows.stream ? { streamSteps: steps } : {}),
     makespanMeasuredMs: r.makespanMs.measured,
     makespanSimulatedMs: r.makespanMs.simulated,
     simulationError: Math.abs(r.makespanMs.simulated - r.makespanMs.measured) / r.makespanMs.measured,

@@ -47,7 +47,7 @@ describe('pipelab (spawned through bin/pipelab.mjs)', () => {
   it('names a bad flag, its value and the accepted values; exit 2', () => {
     const r = spawn('schedule', '--schedule', 'pipedream', '--ranks', '4');
     expect(r.code).toBe(2);
-    expect(r.err).toContain('--schedule = "pipedream": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, looped-bfs');
+    expect(r.err).toContain('--schedule = "pipedream": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs');
   });
 
   it('has --help', () => {

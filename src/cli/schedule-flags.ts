@@ -5,6 +5,7 @@ import {
   MAX_RANKS,
   MAX_VIRTUAL,
   SCHEDULE_NAMES,
+  SCHEDULES,
   generateSchedule,
   scheduleKind,
   type Schedule,
@@ -18,7 +19,7 @@ export const SCHEDULE_FLAGS: FlagSpec[] = [
   {
     name: 'virtual',
     value: 'V',
-    help: `stages per rank, so p·v stages (default 1; 2 for zb-v; > 1 only for interleaved-1f1b, looped-bfs, zb-v; at most ${MAX_VIRTUAL})`,
+    help: `stages per rank, so p·v stages (default 1; 2 for zb-v and dualpipe-v; > 1 only for ${SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual).join(', ')}; at most ${MAX_VIRTUAL})`,
   },
 ];
 

@@ -1,7 +1,9 @@
 /**
  * Runs planned by src/plan exported for PyTorch: a cut by block count keeps
- * each stage's parameters with its blocks, and dualpipe-v (B beside split I/W)
- * and auto train under torchrun exactly like the float64 single-device loop.
+ * each stage's parameters with its blocks, and dualpipe-v (B beside split I/W),
+ * the interleaved zero bubble (split I/W on looped virtual stages, m not a
+ * multiple of p) and auto train under torchrun exactly like the float64
+ * single-device loop.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +41,7 @@ describe('planned runs exported for PyTorch', () => {
   for (const cfg of [
     // As torch-export.test.ts's zb-v case (GELU, 24 wide), whose float32 run it matches to 1e-4.
     { ...names, activation: 'gelu', hidden: 24, schedule: 'dualpipe-v', ranks: 2, virtual: 2, layers: 3, microbatches: 4 },
+    { ...names, schedule: 'interleaved-zb', ranks: 2, virtual: 2, layers: 3, microbatches: 3, batchSize: 30, steps: 3 },
     { ...names, schedule: 'auto', ranks: 3, memCap: 2, partition: 'blocks' },
   ] as RunConfig[]) {
     it(`${cfg.schedule} trains under torchrun like one device`, async () => {

@@ -75,10 +75,24 @@ function ringLink(dp: number, pp: number, d: DeviceSpec, groupsPerNode: number):
   return worst;
 }
 
-/** The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring. */
-export function candidateCosts(req: PlanTarget, profile: Profile, ranges: readonly [number, number][], stageToRank: readonly number[], l: Layout): CostModel {
+/**
+ * The block ranges of each of a schedule's stages: `ranges` cuts the model; with model copies (DualPipe: stageToRank
+ * lists copies × ranges.length stages) copy c's stage j holds the blocks of ranges[j] (schedule/copies.ts).
+ */
+function stageRanges(ranges: readonly [number, number][], stageToRank: readonly number[]): readonly [number, number][] {
+  return stageToRank.length === ranges.length ? ranges : stageToRank.map((_, s) => ranges[s % ranges.length]);
+}
+
+/**
+ * The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring.
+ * `ranges` cuts the model; `stageToRank` places the schedule's stages (copies × ranges.length with model copies).
+ */
+export function candidateCosts(req: PlanTarget, profile: Profile, modelRanges: readonly [number, number][], stageToRank: readonly number[], l: Layout): CostModel {
   const { model, device } = req;
-  const c = stageCosts(profile, ranges);
+  const one = stageCosts(profile, modelRanges);
+  const ranges = stageRanges(modelRanges, stageToRank);
+  const each = (xs: readonly number[]) => ranges.map((_, s) => xs[s % xs.length]);
+  const c = { F: each(one.F), I: each(one.I), W: each(one.W), B: each(one.B), heldBytes: each(one.heldBytes) };
   const t = l.tp ?? 1;
   // Pipeline workers (tensor-parallel groups of t devices) per node.
   const perNode = device.devicesPerNode / t;
@@ -124,7 +138,7 @@ export function zeroLinkMs(req: PlanTarget, ranges: readonly [number, number][],
   if (zero < 2 || l.dp <= 1) return 0;
   const t = l.tp ?? 1;
   const ring = ringLink(l.dp, l.pp, req.device, req.device.devicesPerNode / t);
-  return zeroLinkBoundMs(halfRingMs(stageGradBytes(req.model, ranges, stageToRank, t), l.dp, ring), stageToRank, zero, l.m);
+  return zeroLinkBoundMs(halfRingMs(stageGradBytes(req.model, stageRanges(ranges, stageToRank), stageToRank, t), l.dp, ring), stageToRank, zero, l.m);
 }
 
 /** The rank holding both the first and the last stage (the head then shares the embedding's matrix), or −1. */
@@ -150,7 +164,8 @@ function stageParams(model: TransformerModel, ranges: readonly [number, number][
  * gathered block, the largest of the rank's (a layer, or the embedding or head), as FSDP gathers one
  * wrapped layer at a time (zero.ts); this repo's tab gathers a whole stage, which the planner does not model.
  */
-export function stateBytes(req: PlanTarget, ranges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: ZeroStage | boolean, dp: number, tp = 1): number[] {
+export function stateBytes(req: PlanTarget, modelRanges: readonly [number, number][], stageToRank: readonly number[], pp: number, zero: ZeroStage | boolean, dp: number, tp = 1): number[] {
+  const ranges = stageRanges(modelRanges, stageToRank);
   const per = stateBytesPerParam(req.model, zero, dp);
   const out = new Array<number>(pp).fill(0);
   stageParams(req.model, ranges, stageToRank).forEach((n, s) => (out[stageToRank[s]] += (n / tp) * per));

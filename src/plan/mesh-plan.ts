@@ -1,6 +1,9 @@
 /**
  * Plan a real model on N devices: every mesh dp × pp = N (pp ≤ layers), the
- * schedule (1F1B, interleaved 1F1B, ZB-H1, ZB-V, DualPipe-V, auto), its
+ * schedule (1F1B, interleaved 1F1B, ZB-H1, the interleaved zero bubble, ZB-V,
+ * DualPipe-V, DualPipe, PipeDream-2BW, auto; plan-schedules.ts says how the
+ * copies, the extra weight version and the stream are priced, and which
+ * layouts each refuses, named in `skipped`), its
  * virtual stages, the micro-batch size, the ZeRO stage and activation recomputation;
  * what does not fit a device's memory is dropped and the rest ranked by the
  * simulated step time (simulate.ts with the α–β all-reduce and point-to-point
@@ -29,8 +32,9 @@
  * fits without it. `auto` (the memory-capped builder, generators/auto.ts, one
  * stage per rank) runs on the best few layouts.
  */
-import { generateSchedule, autoSchedule, peakMemory, simulateStep, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
+import { generateSchedule, autoSchedule, peakMemory, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';
+import { SCHEDULES, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { checkDevice, type DeviceSpec } from './device.ts';
 import { planPartition } from './partition.ts';
 import type { Profile } from './profile.ts';
@@ -38,13 +42,13 @@ import { candidateCosts, stateBytes, zeroLinkMs, type Layout, type PlanTarget } 
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
 import { checkTransformer, modelFlopsPerStep, transformerProfile, type TransformerModel } from './transformer.ts';
 import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
+import { extraWeightBytes, planRefusal, planStages, planStep, planVirtuals, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
 export type { Layout } from './mesh-costs.ts';
 export { candidateCosts } from './mesh-costs.ts';
 export type { ZeroChoice, ZeroStage } from './zero.ts';
 
-export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'dualpipe-v', 'auto'] as const;
-export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
+export { PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
 /**
  * Bounds on the work of one plan, so that no request runs for minutes: actions simulated per candidate and
@@ -116,8 +120,6 @@ export interface MeshPlan {
   skipped: string[];
 }
 
-const ONE_STAGE = new Set<PlanSchedule>(['1f1b', 'zb-h1', 'auto']);
-
 function checkRequest(r: MeshPlanRequest): void {
   checkTransformer(r.model);
   checkDevice(r.device);
@@ -178,7 +180,9 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const t = l.tp ?? 1;
     const profile = profileOf(l.b, recompute, t);
     const ranges = rangesOf(l.b, recompute, stages, t);
-    const s2r = given?.stageToRank ?? stageToRankMap(l.pp, v, name === 'zb-v' || name === 'dualpipe-v' ? 'v' : 'loop');
+    // The schedule's stages (a copy's stage j holds the model's stage j's blocks) and where they sit.
+    const at = planStages(name, l.pp, v, ranges);
+    const s2r = given?.stageToRank ?? at.stageToRank;
     let schedule = given;
     if (!schedule) {
       try {
@@ -189,12 +193,12 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       }
     }
     evaluated++;
-    const base = candidateCosts(req, profile, ranges, s2r, l);
-    const { zero, worst } = leastZero(req, ranges, s2r, l, base, schedule, capacity);
-    const at = { ...l, zero };
+    const base = candidateCosts(req, profile, at.ranges, s2r, l);
+    const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l));
+    const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
-    const sim = simulateStep(schedule, zero === 3 ? candidateCosts(req, profile, ranges, s2r, at) : base);
-    const stepMs = Math.max(sim.makespan, zeroLinkMs(req, ranges, s2r, at));
+    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, at);
+    const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
       dp: l.dp,
@@ -235,11 +239,12 @@ interface DeviceMemory {
  * 0 → 1 → 2 → 3 where dp > 1), or, when none does, the one that comes closest (ZeRO-3's gathered block
  * can outweigh what it shards on a small dp); with the fullest device at it.
  */
-function leastZero(req: MeshPlanRequest, ranges: [number, number][], s2r: readonly number[], l: Layout, costs: CostModel, schedule: Schedule, capacity: number): { zero: ZeroStage; worst: DeviceMemory } {
+function leastZero(req: MeshPlanRequest, ranges: [number, number][], s2r: readonly number[], l: Layout, costs: CostModel, schedule: Schedule, capacity: number, extra: readonly number[]): { zero: ZeroStage; worst: DeviceMemory } {
   const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
+  // The state, with the weight versions a schedule keeps beyond it (PipeDream-2BW's second), per rank.
   const worstAt = (zero: ZeroStage) =>
     stateBytes(req, ranges, s2r, l.pp, zero, l.dp, l.tp ?? 1)
-      .map((st, r) => ({ st, act: act[r], sum: st + act[r] }))
+      .map((x, r) => ({ st: x + extra[r], act: act[r], sum: x + extra[r] + act[r] }))
       .reduce((a, x) => (x.sum > a.sum ? x : a));
   const stages = zeroStagesToTry(req.zero, l.dp);
   let best = { zero: stages[0], worst: worstAt(stages[0]) };
@@ -279,13 +284,16 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
     for (const name of wanted) {
       if (name === 'auto') continue;
       if (l.pp === 1 && name !== '1f1b') continue;
-      if (ONE_STAGE.has(name)) options.push([name, 1]);
-      else if (name === 'interleaved-1f1b') {
-        for (const v of [2, 4]) options.push([name, v]); // any m: generators/interleaved.ts
-      } else options.push([name, 2]);
+      for (const v of planVirtuals(name)) {
+        const refused = planRefusal(name, l, v);
+        if (refused) skipped.push(refused);
+        else options.push([name, v]);
+      }
     }
     for (const [name, v] of options) {
-      const actions = l.pp * v * l.m * 3;
+      // DualPipe's copies double its actions; a stream's steady state plays one step and two.
+      const kind = SCHEDULES[name];
+      const actions = l.pp * v * l.m * 3 * kind.copies * (UPDATE_WINDOWS[kind.update].stream ? 3 : 1);
       const dpSteps = l.pp * v * blocks * blocks;
       if (l.pp * v > blocks) {
         skipped.push(`${name} v=${v} on pp = ${l.pp}: ${l.pp * v} stages, more than the model's ${blocks} blocks`);
@@ -375,13 +383,18 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
   );
 }
 
-/** The schedule of a candidate (auto rebuilt within the same cap), for drawing or export. */
+/**
+ * The schedule of a candidate (auto rebuilt within the same cap), for drawing or export: one step's (for
+ * PipeDream-2BW, one step's micro-batches of its stream), with the costs it was priced under; planStep
+ * (plan-schedules.ts) gives its priced step from them.
+ */
 export function candidateSchedule(req: MeshPlanRequest, c: MeshCandidate): { schedule: Schedule; costs: CostModel } {
   const l = { dp: c.dp, pp: c.pp, tp: c.tp, b: c.microBatch, m: c.microbatches };
   const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel } }, req.device);
-  const s2r = stageToRankMap(c.pp, c.virtual, c.schedule === 'zb-v' || c.schedule === 'dualpipe-v' ? 'v' : 'loop');
-  const base = candidateCosts(req, profile, c.ranges, s2r, l);
-  const costs = c.zero === 3 ? candidateCosts(req, profile, c.ranges, s2r, { ...l, zero: c.zero }) : base;
+  const at = planStages(c.schedule, c.pp, c.virtual, c.ranges);
+  const s2r = at.stageToRank;
+  const base = candidateCosts(req, profile, at.ranges, s2r, l);
+  const costs = c.zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, { ...l, zero: c.zero }) : base;
   if (c.schedule !== 'auto') return { schedule: generateSchedule(c.schedule, c.pp, c.microbatches, c.virtual), costs };
   const capBytes = autoCap(req, c.ranges, s2r, l, base, req.device.memoryGB * 1e9);
   if (capBytes === null) throw new ConfigError('candidate', c.schedule, 'is an auto schedule with no room for one micro-batch on its layout (not one planMesh returns)');

@@ -53,7 +53,7 @@ for (const name of SYNCHRONOUS) {
   }
 }
 // Interleaving for any m: rounds of at least p micro-batches when m is not a multiple of p, and fewer than p.
-cases.push(['interleaved-1f1b', 4, 6, 2], ['interleaved-1f1b', 4, 9, 2], ['interleaved-1f1b', 2, 3, 3], ['interleaved-1f1b', 4, 3, 2]);
+cases.push(['interleaved-1f1b', 4, 6, 2], ['interleaved-1f1b', 4, 9, 2], ['interleaved-1f1b', 2, 3, 3], ['interleaved-1f1b', 4, 3, 2], ['interleaved-zb', 4, 6, 2], ['interleaved-zb', 3, 5, 3]);
 
 describe('pipeline runtime on the CPU reference equals single-device training', () => {
   it('covers every synchronous schedule', () => {

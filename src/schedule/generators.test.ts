@@ -168,9 +168,40 @@ describe('validateParams', () => {
     }
   });
 
+  it('interleaved-zb for any m: interleaved 1F1B’s F and I order, rank r’s W’s trailing by r, every order valid (p ≤ 8, v ≤ 4, m ≤ 4p + 3)', () => {
+    for (let p = 1; p <= 8; p++) {
+      for (let v = 1; v <= 4; v++) {
+        for (let m = 1; m <= 4 * p + 3; m++) {
+          const s = generateSchedule('interleaved-zb', p, m, v);
+          const r = validateSchedule(s);
+          expect(r.ok, `p=${p} m=${m} v=${v}: ${JSON.stringify(r).slice(0, 200)}`).toBe(true);
+          const il = generateSchedule('interleaved-1f1b', p, m, v);
+          const critical = (row: readonly { op: string }[]) => row.filter((a) => a.op !== 'W').map((a) => ({ ...a, op: a.op === 'I' ? 'B' : a.op }));
+          const pendingMax = (row: readonly { op: string }[]) => {
+            let most = 0;
+            let pending = 0;
+            for (const a of row) if (a.op === 'I') most = Math.max(most, ++pending);
+            else if (a.op === 'W') pending--;
+            return most;
+          };
+          s.order.forEach((row, rank) => {
+            // The F's and I's are interleaved 1F1B's F's and B's, in its order; at most r + 1 W's wait (r after the I's run).
+            expect(critical(row)).toEqual(il.order[rank]);
+            expect(row.length).toBe(3 * v * m);
+            expect(pendingMax(row)).toBeLessThanOrEqual(Math.min(rank + 1, v * m));
+          });
+        }
+      }
+    }
+    // p = 2, m = 2, v = 2: rank 0 runs each W right after its I (lag 0); rank 1 keeps one back.
+    const s = generateSchedule('interleaved-zb', 2, 2, 2);
+    expect(text(s, 0)).toBe('0F0 0F1 2F0 2F1 2I0 2W0 2I1 2W1 0I0 0W0 0I1 0W1');
+    expect(text(s, 1)).toBe('1F0 1F1 3F0 3I0 3F1 3I1 3W0 1I0 3W1 1I1 1W0 1W1');
+  });
+
   it('lists which schedules accept virtual > 1', () => {
     const accepts = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual);
-    expect(accepts).toEqual(['interleaved-1f1b', 'zb-v', 'looped-bfs', 'dualpipe-v']);
+    expect(accepts).toEqual(['interleaved-1f1b', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v']);
     expect(SCHEDULES['dualpipe-v'].defaultVirtual).toBe(2);
     expect(() => generateSchedule('dualpipe-v', 4, 8, 1)).toThrow('virtual = 1: dualpipe-v holds exactly 2 stages per rank (a V), so virtual must be 2');
     expect(SCHEDULES['zb-v'].defaultVirtual).toBe(2);

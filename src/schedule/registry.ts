@@ -5,6 +5,7 @@
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { gpipe } from './generators/gpipe.ts';
 import { interleaved1F1B } from './generators/interleaved.ts';
+import { interleavedZeroBubble } from './generators/interleaved-zb.ts';
 import { loopedBfs } from './generators/looped-bfs.ts';
 import { oneFOneB } from './generators/one-f-one-b.ts';
 import { zbH1 } from './generators/zb-h1.ts';
@@ -16,7 +17,7 @@ import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
 /** The synchronous schedules: one schedule per step, then a flush. */
-export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-v', 'looped-bfs', 'dualpipe-v', 'dualpipe', 'auto'] as const;
+export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v', 'dualpipe', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
 /** Every schedule a run can use: the synchronous ones, PipeDream's asynchronous 1F1B and PipeDream-2BW. */
 export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream', 'pipedream-2bw'] as const;
@@ -162,7 +163,7 @@ function kind(d: KindDecl): ScheduleKind {
     validateParams(p, m, v) {
       requireCommon(p, m, v, d.splitBackward ? 3 : 2);
       if (rule === 'one' && v !== 1) {
-        throw new ConfigError('virtual', v, `${d.name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b and looped-bfs accept more)`);
+        throw new ConfigError('virtual', v, `${d.name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b, interleaved-zb and looped-bfs accept more)`);
       }
       if (fixed !== null && v !== fixed) throw new ConfigError('virtual', v, `${d.name} holds exactly ${fixed} stages per rank (a V), so virtual must be ${fixed}`);
       d.check?.(p, m, v);
@@ -204,6 +205,15 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
     splitBackward: true,
     virtual: 'one',
     generate: (p, m) => zbH1(p, m),
+  }),
+  'interleaved-zb': kind({
+    name: 'interleaved-zb',
+    title: 'Interleaved zero bubble: interleaved 1F1B with B split into I and W, W’s deferred into the cool-down',
+    source: 'after Qi et al., ICLR 2024, arXiv:2401.10241, section 3.1, on Narayanan et al., SC 2021 (generators/interleaved-zb.ts)',
+    splitBackward: true,
+    virtual: 'any',
+    // Any m, as interleaved-1f1b: its F's and I's keep that order; rank r's W's trail its I's by r.
+    generate: (p, m, v) => interleavedZeroBubble(p, m, v),
   }),
   'zb-v': kind({
     name: 'zb-v',

@@ -94,6 +94,30 @@ describe('simulator = closed forms, p = 1..16, m = 1..64', () => {
     }
   });
 
+  it('interleaved-zb: 3v·m + p − 1 for every m ≥ p, v = 1..4 (p − 1 per rank, a third of interleaved 1F1B’s 3(p − 1))', () => {
+    for (let p = 1; p <= 16; p++) {
+      for (let m = p; m <= 64; m += p > 8 ? 5 : 1) {
+        for (let v = 1; v <= 4; v++) check('interleaved-zb', p, m, v);
+      }
+    }
+    expect(closedFormBubble('interleaved-zb', 4, 8, 2)).toBe(3 / 51);
+    expect(closedFormBubble('interleaved-zb', 4, 3, 2)).toBeNull();
+  });
+
+  it('interleaved-zb has less bubble than interleaved 1F1B at equal F, B = I + W, any m (m < p included)', () => {
+    for (const costs of [{ F: 1, B: 2, I: 1, W: 1 }, { F: 1, B: 2, I: 1.5, W: 0.5 }, { F: 2, B: 2, I: 0.5, W: 1.5 }]) {
+      for (let p = 2; p <= 8; p++) {
+        for (let m = 1; m <= 3 * p; m++) {
+          for (let v = 1; v <= 3; v++) {
+            const zb = simulate(generateSchedule('interleaved-zb', p, m, v), costs);
+            const il = simulate(generateSchedule('interleaved-1f1b', p, m, v), costs);
+            expect(zb.bubble, `${JSON.stringify(costs)} p=${p} m=${m} v=${v}`).toBeLessThan(il.bubble);
+          }
+        }
+      }
+    }
+  });
+
   it('has no closed form where none is claimed', () => {
     expect(closedFormBubble('gpipe', 4, 6, 2)).toBeNull();
     expect(closedFormBubble('zb-v', 4, 6, 1)).toBeNull();
@@ -114,10 +138,10 @@ describe('peak activation memory', () => {
     }
   });
 
-  it('matches the closed forms per rank (gpipe, 1f1b, zb-h1, interleaved), bytes included', () => {
+  it('matches the closed forms per rank (gpipe, 1f1b, zb-h1, interleaved, interleaved-zb), bytes included', () => {
     fc.assert(
       fc.property(
-        paramsArb(12, 32).filter((x) => ['gpipe', '1f1b', 'zb-h1', 'interleaved-1f1b'].includes(x.name)),
+        paramsArb(12, 32).filter((x) => ['gpipe', '1f1b', 'zb-h1', 'interleaved-1f1b', 'interleaved-zb'].includes(x.name)),
         fc.integer({ min: 1, max: 1000 }),
         ({ name, p, m, v }, bytes) => {
           const r = simulate(generateSchedule(name, p, m, v), { activationBytes: bytes });
@@ -128,6 +152,19 @@ describe('peak activation memory', () => {
       ),
       { numRuns: 150 },
     );
+  });
+
+  it('interleaved-zb holds at most interleaved 1F1B’s peak + r on rank r (its deferred W’s), the same worst rank', () => {
+    for (let p = 1; p <= 8; p++) {
+      for (let m = 1; m <= 3 * p + 2; m++) {
+        for (let v = 1; v <= 4; v++) {
+          const zb = simulate(generateSchedule('interleaved-zb', p, m, v)).memory.map((x) => x.peakMicrobatches);
+          const il = simulate(generateSchedule('interleaved-1f1b', p, m, v)).memory.map((x) => x.peakMicrobatches);
+          zb.forEach((k, r) => expect(k).toBeLessThanOrEqual(il[r] + r));
+          expect(Math.max(...zb)).toBe(Math.max(...il));
+        }
+      }
+    }
   });
 
   it('ZB-H1 and ZB-V hold no more than 1F1B’s worst rank (ZB-V counts half-size stages)', () => {

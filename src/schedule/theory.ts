@@ -8,6 +8,7 @@
  *   interleaved-1f1b   makespan 3(v·m + p − 1)   (m ≥ p)        bubble (p−1)/(v·m+p−1)
  *                      makespan 3((v−1)·p + m + p − 1) (m < p)  bubble 1 − v·m/((v−1)·p + m + p − 1)
  *   zb-h1              makespan 3m + p − 1 + max(0, p − m)     bubble (p−1)/(3m+p−1) when m ≥ p
+ *   interleaved-zb     makespan 3v·m + p − 1     (m ≥ p)        bubble (p−1)/(3v·m+p−1); none here for m < p
  *   zb-v               makespan 6m + max(p − 1, 4p − 2m − 2)   bubble (p−1)/(6m+p−1) when m ≥ 2p−1
  *   looped-bfs         makespan 3(v−1)·max(m, p) + 3(m + p − 1) bubble (p−1)/(v·m+p−1) when m ≥ p
  *   dualpipe-v         makespan 6m + max(p − 1, 5p − 2m − 1 − 2·[m ≤ p])  bubble (p−1)/(6m+p−1) when m ≥ 2p
@@ -77,6 +78,12 @@ export function closedForm(name: ScheduleName | string, p: number, m: number, v 
       const bubble = m >= p ? (p - 1) / (3 * m + p - 1) : 1 - (3 * m) / makespan;
       return { makespan, work: 3 * m, bubble, formula: m >= p ? '(p−1)/(3m+p−1)' : '1 − 3m/(2m+2p−1)' };
     }
+    case 'interleaved-zb': {
+      // Interleaved 1F1B's order with rank r's W's trailing by r (generators/interleaved-zb.ts): ZB-H1's p − 1 per rank.
+      if (m < p) return null;
+      const makespan = 3 * v * m + p - 1;
+      return { makespan, work: 3 * v * m, bubble: (p - 1) / makespan, formula: '(p−1)/(3v·m+p−1)' };
+    }
     case 'zb-v': {
       if (v !== 2) return null;
       const tail = Math.max(p - 1, 4 * p - 2 * m - 2);
@@ -125,6 +132,8 @@ export function closedFormBubble(name: ScheduleName | string, p: number, m: numb
  * min(2(p−r−1) + (v−1)·g + 1, v·m) chunk activations, each 1/v of a stage's,
  * g the first round's micro-batches (p when m is a multiple of p).
  * DualPipe holds p + 1 on every rank (its README's PP + 1), over its two copies' stages.
+ * The interleaved zero bubble holds interleaved 1F1B's plus its r deferred W's on rank r,
+ * min(2p − r − 1 + (v−1)·g, v·m): rank 0's, the most, is interleaved 1F1B's.
  */
 export function closedFormPeakActivations(name: ScheduleName | string, p: number, m: number, v = 1): number[] | null {
   const ranks = Array.from({ length: p }, (_, r) => r);
@@ -139,6 +148,8 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
       return v === 1 && closedForm(name, p, m, v) ? ranks.map(() => p + 1) : null;
     case 'interleaved-1f1b':
       return ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * interleavedRounds(p, m)[0] + 1, v * m));
+    case 'interleaved-zb':
+      return ranks.map((r) => Math.min(2 * p - r - 1 + (v - 1) * interleavedRounds(p, m)[0], v * m));
     default:
       return null;
   }
@@ -170,7 +181,7 @@ export interface MeshClosedForm {
 /** Stages each rank holds in a schedule's closed form. */
 function stagesPerRank(name: string, v: number): number {
   if (name === 'dualpipe') return 2;
-  return name === 'interleaved-1f1b' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' ? v : 1;
+  return name === 'interleaved-1f1b' || name === 'interleaved-zb' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' ? v : 1;
 }
 
 /**
@@ -187,7 +198,7 @@ function stagesPerRank(name: string, v: number): number {
  *                     after the other in the cool-down, 2 per stage, so stage s is ready at
  *                     T − 2s; rank 0's link takes its stages (v−1)p, …, p, 0 in that order:
  *                     e = max(T − 2pc, e) + A for c = v−1 … 0, and step = e (T + A when A ≤ 2p).
- *   zb-v, dualpipe-v, dualpipe, looped-bfs with overlap: no closed form here (their stages' last
+ *   zb-v, dualpipe-v, dualpipe, looped-bfs, interleaved-zb with overlap: no closed form here (their stages' last
  *                     backwards interleave with W's); null.
  */
 export function meshClosedForm(name: ScheduleName | string, p: number, m: number, v: number, mc: MeshCosts): MeshClosedForm | null {

@@ -40,7 +40,7 @@ function schedulesTable(rows: ScheduleBenchRow[]): string {
   const head = '| schedule | p | m | makespan measured (ms) | simulated, today (ms) | today\'s prediction error | shared-device (ms) | shared-device prediction error | p independent GPUs (ms) | bubble measured | simulated | closed form | measured − closed | peak stash, stage 0 (KiB) | comm per crossing (ms) | comm / compute | samples/s |';
   const sep = '|' + ' --- |'.repeat(17);
   const lines = rows.map((r) =>
-    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${sharedCells(r)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
+    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''}${r.streamSteps ? ` (one stream: ${r.streamSteps} steps × ${r.m / r.streamSteps})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${sharedCells(r)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
   );
   return [head, sep, ...lines].join('\n');
 }

@@ -9,6 +9,7 @@ import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { measureRing, mesh } from '../mesh-suite.ts';
+import { scheduleKind } from '../../schedule/registry.ts';
 
 export interface BenchContext {
   page: Page;
@@ -35,6 +36,16 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
       if (!ctx.quick) {
         grid.push({ schedule: 'zb-h1', ranks: p, microbatches: m });
         grid.push({ schedule: 'interleaved-1f1b', ranks: p, microbatches: m, virtual: 2 });
+        grid.push({ schedule: 'interleaved-zb', ranks: p, microbatches: m, virtual: 2 });
+      }
+      // PipeDream-2BW (m ≥ p: a stream of the steps, no flush) and DualPipe (two copies: an even m ≥ 2p), where their rules allow.
+      for (const schedule of ['pipedream-2bw', 'dualpipe'] as const) {
+        try {
+          scheduleKind(schedule).validateParams(p, m, 1);
+          grid.push({ schedule, ranks: p, microbatches: m });
+        } catch {
+          // a (p, m) this schedule refuses
+        }
       }
     }
   }
@@ -45,6 +56,7 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
     notes: [
       'names model (char-MLP, hidden 256, tanh, 4 characters × 64-wide embeddings), p·v equal blocks, one per stage, the small head with the last (balanced FLOPs); 64 rows per micro-batch; the first step of each run is left out of the means.',
       'simulated: the simulator fed with the run\'s own mean per-stage F/B/I/W times and its mean communication time per crossing as link latency.',
+      'pipedream-2bw runs its steps as one stream (no flush): its row is that one window, m = steps × micro-batches per step, makespans of the whole stream with its first step in it (no step to leave out), no closed form. dualpipe: two model copies, half the micro-batches through each, the copies\' gradients summed at the flush (optimizer time, not in the makespan).',
       predictionNote(rows),
     ],
   };

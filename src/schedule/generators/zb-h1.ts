@@ -14,28 +14,11 @@
  * 3m + p − 1. With m < p the warm-up cannot be filled and the makespan is
  * 2m + 2p − 1 (see theory.ts; the simulator is checked against both).
  */
-import { act, stageToRankMap } from '../placement.ts';
-import type { Action, Schedule } from '../types.ts';
+import type { Schedule } from '../types.ts';
+import { deferWeightGradients } from './defer-w.ts';
+import { oneFOneB } from './one-f-one-b.ts';
 
+/** 1F1B's order with each B split into I and W, rank r's W's trailing its I's by r (defer-w.ts). */
 export function zbH1(ranks: number, microbatches: number): Schedule {
-  const p = ranks;
-  const m = microbatches;
-  const order: Action[][] = [];
-  for (let r = 0; r < p; r++) {
-    const list: Action[] = [];
-    const warmup = Math.min(p - 1 - r, m);
-    const lag = r;
-    let f = 0;
-    let i = 0;
-    let w = 0;
-    for (; f < warmup; f++) list.push(act(r, 'F', f));
-    while (i < m) {
-      if (f < m) list.push(act(r, 'F', f++));
-      list.push(act(r, 'I', i++));
-      if (i - w > lag) list.push(act(r, 'W', w++));
-    }
-    while (w < m) list.push(act(r, 'W', w++));
-    order.push(list);
-  }
-  return { name: 'zb-h1', stages: p, ranks: p, microbatches: m, stageToRank: stageToRankMap(p, 1, 'loop'), order };
+  return deferWeightGradients(oneFOneB(ranks, microbatches), (r) => r, 'zb-h1');
 }

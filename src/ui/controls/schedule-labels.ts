@@ -6,6 +6,7 @@ export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   '1f1b': '1F1B',
   'interleaved-1f1b': 'Interleaved 1F1B',
   'zb-h1': 'ZB-H1 (zero bubble)',
+  'interleaved-zb': 'Interleaved zero bubble (I/W split)',
   'zb-v': 'ZB-V (zero bubble, V)',
   'looped-bfs': 'Looped BFS',
   'dualpipe-v': 'DualPipe-V (V, F beside B)',

@@ -7,7 +7,7 @@ export const GLOSSARY: readonly { term: string; id: string; text: string }[] = [
   { id: 'bubble', term: 'Bubble', text: 'The share of a step a rank sits idle (hatched on the timeline): 1 − busy time ÷ (ranks × makespan). Schedules exist to shrink it.' },
   { id: 'makespan', term: 'Makespan', text: 'The time one training step takes, from the first action’s start to the last one’s end: in ms when measured, in unit time (F = 1, B = 2 per rank) in theory.' },
   { id: 'ops', term: 'F / B / I / W', text: 'Forward; backward; and, when a schedule splits the backward, I (gradient for the previous stage’s input, needed at once) and W (gradient for the weights, can wait).' },
-  { id: 'virtual', term: 'Virtual stage', text: 'One of several smaller model chunks a rank holds (interleaved 1F1B, ZB-V, looped BFS). More chunks per rank fill the pipeline sooner but send more messages.' },
+  { id: 'virtual', term: 'Virtual stage', text: 'One of several smaller model chunks a rank holds (interleaved 1F1B, interleaved zero bubble, ZB-V, looped BFS). More chunks per rank fill the pipeline sooner but send more messages.' },
   { id: 'recompute', term: 'Recomputation', text: 'Keep only each stage’s input in the forward and run the forward again inside the backward: less memory held, more compute.' },
   { id: 'closed-form', term: 'Simulated · closed form', text: 'Simulated: the schedule played by the simulator (with the measured op times after a run). Closed form: the textbook formula for identical stages and free links.' },
 ];

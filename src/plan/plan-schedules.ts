@@ -1,0 +1,141 @@
+/**
+ * The schedules the mesh planner searches (mesh-plan.ts) and what each needs
+ * beyond the one-schedule-per-step simulation, read off the registry's
+ * declarations (src/schedule/registry.ts) rather than listed by name:
+ *
+ *  - virtual stages: one-stage schedules 1; a fixed count (zb-v, dualpipe-v: 2)
+ *    that count; any v (interleaved 1F1B, interleaved zero bubble) 2 and 4.
+ *  - its rules: a layout a schedule refuses (DualPipe on an odd pp or with
+ *    m < 2p, PipeDream-2BW with m < p) is skipped with the registry's own
+ *    words; a schedule without a flush (PipeDream-2BW) is planned only without
+ *    replicas, dp = 1, as the tab runs it (run-config.ts refuses dp > 1 beside
+ *    an asynchronous update).
+ *  - model copies (DualPipe: 2): the schedule's stages are copies × pp · v,
+ *    copy c's stage j holding the blocks of the model's stage j, placed by the
+ *    kind's placement (rank r holds stage r of copy 0 and p − 1 − r of copy 1):
+ *    twice the parameters on every device, the copies' activations by the
+ *    simulator, and after the flush each stage's gradients summed over its
+ *    copies, a ring of `copies` workers over the pipeline link between them
+ *    (runtime/copy-sum.ts; the simulator leaves it out, the runtime counts it
+ *    as optimizer time), priced here by the α–β ring and added to the step,
+ *    after the data-parallel all-reduce, never hidden.
+ *  - weight versions (PipeDream-2BW: one more, double-buffered): that many
+ *    extra copies of each device's weights, at the model's bytes per element.
+ *  - no flush (a stream, registry UPDATE_WINDOWS): the step is the steady
+ *    state of the stream as the simulator plays it, the stream of two steps'
+ *    micro-batches less the stream of one, so no fill or drain per step.
+ */
+import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
+import { generateSchedule, resolveCosts, simulateStep, stageToRankMap, type CostModel, type Schedule, type StepSummary } from '../schedule/index.ts';
+import { SCHEDULES, UPDATE_WINDOWS, type ScheduleKind } from '../schedule/registry.ts';
+import { ConfigError } from '../util/errors.ts';
+import type { Layout, PlanTarget } from './mesh-costs.ts';
+import { stateBytes } from './mesh-costs.ts';
+import { stateBytesPerParam } from './transformer.ts';
+
+export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'dualpipe-v', 'dualpipe', 'pipedream-2bw', 'auto'] as const;
+export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
+
+/** The virtual stages the planner tries for a schedule (on pp > 1). */
+export function planVirtuals(name: PlanSchedule): number[] {
+  const kind = SCHEDULES[name];
+  if (!kind.acceptsVirtual) return [1];
+  return kind.virtualFor(3) === 3 ? [2, 4] : [kind.defaultVirtual];
+}
+
+const where = (l: Layout) => `dp × tp × pp = ${l.dp} × ${l.tp ?? 1} × ${l.pp}, b = ${l.b}, m = ${l.m}`;
+
+/** Why the planner does not try `name` with v stages per rank on layout l (the registry's rule, or no replicas for a stream), or null. */
+export function planRefusal(name: PlanSchedule, l: Layout, v: number): string | null {
+  const kind = SCHEDULES[name];
+  try {
+    kind.validateParams(l.pp, l.m, v);
+  } catch (e) {
+    if (e instanceof ConfigError) return `${name}${v > 1 ? ` v=${v}` : ''} on ${where(l)}: ${e.message}`;
+    throw e;
+  }
+  if (kind.update !== 'flush' && l.dp > 1) {
+    return `${name} on ${where(l)}: dp = ${l.dp}, but it updates without a flush, which the tab runs without replicas (dp = 1), so the planner prices it only there`;
+  }
+  return null;
+}
+
+/**
+ * The stages a schedule runs on pp ranks with v per rank: where each sits (copies × pp · v of them), and the
+ * model's cut into pp · v stages, which copy c's stage j repeats (mesh-costs.ts reads them so).
+ */
+export interface PlanStages {
+  stageToRank: number[];
+  ranges: [number, number][];
+}
+
+export function planStages(name: PlanSchedule, pp: number, v: number, ranges: [number, number][]): PlanStages {
+  const kind = SCHEDULES[name];
+  return { stageToRank: stageToRankMap(pp, v * kind.copies, kind.placement), ranges };
+}
+
+/** Bytes each rank holds beyond its training state for the schedule's extra weight versions (PipeDream-2BW: one more copy of its weights). */
+export function extraWeightBytes(req: PlanTarget, name: PlanSchedule, stages: PlanStages, l: Layout): number[] {
+  const versions = UPDATE_WINDOWS[SCHEDULES[name].update].extraWeightVersions(l.pp);
+  if (versions === 0) return new Array<number>(l.pp).fill(0);
+  const per = stateBytesPerParam(req.model, 0, 1);
+  return stateBytes(req, stages.ranges, stages.stageToRank, l.pp, 0, 1, l.tp ?? 1).map((x) => (x / per) * req.model.bytesPerElement * versions);
+}
+
+/**
+ * The summed gradients of a stage's copies after the flush: on each rank, for each of its stages, a ring over
+ * the `copies` ranks holding that model stage, on the slowest of their links, one stage after the other; the
+ * busiest rank's time, ms (0 with one copy).
+ */
+export function copySumMs(kind: ScheduleKind, stages: PlanStages, costs: CostModel): number {
+  const copies = kind.copies;
+  if (copies === 1) return 0;
+  const k = stages.stageToRank.length / copies;
+  const grads = costs.gradBytes;
+  const lat = costs.latency;
+  const bw = costs.bandwidth;
+  const at = <T>(x: T | ((a: number, b: number) => T) | undefined, a: number, b: number, fallback: T): T => (typeof x === 'function' ? (x as (a: number, b: number) => T)(a, b) : (x ?? fallback));
+  const busy = new Map<number, number>();
+  stages.stageToRank.forEach((r, s) => {
+    const bytes = typeof grads === 'number' ? grads : (grads?.[s] ?? 0);
+    const holders = Array.from({ length: copies }, (_, c) => stages.stageToRank[c * k + (s % k)]);
+    let latency = 0;
+    let bandwidth = Infinity;
+    for (let i = 0; i < copies; i++) {
+      const a = holders[i];
+      const b = holders[(i + 1) % copies];
+      latency = Math.max(latency, at(lat, a, b, 0));
+      bandwidth = Math.min(bandwidth, at(bw, a, b, Infinity));
+    }
+    busy.set(r, (busy.get(r) ?? 0) + ringAllReduceTime(bytes, copies, latency, bandwidth));
+  });
+  return Math.max(0, ...busy.values());
+}
+
+/**
+ * A candidate's step as the planner prices it: the simulator's step (compute and the data-parallel
+ * collectives), a stream's steady state for a schedule without a flush, plus the copies' gradient sum.
+ * `schedule` is one step's (for a stream, one step's micro-batches).
+ */
+export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel, stages: PlanStages): StepSummary {
+  const kind = SCHEDULES[name];
+  const sum = UPDATE_WINDOWS[kind.update].stream ? streamStep(kind, schedule, costs) : simulateStep(schedule, costs);
+  const copies = copySumMs(kind, stages, costs);
+  if (copies === 0) return sum;
+  const makespan = sum.makespan + copies;
+  const exposed = makespan - sum.computeMakespan;
+  return { ...sum, makespan, exposedAllReduce: exposed, allReduceShare: makespan > 0 ? exposed / makespan : 0 };
+}
+
+/** A stream's step in steady state: its stream of 2m micro-batches less its stream of m, as the simulator plays each. */
+function streamStep(kind: ScheduleKind, one: Schedule, costs: CostModel): StepSummary {
+  const a = simulateStep(one, costs);
+  const b = simulateStep(generateSchedule(kind.name, one.ranks, 2 * one.microbatches), costs);
+  const T = b.computeMakespan - a.computeMakespan;
+  const c = resolveCosts(costs, one.stages);
+  let busy = 0;
+  for (const list of one.order) for (const x of list) busy += c.op[x.op][x.stage];
+  const makespan = b.makespan - a.makespan;
+  const exposed = Math.max(0, makespan - T);
+  return { makespan, computeMakespan: T, bubble: T > 0 ? 1 - busy / (one.ranks * T) : 0, exposedAllReduce: exposed, allReduceShare: makespan > 0 ? exposed / makespan : 0 };
+}
