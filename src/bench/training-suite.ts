@@ -157,7 +157,7 @@ export async function benchTraining(c: TrainingBenchCase): Promise<TrainingBench
     const c0 = gpuCounts();
     const t0 = performance.now();
     // The app's own training step (src/nn/train.ts).
-    const lossT = issueTrainStep(be, model, opt, cfg, s, batches[s]);
+    const lossT = await issueTrainStep(be, model, opt, cfg, s, batches[s]);
     const t1 = performance.now();
     const loss = (await be.read(lossT))[0];
     be.dispose(lossT);

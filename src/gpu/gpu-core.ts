@@ -393,13 +393,13 @@ export class GpuCore {
    * built with createComputePipelineAsync. Resolves with how many it noted
    * and how many were new.
    */
-  async compileUsed(dry: () => void): Promise<{ kernels: number; compiled: number }> {
+  async compileUsed(dry: () => void | Promise<void>): Promise<{ kernels: number; compiled: number }> {
     this.alive();
     if (this.collecting) throw new Error('compileUsed: already collecting kernels (calls do not nest)');
     const used = new Map<string, KernelSpec>();
     this.collecting = used;
     try {
-      dry();
+      await dry();
     } finally {
       this.collecting = null;
     }

@@ -29,7 +29,7 @@ export async function attentionPatterns(be: Backend, model: StageChain, name: st
   let cur = be.tensor(x, [1, T], 'i32');
   for (const stage of model.stages) {
     for (const layer of stage.layers) {
-      const f = layer.forward(cur, true);
+      const f = await layer.forward(cur, true);
       if (layer instanceof GptBlock) {
         const P = await be.read(GptBlock.probsOf(f.saved));
         const H = P.length / (T * T);

@@ -78,7 +78,7 @@ export interface Backend {
    * would run, asynchronously, calling `dry` once with nothing computed (its
    * outputs hold no meaningful values). Absent where nothing is compiled (CPU).
    */
-  compileUsed?(dry: () => void): Promise<{ kernels: number; compiled: number }>;
+  compileUsed?(dry: () => void | Promise<void>): Promise<{ kernels: number; compiled: number }>;
 
   // --- matmul: C = op(A)·op(B) ---
   matmul(a: Tensor, b: Tensor, opts?: MatmulOptions): Tensor;

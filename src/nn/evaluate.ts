@@ -20,7 +20,7 @@ export async function evaluate(be: Backend, model: StageChain, ex: Examples, chu
   for (let start = 0; start < ex.n; start += chunk) {
     const part = sliceRows(ex, start, Math.min(ex.n, start + chunk));
     const input = model.inputTensor(part);
-    const logits = model.logits(input);
+    const logits = await model.logits(input);
     be.dispose(input);
     const labels = be.tensor(part.labels, [part.labels.length], 'i32');
     const { loss, dlogits } = be.softmaxCrossEntropy(logits, labels, 1);

@@ -35,7 +35,7 @@ describe('the GPT export in PyTorch', () => {
     const chain = new StageChain(be, buildModelSpec(toTrainConfig(cfg)), 1, cfg.seed);
     chain.loadParams(trained.params);
     const batch = new BatchSampler(createDataset(toTrainConfig(cfg)).val, 5, 1).batch(0);
-    const logits = await be.read(chain.logits(chain.inputTensor(batch)));
+    const logits = await be.read(await chain.logits(chain.inputTensor(batch)));
     const dir = mkdtempSync(join(tmpdir(), 'pipelab-gpt-'));
     writeFileSync(join(dir, 'w.safetensors'), file.data as Uint8Array);
     const idx = Array.from({ length: batch.n }, (_, r) => Array.from(batch.inputs.subarray(r * 16, (r + 1) * 16)));
@@ -49,7 +49,7 @@ describe('the GPT export in PyTorch', () => {
     expect(out.maxAbsDiff).toBeLessThan(1e-4 * Math.max(1, out.maxAbsRef));
   }, 120_000);
 
-  it('the PyTorch program export carries the GPT: per-position labels, [blockSize, width] stage inputs, loss scale 1 / non-padded targets of the batch', () => {
+  it('the PyTorch program export carries the GPT: per-position labels, [blockSize, width] stage inputs, loss scale 1 / non-padded targets of the batch', async () => {
     const cfg: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 2, ranks: 2 };
     const files = buildTorchBundle(cfg, readTorchProgram());
     const config = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as { stageInShape: number[][]; lossScalePerStep: number[] };

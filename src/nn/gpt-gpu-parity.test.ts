@@ -12,7 +12,7 @@ import { targetCount } from '../data/examples.ts';
 import type { GpuBackend } from '../gpu/gpu-backend.ts';
 import { createTestBackend } from '../gpu/testing/node-gpu.ts';
 import { Rng } from '../util/rng.ts';
-import type { Backend } from './backend.ts';
+import type { Backend, Tensor } from './backend.ts';
 import { CpuBackend } from './cpu-backend.ts';
 import { buildModelSpec, defaultGptConfig, type ModelConfig } from './model-config.ts';
 import { Stage } from './stage.ts';
@@ -51,8 +51,8 @@ describe('GPT on the GPU equals the CPU reference', () => {
       const r = new Rng(5);
       for (const p of st.params) vals[p.name] = Array.from({ length: p.value.size }, () => Math.fround(0.2 * r.normal() + (p.name.endsWith('ln_1.weight') || p.name.endsWith('ln_2.weight') ? 1 : 0)));
       st.loadParams(vals);
-      const y = await be.read(st.forward(0, be.tensor(x, [B * T, C])));
-      const dx = await be.read(st.backwardInput(0, be.tensor(dy, [B * T, C])) as NonNullable<ReturnType<Stage['backwardInput']>>);
+      const y = await be.read(await st.forward(0, be.tensor(x, [B * T, C])));
+      const dx = await be.read((await st.backwardInput(0, be.tensor(dy, [B * T, C]))) as Tensor);
       st.backwardWeight(0);
       const grads = await st.readGrads();
       st.dispose();
@@ -73,9 +73,9 @@ describe('GPT on the GPU equals the CPU reference', () => {
     const run = async (be: Backend, recompute: boolean) => {
       const st = new Stage(be, spec, 0, [0, spec.blocks.length], 3, { recompute });
       const labels = be.tensor(batch.labels, [batch.labels.length], 'i32');
-      const loss = await be.read(st.forward(0, be.tensor(batch.inputs, [batch.n, batch.inputCols], 'i32'), labels, scale));
+      const loss = await be.read(await st.forward(0, be.tensor(batch.inputs, [batch.n, batch.inputCols], 'i32'), labels, scale));
       be.dispose(labels);
-      st.backward(0, null);
+      await st.backward(0, null);
       const grads = await st.readGrads();
       st.dispose();
       return { loss: loss[0], grads };

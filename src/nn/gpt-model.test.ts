@@ -34,7 +34,7 @@ async function read(be: Backend, t: Tensor): Promise<number> {
 }
 
 describe('names as sequences', () => {
-  it('x = [0, name] and y = [name, 0], padded to the block size with −1 targets', () => {
+  it('x = [0, name] and y = [name, 0], padded to the block size with −1 targets', async () => {
     const ex = nameSequences(['emma', 'bo'], 6);
     const e = encodeName('emma'), b = encodeName('bo');
     expect(Array.from(ex.inputs)).toEqual([0, ...e, 0, 0, ...b, 0, 0, 0]);
@@ -44,7 +44,7 @@ describe('names as sequences', () => {
     expect(() => nameSequences(['emma'], 4)).toThrow('blockSize = 4: must be at least the longest name + 1 = 5');
   });
 
-  it('the longest name + 1 is 16 (makemore block size), and every name fits', () => {
+  it('the longest name + 1 is 16 (makemore block size), and every name fits', async () => {
     expect(minBlockSize()).toBe(16);
     const ds = createDataset({ ...defaultTrainConfig('names'), ...defaultGptConfig() });
     expect(ds.train.inputCols).toBe(16);
@@ -74,7 +74,7 @@ describe("the 'gpt' configuration", () => {
     expect(namesModelSwitch('char-mlp', 1).model).toBe('char-mlp');
   });
 
-  it("makemore's size: its names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", () => {
+  it("makemore's size: its names and PyTorch shapes, 204,672 parameters (4 layers, 4 heads, 64 wide, block 16)", async () => {
     const spec = buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT });
     expect(spec.blocks.map((b) => b.name)).toEqual(['block0', 'block1', 'block2', 'block3', 'head']);
     expect(paramCount(spec)).toBe(204_672);
@@ -100,7 +100,7 @@ describe('GPT training step on the CPU reference', () => {
   async function grads(stages: number, microbatches: number, recompute = false): Promise<{ loss: number; g: Record<string, Float64Array | Float32Array> }> {
     const chain = new StageChain(be, buildModelSpec(cfg), stages, 5, { recompute });
     let loss = 0;
-    for (const [i, mb] of splitMicrobatches(batch, microbatches).entries()) loss += await read(be, chain.forwardBackward(i, mb, scale));
+    for (const [i, mb] of splitMicrobatches(batch, microbatches).entries()) loss += await read(be, await chain.forwardBackward(i, mb, scale));
     const g = await chain.readGrads();
     chain.dispose();
     return { loss, g };
@@ -129,7 +129,7 @@ describe('GPT training step on the CPU reference', () => {
     const r = await trainSingleDevice(be, run);
     const b = new BatchSampler(createDataset(run).train, run.batchSize, run.seed).batch(0);
     const chain = new StageChain(be, buildModelSpec(run), 1, run.seed);
-    const L = (await be.read(chain.logits(chain.inputTensor(b)))) as Float64Array;
+    const L = (await be.read(await chain.logits(chain.inputTensor(b)))) as Float64Array;
     let sum = 0, n = 0;
     b.labels.forEach((y, i) => {
       if (y < 0) return;
@@ -154,7 +154,7 @@ describe('sampling names from the GPT', () => {
     const got = await nextCharLogits(be, chain)(window, 1);
     const seq = new Int32Array(T);
     seq.set(e, 1);
-    const all = await be.read(chain.logits(be.tensor(seq, [1, T], 'i32')));
+    const all = await be.read(await chain.logits(be.tensor(seq, [1, T], 'i32')));
     expect(Array.from(got)).toEqual(Array.from(all.subarray(4 * 28, 5 * 28)));
     expect(samplingWindow(spec, 3)).toEqual({ context: 16, maxLength: 15 });
     const names = await sampleNames(nextCharLogits(be, chain), { count: 6, seed: 1, ...samplingWindow(spec, 3) });
@@ -166,7 +166,7 @@ describe('sampling names from the GPT', () => {
 describe('what the partition counts for the GPT', () => {
   const costs = (over: Partial<ModelConfig>) => blockCosts(buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT, ...over }));
 
-  it("a block's cost holds its matmuls (2·T·12C² from its weight shapes) plus attention terms that grow as T²", () => {
+  it("a block's cost holds its matmuls (2·T·12C² from its weight shapes) plus attention terms that grow as T²", async () => {
     const spec = buildModelSpec({ ...defaultGptConfig(), ...MAKEMORE_GPT });
     const chain = new StageChain(be, spec, 1, 1);
     const T = 16;
@@ -180,7 +180,7 @@ describe('what the partition counts for the GPT', () => {
     expect(restPerToken(c64, 64) - restPerToken(c32, 32)).toBeCloseTo(2 * (restPerToken(c32, 32) - restPerToken(c16, 16)), 6);
   });
 
-  it('the first block adds the embedding (gather and add), the head counts the vocab-wide matmul; equal blocks get one stage each', () => {
+  it('the first block adds the embedding (gather and add), the head counts the vocab-wide matmul; equal blocks get one stage each', async () => {
     const c = costs({ layers: 4 });
     expect(c[1]).toBe(c[2]);
     expect(c[0] - c[1]).toBe(2 * 16 * 64);

@@ -64,11 +64,11 @@ async function checkLayer(make: (be: Backend) => Layer, xData: number[], xShape:
   const lg = make(gpu), lc = make(cpu);
   setParams([lg, lc], rng);
   const xg = gpu.tensor(xData, xShape, dtype), xc = cpu.tensor(xData, xShape, dtype);
-  const fg = lg.forward(xg, true), fc = lc.forward(xc, true);
+  const fg = await lg.forward(xg, true), fc = await lc.forward(xc, true);
   await expectClose(fg.y, fc.y, `${lc.name} forward`);
   const dyData = f32(rng, fc.y.size);
   const dyg = gpu.tensor(dyData, fc.y.shape), dyc = cpu.tensor(dyData, fc.y.shape);
-  if (dtype === 'f32') await expectClose(lg.backwardInput(fg.saved, dyg), lc.backwardInput(fc.saved, dyc), `${lc.name} backwardInput`);
+  if (dtype === 'f32') await expectClose(await lg.backwardInput(fg.saved, dyg), await lc.backwardInput(fc.saved, dyc), `${lc.name} backwardInput`);
   for (let rep = 0; rep < 2; rep++) {
     lg.backwardWeight?.(fg.saved, dyg);
     lc.backwardWeight?.(fc.saved, dyc);
@@ -131,12 +131,12 @@ describe('stages: GPU vs CPU (forward, loss, boundary gradient, accumulated grad
         const outs: Tensor[][] = [];
         for (const [be, stages] of [[gpu, sg], [cpu, sc]] as const) {
           const labels = be.tensor(y, [n], 'i32');
-          const act = stages[0].forward(mb, be.tensor(x, [n, spec.input.cols], spec.input.dtype));
+          const act = await stages[0].forward(mb, be.tensor(x, [n, spec.input.cols], spec.input.dtype));
           const actCopy = be.clone(act);
-          const loss = stages[1].forward(mb, act, labels, 1 / (2 * n));
-          const dAct = stages[1].backward(mb, null) as Tensor;
+          const loss = await stages[1].forward(mb, act, labels, 1 / (2 * n));
+          const dAct = await stages[1].backward(mb, null) as Tensor;
           const dActCopy = be.clone(dAct);
-          expect(stages[0].backward(mb, dAct)).toBeNull();
+          expect(await stages[0].backward(mb, dAct)).toBeNull();
           outs.push([actCopy, loss, dActCopy]);
         }
         await expectClose(outs[0][0], outs[1][0], `${label} mb ${mb}: stage 0 output`);

@@ -7,6 +7,7 @@
  */
 import { Rng } from '../util/rng.ts';
 import type { Backend, Tensor } from './backend.ts';
+import { tpPieceName, tpShape, tpSlice, type TpRule } from './tp-shard.ts';
 
 export interface Param {
   /** Global name, e.g. 'block1.linear.W'. */
@@ -40,4 +41,25 @@ export function createParam(be: Backend, name: string, shape: readonly number[],
 export function disposeParam(be: Backend, p: Param): void {
   be.dispose(p.value);
   be.dispose(p.grad);
+}
+
+/**
+ * Tensor-parallel worker j's piece of parameter `name` (whole shape `shape`) under `rule` over t workers:
+ * named `name@tpJ/T`, its initial values the same entries of the whole parameter's (tp-shard.ts), so the
+ * pieces of t workers are the whole model's initialisation.
+ */
+export function createTpParam(
+  be: Backend,
+  name: string,
+  shape: readonly number[],
+  init: InitSpec,
+  seed: number,
+  decay: boolean,
+  split: { rule: TpRule; t: number; j: number },
+): Param {
+  const { rule, t, j } = split;
+  if (t === 1 || rule.kind === 'whole') return createParam(be, name, shape, init, seed, decay);
+  const size = shape.reduce((a, b) => a * b, 1);
+  const piece = tpShape(shape, rule, t);
+  return { name: tpPieceName(name, j, t), value: be.tensor(tpSlice(initValues(name, size, init, seed), shape, rule, t, j), piece), grad: be.zeros(piece), decay };
 }

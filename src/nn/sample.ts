@@ -29,7 +29,7 @@ export function nextCharLogits(be: Backend, model: StageChain): NextCharLogits {
 /** `model`'s logits for the i32 inputs `data` of `shape`, read back (input and logits disposed). */
 async function logitsOf(be: Backend, model: StageChain, data: Int32Array, shape: number[]): Promise<Float32Array | Float64Array | Int32Array> {
   const input = be.tensor(data, shape, 'i32');
-  const logits = model.logits(input);
+  const logits = await model.logits(input);
   be.dispose(input);
   const values = await be.read(logits);
   be.dispose(logits);

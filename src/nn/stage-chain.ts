@@ -46,22 +46,22 @@ export class StageChain {
    * order, then backward in reverse), accumulating into the param grads.
    * Returns the micro-batch's loss tensor [1] (lossScale · Σ per-row losses).
    */
-  forwardBackward(mb: number, ex: Examples, lossScale: number): Tensor {
+  async forwardBackward(mb: number, ex: Examples, lossScale: number): Promise<Tensor> {
     let x = this.inputTensor(ex);
     const labels = this.be.tensor(ex.labels, [ex.labels.length], 'i32');
-    for (const s of this.stages) x = s.forward(mb, x, s.isLast ? labels : undefined, lossScale);
+    for (const s of this.stages) x = await s.forward(mb, x, s.isLast ? labels : undefined, lossScale);
     this.be.dispose(labels);
     let d: Tensor | null = null;
-    for (let i = this.stages.length - 1; i >= 0; i--) d = this.stages[i].backward(mb, d);
+    for (let i = this.stages.length - 1; i >= 0; i--) d = await this.stages[i].backward(mb, d);
     if (d) this.be.dispose(d);
     return x;
   }
 
   /** Logits [n, classes] for the given inputs (no stash, no loss). Does not take `input`. */
-  logits(input: Tensor): Tensor {
+  async logits(input: Tensor): Promise<Tensor> {
     let x = input;
     for (const s of this.stages) {
-      const y = s.infer(x);
+      const y = await s.infer(x);
       if (x !== input) this.be.dispose(x);
       x = y;
     }

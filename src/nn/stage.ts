@@ -11,6 +11,9 @@
  *   belongs to the caller, who disposes it.
  * - `infer` does not take ownership of its input.
  *
+ * forward, backwardInput, backward and infer are asynchronous: a tensor-parallel
+ * stage's layers wait for their group's collectives between kernels.
+ *
  * Stash per micro-batch: after `forward`, what every layer's backward needs
  * (with recompute: only the input, and the labels on the last stage); after
  * `backwardInput`, only what `backwardWeight` needs (the weight layers'
@@ -25,10 +28,16 @@ import type { ModelSpec } from './model-spec.ts';
 import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
 import { disposeParam } from './param.ts';
 import type { Param } from './param.ts';
+import { SOLO, type TpGroup } from './tensor-parallel.ts';
 
 export interface StageOptions {
   /** Keep only the input per micro-batch and recompute the forward in backwardInput. */
   recompute?: boolean;
+  /**
+   * The stage's tensor-parallel group: its GPT blocks and hidden linears are split over it (tp-shard.ts),
+   * the head and embeddings are whole on every member. Absent: the stage alone (SOLO).
+   */
+  tp?: TpGroup;
 }
 
 export type ParamValues = Record<string, Float32Array | Float64Array>;
@@ -63,6 +72,8 @@ export class Stage {
   readonly recompute: boolean;
   /** Output rows per input row: the GPT's first stage turns a sequence into its tokens' rows; else 1. */
   readonly rowFactor: number;
+  /** The tensor-parallel group this stage's split layers share. */
+  readonly tp: TpGroup;
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
@@ -87,11 +98,14 @@ export class Stage {
     this.isFirst = start === 0;
     this.isLast = end === nb;
     this.recompute = opts.recompute ?? false;
+    this.tp = opts.tp ?? SOLO;
     const blocks = model.blocks.slice(start, end);
     const layers: Layer[] = [];
-    for (const b of blocks) {
-      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed));
-    }
+    blocks.forEach((b, i) => {
+      // The head (the model's last block) stays whole on every tp worker.
+      const tp = start + i === nb - 1 ? undefined : this.tp;
+      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp));
+    });
     this.layers = layers;
     this.params = layers.flatMap((l) => [...l.params]);
     this.loss = this.isLast ? new SoftmaxCrossEntropy(be, `${model.blocks[nb - 1].name}.loss`) : null;
@@ -101,7 +115,7 @@ export class Stage {
     this.rowFactor = this.isFirst ? layerRowFactor(blocks[0].layers[0]) : 1;
   }
 
-  forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Tensor {
+  async forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Promise<Tensor> {
     requireInt('mb', mb, 0);
     if (this.stashes.has(mb)) {
       throw new ConfigError('mb', mb, `stage ${this.index} already holds the forward of this micro-batch (run its backward first)`);
@@ -109,7 +123,7 @@ export class Stage {
     const n = this.checkInput(input) * this.rowFactor;
     if (this.isLast) this.checkLossArgs(n, labels, lossScale);
     const save = !this.recompute;
-    const { out, saved } = this.run(input, save);
+    const { out, saved } = await this.run(input, save);
     if (!this.recompute && !saved.some((s) => s.includes(input))) this.be.dispose(input);
     const stash: Stash = {
       n,
@@ -136,7 +150,7 @@ export class Stage {
     return result;
   }
 
-  backwardInput(mb: number, dOutput: Tensor | null): Tensor | null {
+  async backwardInput(mb: number, dOutput: Tensor | null): Promise<Tensor | null> {
     const st = this.stashFor(mb, 'forward');
     if (this.isLast && dOutput !== null) {
       throw new ConfigError('dOutput', dOutput.shape, `must be null on the last stage (stage ${this.index}): the loss gradient is internal`);
@@ -155,7 +169,7 @@ export class Stage {
       saved = st.saved;
       dy = this.isLast ? (st.dLogits as Tensor) : (dOutput as Tensor);
     } else {
-      const r = this.run(st.input as Tensor, true);
+      const r = await this.run(st.input as Tensor, true);
       saved = r.saved;
       if (this.loss) {
         const { loss, dlogits } = this.loss.forward(r.out, st.labels as Tensor, st.lossScale);
@@ -173,7 +187,12 @@ export class Stage {
     for (let i = this.layers.length - 1; i >= 0; i--) {
       const layer = this.layers[i];
       const g = cur as Tensor;
-      cur = i === 0 && this.isFirst ? null : layer.backwardInput(saved[i], g);
+      if (i === 0 && this.isFirst) {
+        cur = null;
+        if (layer.needsBackwardInput) this.be.dispose(await layer.backwardInput(saved[i], g));
+      } else {
+        cur = await layer.backwardInput(saved[i], g);
+      }
       if (layer.params.length > 0) dys[i] = g;
       else this.be.dispose(g);
     }
@@ -202,8 +221,8 @@ export class Stage {
     this.stashes.delete(mb);
   }
 
-  backward(mb: number, dOutput: Tensor | null): Tensor | null {
-    const dx = this.backwardInput(mb, dOutput);
+  async backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null> {
+    const dx = await this.backwardInput(mb, dOutput);
     this.backwardWeight(mb);
     return dx;
   }
@@ -212,9 +231,9 @@ export class Stage {
    * Forward without a stash or loss, for evaluation and sampling: returns the
    * output activation (the last stage: the logits). Does not take `input`.
    */
-  infer(input: Tensor): Tensor {
+  async infer(input: Tensor): Promise<Tensor> {
     this.checkInput(input);
-    return this.run(input, false).out;
+    return (await this.run(input, false)).out;
   }
 
   zeroGrads(): void {
@@ -273,11 +292,11 @@ export class Stage {
   // --- internals ---
 
   /** Runs the layers; disposes intermediates nobody saved, never `x`. */
-  private run(x: Tensor, save: boolean): { out: Tensor; saved: Tensor[][] } {
+  private async run(x: Tensor, save: boolean): Promise<{ out: Tensor; saved: Tensor[][] }> {
     let cur = x;
     const saved: Tensor[][] = [];
     for (const layer of this.layers) {
-      const f = layer.forward(cur, save);
+      const f = await layer.forward(cur, save);
       saved.push(f.saved);
       if (cur !== x && !f.saved.includes(cur)) this.be.dispose(cur);
       cur = f.y;

@@ -20,9 +20,9 @@
  * A worker's piece is a list of flat indices into the whole tensor
  * (`tpIndices`), so a checkpoint holds whole tensors by name and loads onto
  * any mesh: slice with the indices, or scatter pieces back (`joinTpPieces`).
+ * Which parameters of a model are split, and how: tp-params.ts.
  */
 import { ConfigError } from '../util/errors.ts';
-import type { ModelSpec } from './model-spec.ts';
 
 /** How a parameter is split over t workers: whole on each, rows (dimension 0, in `parts` equal groups each split t ways) or columns (dimension 1). */
 export type TpRule = { kind: 'whole' } | { kind: 'rows'; parts: number } | { kind: 'cols' };
@@ -31,29 +31,6 @@ export interface TpParam {
   rule: TpRule;
   /** The whole tensor's shape. */
   shape: readonly number[];
-}
-
-/** The split of every parameter of `spec` that tensor parallelism splits (absent: whole). */
-export function tpParams(spec: ModelSpec): Map<string, TpParam> {
-  const out = new Map<string, TpParam>();
-  const last = spec.blocks.length - 1;
-  spec.blocks.forEach((b, bi) => {
-    for (const l of b.layers) {
-      if (l.kind === 'gpt-block') {
-        const C = l.dim, p = l.prefix;
-        out.set(`${p}.attn.c_attn.weight`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C, C] });
-        out.set(`${p}.attn.c_attn.bias`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C] });
-        out.set(`${p}.attn.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, C] });
-        out.set(`${p}.mlp.c_fc.weight`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C, C] });
-        out.set(`${p}.mlp.c_fc.bias`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C] });
-        out.set(`${p}.mlp.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, 4 * C] });
-      } else if (l.kind === 'linear' && bi !== last) {
-        out.set(`${b.name}.${l.name}.W`, { rule: { kind: 'cols' }, shape: [l.in, l.out] });
-        out.set(`${b.name}.${l.name}.b`, { rule: { kind: 'rows', parts: 1 }, shape: [l.out] });
-      }
-    }
-  });
-  return out;
 }
 
 /** The shape of worker j's piece of a tensor of `shape` under `rule` over t workers. */
@@ -109,4 +86,15 @@ export function joinTpPieces(pieces: readonly (Float32Array | Float64Array)[], s
     for (let k = 0; k < idx.length; k++) out[idx[k]] = p[k];
   });
   return out;
+}
+
+/** The name a tp worker's piece of parameter `name` goes by in its stage, state and checkpoints' pieces: `name@tp1/2`. */
+export function tpPieceName(name: string, j: number, t: number): string {
+  return t === 1 ? name : `${name}@tp${j}/${t}`;
+}
+
+/** The parameter and tp place a piece name `name@tpJ/T` names (null: a whole parameter's name). */
+export function parseTpPieceName(piece: string): { name: string; j: number; t: number } | null {
+  const m = /^(.*)@tp(\d+)\/(\d+)$/.exec(piece);
+  return m ? { name: m[1], j: Number(m[2]), t: Number(m[3]) } : null;
 }

@@ -52,7 +52,7 @@ export async function trainDoubleBuffered(be: Backend, cfg: TrainConfig): Promis
       const mbs = splitMicrobatches(batch, cfg.microbatches);
       let total = 0;
       for (let i = 0; i < mbs.length; i++) {
-        const loss = model.forwardBackward(t * cfg.microbatches + i, mbs[i], lossScale);
+        const loss = await model.forwardBackward(t * cfg.microbatches + i, mbs[i], lossScale);
         const v = (await be.read(loss))[0];
         be.dispose(loss);
         microbatchLosses.push(v);

@@ -99,17 +99,17 @@ export async function evaluateModel(be: Backend, model: StageChain, data: Datase
  * flush. Returns the step's loss (the batch mean) as a tensor: reading it
  * waits for the step. The benchmark times exactly this.
  */
-export function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, cfg: TrainConfig, step: number, batch: Examples): Tensor {
+export async function issueTrainStep(be: Backend, model: StageChain, opt: Optimizer, cfg: TrainConfig, step: number, batch: Examples): Promise<Tensor> {
   // 1 / the batch's targets (its size for the MLPs, its non-padded positions for the GPT): accumulation gives the batch mean.
   const lossScale = 1 / targetCount(batch);
   const mbs = splitMicrobatches(batch, cfg.microbatches);
   model.zeroGrads();
   const total = be.zeros([1]);
-  mbs.forEach((mb, i) => {
-    const loss = model.forwardBackward(i, mb, lossScale);
+  for (const [i, mb] of mbs.entries()) {
+    const loss = await model.forwardBackward(i, mb, lossScale);
     be.axpy(total, loss, 1);
     be.dispose(loss);
-  });
+  }
   opt.lr = lrAt(cfg, step);
   opt.step(1);
   be.flush();
@@ -147,7 +147,7 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
     }
     for (; step < cfg.steps; step++) {
       if (hooks.shouldStop?.()) break;
-      const total = issueTrainStep(be, model, opt, cfg, step, sampler.batch(step));
+      const total = await issueTrainStep(be, model, opt, cfg, step, sampler.batch(step));
       const loss = (await be.read(total))[0];
       be.dispose(total);
       losses.push(loss);

@@ -9,11 +9,13 @@
  * (or collective); it never hangs.
  */
 import type { Timeline } from '../schedule/timeline.ts';
-import { laneLabel, mesh, placeOf, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
+import { laneLabel, mesh, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
-import { gatherProgress, joinWeights } from './gather-state.ts';
+import { gatherProgress, wholeWeights } from './gather-state.ts';
+import { tpParams } from '../nn/tp-params.ts';
+import { tpView } from './tp-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -88,7 +90,7 @@ export class RunError extends Error {
 
 /** The mesh of a plan. */
 export function meshOf(plan: RunPlan): Mesh {
-  return mesh(plan.config.dp, plan.config.ranks);
+  return mesh(plan.config.dp, plan.config.ranks, plan.config.tp ?? 1);
 }
 
 /**
@@ -103,11 +105,17 @@ function channelsFor(plan: RunPlan): [number, number][] {
   };
   const { stageToRank } = plan.schedule;
   for (let d = 0; d < m.dp; d++) {
-    for (let s = 0; s + 1 < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s]), workerOf(m, d, stageToRank[s + 1]));
-    const k = stageToRank.length / (plan.schedule.copies ?? 1);
-    for (let s = k; s < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s - k]), workerOf(m, d, stageToRank[s]));
+    for (let j = 0; j < m.tp; j++) {
+      for (let s = 0; s + 1 < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s], j), workerOf(m, d, stageToRank[s + 1], j));
+      const k = stageToRank.length / (plan.schedule.copies ?? 1);
+      for (let s = k; s < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s - k], j), workerOf(m, d, stageToRank[s], j));
+    }
   }
-  for (let w = 0; w < workerCount(m); w++) add(w, ringNext(m, w));
+  for (let w = 0; w < workerCount(m); w++) {
+    add(w, ringNext(m, w));
+    // A stage's tp group: every member to every other (tp-collective.ts exchanges directly).
+    for (const v of tpGroup(m, w)) add(w, v);
+  }
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
@@ -130,9 +138,9 @@ function copyDifference(byWorker: Weights[]): number {
 function replicaDifference(m: Mesh, byWorker: Weights[]): number {
   let worst = 0;
   byWorker.forEach((ws, w) => {
-    const { replica, rank } = placeOf(m, w);
+    const { replica, rank, tpRank } = placeOf(m, w);
     if (replica === 0) return;
-    const ref = byWorker[workerOf(m, 0, rank)];
+    const ref = byWorker[workerOf(m, 0, rank, tpRank)];
     for (const [name, v] of Object.entries(ws)) {
       const r = ref[name];
       if (!r || r.length !== v.length) return void (worst = Infinity);
@@ -145,11 +153,12 @@ function replicaDifference(m: Mesh, byWorker: Weights[]): number {
 /** A worker's death named by its place in the mesh and what it was doing (its last status), e.g. inside an all-reduce. */
 function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null): Error {
   const msg = e instanceof Error ? e.message : String(e);
-  if (m.dp === 1) return e instanceof Error ? e : new Error(msg);
-  const { replica, rank } = placeOf(m, w);
+  if (m.dp === 1 && m.tp === 1) return e instanceof Error ? e : new Error(msg);
+  const { replica, rank, tpRank } = placeOf(m, w);
   const doing = hub?.status(w);
   const body = msg.replace(new RegExp(`^rank ${w}: `), '');
-  return new RunError(`replica ${replica}, rank ${rank} (worker ${w})${doing ? `, during ${doing}` : ''}: ${body}`);
+  const where = m.tp > 1 ? `replica ${replica}, rank ${rank}, tp rank ${tpRank}` : `replica ${replica}, rank ${rank}`;
+  return new RunError(`${where} (worker ${w})${doing ? `, during ${doing}` : ''}: ${body}`);
 }
 
 /**
@@ -201,7 +210,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     hub = started.hub;
     deaths = started.deaths;
     // Every replica holds the same weights: replica 0's workers give them (with ZeRO-3 each worker holds a piece: all give theirs).
-    const weightHosts = config.zero === 3 ? hosts : hosts.slice(0, config.ranks);
+    const weightHosts = config.zero === 3 ? hosts : hosts.slice(0, config.ranks * m.tp);
+    const rules = tpParams(plan.spec);
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
@@ -211,7 +221,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       if (stream) throw new RunError(`a run of ${plan.kind.name} cannot start from a saved state: its steps are one stream (use a synchronous schedule)`);
       checkStart(toTrainConfig(config), from);
       const state = { params: from.params, optimizer: from.optimizer };
-      await Promise.race([Promise.all(hosts.map((h) => h.loadState(state))), fatal]);
+      // Each tp worker loads its pieces of the whole state (a checkpoint holds whole tensors: any mesh resumes it).
+      await Promise.race([Promise.all(hosts.map((h, w) => h.loadState(tpView(state, rules, m.tp, placeOf(m, w).tpRank)))), fatal]);
     }
     const start = from?.stepsDone ?? 0;
     /** Every step's loss so far, from the start of the run (a resumed run's earlier ones first). */
@@ -223,7 +234,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       if (!opts.onProgress || stream || stepsDone === lastProgress) return;
       lastProgress = stepsDone;
       const tRead = performance.now();
-      const p = await Promise.race([gatherProgress(m, config.zero, hosts, stepsDone, allLosses, evals), fatal]);
+      const p = await Promise.race([gatherProgress(m, config.zero, hosts, stepsDone, allLosses, evals, rules), fatal]);
       stateReadMs.push(performance.now() - tRead);
       opts.onProgress(p);
     };
@@ -254,7 +265,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         ]),
         windowTimeoutMs,
         () =>
-          `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${m.dp > 1 ? 'worker' : 'rank'} ${[...pending].map((w) => (m.dp > 1 ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
+          `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${workerCount(m) > m.ranks ? 'worker' : 'rank'} ${[...pending].map((w) => (workerCount(m) > m.ranks ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
       const rec = stepTimeline(plan, step, results);
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
@@ -272,7 +283,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       if (progressEvery > 0 && (step + 1) % progressEvery === 0 && step + 1 < config.steps) await emitProgress(step + 1);
       const every = opts.weightsEvery ?? 0;
       if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
-        const w = joinWeights(m, config.zero, await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal]));
+        const w = wholeWeights(m, config.zero, await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal]), rules);
         opts.onWeights(step, w);
       }
     }
@@ -285,7 +296,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     if (opts.readWeights) {
       // Every replica's weights: replica 0's are the run's, the others must equal them.
       const all = await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal]);
-      weights = joinWeights(m, config.zero, all);
+      weights = wholeWeights(m, config.zero, all, rules);
       // With ZeRO-3 no two workers hold the same weights: there is nothing to compare.
       if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
       // Model copies (DualPipe, dp = 1): every copy of a stage must hold the same weights.

@@ -73,13 +73,13 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     for (const [s, stage] of stages) this.perStage.set(s, { stage, opt: createOptimizer(be, stage.params, train), latest: 0, older: null, forward: new Map() });
   }
 
-  apply<T>(a: Action, compute: () => T): T {
+  async apply<T>(a: Action, compute: () => Promise<T>): Promise<T> {
     const own = this.perStage.get(a.stage);
     if (!own) throw new Error(`stage ${a.stage} is not held by this rank`);
     if (a.op !== 'F' && a.op !== 'B') throw new Error('the PipeDream-2BW runtime takes full backwards (B) only');
     const m = this.microbatchesPerStep;
     const v = doubleBufferedVersion(a.mb, m);
-    const result = this.withVersion(own, a, v, compute);
+    const result = await this.withVersion(own, a, v, compute);
     if (a.op === 'F') {
       own.forward.set(a.mb, v);
       return result;
@@ -93,7 +93,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
   }
 
   /** Runs `compute` with version `v` in the parameters: the latest as they are, the one before exchanged in for it. */
-  private withVersion<T>(own: OwnStage, a: Action, v: number, compute: () => T): T {
+  private async withVersion<T>(own: OwnStage, a: Action, v: number, compute: () => Promise<T>): Promise<T> {
     if (v === own.latest) return compute();
     const older = own.older;
     if (v !== own.latest - 1 || !older) {
@@ -103,7 +103,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     }
     exchange(own.stage.params, older);
     try {
-      return compute();
+      return await compute();
     } finally {
       exchange(own.stage.params, older);
     }

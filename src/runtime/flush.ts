@@ -99,7 +99,7 @@ export class Flush implements UpdatePolicy {
     for (const [s, n] of this.backwards) this.left.set(s, n);
   }
 
-  apply<T>(_a: Action, compute: () => T): T {
+  apply<T>(_a: Action, compute: () => Promise<T>): Promise<T> {
     return compute();
   }
 

@@ -3,7 +3,8 @@
  * replica 0 (every replica holds the same), the optimizer state of replica 0's
  * workers — or, with ZeRO, the pieces every worker's shards hold, joined
  * into whole parameters (with ZeRO-3 the weights too) — and the step count,
- * checked equal on every worker.
+ * checked equal on every worker. With tensor parallelism the tp pieces are
+ * joined last (tp-state.ts), so the progress holds whole tensors by name.
  */
 import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
@@ -11,6 +12,8 @@ import { workerCount, type Mesh } from '../schedule/mesh.ts';
 import type { RankHost, RankState, Weights } from './rank-host.ts';
 import type { ZeroStage } from '../config/run-config.ts';
 import { parsePieceName } from './zero-shard.ts';
+import type { TpParam } from '../nn/tp-shard.ts';
+import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
 
 /**
  * The run's weights from its workers' own (`byWorker`): replica 0's whole
@@ -21,7 +24,7 @@ import { parsePieceName } from './zero-shard.ts';
 export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[]): Weights {
   if (zero !== 3) {
     const out: Weights = {};
-    for (const w of byWorker.slice(0, m.ranks)) Object.assign(out, w);
+    for (const w of byWorker.slice(0, m.ranks * m.tp)) Object.assign(out, w);
     return out;
   }
   const pieces: { name: string; lo: number; hi: number; values: Weights[string] }[] = [];
@@ -45,6 +48,12 @@ export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights
     if (covered.get(name) !== v.length) throw new Error(`the workers' ZeRO-3 shards cover ${covered.get(name) ?? 0} of the ${v.length} values of "${name}"`);
   }
   return out;
+}
+
+/** The run's whole weights: joinWeights, then the tp pieces joined (`rules`: nn/tp-shard.ts tpParams of the run's model). */
+export function wholeWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[], rules: ReadonlyMap<string, TpParam>): Weights {
+  const w = joinWeights(m, zero, byWorker);
+  return m.tp > 1 ? joinTpWeights(w, rules) : w;
 }
 
 /** Joins workers' optimizer pieces into whole parameters (sizes from `params`); every value must be covered exactly once. */
@@ -82,14 +91,16 @@ export async function gatherProgress(
   stepsDone: number,
   losses: readonly number[],
   evals: readonly EvalReport[],
+  rules: ReadonlyMap<string, TpParam>,
 ): Promise<TrainProgress> {
   // Replica 0 holds every weight and, without ZeRO, every optimizer slot; with it, each worker holds a shard.
-  const readers = zero > 0 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks);
+  const readers = zero > 0 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks * m.tp);
   const states = await Promise.all(readers.map((h) => h.readState()));
   const params = joinWeights(m, zero, states.map((s) => s.params));
   const optimizer = joinOptimizer(
     states.map((s) => s.optimizer),
     params,
   );
-  return { stepsDone, params, optimizer, losses: losses.slice(0, stepsDone), evals: [...evals] };
+  if (m.tp === 1) return { stepsDone, params, optimizer, losses: losses.slice(0, stepsDone), evals: [...evals] };
+  return { stepsDone, params: joinTpWeights(params, rules), optimizer: joinTpOptimizer(optimizer, rules), losses: losses.slice(0, stepsDone), evals: [...evals] };
 }

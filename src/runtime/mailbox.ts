@@ -7,8 +7,8 @@
  */
 import { epochMs } from './clock.ts';
 
-/** An activation or a gradient between pipeline stages, or a chunk of a data-parallel ring collective (ring-allreduce.ts). */
-export type PayloadKind = 'act' | 'grad' | 'ring';
+/** An activation or a gradient between pipeline stages, a chunk of a data-parallel ring collective (ring-allreduce.ts), or a part of a tp group's collective (tp-collective.ts). */
+export type PayloadKind = 'act' | 'grad' | 'ring' | 'tp';
 
 export interface Payload {
   kind: PayloadKind;
@@ -36,7 +36,7 @@ export function payloadKey(kind: PayloadKind, stage: number, mb: number, step: n
 export function checkPayload(m: unknown): string | null {
   if (typeof m !== 'object' || m === null) return `message = ${String(m)}: must be an object`;
   const p = m as Record<string, unknown>;
-  if (p.kind !== 'act' && p.kind !== 'grad' && p.kind !== 'ring') return `kind = ${JSON.stringify(p.kind)}: must be "act", "grad" or "ring"`;
+  if (p.kind !== 'act' && p.kind !== 'grad' && p.kind !== 'ring' && p.kind !== 'tp') return `kind = ${JSON.stringify(p.kind)}: must be "act", "grad", "ring" or "tp"`;
   for (const f of ['stage', 'mb', 'step', 'from'] as const) {
     if (typeof p[f] !== 'number' || !Number.isInteger(p[f]) || (p[f] as number) < 0) return `${f} = ${JSON.stringify(p[f])}: must be a non-negative integer`;
   }

@@ -28,7 +28,7 @@ export class StashPolicy implements UpdatePolicy {
     }
   }
 
-  apply<T>(a: Action, compute: () => T): T {
+  async apply<T>(a: Action, compute: () => Promise<T>): Promise<T> {
     const own = this.perStage.get(a.stage);
     if (!own) throw new Error(`stage ${a.stage} is not held by this rank`);
     if (a.op === 'F') {
@@ -36,7 +36,7 @@ export class StashPolicy implements UpdatePolicy {
       return compute();
     }
     if (a.op !== 'B') throw new Error('the asynchronous PipeDream runtime takes full backwards (B) only');
-    const r = own.stash.withForwardWeights(a.mb, compute);
+    const r = await own.stash.withForwardWeights(a.mb, compute);
     this.versions.push(r.record);
     own.opt.lr = lrAt(this.train, Math.floor(a.mb / this.microbatchesPerStep));
     own.opt.step(1);

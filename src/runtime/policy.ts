@@ -62,8 +62,8 @@ export interface UpdatableStage {
 }
 
 export interface UpdatePolicy {
-  /** Runs one compute action; `compute` issues its kernels. */
-  apply<T>(a: Action, compute: () => T): T;
+  /** Runs one compute action; `compute` issues its kernels (and, with tp, waits for its group's collectives between them). */
+  apply<T>(a: Action, compute: () => Promise<T>): Promise<T>;
   /** Before action `a` takes its inputs (ZeRO-3 gathers the stage's weights here). */
   beforeAction?(a: Action, log: StepLog): void | Promise<void>;
   /** After action `a`'s kernels are done (a data-parallel flush may start a stage's all-reduce here; ZeRO-2/3 reduce-scatter its gradients). */

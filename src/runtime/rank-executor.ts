@@ -23,10 +23,10 @@ export interface StageLike {
   readonly index: number;
   readonly isFirst: boolean;
   readonly isLast: boolean;
-  forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Tensor;
-  backwardInput(mb: number, dOutput: Tensor | null): Tensor | null;
+  forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Promise<Tensor>;
+  backwardInput(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
   backwardWeight(mb: number): void;
-  backward(mb: number, dOutput: Tensor | null): Tensor | null;
+  backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
   stashBytes(): number;
   liveStashes(): number;
 }
@@ -61,6 +61,8 @@ export interface RankParts {
   rank: number;
   /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
   replica?: number;
+  /** The worker's place in its tp group (absent with tp = 1): only tp rank 0 reports the losses its group computes alike. */
+  tpRank?: number;
   be: Backend;
   order: readonly Action[];
   stages: ReadonlyMap<number, StageLike>;
@@ -80,7 +82,7 @@ export class RankExecutor implements StepRunner {
 
   async runStep(step: number): Promise<StepResult> {
     const { be, rank, transport, stages } = this.p;
-    const log = new StepLog(rank, step, this.p.replica);
+    const log = new StepLog(rank, step, this.p.replica, this.p.tpRank);
     const losses: { mb: number; loss: Tensor }[] = [];
     const peak: Record<number, number> = {};
     const stepStart = epochMs();
@@ -93,7 +95,8 @@ export class RankExecutor implements StepRunner {
         await this.p.policy.beforeAction?.(a, log);
         const out = await this.act(log, a, stage);
         await this.p.policy.afterAction?.(a, log);
-        if (out) losses.push({ mb: a.mb, loss: out });
+        if (out && (this.p.tpRank ?? 0) === 0) losses.push({ mb: a.mb, loss: out });
+        else if (out) be.dispose(out);
         for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
       } catch (e) {
         if (e instanceof ActionError) throw e;
@@ -142,16 +145,16 @@ export class RankExecutor implements StepRunner {
       if (dIn && !stage.isFirst) transport.send(log, 'grad', a.stage - 1, a.mb, dIn, a);
       else if (dIn) be.dispose(dIn);
     } else {
-      await this.timed(log, a, () => policy.apply(a, () => stage.backwardWeight(a.mb)));
+      await this.timed(log, a, () => policy.apply(a, async () => stage.backwardWeight(a.mb)));
     }
     return null;
   }
 
   /** Issues an action's kernels, waits for them and logs the action (with the GPU's own time where timestamp queries give it). */
-  private async timed<T>(log: StepLog, a: Action, issue: () => T): Promise<T> {
+  private async timed<T>(log: StepLog, a: Action, issue: () => Promise<T>): Promise<T> {
     const t0 = epochMs();
     const span = this.p.gpuSpan?.();
-    const result = issue();
+    const result = await issue();
     let gpuMs: number | undefined;
     if (span) {
       const r = await span.end();

@@ -14,7 +14,9 @@ import { rowsPerExample } from '../nn/model-spec.ts';
 import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
-import { mesh, placeOf, replicaRows, ringNext, ringPrev, type Mesh } from '../schedule/mesh.ts';
+import { laneLabel, mesh, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../schedule/mesh.ts';
+import { TpChannel } from './tp-collective.ts';
+import type { UpdatePolicy } from './policy.ts';
 import type { Fault } from '../config/fault-spec.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
@@ -119,17 +121,22 @@ class SampledMicrobatches implements MicrobatchSource {
   }
 }
 
-/** A worker's ports sorted by role: its pipeline neighbours (by their rank, in its replica) and its ring neighbours (by worker). */
+/**
+ * A worker's ports sorted by role: its pipeline neighbours (by their rank, in its replica and tp rank), its
+ * ring neighbours (by worker) and the other members of its tp group (by tp rank).
+ */
 function portsByRole(m: Mesh, worker: number, peers: ReadonlyMap<number, MessagePort>) {
-  const { replica } = placeOf(m, worker);
+  const { replica, rank, tpRank } = placeOf(m, worker);
   const pipeline = new Map<number, MessagePort>();
+  const tp = new Map<number, MessagePort>();
   for (const [w, port] of peers) {
     const p = placeOf(m, w);
-    if (p.replica === replica) pipeline.set(p.rank, port);
+    if (p.replica === replica && p.rank === rank && p.tpRank !== tpRank) tp.set(p.tpRank, port);
+    else if (p.replica === replica && p.tpRank === tpRank) pipeline.set(p.rank, port);
   }
   const next = ringNext(m, worker);
   const prev = ringPrev(m, worker);
-  return { replica, pipeline, next, prev, toNext: m.dp > 1 ? peers.get(next) : undefined, fromPrev: m.dp > 1 ? peers.get(prev) : undefined };
+  return { replica, tpRank, pipeline, tp, next, prev, toNext: m.dp > 1 ? peers.get(next) : undefined, fromPrev: m.dp > 1 ? peers.get(prev) : undefined };
 }
 
 /**
@@ -189,25 +196,50 @@ function dataParallelParts(
   };
 }
 
+/** The policy with the tp channel told which action runs before each (its collectives are logged against it). */
+function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
+  return {
+    apply: (a, compute) => inner.apply(a, compute),
+    beforeAction: async (a, log) => {
+      tp.enter(a, log);
+      await inner.beforeAction?.(a, log);
+    },
+    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
+    endStep: (s, log) => inner.endStep(s, log),
+    report: () => inner.report(),
+    readOptimizer: () => inner.readOptimizer(),
+    loadOptimizer: (st) => inner.loadOptimizer(st),
+    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
+    dispose: () => inner.dispose(),
+  };
+}
+
 export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts, hooks: RankHooks = {}): RankRuntime {
   const { config, rank, schedule, stageBlocks, spec, worker } = init;
   const train = toTrainConfig(config);
   const kind = scheduleKind(config.schedule);
-  const m = mesh(config.dp, config.ranks);
+  const m = mesh(config.dp, config.ranks, config.tp ?? 1);
   const roles = portsByRole(m, worker, ports.peers);
   const replica = m.dp > 1 ? roles.replica : undefined;
+  const tpRank = m.tp > 1 ? roles.tpRank : undefined;
+
+  const mailbox = new Mailbox(rank, m.tp > 1 ? `${laneLabel(m, worker)} (worker ${worker})` : replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
+  for (const [peer, port] of roles.pipeline) mailbox.attach(port, peer);
+  if (roles.fromPrev) mailbox.attach(roles.fromPrev, `worker ${roles.prev}`);
+  if (roles.toNext && roles.toNext !== roles.fromPrev) mailbox.attach(roles.toNext, `worker ${roles.next}`);
+  const group = tpGroup(m, worker);
+  for (const [j, port] of roles.tp) mailbox.attach(port, `worker ${group[j]}`);
+  // The stage's tp group (tp = 1: a channel to nobody, whose collectives return their input).
+  const tp = new TpChannel({ be, index: roles.tpRank, size: m.tp, workers: group, ports: roles.tp, mailbox, recvTimeoutMs: init.recvTimeoutMs });
+
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
-    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute }));
+    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, tp: tp.groupFor(s) }));
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const windows = UPDATE_WINDOWS[kind.update];
   const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica));
 
-  const mailbox = new Mailbox(rank, replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
-  for (const [peer, port] of roles.pipeline) mailbox.attach(port, peer);
-  if (roles.fromPrev) mailbox.attach(roles.fromPrev, `worker ${roles.prev}`);
-  if (roles.toNext && roles.toNext !== roles.fromPrev) mailbox.attach(roles.toNext, `worker ${roles.next}`);
   const control = ports.control ? new MeshControlClient(ports.control, init.recvTimeoutMs) : null;
 
   // A configured fault fires on one worker: the one of its replica (replica 0 by default).
@@ -216,11 +248,14 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
   const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks));
   // Model copies (DualPipe): each stage's gradients are summed over its copies before the update (copy-sum.ts).
-  const policy = (schedule.copies ?? 1) > 1 ? withCopySum(base, { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs }) : base;
+  const summed = (schedule.copies ?? 1) > 1 ? withCopySum(base, { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs }) : base;
+  // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
+  const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
   let current = 0;
   const executor = new RankExecutor({
     rank,
     replica,
+    tpRank,
     be,
     order: schedule.order[rank],
     stages,
@@ -241,17 +276,17 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   };
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
-  const dryStep = (update: boolean) => {
+  const dryStep = async (update: boolean) => {
     for (const st of stages.values()) {
       // One example: one row on the first stage, its rows (the GPT: one per token) after it.
       const rows = rowsPerExample(spec);
       const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
       const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
-      const out = st.forward(WARM_UP_MB, input, labels, 1);
+      const out = await st.forward(WARM_UP_MB, input, labels, 1);
       if (labels) be.dispose(labels);
       const dOut = st.isLast ? null : be.zeros([...out.shape]);
       be.dispose(out);
-      const dIn = st.backward(WARM_UP_MB, dOut);
+      const dIn = await st.backward(WARM_UP_MB, dOut);
       if (dIn) be.dispose(dIn);
     }
     if (update) {
@@ -264,13 +299,14 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   return {
     async warmUp() {
       const t0 = epochMs();
+      tp.leave();
       let kernels = 0, compiled = 0;
       if (be.compileUsed) {
         // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.
         ({ kernels, compiled } = await be.compileUsed(() => dryStep(true)));
         for (const st of stages.values()) st.zeroGrads();
       } else {
-        dryStep(false);
+        await dryStep(false);
       }
       await be.sync();
       return { warmUpMs: epochMs() - t0, kernels, compiled };

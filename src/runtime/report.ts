@@ -39,6 +39,7 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
   const timeline: Timeline = {
     source: 'measured',
     ...(plan.config.dp > 1 ? { dp: plan.config.dp } : {}),
+    ...((plan.config.tp ?? 1) > 1 ? { tp: plan.config.tp } : {}),
     ranks: plan.schedule.ranks,
     stages: plan.schedule.stages,
     microbatches: plan.schedule.microbatches,

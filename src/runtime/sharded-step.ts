@@ -149,7 +149,7 @@ export class ShardedStep implements UpdatePolicy {
     });
   }
 
-  apply<T>(_a: Action, compute: () => T): T {
+  apply<T>(_a: Action, compute: () => Promise<T>): Promise<T> {
     return compute();
   }
 

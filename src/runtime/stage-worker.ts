@@ -18,7 +18,7 @@ let current: RankInit | null = null;
 
 /** How messages name this worker: its rank, with its replica in a data-parallel mesh. */
 function where(init: RankInit): string {
-  return rankWhere(init.rank, init.schedule.stageToRank, init.config.dp > 1 ? placeOf(mesh(init.config.dp, init.config.ranks), init.worker).replica : undefined);
+  return rankWhere(init.rank, init.schedule.stageToRank, init.config.dp > 1 ? placeOf(mesh(init.config.dp, init.config.ranks, init.config.tp ?? 1), init.worker).replica : undefined);
 }
 
 function stagesOn(init: RankInit): number[] {

@@ -21,10 +21,13 @@ export class StepLog {
     readonly step: number,
     /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
     readonly replica?: number,
+    /** The worker's place in its tp group (absent with tp = 1). */
+    readonly tpRank?: number,
   ) {}
 
   private push(iv: Interval): void {
     if (this.replica !== undefined) iv.replica = this.replica;
+    if (this.tpRank !== undefined) iv.tpRank = this.tpRank;
     this.intervals.push(iv);
   }
 
@@ -38,7 +41,7 @@ export class StepLog {
     this.push(iv);
   }
 
-  /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange). */
+  /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange); a tp collective: the micro-batch. */
   collective(stage: number, coll: CollectiveKind, exchange: number, start: number, end: number, bytes: number, peer?: number): void {
     const iv: Interval = { rank: this.rank, stage, op: 'collective', mb: exchange, start, end, coll, bytes };
     if (peer !== undefined) iv.peer = peer;

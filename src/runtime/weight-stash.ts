@@ -54,20 +54,20 @@ export class WeightStash {
   }
 
   /** Runs `backward` with the weights mb's forward used, then puts the current ones back. */
-  withForwardWeights<T>(mb: number, backward: () => T): { result: T; record: VersionRecord } {
+  async withForwardWeights<T>(mb: number, backward: () => Promise<T>): Promise<{ result: T; record: VersionRecord }> {
     const fv = this.mbVersion.get(mb);
     if (fv === undefined) throw new Error(`stage ${this.stage} has no stashed weights for micro-batch ${mb}`);
     const stash = this.versions.get(fv) as StashedVersion;
     let result: T;
     let loaded = this.version;
     if (fv === this.version) {
-      result = backward();
+      result = await backward();
     } else {
       const current = this.params.map((p) => this.be.clone(p.value));
       this.params.forEach((p, i) => this.be.copyInto(p.value, stash.copies[i]));
       loaded = fv;
       try {
-        result = backward();
+        result = await backward();
       } finally {
         this.params.forEach((p, i) => this.be.copyInto(p.value, current[i]));
         for (const t of current) this.be.dispose(t);

@@ -56,7 +56,7 @@ export async function decisionBoundary(cfg: RunConfig, weights: WeightMap, size 
   const confidence = new Float32Array(size * size);
   const k = data.classes;
   const input = be.tensor(grid, [size * size, 2]);
-  const logits = chain.logits(input);
+  const logits = await chain.logits(input);
   const L = await be.read(logits);
   be.dispose(input);
   be.dispose(logits);
@@ -76,7 +76,7 @@ export async function decisionBoundary(cfg: RunConfig, weights: WeightMap, size 
   }
   // Training accuracy, from the same model.
   const tin = be.tensor(data.train.inputs, [data.train.n, 2]);
-  const tl = await be.read(chain.logits(tin));
+  const tl = await be.read(await chain.logits(tin));
   let correct = 0;
   for (let i = 0; i < data.train.n; i++) {
     let arg = 0;

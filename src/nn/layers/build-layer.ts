@@ -1,6 +1,7 @@
 /** Builds the layer a LayerSpec describes (the loss is not a Layer: the Stage runs it). */
 import type { Backend } from '../backend.ts';
 import type { LayerSpec } from '../model-spec.ts';
+import type { TpGroup } from '../tensor-parallel.ts';
 import { ActivationLayer } from './activation-layer.ts';
 import { Embedding } from './embedding.ts';
 import { GptBlock } from './gpt-block.ts';
@@ -10,13 +11,14 @@ import type { Layer } from './layer.ts';
 import { LayerNorm } from './layer-norm.ts';
 import { Linear } from './linear.ts';
 
-export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>, seed: number): Layer {
+/** `tp`: the stage's tensor-parallel group, for the layers it splits (GPT blocks, the MLPs' hidden linears; tp-shard.ts); absent for the head's. */
+export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>, seed: number, tp?: TpGroup): Layer {
   const name = `${blockName}.${spec.name}`;
   switch (spec.kind) {
     case 'embedding':
       return new Embedding(be, name, spec, seed);
     case 'linear':
-      return new Linear(be, name, spec, seed);
+      return new Linear(be, name, spec, seed, tp);
     case 'layernorm':
       return new LayerNorm(be, name, spec, seed);
     case 'activation':
@@ -24,7 +26,7 @@ export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSp
     case 'gpt-embedding':
       return new GptEmbedding(be, name, spec, seed);
     case 'gpt-block':
-      return new GptBlock(be, name, spec, seed);
+      return new GptBlock(be, name, spec, seed, tp);
     case 'gpt-head':
       return new GptHead(be, name, spec, seed);
   }

@@ -10,13 +10,22 @@
  * backwardInput computes dx and leaves in `saved` exactly what backwardWeight
  * needs (the weight ops' inputs and output gradients), so zero-bubble
  * schedules defer the whole W half.
+ *
+ * Tensor parallel over a tp group of t workers (Megatron-LM §3, tp-shard.ts):
+ * this worker holds heads [j·H/t, (j+1)·H/t) of c_attn and attention, 4C/t
+ * columns of the MLP, and the matching input columns of both projections.
+ * Forward: each projection's partial product is summed over the group (g)
+ * before its bias and the residual; backward: the gradients at the inputs of
+ * c_attn and c_fc (the ln_1 and ln_2 outputs) are summed (f). Two all-reduces
+ * each way per block; with t = 1 (SOLO) none, and the same kernels as before.
  */
 import type { Backend, Tensor } from '../backend.ts';
 import type { GptBlockSpec } from '../model-spec.ts';
 import type { Param } from '../param.ts';
+import { SOLO, type TpGroup } from '../tensor-parallel.ts';
 import type { Layer, LayerForward } from './layer.ts';
 import {
-  createTorchLayerNorm, createTorchLinear, GPT_LN_EPS, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
+  createTorchLayerNorm, createTpTorchLinear, GPT_LN_EPS, rowParallelForward, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
   type TorchLayerNorm, type TorchLinear,
 } from './torch-linear.ts';
 
@@ -33,6 +42,7 @@ export class GptBlock implements Layer {
   private readonly ln2: TorchLayerNorm;
   private readonly fc: TorchLinear;
   private readonly mproj: TorchLinear;
+  /** This worker's heads (H / t). */
   private readonly heads: number;
   private readonly T: number;
   private readonly scale: number;
@@ -42,24 +52,25 @@ export class GptBlock implements Layer {
     readonly name: string,
     spec: GptBlockSpec,
     seed: number,
+    private readonly tp: TpGroup = SOLO,
   ) {
     const C = spec.dim, p = spec.prefix;
     this.ln1 = createTorchLayerNorm(be, `${p}.ln_1`, C, seed);
-    this.attn = createTorchLinear(be, `${p}.attn.c_attn`, C, 3 * C, spec.init, seed);
-    this.proj = createTorchLinear(be, `${p}.attn.c_proj`, C, C, spec.projInit, seed);
+    this.attn = createTpTorchLinear(be, `${p}.attn.c_attn`, C, 3 * C, spec.init, seed, tp, { kind: 'column', parts: 3 });
+    this.proj = createTpTorchLinear(be, `${p}.attn.c_proj`, C, C, spec.projInit, seed, tp, { kind: 'row' });
     this.ln2 = createTorchLayerNorm(be, `${p}.ln_2`, C, seed);
-    this.fc = createTorchLinear(be, `${p}.mlp.c_fc`, C, 4 * C, spec.init, seed);
-    this.mproj = createTorchLinear(be, `${p}.mlp.c_proj`, 4 * C, C, spec.projInit, seed);
+    this.fc = createTpTorchLinear(be, `${p}.mlp.c_fc`, C, 4 * C, spec.init, seed, tp, { kind: 'column', parts: 1 });
+    this.mproj = createTpTorchLinear(be, `${p}.mlp.c_proj`, 4 * C, C, spec.projInit, seed, tp, { kind: 'row' });
     this.params = [
       this.ln1.weight, this.ln1.bias, ...torchLinearParams(this.attn), ...torchLinearParams(this.proj),
       this.ln2.weight, this.ln2.bias, ...torchLinearParams(this.fc), ...torchLinearParams(this.mproj),
     ];
-    this.heads = spec.heads;
+    this.heads = spec.heads / tp.size;
     this.T = spec.blockSize;
     this.scale = 1 / Math.sqrt(C / spec.heads);
   }
 
-  forward(x: Tensor, save: boolean): LayerForward {
+  async forward(x: Tensor, save: boolean): Promise<LayerForward> {
     const be = this.be;
     const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
     const qkv = torchLinearForward(be, this.attn, l1.y);
@@ -67,13 +78,13 @@ export class GptBlock implements Layer {
     const P = be.causalSoftmax(S);
     be.dispose(S);
     const o = be.attentionValues(P, qkv, this.heads);
-    const ap = torchLinearForward(be, this.proj, o);
+    const ap = await rowParallelForward(be, this.proj, o, this.tp);
     const x1 = be.add(x, ap);
     be.dispose(ap);
     const l2 = be.layerNorm(x1, this.ln2.weight.value, this.ln2.bias.value, GPT_LN_EPS);
     const h = torchLinearForward(be, this.fc, l2.y);
     const g = be.activation('gelu', h);
-    const mp = torchLinearForward(be, this.mproj, g);
+    const mp = await rowParallelForward(be, this.mproj, g, this.tp);
     const y = be.add(x1, mp);
     be.dispose(mp);
     const saved = [x, l1.mean, l1.rstd, l1.y, qkv, P, o, x1, l2.mean, l2.rstd, l2.y, h, g];
@@ -88,14 +99,14 @@ export class GptBlock implements Layer {
   }
 
   /** dx; replaces `saved` by what backwardWeight needs (the stage frees the rest). */
-  backwardInput(saved: Tensor[], dy: Tensor): Tensor {
+  async backwardInput(saved: Tensor[], dy: Tensor): Promise<Tensor> {
     const be = this.be;
     const s = saved;
     // MLP branch: y = x1 + mproj(gelu(fc(ln_2(x1)))).
     const dg = torchLinearBackwardInput(be, this.mproj, dy);
     const dh = be.activationBackward('gelu', s[F.h], dg);
     be.dispose(dg);
-    const dc = torchLinearBackwardInput(be, this.fc, dh);
+    const dc = await this.tp.allReduce(torchLinearBackwardInput(be, this.fc, dh));
     const dln2 = be.layerNormBackwardInput(s[F.x1], this.ln2.weight.value, s[F.m2], s[F.r2], dc);
     const dx1 = be.add(dy, dln2); // the gradient split: the residual and the branch
     be.dispose(dln2);
@@ -107,7 +118,7 @@ export class GptBlock implements Layer {
     const dqkv = be.attentionQkvGrad(s[F.qkv], s[F.P], dS, dout, this.heads, this.scale);
     be.dispose(dS);
     be.dispose(dout);
-    const da = torchLinearBackwardInput(be, this.attn, dqkv);
+    const da = await this.tp.allReduce(torchLinearBackwardInput(be, this.attn, dqkv));
     const dln1 = be.layerNormBackwardInput(s[F.x], this.ln1.weight.value, s[F.m1], s[F.r1], da);
     const dx = be.add(dx1, dln1);
     be.dispose(dln1);

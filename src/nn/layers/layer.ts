@@ -5,6 +5,10 @@
  *   backwardInput(saved, dy)    → dx
  *   backwardWeight(saved, dy)   → param.grad += ∂L/∂param
  *
+ * forward and backwardInput may be asynchronous: a tensor-parallel layer waits
+ * between its kernels for its tp group's collectives (tensor-parallel.ts). The
+ * weight gradients need none, so backwardWeight is synchronous.
+ *
  * The caller (a Stage) owns every tensor: `saved` holds references the stage
  * keeps in its stash and disposes; a layer never disposes its input or dy.
  * A layer without parameters has no backwardWeight. A composite layer (a
@@ -25,7 +29,9 @@ export interface Layer {
   /** Global name, e.g. 'block1.linear'. */
   readonly name: string;
   readonly params: readonly Param[];
-  forward(x: Tensor, save: boolean): LayerForward;
-  backwardInput(saved: Tensor[], dy: Tensor): Tensor;
+  forward(x: Tensor, save: boolean): LayerForward | Promise<LayerForward>;
+  backwardInput(saved: Tensor[], dy: Tensor): Tensor | Promise<Tensor>;
   backwardWeight?(saved: readonly Tensor[], dy: Tensor): void;
+  /** backwardInput prepares what backwardWeight reads (a tp layer's own columns of dy): the stage runs it even where dx is not wanted. */
+  readonly needsBackwardInput?: boolean;
 }

@@ -4,7 +4,9 @@
  * dx = dy·W; dW += dyᵀ·x; db += Σ_rows dy.
  */
 import type { Backend, Tensor } from '../backend.ts';
-import { createParam, type InitSpec, type Param } from '../param.ts';
+import { createParam, createTpParam, type InitSpec, type Param } from '../param.ts';
+import type { TpGroup } from '../tensor-parallel.ts';
+import type { TpRule } from '../tp-shard.ts';
 
 export interface TorchLinear {
   readonly W: Param;
@@ -16,6 +18,39 @@ export function createTorchLinear(be: Backend, name: string, inCols: number, out
     W: createParam(be, `${name}.weight`, [outCols, inCols], init, seed, true),
     b: bias ? createParam(be, `${name}.bias`, [outCols], { kind: 'const', value: 0 }, seed, false) : null,
   };
+}
+
+/**
+ * Tensor-parallel worker `tp.index`'s piece of a Linear (tp-shard.ts): 'column' holds its output rows of W
+ * ([out/t, in]; with `parts` = 3, the rows of each third — q, k and v by heads) and of b; 'row' holds its
+ * input columns of W ([out, in/t]) and the whole b, added once after the all-reduce (rowParallelForward).
+ */
+export function createTpTorchLinear(
+  be: Backend,
+  name: string,
+  inCols: number,
+  outCols: number,
+  init: InitSpec,
+  seed: number,
+  tp: TpGroup,
+  split: { kind: 'column'; parts: number } | { kind: 'row' },
+): TorchLinear {
+  const t = tp.size, j = tp.index;
+  const w: TpRule = split.kind === 'column' ? { kind: 'rows', parts: split.parts } : { kind: 'cols' };
+  const b: TpRule = split.kind === 'column' ? { kind: 'rows', parts: split.parts } : { kind: 'whole' };
+  return {
+    W: createTpParam(be, `${name}.weight`, [outCols, inCols], init, seed, true, { rule: w, t, j }),
+    b: createTpParam(be, `${name}.bias`, [outCols], { kind: 'const', value: 0 }, seed, false, { rule: b, t, j }),
+  };
+}
+
+/** A row-parallel Linear's forward: this worker's partial x·Wⱼᵀ, summed over the tp group (Megatron's g), then the bias once. */
+export async function rowParallelForward(be: Backend, l: TorchLinear, x: Tensor, tp: TpGroup): Promise<Tensor> {
+  const z = await tp.allReduce(be.matmul(x, l.W.value, { transB: true }));
+  if (!l.b) return z;
+  const y = be.biasAdd(z, l.b.value);
+  be.dispose(z);
+  return y;
 }
 
 export function torchLinearParams(l: TorchLinear): Param[] {

@@ -13,14 +13,14 @@ export function cpuData(t: Tensor): Float64Array {
 }
 
 /** ∂f/∂x[i] for every i by central differences, x perturbed in place and restored. */
-export function numericGrad(f: () => number, x: Float64Array, h = 1e-5): Float64Array {
+export async function numericGrad(f: () => number | Promise<number>, x: Float64Array, h = 1e-5): Promise<Float64Array> {
   const g = new Float64Array(x.length);
   for (let i = 0; i < x.length; i++) {
     const x0 = x[i];
     x[i] = x0 + h;
-    const fp = f();
+    const fp = await f();
     x[i] = x0 - h;
-    const fm = f();
+    const fm = await f();
     x[i] = x0;
     g[i] = (fp - fm) / (2 * h);
   }

@@ -16,23 +16,23 @@ export const FD_STEP = 1e-5;
 export const FD_TOL = 1e-6;
 
 /** Checks dx (unless the input is integer) and every param grad of `layer` at input x. */
-export function checkLayer(layer: Layer, x: Tensor, seed: number): void {
+export async function checkLayer(layer: Layer, x: Tensor, seed: number): Promise<void> {
   const rng = new Rng(seed);
-  const probe = layer.forward(x, true);
+  const probe = await layer.forward(x, true);
   const R = randomArray(rng, probe.y.size);
   const dy = be.tensor(R, probe.y.shape);
-  const objective = () => dot(cpuData(layer.forward(x, false).y), R);
+  const objective = async () => dot(cpuData((await layer.forward(x, false)).y), R);
 
   if (x.dtype === 'f32') {
-    const dx = cpuData(layer.backwardInput(probe.saved, dy));
-    const c = compareGrads(dx, numericGrad(objective, cpuData(x), FD_STEP));
+    const dx = cpuData(await layer.backwardInput(probe.saved, dy));
+    const c = compareGrads(dx, await numericGrad(objective, cpuData(x), FD_STEP));
     expect(c.relErr, `${layer.name} dx`).toBeLessThan(FD_TOL);
     expect(c.worst, `${layer.name} dx, worst element`).toBeLessThan(1e-5);
   }
   for (const p of layer.params) be.fill(p.grad, 0);
   layer.backwardWeight?.(probe.saved, dy);
   for (const p of layer.params) {
-    const c = compareGrads(cpuData(p.grad), numericGrad(objective, cpuData(p.value), FD_STEP));
+    const c = compareGrads(cpuData(p.grad), await numericGrad(objective, cpuData(p.value), FD_STEP));
     expect(c.relErr, `${p.name} grad`).toBeLessThan(FD_TOL);
     expect(c.worst, `${p.name} grad, worst element`).toBeLessThan(1e-5);
     expect(c.norm, `${p.name} grad is not trivially zero`).toBeGreaterThan(1e-3);
