@@ -56,7 +56,7 @@ export interface TorchBundleConfig {
   tp: number;
   /** Processes: dp × tp × ranks; process g = (replica · ranks + rank) · tp + j (src/schedule/mesh.ts). */
   world: number;
-  /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-shard.ts); the rest are whole on every tp process. Empty with tp = 1. */
+  /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-params.ts); the rest are whole on every tp process. Empty with tp = 1. */
   tpParams: Record<string, TpParam>;
   stages: number;
   microbatches: number;

@@ -101,8 +101,8 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
     expect(r.out).toContain('torchrun --nproc_per_node=8 train.py');
     const cfg = JSON.parse(r.files.get(join(out, 'tp', 'config.json')) as string) as TorchBundleConfig;
     expect({ dp: cfg.dp, tp: cfg.tp, ranks: cfg.ranks, world: cfg.world, runTp: cfg.run.tp }).toEqual({ dp: 2, tp: 2, ranks: 2, world: 8, runTp: 2 });
-    expect(cfg.tpParams['transformer.h.0.attn.c_attn.weight']).toEqual({ rule: { kind: 'rows', parts: 3 }, shape: [24, 8] });
-    expect(cfg.tpParams['transformer.h.1.mlp.c_proj.weight']).toEqual({ rule: { kind: 'cols' }, shape: [8, 32] });
+    expect(cfg.tpParams['transformer.h.0.attn.c_attn.weight']).toEqual({ rule: { kind: 'rows', parts: 3 }, shape: [24, 8], block: 0 });
+    expect(cfg.tpParams['transformer.h.1.mlp.c_proj.weight']).toEqual({ rule: { kind: 'cols' }, shape: [8, 32], block: 1 });
     expect(cfg.tpParams['lm_head.weight']).toBeUndefined();
     expect(r.files.has(join(out, 'tp', 'tensor_parallel.py'))).toBe(true);
     expect(r.files.get(join(out, 'tp', 'README.md'))).toContain('The world size is dp × tp × ranks = 2 × 2 × 2 = 8');

@@ -10,15 +10,15 @@ export function tpParams(spec: ModelSpec): Map<string, TpParam> {
     for (const l of b.layers) {
       if (l.kind === 'gpt-block') {
         const C = l.dim, p = l.prefix;
-        out.set(`${p}.attn.c_attn.weight`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C, C] });
-        out.set(`${p}.attn.c_attn.bias`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C] });
-        out.set(`${p}.attn.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, C] });
-        out.set(`${p}.mlp.c_fc.weight`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C, C] });
-        out.set(`${p}.mlp.c_fc.bias`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C] });
-        out.set(`${p}.mlp.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, 4 * C] });
+        out.set(`${p}.attn.c_attn.weight`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C, C], block: bi });
+        out.set(`${p}.attn.c_attn.bias`, { rule: { kind: 'rows', parts: 3 }, shape: [3 * C], block: bi });
+        out.set(`${p}.attn.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, C], block: bi });
+        out.set(`${p}.mlp.c_fc.weight`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C, C], block: bi });
+        out.set(`${p}.mlp.c_fc.bias`, { rule: { kind: 'rows', parts: 1 }, shape: [4 * C], block: bi });
+        out.set(`${p}.mlp.c_proj.weight`, { rule: { kind: 'cols' }, shape: [C, 4 * C], block: bi });
       } else if (l.kind === 'linear' && bi !== last) {
-        out.set(`${b.name}.${l.name}.W`, { rule: { kind: 'cols' }, shape: [l.in, l.out] });
-        out.set(`${b.name}.${l.name}.b`, { rule: { kind: 'rows', parts: 1 }, shape: [l.out] });
+        out.set(`${b.name}.${l.name}.W`, { rule: { kind: 'cols' }, shape: [l.in, l.out], block: bi });
+        out.set(`${b.name}.${l.name}.b`, { rule: { kind: 'rows', parts: 1 }, shape: [l.out], block: bi });
       }
     }
   });

@@ -31,6 +31,8 @@ export interface TpParam {
   rule: TpRule;
   /** The whole tensor's shape. */
   shape: readonly number[];
+  /** The model block that holds it. */
+  block?: number;
 }
 
 /** The shape of worker j's piece of a tensor of `shape` under `rule` over t workers. */

@@ -19,7 +19,7 @@ import { MemoryShelf } from './memory-shelf.ts';
 /** The runner, counting the workers each attempt starts. */
 function countingRunner(workers: number[]): DurableRunner {
   return (config, opts) => {
-    workers.push(config.dp * config.ranks);
+    workers.push(config.dp * (config.tp ?? 1) * config.ranks);
     return runPipeline(config, { ...opts, recvTimeoutMs: 5000, hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
   };
 }
@@ -119,6 +119,26 @@ describe("recovery = 'fewer' on the CPU host", () => {
     expect(workers).toEqual([6, 3]);
     expect(report.recovery).toMatchObject({ meshBefore: { dp: 3, ranks: 2 }, meshAfter: { dp: 3, ranks: 1, workers: 3 } });
     expect(report.recovery?.recut).toMatch(/re-cut onto 1 rank in each of the 3 replicas \(dropping a replica would leave batchSize 18 not divisible by dp × microbatches = 2 × 2\)/);
+    expectSameRunRel(report, full);
+  });
+
+  it('tp 2 × p 2 crashes at step 3: the tp group halves (tp 1 × p 2), the whole-tensor checkpoint cut onto the new split; the losses and weights of the uninterrupted tp 2 run', async () => {
+    const cfg = config({ ranks: 2, tp: 2 });
+    const { full, report, workers } = await crashAndRecover(cfg, '1F1');
+    expect(workers).toEqual([4, 2]);
+    expect(report.recovery).toMatchObject({ mode: 'fewer', meshBefore: { dp: 1, tp: 2, ranks: 2, workers: 4 }, meshAfter: { dp: 1, ranks: 2, workers: 2 } });
+    expect(report.recovery?.recut).toMatch(/^each stage's layers re-split over 1 tensor-parallel worker instead of 2: the same 2-rank pipeline$/);
+    expect(report.config).toMatchObject({ tp: 1, ranks: 2 });
+    expectSameRunRel(report, full);
+  });
+
+  it('GPT dp 2 × tp 2 × p 1 with ZeRO-1 and recovery = fresh: the same mesh restarts from the checkpoint (tp pieces and ZeRO shards joined by name, cut again)', async () => {
+    const base = config({});
+    const cfg: RunConfig = { ...base, dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 8, blockSize: 16, ranks: 1, dp: 2, tp: 2, zero: 1, batchSize: 8, recovery: 'fresh' };
+    validateRunConfig(cfg);
+    const { full, report, workers } = await crashAndRecover(cfg, '0B1');
+    expect(workers).toEqual([4, 4]);
+    expect(report.recovery).toMatchObject({ mode: 'fresh', fromStep: 2 });
     expectSameRunRel(report, full);
   });
 

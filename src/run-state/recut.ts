@@ -33,12 +33,14 @@ export interface Recut {
 
 /** The mesh of `cfg`, as the recovery record shows it. */
 export function meshShape(cfg: RunConfig): MeshShape {
-  return { dp: cfg.dp, ranks: cfg.ranks, virtual: cfg.virtual, schedule: cfg.schedule, workers: cfg.dp * cfg.ranks };
+  const tp = cfg.tp ?? 1;
+  return { dp: cfg.dp, ...(tp > 1 ? { tp } : {}), ranks: cfg.ranks, virtual: cfg.virtual, schedule: cfg.schedule, workers: cfg.dp * tp * cfg.ranks };
 }
 
 /** "dp 2 × 2 ranks (4 workers)" / "3 ranks". */
 export function meshText(m: MeshShape): string {
-  const shape = m.dp > 1 ? `dp ${m.dp} × ${m.ranks} rank${m.ranks === 1 ? '' : 's'}` : `${m.ranks} rank${m.ranks === 1 ? '' : 's'}`;
+  const ranks = `${(m.tp ?? 1) > 1 ? `tp ${m.tp} × ` : ''}${m.ranks} rank${m.ranks === 1 ? '' : 's'}`;
+  const shape = m.dp > 1 ? `dp ${m.dp} × ${ranks}` : ranks;
   return `${shape}${m.virtual > 1 ? ` (v ${m.virtual})` : ''}, ${m.schedule}, ${m.workers} worker${m.workers === 1 ? '' : 's'}`;
 }
 
@@ -72,6 +74,13 @@ export function fewerWorkers(run: RunConfig): Recut {
     return { config: replicas.config, before, after, how: `the dead worker's replica dropped: ${cfg.dp} → ${after.dp} replica${after.dp === 1 ? '' : 's'} of the same ${cfg.ranks}-rank pipeline, the same global batch of ${cfg.batchSize}${zeroOff}` };
   }
   const because = replicas.whyNot ? ` (${replicas.whyNot})` : '';
+  // Next, a tp group half the size: each stage's layers split over fewer workers (a checkpoint holds whole tensors: any tp resumes it).
+  const tp = cfg.tp ?? 1;
+  if (tp > 1 && tp % 2 === 0) {
+    const halved: RunConfig = { ...cfg, tp: tp / 2 };
+    validateRunConfig(halved);
+    return { config: halved, before, after: meshShape(halved), how: `each stage's layers re-split over ${tp / 2} tensor-parallel worker${tp / 2 === 1 ? '' : 's'} instead of ${tp}${because}: the same ${cfg.ranks}-rank pipeline${cfg.dp > 1 ? ` in each of the ${cfg.dp} replicas` : ''}` };
+  }
   if (cfg.ranks <= 1) {
     throw new RunError(`no smaller mesh to recover on: the run has ranks = 1${cfg.dp > 1 ? ` and dp = ${cfg.dp}${because}` : ' and dp = 1, one worker'}`);
   }

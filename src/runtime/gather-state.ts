@@ -8,11 +8,11 @@
  */
 import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
-import { workerCount, type Mesh } from '../schedule/mesh.ts';
+import { placeOf, workerCount, type Mesh } from '../schedule/mesh.ts';
 import type { RankHost, RankState, Weights } from './rank-host.ts';
 import type { ZeroStage } from '../config/run-config.ts';
 import { parsePieceName } from './zero-shard.ts';
-import type { TpParam } from '../nn/tp-shard.ts';
+import { parseTpPieceName, type TpParam } from '../nn/tp-shard.ts';
 import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
 
 /**
@@ -50,9 +50,28 @@ export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights
   return out;
 }
 
+/**
+ * With tp > 1 every member of a tp group holds the parameters tp does not split (embeddings, LayerNorms,
+ * the head) alike: read from tp rank 0 only, so each value is covered once.
+ */
+function tpRankOnce(m: Mesh, w: number, s: RankState): RankState {
+  if (m.tp === 1 || placeOf(m, w).tpRank === 0) return s;
+  return { params: splitOnly(s.params), optimizer: { ...s.optimizer, pieces: s.optimizer.pieces.filter((p) => isSplit(p.param)) } };
+}
+
+/** Whether a parameter (or its ZeRO piece `name[lo:hi]`) is a tp piece `name@tpJ/T`. */
+function isSplit(key: string): boolean {
+  return parseTpPieceName(parsePieceName(key)?.name ?? key) !== null;
+}
+
+function splitOnly(w: Weights): Weights {
+  return Object.fromEntries(Object.entries(w).filter(([k]) => isSplit(k)));
+}
+
 /** The run's whole weights: joinWeights, then the tp pieces joined (`rules`: nn/tp-shard.ts tpParams of the run's model). */
 export function wholeWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[], rules: ReadonlyMap<string, TpParam>): Weights {
-  const w = joinWeights(m, zero, byWorker);
+  // ZeRO-3: every worker gives its pieces, the unsplit parameters' from tp rank 0 only (tpRankOnce).
+  const w = joinWeights(m, zero, zero === 3 && m.tp > 1 ? byWorker.map((ws, i) => (placeOf(m, i).tpRank === 0 ? ws : splitOnly(ws))) : byWorker);
   return m.tp > 1 ? joinTpWeights(w, rules) : w;
 }
 
@@ -95,7 +114,7 @@ export async function gatherProgress(
 ): Promise<TrainProgress> {
   // Replica 0 holds every weight and, without ZeRO, every optimizer slot; with it, each worker holds a shard.
   const readers = zero > 0 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks * m.tp);
-  const states = await Promise.all(readers.map((h) => h.readState()));
+  const states = (await Promise.all(readers.map((h) => h.readState()))).map((s, w) => tpRankOnce(m, w, s));
   const params = joinWeights(m, zero, states.map((s) => s.params));
   const optimizer = joinOptimizer(
     states.map((s) => s.optimizer),

@@ -17,6 +17,7 @@
  * ZeRO-3 re-gathering per action; sharded-step.ts).
  */
 import { layerParamCount } from '../nn/model-spec.ts';
+import { tpParams } from '../nn/tp-params.ts';
 import { mesh, placeOf } from '../schedule/mesh.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunReport } from './report-types.ts';
@@ -57,15 +58,21 @@ export function ringBytesFormula(plan: RunPlan, bytesPerValue = 4): number {
   return (bytesPerValue * most * (dp - 1)) / dp;
 }
 
-/** Parameters of each stage of the run. */
+/** Parameters of each stage of the run that one worker holds: with tp, 1/tp of those tensor parallelism splits (nn/tp-params.ts) and all of the rest. */
 function stageParams(plan: RunPlan): number[] {
-  return plan.stageBlocks.map(([a, b]) => plan.spec.blocks.slice(a, b).reduce((n, block) => n + block.layers.reduce((m, l) => m + layerParamCount(l), 0), 0));
+  const tp = plan.config.tp ?? 1;
+  const split = tp > 1 ? [...tpParams(plan.spec).values()] : [];
+  return plan.stageBlocks.map(([a, b]) => {
+    const whole = plan.spec.blocks.slice(a, b).reduce((n, block) => n + block.layers.reduce((m, l) => m + layerParamCount(l), 0), 0);
+    const splitCount = split.filter((r) => (r.block ?? -1) >= a && (r.block ?? -1) < b).reduce((n, r) => n + r.shape.reduce((x, y) => x * y, 1), 0);
+    return whole - splitCount + splitCount / tp;
+  });
 }
 
 /** Each worker's most bytes held in any step, by kind, with the formula beside it (worker order). */
 export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: StepResult[] }[]): RunReport['heldBytesPerWorker'] {
   const { config, schedule } = plan;
-  const m = mesh(config.dp, config.ranks);
+  const m = mesh(config.dp, config.ranks, config.tp ?? 1);
   const perStage = stageParams(plan);
   const out: Held[] = [];
   for (const rec of records) {

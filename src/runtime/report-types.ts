@@ -7,6 +7,7 @@ import type { Op, Schedule } from '../schedule/types.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import type { RankStartup } from './rank-host.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
+import type { TpFigures } from './report-tp.ts';
 import type { RecoveryMode, RunConfig, RunScheduleName } from '../config/run-config.ts';
 
 export interface BubbleFigures {
@@ -70,6 +71,8 @@ export interface RunReport {
   weightStash?: Record<number, { versions: number; bytes: number }>;
   /** Data-parallel runs (dp > 1): each stage's collective (time, bytes), the step time with them, their exposed share. */
   allReduce?: AllReduceFigures;
+  /** Tensor-parallel runs (tp > 1): the tp collectives per stage (per layer, bytes, time), their exposed share, the α–β fit of one exchange (report-tp.ts). */
+  tensorParallel?: TpFigures;
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */
   optimizerBytesPerWorker: number[];
   /**
@@ -120,6 +123,8 @@ export interface CheckpointSaves {
 /** A run's mesh as a recovery record names it: dp replicas × ranks (virtual stages per rank), the schedule, the workers. */
 export interface MeshShape {
   dp: number;
+  /** Tensor-parallel workers per rank (absent: 1). */
+  tp?: number;
   ranks: number;
   virtual: number;
   schedule: RunScheduleName;

@@ -1,8 +1,10 @@
 /**
- * The second axis in the page's pipeline controls: data-parallel replicas of
- * the pipeline (dp), how much of each stage the replicas shard (ZeRO 0–3;
- * ZeRO-3's reshard and prefetch) and whether the collectives overlap the
- * compute (src/schedule/mesh.ts, src/runtime/flush.ts, src/runtime/sharded-step.ts).
+ * The second and third axes in the page's pipeline controls: data-parallel
+ * replicas of the pipeline (dp), tensor-parallel workers per stage (tp,
+ * Megatron's split of each layer), how much of each stage the replicas shard
+ * (ZeRO 0–3; ZeRO-3's reshard and prefetch) and whether the collectives overlap
+ * the compute (src/schedule/mesh.ts, src/runtime/flush.ts,
+ * src/runtime/sharded-step.ts, src/runtime/tp-collective.ts).
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
 import { CheckboxField, NumberField, SelectField } from './fields.tsx';
@@ -32,8 +34,17 @@ interface Props {
   errorFor: (...fields: string[]) => string | null;
 }
 
+/** What each tp worker holds of a stage, for the hint. */
+function tpHint(cfg: RunConfig): string {
+  const tp = cfg.tp ?? 1;
+  if (tp === 1) return 'workers sharing each stage’s layers (Megatron)';
+  const workers = `${cfg.dp} × ${tp} × ${cfg.ranks} = ${cfg.dp * tp * cfg.ranks} workers`;
+  if (cfg.model === 'gpt' && typeof cfg.heads === 'number') return `${workers}; each holds ${cfg.heads / tp} of ${cfg.heads} heads and 1/${tp} of the MLP; 4 all-reduces per block per micro-batch`;
+  return `${workers}; each holds ${cfg.hidden / tp} of ${cfg.hidden} columns of every hidden layer`;
+}
+
 export function DataParallelFields({ cfg, set, errorFor }: Props) {
-  const workers = cfg.dp * cfg.ranks;
+  const workers = cfg.dp * (cfg.tp ?? 1) * cfg.ranks;
   const perReplica = cfg.batchSize / cfg.dp;
   const mesh = cfg.dp > 1;
   return (
@@ -49,7 +60,7 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           // ZeRO needs two replicas or more: back to 1 replica, it is switched off.
           onChange={(dp) => set(dp === 1 ? { dp, zero: 0, reshard: 'step' } : { dp })}
           error={errorFor('dp')}
-          hint={mesh ? `${cfg.dp} × ${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
+          hint={mesh ? `${cfg.dp} × ${(cfg.tp ?? 1) > 1 ? `${cfg.tp} × ` : ''}${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
         />
         <div className="stack">
           <CheckboxField
@@ -72,6 +83,17 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           />
         </div>
       </div>
+      <NumberField
+        label="Tensor parallel (tp)"
+        name="tp"
+        integer
+        min={1}
+        max={MAX_RUN_RANKS}
+        value={cfg.tp ?? 1}
+        onChange={(tp) => set({ tp })}
+        error={errorFor('tp')}
+        hint={tpHint(cfg)}
+      />
       <SelectField
         label="Shard across replicas"
         name="zero"

@@ -68,12 +68,14 @@ export function TimelinePanel(props: TimelinePanelProps) {
   const dp = primary?.dp ?? 1;
   const whole = Math.max(dp, props.replicasInMesh ?? dp);
   const ranks = primary?.ranks ?? 0;
+  const tp = primary?.tp ?? 1;
+  const tpText = tp > 1 ? ` × ${tp} tensor-parallel workers` : '';
   const label =
     `${title}: ${source} timeline, ` +
     (whole > dp
-      ? `the first ${dp} of ${whole} replicas (${dp * ranks} of ${whole * ranks} workers; every replica plays the same step) × ${ranks} ranks`
-      : dp > 1
-        ? `${dp} replicas × ${ranks} ranks = ${primary ? laneCount(primary) : 0} workers`
+      ? `the first ${dp} of ${whole} replicas (${dp * ranks * tp} of ${whole * ranks * tp} workers; every replica plays the same step) × ${ranks} ranks${tpText}`
+      : dp > 1 || tp > 1
+        ? `${dp > 1 ? `${dp} replicas × ` : ''}${ranks} ranks${tpText} = ${primary ? laneCount(primary) : 0} workers`
         : `${ranks} ranks`);
 
   return (
