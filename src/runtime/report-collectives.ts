@@ -6,7 +6,7 @@
  * added after the last compute ended (exposed, not overlapped).
  */
 import { isCompute, makespan } from '../schedule/timeline.ts';
-import type { Timeline } from '../schedule/timeline.ts';
+import type { Interval, Timeline } from '../schedule/timeline.ts';
 
 export interface AllReduceFigures {
   /**
@@ -31,13 +31,18 @@ export interface AllReduceFigures {
   simulated?: { stepMs: number; share: number; perStageMs: number[] };
 }
 
+/** The flush's data-parallel collectives (tp's, between a stage's layers, are report-tp.ts's). */
+function isDpCollective(iv: Interval): boolean {
+  return iv.op === 'collective' && iv.coll !== 'tp-all-reduce' && iv.coll !== 'tp-all-gather';
+}
+
 function mean(xs: number[]): number {
   return xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
 }
 
 /** The figures over `timelines` (the measured steps), or null when they hold no collective. */
 export function allReduceFigures(timelines: readonly Timeline[], stages: number): AllReduceFigures | null {
-  if (!timelines.some((t) => t.intervals.some((iv) => iv.op === 'collective'))) return null;
+  if (!timelines.some((t) => t.intervals.some(isDpCollective))) return null;
   const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], own: [] as number[], bytes: 0 }));
   const steps: number[] = [];
   const exposed: number[] = [];
@@ -57,7 +62,7 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
     let lastCompute = -Infinity;
     for (const iv of t.intervals) {
       if (isCompute(iv)) lastCompute = Math.max(lastCompute, iv.end);
-      if (iv.op !== 'collective') continue;
+      if (!isDpCollective(iv)) continue;
       const s = span.get(iv.stage) ?? [Infinity, -Infinity];
       span.set(iv.stage, [Math.min(s[0], iv.start), Math.max(s[1], iv.end)]);
       if (iv.coll === 'gather-grads' && iv.bytes !== undefined) perStage[iv.stage].bytes = iv.bytes;

@@ -16,6 +16,7 @@ import { heldBytesPerWorker, ringBytesFormula } from './held-bytes.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
+import { runTpMessages, tpFigures } from './report-tp.ts';
 
 export type { RunReport } from './report-types.ts';
 
@@ -131,11 +132,16 @@ export function buildReport(input: ReportInput): RunReport {
       if (iv.comm === 'transfer') crossings++;
     }
   }
-  const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => meanOpMs[s]?.[op] ?? 0);
+  // With tp: the simulator is fed each op's compute without its tp collectives, and prices them by the run's own α–β fit (report-tp.ts, schedule/tp-cost.ts).
+  const tp = tpFigures(measured.map((r) => r.timeline), plan);
+  const simOpMs = tp ? meanByStageOp(compute, (iv) => tp.computeMs.get(iv)) : meanOpMs;
+  const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => simOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
+  const tpFit = tp?.figures.fit;
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
+    ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
     ...(collectives && config.dp > 1 ? (config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)) : {}),
   });
@@ -180,6 +186,7 @@ export function buildReport(input: ReportInput): RunReport {
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
+  if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];
   if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };

@@ -6,6 +6,7 @@
  * it without importing each other.
  */
 import type { AllReduceCosts } from './allreduce-cost.ts';
+import type { TpCosts } from './tp-cost.ts';
 
 export type PerStage = number | readonly number[];
 export type PerLink = number | ((fromRank: number, toRank: number) => number);
@@ -41,4 +42,9 @@ export interface CostModel {
   gradBytes?: PerStage;
   /** The ring all-reduce's α–β costs and whether it overlaps the backward (allreduce-cost.ts); default free. */
   allReduce?: AllReduceCosts;
+  /**
+   * Tensor parallelism inside each stage (tp-cost.ts): its collectives per op and micro-batch, each α + (t − 1)·bytes/β,
+   * added to the op's time (F, B, I above are then the compute of one of the stage's t workers); default none.
+   */
+  tp?: TpCosts;
 }

@@ -46,6 +46,7 @@ import { playShared } from './shared-device.ts';
 import { collectiveIntervals, meshStep, replicaCopies, resolveMesh, type ResolvedMesh } from './simulate-mesh.ts';
 import { zeroIntervals, zeroPlay, type ZeroPlay } from './simulate-zero.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
+import { tpOpTimes } from './tp-cost.ts';
 import { validateAndPlay } from './validate.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
 
@@ -84,6 +85,18 @@ export interface SimulationResult {
   memory: RankMemory[];
   /** The data-parallel step, present when dp > 1 or an all-reduce or gradient bytes are given. */
   dp?: DataParallelStep;
+  /** The tp collectives' part of the step, present when costs.tp is given (tp-cost.ts). */
+  tp?: TensorParallelStep;
+}
+
+export interface TensorParallelStep {
+  t: number;
+  /** Per stage, the time its tp collectives add to each op, per micro-batch. */
+  opTime: Record<Op, number>[];
+  /** Per pipeline rank, the time its actions spend in tp collectives in the step (each of its t workers the same). */
+  perRank: number[];
+  /** Mean over the ranks of perRank / makespan: nothing overlaps them, so all of it is exposed. */
+  share: number;
 }
 
 export interface DataParallelStep {
@@ -154,6 +167,10 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
   heldAfterInput.forEach((x, s) => {
     if (x > heldBytes[s]) throw new ConfigError(`costs.heldAfterInput[${s}]`, x, `must be at most heldBytes[${s}] = ${heldBytes[s]} (what W still needs is part of what the stage held)`);
   });
+  if (c.tp !== undefined) {
+    const extra = tpOpTimes(c.tp, stages);
+    for (const o of ['F', 'B', 'I', 'W'] as const) op[o] = op[o].map((x, s) => x + extra[o][s]);
+  }
   const comm = perStage('costs.comm', c.comm, 0, stages);
   if (c.lanes !== undefined && (typeof c.lanes !== 'number' || Number.isNaN(c.lanes) || c.lanes <= 0)) {
     throw new ConfigError('costs.lanes', c.lanes, 'must be a number greater than 0 (Infinity for independent devices)');
@@ -232,16 +249,34 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   };
   const stats = timelineStats(timeline);
   const memory = peakMemory(s, c.heldBytes, c.heldAfterInput);
-  if (!m.present) {
-    return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
-  }
-  if (zero) return zeroResult(s, m, zero, timeline, stats, memory);
-  const step = meshStep(s, result, m);
-  return meshResult(m, timeline, stats, memory, collectiveIntervals(s, m, step), step.computeMakespan, step.step, {
-    time: [...step.allReduceTime],
-    start: [...step.start],
-    end: [...step.end],
-  });
+  const out = (): SimulationResult => {
+    if (!m.present) {
+      return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
+    }
+    if (zero) return zeroResult(s, m, zero, timeline, stats, memory);
+    const step = meshStep(s, result, m);
+    return meshResult(m, timeline, stats, memory, collectiveIntervals(s, m, step), step.computeMakespan, step.step, {
+      time: [...step.allReduceTime],
+      start: [...step.start],
+      end: [...step.end],
+    });
+  };
+  const r = out();
+  if (costs.tp) r.tp = tpStep(s, costs.tp, r.makespan);
+  return r;
+}
+
+/** The tp collectives' part of a step: each stage's time per op and micro-batch, each rank's sum over its actions, the mean rank's share of the step. */
+function tpStep(s: Schedule, tp: NonNullable<CostModel['tp']>, makespan: number): TensorParallelStep {
+  const op = tpOpTimes(tp, s.stages);
+  const perRank = s.order.map((list) => list.reduce((a, x) => a + op[x.op][x.stage], 0));
+  const mean = perRank.reduce((a, b) => a + b, 0) / Math.max(1, perRank.length);
+  return {
+    t: tp.t,
+    opTime: Array.from({ length: s.stages }, (_, st) => ({ F: op.F[st], B: op.B[st], I: op.I[st], W: op.W[st] })),
+    perRank,
+    share: makespan > 0 ? mean / makespan : 0,
+  };
 }
 
 /**

@@ -68,9 +68,12 @@ export function CompareView() {
           <fieldset>
             <legend>Preset</legend>
             <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'dp-pp'} onClick={() => setCp({ preset: cp.preset === 'dp-pp' ? undefined : 'dp-pp' })}>
-              dp × pp at 8 workers
+              dp × tp × pp at 8 workers
             </button>
-            <p className="field-hint">The same 8 workers and global batch as 1×8, 2×4, 4×2 and 8×1 replicas × ranks: bubble against all-reduce.</p>
+            <p className="field-hint">
+              The Train model on the same 8 workers and global batch as every replicas × tensor-parallel × ranks shape that fits it: bubble against all-reduce against tp’s
+              per-layer exchanges (dp × pp on a character MLP when tp does not fit the model).
+            </p>
             <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'zero'} onClick={() => setCp({ preset: cp.preset === 'zero' ? undefined : 'zero' })}>
               ZeRO 0 → 3 at dp = 4
             </button>

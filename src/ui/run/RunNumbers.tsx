@@ -13,6 +13,7 @@ import { computeOnly } from '../../state/derived.ts';
 import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
 import { AllReduceRows } from './AllReduceRows.tsx';
+import { TpRows } from './TpRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct } from '../timeline/format.ts';
 
@@ -160,6 +161,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               </tr>
             ))}
           {report && <AllReduceRows report={report} />}
+          {report && <TpRows report={report} />}
         </tbody>
       </table>
       </div>

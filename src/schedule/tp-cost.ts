@@ -1,0 +1,132 @@
+/**
+ * The price of tensor parallelism's collectives inside a stage (Megatron-LM,
+ * Shoeybi et al. 2019 §3; Narayanan et al. SC'21 §2.3): how many a stage runs
+ * per micro-batch in each action, how big, and how long each takes on the tab's
+ * transport; and the compute the split layers leave each of the t workers.
+ *
+ * Count and size per split layer and micro-batch of `rows` activation rows:
+ * - a GPT block (width C): 2 all-reduces of rows·C elements in the forward (g,
+ *   after the attention projection and after the MLP's second linear) and 2 in
+ *   the backward (f, the gradients at the inputs of c_attn and c_fc): in B, or in
+ *   I when the backward is split; W runs none. The paper's "two all-reduce
+ *   operations in the forward pass and two in the backward pass" per layer.
+ * - an MLP's hidden linear (in → out), column-parallel with gathered outputs:
+ *   an all-gather of its rows·out/t output columns in the forward, an all-reduce
+ *   of its rows·in input gradient in the backward (B, or I).
+ * With recomputation the backward (B, or I) runs the forward again, its
+ * collectives included.
+ *
+ * Time of one collective (src/runtime/tp-collective.ts: one round of direct
+ * exchange, each member posts its part to the t − 1 others and waits for
+ * theirs): α + (t − 1) · bytes / β, bytes the part one member posts (for an
+ * all-reduce the whole tensor, for an all-gather its columns), α the fixed
+ * cost of a round (reading the part off the device, posting, waking), β the
+ * bytes per time unit a worker sends. None of it overlaps the action's
+ * compute: the layer waits for the sum before its next kernel.
+ *
+ * Compute: the split layers' matmul work is divided by t (each worker its
+ * heads / columns); what is not split (LayerNorms, the embedding, the head,
+ * the residual adds) stays whole on every worker: time · ((1 − s) + s / t) for
+ * a split share s of the stage's time.
+ */
+import { ConfigError, requireFinite } from '../util/errors.ts';
+import type { Op } from './types.ts';
+
+/** A layer tp splits, as its collectives see it. */
+export type TpLayer = { kind: 'gpt-block'; width: number } | { kind: 'linear'; in: number; out: number };
+
+export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather';
+
+/** One collective: its kind and the elements of the part one member posts to each other member. */
+export interface TpMessage {
+  coll: TpCollectiveKind;
+  elements: number;
+}
+
+/** Per op, the collectives one worker of a stage runs for one micro-batch. */
+export type TpOpMessages = Record<Op, TpMessage[]>;
+
+/** A split layer's collectives for one micro-batch of `rows` rows over t workers: forward, and backward (input half). */
+export function tpLayerMessages(layer: TpLayer, rows: number, t: number): { forward: TpMessage[]; backward: TpMessage[] } {
+  if (t <= 1) return { forward: [], backward: [] };
+  if (layer.kind === 'gpt-block') {
+    const ar: TpMessage = { coll: 'tp-all-reduce', elements: rows * layer.width };
+    return { forward: [ar, { ...ar }], backward: [{ ...ar }, { ...ar }] };
+  }
+  return { forward: [{ coll: 'tp-all-gather', elements: (rows * layer.out) / t }], backward: [{ coll: 'tp-all-reduce', elements: rows * layer.in }] };
+}
+
+/**
+ * A stage's collectives per op for one micro-batch: F the forwards', B and I the backwards' (with
+ * recomputation, each after the forward's again), W none.
+ */
+export function tpStageMessages(layers: readonly TpLayer[], rows: number, t: number, recompute = false): TpOpMessages {
+  const F: TpMessage[] = [];
+  const back: TpMessage[] = [];
+  for (const l of layers) {
+    const m = tpLayerMessages(l, rows, t);
+    F.push(...m.forward);
+    back.push(...m.backward);
+  }
+  const B = recompute ? [...F, ...back] : back;
+  return { F, B, I: [...B], W: [] };
+}
+
+/** One collective's time: α + (t − 1) · bytes / β; 0 with t ≤ 1. */
+export function tpExchangeTime(bytes: number, t: number, latency: number, bandwidth: number): number {
+  if (t <= 1) return 0;
+  return latency + (bytes > 0 ? ((t - 1) * bytes) / bandwidth : 0);
+}
+
+/** Bytes one member sends for a message: (t − 1) parts of elements · bytesPerElement. */
+export function tpSentBytes(m: TpMessage, t: number, bytesPerElement: number): number {
+  return t <= 1 ? 0 : (t - 1) * m.elements * bytesPerElement;
+}
+
+/** A split share s of a stage's time on one of t workers: time · ((1 − s) + s / t). */
+export function tpSplitCompute(time: number, splitShare: number, t: number): number {
+  return time * (1 - splitShare + splitShare / Math.max(1, t));
+}
+
+/** The simulator's tp input (cost-model.ts `tp`): the group size, the α–β of one exchange, each stage's collectives. */
+export interface TpCosts {
+  /** Workers per stage. */
+  t: number;
+  /** α: fixed time of one collective (≥ 0). */
+  latency: number;
+  /** β: bytes per time unit one worker sends (> 0; Infinity for free links). */
+  bandwidth: number;
+  /** Bytes per element of the activations (4 for float32, 8 for the CPU host's float64). */
+  bytesPerElement: number;
+  /** Per stage, its collectives per op and micro-batch (tpStageMessages). */
+  messages: readonly TpOpMessages[];
+}
+
+/** The time the tp collectives add to each stage's op, per micro-batch: out[stage][op]. Checks the costs; throws ConfigError naming costs.tp.<field>. */
+export function tpOpTimes(c: TpCosts, stages: number): Record<Op, Float64Array> {
+  const field = 'costs.tp';
+  if (typeof c !== 'object' || c === null) throw new ConfigError(field, c, 'must be an object {t, latency, bandwidth, bytesPerElement, messages}');
+  if (!Number.isInteger(c.t) || c.t < 1) throw new ConfigError(`${field}.t`, c.t, 'must be a whole number ≥ 1 (workers per stage)');
+  requireFinite(`${field}.latency`, c.latency, { min: 0 });
+  if (typeof c.bandwidth !== 'number' || Number.isNaN(c.bandwidth) || c.bandwidth <= 0) throw new ConfigError(`${field}.bandwidth`, c.bandwidth, 'must be a number greater than 0 (bytes per time unit; Infinity for free links)');
+  requireFinite(`${field}.bytesPerElement`, c.bytesPerElement, { min: 0 });
+  if (!Array.isArray(c.messages) || c.messages.length !== stages) throw new ConfigError(`${field}.messages`, c.messages, `must list ${stages} stages' collectives, one per stage`);
+  const out = { F: new Float64Array(stages), B: new Float64Array(stages), I: new Float64Array(stages), W: new Float64Array(stages) };
+  c.messages.forEach((ops, s) => {
+    for (const op of ['F', 'B', 'I', 'W'] as const) {
+      for (const m of ops[op]) out[op][s] += tpExchangeTime(m.elements * c.bytesPerElement, c.t, c.latency, c.bandwidth);
+    }
+  });
+  return out;
+}
+
+/**
+ * The closed form of GPipe and 1F1B with tp on p ranks of equal stages and m micro-batches: each F takes
+ * F + τF and each B takes B + τB (τ the op's collectives, tpOpTimes), so the step is (m + p − 1)·(F + τF + B + τB)
+ * and every rank spends m·(τF + τB) of it in tp collectives.
+ */
+export function tpClosedForm(p: number, m: number, op: { F: number; B: number }, tau: { F: number; B: number }): { step: number; tpPerRank: number; share: number } {
+  const step = (m + p - 1) * (op.F + tau.F + op.B + tau.B);
+  const tpPerRank = m * (tau.F + tau.B);
+  return { step, tpPerRank, share: step > 0 ? tpPerRank / step : 0 };
+}
