@@ -4,7 +4,7 @@
  * page on the same adapter (TensorFlow.js's WebGPU backend, or the simulator
  * and closed form for schedules).
  */
-import { benchConfig, benchSchedule, type ScheduleBenchCase } from './schedules-suite.ts';
+import { benchConfig, benchSchedule, GPT_BENCH_MICROBATCH, type ScheduleBenchCase } from './schedules-suite.ts';
 import { measureProfile } from '../runtime/measure-profile.ts';
 import { runInBrowser } from '../runtime/browser-run.ts';
 import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchOptions } from './kernels-suite.ts';
@@ -14,7 +14,7 @@ import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../automation/automation.ts';
 import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
-import { benchAllReduce } from './allreduce-bench.ts';
+import { benchAllReduce, benchTpAllReduce } from './allreduce-bench.ts';
 
 type ProbeSizes = Omit<ProbeOptions, 'gpu'>;
 
@@ -71,6 +71,19 @@ const api = {
   async allReduce(dp: number, bytes: number[], repeats: number) {
     say(`all-reduce dp=${dp}`);
     return benchAllReduce(dp, bytes, repeats);
+  },
+  /** The tp all-reduce (one round of direct exchange) between t workers, tensors of each size (allreduce-bench.ts). */
+  async tpAllReduce(t: number, bytes: number[], repeats: number) {
+    say(`tp all-reduce t=${t}`);
+    return benchTpAllReduce(t, bytes, repeats);
+  },
+  /** The activation a GPT case's block all-reduces (rows · C float32: a micro-batch's token rows × the width), bytes; null for other models. */
+  tpBlockBytes(c: ScheduleBenchCase): { rows: number; width: number; bytes: number } | null {
+    if (c.model !== 'gpt') return null;
+    const cfg = benchConfig(c, 1);
+    const rows = GPT_BENCH_MICROBATCH * (cfg.blockSize as number);
+    const width = cfg.width as number;
+    return { rows, width, bytes: rows * width * 4 };
   },
   async training(c: TrainingBenchCase) {
     say(`training ${c.dataset}`);

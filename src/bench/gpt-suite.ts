@@ -39,11 +39,11 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
   const profileLanes = new Map<string, number>();
   for (const c of grid) {
     const model = c.model ?? 'char-mlp';
-    // A data-parallel row's lanes: those of its model on as many workers (dp × p ranks of one pipeline).
-    const workers = c.ranks * (c.dp ?? 1);
+    // A data-parallel (or tensor-parallel) row's lanes: those of its model on as many workers (dp × tp × p ranks of one pipeline).
+    const workers = c.ranks * (c.dp ?? 1) * (c.tp ?? 1);
     const key = lanesKey(model, workers);
     if (profileLanes.has(key)) continue;
-    const probe: ScheduleBenchCase = { ...c, ranks: workers, dp: 1, zero: 0 };
+    const probe: ScheduleBenchCase = { ...c, ranks: workers, dp: 1, tp: 1, zero: 0 };
     const { lanes, source } = await ctx.page.evaluate((c) => window.pipelabBench.profileLanes(c), probe);
     ctx.log(`${model} on ${workers} workers: profiling pass: ${source}`);
     profileLanes.set(key, lanes);

@@ -9,6 +9,7 @@ import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import type { AllReduceFigures } from '../runtime/report-collectives.ts';
+import type { TpFigures } from '../runtime/report-tp.ts';
 
 export interface ScheduleBenchCase {
   schedule: RunConfig['schedule'];
@@ -22,6 +23,8 @@ export interface ScheduleBenchCase {
   layers?: number;
   /** Data-parallel replicas (default 1): each takes m micro-batches of the same size, so the global batch is dp × m of them. */
   dp?: number;
+  /** Tensor-parallel workers per stage (default 1): each stage's layers split over tp workers. */
+  tp?: number;
   zero?: RunConfig['zero'];
   reshard?: RunConfig['reshard'];
   overlap?: boolean;
@@ -85,6 +88,8 @@ export interface ScheduleBenchRow {
   model: string;
   /** Data-parallel rows: the mesh's figures. */
   mesh?: MeshBenchFigures;
+  /** Tensor-parallel rows: the run report's tp figures (collectives per layer, bytes, own time and waits, exposed share, α–β fit, simulated). */
+  tp?: TpFigures;
   /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
   prediction?: SharedDevicePrediction;
 }
@@ -121,6 +126,7 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     microbatches: c.microbatches,
     ranks: c.ranks,
     dp,
+    tp: c.tp ?? 1,
     zero: c.zero ?? 0,
     reshard: c.reshard ?? 'step',
     overlap: c.overlap ?? true,
@@ -159,6 +165,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
+    ...(r.tensorParallel ? { tp: r.tensorParallel } : {}),
     ...(c.dp !== undefined || r.allReduce
       ? {
           mesh: {

@@ -7,6 +7,7 @@ import type { StepProfile } from '../step-profile.ts';
 import type { SuiteResult } from './suites.ts';
 import type { AllReduceBenchRow } from '../allreduce-bench.ts';
 import { probeMarkdown, type PageAndWorkerProbe } from './gpu-probe-report.ts';
+import { tpTable } from './tp-markdown.ts';
 
 interface Report {
   date: string;
@@ -210,6 +211,7 @@ function meshTable(res: SuiteResult): string {
 const RENDER: Record<string, (res: SuiteResult) => string> = {
   allreduce: allReduceTable,
   mesh: meshTable,
+  tp: tpTable,
   schedules: (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
   kernels: kernelsTable,
   training: trainingTable,

@@ -9,6 +9,7 @@ import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { measureRing, mesh } from '../mesh-suite.ts';
+import { tpSuite } from '../tp-suite.ts';
 import { scheduleKind } from '../../schedule/registry.ts';
 
 export interface BenchContext {
@@ -231,5 +232,5 @@ async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;
