@@ -54,7 +54,8 @@ export async function runTorchrun(dir: string, ranks: number, args: readonly str
   });
   const losses: number[] = [];
   const stepMs: number[] = [];
-  for (const m of output.matchAll(/step (\d+) loss (\S+) ms (\S+)/g)) {
+  // Numbers read strictly: under load torchrun's tee can glue another process's prefixed output to a line's end.
+  for (const m of output.matchAll(/step (\d+) loss ([-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)) ms (\d+(?:\.\d+)?)/gi)) {
     losses[Number(m[1])] = Number(m[2]);
     stepMs[Number(m[1])] = Number(m[3]);
   }
