@@ -148,7 +148,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             value={cfg.ranks}
             onChange={(ranks) => set({ ranks })}
             error={errorFor('ranks')}
-            hint={`one worker + GPU device each${cfg.dp > 1 ? ' per replica' : ''}; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
+            hint={`${(cfg.tp ?? 1) > 1 ? `${cfg.tp} workers + GPU devices (tp)` : 'one worker + GPU device'} each${cfg.dp > 1 ? ' per replica' : ''}; ${runStages(cfg)} stage${runStages(cfg) === 1 ? '' : 's'} in all`}
           />
           <NumberField
             label="Virtual stages per rank"
