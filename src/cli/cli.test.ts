@@ -177,7 +177,7 @@ describe('pipelab (in process)', () => {
     expect(batches.tensors.inputs.shape).toEqual([3, 32, cfg.run.context]);
   });
 
-  it('export-torch names the bad flag, its value and the rule; refuses pipedream with its reason', () => {
+  it('export-torch names the bad flag, its value and the rule; refuses pipedream with its reason; exports dualpipe', () => {
     const bad = run('export-torch', '--microbatches', '5', '--out', join(dir, 'never'));
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--microbatches = 5: must divide batchSize = 64 evenly');
@@ -186,10 +186,11 @@ describe('pipelab (in process)', () => {
     expect(pd.code).toBe(1);
     expect(pd.err).toContain('schedule = "pipedream": cannot be exported for PyTorch');
     expect(pd.files.size).toBe(0);
-    // DualPipe's two model copies: train.py holds one copy of each stage.
-    const dual = run('export-torch', '--schedule', 'dualpipe', '--ranks', '2', '--microbatches', '4', '--out', join(dir, 'never'));
-    expect(dual.code).toBe(1);
-    expect(dual.err).toContain('schedule = "dualpipe": cannot be exported for PyTorch: DualPipe (dualpipe) runs 2 copies of the model');
-    expect(dual.files.size).toBe(0);
+    // DualPipe's two model copies flush every step: train.py holds a stage of each copy per rank (copies.py).
+    const dual = run('export-torch', '--schedule', 'dualpipe', '--ranks', '2', '--microbatches', '4', '--out', join(dir, 'dual'));
+    expect(dual.code, dual.err).toBe(0);
+    const dualCfg = JSON.parse(dual.files.get(join(dir, 'dual', 'config.json')) as string);
+    expect({ copies: dualCfg.copies, stages: dualCfg.stages, stageToRank: dualCfg.stageToRank }).toEqual({ copies: 2, stages: 4, stageToRank: [0, 1, 1, 0] });
+    expect(dual.files.get(join(dir, 'dual', 'README.md'))).not.toContain('- `dualpipe`:');
   });
 });

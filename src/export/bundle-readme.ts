@@ -1,6 +1,7 @@
 /** The README.md of a PyTorch bundle: how to run it on one machine, on several, and with torch.distributed.pipelining. */
 import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
+import { SCHEDULES } from '../schedule/registry.ts';
 import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
@@ -20,6 +21,22 @@ by heads (\`c_attn\` column-parallel, q, k and v of the process's heads; \`c_pro
 an \`all_reduce\`; the MLP likewise), the MLPs' hidden linears by output columns (\`all_gather\`ed after); embeddings,
 LayerNorms and heads are whole on each. Activations go from tp rank j of one stage to tp rank j of the next, and the
 replicas of each tp piece form the data-parallel groups. Checkpoints and \`trained.safetensors\` hold whole tensors.`;
+}
+
+/** The mesh paragraph's addition for a schedule with model copies (DualPipe): the copies' stages and their gradient sum. */
+function copiesText(run: RunConfig): string {
+  const copies = SCHEDULES[run.schedule].copies;
+  if (copies <= 1) return '';
+  const P = run.ranks;
+  return `
+
+\`${run.schedule}\` runs ${copies} copies of the model (\`copies\` in config.json; \`copies.py\`): the model is cut into ${P} stages,
+copy 0's stage k is stage k on rank k and copy 1's is stage ${P} + k on rank ${P - 1} − k (schedule.csv lists all
+${copies * P}); each rank builds its stage of each copy from the same weights by name. Micro-batches 0 … ${run.microbatches / 2 - 1} enter copy 0
+at rank 0 and ${run.microbatches / 2} … ${run.microbatches - 1} copy 1 at rank ${P - 1}. At the flush each stage's gradients are summed over its two
+copies (an \`all_reduce\` over the two ranks holding them, a \`new_group\` per pair) before the same optimizer step on both,
+so the copies stay equal (train.py prints their largest difference at the end) and the run is one device's.
+Checkpoints and \`trained.safetensors\` hold copy 0's weights; \`--resume\` loads them into both copies.`;
 }
 
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
@@ -70,7 +87,7 @@ only as chunks: they are gathered before each F, B and I of a stage and zeroed a
 (\`run.reshard\` = step) or after every action (microbatch), the next gather prefetched with \`run.prefetch\`.
 torch 1.13's gloo has no reduce_scatter: it is emulated exactly by an \`all_reduce\` of which each replica keeps its
 chunk. Every ZeRO stage trains the same weights as plain AdamW or SGD (only the order of the sums differs).
-The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.
+The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.${copiesText(run)}
 
 \`train.py\` builds every model the page offers: the MLP and the character MLP (relu, gelu or tanh) and the GPT
 (makemore's Transformer: token + position embedding, pre-LayerNorm blocks with causal multi-head attention and a

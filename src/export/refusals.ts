@@ -18,11 +18,7 @@ export const TORCH_REFUSED_SCHEDULES: Readonly<Partial<Record<RunScheduleName, s
   RUN_SCHEDULE_NAMES.flatMap((name) => {
     const update = SCHEDULES[name].update;
     const who = SCHEDULES[name].title.split(':')[0];
-    // Model copies (DualPipe): train.py builds one copy of each stage per rank and sums no gradients between copies.
-    const oneCopy = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].copies === 1).join(', ');
-    if (SCHEDULES[name].copies > 1) {
-      return [[name, `cannot be exported for PyTorch: ${who} (${name}) runs ${SCHEDULES[name].copies} copies of the model, each rank holding a stage of each and summing their gradients with its partner rank's, and train.py holds one copy of each stage; pick one of ${oneCopy}`]];
-    }
+    // Model copies (DualPipe) flush too: train.py holds a stage of each copy per rank and sums their gradients (copies.py).
     if (update === 'flush') return [];
     return [[name, `cannot be exported for PyTorch: ${who} ${UPDATE_RULES[update]}, and train.py runs synchronous schedules only (a flush per step); pick one of ${SCHEDULE_NAMES.join(', ')}`]];
   }),

@@ -58,7 +58,10 @@ export interface TorchBundleConfig {
   world: number;
   /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-params.ts); the rest are whole on every tp process. Empty with tp = 1. */
   tpParams: Record<string, TpParam>;
+  /** Stages: ranks × virtual × copies; with model copies (DualPipe) copy c's stage k is stage c·stages/copies + k (src/schedule/copies.ts). */
   stages: number;
+  /** Model copies of the schedule: 2 for DualPipe (each stage's gradients summed over them at the flush), else 1. */
+  copies: number;
   microbatches: number;
   batchSize: number;
   steps: number;
@@ -141,9 +144,12 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
   }
 
   const be = new CpuBackend();
-  const chain = new StageChain(be, spec, stageBlocks.length, run.seed, { ranges: stageBlocks });
+  // Model copies (DualPipe) repeat the cut (run-plan.ts): the weights are the model's, built once from copy 0's stages.
+  const copies = schedule.copies ?? 1;
+  const cut = stageBlocks.slice(0, stageBlocks.length / copies);
+  const chain = new StageChain(be, spec, cut.length, run.seed, { ranges: cut });
   const init: Record<string, NamedTensor> = {};
-  const stageParams = chain.stages.map((st) =>
+  const modelStageParams = chain.stages.map((st) =>
     st.params.map((p): [string, number[]] => {
       if (!(p.value instanceof CpuTensor)) throw new Error(`export: ${p.name} is not on the CPU reference`);
       init[p.name] = { data: Float32Array.from(p.value.data), shape: [...p.value.shape] };
@@ -151,6 +157,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     }),
   );
   chain.dispose();
+  const stageParams = Array.from({ length: copies }, () => modelStageParams).flat();
 
   const data = createDataset(toTrainConfig(run));
   const sampler = new BatchSampler(data.train, run.batchSize, run.seed);
@@ -166,6 +173,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     world: workerCount(mesh(run.dp, run.ranks, run.tp)),
     tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,
+    copies,
     microbatches: run.microbatches,
     batchSize: run.batchSize,
     rowsPerMicrobatch: run.batchSize / (run.dp * run.microbatches),

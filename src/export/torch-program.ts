@@ -8,7 +8,8 @@
  * point-to-point messages), split_backward.py (I and W without computing twice),
  * collectives.py (the data-parallel flush: gradient
  * all-reduce, ZeRO-1; ZeRO-2's reduce-scatters and ZeRO-3's gathers around
- * the actions), tensor_parallel.py (a process's piece of the split layers and
+ * the actions), copies.py (DualPipe's model copies: their gradients summed at
+ * the flush), tensor_parallel.py (a process's piece of the split layers and
  * Megatron's f/g collectives on its tp group), optimizer.py, profiling.py (`train.py --profile`),
  * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
  * writes it: `train.py --resume` and `--save-every`).
@@ -32,6 +33,7 @@ export const TORCH_PROGRAM_FILES = [
   'pipeline.py',
   'split_backward.py',
   'collectives.py',
+  'copies.py',
   'tensor_parallel.py',
   'optimizer.py',
   'profiling.py',

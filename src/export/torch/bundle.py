@@ -7,6 +7,10 @@ schedule.csv per pipeline rank) on its own rows of each step's batch; the tp pro
 rank) hold its stages split (tensor_parallel.py) and form its tp group; the dp processes that hold one (pipeline
 rank, tp rank) (every replica's copy of that piece of its stages) form their data-parallel group.
 
+A schedule with model copies (DualPipe: config.json "copies" = 2; src/schedule/copies.ts) numbers copy c's stage k
+of the model as stage c * (stages / copies) + k; each copy is a whole model (its first stage reads the data, its last
+computes the loss) and its copies of a stage hold the same blocks and weight names (Copies below).
+
 Everything here is checked before any process group starts: a bad launch or a bad bundle stops every process
 with the same message, instead of leaving some of them waiting for the others.
 """
@@ -44,6 +48,34 @@ class Mesh:
         return f"dp x tp x ranks = {self.dp} x {self.tp} x {self.ranks} = {self.world} processes"
 
 
+class Copies:
+    """The model copies of the schedule (config.json "copies", 1 for every schedule but DualPipe's 2), as
+    src/schedule/copies.ts numbers them: copy c's stage k is stage c * per + k (per = stages / copies)."""
+
+    def __init__(self, cfg):
+        self.n = cfg.get("copies", 1)
+        self.per = cfg["stages"] // self.n
+        self.stage_to_rank = cfg["stageToRank"]
+
+    def copy_of(self, s):
+        return s // self.per
+
+    def model_stage(self, s):
+        return s % self.per
+
+    def first(self, s):
+        """Stage s reads the data (the first stage of its copy)."""
+        return s % self.per == 0
+
+    def last(self, s):
+        """Stage s computes the loss (the last stage of its copy)."""
+        return (s + 1) % self.per == 0
+
+    def holders(self, k):
+        """The pipeline ranks holding model stage k, one per copy, in copy order."""
+        return [self.stage_to_rank[c * self.per + k] for c in range(self.n)]
+
+
 def read_schedule(path):
     """Per pipeline rank, its actions as (column, stage, op, micro-batch). Each cell is {stage}{F|B|I|W}{mb};
     column t is time step t on every rank and an empty cell is an idle step (PyTorch's time-aligned layout)."""
@@ -73,6 +105,7 @@ class Bundle:
             self.cfg = json.load(f)
         self.order = read_schedule(self.path("schedule.csv"))
         self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"], self.cfg.get("tp", 1))
+        self.copies = Copies(self.cfg)
         self.check()
 
     def path(self, name):
@@ -87,7 +120,17 @@ class Bundle:
             its = f"dp x rows = {mesh.dp} x {rows}" if mesh.tp == 1 else f"dp x tp x rows = {mesh.dp} x {mesh.tp} x {rows}"
             raise SystemExit(f"schedule.csv holds {rows} rows (one per pipeline rank), so {its} = "
                              f"{mesh.dp * mesh.tp * rows} processes, but config.json is for {mesh.describe()}")
-        stage_to_rank = cfg["stageToRank"]
+        stage_to_rank, copies = cfg["stageToRank"], self.copies
+        if copies.n > 1:
+            if cfg["stages"] % copies.n != 0:
+                raise SystemExit(f"config.json: {cfg['stages']} stages cannot be cut into copies = {copies.n} model copies")
+            if mesh.dp != 1 or mesh.tp != 1:
+                raise SystemExit(f"config.json: copies = {copies.n} (schedule {cfg['schedule']}) runs with dp = 1 and tp = 1 only, "
+                                 f"and this bundle has {mesh.describe()}")
+            for k in range(copies.per):
+                if len(set(copies.holders(k))) != copies.n:
+                    raise SystemExit(f"config.json: model stage {k}'s {copies.n} copies sit on ranks {copies.holders(k)}: "
+                                     "each copy of a stage must be on its own rank (their gradients are summed between ranks)")
         for r, row in enumerate(self.order):
             for (c, s, op, mb) in row:
                 if s >= cfg["stages"] or stage_to_rank[s] != r or mb >= cfg["microbatches"]:

@@ -52,19 +52,19 @@ class PipelineRank:
         self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
         self.on_stage_done = on_stage_done or (lambda s: None)
         self.around = around
-        S, M = cfg["stages"], cfg["microbatches"]
-        self.last_stage, self.M = S - 1, M
+        self.M, self.copies = cfg["microbatches"], bundle.copies
         stage_to_rank, order = cfg["stageToRank"], bundle.order
         # The messages of a step, from the whole schedule (every process reads every row): what column t sends.
-        # An F of stage s sends its output to stage s + 1; a B or I of stage s > 0 sends the input gradient
-        # to stage s - 1. Messages between two stages on one rank (e.g. ZB-V) stay in this process.
+        # An F of stage s sends its output to stage s + 1; a B or I of stage s sends the input gradient to stage
+        # s - 1, inside its own model copy (DualPipe: bundle.Copies; with one copy, s < S - 1 and s > 0).
+        # Messages between two stages on one rank (e.g. ZB-V) stay in this process.
         self.columns = 1 + max((a[0] for row in order for a in row), default=0)
         self.sent_at = [[] for _ in range(self.columns)]
         for r, row in enumerate(order):
             for (c, s, op, mb) in row:
-                if op == "F" and s < self.last_stage:
+                if op == "F" and not self.copies.last(s):
                     self.sent_at[c].append((r, stage_to_rank[s + 1], "act", s + 1, mb))
-                elif op in ("B", "I") and s > 0:
+                elif op in ("B", "I") and not self.copies.first(s):
                     self.sent_at[c].append((r, stage_to_rank[s - 1], "grad", s - 1, mb))
         self.my_action = {c: (s, op, mb) for (c, s, op, mb) in order[prank]}
         # The stages whose backward this rank splits into I and W: their forwards record a Tape (split_backward.py).
@@ -132,7 +132,7 @@ class PipelineRank:
     def act(self, step, col, s, op, mb, held, outbox, inbox):
         st, action = self.stages[s], f"{s}{op}{mb}"
         if op == "F":
-            if s == 0:
+            if self.copies.first(s):
                 x = self.data.input(step, mb)
             else:
                 x = self.take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
@@ -151,9 +151,9 @@ class PipelineRank:
             held[(s, mb)] = (x, y, None, tape)
             return loss
         x, y, dy, tape = held[(s, mb)]
-        if dy is None and s != self.last_stage:
+        if dy is None and not self.copies.last(s):
             dy = self.take(inbox, ("grad", s, mb), step, col, action)
-        needs_input = s > 0  # stage 0 takes data, which has no gradient
+        needs_input = not self.copies.first(s)  # a copy's first stage takes data, which has no gradient
         ps = list(st.params.values())
         if op == "B":
             gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)

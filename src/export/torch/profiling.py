@@ -318,7 +318,8 @@ def device_name(proc):
 def profile_cluster(proc, args):
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     clock, repeats = Clock(proc.device), max(1, args.profile_repeats)
-    probes = [BlockProbe(proc, b) for s in sorted(proc.stages) for b in range(*cfg["stageBlocks"][s])]
+    # Copy 0's stages: with model copies (DualPipe) the other copy holds the same blocks, each timed once.
+    probes = [BlockProbe(proc, b) for s in sorted(proc.stages) if proc.bundle.copies.copy_of(s) == 0 for b in range(*cfg["stageBlocks"][s])]
     times = block_times(proc, probes, clock, repeats)
     dist.barrier()
     comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)

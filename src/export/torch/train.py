@@ -11,13 +11,15 @@ process g = (replica * ranks + rank) * tp + j (bundle.py; with tp = 1, replica g
 Each builds the stages the schedule puts on its pipeline rank (with tp > 1 its piece of their split weights,
 tensor_parallel.py), loads their initial weights from init.safetensors (sliced), and walks its row of schedule.csv
 step after step on its replica's rows of the batch (pipeline.py, data.py), summing or gathering activations over
-its tp group inside the split layers. At the end of the step (the flush) each stage's gradients
-are summed over its replicas and every process steps its optimizer (collectives.py; ZeRO-1, 2 or 3 when the run
-used it: ZeRO-2 reduce-scatters each backward's gradients into the replicas' chunks, ZeRO-3 also keeps the weights
-as chunks, gathered before each F, B and I of a stage and freed after, as run.reshard says; the replicas of one tp
-piece form each group). The last stage's process of replica 0 (tp rank 0) prints the loss of every step: the whole
-batch's, every replica's share. At the end rank 0 gathers the weights (joining the tp pieces), writes
-trained.safetensors (the page's names and layouts) and prints the held-out loss.
+its tp group inside the split layers. With DualPipe's two model copies (config.json "copies") each rank holds a
+stage of each copy, both loaded from the same weights by name. At the end of the step (the flush) each stage's
+gradients are summed over its model copies (copies.py), then over its replicas, and every process steps its
+optimizer (collectives.py; ZeRO-1, 2 or 3 when the run used it: ZeRO-2 reduce-scatters each backward's gradients
+into the replicas' chunks, ZeRO-3 also keeps the weights as chunks, gathered before each F, B and I of a stage and
+freed after, as run.reshard says; the replicas of one tp piece form each group). The last stage's process of
+replica 0 (tp rank 0) prints the loss of every step: the whole batch's, every replica's (and every copy's) share.
+At the end rank 0 gathers the weights (joining the tp pieces; copy 0's), writes trained.safetensors (the page's
+names and layouts) and prints the held-out loss.
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
@@ -40,6 +42,7 @@ import torch.distributed as dist
 from bundle import Bundle
 from checkpoint import CheckpointError, RunState, check_run, load_run_state, read_run_state, slot_name, write_run_state, SLOTS
 from collectives import DataParallel, replica_groups
+from copies import CopySum
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
 from pipeline import PipelineRank, RunFailed, wait
@@ -99,6 +102,7 @@ class Process:
         self.groups = replica_groups(self.bundle.mesh, self.timeout)
         self.group = self.groups[(self.prank, self.tp_rank)]  # this piece's replicas; None when dp = 1
         self.tp.group = tp_groups(self.bundle.mesh, self.timeout).get((self.replica, self.prank))  # None when tp = 1
+        self.copy_sum = CopySum(self.bundle, self.rank, self.stages, self.timeout)  # model copies (DualPipe); else nothing
 
     def synchronize(self):
         if self.device.type == "cuda":
@@ -138,16 +142,18 @@ def train(proc, args, steps, resumed):
         flush.load_optimizer(mine)
         if proc.rank == 0:
             print(f"resumed from {args.resume} at step {resumed.steps_done}", flush=True)
-    last = cfg["stages"] - 1
+    last = cfg["stages"] - 1  # with model copies (DualPipe) the last copy's last stage holds the step's loss
     prints = last in proc.stages and proc.replica == 0 and proc.tp_rank == 0
     step_ms, losses = [], list(start.losses)
     for step in range(start.steps_done, steps):
         t0 = time.perf_counter()
         stall = 10 * args.timeout if args.test_stall_rank == proc.rank and step == 0 else 0.0
         loss = pipe.run_step(step, stall)
+        proc.copy_sum.sum_grads(step)  # each stage's gradients summed over its model copies (DualPipe)
         flush.flush(step, cfg["lrPerStep"][step])
+        if proc.copy_sum.holds_loss():
+            loss = flush.step_loss(proc.copy_sum.step_loss(loss, proc.device), proc.device)
         if last in proc.stages:
-            loss = flush.step_loss(loss, proc.device)
             losses.append(loss)
         proc.synchronize()
         step_ms.append((time.perf_counter() - t0) * 1000)
@@ -155,6 +161,10 @@ def train(proc, args, steps, resumed):
             print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
         if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
             save_checkpoint(proc, flush, args, start, step + 1, losses)
+    if proc.bundle.copies.n > 1:  # the copies took the same updates: they hold the same weights
+        diff = proc.copy_sum.difference(proc.device)
+        if proc.rank == 0:
+            print(f"model copies differ by {diff:.9g}", flush=True)
     final = save_checkpoint(proc, flush, args, start, steps, losses)
     if proc.rank == 0:
         write_trained(proc, args, final.params, steps)
@@ -182,7 +192,7 @@ def gather(proc, args, mine):
     tag = 1_000_000
     if proc.rank == 0:
         pieces = {}
-        for s in range(cfg["stages"]):
+        for s in range(proc.bundle.copies.per):  # copy 0's stages: with model copies (DualPipe) the others are equal
             for j in range(mesh.tp):
                 src = mesh.process(0, cfg["stageToRank"][s], j)
                 for name, shape in names(s, j):
@@ -194,7 +204,7 @@ def gather(proc, args, mine):
                     pieces.setdefault(name, []).append(buf.cpu())
         return {name: tp_join(ps, tp.rule(param_of(name))) for name, ps in pieces.items()}
     if proc.replica == 0:
-        for s in sorted(proc.stages):
+        for s in sorted(s for s in proc.stages if proc.bundle.copies.copy_of(s) == 0):
             for name, _shape in names(s, proc.tp_rank):
                 wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
                      f"rank {proc.rank}: {name} not taken by rank 0 within {args.timeout} s")
