@@ -24,7 +24,7 @@ import { copiesOf, copyOfStage, modelStage, stagesPerCopy } from '../schedule/co
 import type { Schedule } from '../schedule/types.ts';
 import { readVector, writeVector } from './device-vector.ts';
 import type { Mailbox } from './mailbox.ts';
-import type { UpdatableStage, UpdatePolicy } from './policy.ts';
+import { forwardingPolicy, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import { allReduce } from './ring-allreduce.ts';
 import { portRing } from './ring-link.ts';
 import type { StepLog } from './transport.ts';
@@ -83,22 +83,16 @@ export async function sumCopies(parts: CopySumParts, step: number): Promise<void
 /** `inner` with the copies' gradients summed at the start of its endStep. */
 export function withCopySum(inner: UpdatePolicy, parts: CopySumParts): UpdatePolicy {
   return {
-    apply: (a, compute) => inner.apply(a, compute),
-    beforeAction: inner.beforeAction ? (a, log) => inner.beforeAction?.(a, log) : undefined,
-    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
+    ...forwardingPolicy(inner),
     async endStep(step: number, log: StepLog) {
       await sumCopies(parts, step);
       await inner.endStep(step, log);
     },
-    report: () => inner.report(),
     async readOptimizer() {
       const all = await inner.readOptimizer();
       const first = new Set<string>();
       for (const [stage, st] of parts.stages) if (copyOfStage(parts.schedule, stage) === 0) for (const p of st.params) first.add(p.name);
       return { ...all, pieces: all.pieces.filter((piece) => first.has(piece.param)) };
     },
-    loadOptimizer: (state) => inner.loadOptimizer(state),
-    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
-    dispose: () => inner.dispose(),
   };
 }

@@ -9,7 +9,7 @@ import type { Payload } from './mailbox.ts';
 import type { StepRunner } from './rank-executor.ts';
 import { Transport, type TransportOptions } from './transport.ts';
 import type { Fault } from '../config/fault-spec.ts';
-import type { UpdatePolicy } from './policy.ts';
+import { forwardingPolicy, type UpdatePolicy } from './policy.ts';
 
 /** `AR<stage>`: a fault in a stage's collective. */
 const COLLECTIVE_ACTION = /^AR(\d+)$/;
@@ -53,6 +53,7 @@ export class FaultyTransport extends Transport {
 /** The update policy with action faults: a kernel that throws, a lost device, a crashed worker. */
 export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEffects, step: () => number): UpdatePolicy {
   return {
+    ...forwardingPolicy(inner),
     apply(a, compute) {
       if (faultFires(fault, a, step())) {
         if (fault.kind === 'throw') throw new Error('injected fault: the stage kernel threw');
@@ -61,14 +62,6 @@ export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEf
       }
       return inner.apply(a, compute);
     },
-    beforeAction: inner.beforeAction ? (a, log) => inner.beforeAction?.(a, log) : undefined,
-    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
-    endStep: (s, log) => inner.endStep(s, log),
-    report: () => inner.report(),
-    readOptimizer: () => inner.readOptimizer(),
-    loadOptimizer: (state) => inner.loadOptimizer(state),
-    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
-    dispose: () => inner.dispose(),
   };
 }
 

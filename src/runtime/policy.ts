@@ -85,3 +85,18 @@ export async function wholePieces(opt: Optimizer, params: readonly Param[]): Pro
   const { name, steps, slots } = await opt.readState();
   return { name, steps, pieces: params.map((p) => ({ param: p.name, lo: 0, hi: p.value.size, slots: slots[p.name] })) };
 }
+
+/** A policy that forwards every call to `inner`: the wrappers (faults, model copies, tp context) spread it and override what they change. */
+export function forwardingPolicy(inner: UpdatePolicy): UpdatePolicy {
+  return {
+    apply: (a, compute) => inner.apply(a, compute),
+    beforeAction: inner.beforeAction ? (a, log) => inner.beforeAction?.(a, log) : undefined,
+    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
+    endStep: (s, log) => inner.endStep(s, log),
+    report: () => inner.report(),
+    readOptimizer: () => inner.readOptimizer(),
+    loadOptimizer: (state) => inner.loadOptimizer(state),
+    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
+    dispose: () => inner.dispose(),
+  };
+}

@@ -16,7 +16,7 @@ import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { laneLabel, mesh, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../schedule/mesh.ts';
 import { TpChannel } from './tp-collective.ts';
-import type { UpdatePolicy } from './policy.ts';
+import { forwardingPolicy, type UpdatePolicy } from './policy.ts';
 import type { Fault } from '../config/fault-spec.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
@@ -199,18 +199,11 @@ function dataParallelParts(
 /** The policy with the tp channel told which action runs before each (its collectives are logged against it). */
 function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
   return {
-    apply: (a, compute) => inner.apply(a, compute),
+    ...forwardingPolicy(inner),
     beforeAction: async (a, log) => {
       tp.enter(a, log);
       await inner.beforeAction?.(a, log);
     },
-    afterAction: inner.afterAction ? (a, log) => inner.afterAction?.(a, log) : undefined,
-    endStep: (s, log) => inner.endStep(s, log),
-    report: () => inner.report(),
-    readOptimizer: () => inner.readOptimizer(),
-    loadOptimizer: (st) => inner.loadOptimizer(st),
-    ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
-    dispose: () => inner.dispose(),
   };
 }
 

@@ -6,12 +6,10 @@
  * and a sentence read off the measured numbers.
  */
 import { useMemo } from 'react';
-import { cannotMeasureReason } from '../../state/compare.ts';
-import { predict } from '../../state/derived.ts';
 import { DP_PP_BATCH, DP_PP_MICROBATCH_ROWS, DP_PP_WORKERS, dpPpSentence, dpPpShapes, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpRow } from '../../state/dp-pp-preset.ts';
-import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { measureDpPp } from '../../state/dp-pp-measure.ts';
 import { PresetMeasure } from './PresetMeasure.tsx';
-import { MeshShapesTable, type ShapeRow } from './MeshShapesTable.tsx';
+import { MeshShapesTable, useShapeRows } from './MeshShapesTable.tsx';
 import { usePipeLab } from '../../state/store.ts';
 import { dpTpPpShapes } from '../../state/dp-tp-pp-preset.ts';
 import { DpTpPpPanel } from './DpTpPpPanel.tsx';
@@ -25,30 +23,13 @@ export function DpPpPanel({ steps }: { steps: number }) {
 
 function DpPpTable({ steps }: { steps: number }) {
   const shapes = useMemo(() => dpPpShapes(steps), [steps]);
-  const runs = useDpPpRuns((s) => s.runs);
-  const session = usePipeLab((s) => s.session);
-  // Re-render when WebGPU's state is known and when the session changes (cannotMeasureReason reads both).
-  usePipeLab((s) => s.webgpu);
-  const predicted = useMemo(() => shapes.map((s) => predict(s.config)?.result.bubble ?? null), [shapes]);
-  const rows = shapes.map((s, i): ShapeRow & { shape: (typeof shapes)[number] } => {
-    const m = runs[s.key];
-    const report = m?.status === 'done' ? m.report : null;
-    return {
-      shape: s,
-      key: s.key,
-      title: `${s.key}: ${s.dp} replica${s.dp > 1 ? 's' : ''} × ${s.ranks} rank${s.ranks > 1 ? 's' : ''}`,
-      microbatches: s.config.microbatches,
-      m,
-      report,
-      measured: report ? measuredFigures(report) : null,
-      simulated: report ? simulatedFigures(report) : null,
-      memory: report ? memoryPerWorker(report) : null,
-      predictedBubble: predicted[i],
-    };
+  const { rows, comparing, why } = useShapeRows(shapes, (s) => `${s.key}: ${s.dp} replica${s.dp > 1 ? 's' : ''} × ${s.ranks} rank${s.ranks > 1 ? 's' : ''}`, {
+    measured: measuredFigures,
+    simulated: simulatedFigures,
+    memory: memoryPerWorker,
   });
   const done: DpPpRow[] = rows.flatMap((r) => (r.report && r.measured && r.memory !== null ? [{ key: r.key, dp: r.shape.dp, ranks: r.shape.ranks, measured: r.measured, memoryBytes: r.memory }] : []));
   const sentence = done.length === shapes.length ? dpPpSentence(done) : null;
-  const why = session === 'comparing' ? null : cannotMeasureReason();
 
   return (
     <section className="panel" aria-labelledby="dppp-title" data-testid="dppp-table">
@@ -59,7 +40,7 @@ function DpPpTable({ steps }: { steps: number }) {
         The same character MLP, global batch {DP_PP_BATCH} and micro-batches of {DP_PP_MICROBATCH_ROWS} rows on {DP_PP_WORKERS} workers, as replicas × pipeline
         ranks: each replica takes {DP_PP_BATCH} / dp rows, so it runs {shapes.map((s) => s.config.microbatches).join(', ')} micro-batches. 1F1B, {steps} steps each.
       </p>
-      <PresetMeasure label="▶ Measure the four shapes" comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
+      <PresetMeasure label="▶ Measure the four shapes" comparing={comparing} why={why} onMeasure={() => void measureDpPp(shapes)} />
       <MeshShapesTable
         axes="dp×pp"
         rows={rows}

@@ -6,43 +6,23 @@
  * collectives' share of the step (the exchanges themselves), memory per worker,
  * the shapes that do not fit and why, and a sentence read off the measured numbers.
  */
-import { useMemo } from 'react';
-import { cannotMeasureReason } from '../../state/compare.ts';
-import { predict } from '../../state/derived.ts';
 import { DP_PP_WORKERS } from '../../state/dp-pp-preset.ts';
 import { meshMeasured, meshMemoryPerWorker, meshSentence, meshSimulated, type MeshPresetShapes, type MeshRow } from '../../state/dp-tp-pp-preset.ts';
-import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { measureDpPp } from '../../state/dp-pp-measure.ts';
 import { PresetMeasure } from './PresetMeasure.tsx';
-import { MeshShapesTable, type ShapeRow } from './MeshShapesTable.tsx';
-import { usePipeLab } from '../../state/store.ts';
+import { MeshShapesTable, useShapeRows } from './MeshShapesTable.tsx';
 
 export function DpTpPpPanel({ steps, mesh }: { steps: number; mesh: MeshPresetShapes }) {
   const { shapes, skipped, microbatchRows } = mesh;
-  const runs = useDpPpRuns((s) => s.runs);
-  const session = usePipeLab((s) => s.session);
-  usePipeLab((s) => s.webgpu);
-  const predicted = useMemo(() => shapes.map((s) => predict(s.config)?.result.bubble ?? null), [shapes]);
-  const rows = shapes.map((s, i): ShapeRow & { shape: (typeof shapes)[number] } => {
-    const m = runs[s.key];
-    const report = m?.status === 'done' ? m.report : null;
-    return {
-      shape: s,
-      key: s.key,
-      title: `${s.key}: ${s.dp} replica${s.dp > 1 ? 's' : ''} × ${s.tp} tp × ${s.ranks} rank${s.ranks > 1 ? 's' : ''}`,
-      microbatches: s.config.microbatches,
-      m,
-      report,
-      measured: report ? meshMeasured(report) : null,
-      simulated: report ? meshSimulated(report) : null,
-      memory: report ? meshMemoryPerWorker(report) : null,
-      predictedBubble: predicted[i],
-    };
+  const { rows, comparing, why } = useShapeRows(shapes, (s) => `${s.key}: ${s.dp} replica${s.dp > 1 ? 's' : ''} × ${s.tp} tp × ${s.ranks} rank${s.ranks > 1 ? 's' : ''}`, {
+    measured: meshMeasured,
+    simulated: meshSimulated,
+    memory: meshMemoryPerWorker,
   });
   const done: MeshRow[] = rows.flatMap((r) =>
     r.report && r.measured ? [{ key: r.key, dp: r.shape.dp, tp: r.shape.tp, ranks: r.shape.ranks, measured: { ...r.measured, tpShare: r.measured.tpShare ?? 0 }, ...(r.report.tensorParallel ? { tpFigures: r.report.tensorParallel } : {}) }] : [],
   );
   const sentence = done.length === shapes.length ? meshSentence(done) : null;
-  const why = session === 'comparing' ? null : cannotMeasureReason();
   const cfg = shapes[0].config;
   const model = cfg.model === 'gpt' ? `GPT (${cfg.layers} blocks, ${cfg.heads} heads, width ${cfg.width})` : `${cfg.model === 'char-mlp' ? 'character MLP' : 'MLP'} (${cfg.layers} hidden layers of ${cfg.hidden})`;
 
@@ -56,7 +36,7 @@ export function DpTpPpPanel({ steps, mesh }: { steps: number; mesh: MeshPresetSh
         pipeline ranks (dp×tp×pp): each replica takes {cfg.batchSize} / dp rows; each stage’s layers are split over its tp workers, which sum their activations every layer.
         1F1B, {steps} steps each.
       </p>
-      <PresetMeasure label={`▶ Measure the ${shapes.length} shapes`} comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
+      <PresetMeasure label={`▶ Measure the ${shapes.length} shapes`} comparing={comparing} why={why} onMeasure={() => void measureDpPp(shapes)} />
       {skipped.length > 0 && <p className="muted small" data-testid="dppp-skipped">Not run: {skipped.join('; ')}.</p>}
       <MeshShapesTable
         axes="dp×tp×pp"

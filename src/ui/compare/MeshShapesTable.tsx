@@ -3,9 +3,13 @@
  * one row per shape, measured beside the simulator (bubble, all-reduce share, with tp the tp collectives'
  * share, step time), memory per worker, the runs that failed, and each shape's timeline once measured.
  */
+import { useMemo } from 'react';
 import type { DpPpFigures } from '../../state/dp-pp-preset.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
-import type { DpPpMeasurement as Measurement } from '../../state/dp-pp-measure.ts';
+import type { RunConfig } from '../../config/run-config.ts';
+import { cannotMeasureReason } from '../../state/compare.ts';
+import { predict } from '../../state/derived.ts';
+import { useDpPpRuns, type DpPpMeasurement as Measurement } from '../../state/dp-pp-measure.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { PresetErrors } from './PresetMeasure.tsx';
 import { bytes, ms, pct } from '../timeline/format.ts';
@@ -18,10 +22,46 @@ export interface ShapeRow {
   microbatches: number;
   m: Measurement | undefined;
   report: RunReport | null;
-  measured: (DpPpFigures & { tpShare?: number }) | null;
-  simulated: (DpPpFigures & { tpShare?: number }) | null;
+  measured: Figures | null;
+  simulated: Figures | null;
   memory: number | null;
   predictedBubble: number | null;
+}
+
+type Figures = DpPpFigures & { tpShare?: number };
+
+/**
+ * The preset's rows as its runs stand (queued, running, done with a report), read with the preset's own figures,
+ * and whether the workers are free to measure (`why` says why not).
+ */
+export function useShapeRows<S extends { key: string; config: RunConfig }>(
+  shapes: readonly S[],
+  title: (s: S) => string,
+  figures: { measured(r: RunReport): Figures; simulated(r: RunReport): Figures; memory(r: RunReport): number | null },
+): { rows: (ShapeRow & { shape: S })[]; comparing: boolean; why: string | null } {
+  const runs = useDpPpRuns((s) => s.runs);
+  const session = usePipeLab((s) => s.session);
+  // Re-render when WebGPU's state is known and when the session changes (cannotMeasureReason reads both).
+  usePipeLab((s) => s.webgpu);
+  const predicted = useMemo(() => shapes.map((s) => predict(s.config)?.result.bubble ?? null), [shapes]);
+  const rows = shapes.map((s, i) => {
+    const m = runs[s.key];
+    const report = m?.status === 'done' ? m.report : null;
+    return {
+      shape: s,
+      key: s.key,
+      title: title(s),
+      microbatches: s.config.microbatches,
+      m,
+      report,
+      measured: report ? figures.measured(report) : null,
+      simulated: report ? figures.simulated(report) : null,
+      memory: report ? figures.memory(report) : null,
+      predictedBubble: predicted[i],
+    };
+  });
+  const comparing = session === 'comparing';
+  return { rows, comparing, why: comparing ? null : cannotMeasureReason() };
 }
 
 interface Props {
