@@ -11,7 +11,7 @@ import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTorchProgram } from '../export/torch-program-disk.ts';
 import { configFromQuery, defaultRunConfig, URL_FIELDS } from '../config/run-config.ts';
 import { fieldHelp } from '../config/field-docs.ts';
-import { mesh, workerCount } from '../schedule/mesh.ts';
+import { meshOfRun, workerCount } from '../schedule/mesh.ts';
 import { boolFlag, helpFor, parseArgs, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 import { EXAMPLE_TEXTS, exampleByHash, readTextArg } from './text-file.ts';
@@ -91,7 +91,7 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
   for (const f of files) io.writeFile(join(out, f.path), f.data);
   io.out(
     `wrote ${files.map((f) => f.path).join(', ')} to ${out}\n` +
-      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(mesh(config.dp, config.ranks, config.tp))} train.py   (see README.md there)\n`,
+      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(meshOfRun(config))} train.py   (see README.md there)\n`,
   );
   return EXIT_OK;
 }

@@ -34,7 +34,7 @@ import type { TextCorpus } from '../data/text-corpus.ts';
 import { programFiles, type BundleFile, type TorchProgram } from './torch-program.ts';
 import { profileModelOf } from '../plan/profile-model.ts';
 import type { ProfileModel } from '../plan/profile.ts';
-import { workerCount, mesh } from '../schedule/mesh.ts';
+import { workerCount, meshOfRun } from '../schedule/mesh.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TpParam } from '../nn/tp-shard.ts';
 
@@ -170,7 +170,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     dp: run.dp,
     ranks: run.ranks,
     tp: run.tp,
-    world: workerCount(mesh(run.dp, run.ranks, run.tp)),
+    world: workerCount(meshOfRun(run)),
     tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,
     copies,

@@ -9,7 +9,7 @@
  * (or collective); it never hangs.
  */
 import type { Timeline } from '../schedule/timeline.ts';
-import { laneLabel, mesh, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
+import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
@@ -90,7 +90,7 @@ export class RunError extends Error {
 
 /** The mesh of a plan. */
 export function meshOf(plan: RunPlan): Mesh {
-  return mesh(plan.config.dp, plan.config.ranks, plan.config.tp ?? 1);
+  return meshOfRun(plan.config);
 }
 
 /**

@@ -18,7 +18,7 @@
  */
 import { layerParamCount } from '../nn/model-spec.ts';
 import { tpParams } from '../nn/tp-params.ts';
-import { mesh, placeOf } from '../schedule/mesh.ts';
+import { meshOfRun, placeOf } from '../schedule/mesh.ts';
 import type { RunPlan } from './run-plan.ts';
 import type { RunReport } from './report-types.ts';
 import type { StepResult } from './rank-executor.ts';
@@ -72,7 +72,7 @@ function stageParams(plan: RunPlan): number[] {
 /** Each worker's most bytes held in any step, by kind, with the formula beside it (worker order). */
 export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: StepResult[] }[]): RunReport['heldBytesPerWorker'] {
   const { config, schedule } = plan;
-  const m = mesh(config.dp, config.ranks, config.tp ?? 1);
+  const m = meshOfRun(config);
   const perStage = stageParams(plan);
   const out: Held[] = [];
   for (const rec of records) {

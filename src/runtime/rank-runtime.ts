@@ -14,7 +14,7 @@ import { rowsPerExample } from '../nn/model-spec.ts';
 import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
-import { laneLabel, mesh, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../schedule/mesh.ts';
+import { laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../schedule/mesh.ts';
 import { TpChannel } from './tp-collective.ts';
 import { forwardingPolicy, type UpdatePolicy } from './policy.ts';
 import type { Fault } from '../config/fault-spec.ts';
@@ -211,7 +211,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const { config, rank, schedule, stageBlocks, spec, worker } = init;
   const train = toTrainConfig(config);
   const kind = scheduleKind(config.schedule);
-  const m = mesh(config.dp, config.ranks, config.tp ?? 1);
+  const m = meshOfRun(config);
   const roles = portsByRole(m, worker, ports.peers);
   const replica = m.dp > 1 ? roles.replica : undefined;
   const tpRank = m.tp > 1 ? roles.tpRank : undefined;

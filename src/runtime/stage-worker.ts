@@ -9,7 +9,7 @@ import type { RankHost, RankInit, RankState, RankStats, RankUp, Weights } from '
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
-import { mesh, placeOf } from '../schedule/mesh.ts';
+import { meshOfRun, placeOf } from '../schedule/mesh.ts';
 import { checkAdapterBufferLimits } from '../config/run-limits.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 
@@ -18,7 +18,7 @@ let current: RankInit | null = null;
 
 /** How messages name this worker: its rank, with its replica in a data-parallel mesh. */
 function where(init: RankInit): string {
-  return rankWhere(init.rank, init.schedule.stageToRank, init.config.dp > 1 ? placeOf(mesh(init.config.dp, init.config.ranks, init.config.tp ?? 1), init.worker).replica : undefined);
+  return rankWhere(init.rank, init.schedule.stageToRank, init.config.dp > 1 ? placeOf(meshOfRun(init.config), init.worker).replica : undefined);
 }
 
 function stagesOn(init: RankInit): number[] {

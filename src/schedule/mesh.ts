@@ -43,6 +43,11 @@ export function mesh(dp: number, ranks: number, tp = 1): Mesh {
   return { dp, ranks, tp };
 }
 
+/** The mesh of a run's configuration (its dp, ranks and tp; a configuration from before tp has tp = 1). */
+export function meshOfRun(cfg: { readonly dp: number; readonly ranks: number; readonly tp?: number }): Mesh {
+  return mesh(cfg.dp, cfg.ranks, cfg.tp ?? 1);
+}
+
 /** Workers in the mesh: dp × ranks × tp. */
 export function workerCount(m: Mesh): number {
   return m.dp * m.ranks * (m.tp ?? 1);
