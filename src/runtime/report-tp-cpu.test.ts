@@ -56,6 +56,15 @@ describe('tp collectives in the run report', () => {
     expect(sim).toBeDefined();
     expect(sim?.exposedMs).toBeCloseTo((perRank[0] + perRank[1]) / 2, 9);
     expect(sim?.stepMs).toBeCloseTo(report.makespanMs.simulated, 9);
+    // The simulated timeline beside the measured one has the same lanes (R0·t0 … R1·t1), and as many tp collectives on each.
+    const lanes = (tl: typeof report.timeline) => {
+      const n = new Map<string, number>();
+      for (const iv of tl.intervals) if (iv.op === 'collective' && iv.coll === 'tp-all-reduce') n.set(`${iv.rank}.${iv.tpRank ?? 0}`, (n.get(`${iv.rank}.${iv.tpRank ?? 0}`) ?? 0) + 1);
+      return [...n.entries()].sort();
+    };
+    expect(report.simulatedTimeline.tp).toBe(2);
+    expect(lanes(report.simulatedTimeline)).toEqual(lanes(report.timeline));
+    expect(lanes(report.simulatedTimeline).length).toBe(4);
     // A tp run without replicas has no data-parallel all-reduce.
     expect(report.allReduce).toBeUndefined();
   }, 60_000);

@@ -29,6 +29,10 @@
  * end) and its share of the step; `bubble` stays the compute-only pipeline
  * bubble. With dp = 1 and neither allReduce nor gradBytes, nothing changes.
  *
+ * Tensor parallelism (tp-cost.ts). `tp` adds each action's collectives to its
+ * time; the timeline then has dp × ranks × t lanes, each action's collectives
+ * drawn inside it (simulate-tp.ts), and the result carries their share.
+ *
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
  * backward is split, until the end of its W: W still needs the stored
@@ -47,6 +51,7 @@ import { collectiveIntervals, meshStep, replicaCopies, resolveMesh, type Resolve
 import { zeroIntervals, zeroPlay, type ZeroPlay } from './simulate-zero.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
+import { withTpLanes } from './simulate-tp.ts';
 import { validateAndPlay } from './validate.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
 
@@ -76,7 +81,7 @@ export interface SimulationResult {
   timeline: Timeline;
   /** The step: last end of anything (compute, messages, collectives). */
   makespan: number;
-  /** Compute time and makespan − compute of every lane (worker), dp × ranks of them. */
+  /** Compute time and makespan − compute of every pipeline worker, dp × ranks of them (with tp, each of its t workers the same). */
   busy: number[];
   idle: number[];
   /** The pipeline bubble, compute only: 1 − Σ busy / (lanes · compute makespan). */
@@ -262,7 +267,10 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
     });
   };
   const r = out();
-  if (costs.tp) r.tp = tpStep(s, costs.tp, r.makespan);
+  if (costs.tp) {
+    r.tp = tpStep(s, costs.tp, r.makespan);
+    r.timeline = withTpLanes(r.timeline, costs.tp, c.op);
+  }
   return r;
 }
 
