@@ -21,13 +21,13 @@ describe('Simulate at scale: data parallel fields', () => {
     expect(refusal({ dp: 2, gradMB: -1 })).toBe('sim.gradMB = -1: must be at least 0');
     expect(refusal({ dp: 2, arLatencyMs: Number.NaN })).toBe('sim.arLatencyMs = NaN: must be a finite number');
     expect(refusal({ dp: 2, arBandwidthMBs: 0 })).toBe('sim.arBandwidthMBs = 0: must be greater than 0');
-    expect(refusal({ zero: true })).toMatch(/^sim\.zero = true: ZeRO-1 .* needs dp ≥ 2/);
+    expect(refusal({ zero: 1 })).toMatch(/^sim\.zero = 1: ZeRO-1 .* needs dp ≥ 2/);
     expect(refusal({ dp: 32, ranks: 128, microbatches: 512 })).toMatch(/^sim\.dp = 32: .* actions; the page draws at most 2000000$/);
     expect(refusal({ dp: 8, ranks: 64, microbatches: 512 })).toBe('accepted');
   });
 
   it('round-trips through the URL and names a bad link value', () => {
-    const p: SimParams = { ...defaultSimParams(), dp: 8, gradMB: 40, arLatencyMs: 0.5, arBandwidthMBs: 250, overlap: false, zero: true };
+    const p: SimParams = { ...defaultSimParams(), dp: 8, gradMB: 40, arLatencyMs: 0.5, arBandwidthMBs: 250, overlap: false, zero: 1 };
     const q = new URLSearchParams();
     simParamsToQuery(p, q);
     const back = simParamsFromQuery(q);
@@ -61,7 +61,7 @@ describe('Simulate at scale: data parallel fields', () => {
     const noOverlap = runSimulation({ ...defaultSimParams(), dp: 8, overlap: false });
     expect(noOverlap.result.makespan).toBeCloseTo(1900.14, 9);
     // ZeRO-1 moves the same volume.
-    expect(runSimulation({ ...defaultSimParams(), dp: 8, zero: true }).result.makespan).toBeCloseTo(1900.14, 9);
+    expect(runSimulation({ ...defaultSimParams(), dp: 8, zero: 1 }).result.makespan).toBeCloseTo(1900.14, 9);
   });
 
   it('dp = 1 leaves the pipeline alone', () => {
@@ -69,5 +69,75 @@ describe('Simulate at scale: data parallel fields', () => {
     expect(o.result.dp).toBeUndefined();
     expect(o.result.makespan).toBe(1725);
     expect(o.closedMesh).toBeNull();
+  });
+});
+
+describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
+  it('refuses bad ZeRO and tp values by field, value and rule', () => {
+    expect(refusal({ dp: 2, zero: 4 as SimParams['zero'] })).toBe('sim.zero = 4: must be a ZeRO stage 0, 1, 2 or 3');
+    expect(refusal({ zero: 3 })).toBe('sim.zero = 3: ZeRO-3 shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)');
+    expect(refusal({ dp: 2, zero: 2, zeroPerAction: true })).toBe("sim.zeroPerAction = true: re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = 2)");
+    expect(refusal({ tp: 0 })).toMatch(/^sim\.tp = 0: /);
+    expect(refusal({ tp: 128 })).toMatch(/^sim\.tp = 128: /);
+    expect(refusal({ tp: 16, dp: 8, ranks: 64 })).toBe('sim.tp = 16: dp × ranks × tp = 8 × 64 × 16 = 8192 workers; the page simulates at most 4096');
+    expect(refusal({ tp: 2, schedule: 'interleaved-1f1b', ranks: 4, microbatches: 8, virtual: 2, tpLayers: 3 })).toBe("sim.tpLayers = 3: must be a multiple of the stages a rank's share of the model is cut into (2), so every stage holds whole layers");
+    expect(refusal({ tp: 2, tpBandwidthMBs: 0 })).toBe('sim.tpBandwidthMBs = 0: must be greater than 0');
+    expect(refusal({ tp: 2, tpActKB: -1 })).toBe('sim.tpActKB = -1: must be at least 0');
+    expect(refusal({ tp: 4, ranks: 64, microbatches: 512 })).toMatch(/^sim\.tp = 4: .* actions; the page draws at most 2000000$/);
+    expect(refusal({ tp: 2, ranks: 16, microbatches: 64 })).toBe('accepted');
+  });
+
+  it('round-trips ZeRO-3 per action and tp through the URL; an older link\'s sim.zero=true is ZeRO-1', () => {
+    const p: SimParams = { ...defaultSimParams(), ranks: 8, microbatches: 16, dp: 2, zero: 3, zeroPerAction: true, tp: 4, tpLayers: 8, tpActKB: 512, tpLatencyMs: 0.02, tpBandwidthMBs: 5000 };
+    const q = new URLSearchParams();
+    simParamsToQuery(p, q);
+    const back = simParamsFromQuery(q);
+    expect(back.errors).toEqual([]);
+    expect(back.params).toEqual(p);
+    const old = simParamsFromQuery(new URLSearchParams('sim.dp=4&sim.zero=true'));
+    expect(old.errors).toEqual([]);
+    expect(old.params.zero).toBe(1);
+    expect(simParamsFromQuery(new URLSearchParams('sim.dp=4&sim.zero=false')).params.zero).toBe(0);
+    const bad = simParamsFromQuery(new URLSearchParams('sim.tp=3.5&sim.zero=7&sim.dp=2'));
+    expect(bad.errors.map((e) => e.message)).toEqual(['sim.tp = 3.5: must be an integer', 'sim.zero = 7: must be a ZeRO stage 0, 1, 2 or 3']);
+  });
+
+  it('1F1B p 4 m 8 at tp 2, worked by hand: each worker F/2 and B/2, 8 all-reduces per op, the closed form beside it', () => {
+    // 4 layers per rank, 2 all-reduces each per op: 8 per F, 8 per B. Each: α 0.01 + 1 · 1 MB / 100 GB/s = 0.01 + 0.01 ms.
+    // F = 0.5 + 8·0.02 = 0.66, B = 1 + 0.16 = 1.16: step (m + p − 1)(F + B) = 11 · 1.82 = 20.02;
+    // each rank 8 · 0.32 = 2.56 of it in tp: share 2.56 / 20.02.
+    const o = runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, tp: 2 });
+    expect(o.result.makespan).toBeCloseTo(20.02, 9);
+    expect(o.result.tp?.share).toBeCloseTo(2.56 / 20.02, 9);
+    expect(o.closedTp?.step).toBeCloseTo(20.02, 9);
+    expect(o.closedTp?.share).toBeCloseTo(2.56 / 20.02, 9);
+    expect(o.closed).toBeNull();
+    expect(o.result.timeline.tp).toBe(2);
+    const colls = o.result.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'tp-all-reduce');
+    // 8 workers × 8 micro-batches × (8 + 8).
+    expect(colls.length).toBe(8 * 8 * 16);
+    // tp off: the same schedule, no collectives, no tp closed form.
+    const off = runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8 });
+    expect(off.closedTp).toBeNull();
+    expect(off.result.makespan).toBe(33);
+  });
+
+  it('dp 2 × tp 2: each tp worker\'s ring moves 1/tp of the stage\'s gradients; ZeRO-2 and ZeRO-3 play their collectives', () => {
+    const base = { ...defaultSimParams(), ranks: 2, microbatches: 4, dp: 2, gradMB: 2, arLatencyMs: 0, arBandwidthMBs: 1000 };
+    // A = 2(dp − 1)/dp · bytes / β = 1 MB / 1 MB per ms: 1 ms for 1 MB (tp 2: half the 2 MB).
+    const tp2 = runSimulation({ ...base, tp: 2, tpLatencyMs: 0, tpActKB: 0 });
+    expect(tp2.result.dp?.allReduceTime[0]).toBeCloseTo(1, 9);
+    const tp1 = runSimulation(base);
+    expect(tp1.result.dp?.allReduceTime[0]).toBeCloseTo(2, 9);
+    const z2 = runSimulation({ ...base, zero: 2 });
+    const z3 = runSimulation({ ...base, zero: 3 });
+    const z3a = runSimulation({ ...base, zero: 3, zeroPerAction: true });
+    const kinds = (o: typeof z2) => new Set(o.result.timeline.intervals.filter((iv) => iv.op === 'collective').map((iv) => iv.coll));
+    expect(kinds(z2).has('reduce-scatter')).toBe(true);
+    expect(kinds(z3).has('all-gather')).toBe(true);
+    // Per action, ZeRO-3 gathers before every action instead of once per step: more exchanges.
+    const count = (o: typeof z2) => o.result.timeline.intervals.filter((iv) => iv.op === 'collective').length;
+    expect(count(z3a)).toBeGreaterThan(count(z3));
+    expect(z2.closedMesh).toBeNull();
   });
 });

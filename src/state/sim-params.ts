@@ -30,20 +30,37 @@ export interface SimParams {
   arBandwidthMBs: number;
   /** Start each stage's all-reduce when its last backward ends (true), or after every worker's last compute. */
   overlap: boolean;
-  /** ZeRO-1: reduce-scatter, sharded update, all-gather of the weights (the same volume as the all-reduce). */
-  zero: boolean;
+  /**
+   * The ZeRO stage over the replicas (schedule/allreduce-cost.ts): 0 the all-reduce at the flush, 1 the same volume as
+   * reduce-scatter + sharded update + all-gather, 2 each backward's gradients reduce-scattered as they are made, 3 the
+   * weights gathered before each action as well (simulate-zero.ts). Older links' `true` / `false` read as 1 / 0.
+   */
+  zero: 0 | 1 | 2 | 3;
+  /** ZeRO-3 only: free the gathered weights after every action (FSDP's reshard after forward) instead of after the step. */
+  zeroPerAction: boolean;
+  /** Tensor-parallel workers per pipeline worker (Megatron): dp × ranks × tp workers. */
+  tp: number;
+  /** Transformer layers per rank: each runs 2 tp all-reduces in its forward and 2 in its backward (Megatron's g and f). */
+  tpLayers: number;
+  /** Bytes of one tp all-reduce (rows × width × bytes per element of the activations), KB. */
+  tpActKB: number;
+  /** One tp collective's α, ms (one time unit read as 1 ms). */
+  tpLatencyMs: number;
+  /** The bytes per second one tp worker sends, MB/s. */
+  tpBandwidthMBs: number;
 }
 
 /** Sizes the browser cannot train but draws at once. */
 export function defaultSimParams(): SimParams {
   return {
     schedule: '1f1b', ranks: 64, microbatches: 512, virtual: 1, costF: 1, costB: 2, costI: 1, costW: 1, latency: 0,
-    dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: false,
+    dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: 0, zeroPerAction: false,
+    tp: 1, tpLayers: 4, tpActKB: 1000, tpLatencyMs: 0.01, tpBandwidthMBs: 100_000,
   };
 }
 
-/** `workers`: dp × ranks; `actions`: the intervals the page draws (compute of every worker and the collectives' exchanges). */
-export const SIM_LIMITS = { ranks: 512, microbatches: 8192, virtual: 16, dp: 256, workers: 4096, actions: 2_000_000 } as const;
+/** `workers`: dp × ranks × tp; `actions`: the intervals the page draws (compute of every worker and the collectives' exchanges). */
+export const SIM_LIMITS = { ranks: 512, microbatches: 8192, virtual: 16, dp: 256, tp: 64, tpLayers: 1024, workers: 4096, actions: 2_000_000 } as const;
 
 /** Bytes per time unit on one link for a bandwidth in MB/s, one time unit read as 1 ms. */
 export function bytesPerUnit(mbPerSecond: number): number {
@@ -53,6 +70,16 @@ export function bytesPerUnit(mbPerSecond: number): number {
 /** True when the view should show the data-parallel step (more than one replica). */
 export function simHasMesh(p: SimParams): boolean {
   return p.dp > 1;
+}
+
+/** True when each stage is split over tp workers. */
+export function simHasTp(p: SimParams): boolean {
+  return p.tp > 1;
+}
+
+/** The tp collectives one pipeline worker's tp group runs per micro-batch: 2 per layer forward, 2 backward (B or I). */
+export function simTpCollectivesPerMicrobatch(p: SimParams): number {
+  return p.tp > 1 ? 4 * p.tpLayers : 0;
 }
 
 /** Throws ConfigError naming the first bad field. */
@@ -67,19 +94,38 @@ export function validateSimParams(p: SimParams): void {
   if (p.dp * p.ranks > SIM_LIMITS.workers) {
     throw new ConfigError('sim.dp', p.dp, `dp × ranks = ${p.dp} × ${p.ranks} = ${p.dp * p.ranks} workers; the page simulates at most ${SIM_LIMITS.workers}`);
   }
+  requireInt('sim.tp', p.tp, 1, SIM_LIMITS.tp);
+  if (p.dp * p.ranks * p.tp > SIM_LIMITS.workers) {
+    throw new ConfigError('sim.tp', p.tp, `dp × ranks × tp = ${p.dp} × ${p.ranks} × ${p.tp} = ${p.dp * p.ranks * p.tp} workers; the page simulates at most ${SIM_LIMITS.workers}`);
+  }
+  requireInt('sim.tpLayers', p.tpLayers, 1, SIM_LIMITS.tpLayers);
+  const chunks = kind.costChunks(p.virtual);
+  if (p.tp > 1 && p.tpLayers % chunks !== 0) {
+    throw new ConfigError('sim.tpLayers', p.tpLayers, `must be a multiple of the stages a rank's share of the model is cut into (${chunks}), so every stage holds whole layers`);
+  }
+  requireFinite('sim.tpActKB', p.tpActKB, { min: 0 });
+  requireFinite('sim.tpLatencyMs', p.tpLatencyMs, { min: 0 });
+  requireFinite('sim.tpBandwidthMBs', p.tpBandwidthMBs, { min: 0, exclusiveMin: true });
   requireFinite('sim.gradMB', p.gradMB, { min: 0 });
   requireFinite('sim.arLatencyMs', p.arLatencyMs, { min: 0 });
   requireFinite('sim.arBandwidthMBs', p.arBandwidthMBs, { min: 0, exclusiveMin: true });
   if (typeof p.overlap !== 'boolean') throw new ConfigError('sim.overlap', p.overlap, 'must be true or false');
-  if (typeof p.zero !== 'boolean') throw new ConfigError('sim.zero', p.zero, 'must be true or false');
-  if (p.zero && p.dp === 1) throw new ConfigError('sim.zero', p.zero, 'ZeRO-1 shards the optimizer state across data-parallel replicas; it needs dp ≥ 2 (dp = 1)');
+  if (![0, 1, 2, 3].includes(p.zero)) throw new ConfigError('sim.zero', p.zero, 'must be a ZeRO stage 0, 1, 2 or 3');
+  if (p.zero > 0 && p.dp === 1) throw new ConfigError('sim.zero', p.zero, `ZeRO-${p.zero} shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)`);
+  if (typeof p.zeroPerAction !== 'boolean') throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, 'must be true or false');
+  if (p.zeroPerAction && p.zero !== 3) throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, `re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = ${p.zero})`);
   const compute = p.dp * p.ranks * p.virtual * p.microbatches * (kind.splitBackward ? 3 : 2);
-  const exchanges = p.dp > 1 ? p.ranks * p.virtual * p.dp * 2 * (p.dp - 1) : 0;
-  const actions = compute + exchanges;
+  // ZeRO-2/3 run their collectives per action; 0/1 once per stage at the flush.
+  const perStep = p.zero >= 2 ? p.microbatches * (p.zero === 3 ? 3 : 1) : 1;
+  const exchanges = p.dp > 1 ? p.ranks * p.virtual * p.dp * 2 * (p.dp - 1) * perStep : 0;
+  const tpColls = p.dp * p.ranks * p.microbatches * simTpCollectivesPerMicrobatch(p);
+  const actions = (compute + exchanges + tpColls) * p.tp;
   if (actions > SIM_LIMITS.actions) {
-    const field = p.dp > 1 ? 'sim.dp' : 'sim.microbatches';
-    const terms = p.dp > 1 ? 'dp · ranks · virtual · (microbatches · ops + all-reduce exchanges)' : 'ranks · virtual · microbatches · ops';
-    throw new ConfigError(field, p[field === 'sim.dp' ? 'dp' : 'microbatches'], `${terms} = ${actions} actions; the page draws at most ${SIM_LIMITS.actions}`);
+    const field = p.tp > 1 ? 'sim.tp' : p.dp > 1 ? 'sim.dp' : 'sim.microbatches';
+    const terms =
+      (p.dp > 1 ? 'dp · ranks · virtual · (microbatches · ops + all-reduce exchanges)' : 'ranks · virtual · microbatches · ops') + (p.tp > 1 ? ' + the tp collectives, on each of tp workers' : '');
+    const value = field === 'sim.tp' ? p.tp : field === 'sim.dp' ? p.dp : p.microbatches;
+    throw new ConfigError(field, value, `${terms} = ${actions} actions; the page draws at most ${SIM_LIMITS.actions}`);
   }
   try {
     kind.validateParams(p.ranks, p.microbatches, p.virtual);
@@ -89,10 +135,10 @@ export function validateSimParams(p: SimParams): void {
   }
 }
 
-const NUMERIC = ['ranks', 'microbatches', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs'] as const;
-const BOOLEAN = ['overlap', 'zero'] as const;
-/** The data-parallel keys, written only when they differ from their defaults (older links stay as they were). */
-const MESH_KEYS: ReadonlySet<string> = new Set(['dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero']);
+const NUMERIC = ['ranks', 'microbatches', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'zero', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs'] as const;
+const BOOLEAN = ['overlap', 'zeroPerAction'] as const;
+/** The data-parallel and tp keys, written only when they differ from their defaults (older links stay as they were). */
+const MESH_KEYS: ReadonlySet<string> = new Set(['dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs']);
 
 export function simParamsToQuery(p: SimParams, params: URLSearchParams): void {
   params.set('sim.schedule', p.schedule);
@@ -127,7 +173,9 @@ export function simParamsFromQuery(params: URLSearchParams): { params: SimParams
     const raw = params.get(`sim.${k}`);
     if (raw === null) continue;
     try {
-      (out as unknown as Record<string, number>)[k] = parseQueryNumber(`sim.${k}`, raw);
+      // Links from before ZeRO-2/3 wrote sim.zero as true / false (ZeRO-1 or none).
+      const legacy = k === 'zero' && (raw === 'true' || raw === 'false') ? (raw === 'true' ? 1 : 0) : null;
+      (out as unknown as Record<string, number>)[k] = legacy ?? parseQueryNumber(`sim.${k}`, raw);
       given.add(k);
     } catch (e) {
       if (e instanceof ConfigError) errors.push(e);

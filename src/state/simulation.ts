@@ -2,9 +2,9 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateSchedule, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel } from '../schedule/index.ts';
+import { generateSchedule, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import type { SimParams } from './sim-params.ts';
-import { bytesPerUnit, simHasMesh, validateSimParams } from './sim-params.ts';
+import { bytesPerUnit, simHasMesh, simHasTp, validateSimParams } from './sim-params.ts';
 
 export interface SimOutcome {
   params: SimParams;
@@ -15,6 +15,8 @@ export interface SimOutcome {
   closedPeak: number[] | null;
   /** The dp × pp step's closed form (theory.ts meshClosedForm): with dp > 1, default costs and one stage per rank; else null. */
   closedMesh: MeshClosedForm | null;
+  /** GPipe and 1F1B with tp, one stage per rank, free links and dp = 1 (tp-cost.ts tpClosedForm); else null. */
+  closedTp: { step: number; share: number } | null;
   /** Wall time the simulation took, ms. */
   tookMs: number;
 }
@@ -33,9 +35,28 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
   if (!simHasMesh(p)) return {};
   return {
     dp: p.dp,
-    gradBytes: (p.gradMB * 1e6) / stagesPerRank,
-    allReduce: { latency: p.arLatencyMs, bandwidth: bytesPerUnit(p.arBandwidthMBs), overlap: p.overlap, zero: p.zero },
+    // With tp each worker holds 1/tp of its stage's weights: its ring moves that much.
+    gradBytes: (p.gradMB * 1e6) / stagesPerRank / p.tp,
+    allReduce: {
+      latency: p.arLatencyMs,
+      bandwidth: bytesPerUnit(p.arBandwidthMBs),
+      overlap: p.overlap,
+      zero: p.zero,
+      ...(p.zero === 3 ? { reshard: p.zeroPerAction ? ('microbatch' as const) : ('step' as const) } : {}),
+    },
   };
+}
+
+/**
+ * The tp part of the cost model: t workers per stage, each stage's tpLayers / (stages per rank) layers with
+ * Megatron's 2 all-reduces forward and 2 backward of tpActKB each (one "element" read as one byte), priced as the
+ * tab's transport runs them (α + (t − 1)·bytes/β, tp-cost.ts). Nothing when tp = 1.
+ */
+export function simTpCosts(p: SimParams, stages: number, stagesPerRank: number): TpCosts | null {
+  if (!simHasTp(p)) return null;
+  const layers = Array.from({ length: p.tpLayers / stagesPerRank }, () => ({ kind: 'gpt-block' as const, width: p.tpActKB * 1e3 }));
+  const messages = tpStageMessages(layers, 1, p.tp);
+  return { t: p.tp, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
 }
 
 export function runSimulation(p: SimParams): SimOutcome {
@@ -43,18 +64,27 @@ export function runSimulation(p: SimParams): SimOutcome {
   const t0 = performance.now();
   const schedule = generateSchedule(p.schedule, p.ranks, p.microbatches, p.virtual);
   const chunks = scheduleKind(p.schedule).costChunks(p.virtual);
+  // With tp each worker computes 1/tp of its stage (the abstract model splits all of it, as Megatron's layers do).
+  const tpCosts = simTpCosts(p, schedule.stages, chunks);
   const result = simulate(schedule, {
-    ...costsPerStage({ F: p.costF, B: p.costB, I: p.costI, W: p.costW }, chunks),
+    ...costsPerStage({ F: p.costF / p.tp, B: p.costB / p.tp, I: p.costI / p.tp, W: p.costW / p.tp }, chunks),
     latency: p.latency,
     activationBytes: 1,
     ...simMeshCosts(p, schedule.stages / schedule.ranks),
+    ...(tpCosts ? { tp: tpCosts } : {}),
   });
-  const closed = defaultCosts(p) ? closedForm(p.schedule, p.ranks, p.microbatches, p.virtual) : null;
+  const closed = defaultCosts(p) && p.tp === 1 ? closedForm(p.schedule, p.ranks, p.microbatches, p.virtual) : null;
   const closedPeak = closedFormPeakActivations(p.schedule, p.ranks, p.microbatches, p.virtual);
   const mc = simMeshCosts(p, 1);
   const closedMesh =
-    closed && mc.allReduce && schedule.stages === schedule.ranks
+    closed && mc.allReduce && schedule.stages === schedule.ranks && p.zero <= 1
       ? meshClosedForm(p.schedule, p.ranks, p.microbatches, p.virtual, { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap })
       : null;
-  return { params: p, schedule, result, closed, closedPeak, closedMesh, tookMs: performance.now() - t0 };
+  let closedTp: SimOutcome['closedTp'] = null;
+  if (tpCosts && (p.schedule === 'gpipe' || p.schedule === '1f1b') && schedule.stages === schedule.ranks && p.latency === 0 && p.dp === 1) {
+    const tau = tpOpTimes(tpCosts, schedule.stages);
+    const c = tpClosedForm(p.ranks, p.microbatches, { F: p.costF / p.tp, B: p.costB / p.tp }, { F: tau.F[0], B: tau.B[0] });
+    closedTp = { step: c.step, share: c.share };
+  }
+  return { params: p, schedule, result, closed, closedPeak, closedMesh, closedTp, tookMs: performance.now() - t0 };
 }

@@ -9,12 +9,13 @@ import { patchSim } from '../../state/config-actions.ts';
 import { SIM_LIMITS } from '../../state/sim-params.ts';
 import { runSimulation, type SimOutcome } from '../../state/simulation.ts';
 import { usePipeLab } from '../../state/store.ts';
-import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
+import { NumberField, SelectField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS, SCHEDULE_MENU_LABELS } from '../controls/schedule-labels.ts';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { ExportPanel } from '../exports/ExportPanel.tsx';
 import { MemoryBars } from './MemoryBars.tsx';
+import { SimMeshFields } from './SimMeshFields.tsx';
 import { PlanPanel } from '../plan/PlanPanel.tsx';
 
 function useSimulation(): { outcome: SimOutcome | null; error: string | null } {
@@ -40,6 +41,7 @@ export function SimulateView() {
   const actions = outcome ? outcome.schedule.order.reduce((n, l) => n + l.length, 0) : 0;
   const peak = r ? Math.max(...r.memory.map((m) => m.peakMicrobatches)) : null;
   const closedPeak = outcome?.closedPeak ? Math.max(...outcome.closedPeak) : null;
+  const collName = sim.zero >= 2 ? `ZeRO-${sim.zero} collectives` : 'all-reduce';
 
   return (
     <div className="layout">
@@ -90,35 +92,12 @@ export function SimulateView() {
             )}
             <NumberField label="Link latency" name="sim.latency" min={0} step={0.1} value={sim.latency} onChange={(latency) => patchSim({ latency })} error={errorFor('latency')} hint="between ranks, same units" />
           </fieldset>
-          <fieldset>
-            <legend>Data parallel</legend>
-            <NumberField
-              label="Replicas (dp)"
-              name="sim.dp"
-              integer
-              min={1}
-              max={SIM_LIMITS.dp}
-              value={sim.dp}
-              onChange={(dp) => patchSim({ dp, zero: dp > 1 && sim.zero })}
-              error={errorFor('dp')}
-              hint={`${sim.dp} × ${sim.ranks} = ${(sim.dp * sim.ranks).toLocaleString('en-US')} workers; each stage's gradients are summed by a ring all-reduce over its ${sim.dp} replicas`}
-            />
-            <NumberField label="Gradients per rank, MB" name="sim.gradMB" min={0} step={1} value={sim.gradMB} onChange={(gradMB) => patchSim({ gradMB })} error={errorFor('gradMB')} disabled={sim.dp === 1} hint="split over its stages like its compute" />
-            <div className="row2">
-              <NumberField label="All-reduce latency, ms" name="sim.arLatencyMs" min={0} step={0.01} value={sim.arLatencyMs} onChange={(arLatencyMs) => patchSim({ arLatencyMs })} error={errorFor('arLatencyMs')} disabled={sim.dp === 1} hint="α, per chunk exchange" />
-              <NumberField label="Bandwidth, MB/s" name="sim.arBandwidthMBs" min={0} step={100} value={sim.arBandwidthMBs} onChange={(arBandwidthMBs) => patchSim({ arBandwidthMBs })} error={errorFor('arBandwidthMBs')} disabled={sim.dp === 1} hint="β, one link" />
-            </div>
-            <CheckboxField label="Overlap the all-reduce with the backward" name="sim.overlap" checked={sim.overlap} onChange={(overlap) => patchSim({ overlap })} disabled={sim.dp === 1} />
-            <CheckboxField label="ZeRO-1 (same volume: reduce-scatter + all-gather)" name="sim.zero" checked={sim.zero} onChange={(zero) => patchSim({ zero })} disabled={sim.dp === 1} />
-            {errorFor('overlap') && <p className="field-error">{errorFor('overlap')}</p>}
-            {errorFor('zero') && <p className="field-error">{errorFor('zero')}</p>}
-            <p className="muted small">The all-reduce reads one time unit of the cost model as 1 ms.</p>
-          </fieldset>
+          <SimMeshFields sim={sim} errorFor={errorFor} />
         </form>
       </aside>
       <div className="main-col">
         <TimelinePanel
-          title={outcome ? `${SCHEDULE_LABELS[sim.schedule]}: ${sim.dp > 1 ? `${sim.dp} replicas × ` : ''}${sim.ranks} ranks × ${sim.microbatches} micro-batches` : 'Simulation'}
+          title={outcome ? `${SCHEDULE_LABELS[sim.schedule]}: ${sim.dp > 1 ? `${sim.dp} replicas × ` : ''}${sim.ranks} ranks${sim.tp > 1 ? ` × tp ${sim.tp}` : ''} × ${sim.microbatches} micro-batches` : 'Simulation'}
           measured={null}
           simulated={outcome?.result.timeline ?? null}
           mode="simulated"
@@ -127,7 +106,7 @@ export function SimulateView() {
           caption={
             outcome ? (
               <>
-                {(actions * sim.dp).toLocaleString('en-US')} actions{sim.dp > 1 ? ` on ${(sim.dp * sim.ranks).toLocaleString('en-US')} workers` : ''} simulated and drawn in {outcome.tookMs.toFixed(0)} ms. Zoom in with the wheel to see single
+                {(actions * sim.dp * sim.tp).toLocaleString('en-US')} actions{sim.dp * sim.tp > 1 ? ` on ${(sim.dp * sim.ranks * sim.tp).toLocaleString('en-US')} workers` : ''} simulated and drawn in {outcome.tookMs.toFixed(0)} ms. Zoom in with the wheel to see single
                 micro-batches.
               </>
             ) : undefined
@@ -149,7 +128,7 @@ export function SimulateView() {
                 <tr>
                   <th scope="row">Makespan (units)</th>
                   <td>{num(r?.makespan)}</td>
-                  <td>{num(outcome?.closed?.makespan)}</td>
+                  <td>{num(outcome?.closed?.makespan ?? outcome?.closedTp?.step)}</td>
                 </tr>
                 <tr>
                   <th scope="row">Bubble</th>
@@ -167,7 +146,7 @@ export function SimulateView() {
                 {sim.dp > 1 && (
                   <>
                     <tr data-testid="sim-step">
-                      <th scope="row">Step with the all-reduce (units)</th>
+                      <th scope="row">Step with the {collName} (units)</th>
                       <td>{num(r?.makespan)}</td>
                       <td>
                         {num(outcome?.closedMesh?.step)}
@@ -175,29 +154,36 @@ export function SimulateView() {
                       </td>
                     </tr>
                     <tr data-testid="sim-allreduce">
-                      <th scope="row">All-reduce per stage (units)</th>
+                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives per stage (units)' : 'All-reduce per stage (units)'}</th>
                       <td>{num(r?.dp ? Math.max(...r.dp.allReduceTime) : null, 3)}</td>
                       <td>{num(outcome?.closedMesh?.allReduce, 3)}</td>
                     </tr>
                     <tr data-testid="sim-allreduce-share">
-                      <th scope="row">All-reduce not hidden (share of the step)</th>
+                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives not hidden' : 'All-reduce not hidden'} (share of the step)</th>
                       <td>{pct(r?.dp?.allReduceShare, 2)}</td>
                       <td>{pct(outcome?.closedMesh?.allReduceShare, 2)}</td>
                     </tr>
                   </>
                 )}
+                {r?.tp && (
+                  <tr data-testid="sim-tp-share">
+                    <th scope="row">tp collectives (share of the step, none hidden)</th>
+                    <td>{pct(r.tp.share, 2)}</td>
+                    <td>{pct(outcome?.closedTp?.share, 2)}</td>
+                  </tr>
+                )}
                 <tr>
                   <th scope="row">Micro-batches per unit time</th>
                   <td>{r ? num((sim.dp * sim.microbatches) / r.makespan, 3) : '—'}</td>
-                  <td>{outcome?.closed && (sim.dp === 1 || outcome.closedMesh) ? num((sim.dp * sim.microbatches) / (outcome.closedMesh?.step ?? outcome.closed.makespan), 3) : '—'}</td>
+                  <td>{outcome?.closed && (sim.dp === 1 || outcome.closedMesh) ? num((sim.dp * sim.microbatches) / (outcome.closedMesh?.step ?? outcome.closed.makespan), 3) : outcome?.closedTp ? num(sim.microbatches / outcome.closedTp.step, 3) : '—'}</td>
                 </tr>
               </tbody>
             </table>
             </div>
-            {!outcome?.closed && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links; change the costs back to compare.</p>}
+            {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
-          <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.microbatches}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
+          <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.tp > 1 ? `tp${sim.tp}x` : ''}${sim.microbatches}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
           <PlanPanel />
         </div>
       </div>

@@ -1,0 +1,70 @@
+/**
+ * Simulate at scale with the third axis and full sharding: tp lanes drawn with
+ * their all-reduces (the step and the tp share worked by hand against the
+ * closed form), the ZeRO stage chosen in the page, and bad values refused by
+ * field, value and rule. Screenshots at 1400 and 390 wide go to
+ * test-results/screens/.
+ */
+import { expect, test, type Page } from '@playwright/test';
+import { keepScreenshot } from './screens.ts';
+
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+  });
+  return errors;
+}
+
+test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-reduces, the step and its tp share worked by hand', async ({ page }, info) => {
+  const errors = watchErrors(page);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.goto('./?view=simulate&sim.ranks=8&sim.microbatches=16&sim.tp=4');
+  const plot = page.getByTestId('sim-timeline').getByRole('group');
+  await expect(plot).toHaveAttribute('data-lanes', '32');
+  // Compute: 32 workers · 16 micro-batches · (F, B); tp: 4 layers · (2 + 2) all-reduces per micro-batch on each worker.
+  await expect(plot).toHaveAttribute('data-intervals', String(32 * 16 * 2 + 32 * 16 * 16));
+  // Each all-reduce: α 0.01 + (4 − 1) · 1 MB / (100 MB per ms) = 0.04; F = 1/4 + 8 · 0.04 = 0.57, B = 2/4 + 0.32 = 0.82;
+  // step (m + p − 1)(F + B) = 23 · 1.39 = 31.97; each rank 16 · 0.64 = 10.24 of it in tp: 32.03%.
+  const share = page.getByTestId('sim-tp-share');
+  await expect(share.getByRole('cell')).toHaveText(['32.03%', '32.03%']);
+  await expect(page.getByRole('row', { name: /Makespan/ }).getByRole('cell')).toHaveText(['31.97', '31.97']);
+  await expect(page.getByText(/actions on 32 workers simulated and drawn in/)).toBeVisible();
+  await keepScreenshot(page, info, 'simulate-tp4x8');
+
+  // The field: tp 2 halves the lanes; a value past the limit is refused under the field.
+  await page.getByLabel('Tensor parallel (tp)').fill('2');
+  await expect(plot).toHaveAttribute('data-lanes', '16');
+  await page.getByLabel('Layers per rank').fill('0');
+  await expect(page.getByText('must be at least 1')).toBeVisible();
+  await page.getByLabel('Layers per rank').fill('4');
+  await expect(page.getByText('must be at least 1')).toHaveCount(0);
+  // A whole-record rule: interleaved 1F1B cuts a rank into v = 2 stages, 3 layers do not split into them.
+  await page.getByLabel('Schedule', { exact: true }).selectOption('interleaved-1f1b');
+  await page.getByLabel('Layers per rank').fill('3');
+  await expect(page.locator('.config-problem')).toContainText("sim.tpLayers = 3: must be a multiple of the stages a rank's share of the model is cut into (2)");
+  await page.getByLabel('Layers per rank').fill('4');
+  await expect(page.locator('.config-problem')).toHaveCount(0);
+  await page.getByLabel('Schedule', { exact: true }).selectOption('1f1b');
+
+  // ZeRO-3 beside the pipeline: dp 2, the stage chosen in the page; the all-gathers drawn among the lanes.
+  await page.getByLabel('Replicas (dp)').fill('2');
+  await expect(plot).toHaveAttribute('data-lanes', '32');
+  const before = Number(await plot.getAttribute('data-intervals'));
+  await page.getByLabel('Sharding (ZeRO)').selectOption('3');
+  await expect(page.getByLabel(/Free gathered weights after every action/)).toBeVisible();
+  await expect.poll(async () => Number(await plot.getAttribute('data-intervals'))).toBeGreaterThan(before);
+  expect(page.url()).toContain('sim.zero=3');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await keepScreenshot(page, info, 'simulate-tp-zero3-phone');
+  expect(errors).toEqual([]);
+});
+
+test('Simulate at scale: a link with a bad tp or ZeRO value is reported by field, value and rule; an older sim.zero=true is ZeRO-1', async ({ page }) => {
+  await page.goto('./?view=simulate&sim.tp=3.5&sim.zero=9');
+  await expect(page.getByRole('alert').first()).toContainText('sim.tp = 3.5');
+  await expect(page.getByRole('alert').first()).toContainText('sim.zero = 9: must be a ZeRO stage 0, 1, 2 or 3');
+  await page.goto('./?view=simulate&sim.dp=2&sim.zero=true');
+  await expect(page.getByLabel('Sharding (ZeRO)')).toHaveValue('1');
+});
