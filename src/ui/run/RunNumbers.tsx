@@ -80,7 +80,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   };
 
   return (
-    <section className="panel" aria-labelledby="numbers-title" data-testid="run-numbers">
+    <section className="panel numbers-panel" aria-labelledby="numbers-title" data-testid="run-numbers">
       <h2 id="numbers-title">Measured · simulated · closed form</h2>
       <div className="table-scroll">
       <table className="numbers">

@@ -43,7 +43,7 @@ export function TpRows({ report }: { report: RunReport }) {
             <th scope="row" title={`${s.splitLayers} split layer${s.splitLayers > 1 ? 's' : ''}: collectives per micro-batch by op, bytes a worker sent in one, its own time (the least-waiting member's) and the others' wait; simulated: the fitted price`}>
               tp, stage {i}
             </th>
-            <td>
+            <td className="wrap">
               {Object.entries(s.perMicrobatch)
                 .filter(([, n]) => (n ?? 0) > 0)
                 .map(([op, n]) => `${op} ${(n ?? 0).toFixed((n ?? 0) % 1 ? 1 : 0)}`)
@@ -81,7 +81,7 @@ export function TpRows({ report }: { report: RunReport }) {
         <th scope="row" title={`One tp collective takes α + (t − 1)·bytes/β, fitted to this run's own times (${tp.fit.points} collectives)`}>
           tp α–β fit
         </th>
-        <td>{tpFitText(tp.fit)}</td>
+        <td className="wrap">{tpFitText(tp.fit)}</td>
         <td>—</td>
         <td>—</td>
       </tr>

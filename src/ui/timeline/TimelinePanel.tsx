@@ -98,13 +98,20 @@ export function TimelinePanel(props: TimelinePanelProps) {
       <div className="timeline-stage">
         {stats && (
           <div className="bubble-badge" aria-live="off">
-            <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ', step drawn' : ', simulated'}
+            <span className="stat">
+              <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ', step drawn' : ', simulated'}
+            </span>
             <span className="sep" />
-            <span data-testid="badge-makespan">{primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} u`}</span> makespan
+            <span className="stat">
+              <span data-testid="badge-makespan">{primary?.unit === 'ms' ? ms(stats.makespan) : `${num(stats.makespan)} u`}</span> makespan
+            </span>
             {stepWithCollectives !== null && (
               <>
                 <span className="sep" />
-                <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> step with the all-reduce
+                <span className="stat">
+                  <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> step with the{' '}
+                  {collectiveKinds.every((k) => k.startsWith('tp-')) ? 'tp collectives' : 'all-reduce'}
+                </span>
               </>
             )}
             {mode === 'overlay' && overlay && (
