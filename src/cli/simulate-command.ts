@@ -17,11 +17,12 @@ import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile } from './load-file.ts';
 import { SCHEDULE_FLAGS, scheduleFromFlags } from './schedule-flags.ts';
 import { describeFailure } from './validate-command.ts';
+import { meshLines, MESH_FLAGS, parseMeshFlags, tpClosed, tpCosts, tpJson, zeroCosts } from './simulate-mesh-flags.ts';
 
 const FLAGS: FlagSpec[] = [
   ...SCHEDULE_FLAGS,
   { name: 'file', value: 'FILE', help: 'simulate the schedule in FILE (PyTorch CSV or our JSON) instead of generating one' },
-  { name: 'costs', value: 'F=1,B=2,I=1,W=1', help: 'time of each op on one stage (defaults shown); any subset' },
+  { name: 'costs', value: 'F=1,B=2,I=1,W=1', help: 'time of each op on one stage (defaults shown; with --tp, on one of its tp workers, collectives excluded); any subset' },
   { name: 'latency', value: 'T', help: 'link latency between two ranks, in time units (default 0)' },
   { name: 'bandwidth', value: 'BYTES', help: 'link bandwidth in bytes per time unit (default inf: free)' },
   { name: 'activation-bytes', value: 'BYTES', help: 'bytes a stage sends per micro-batch, and keeps for its backward (default 0)' },
@@ -30,7 +31,8 @@ const FLAGS: FlagSpec[] = [
   { name: 'grad-bytes', value: 'BYTES', help: 'bytes of each stage\'s gradients, one number for every stage or a comma-separated list (default 0)' },
   { name: 'allreduce-latency', value: 'T', help: 'ring all-reduce: time of one chunk exchange before its bytes (α, default 0)' },
   { name: 'allreduce-bandwidth', value: 'BYTES', help: 'ring all-reduce: bytes per time unit on one link (β, default inf: free)' },
-  { name: 'no-overlap', boolean: true, help: 'start every all-reduce only after the last compute of the step (default: each stage as soon as its last backward ends)' },
+  { name: 'no-overlap', boolean: true, help: 'start every all-reduce only after the last compute of the step (default: each stage as soon as its last backward ends); with --zero 2 or 3, wait for each reduce-scatter' },
+  ...MESH_FLAGS,
   { name: 'trace', value: 'FILE', help: 'also write the timeline as Chrome trace JSON (Perfetto, chrome://tracing)' },
   { name: 'json', boolean: true, help: 'print the result as JSON' },
   { name: 'help', boolean: true, help: 'show this help' },
@@ -38,12 +40,17 @@ const FLAGS: FlagSpec[] = [
 
 export const SIMULATE_HELP = helpFor(
   'pipelab simulate --schedule 1f1b --ranks 4 --microbatches 8 [--virtual 2] [--costs F=1,B=2,I=1,W=1] [--json]\n' +
-    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap]\n' +
+    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|action]]\n' +
+    '       pipelab simulate ... --tp 4 [--tp-layers 2] [--tp-bytes 3.2e6] [--tp-latency 0.01] [--tp-bandwidth 1e8]\n' +
     '       pipelab simulate --file schedule.csv [--costs ...] [--json]',
   'Play a schedule against a cost model (costs are per stage) and report the makespan, the bubble fraction\n' +
     '(simulated, and the closed form where one is known), and busy, idle and peak activation memory per rank.\n' +
     'With --dp, dp replicas play the schedule and each stage\'s gradients are summed by a ring all-reduce\n' +
-    '(2(dp−1)·α + 2(dp−1)/dp · bytes/β per stage): the step time, the exposed all-reduce and its share.',
+    '(2(dp−1)·α + 2(dp−1)/dp · bytes/β per stage): the step time, the exposed all-reduce and its share;\n' +
+    'with --zero 2 or 3 its reduce-scatters and all-gathers are played between the actions instead.\n' +
+    'With --tp, each stage runs on T tensor-parallel workers: every F and every B (or I) waits for its\n' +
+    'layers\' tp all-reduces (α + (T−1)·bytes/β each), added to the op times --costs give per tp worker;\n' +
+    'the report adds their share of the step, and the trace dp × ranks × T lanes.',
   FLAGS,
 );
 
@@ -87,8 +94,9 @@ function pick(a: ParsedArgs, io: CliIo): { schedule: Schedule; virtual: number }
 }
 
 /** The dp × pp step's closed form, in words (theory.ts meshClosedForm), or why there is none. */
-function stepClosed(s: Schedule, v: number, defaults: boolean, dp: number, grad: number | number[] | undefined, latency: number, bandwidth: number, overlap: boolean): string {
-  if (!defaults) return 'assumes default costs and free links';
+function stepClosed(s: Schedule, v: number, defaults: boolean, dp: number, grad: number | number[] | undefined, latency: number, bandwidth: number, overlap: boolean, zero: number): string {
+  if (zero >= 2) return `none known for ZeRO-${zero} (its collectives are played between the actions)`;
+  if (!defaults) return 'assumes default costs, free links and no tp collectives';
   const g = grad === undefined ? 0 : grad;
   if (Array.isArray(g) && g.some((x) => x !== g[0])) return 'assumes equal gradient bytes on every stage';
   const cf = Number.isInteger(v) ? meshClosedForm(s.name, s.ranks, s.microbatches, v, { dp, gradBytes: Array.isArray(g) ? g[0] : g, latency, bandwidth, overlap }) : null;
@@ -113,32 +121,46 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const arBandwidth = numberFlag(a, 'allreduce-bandwidth', Number.MIN_VALUE, true);
   const overlap = !boolFlag(a, 'no-overlap');
   const gradRaw = stringFlag(a, 'grad-bytes');
+  const mf = parseMeshFlags(a, dp);
   const picked = pick(a, io);
   if ('invalid' in picked) {
     io.err(`pipelab simulate: ${picked.invalid}\n`);
     return EXIT_INVALID;
   }
   const { schedule: s, virtual } = picked;
+  if (mf.zero >= 2 && lanes < dp * s.ranks) {
+    throw new UsageError('--lanes', stringFlag(a, 'lanes'), `ZeRO-${mf.zero}'s collectives are played on independent devices: with --zero ${mf.zero} it needs at least dp × ranks = ${dp * s.ranks} lanes (or inf)`);
+  }
   const gradBytes = gradRaw === undefined ? undefined : parseGradBytes(gradRaw, s.stages);
   const meshAsked = dp > 1 || gradBytes !== undefined || arLatency !== undefined || arBandwidth !== undefined || !overlap;
   const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes, lanes };
-  if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap } });
+  if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf) } });
+  costs.tp = tpCosts(mf, s.stages);
   const r = simulate(s, costs);
-  const perRank = r.memory.map((mem, rank) => ({ rank, busy: r.busy[rank], idle: r.idle[rank], mem }));
-  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks;
+  // r.busy and r.idle list every pipeline worker, replica by replica (dp × ranks; a tp group's t workers share one entry): replica 0's ranks come first.
+  const perRank = r.memory.map((mem, rank) => ({ rank, busy: r.busy[rank], idle: r.idle[rank], mem, tp: r.tp?.perRank[rank] ?? 0 }));
+  const freeLinks = latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks * dp;
+  const noTpTime = !r.tp || r.tp.opTime.every((o) => OP_KEYS.every((op) => o[op] === 0));
+  // ZeRO-3's gathers, and ZeRO-2's reduce-scatters without overlap, hold the compute back.
+  const computeFree = mf.zero < 2 || (mf.zero === 2 && overlap);
+  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree;
   const cf = Number.isInteger(virtual) ? closedForm(s.name, s.ranks, s.microbatches, virtual) : null;
-  // Closed forms assume the default op costs and free links; their bubble fraction holds for any time unit.
+  // Closed forms assume the default op costs, free links and no tp collectives; their bubble fraction holds for any time unit.
   const closed = cf && isDefault ? cf : null;
+  const tpClosedForm = tpClosed(s, virtual, freeLinks, mf, r, opCosts);
   if (traceFile !== undefined) io.writeFile(traceFile, JSON.stringify(toChromeTrace(r.timeline, `PipeLab ${s.name}`)) + '\n');
 
   if (boolFlag(a, 'json')) {
     const out = {
       schedule: { name: s.name, ranks: s.ranks, virtual, stages: s.stages, microbatches: s.microbatches },
-      costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, lanes: Number.isFinite(lanes) ? lanes : 'inf', perStage: true },
+      costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, lanes: Number.isFinite(lanes) ? lanes : 'inf', perStage: true, perTpWorker: mf.tp > 1 },
       makespan: r.makespan,
       bubble: { simulated: r.bubble, closedForm: closed ? closed.bubble : null, formula: closed ? closed.formula : null },
       ranks: perRank.map(({ rank, busy, idle, mem }) => ({ rank, busy, idle, peakActivations: mem.peakMicrobatches, peakBytes: mem.peakBytes })),
-      ...(r.dp ? { dataParallel: { ...r.dp, overlap, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } } : {}),
+      ...(r.dp
+        ? { dataParallel: { ...r.dp, overlap, zero: mf.zero, reshard: mf.zero === 3 ? mf.reshard : null, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } }
+        : {}),
+      ...(r.tp ? { tensorParallel: tpJson(mf, r, tpClosedForm) } : {}),
     };
     io.out(JSON.stringify(out, null, 2) + '\n');
     return EXIT_OK;
@@ -147,23 +169,25 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const lines = [
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
-    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed all-reduce ${fmt(r.dp.exposedAllReduce)})` : ''}`,
-    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? 'closed form assumes default costs and free links' : 'no closed form known'}`,
+    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
+    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
   ];
   if (r.dp) {
     const arTimes = r.dp.allReduceTime.map((t) => fmt(t));
+    const between = mf.zero >= 2;
+    const when = between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
-      `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`,
-      `closed form ${stepClosed(s, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap)}`,
-      `all-reduce per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the step`,
+      `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
+      `closed form ${stepClosed(s, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
+      `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the step`,
     );
   }
-  lines.push('');
+  lines.push(...meshLines(s, mf, r, tpClosedForm), '');
   io.out(lines.join('\n'));
   io.out(
     table(
-      [r.dp ? 'rank (each replica)' : 'rank', 'busy', 'idle', 'peak activations', 'peak bytes'],
-      perRank.map(({ rank, busy, idle, mem }) => [rank, fmt(busy), fmt(idle), mem.peakMicrobatches, fmt(mem.peakBytes)]),
+      [r.dp && r.tp ? 'rank (each replica, tp worker)' : r.dp ? 'rank (each replica)' : r.tp ? 'rank (each tp worker)' : 'rank', 'busy', 'idle', ...(r.tp ? ['tp collectives'] : []), 'peak activations', 'peak bytes'],
+      perRank.map(({ rank, busy, idle, mem, tp }) => [rank, fmt(busy), fmt(idle), ...(r.tp ? [fmt(tp)] : []), mem.peakMicrobatches, fmt(mem.peakBytes)]),
     ),
   );
   if (traceFile !== undefined) io.out(`trace      ${traceFile}\n`);

@@ -1,0 +1,152 @@
+/**
+ * `pipelab simulate`'s ZeRO and tensor-parallel flags: their parsing and
+ * refusals, the cost model's fields they build (allReduce.zero / reshard,
+ * costs.tp), and their lines of text and JSON. The dp flags stay in
+ * simulate-command.ts.
+ */
+import {
+  tpClosedForm,
+  tpExchangeTime,
+  tpStageMessages,
+  type AllReduceCosts,
+  type Schedule,
+  type SimulationResult,
+  type TpCosts,
+  type TpLayer,
+} from '../schedule/index.ts';
+import { intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
+import { fmt } from './format.ts';
+
+/** Most tp workers per stage the CLI takes. */
+export const MAX_CLI_TP = 64;
+/** Most transformer layers per stage --tp-layers takes (each adds 4 collectives to every action's drawing). */
+export const MAX_TP_LAYERS = 256;
+
+export const MESH_FLAGS: FlagSpec[] = [
+  {
+    name: 'zero',
+    value: 'Z',
+    help:
+      'ZeRO stage 0, 1, 2 or 3 (default 0; 1 or more needs --dp 2 or more). 1: reduce-scatter and all-gather at the flush (the all-reduce\'s time); ' +
+      '2: reduce-scatter each stage\'s gradients after every B and W, all-gather its weights at the end; 3: also all-gather a stage\'s weights before the actions that read them',
+  },
+  { name: 'reshard', value: 'step|action', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or gather them before every action (action)' },
+  { name: 'tp', value: 'T', help: `tensor-parallel workers per stage (default 1, at most ${MAX_CLI_TP}): dp × ranks × T workers; --costs then give one tp worker's compute, collectives excluded` },
+  { name: 'tp-layers', value: 'L', help: `transformer layers per stage (default 1, at most ${MAX_TP_LAYERS}): each runs 2 tp all-reduces in F and 2 in B (or I), Megatron's g and f` },
+  { name: 'tp-bytes', value: 'BYTES', help: 'bytes of one tp all-reduce (a layer\'s activations for one micro-batch; default 0)' },
+  { name: 'tp-latency', value: 'T', help: 'tp: fixed time of one collective (α, default 0)' },
+  { name: 'tp-bandwidth', value: 'BYTES', help: 'tp: bytes per time unit one worker sends (β, default inf: free); a collective takes α + (T − 1)·bytes/β' },
+];
+
+const TP_DETAIL_FLAGS = ['tp-layers', 'tp-bytes', 'tp-latency', 'tp-bandwidth'] as const;
+
+export interface MeshFlags {
+  zero: 0 | 1 | 2 | 3;
+  /** As given: 'action' is the simulator's 'microbatch'. */
+  reshard: 'step' | 'action';
+  tp: number;
+  layers: number;
+  bytes: number;
+  latency: number;
+  bandwidth: number;
+}
+
+/** The ZeRO and tp flags, checked against each other and against dp; throws UsageError naming the flag, the value and the rule. */
+export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
+  const zero = (intFlag(a, 'zero', 0, 3) ?? 0) as MeshFlags['zero'];
+  if (zero >= 1 && dp < 2) throw new UsageError('--zero', stringFlag(a, 'zero'), `ZeRO-${zero} shards over the data-parallel replicas: it needs --dp 2 or more (got --dp ${dp})`);
+  const reshard = oneOfFlag(a, 'reshard', ['step', 'action'] as const);
+  if (reshard !== undefined && zero !== 3) throw new UsageError('--reshard', reshard, `applies to ZeRO-3 only: it needs --zero 3 (got --zero ${zero})`);
+  const tp = intFlag(a, 'tp', 1, MAX_CLI_TP) ?? 1;
+  if (tp === 1) {
+    for (const f of TP_DETAIL_FLAGS) {
+      if (a.flags.has(f)) throw new UsageError(`--${f}`, stringFlag(a, f), 'prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)');
+    }
+  }
+  return {
+    zero,
+    reshard: reshard ?? 'step',
+    tp,
+    layers: intFlag(a, 'tp-layers', 1, MAX_TP_LAYERS) ?? 1,
+    bytes: numberFlag(a, 'tp-bytes', 0) ?? 0,
+    latency: numberFlag(a, 'tp-latency', 0) ?? 0,
+    bandwidth: numberFlag(a, 'tp-bandwidth', Number.MIN_VALUE, true) ?? Infinity,
+  };
+}
+
+/** The ZeRO fields of costs.allReduce (nothing for ZeRO-0, so a plain dp run is what it was). */
+export function zeroCosts(f: MeshFlags): Pick<AllReduceCosts, 'zero' | 'reshard'> {
+  return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
+}
+
+/** costs.tp: every stage runs L GPT blocks of width BYTES over one row, one byte per element; undefined with t = 1. */
+export function tpCosts(f: MeshFlags, stages: number): TpCosts | undefined {
+  if (f.tp <= 1) return undefined;
+  const layers: TpLayer[] = Array.from({ length: f.layers }, () => ({ kind: 'gpt-block', width: f.bytes }));
+  const messages = tpStageMessages(layers, 1, f.tp);
+  return { t: f.tp, latency: f.latency, bandwidth: f.bandwidth, bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
+}
+
+const num = (x: number) => (Number.isFinite(x) ? fmt(x) : 'inf');
+
+/** One tp all-reduce's time, α + (t − 1)·bytes/β. */
+export function tpEach(f: MeshFlags): number {
+  return tpExchangeTime(f.bytes, f.tp, f.latency, f.bandwidth);
+}
+
+export interface TpClosed {
+  step: number;
+  tpPerRank: number;
+  share: number;
+  formula: string;
+}
+
+/**
+ * tpClosedForm for GPipe and 1F1B with one stage per rank, free point-to-point links, a device per worker and
+ * ZeRO 0/1 (whose collectives wait for the compute): the compute makespan; null elsewhere.
+ */
+export function tpClosed(s: Schedule, virtual: number, freeLinks: boolean, f: MeshFlags, r: SimulationResult, op: { F: number; B: number }): TpClosed | null {
+  if (!r.tp || !freeLinks || virtual !== 1 || f.zero >= 2 || (s.name !== 'gpipe' && s.name !== '1f1b')) return null;
+  const tau = { F: r.tp.opTime[0].F, B: r.tp.opTime[0].B };
+  const cf = tpClosedForm(s.ranks, s.microbatches, op, tau);
+  const formula = `(m + p − 1)·(F + τF + B + τB) = ${s.microbatches + s.ranks - 1}·(${num(op.F)} + ${num(tau.F)} + ${num(op.B)} + ${num(tau.B)})`;
+  return { ...cf, formula };
+}
+
+/** The text lines of tp and ZeRO (none when neither is on). */
+export function meshLines(s: Schedule, f: MeshFlags, r: SimulationResult, closed: TpClosed | null): string[] {
+  const lines: string[] = [];
+  if (r.tp) {
+    const dp = r.dp?.dp ?? 1;
+    const per = tpCosts(f, 1)!.messages[0];
+    const each = `α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
+    lines.push(
+      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage, --costs per tp worker; ` +
+        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), each ${each}; share of the step ${fmt(100 * r.tp.share, 2)}%`,
+    );
+    if (closed) {
+      const what = r.dp ? 'the compute; the step adds the exposed all-reduce' : 'the step';
+      lines.push(`tp closed form ${closed.formula} = ${num(closed.step)} (${what}); m·(τF + τB) = ${num(closed.tpPerRank)} per rank in tp collectives, ${fmt(100 * closed.share, 2)}% of it`);
+    }
+  }
+  if (f.zero >= 2) {
+    const gathers = f.zero === 2 ? 'its updated weights all-gathered at the end of the step' : `its weights all-gathered before the actions that read them (reshard ${f.reshard}: ${f.reshard === 'step' ? 'kept from a stage\'s first action of the step to its last' : 'gathered again before every action'}, one action ahead)`;
+    lines.push(`zero       ZeRO-${f.zero}: its collectives are played between the actions, not at the flush: each stage's gradients reduce-scattered after every B and W, ${gathers}`);
+  } else if (f.zero === 1) {
+    lines.push('zero       ZeRO-1: reduce-scatter, shard update, all-gather at the flush: the same volume and time as the all-reduce');
+  }
+  return lines;
+}
+
+/** The JSON of tp: the result's r.tp, the flags' values and the closed form. */
+export function tpJson(f: MeshFlags, r: SimulationResult, closed: TpClosed | null): Record<string, unknown> {
+  return {
+    ...r.tp,
+    layers: f.layers,
+    bytes: f.bytes,
+    latency: f.latency,
+    bandwidth: Number.isFinite(f.bandwidth) ? f.bandwidth : 'inf',
+    collectiveTime: tpEach(f),
+    closedForm: closed ? { step: closed.step, tpPerRank: closed.tpPerRank, share: closed.share, formula: closed.formula } : null,
+  };
+}
