@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { generateSchedule, simulate, peakMemory, timelineStats } from '../schedule/index.ts';
+import { generateSchedule, laneCount, simulate, peakMemory, timelineStats, tpStageMessages } from '../schedule/index.ts';
 import { measuredPeakMicrobatches, predict, scaleOnto, simulateWithMeasured } from './derived.ts';
 
 describe('derived numbers', () => {
@@ -27,5 +27,23 @@ describe('derived numbers', () => {
     expect(factor).toBeCloseTo(3, 12);
     expect(timelineStats(timeline).start).toBeCloseTo(10, 12);
     expect(timelineStats(timeline).makespan).toBeCloseTo(timelineStats(target).makespan, 9);
+  });
+
+  it('a dp × tp configuration is predicted in its mesh\'s lanes (dp × ranks × tp), its tp collectives left to the run', () => {
+    const p = predict({ schedule: '1f1b', ranks: 2, microbatches: 4, virtual: 1, dp: 2, tp: 2 });
+    expect(p).not.toBeNull();
+    if (!p) return;
+    expect(laneCount(p.result.timeline)).toBe(8);
+    expect(p.result.timeline.intervals.filter((iv) => iv.op === 'F').length).toBe(8 * 4);
+    expect(p.result.timeline.intervals.some((iv) => iv.coll === 'tp-all-reduce')).toBe(false);
+    // The lanes change nothing in the step: the same bubble as one pipeline.
+    expect(p.result.bubble).toBeCloseTo(predict({ schedule: '1f1b', ranks: 2, microbatches: 4, virtual: 1 })!.result.bubble, 12);
+    // Fed a measured tp timeline, the simulated one takes its lanes.
+    const s = generateSchedule('1f1b', 2, 4);
+    const tp = { t: 2, latency: 0.1, bandwidth: Infinity, bytesPerElement: 4, messages: [0, 1].map(() => tpStageMessages([{ kind: 'gpt-block', width: 8 }], 2, 2)) };
+    const measured = simulate(s, { F: 1, B: 2, tp }).timeline;
+    const again = simulateWithMeasured(s, measured);
+    expect(again && laneCount(again)).toBe(4);
+    expect(again && timelineStats(again).makespan).toBeCloseTo(timelineStats(measured).makespan, 9);
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { RunConfig } from '../config/run-config.ts';
 import { checkStepActions } from '../config/run-limits.ts';
-import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -25,17 +25,18 @@ export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microb
 
 /**
  * The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); with dp > 1,
- * dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); null when the schedule
- * rejects the sizes or the run would refuse them as too much work.
+ * dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); with tp > 1, each pipeline
+ * worker's lane repeated for its tp workers, their collectives unpriced (unit costs know no link: the run
+ * measures them); null when the schedule rejects the sizes or the run would refuse them as too much work.
  */
-export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'> & { dp?: number }): Prediction | null {
+export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'> & { dp?: number; tp?: number }): Prediction | null {
   try {
     const kind = scheduleKind(cfg.schedule);
     const schedule = stepSchedule(cfg);
     // Stages per rank of one model copy (DualPipe's two copies each put one stage on every rank).
     const v = schedule.stages / schedule.ranks / (schedule.copies ?? 1);
     const dp = cfg.dp ?? 1;
-    const result = simulate(schedule, { ...costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)), ...(dp > 1 ? { dp } : {}) });
+    const result = simulate(schedule, { ...costsPerStage({ F: 1, B: 2, I: 1, W: 1 }, kind.costChunks(v)), ...(dp > 1 ? { dp } : {}), ...lanesOnly(schedule.stages, cfg.tp ?? 1) });
     return {
       schedule,
       result,
@@ -50,12 +51,23 @@ export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatche
 /** Mean measured duration per stage and op, ms. */
 export { meanOpTimes };
 
-/** The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this run. */
+/** tp workers per stage with no collectives priced: the lanes of the mesh, each running its pipeline worker's actions. */
+function lanesOnly(stages: number, t: number): Pick<CostModel, 'tp'> {
+  if (t <= 1) return {};
+  const none = { F: [], B: [], I: [], W: [] };
+  return { tp: { t, latency: 0, bandwidth: Infinity, bytesPerElement: 0, messages: Array.from({ length: stages }, () => none) } };
+}
+
+/**
+ * The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this
+ * run, in the measured timeline's lanes (its replicas and tp workers; the collectives are the measurement's).
+ */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
   try {
     const means = meanByStageOp(measured.intervals, (iv) => iv.end - iv.start);
     const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means[s]?.[op] ?? 0);
-    return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms' }).timeline;
+    const dp = measured.dp ?? 1;
+    return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms', ...(dp > 1 ? { dp } : {}), ...lanesOnly(schedule.stages, measured.tp ?? 1) }).timeline;
   } catch {
     return null;
   }

@@ -6,6 +6,7 @@
 import { useMemo } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
 import { predict, simulateWithMeasured, stepSchedule } from '../../state/derived.ts';
+import { meshOfRun, workerCount } from '../../schedule/index.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { LossChart } from '../charts/LossChart.tsx';
 import { ConfigPanel } from '../controls/ConfigPanel.tsx';
@@ -53,8 +54,8 @@ export function RunView() {
   const report = showRun ? lastReport : null;
   const live = showRun ? lastLive : null;
   const prediction = useMemo(
-    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual }),
-    [config.schedule, config.ranks, config.microbatches, config.virtual],
+    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, dp: config.dp, tp: config.tp }),
+    [config.schedule, config.ranks, config.microbatches, config.virtual, config.dp, config.tp],
   );
   const schedule = useMemo(() => {
     try {
@@ -70,10 +71,12 @@ export function RunView() {
   }, [report, live, prediction]);
   const measured = report?.timeline ?? live;
 
-  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks × ${config.microbatches} micro-batches`;
+  const tp = config.tp ?? 1;
+  const workers = workerCount(meshOfRun(config));
+  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches`;
   const caption = measured
     ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
-    : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units). Press Run to measure it on ${config.ranks} WebGPU workers.`;
+    : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). Press Run to measure it on ${workers} WebGPU workers.`;
 
   return (
     <div className="layout run-layout">
