@@ -8,17 +8,9 @@
  * sentence on tp's per-layer messages).
  * Screenshots of the preset at 1440 and 390 wide go to test-results/screens/.
  */
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { keepScreenshot } from './screens.ts';
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
-  });
-  return errors;
-}
+import { watchErrors } from './page-errors.ts';
 
 test('Simulate at scale draws 8 replicas × 64 ranks = 512 lanes with the all-reduce, and stays responsive', async ({ page }, info) => {
   const errors = watchErrors(page);

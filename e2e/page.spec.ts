@@ -9,18 +9,10 @@ import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { fromCsv, validateSchedule } from '../src/schedule/index.ts';
 import { keepScreenshot } from './screens.ts';
+import { watchErrors } from './page-errors.ts';
 import { readSafetensors } from '../src/util/safetensors.ts';
 
 // ---- helpers ----
-
-function watchConsole(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  return errors;
-}
 
 async function runStatus(page: Page): Promise<string> {
   return (await page.getByRole('status').getAttribute('data-status')) ?? '';
@@ -61,7 +53,7 @@ async function download(page: Page, button: string): Promise<Buffer> {
 // ---- tests without a run ----
 
 test('the default page loads with no console errors and predicts the 1F1B bubble', async ({ page }, info) => {
-  const errors = watchConsole(page);
+  const errors = watchErrors(page);
   await page.goto('./');
   await expect(page.getByRole('heading', { name: 'PipeLab' })).toBeVisible();
   await expect(page.getByRole('status')).toContainText('Ready to train 1F1B on 4 ranks × 8 micro-batches');
@@ -136,7 +128,7 @@ test('an invalid URL value is named in a visible message and the rest of the con
 });
 
 test('simulate only draws 64 ranks × 512 micro-batches at once and agrees with the closed form', async ({ page }, info) => {
-  const errors = watchConsole(page);
+  const errors = watchErrors(page);
   await page.goto('./?view=simulate');
   const plot = page.getByTestId('sim-timeline').getByRole('group');
   await expect(plot).toHaveAttribute('data-ranks', '64');
@@ -209,7 +201,7 @@ test('compare shows the schedules side by side on one scale', async ({ page }, i
 });
 
 test('one session at a time: while Compare measures, Train and window.pipelab.run are refused with a message naming it', async ({ page }) => {
-  const errors = watchConsole(page);
+  const errors = watchErrors(page);
   await page.goto('./?view=compare&compare.schedules=gpipe,1f1b&compare.steps=100&steps=100&hidden=16');
   await page.getByRole('button', { name: '▶ Measure each' }).click();
   await expect(page.getByRole('button', { name: '■ Stop measuring' })).toBeVisible();
@@ -233,7 +225,7 @@ test('one session at a time: while Compare measures, Train and window.pipelab.ru
 });
 
 test('without WebGPU the page says how to turn it on and still simulates', async ({ page }, info) => {
-  const errors = watchConsole(page);
+  const errors = watchErrors(page);
   await page.goto('./?webgpu=off');
   await expect(page.getByRole('heading', { name: /WebGPU is not available/ })).toBeVisible();
   await expect(page.getByText('Chrome on Linux')).toBeVisible();
@@ -254,7 +246,7 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
 
   test.beforeAll(async ({ browser }) => {
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
-    errors = watchConsole(page);
+    errors = watchErrors(page);
   });
 
   test.afterAll(async () => {

@@ -5,17 +5,9 @@
  * field, value and rule. Screenshots at 1400 and 390 wide go to
  * test-results/screens/.
  */
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { keepScreenshot } from './screens.ts';
-
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
-  });
-  return errors;
-}
+import { watchErrors } from './page-errors.ts';
 
 test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-reduces, the step and its tp share worked by hand', async ({ page }, info) => {
   const errors = watchErrors(page);
