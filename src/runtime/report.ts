@@ -94,7 +94,8 @@ function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp'
 /**
  * ZeRO-2/3's costs for the simulator: each stage's vector bytes, and the ring's bandwidth read off the measured
  * exchanges (the median of bytes sent / exchange time over every reduce-scatter and all-gather exchange; no
- * latency term: many small exchanges of one size do not separate α from β).
+ * latency term: many small exchanges of one size do not separate α from β), and the worker's own read-back,
+ * update and write around the ring, each stage's measured mean.
  */
 function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
   const rates: number[] = [];
@@ -108,8 +109,28 @@ function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], confi
   return {
     dp: config.dp,
     gradBytes: c.perStage.map((p) => p.bytes),
-    allReduce: { latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch },
+    allReduce: {
+      latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch,
+      // The worker's own steps around the ring, each stage's mean as measured (simulate-zero.ts plays them where the runtime runs them).
+      readback: meanWorkerTime(timelines, 'gather-grads', c.perStage.length),
+      update: meanWorkerTime(timelines, 'shard-update', c.perStage.length),
+      write: meanWorkerTime(timelines, 'scatter-back', c.perStage.length),
+    },
   };
+}
+
+/** Per stage, the mean length of the measured `kind` intervals (0 where none). */
+function meanWorkerTime(timelines: readonly Timeline[], kind: 'gather-grads' | 'shard-update' | 'scatter-back', stages: number): number[] {
+  const sum = new Array<number>(stages).fill(0);
+  const n = new Array<number>(stages).fill(0);
+  for (const t of timelines) {
+    for (const iv of t.intervals) {
+      if (iv.op !== 'collective' || iv.coll !== kind || iv.stage >= stages) continue;
+      sum[iv.stage] += iv.end - iv.start;
+      n[iv.stage]++;
+    }
+  }
+  return sum.map((x, i) => (n[i] > 0 ? x / n[i] : 0));
 }
 
 export function buildReport(input: ReportInput): RunReport {

@@ -179,10 +179,11 @@ describe('the bytes a worker\'s ring sends in a step, measured beside the formul
 });
 
 describe('the simulator plays ZeRO-2/3 as the runtime runs it', () => {
-  it('the same collectives on every worker, measured and simulated, for each setting; the simulated step no shorter than its compute', async () => {
+  it('the same collectives, read-backs, updates and writes on every worker, measured and simulated, for each setting; the simulated step no shorter than its compute', async () => {
     const count = (t: { intervals: readonly { op: string; coll?: string; rank: number; replica?: number; stage: number }[] }) => {
       const out: Record<string, number> = {};
-      for (const iv of t.intervals) if (iv.op === 'collective' && (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather')) out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] = (out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] ?? 0) + 1;
+      // The ring's exchanges and the worker's own read-back, update and write around them (the simulator plays their measured means).
+      for (const iv of t.intervals) if (iv.op === 'collective' && iv.coll !== undefined && ['reduce-scatter', 'all-gather', 'gather-grads', 'shard-update', 'scatter-back'].includes(iv.coll)) out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] = (out[`${iv.replica ?? 0}:${iv.rank}:${iv.stage}:${iv.coll}`] ?? 0) + 1;
       return out;
     };
     const settings = [

@@ -40,15 +40,33 @@ export interface AllReduceCosts {
   reshard?: 'step' | 'microbatch';
   /** ZeRO-3: issue the next gather one action ahead (default true). */
   prefetch?: boolean;
+  /**
+   * ZeRO-2/3, the worker's own time around the ring (simulate-zero.ts), per stage (one number for every stage, or a
+   * list): `readback` reading a stage's gradients off the device after each B / W before the worker goes on,
+   * `update` the sharded optimizer step of a stage at the step's end, `write` putting gathered weights on the
+   * device before they are used. Default 0 each.
+   */
+  readback?: number | readonly number[];
+  update?: number | readonly number[];
+  write?: number | readonly number[];
 }
 
+/** The worker's own times of ZeRO-2/3, as given (checked: numbers ≥ 0, or lists of them). */
+export type WorkerTimes = Pick<AllReduceCosts, 'readback' | 'update' | 'write'>;
+
 /** The checked costs: `zero` as a stage 0–3. */
-export type CheckedAllReduceCosts = Required<Omit<AllReduceCosts, 'zero'>> & { zero: 0 | 1 | 2 | 3 };
+export type CheckedAllReduceCosts = Required<Omit<AllReduceCosts, 'zero' | keyof WorkerTimes>> & { zero: 0 | 1 | 2 | 3 } & WorkerTimes;
+
+function checkWorkerTime(field: string, x: unknown): void {
+  const ok = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  if (x === undefined || ok(x) || (Array.isArray(x) && x.every(ok))) return;
+  throw new ConfigError(field, x, 'must be a time ≥ 0, or a list of them (one per stage)');
+}
 
 /** Checks an AllReduceCosts value; throws ConfigError naming `costs.allReduce.<field>`. */
 export function checkAllReduceCosts(x: unknown): CheckedAllReduceCosts {
   const field = 'costs.allReduce';
-  const known = ['latency', 'bandwidth', 'overlap', 'zero', 'reshard', 'prefetch'];
+  const known = ['latency', 'bandwidth', 'overlap', 'zero', 'reshard', 'prefetch', 'readback', 'update', 'write'];
   if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError(field, x, 'must be an object {latency, bandwidth, overlap?, zero?, reshard?, prefetch?}');
   const r = x as Record<string, unknown>;
   for (const k of Object.keys(r)) {
@@ -63,8 +81,10 @@ export function checkAllReduceCosts(x: unknown): CheckedAllReduceCosts {
   if (typeof zero !== 'boolean' && ![0, 1, 2, 3].includes(zero as number)) throw new ConfigError(`${field}.zero`, zero, 'must be true or false, or a ZeRO stage 0, 1, 2 or 3');
   if (reshard !== 'step' && reshard !== 'microbatch') throw new ConfigError(`${field}.reshard`, reshard, 'must be one of step, microbatch');
   if (typeof prefetch !== 'boolean') throw new ConfigError(`${field}.prefetch`, prefetch, 'must be true or false');
+  for (const k of ['readback', 'update', 'write'] as const) checkWorkerTime(`${field}.${k}`, r[k]);
   const stage = (zero === true ? 1 : zero === false ? 0 : zero) as 0 | 1 | 2 | 3;
-  return { latency, bandwidth, overlap, zero: stage, reshard, prefetch };
+  const times = r as WorkerTimes;
+  return { latency, bandwidth, overlap, zero: stage, reshard, prefetch, readback: times.readback, update: times.update, write: times.write };
 }
 
 /** One chunk exchange of a ring over n workers moving `bytes` in all: α + (bytes / n) / β; 0 when n ≤ 1. */

@@ -20,7 +20,7 @@
  * ends when the last collective (or the last compute) does.
  */
 import { ConfigError, requireFinite } from '../util/errors.ts';
-import { checkAllReduceCosts, exchangeKind, linkWindows, ringAllReduceTime, ringExchangeTime } from './allreduce-cost.ts';
+import { checkAllReduceCosts, exchangeKind, linkWindows, ringAllReduceTime, ringExchangeTime, type WorkerTimes } from './allreduce-cost.ts';
 import type { Play } from './engine.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import type { CostModel, PerStage } from './cost-model.ts';
@@ -37,6 +37,10 @@ export interface ResolvedMesh {
   zero: 0 | 1 | 2 | 3;
   reshard: 'step' | 'microbatch';
   prefetch: boolean;
+  /** ZeRO-2/3's worker times per stage (allreduce-cost.ts): gradient read-back, shard update, weight write. */
+  readback: Float64Array;
+  update: Float64Array;
+  write: Float64Array;
   /** True when the result reports the data-parallel step (dp > 1, or an all-reduce or gradient bytes given). */
   present: boolean;
 }
@@ -57,7 +61,23 @@ export function resolveMesh(c: CostModel, stages: number): ResolvedMesh {
   const dp = c.dp ?? 1;
   if (typeof dp !== 'number' || !Number.isInteger(dp) || dp < 1 || dp > MAX_SIM_DP) throw new ConfigError('costs.dp', dp, `must be a whole number between 1 and ${MAX_SIM_DP} (data-parallel replicas)`);
   const ar = c.allReduce === undefined ? { latency: 0, bandwidth: Infinity, overlap: true, zero: 0 as const, reshard: 'step' as const, prefetch: true } : checkAllReduceCosts(c.allReduce);
-  return { dp, gradBytes: gradBytesOf(c.gradBytes, stages), ...ar, present: dp > 1 || c.allReduce !== undefined || c.gradBytes !== undefined };
+  const { readback, update, write, ...rest } = ar as typeof ar & WorkerTimes;
+  return {
+    dp,
+    gradBytes: gradBytesOf(c.gradBytes, stages),
+    ...rest,
+    readback: workerTimeOf('costs.allReduce.readback', readback, stages),
+    update: workerTimeOf('costs.allReduce.update', update, stages),
+    write: workerTimeOf('costs.allReduce.write', write, stages),
+    present: dp > 1 || c.allReduce !== undefined || c.gradBytes !== undefined,
+  };
+}
+
+function workerTimeOf(field: string, x: number | readonly number[] | undefined, stages: number): Float64Array {
+  if (x === undefined) return new Float64Array(stages);
+  if (typeof x === 'number') return new Float64Array(stages).fill(x);
+  if (x.length !== stages) throw new ConfigError(field, x, `must be a number or a list of ${stages} numbers, one per stage`);
+  return Float64Array.from(x);
 }
 
 export interface MeshStep {

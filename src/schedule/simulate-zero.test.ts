@@ -53,4 +53,28 @@ describe('ZeRO-2 and ZeRO-3 played with the pipeline', () => {
     expect(() => run({ zero: 4 as never })).toThrow(/costs\.allReduce\.zero = 4/);
     expect(() => run({ zero: 3, reshard: 'layer' as never })).toThrow(/costs\.allReduce\.reshard = "layer": must be one of step, microbatch/);
   });
+
+  it('the worker\'s own time: a read-back after each backward before it goes on, a write before a gathered stage runs, the update at the end', () => {
+    const times = { readback: 0.5, update: 1, write: 0.25 };
+    const kinds = (r: ReturnType<typeof simulate>) =>
+      r.timeline.intervals.filter((iv) => iv.op === 'collective' && !iv.replica).map((iv) => `${iv.coll}@${iv.start}`);
+    // ZeRO-2: B0 2–4, read 4–4.5, RS 4.5–6.5 behind B1 4.5–6.5; read 6.5–7, RS 7–9; the link idle at 9: update 9–10,
+    // the all-gather 10–12, the write 12–12.25.
+    const z2 = run({ zero: 2, ...times });
+    expect(ops(z2)).toEqual(['F0@0', 'F1@1', 'B0@2', 'B1@4.5']);
+    expect(kinds(z2)).toEqual(['gather-grads@4', 'reduce-scatter@4.5', 'gather-grads@6.5', 'reduce-scatter@7', 'shard-update@9', 'all-gather@10', 'scatter-back@12']);
+    expect(z2.makespan).toBe(12.25);
+    // The ring's collectives alone count as the stage's collective time: 2 reduce-scatters and the all-gather.
+    expect(z2.dp?.allReduceTime).toEqual([6]);
+    // ZeRO-3 for the step: gathered 0–2 and written 2–2.25 before F0; reads after B0 (6.25) and B1 (8.75); update after the link's last RS (11.25).
+    const z3 = run({ zero: 3, reshard: 'step', ...times });
+    expect(ops(z3)).toEqual(['F0@2.25', 'F1@3.25', 'B0@4.25', 'B1@6.75']);
+    expect(kinds(z3)).toEqual(['all-gather@0', 'scatter-back@2', 'gather-grads@6.25', 'reduce-scatter@6.75', 'gather-grads@8.75', 'reduce-scatter@9.25', 'shard-update@11.25']);
+    expect(z3.makespan).toBe(12.25);
+    // Every replica draws them too; none without the times (the ZeRO-2 case above: 3 exchanges only).
+    expect(z2.timeline.intervals.filter((iv) => iv.coll === 'gather-grads').length).toBe(2 * 2);
+    expect(run({ zero: 2 }).timeline.intervals.some((iv) => iv.coll === 'gather-grads' || iv.coll === 'shard-update')).toBe(false);
+    expect(() => run({ zero: 2, readback: -1 })).toThrow(/costs\.allReduce\.readback = -1: must be a time ≥ 0/);
+    expect(() => run({ zero: 2, update: [1, 2] })).toThrow(/costs\.allReduce\.update = \[1, 2\]: must be a number or a list of 1 numbers/);
+  });
 });

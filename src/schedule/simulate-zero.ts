@@ -17,6 +17,16 @@
  *   reaches the action itself;
  * - the end of the step: ZeRO-2 all-gathers each stage's updated weights on
  *   the link after its last collective; ZeRO-3 gathers nothing there.
+ *
+ * The worker's own time around the ring, when given (the run's report fits
+ * them to its measured intervals; 0 by default): after each B / W the worker
+ * reads the stage's gradients off the device (`readback`, 'gather-grads')
+ * before it goes on and before the reduce-scatter starts; a ZeRO-3 gather is
+ * written onto the device (`write`, 'scatter-back') before the action that
+ * waited for it starts; at the step's end, once the link is idle, each stage
+ * (latest first) runs its sharded optimizer step (`update`, 'shard-update'),
+ * then with ZeRO-2 its all-gather and the write of the weights, one stage
+ * after another as the runtime's endStep does.
  */
 import { ringExchangeTime } from './allreduce-cost.ts';
 import type { PlayCosts } from './engine.ts';
@@ -33,7 +43,14 @@ export interface ZeroPlayCosts {
   bandwidth: number;
   /** Each stage's gradient (and weight) bytes. */
   gradBytes: Float64Array;
+  /** The worker's own times per stage (0 when absent): gradient read-back, shard update, weight write. */
+  readback?: Float64Array;
+  update?: Float64Array;
+  write?: Float64Array;
 }
+
+/** The worker's steps around the ring, drawn beside the exchanges (one interval each, no peer). */
+const WORKER_KINDS: ReadonlySet<CollectiveKind> = new Set(['gather-grads', 'shard-update', 'scatter-back']);
 
 const readsWeights = (a: Action) => a.op === 'F' || a.op === 'B' || a.op === 'I';
 
@@ -55,6 +72,8 @@ export interface ZeroPlay {
 /** The hooks that play `s`'s ZeRO-2/3 collectives, and what they recorded. */
 export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
   const n = z.dp;
+  const none = new Float64Array(s.stages);
+  const readback = z.readback ?? none, update = z.update ?? none, write = z.write ?? none;
   /** One collective (a reduce-scatter or an all-gather) of stage `stage`: n − 1 exchanges. */
   const half = (stage: number) => (n - 1) * ringExchangeTime(z.gradBytes[stage], n, z.latency, z.bandwidth);
   const linkFree = new Float64Array(s.ranks);
@@ -75,6 +94,11 @@ export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
     linkFree[rank] = end;
     collectives.push({ rank, stage, kind, start, end });
     return end;
+  };
+  /** The worker's own step of `time` from `at` (drawn when it takes any time); its end. */
+  const onWorker = (rank: number, stage: number, kind: CollectiveKind, at: number, time: number): number => {
+    if (time > 0) collectives.push({ rank, stage, kind, start: at, end: at + time });
+    return at + time;
   };
   /** Issues (at `at`) the gather of the next action after `i` whose stage will not be on the device: the runtime's prefetch. */
   const prefetchAfter = (rank: number, i: number, at: number) => {
@@ -97,7 +121,7 @@ export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
           const gathered = pending[rank].get(i) ?? onLink(rank, a.stage, 'all-gather', free);
           pending[rank].delete(i);
           if (z.prefetch) prefetchAfter(rank, i, free);
-          start = Math.max(start, gathered);
+          start = Math.max(start, onWorker(rank, a.stage, 'scatter-back', Math.max(gathered, free), write[a.stage]));
           resident[rank].add(a.stage);
         } else if (z.prefetch) {
           prefetchAfter(rank, i, free);
@@ -108,7 +132,9 @@ export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
     onEnd(rank, i, a, _start, end) {
       lastCompute[rank] = Math.max(lastCompute[rank], end);
       if (a.op === 'B' || a.op === 'W') {
-        const done = onLink(rank, a.stage, 'reduce-scatter', end);
+        const read = onWorker(rank, a.stage, 'gather-grads', end, readback[a.stage]);
+        waitUntil[rank] = Math.max(waitUntil[rank], read);
+        const done = onLink(rank, a.stage, 'reduce-scatter', read);
         if (!z.overlap) waitUntil[rank] = done;
       }
       if (z.zero === 3 && readsWeights(a) && (z.reshard === 'microbatch' || lastUse[rank].get(a.stage) === i)) resident[rank].delete(a.stage);
@@ -119,12 +145,20 @@ export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
     finish() {
       let end = 0;
       for (let r = 0; r < s.ranks; r++) {
-        if (z.zero === 2) {
-          // Latest stage first, as the runtime's endStep updates and gathers them.
-          const held = s.stageToRank.flatMap((owner, st) => (owner === r ? [st] : [])).sort((x, y) => y - x);
-          for (const st of held) onLink(r, st, 'all-gather', lastCompute[r]);
+        // Latest stage first, as the runtime's endStep updates and gathers them, once the link is idle.
+        const held = s.stageToRank.flatMap((owner, st) => (owner === r ? [st] : [])).sort((x, y) => y - x);
+        const anyWorkerTime = held.some((st) => update[st] > 0 || write[st] > 0);
+        if (!anyWorkerTime) {
+          if (z.zero === 2) for (const st of held) onLink(r, st, 'all-gather', lastCompute[r]);
+          end = Math.max(end, linkFree[r], lastCompute[r]);
+          continue;
         }
-        end = Math.max(end, linkFree[r], lastCompute[r]);
+        let t = Math.max(lastCompute[r], waitUntil[r], linkFree[r]);
+        for (const st of held) {
+          t = onWorker(r, st, 'shard-update', t, update[st]);
+          if (z.zero === 2) t = onWorker(r, st, 'scatter-back', onLink(r, st, 'all-gather', t), write[st]);
+        }
+        end = Math.max(end, t, linkFree[r]);
       }
       return { end, collectives };
     },
@@ -136,6 +170,14 @@ export function zeroIntervals(z: Pick<ZeroPlayCosts, 'dp' | 'gradBytes'>, collec
   const out: Interval[] = [];
   const n = z.dp;
   collectives.forEach((c) => {
+    if (WORKER_KINDS.has(c.kind)) {
+      for (let d = 0; d < n; d++) {
+        const iv: Interval = { rank: c.rank, stage: c.stage, op: 'collective', mb: -1, start: c.start, end: c.end, coll: c.kind, bytes: z.gradBytes[c.stage] / (c.kind === 'shard-update' ? n : 1) };
+        if (d > 0) iv.replica = d;
+        out.push(iv);
+      }
+      return;
+    }
     const dt = (c.end - c.start) / (n - 1);
     for (let d = 0; d < n; d++) {
       for (let k = 0; k < n - 1; k++) {

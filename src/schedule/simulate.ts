@@ -223,7 +223,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const lanes = c.lanes / m.dp;
   const shared = lanes < s.ranks;
   // ZeRO-2/3's collectives run between actions: played with the pipeline (simulate-zero.ts), on independent devices.
-  const zero = m.dp > 1 && m.zero >= 2 ? zeroPlay(s, { dp: m.dp, zero: m.zero as 2 | 3, reshard: m.reshard, prefetch: m.prefetch, overlap: m.overlap, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes }) : null;
+  const zero = m.dp > 1 && m.zero >= 2 ? zeroPlay(s, { dp: m.dp, zero: m.zero as 2 | 3, reshard: m.reshard, prefetch: m.prefetch, overlap: m.overlap, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes, readback: m.readback, update: m.update, write: m.write }) : null;
   if (zero && shared) throw new ConfigError('costs.lanes', c.lanes, `ZeRO-${m.zero}'s collectives are played on independent devices: lanes must be at least dp × ranks = ${m.dp * s.ranks}`);
   const { result: valid, play: first } = validateAndPlay(s, shared || zero ? { duration, linkDelay } : costsOfPlay);
   if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
@@ -333,6 +333,8 @@ function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Time
   const first = new Array<number>(s.stages).fill(Infinity);
   const last = new Array<number>(s.stages).fill(0);
   for (const c of collectives) {
+    // The ring's collectives; the worker's own read-back, update and write are drawn, not counted here.
+    if (c.kind !== 'reduce-scatter' && c.kind !== 'all-gather') continue;
     time[c.stage] += c.end - c.start;
     first[c.stage] = Math.min(first[c.stage], c.start);
     last[c.stage] = Math.max(last[c.stage], c.end);
