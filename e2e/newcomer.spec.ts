@@ -2,10 +2,13 @@
  * What a newcomer meets, at three window sizes (1440×900, 800×900, 390×844):
  * the first-visit explanation and glossary (remembered once dismissed),
  * presets that are plain links, a page no wider than the window, Run near the
- * top, the Compare table scrolling inside its box, zoom buttons clear of the
+ * top, the Compare table scrolling inside its box, the Plan panel's cuts
+ * table fitting a tablet and scrolling in its box on a phone, a status line
+ * that says it is the Train view's off that view, zoom buttons clear of the
  * badge, the skip link, the R shortcut, focus after Run, honest status lines,
  * labelled numbers that agree, the gap attribution, the full legend, the live
- * decision boundary and the loss chart's axes and hover values.
+ * decision boundary, the loss chart's axes and hover values and its tick size
+ * on a phone, and flags in export hints kept on one line.
  * Screenshots go to e2e/screenshots/ (ignored by git).
  */
 import { expect, test, type Page } from '@playwright/test';
@@ -124,10 +127,28 @@ for (const size of SIZES) {
       const fits = await scroller.evaluate((el) => ({ client: el.clientWidth, box: el.parentElement!.clientWidth }));
       expect(fits.client).toBeLessThanOrEqual(fits.box);
       await shot(page, `${size.name}-compare`);
+      // The status line is the Train view's run: off that view it says so.
+      await expect(page.locator('.status-line')).toContainText('Train view: ');
       await page.getByRole('tab', { name: 'Simulate at scale' }).click();
       o = await noHorizontalOverflow(page);
       expect(o.scroll).toBeLessThanOrEqual(o.inner);
+      await expect(page.locator('.status-line')).toContainText('Train view: ');
       await shot(page, `${size.name}-simulate`);
+      // The Plan panel's cuts table fits a tablet; on a phone it scrolls in its own box and "Use this cut" is reachable there.
+      await page.getByTestId('plan-panel').getByText('Plan: where to cut').click();
+      const cuts = page.getByRole('region', { name: /Cuts table/ });
+      await expect(cuts.getByTestId('plan-use-flops')).toHaveCount(1);
+      const w = await cuts.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, box: el.parentElement!.clientWidth }));
+      expect(w.client).toBeLessThanOrEqual(w.box);
+      if (size.width >= 800) expect(w.scroll).toBeLessThanOrEqual(w.client);
+      await cuts.evaluate((el) => el.scrollTo({ left: el.scrollWidth }));
+      const [rb, bb] = [(await cuts.boundingBox())!, (await cuts.getByTestId('plan-use-flops').boundingBox())!];
+      expect(bb.x + bb.width).toBeLessThanOrEqual(rb.x + rb.width + 1);
+      expect(bb.x).toBeGreaterThanOrEqual(rb.x - 1);
+      o = await noHorizontalOverflow(page);
+      expect(o.scroll).toBeLessThanOrEqual(o.inner);
+      await page.getByRole('tab', { name: 'Train' }).click();
+      await expect(page.locator('.status-line')).not.toContainText('Train view:');
     });
   });
 }
@@ -305,5 +326,17 @@ test.describe('at 390×844 after a run', () => {
     await shot(page, 'phone-after-run-numbers');
     await page.getByTestId('gap-attribution').scrollIntoViewIfNeeded();
     await shot(page, 'phone-after-run-gap');
+    // The loss chart is drawn at its box's width, not shrunk: its tick labels keep their size.
+    const chart = await page.getByTestId('loss-panel').locator('svg').evaluate((svg: SVGSVGElement) => ({
+      drawn: svg.viewBox.baseVal.width,
+      shown: svg.getBoundingClientRect().width,
+      tick: parseFloat(getComputedStyle(svg.querySelector('.tick')!).fontSize),
+    }));
+    expect(Math.abs(chart.drawn - chart.shown)).toBeLessThanOrEqual(1);
+    expect(chart.tick).toBeGreaterThanOrEqual(10);
+    // A command-line flag in an export hint stays on one line.
+    const flag = page.locator('code.flag', { hasText: '--nproc_per_node=' });
+    await flag.scrollIntoViewIfNeeded();
+    expect(await flag.evaluate((el) => el.getClientRects().length)).toBe(1);
   });
 });

@@ -25,8 +25,10 @@ export function NoWebGpuNotice({ support, onSimulate }: { support: Extract<WebGp
           <li>
             <b>Chrome on Linux</b>: open <code>chrome://flags</code>, enable <code>#enable-unsafe-webgpu</code> (Unsafe WebGPU
             Support) and <code>#enable-vulkan</code>, then relaunch. Or start it with{' '}
-            <code>google-chrome --enable-unsafe-webgpu --enable-features=Vulkan</code>. Without a GPU driver, add{' '}
-            <code>--use-webgpu-adapter=swiftshader</code> for the (slow) software adapter.
+            <code>
+              <span className="flag">google-chrome</span> <span className="flag">--enable-unsafe-webgpu</span> <span className="flag">--enable-features=Vulkan</span>
+            </code>. Without a GPU driver, add{' '}
+            <code className="flag">--use-webgpu-adapter=swiftshader</code> for the (slow) software adapter.
           </li>
           <li>
             <b>Firefox</b>: WebGPU ships in recent releases on Windows and macOS; elsewhere set <code>dom.webgpu.enabled</code> to

@@ -37,12 +37,21 @@ function statusText(s: PipeLabState): string {
   }
 }
 
+/**
+ * The line at the foot of every view. It is the Train view's run, so on the
+ * other views it says so ("Train view:"), outside the live region: switching
+ * views announces nothing and the live text stays the run's own.
+ */
 export function StatusRegion() {
   const text = usePipeLab(statusText);
   const status = usePipeLab((s) => s.run.status);
+  const elsewhere = usePipeLab((s) => s.view !== 'run');
   return (
-    <div className={`status-line ${status}`} role="status" aria-live="polite" data-status={status}>
-      {text}
+    <div className={`status-line ${status}`} data-testid="status-line">
+      {elsewhere && <span className="status-scope">Train view: </span>}
+      <span role="status" aria-live="polite" data-status={status}>
+        {text}
+      </span>
     </div>
   );
 }

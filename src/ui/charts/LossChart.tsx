@@ -3,7 +3,7 @@
  * labelled axes and the value under the pointer. The y axis starts at 0
  * unless the losses sit far from it.
  */
-import { useMemo, useState, type PointerEvent } from 'react';
+import { useEffect, useMemo, useRef, useState, type PointerEvent } from 'react';
 import { niceStep, ticks } from '../timeline/axis-ticks.ts';
 
 export interface ValidationPoint {
@@ -28,10 +28,31 @@ export interface LossChartProps {
   height?: number;
 }
 
-const W = 420;
+/** The drawing's width in units: at most this, scaled up to a wider box. */
+const MAX_W = 420;
 const M = { l: 52, r: 12, t: 12, b: 38 };
 
+/**
+ * The figure's width in CSS px, so that in a box narrower than MAX_W the chart
+ * is drawn at that width (one unit a pixel) instead of shrunk: its labels keep
+ * their size on a phone. Null until measured (and where there is no ResizeObserver).
+ */
+function useBoxWidth() {
+  const ref = useRef<HTMLElement>(null);
+  const [width, setWidth] = useState<number | null>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const ro = new ResizeObserver(([e]) => setWidth(Math.round(e.contentRect.width)));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return [ref, width] as const;
+}
+
 export function LossChart({ losses, validation = [], marks = [], steps, height = 180 }: LossChartProps) {
+  const [box, boxWidth] = useBoxWidth();
+  const W = boxWidth !== null && boxWidth > 0 && boxWidth < MAX_W ? Math.max(240, boxWidth) : MAX_W;
   const plot = useMemo(() => {
     const H = height;
     const xs = Math.max(steps ?? 0, losses.length, ...validation.map((v) => v.step + 1), 2);
@@ -55,7 +76,7 @@ export function LossChart({ losses, validation = [], marks = [], steps, height =
     const xStep = Math.max(1, niceStep(xs - 1, 5));
     const xTicks = ticks(0, xs - 1, 5).filter((t) => Number.isInteger(t) || xStep < 1);
     return { H, x, y, path, yTicks, xTicks, lo, hi, xs };
-  }, [losses, validation, steps, height]);
+  }, [losses, validation, steps, height, W]);
 
   // The step under the pointer (0-based), snapped to the nearest step that has a loss.
   const [hover, setHover] = useState<number | null>(null);
@@ -78,7 +99,7 @@ export function LossChart({ losses, validation = [], marks = [], steps, height =
       : 'No loss yet: start a run.';
 
   return (
-    <figure className="loss-chart" data-losses={losses.map((l) => l.toPrecision(6)).join(',')}>
+    <figure ref={box} className={W < MAX_W ? 'loss-chart narrow' : 'loss-chart'} data-losses={losses.map((l) => l.toPrecision(6)).join(',')}>
       <svg viewBox={`0 0 ${W} ${plot.H}`} role="img" aria-label={`Loss curve. ${summary}`} onPointerMove={onMove} onPointerLeave={() => setHover(null)}>
         {plot.yTicks.map((t) => (
           <g key={`y${t}`}>

@@ -1,5 +1,6 @@
 /** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights, the run for PyTorch. */
 import { torchExportRefusal } from '../../export/refusals.ts';
+import type { ReactNode } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
@@ -13,7 +14,7 @@ export interface ExportPanelProps {
   config?: RunConfig | null;
 }
 
-function Button({ label, hint, make, disabled }: { label: string; hint: string; make: () => ExportFile; disabled: boolean }) {
+function Button({ label, hint, make, disabled }: { label: string; hint: ReactNode; make: () => ExportFile; disabled: boolean }) {
   return (
     <li>
       <button
@@ -54,7 +55,13 @@ export function ExportPanel({ title, timeline, schedule, report = null, config =
             />
             <Button
               label="Export for PyTorch (zip)"
-              hint={torchExportRefusal(config)?.message ?? `train.py for torchrun --nproc_per_node=${config.ranks}: same model, schedule, weights and batches`}
+              hint={
+                torchExportRefusal(config)?.message ?? (
+                  <>
+                    train.py for torchrun <code className="flag">--nproc_per_node={config.ranks}</code>: same model, schedule, weights and batches
+                  </>
+                )
+              }
               disabled={torchExportRefusal(config) !== null}
               make={() => torchBundleFile(config, base)}
             />

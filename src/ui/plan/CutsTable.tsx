@@ -12,7 +12,7 @@ import { cannotMeasureReason } from '../../state/compare.ts';
 import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/cut-runs.ts';
 import { usePipeLab, type CutMeasurement } from '../../state/store.ts';
 import { num, pct } from '../timeline/format.ts';
-import { Bar } from './Bar.tsx';
+import { Bars } from './Bar.tsx';
 
 function rangesText(s: SplitView): string {
   return s.ranges.map(([a, b]) => (b - a === 1 ? `${a}` : `${a}–${b - 1}`)).join(' | ');
@@ -54,7 +54,7 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
 
   return (
     <>
-      <div style={{ overflowX: 'auto' }}>
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="Cuts table (scrolls sideways on narrow windows)">
         <table className="numbers plan-table" data-testid="plan-splits">
           <thead>
             <tr>
@@ -76,10 +76,8 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
                   <th scope="row">{s.by}</th>
                   <td>{rangesText(s)}</td>
                   <td>{num(s.bottleneck, 3)}</td>
-                  <td className="plan-stage-bars">
-                    {s.stageTime.map((t, i) => (
-                      <Bar key={i} value={t} max={max} label={`stage ${i}: ${num(t, 3)}`} />
-                    ))}
+                  <td>
+                    <Bars bars={s.stageTime.map((t, i) => ({ value: t, label: `stage ${i}: ${num(t, 3)}` }))} max={max} />
                   </td>
                   <td data-testid={`plan-cut-makespan-${s.by}`} data-ms={m?.status === 'done' ? m.makespanMs ?? '' : ''} data-stage-blocks={m?.stageBlocks ? JSON.stringify(m.stageBlocks) : ''}>
                     {measuredCell(m, 'makespan', meanOf)}

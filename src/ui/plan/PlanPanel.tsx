@@ -18,7 +18,7 @@ import { runInBrowser } from '../../runtime/browser-run.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { download } from '../exports/export-files.ts';
-import { Bar } from './Bar.tsx';
+import { Bars } from './Bar.tsx';
 import { CutsTable } from './CutsTable.tsx';
 import { MeshPlanPanel } from './MeshPlanPanel.tsx';
 import { bytes, num, pct } from '../timeline/format.ts';
@@ -35,7 +35,7 @@ function ProfileTable({ profile }: { profile: Profile }) {
   const max = Math.max(...profile.blocks.map((b) => b.F + b.I + b.W));
   const unit = profile.unit === 'ms' ? 'ms' : 'units';
   return (
-    <div style={{ overflowX: 'auto' }}>
+    <div className="table-scroll" tabIndex={0} role="region" aria-label="Profile table (scrolls sideways on narrow windows)">
     <table className="numbers plan-table" data-testid="plan-profile">
       <thead>
         <tr>
@@ -58,7 +58,7 @@ function ProfileTable({ profile }: { profile: Profile }) {
             <td>{bytes(b.heldBytes)}</td>
             <td>{i < profile.comm.length ? num(profile.comm[i], 3) : '—'}</td>
             <td>
-              <Bar value={b.F + b.I + b.W} max={max} label={`${b.name}: ${num(b.F + b.I + b.W, 3)} ${unit}`} />
+              <Bars bars={[{ value: b.F + b.I + b.W, label: `${b.name}: ${num(b.F + b.I + b.W, 3)} ${unit}` }]} max={max} />
             </td>
           </tr>
         ))}
@@ -75,7 +75,7 @@ function PlanTable({ plan }: { plan: Plan }) {
     ...plan.baselines.map((b) => ({ name: b.name, makespan: b.makespan, bubble: b.bubble, peak: b.peakMicrobatches, fits: b.fits })),
   ];
   return (
-    <div style={{ overflowX: 'auto' }}>
+    <div className="table-scroll" tabIndex={0} role="region" aria-label="Schedules table (scrolls sideways on narrow windows)">
     <table className="numbers plan-table" data-testid="plan-schedules">
       <thead>
         <tr>
@@ -216,7 +216,20 @@ export function PlanPanel() {
       </div>
       <div className="row2">
         <NumberField label="Memory cap (micro-batches per rank)" name="plan.cap" integer min={1} max={4096} value={cap} onChange={setCap} hint="live activations a rank may hold; 1F1B needs as many as ranks" />
-        <NumberField label="Data-parallel replicas to plan for" name="plan.dp" integer min={1} max={4096} value={dp} onChange={setDp} hint="above 1: each stage's all-reduce from a profile taken with train.py --profile at dp ≥ 2" />
+        <NumberField
+          label="Data-parallel replicas to plan for"
+          name="plan.dp"
+          integer
+          min={1}
+          max={4096}
+          value={dp}
+          onChange={setDp}
+          hint={
+            <>
+              above 1: each stage's all-reduce from a profile taken with <code className="flag">train.py --profile</code> at dp ≥ 2
+            </>
+          }
+        />
       </div>
       {(problem ?? outcome.error ?? planned.error) && (
         <p className="config-problem" role="alert">
