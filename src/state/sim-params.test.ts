@@ -140,4 +140,10 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(count(z3a)).toBeGreaterThan(count(z3));
     expect(z2.closedMesh).toBeNull();
   });
+
+  it('a step too long for a number is refused naming the field to blame, not drawn as Infinity', () => {
+    expect(() => runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, tp: 2, tpActKB: 1e308 })).toThrow(/^sim\.tpActKB = 1e\+308: makes the step longer than a number can hold/);
+    expect(() => runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, costF: 1e308, costB: 1e308 })).toThrow(/^sim\.costF = 1e\+308: /);
+    expect(runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, costF: 1e300 }).result.makespan).toBeGreaterThan(1e300);
+  });
 });

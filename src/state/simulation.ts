@@ -3,6 +3,7 @@
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
 import { generateSchedule, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
 import { bytesPerUnit, simHasMesh, simHasTp, validateSimParams } from './sim-params.ts';
 
@@ -59,6 +60,20 @@ export function simTpCosts(p: SimParams, stages: number, stagesPerRank: number):
   return { t: p.tp, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
 }
 
+/**
+ * The step's time overflowed a number: the field most to blame (the largest time, size or latency, or the smallest
+ * bandwidth, which divides), named with its value.
+ */
+function overflow(p: SimParams): ConfigError {
+  const weight: [keyof SimParams, number][] = [
+    ['costF', p.costF], ['costB', p.costB], ['costI', p.costI], ['costW', p.costW], ['latency', p.latency],
+    ['gradMB', p.gradMB], ['arLatencyMs', p.arLatencyMs], ['arBandwidthMBs', 1 / p.arBandwidthMBs],
+    ['tpActKB', p.tpActKB], ['tpLatencyMs', p.tpLatencyMs], ['tpBandwidthMBs', 1 / p.tpBandwidthMBs],
+  ];
+  const [field] = weight.reduce((a, b) => (b[1] > a[1] ? b : a));
+  return new ConfigError(`sim.${field}`, p[field], 'makes the step longer than a number can hold (the simulated makespan is infinite); choose a smaller time or size, or a larger bandwidth');
+}
+
 export function runSimulation(p: SimParams): SimOutcome {
   validateSimParams(p);
   const t0 = performance.now();
@@ -73,6 +88,7 @@ export function runSimulation(p: SimParams): SimOutcome {
     ...simMeshCosts(p, schedule.stages / schedule.ranks),
     ...(tpCosts ? { tp: tpCosts } : {}),
   });
+  if (!Number.isFinite(result.makespan)) throw overflow(p);
   const closed = defaultCosts(p) && p.tp === 1 ? closedForm(p.schedule, p.ranks, p.microbatches, p.virtual) : null;
   const closedPeak = closedFormPeakActivations(p.schedule, p.ranks, p.microbatches, p.virtual);
   const mc = simMeshCosts(p, 1);
