@@ -137,6 +137,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf) } });
   costs.tp = tpCosts(mf, s.stages);
   const r = simulate(s, costs);
+  if (!Number.isFinite(r.makespan)) throw overflowFlag(a);
   // r.busy and r.idle list every pipeline worker, replica by replica (dp × ranks; a tp group's t workers share one entry): replica 0's ranks come first.
   const perRank = r.memory.map((mem, rank) => ({ rank, busy: r.busy[rank], idle: r.idle[rank], mem, tp: r.tp?.perRank[rank] ?? 0 }));
   const freeLinks = latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks * dp;
@@ -192,4 +193,18 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   );
   if (traceFile !== undefined) io.out(`trace      ${traceFile}\n`);
   return EXIT_OK;
+}
+
+/** The step overflowed a number: the flag most to blame (the largest time, size or latency given, or the smallest bandwidth). */
+function overflowFlag(a: ParsedArgs): UsageError {
+  const given = (name: string): number => {
+    const raw = stringFlag(a, name);
+    if (raw === undefined) return 0;
+    if (name === 'costs') return Math.max(0, ...Object.values(parseCosts(raw)).map((x) => x ?? 0));
+    const x = Number(raw);
+    return /bandwidth/.test(name) ? 1 / x : x;
+  };
+  const names = ['costs', 'latency', 'bandwidth', 'activation-bytes', 'grad-bytes', 'allreduce-latency', 'allreduce-bandwidth', 'tp-bytes', 'tp-latency', 'tp-bandwidth'];
+  const worst = names.reduce((w, n) => (given(n) > given(w) ? n : w), 'costs');
+  return new UsageError(`--${worst}`, stringFlag(a, worst) ?? '', 'makes the step longer than a number can hold (the simulated makespan is infinite); give a smaller time or size, or a larger bandwidth');
 }

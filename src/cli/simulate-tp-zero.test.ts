@@ -195,6 +195,8 @@ describe('pipelab simulate --tp/--zero refusals', () => {
       [['--tp', '2', '--tp-bytes', 'inf'], '--tp-bytes = "inf": must be a number at least 0'],
       [['--tp', '2', '--tp-latency', 'x'], '--tp-latency = "x": must be a number at least 0'],
       [['--tp', '2', '--tp-bandwidth', '0'], '--tp-bandwidth = "0": must be a number at least'],
+      [['--tp', '2', '--tp-bytes', '1e308', '--tp-bandwidth', '1e-10'], '--tp-bytes = "1e308": makes the step longer than a number can hold'],
+      [['--costs', 'F=1e308,B=1e308'], '--costs = "F=1e308,B=1e308": makes the step longer than a number can hold'],
     ];
     for (const [flags, message] of cases) {
       const r = run('simulate', '--schedule', '1f1b', '--ranks', '4', '--microbatches', '8', ...flags);
