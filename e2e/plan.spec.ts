@@ -160,3 +160,32 @@ test('a profile from a data-parallel cluster plans dp replicas: each stage’s a
   await expect(panel.getByTestId('plan-schedules')).toBeVisible();
   expect(errors).toEqual([]);
 });
+
+test('a profile from a tensor-parallel cluster plans tp: one worker’s pieces and collectives, and a tp it was not measured with refused', async ({ page }) => {
+  test.setTimeout(120_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./?view=simulate');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  await panel.getByLabel('Profile source').selectOption('pasted');
+  const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000 }));
+  const tpAllReduce = { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] };
+  // Blocks 0–2 each wait for two all-reduces of 4000 bytes each way (0.14 ms each on the ring of 2); the last for none.
+  const ar = { coll: 'tp-all-reduce', bytes: 4000 };
+  const tp = { t: 2, blocks: blocks.map((b, i) => ({ F: 0.6, I: 0.6, W: 0.6, heldBytes: 600, forward: i < 3 ? [ar, ar] : [], backward: i < 3 ? [ar, ar] : [] })) };
+  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a tp cluster', blocks, comm: [0.1, 0.1, 0.1], tpAllReduce, tp }));
+  await panel.getByLabel('Ranks to plan for').fill('2');
+  await panel.getByLabel('Tensor-parallel workers to plan for').fill('2');
+  await expect(panel.getByTestId('plan-tp')).toContainText('2 tp workers per stage, planned as one of them computes');
+  // Blocks 0–1 | 2–3 (or 0–2 | 3): the collectives per stage are a multiple of 0.28 ms.
+  const text = (await panel.getByTestId('plan-tp').textContent()) ?? '';
+  const forward = /F ([\d.]+), ([\d.]+)/.exec(text)!.slice(1).map(Number);
+  expect(forward.reduce((a, b) => a + b, 0)).toBeCloseTo(3 * 0.28, 2);
+  await panel.getByLabel('Tensor-parallel workers to plan for').fill('4');
+  await expect(panel.getByRole('alert')).toContainText('tp = 4: must be the tp the profile was measured with (profile.tp.t = 2)');
+  await expect(panel.getByTestId('plan-tp')).toHaveCount(0);
+  await panel.getByLabel('Tensor-parallel workers to plan for').fill('1');
+  await expect(panel.getByTestId('plan-schedules')).toBeVisible();
+  expect(errors).toEqual([]);
+});

@@ -149,3 +149,46 @@ describe('pipelab plan --dp (a profile taken on a data-parallel cluster)', () =>
     expect(run('plan', '--profile', file, ...flags, '--dp', '1').code).toBe(0);
   });
 });
+
+describe('pipelab plan --tp (one tp worker per rank, from the profile’s tp part)', () => {
+  // Seven blocks as above, each piece costing 0.6 of the whole, two all-reduces of 4 KB each way in each (the head none).
+  const tpProfile = parseProfile({
+    ...JSON.parse(profileToJson(profile)),
+    lanes: 4,
+    tpAllReduce: { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] },
+    tp: {
+      t: 2,
+      blocks: profile.blocks.map((b, i) => {
+        const colls = i < 6 ? [{ coll: 'tp-all-reduce', bytes: 4000 }, { coll: 'tp-all-reduce', bytes: 4000 }] : [];
+        return { F: 0.6 * b.F, I: 0.6 * b.I, W: 0.6 * b.W, heldBytes: 0.6 * b.heldBytes, forward: colls, backward: colls };
+      }),
+    },
+  });
+  const tpFile = join(dir, 'tp-profile.json');
+  writeFileSync(tpFile, profileToJson(tpProfile));
+  const flags = ['--ranks', '3', '--microbatches', '8', '--mem-cap', '3'];
+
+  it('plans from the pieces’ times with their collectives on the fitted ring, and says what each stage waits for', () => {
+    const r = run('plan', '--profile', tpFile, ...flags, '--tp', '2');
+    expect(r.code, r.err).toBe(0);
+    const plan = makePlan({ profile: tpProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, tp: 2 });
+    // One all-reduce of 4000 bytes over 2: 2 · (0.05 + 0.5 · 4000 / 1e5) = 0.14 ms; two per block each way.
+    const perBlock = 2 * 0.14;
+    const blocks = plan.partition.ranges.map(([a, b]) => Math.min(b, 6) - Math.min(a, 6));
+    expect(plan.tp!.forward.map((x) => Number(x.toFixed(9)))).toEqual(blocks.map((n) => Number((n * perBlock).toFixed(9))));
+    expect(r.out).toContain(`tp         2 workers per stage (6 in all), planned as one of them computes; collectives per micro-batch and stage: F ${plan.tp!.forward.map((x) => fmt(x)).join(', ')} ms`);
+    expect(r.out).toContain(`schedule   auto (${plan.auto.candidate}): makespan ${fmt(plan.auto.simulation.makespan)} ms`);
+    expect(r.out).toContain('4 lanes shared by 6 workers');
+    expect(r.out).toContain('6 independent GPUs');
+  });
+
+  it('refuses a tp the profile was not measured with, and tp on a profile without a tp part, naming the flag or field', () => {
+    const other = run('plan', '--profile', tpFile, ...flags, '--tp', '4');
+    expect(other.code).toBe(2);
+    expect(other.err).toContain('--tp = 4: must be the tp the profile was measured with (profile.tp.t = 2)');
+    const none = run('plan', '--profile', file, ...flags, '--tp', '2');
+    expect(none.code).toBe(1);
+    expect(none.err).toContain('profile.tp = undefined: is missing: planning tp = 2 needs each block measured as one tp worker computes it');
+    expect(run('plan', '--profile', tpFile, ...flags, '--tp', '0').err).toContain('--tp = "0": must be an integer between 1 and 64');
+  });
+});

@@ -7,6 +7,7 @@ import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag,
 import { fmt, scheduleToJson, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 import { planMeshCommand } from './plan-mesh-command.ts';
+import { MAX_CLI_TP } from './simulate-mesh-flags.ts';
 
 const FORMATS = ['text', 'csv', 'json'] as const;
 
@@ -17,12 +18,13 @@ const FLAGS: FlagSpec[] = [
   { name: 'mem-cap', value: 'C', help: 'per-rank cap on live activations: micro-batches (e.g. 4) or bytes with a unit (e.g. 64MB, 512KiB, 1e6B)' },
   { name: 'recompute', boolean: true, help: 'count the bytes kept with recomputation (heldBytesRecompute)' },
   { name: 'dp', value: 'D', help: "data-parallel replicas of the pipeline (default 1); D > 1 adds each stage's ring all-reduce from the profile's allReduce (train.py --profile with dp ≥ 2)" },
+  { name: 'tp', value: 'T', help: `tensor-parallel workers per stage (default 1, at most ${MAX_CLI_TP}); T > 1 plans one tp worker from the profile's tp part and tpAllReduce (train.py --profile on a bundle exported with --tp T)` },
   { name: 'format', value: 'FMT', help: 'text (the plan, default), csv (the schedule, torch.distributed.pipelining) or json (the schedule)' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
 
 export const PLAN_HELP = helpFor(
-  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D] [--recompute] [--format text|csv|json]',
+  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D] [--tp T] [--recompute] [--format text|csv|json]',
   'Plan a pipeline from a profile: the contiguous split that minimises the slowest stage (compute and\n' +
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
@@ -75,16 +77,19 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   const profile = readProfile(io, path);
   const recompute = boolFlag(a, 'recompute');
   const dp = intFlag(a, 'dp', 1, MAX_SIM_DP) ?? 1;
+  const tp = intFlag(a, 'tp', 1, MAX_CLI_TP) ?? 1;
   let plan;
   try {
-    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp });
+    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp });
   } catch (e) {
     // Errors about the request are the flags' errors; those about the profile stay the file's.
-    if (e instanceof ConfigError && (e.field === 'ranks' || e.field.startsWith('memCap'))) {
-      throw new UsageError(e.field === 'ranks' ? '--ranks' : '--mem-cap', e.field === 'ranks' ? e.value : capText, e.rule);
+    if (e instanceof ConfigError && (e.field === 'ranks' || e.field === 'tp' || e.field.startsWith('memCap'))) {
+      const flag = e.field === 'ranks' ? '--ranks' : e.field === 'tp' ? '--tp' : '--mem-cap';
+      throw new UsageError(flag, e.field.startsWith('memCap') ? capText : e.value, e.rule);
     }
     throw e;
   }
+  const workers = dp * ranks * tp;
   const s = plan.auto.schedule;
   if (format === 'csv') {
     io.out(toCsv(s));
@@ -111,6 +116,13 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
               `${fmt(100 * sim.dp.allReduceShare, 2)}% of the step exposed`,
           ]
         : []),
+      ...(plan.tp && profile.tpAllReduce
+        ? [
+            `tp         ${tp} workers per stage (${workers} in all), planned as one of them computes; collectives per micro-batch and stage: ` +
+              `F ${plan.tp.forward.map((x) => fmt(x)).join(', ')}${unit}, B ${plan.tp.backward.map((x) => fmt(x)).join(', ')}${unit} ` +
+              `(ring fitted over ${profile.tpAllReduce.replicas}: ${fmt(profile.tpAllReduce.latency)}${unit} per exchange, ${fmt(profile.tpAllReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'})`,
+          ]
+        : []),
       '',
       '',
     ].join('\n'),
@@ -127,8 +139,8 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   if (plan.predictions) {
     const { thisMachine, independent } = plan.predictions;
     io.out(
-      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${dp * ranks} ${dp > 1 ? 'workers' : 'ranks'}): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
-        `           ${dp * ranks} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
+      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${workers} ${workers > ranks ? 'workers' : 'ranks'}): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
+        `           ${workers} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
     );
   }
   return EXIT_OK;

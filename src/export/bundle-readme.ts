@@ -123,9 +123,10 @@ torchrun --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 
 \`train.py --profile\` trains nothing: it times each block's forward (F), input gradient (I) and weight gradient (W)
 for one micro-batch on its process's device (CUDA events on GPUs, wall time on CPU), the bytes each block keeps
 for its backward, the one-way time of each block boundary's activation, the effective lanes when every process
-computes at once (processes sharing cores or a GPU), and with dp ≥ 2 each stage's all-reduce, and writes
+computes at once (processes sharing cores or a GPU), with dp ≥ 2 each stage's all-reduce, with tp ≥ 2 the tp
+group's all-reduce and each block as one tp worker computes it with its collectives, and writes
 \`profile.json\` in PipeLab's Profile format (with the model it was measured on). The page's Plan panel and
-\`npx pipelab plan --profile profile.json --ranks P --microbatches M --mem-cap C\` read it; export the planned
+\`npx pipelab plan --profile profile.json --ranks P --microbatches M --mem-cap C [--dp D] [--tp T]\` read it; export the planned
 cut (\`--partition cut --cut ...\`) and run it here.
 
 ## With torch.distributed.pipelining (PyTorch ≥ 2.5)

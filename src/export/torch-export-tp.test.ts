@@ -9,7 +9,8 @@
  * zero-bubble I/W split and ZeRO-1 each met once). The GPT's tp run saves a
  * checkpoint every step, whole tensors by name, and a tp = 1 bundle of the same
  * run resumes its step-1 file to the same losses and weights; `train.py
- * --profile` fits the tp group's all-reduce. Then the CLI's
+ * --profile` fits the tp group's all-reduce and measures one tp worker's blocks
+ * with their collectives, which `pipelab plan --tp 2` plans from. Then the CLI's
  * --tp and what it refuses, and a launch of the wrong world size. Needs Debian's
  * python3-torch.
  */
@@ -88,6 +89,18 @@ describe('tp under torchrun equals the float64 single-device loop', () => {
     expect(tp.latency).toBeGreaterThanOrEqual(0);
     expect(tp.bandwidth).toBeGreaterThan(0);
     console.log(`tp 2 all-reduce on this machine: latency ${tp.latency.toFixed(3)} ms, bandwidth ${(tp.bandwidth / 1e6).toFixed(2)} GB/s`);
+    // The blocks as one tp worker computes them: each GPT block (block 0 holds the embedding and the first) waits for
+    // two all-reduces of the activation forward and two backward; the head for none. Its pieces hold fewer weights.
+    const parts = profile.tp!;
+    expect(parts.t).toBe(2);
+    const act = { coll: 'tp-all-reduce', bytes: 4 * 16 * 8 * 4 };
+    expect(parts.blocks.map((b) => [b.forward, b.backward])).toEqual([...Array.from({ length: gpt.layers }, () => [[act, act], [act, act]]), [[], []]]);
+    for (let b = 0; b < gpt.layers; b++) expect(parts.blocks[b].paramBytes!).toBeLessThan(profile.blocks[b].paramBytes!);
+    expect(parts.blocks[gpt.layers].paramBytes).toBe(profile.blocks[gpt.layers].paramBytes);
+    // The planner plans that tp from it.
+    const plan = run('plan', '--profile', join(dir, 'profile.json'), '--ranks', '2', '--microbatches', '4', '--mem-cap', '4', '--tp', '2');
+    expect(plan.code, plan.err).toBe(0);
+    expect(plan.out).toContain('tp         2 workers per stage (4 in all)');
   }, 120_000);
 });
 

@@ -8,6 +8,10 @@
  * simulation adds each stage's ring all-reduce at the flush, from the profile's
  * all-reduce fit and its blocks' weight bytes (train.py --profile of a dp ≥ 2
  * bundle measures both), and this machine's lanes are shared by dp × p workers.
+ * With tp workers per stage (tp > 1) every rank is one tp group, planned as one
+ * of its workers computes (profile-tp.ts: the pieces' times with the
+ * collectives on the ring fitted on the cluster), and the lanes are shared by
+ * dp × p × tp workers.
  */
 import type { ModelSpec } from '../nn/model-spec.ts';
 import { autoSchedule, generateSchedule, MAX_SIM_DP, predictions, simulate, type AutoResult, type CostModel, type MemoryCap, type Predictions, type Schedule } from '../schedule/index.ts';
@@ -15,6 +19,7 @@ import { flopsProfile } from './flops-profile.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { planPartition, type PartitionPlan } from './partition.ts';
 import { stageCosts, type Profile } from './profile.ts';
+import { tpCollectivesTime, tpWorkerProfile } from './profile-tp.ts';
 
 export interface PlanRequest {
   profile: Profile;
@@ -25,6 +30,8 @@ export interface PlanRequest {
   recompute?: boolean;
   /** Data-parallel replicas of the pipeline (default 1); dp > 1 needs the profile's allReduce and blocks' paramBytes. */
   dp?: number;
+  /** Tensor-parallel workers per stage (default 1); tp > 1 needs the profile's tp part and tpAllReduce, measured with this tp. */
+  tp?: number;
 }
 
 export interface Baseline {
@@ -45,6 +52,8 @@ export interface Plan {
   baselines: Baseline[];
   /** The auto schedule on this machine (the profile's shared device) and on p independent devices; null without profile.lanes. */
   predictions: Predictions | null;
+  /** With tp > 1: per stage, the time of one micro-batch's collectives in F and in B (included in costs); null otherwise. */
+  tp: { t: number; forward: number[]; backward: number[] } | null;
 }
 
 /**
@@ -81,8 +90,10 @@ export function autoForRun(spec: ModelSpec, ranges: readonly (readonly [number, 
 
 export function makePlan(req: PlanRequest): Plan {
   const m = requireInt('microbatches', req.microbatches, 1);
-  const partition = planPartition(req.profile, req.ranks, { memCap: req.cap.bytes, microbatches: 1, recompute: req.recompute });
-  const costs = { ...costModelOf(req.profile, partition.ranges, req.recompute), ...meshCostsOf(req.profile, partition.ranges, req.dp ?? 1) };
+  const t = req.tp ?? 1;
+  const profile = tpWorkerProfile(req.profile, t);
+  const partition = planPartition(profile, req.ranks, { memCap: req.cap.bytes, microbatches: 1, recompute: req.recompute });
+  const costs = { ...costModelOf(profile, partition.ranges, req.recompute), ...meshCostsOf(profile, partition.ranges, req.dp ?? 1) };
   const auto = autoSchedule(req.ranks, m, costs, req.cap);
   const baselines = (['1f1b', 'zb-h1', 'gpipe'] as const).map((name): Baseline => {
     const r = simulate(generateSchedule(name, req.ranks, m), costs);
@@ -91,6 +102,11 @@ export function makePlan(req: PlanRequest): Plan {
     const fits = (req.cap.microbatches === undefined || peakMicrobatches <= req.cap.microbatches) && (req.cap.bytes === undefined || peakBytes <= req.cap.bytes);
     return { name, makespan: r.makespan, bubble: r.bubble, peakMicrobatches, peakBytes, fits };
   });
-  const lanes = req.profile.lanes;
-  return { partition, costs, auto, baselines, predictions: lanes === undefined ? null : predictions(auto.schedule, costs, lanes) };
+  // A tp group's workers run in lock step: on a shared device they play like one worker with lanes / t.
+  const lanes = profile.lanes === undefined ? undefined : profile.lanes / t;
+  const tpBlocks = req.profile.tp?.blocks;
+  const fit = req.profile.tpAllReduce;
+  const perStage = (pick: 'forward' | 'backward') => partition.ranges.map(([a, b]) => tpBlocks!.slice(a, b).reduce((x, blk) => x + tpCollectivesTime(blk[pick], fit!), 0));
+  const tp = t > 1 ? { t, forward: perStage('forward'), backward: perStage('backward') } : null;
+  return { partition, costs, auto, baselines, predictions: lanes === undefined ? null : predictions(auto.schedule, costs, lanes), tp };
 }

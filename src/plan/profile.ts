@@ -39,6 +39,14 @@
  *                         tp ≥ 2): `replicas` is the group's processes, the
  *                         samples each block input's activation of one
  *                         micro-batch and two probe sizes.
+ *   tp                    (optional, with tpAllReduce) {t, blocks}: each block
+ *                         as one of the t workers of a tp group computes it
+ *                         (its pieces of the split layers), the fields of a
+ *                         block above plus `forward` and `backward`, the
+ *                         collectives that worker waits for in one forward and
+ *                         one backward ({coll: tp-all-reduce | tp-all-gather,
+ *                         bytes: the whole tensor's}); `pipelab plan --tp t`
+ *                         plans from it (profile-tp.ts).
  *
  * `parseProfile` checks an unknown value and throws a ConfigError naming the
  * field (`profile.blocks[2].F`), the value and the rule.
@@ -78,6 +86,29 @@ export interface Profile {
   allReduce?: AllReduceProfile;
   /** A tp group's activation all-reduce as measured on the cluster (train.py --profile with tp ≥ 2). */
   tpAllReduce?: AllReduceProfile;
+  /** The blocks as one worker of a tp group computes them, with its collectives (train.py --profile with tp ≥ 2). */
+  tp?: TpProfile;
+}
+
+export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather';
+
+/** One collective a tp worker waits for: its kind and the bytes of the whole tensor (summed or gathered). */
+export interface TpCollectiveProfile {
+  coll: TpCollectiveKind;
+  bytes: number;
+}
+
+/** A block as one tp worker computes it: its times, held and weight bytes, and its collectives per micro-batch. */
+export interface TpBlockProfile extends BlockProfile {
+  forward: TpCollectiveProfile[];
+  backward: TpCollectiveProfile[];
+}
+
+export interface TpProfile {
+  /** Workers of the tp group the blocks were measured for. */
+  t: number;
+  /** One per block of the profile, in order. */
+  blocks: TpBlockProfile[];
 }
 
 export interface ProfileModel {
@@ -101,7 +132,10 @@ export interface AllReduceProfile {
 }
 
 const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes'] as const;
-const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce', 'tpAllReduce'] as const;
+const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce', 'tpAllReduce', 'tp'] as const;
+const TP_KEYS = ['t', 'blocks'] as const;
+const TP_BLOCK_KEYS = [...BLOCK_KEYS, 'forward', 'backward'] as const;
+const TP_COLLECTIVES: readonly TpCollectiveKind[] = ['tp-all-reduce', 'tp-all-gather'];
 const MODEL_KEYS = ['name', 'digest', 'blocks'] as const;
 const ALL_REDUCE_KEYS = ['replicas', 'latency', 'bandwidth', 'samples'] as const;
 
@@ -126,10 +160,9 @@ function optionalCost(field: string, x: unknown, fallback: number): number {
   return x === undefined ? fallback : cost(field, x);
 }
 
-function parseBlock(i: number, x: unknown): BlockProfile {
-  const field = `profile.blocks[${i}]`;
+function parseBlock(i: number, x: unknown, field = `profile.blocks[${i}]`, known: readonly string[] = BLOCK_KEYS): BlockProfile {
   if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {F, I, W, heldBytes, ...}');
-  rejectUnknown(field, x, BLOCK_KEYS);
+  rejectUnknown(field, x, known);
   const name = x.name ?? `block${i}`;
   if (typeof name !== 'string') throw new ConfigError(`${field}.name`, name, 'must be a string');
   const F = cost(`${field}.F`, x.F);
@@ -169,6 +202,35 @@ function parseAllReduce(x: unknown, field = 'profile.allReduce'): AllReduceProfi
     return { bytes: cost(`${field}.samples[${i}].bytes`, e.bytes), time: cost(`${field}.samples[${i}].time`, e.time) };
   });
   return { replicas: x.replicas, latency, bandwidth, samples };
+}
+
+function parseCollectives(field: string, x: unknown): TpCollectiveProfile[] {
+  if (!Array.isArray(x)) throw new ConfigError(field, x, 'must be a list of {coll, bytes} (empty when the block runs none)');
+  return x.map((c, i) => {
+    const f = `${field}[${i}]`;
+    if (!isRecord(c)) throw new ConfigError(f, c, 'must be an object {coll, bytes}');
+    rejectUnknown(f, c, ['coll', 'bytes'], 'tp collective');
+    if (!TP_COLLECTIVES.includes(c.coll as TpCollectiveKind)) throw new ConfigError(`${f}.coll`, c.coll, `must be one of ${TP_COLLECTIVES.join(', ')}`);
+    return { coll: c.coll as TpCollectiveKind, bytes: cost(`${f}.bytes`, c.bytes) };
+  });
+}
+
+function parseTp(x: unknown, blocks: readonly BlockProfile[], fit: AllReduceProfile | undefined): TpProfile {
+  const field = 'profile.tp';
+  if (!isRecord(x)) throw new ConfigError(field, x, 'must be an object {t, blocks}');
+  rejectUnknown(field, x, TP_KEYS, "profile's tp part");
+  if (typeof x.t !== 'number' || !Number.isInteger(x.t) || x.t < 2) throw new ConfigError(`${field}.t`, x.t, 'must be a whole number ≥ 2 (the workers of a tp group)');
+  if (fit && fit.replicas !== x.t) throw new ConfigError(`${field}.t`, x.t, `must be the tp group tpAllReduce was measured over (replicas = ${fit.replicas})`);
+  if (!Array.isArray(x.blocks) || x.blocks.length !== blocks.length) {
+    throw new ConfigError(`${field}.blocks.length`, Array.isArray(x.blocks) ? x.blocks.length : x.blocks, `must list one entry per block of the profile, ${blocks.length}`);
+  }
+  const tpBlocks = x.blocks.map((b, i): TpBlockProfile => {
+    const f = `${field}.blocks[${i}]`;
+    const blk = parseBlock(i, b, f, TP_BLOCK_KEYS);
+    const r = b as Record<string, unknown>;
+    return { ...blk, name: r.name === undefined ? blocks[i].name : blk.name, forward: parseCollectives(`${f}.forward`, r.forward), backward: parseCollectives(`${f}.backward`, r.backward) };
+  });
+  return { t: x.t, blocks: tpBlocks };
 }
 
 /** Checks `x` is a profile; fills defaults (B = I + W, names, comm 0, heldBytesRecompute = heldBytes). */
@@ -216,6 +278,7 @@ export function parseProfile(x: unknown): Profile {
   if (model) out.model = model;
   if (x.allReduce !== undefined) out.allReduce = parseAllReduce(x.allReduce);
   if (x.tpAllReduce !== undefined) out.tpAllReduce = parseAllReduce(x.tpAllReduce, 'profile.tpAllReduce');
+  if (x.tp !== undefined) out.tp = parseTp(x.tp, blocks, out.tpAllReduce);
   return out;
 }
 
@@ -243,7 +306,8 @@ export function profileToJson(p: Profile): string {
     '  ],',
     `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}` +
       `${p.model === undefined ? '' : `,\n  "model": ${JSON.stringify(p.model)}`}${p.allReduce === undefined ? '' : `,\n  "allReduce": ${JSON.stringify(p.allReduce)}`}` +
-      `${p.tpAllReduce === undefined ? '' : `,\n  "tpAllReduce": ${JSON.stringify(p.tpAllReduce)}`}`,
+      `${p.tpAllReduce === undefined ? '' : `,\n  "tpAllReduce": ${JSON.stringify(p.tpAllReduce)}`}` +
+      `${p.tp === undefined ? '' : `,\n  "tp": {"t": ${p.tp.t}, "blocks": [\n${p.tp.blocks.map((b) => `    ${JSON.stringify(Object.fromEntries(TP_BLOCK_KEYS.map((k) => [k, b[k]])))}`).join(',\n')}\n  ]}`}`,
     '}',
     '',
   ].join('\n');

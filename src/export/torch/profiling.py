@@ -28,6 +28,12 @@ read unchanged:
                          group sums twice per GPT block forward and twice backward) over one tp group, and two probe
                          sizes, with the same fit ("replicas": the tp group's processes). The blocks' F, I and W are
                          whole blocks timed on one process (what one device computes).
+  tp                     with tp >= 2: {"t": tp, "blocks": [...]}, each block as one tp worker computes it (tp rank
+                         0's pieces of its split layers, the collectives played locally: the sum returns its input, the
+                         gather repeats the columns), timed as above, with the collectives that worker waits for:
+                         "forward" and "backward", each a list of {"coll": "tp-all-reduce" | "tp-all-gather", "bytes":
+                         the whole tensor's bytes}, counted in one forward and one backward. `pipelab plan --tp`
+                         plans from these.
   model                  config.json's "profileModel": the planner refuses the profile for another model.
 """
 import json
@@ -43,6 +49,7 @@ import torch.distributed as dist
 from model import Stage, load_weights, microbatch_loss
 from pipeline import wait
 from split_backward import Tape, backward_input, backward_weight
+from tensor_parallel import WHOLE, TensorParallel
 
 WARMUP = 2
 
@@ -75,15 +82,40 @@ class Clock:
         return statistics.median(times)
 
 
+class LocalTp(TensorParallel):
+    """One tp worker's pieces of the layers (tp rank 0's of the group `tp`), its collectives played on this process
+    alone and written down while `log` is a list: the sum returns its input, the gather repeats the member's
+    columns t times (the shapes and copies of the real ones, without the exchange). What --profile times as the
+    compute of one worker of a tp group, and counts as the collectives that worker waits for."""
+
+    def __init__(self, tp):
+        super().__init__(tp.size, 0, None, tp.rules, tp.timeout, tp.who)
+        self.log = None
+
+    def note(self, coll, t):
+        if self.log is not None:
+            self.log.append({"coll": coll, "bytes": t.numel() * t.element_size()})
+
+    def all_reduce(self, x, what):
+        self.note("tp-all-reduce", x)
+        return x
+
+    def all_gather(self, y):
+        out = torch.cat([y] * self.size, dim=-1)
+        self.note("tp-all-gather", out)
+        return out
+
+
 class BlockProbe:
     """Block b of the model as a stage of its own, with one micro-batch of input: real data for block 0, random
-    activations of the block's input shape otherwise (the timings do not depend on the values)."""
+    activations of the block's input shape otherwise (the timings do not depend on the values). With a LocalTp,
+    one tp worker's piece of the block."""
 
-    def __init__(self, proc, b):
+    def __init__(self, proc, b, tp=WHOLE):
         cfg, data = proc.bundle.cfg, proc.data
-        self.b, self.first = b, b == 0
-        self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device)
-        load_weights({b: self.stage}, proc.init, f"rank {proc.rank}")
+        self.b, self.first, self.tp = b, b == 0, tp
+        self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device, tp)
+        load_weights({b: self.stage}, tp.pieces(proc.init), f"rank {proc.rank}")
         self.params = list(self.stage.params.values())
         self.x = data.input(0, 0) if self.first else torch.randn(data.rows, *cfg["blockInShape"][b], device=proc.device)
         self.target = data.target(0, 0) if self.stage.is_last else None
@@ -133,11 +165,21 @@ class BlockProbe:
         return {"F": (self.input, self.forward), "B": (self.graph, self.full_backward),
                 "I": (self.graph, self.input_grad), "W": (lambda: self.input_grad(self.graph()), self.weight_grad)}
 
+    def collectives(self):
+        """The tp collectives of one forward and of one backward (with the backward split, all in I: W runs none)."""
+        self.tp.log = []
+        g = self.graph()
+        forward, self.tp.log = self.tp.log, []
+        self.full_backward(g)
+        backward, self.tp.log = self.tp.log, None
+        return {"forward": forward, "backward": backward}
+
     def result(self, mean_ms):
         held, held_input = self.held_bytes()
-        return {"F": mean_ms["F"], "I": mean_ms["I"], "W": mean_ms["W"], "B": mean_ms["B"],
-                "heldBytes": held, "heldBytesRecompute": min(held, held_input),
-                "paramBytes": sum(p.numel() * p.element_size() for p in self.params)}
+        out = {"F": mean_ms["F"], "I": mean_ms["I"], "W": mean_ms["W"], "B": mean_ms["B"],
+               "heldBytes": held, "heldBytesRecompute": min(held, held_input),
+               "paramBytes": sum(p.numel() * p.element_size() for p in self.params)}
+        return {**out, **self.collectives()} if isinstance(self.tp, LocalTp) else out
 
 
 def merged(values):
@@ -169,8 +211,8 @@ def measure_blocks(probes, clock, repeats):
 
 
 def block_times(proc, probes, clock, repeats):
-    """Each block's solo times, measured by replica 0's process of the rank holding it (tp rank 0's: whole blocks,
-    what one device computes), one rank at a time."""
+    """Each block's solo times, measured by replica 0's process of the rank holding it (tp rank 0's), one rank at a
+    time: whole blocks (what one device computes), or with LocalTp probes one tp worker's pieces."""
     mine = {}
     for turn in range(proc.bundle.mesh.ranks):
         dist.barrier()
@@ -322,6 +364,9 @@ def profile_cluster(proc, args):
     probes = [BlockProbe(proc, b) for s in sorted(proc.stages) if proc.bundle.copies.copy_of(s) == 0 for b in range(*cfg["stageBlocks"][s])]
     times = block_times(proc, probes, clock, repeats)
     dist.barrier()
+    # With tp: the same blocks as one tp worker computes them, and the collectives it waits for (profile "tp").
+    tp_times = block_times(proc, [BlockProbe(proc, p.b, LocalTp(proc.tp)) for p in probes], clock, repeats) if mesh.tp >= 2 else None
+    dist.barrier()
     comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)
     dist.barrier()
     reduce = all_reduce_times(proc, clock, repeats) if mesh.dp >= 2 else None
@@ -343,6 +388,8 @@ def profile_cluster(proc, args):
         profile["allReduce"] = reduce
     if tp_reduce is not None:
         profile["tpAllReduce"] = tp_reduce
+    if tp_times is not None:
+        profile["tp"] = {"t": mesh.tp, "blocks": [tp_times[b] for b in range(len(blocks))]}
     os.makedirs(os.path.dirname(os.path.abspath(args.profile_out)), exist_ok=True)
     tmp = args.profile_out + ".tmp"
     with open(tmp, "w") as f:

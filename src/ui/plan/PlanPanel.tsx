@@ -11,6 +11,7 @@ import { blockCosts } from '../../nn/model-spec.ts';
 import { flopsProfile } from '../../plan/flops-profile.ts';
 import { measureProfile, modelSpecOf } from '../../runtime/measure-profile.ts';
 import { makePlan, type Plan } from '../../plan/plan.ts';
+import { tpWorkerProfile } from '../../plan/profile-tp.ts';
 import { profileFromJson, profileToJson, type Profile } from '../../plan/profile.ts';
 import { checkProfileModel } from '../../plan/profile-model.ts';
 import { splitsOf, type SplitView } from '../../plan/splits.ts';
@@ -105,7 +106,7 @@ function PlanTable({ plan }: { plan: Plan }) {
               <td colSpan={2} />
             </tr>
             <tr>
-              <th scope="row">{sim.dp && sim.dp.dp > 1 ? "auto, dp × p independent GPUs" : "auto, p independent GPUs"}</th>
+              <th scope="row">{`auto, ${sim.dp && sim.dp.dp > 1 ? 'dp × ' : ''}p${plan.tp ? ' × tp' : ''} independent GPUs`}</th>
               <td>{num(plan.predictions.independent.makespan, 2)}</td>
               <td>{pct(plan.predictions.independent.bubble, 1)}</td>
               <td colSpan={2} />
@@ -117,6 +118,11 @@ function PlanTable({ plan }: { plan: Plan }) {
     {sim.dp && sim.dp.dp > 1 && (
       <p className="muted small" data-testid="plan-mesh">
         {sim.dp.dp} replicas × {plan.partition.ranges.length} ranks: all-reduce per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+      </p>
+    )}
+    {plan.tp && (
+      <p className="muted small" data-testid="plan-tp">
+        {plan.tp.t} tp workers per stage, planned as one of them computes: its collectives per micro-batch, F {plan.tp.forward.map((t) => num(t, 3)).join(', ')} and B {plan.tp.backward.map((t) => num(t, 3)).join(', ')} per stage (the ring fitted on the cluster, none overlapped).
       </p>
     )}
     </div>
@@ -134,6 +140,7 @@ export function PlanPanel() {
   const [microbatches, setMicrobatches] = useState(config.microbatches);
   const [cap, setCap] = useState(config.ranks);
   const [dp, setDp] = useState(1);
+  const [tp, setTp] = useState(1);
   const [problem, setProblem] = useState<string | null>(null);
 
   const spec = useMemo(() => {
@@ -166,13 +173,14 @@ export function PlanPanel() {
     if (!profile) return { splits: null, plan: null, error: null };
     try {
       const flops = spec && spec.blocks.length === profile.blocks.length ? blockCosts(spec) : profile.blocks.map((b) => b.F);
-      const splits = splitsOf(profile, flops, ranks);
-      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap }, dp });
+      // With tp the cuts are made for one tp worker (its pieces' times and collectives).
+      const splits = splitsOf(tpWorkerProfile(profile, tp), flops, ranks);
+      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap }, dp, tp });
       return { splits, plan, error: null };
     } catch (e) {
       return { splits: null, plan: null, error: e instanceof Error ? e.message : String(e) };
     }
-  }, [outcome.profile, spec, ranks, microbatches, cap, dp]);
+  }, [outcome.profile, spec, ranks, microbatches, cap, dp, tp]);
 
   const measure = async () => {
     setMeasuring(true);
@@ -227,6 +235,22 @@ export function PlanPanel() {
           hint={
             <>
               above 1: each stage's all-reduce from a profile taken with <code className="flag">train.py --profile</code> at dp ≥ 2
+            </>
+          }
+        />
+      </div>
+      <div className="row2">
+        <NumberField
+          label="Tensor-parallel workers to plan for"
+          name="plan.tp"
+          integer
+          min={1}
+          max={64}
+          value={tp}
+          onChange={setTp}
+          hint={
+            <>
+              above 1: one tp worker's pieces and collectives, from a profile taken with <code className="flag">train.py --profile</code> at that tp
             </>
           }
         />
