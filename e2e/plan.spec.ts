@@ -189,3 +189,29 @@ test('a profile from a tensor-parallel cluster plans tp: one worker’s pieces a
   await expect(panel.getByTestId('plan-schedules')).toBeVisible();
   expect(errors).toEqual([]);
 });
+
+test('the Plan panel plans ZeRO over the replicas: each worker’s model states, ZeRO-3 gathering before every action, and why a shared machine is not predicted', async ({ page }) => {
+  test.setTimeout(120_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./?view=simulate');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  await panel.getByLabel('Profile source').selectOption('pasted');
+  const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000, paramBytes: 4000 }));
+  const allReduce = { replicas: 2, latency: 0.05, bandwidth: 1e3, samples: [{ bytes: 1000, time: 1.1 }] };
+  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 2, allReduce }));
+  await panel.getByLabel('Ranks to plan for').fill('2');
+  await expect(panel.getByLabel('ZeRO stage to plan for')).toBeDisabled();
+  await panel.getByLabel('Data-parallel replicas to plan for').fill('2');
+  // Stages of 8000 bytes: unsharded states 4 × 8000 = 32000 B (31.3 KiB) a worker; ZeRO-3 over 2 halves them.
+  await expect(panel.getByTestId('plan-states')).toContainText('per stage: 31.3 KiB, 31.3 KiB');
+  const makespan = async () => Number(await panel.getByTestId('plan-schedules').locator('tbody tr').first().locator('td').first().textContent());
+  const plain = await makespan();
+  await panel.getByLabel('ZeRO stage to plan for').selectOption('3a');
+  await expect(panel.getByTestId('plan-states')).toContainText('per stage: 15.6 KiB, 15.6 KiB');
+  await expect(panel.getByTestId('plan-no-shared')).toContainText("ZeRO-3's collectives between the actions are simulated on independent devices only; this machine's 2 lanes are shared by 4 workers");
+  expect(await makespan()).toBeGreaterThan(plain);
+  await expect(panel.getByRole('alert')).toHaveCount(0);
+  expect(errors).toEqual([]);
+});

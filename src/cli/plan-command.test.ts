@@ -119,7 +119,7 @@ describe('pipelab plan --dp (a profile taken on a data-parallel cluster)', () =>
     const plan = makePlan({ profile: meshProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 2 });
     // Stages of blocks 0–2, 3–5 and 6: 1000 + 2000 + 3000 bytes, 4000 + 5000 + 6000, 7000.
     expect(plan.costs.gradBytes).toEqual([6000, 15000, 7000]);
-    expect(plan.costs.allReduce).toEqual({ latency: 0.05, bandwidth: 1e5, overlap: true, zero: false });
+    expect(plan.costs.allReduce).toEqual({ latency: 0.05, bandwidth: 1e5, overlap: true, zero: 0 });
     const sim = plan.auto.simulation;
     // A ring over 2 replicas: 2(n − 1) · α + 2(n − 1)/n · bytes / β.
     expect(sim.dp?.allReduceTime.map((t) => Number(t.toFixed(9)))).toEqual([6000, 15000, 7000].map((b) => Number((2 * 0.05 + b / 1e5).toFixed(9))));
@@ -190,5 +190,63 @@ describe('pipelab plan --tp (one tp worker per rank, from the profile’s tp par
     expect(none.code).toBe(1);
     expect(none.err).toContain('profile.tp = undefined: is missing: planning tp = 2 needs each block measured as one tp worker computes it');
     expect(run('plan', '--profile', tpFile, ...flags, '--tp', '0').err).toContain('--tp = "0": must be an integer between 1 and 64');
+  });
+});
+
+describe('pipelab plan --dp D --zero Z (ZeRO on the cluster’s ring)', () => {
+  // The seven blocks above with weights, on a slow ring, so that ZeRO-2/3's collectives between the actions show.
+  const zeroProfile = parseProfile({
+    ...JSON.parse(profileToJson(profile)),
+    blocks: profile.blocks.map((b, i) => ({ ...b, paramBytes: 1000 * (i + 1) })),
+    lanes: 4,
+    allReduce: { replicas: 2, latency: 0.05, bandwidth: 2e3, samples: [{ bytes: 1000, time: 0.6 }, { bytes: 100000, time: 50 }] },
+  });
+  const zeroFile = join(dir, 'zero-profile.json');
+  writeFileSync(zeroFile, profileToJson(zeroProfile));
+  const flags = ['--ranks', '3', '--microbatches', '8', '--mem-cap', '3', '--dp', '2'];
+  const plan = (zero: 0 | 1 | 2 | 3, reshard: 'step' | 'microbatch' = 'step') => makePlan({ profile: zeroProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 2, zero, reshard });
+
+  it('plays each stage on the fitted ring: ZeRO-1 as the all-reduce, 2 and 3 between the actions; auto the fastest that fits under them', () => {
+    const [z0, z1, z2, z3, z3a] = [plan(0), plan(1), plan(2), plan(3), plan(3, 'microbatch')];
+    expect(z1.auto.simulation.makespan).toBeCloseTo(z0.auto.simulation.makespan, 9);
+    expect(z2.costs.allReduce).toMatchObject({ latency: 0.05, bandwidth: 2e3, zero: 2 });
+    expect(z3a.costs.allReduce).toMatchObject({ zero: 3, reshard: 'microbatch' });
+    for (const p of [z2, z3, z3a]) {
+      // The auto schedule's makespan is its own simulation under the ZeRO costs, no slower than any named one that fits.
+      expect(p.auto.simulation.makespan).toBeCloseTo(simulate(p.auto.schedule, p.costs).makespan, 9);
+      for (const b of p.baselines.filter((x) => x.fits)) expect(p.auto.simulation.makespan).toBeLessThanOrEqual(b.makespan + 1e-9);
+      expect(validateSchedule(p.auto.schedule)).toEqual({ ok: true });
+    }
+    // Gathering before every action moves the most: the slowest step.
+    expect(z3a.auto.simulation.makespan).toBeGreaterThan(z3.auto.simulation.makespan);
+    // One worker's model states per stage (fp32: weights, gradients, AdamW's m and v = 4 × the weight bytes unsharded).
+    const G = [6000, 15000, 7000];
+    expect(z0.modelStateBytes).toEqual(G.map((g) => 4 * g));
+    expect(z1.modelStateBytes).toEqual(G.map((g) => 2 * g + g));
+    expect(z2.modelStateBytes).toEqual(G.map((g) => g + 1.5 * g));
+    expect(z3.modelStateBytes).toEqual(G.map((g) => 2 * g));
+  });
+
+  it('prints the stage, the states and why this machine is not predicted at ZeRO-2/3 (lanes shared)', () => {
+    const r = run('plan', '--profile', zeroFile, ...flags, '--zero', '3', '--reshard', 'action');
+    expect(r.code, r.err).toBe(0);
+    const p = plan(3, 'microbatch');
+    expect(r.out).toContain(`schedule   auto (${p.auto.candidate}): makespan ${fmt(p.auto.simulation.makespan)} ms`);
+    expect(r.out).toContain("zero       ZeRO-3 over the 2 replicas on the same ring: each stage's gradients reduce-scattered after every B and W, its weights all-gathered before the actions that read them (reshard action)");
+    expect(r.out).toContain("states     one worker's weights, gradients and AdamW state (fp32) per stage: 12000, 30000, 14000 bytes at ZeRO-3");
+    expect(r.out).toContain('reduce-scatters and all-gathers per stage');
+    expect(r.out).toContain("predicted  this machine: not simulated: ZeRO-3's collectives between the actions are simulated on independent devices only; this machine's 4 lanes are shared by 6 workers");
+    const one = run('plan', '--profile', zeroFile, ...flags, '--zero', '1');
+    expect(one.out).toContain('predicted  this machine (4 lanes shared by 6 workers)');
+  });
+
+  it('refuses ZeRO without replicas and --reshard without ZeRO-3, naming the flag, the value and the rule', () => {
+    const none = run('plan', '--profile', zeroFile, '--ranks', '3', '--microbatches', '8', '--mem-cap', '3', '--zero', '2');
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('--zero = "2": ZeRO-2 shards over the data-parallel replicas: it needs --dp 2 or more (got --dp 1)');
+    const reshard = run('plan', '--profile', zeroFile, ...flags, '--zero', '2', '--reshard', 'action');
+    expect(reshard.err).toContain('--reshard = "action": applies to ZeRO-3 only: it needs --zero 3 (got --zero 2)');
+    expect(() => makePlan({ profile: zeroProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 1, zero: 1 })).toThrow('zero = 1: ZeRO-1 shards over the data-parallel replicas: it needs dp ≥ 2 (got dp = 1)');
+    expect(() => makePlan({ profile: zeroProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 2, zero: 4 as never })).toThrow('zero = 4: must be 0, 1, 2 or 3 (the ZeRO stage)');
   });
 });

@@ -7,7 +7,7 @@ import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag,
 import { fmt, scheduleToJson, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 import { planMeshCommand } from './plan-mesh-command.ts';
-import { MAX_CLI_TP } from './simulate-mesh-flags.ts';
+import { MAX_CLI_TP, parseZeroFlags, ZERO_FLAGS } from './simulate-mesh-flags.ts';
 
 const FORMATS = ['text', 'csv', 'json'] as const;
 
@@ -18,13 +18,14 @@ const FLAGS: FlagSpec[] = [
   { name: 'mem-cap', value: 'C', help: 'per-rank cap on live activations: micro-batches (e.g. 4) or bytes with a unit (e.g. 64MB, 512KiB, 1e6B)' },
   { name: 'recompute', boolean: true, help: 'count the bytes kept with recomputation (heldBytesRecompute)' },
   { name: 'dp', value: 'D', help: "data-parallel replicas of the pipeline (default 1); D > 1 adds each stage's ring all-reduce from the profile's allReduce (train.py --profile with dp ≥ 2)" },
+  ...ZERO_FLAGS,
   { name: 'tp', value: 'T', help: `tensor-parallel workers per stage (default 1, at most ${MAX_CLI_TP}); T > 1 plans one tp worker from the profile's tp part and tpAllReduce (train.py --profile on a bundle exported with --tp T)` },
   { name: 'format', value: 'FMT', help: 'text (the plan, default), csv (the schedule, torch.distributed.pipelining) or json (the schedule)' },
   { name: 'help', boolean: true, help: 'show this help' },
 ];
 
 export const PLAN_HELP = helpFor(
-  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D] [--tp T] [--recompute] [--format text|csv|json]',
+  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D [--zero Z [--reshard step|action]]] [--tp T] [--recompute] [--format text|csv|json]',
   'Plan a pipeline from a profile: the contiguous split that minimises the slowest stage (compute and\n' +
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
@@ -78,9 +79,10 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   const recompute = boolFlag(a, 'recompute');
   const dp = intFlag(a, 'dp', 1, MAX_SIM_DP) ?? 1;
   const tp = intFlag(a, 'tp', 1, MAX_CLI_TP) ?? 1;
+  const { zero, reshard } = parseZeroFlags(a, dp);
   let plan;
   try {
-    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp });
+    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp, zero, reshard: reshard === 'action' ? 'microbatch' : 'step' });
   } catch (e) {
     // Errors about the request are the flags' errors; those about the profile stay the file's.
     if (e instanceof ConfigError && (e.field === 'ranks' || e.field === 'tp' || e.field.startsWith('memCap'))) {
@@ -111,10 +113,18 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
       `schedule   auto (${plan.auto.candidate}): makespan ${fmt(sim.makespan)}${unit}, bubble ${fmt(sim.bubble)}`,
       ...(sim.dp && profile.allReduce
         ? [
-            `mesh       ${dp} replicas × ${ranks} ranks; all-reduce per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
+            `mesh       ${dp} replicas × ${ranks} ranks; ${zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
               `(ring fitted over ${profile.allReduce.replicas} replicas: ${fmt(profile.allReduce.latency)}${unit} per exchange, ${fmt(profile.allReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'}), ` +
               `${fmt(100 * sim.dp.allReduceShare, 2)}% of the step exposed`,
           ]
+        : []),
+      ...(zero > 0
+        ? [
+            `zero       ZeRO-${zero} over the ${dp} replicas on the same ring: ${zero === 1 ? 'reduce-scatter, shard update and all-gather at the flush (the all-reduce\'s volume)' : `each stage's gradients reduce-scattered after every B and W, ${zero === 2 ? 'its weights all-gathered at the end of the step' : `its weights all-gathered before the actions that read them (reshard ${reshard})`}`}`,
+          ]
+        : []),
+      ...(plan.modelStateBytes && dp > 1
+        ? [`states     one worker's weights, gradients and AdamW state (fp32) per stage: ${plan.modelStateBytes.map((b) => fmt(b)).join(', ')} bytes${zero > 0 ? ` at ZeRO-${zero}` : ''}`]
         : []),
       ...(plan.tp && profile.tpAllReduce
         ? [
@@ -136,6 +146,7 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
       ],
     ),
   );
+  if (plan.noSharedPrediction) io.out(`\npredicted  this machine: not simulated: ${plan.noSharedPrediction}\n`);
   if (plan.predictions) {
     const { thisMachine, independent } = plan.predictions;
     io.out(

@@ -22,7 +22,8 @@ export const MAX_CLI_TP = 64;
 /** Most transformer layers per stage --tp-layers takes (each adds 4 collectives to every action's drawing). */
 export const MAX_TP_LAYERS = 256;
 
-export const MESH_FLAGS: FlagSpec[] = [
+/** --zero and --reshard, which `pipelab simulate` and `pipelab plan --profile` share. */
+export const ZERO_FLAGS: FlagSpec[] = [
   {
     name: 'zero',
     value: 'Z',
@@ -31,6 +32,10 @@ export const MESH_FLAGS: FlagSpec[] = [
       '2: reduce-scatter each stage\'s gradients after every B and W, all-gather its weights at the end; 3: also all-gather a stage\'s weights before the actions that read them',
   },
   { name: 'reshard', value: 'step|action', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or gather them before every action (action)' },
+];
+
+export const MESH_FLAGS: FlagSpec[] = [
+  ...ZERO_FLAGS,
   { name: 'tp', value: 'T', help: `tensor-parallel workers per stage (default 1, at most ${MAX_CLI_TP}): dp × ranks × T workers; --costs then give one tp worker's compute, collectives excluded` },
   { name: 'tp-layers', value: 'L', help: `transformer layers per stage (default 1, at most ${MAX_TP_LAYERS}): each runs 2 tp all-reduces in F and 2 in B (or I), Megatron's g and f` },
   { name: 'tp-bytes', value: 'BYTES', help: 'bytes of one tp all-reduce (a layer\'s activations for one micro-batch; default 0)' },
@@ -51,12 +56,18 @@ export interface MeshFlags {
   bandwidth: number;
 }
 
-/** The ZeRO and tp flags, checked against each other and against dp; throws UsageError naming the flag, the value and the rule. */
-export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
+/** The ZeRO flags, checked against each other and against dp; throws UsageError naming the flag, the value and the rule. */
+export function parseZeroFlags(a: ParsedArgs, dp: number): Pick<MeshFlags, 'zero' | 'reshard'> {
   const zero = (intFlag(a, 'zero', 0, 3) ?? 0) as MeshFlags['zero'];
   if (zero >= 1 && dp < 2) throw new UsageError('--zero', stringFlag(a, 'zero'), `ZeRO-${zero} shards over the data-parallel replicas: it needs --dp 2 or more (got --dp ${dp})`);
   const reshard = oneOfFlag(a, 'reshard', ['step', 'action'] as const);
   if (reshard !== undefined && zero !== 3) throw new UsageError('--reshard', reshard, `applies to ZeRO-3 only: it needs --zero 3 (got --zero ${zero})`);
+  return { zero, reshard: reshard ?? 'step' };
+}
+
+/** The ZeRO and tp flags, checked against each other and against dp; throws UsageError naming the flag, the value and the rule. */
+export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
+  const { zero, reshard } = parseZeroFlags(a, dp);
   const tp = intFlag(a, 'tp', 1, MAX_CLI_TP) ?? 1;
   if (tp === 1) {
     for (const f of TP_DETAIL_FLAGS) {
@@ -65,7 +76,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
   }
   return {
     zero,
-    reshard: reshard ?? 'step',
+    reshard,
     tp,
     layers: intFlag(a, 'tp-layers', 1, MAX_TP_LAYERS) ?? 1,
     bytes: numberFlag(a, 'tp-bytes', 0) ?? 0,
@@ -75,7 +86,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
 }
 
 /** The ZeRO fields of costs.allReduce (nothing for ZeRO-0, so a plain dp run is what it was). */
-export function zeroCosts(f: MeshFlags): Pick<AllReduceCosts, 'zero' | 'reshard'> {
+export function zeroCosts(f: Pick<MeshFlags, 'zero' | 'reshard'>): Pick<AllReduceCosts, 'zero' | 'reshard'> {
   return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
 }
 

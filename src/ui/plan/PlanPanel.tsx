@@ -69,6 +69,12 @@ function ProfileTable({ profile }: { profile: Profile }) {
   );
 }
 
+/** The plan's ZeRO stage, as its cost model carries it. */
+function zeroOf(plan: Plan): number {
+  const z = plan.costs.allReduce?.zero;
+  return z === true ? 1 : typeof z === 'number' ? z : 0;
+}
+
 function PlanTable({ plan }: { plan: Plan }) {
   const sim = plan.auto.simulation;
   const rows = [
@@ -117,7 +123,17 @@ function PlanTable({ plan }: { plan: Plan }) {
     </table>
     {sim.dp && sim.dp.dp > 1 && (
       <p className="muted small" data-testid="plan-mesh">
-        {sim.dp.dp} replicas × {plan.partition.ranges.length} ranks: all-reduce per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+        {sim.dp.dp} replicas × {plan.partition.ranges.length} ranks: {zeroOf(plan) >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+      </p>
+    )}
+    {plan.noSharedPrediction && (
+      <p className="muted small" data-testid="plan-no-shared">
+        This machine is not predicted: {plan.noSharedPrediction}.
+      </p>
+    )}
+    {plan.modelStateBytes && sim.dp && sim.dp.dp > 1 && (
+      <p className="muted small" data-testid="plan-states">
+        One worker’s weights, gradients and AdamW state (fp32) per stage: {plan.modelStateBytes.map((b) => bytes(b)).join(', ')}.
       </p>
     )}
     {plan.tp && (
@@ -128,6 +144,15 @@ function PlanTable({ plan }: { plan: Plan }) {
     </div>
   );
 }
+
+type ZeroPlanChoice = '0' | '1' | '2' | '3' | '3a';
+const ZERO_PLAN_OPTIONS: readonly { value: ZeroPlanChoice; label: string }[] = [
+  { value: '0', label: 'None (all-reduce)' },
+  { value: '1', label: 'ZeRO-1: optimizer state' },
+  { value: '2', label: 'ZeRO-2: + gradients' },
+  { value: '3', label: 'ZeRO-3: + weights, per step' },
+  { value: '3a', label: 'ZeRO-3: + weights, per action' },
+];
 
 export function PlanPanel() {
   const config = usePipeLab((s) => s.config);
@@ -141,6 +166,7 @@ export function PlanPanel() {
   const [cap, setCap] = useState(config.ranks);
   const [dp, setDp] = useState(1);
   const [tp, setTp] = useState(1);
+  const [zero, setZero] = useState<ZeroPlanChoice>('0');
   const [problem, setProblem] = useState<string | null>(null);
 
   const spec = useMemo(() => {
@@ -175,12 +201,13 @@ export function PlanPanel() {
       const flops = spec && spec.blocks.length === profile.blocks.length ? blockCosts(spec) : profile.blocks.map((b) => b.F);
       // With tp the cuts are made for one tp worker (its pieces' times and collectives).
       const splits = splitsOf(tpWorkerProfile(profile, tp), flops, ranks);
-      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap }, dp, tp });
+      const stage = dp > 1 ? (Number(zero[0]) as 0 | 1 | 2 | 3) : 0;
+      const plan = makePlan({ profile, ranks, microbatches, cap: { microbatches: cap }, dp, tp, zero: stage, reshard: zero === '3a' ? 'microbatch' : 'step' });
       return { splits, plan, error: null };
     } catch (e) {
       return { splits: null, plan: null, error: e instanceof Error ? e.message : String(e) };
     }
-  }, [outcome.profile, spec, ranks, microbatches, cap, dp, tp]);
+  }, [outcome.profile, spec, ranks, microbatches, cap, dp, tp, zero]);
 
   const measure = async () => {
     setMeasuring(true);
@@ -240,6 +267,15 @@ export function PlanPanel() {
         />
       </div>
       <div className="row2">
+        <SelectField<ZeroPlanChoice>
+          label="ZeRO stage to plan for"
+          name="plan.zero"
+          value={zero}
+          options={ZERO_PLAN_OPTIONS}
+          onChange={setZero}
+          disabled={dp === 1}
+          hint="with replicas, on the cluster's fitted ring; ZeRO-3 gathers the weights once per step or before every action"
+        />
         <NumberField
           label="Tensor-parallel workers to plan for"
           name="plan.tp"
