@@ -1,5 +1,17 @@
 /** The profiling pass in the browser: one Worker and one WebGPU device per block, read back as a profile that plans. */
-import { test, expect } from '@playwright/test';
+import { test, expect, type Locator, type Page } from '@playwright/test';
+import { watchErrors } from './page-errors.ts';
+
+/** The Simulate view's Plan panel on a pasted profile (written as JSON), and the page's errors from before it opened. */
+async function pastedPlan(page: Page, profile: object): Promise<{ panel: Locator; errors: string[] }> {
+  const errors = watchErrors(page);
+  await page.goto('./?view=simulate');
+  const panel = page.getByTestId('plan-panel');
+  await panel.getByText('Plan: where to cut').click();
+  await panel.getByLabel('Profile source').selectOption('pasted');
+  await panel.getByLabel('Profile JSON').fill(JSON.stringify(profile));
+  return { panel, errors };
+}
 
 test('window.pipelab.profile measures every block and the profile plans', async ({ page }) => {
   test.setTimeout(240_000);
@@ -140,15 +152,9 @@ test('the Plan panel runs each cut for real and shows its measured makespan; "Us
 
 test('a profile from a data-parallel cluster plans dp replicas: each stage’s all-reduce, and dp refused without the cluster’s ring', async ({ page }) => {
   test.setTimeout(120_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('./?view=simulate');
-  const panel = page.getByTestId('plan-panel');
-  await panel.getByText('Plan: where to cut').click();
-  await panel.getByLabel('Profile source').selectOption('pasted');
   const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000, paramBytes: 4000 * (i + 1) }));
   const allReduce = { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] };
-  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 8, allReduce }));
+  const { panel, errors } = await pastedPlan(page, { version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 8, allReduce });
   await panel.getByLabel('Ranks to plan for').fill('2');
   await panel.getByLabel('Data-parallel replicas to plan for').fill('2');
   // Stages of blocks 0–1 and 2–3: 12000 and 28000 bytes; a ring of 2: 2 · 0.05 + bytes / 1e5 ms.
@@ -163,18 +169,12 @@ test('a profile from a data-parallel cluster plans dp replicas: each stage’s a
 
 test('a profile from a tensor-parallel cluster plans tp: one worker’s pieces and collectives, and a tp it was not measured with refused', async ({ page }) => {
   test.setTimeout(120_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('./?view=simulate');
-  const panel = page.getByTestId('plan-panel');
-  await panel.getByText('Plan: where to cut').click();
-  await panel.getByLabel('Profile source').selectOption('pasted');
   const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000 }));
   const tpAllReduce = { replicas: 2, latency: 0.05, bandwidth: 1e5, samples: [{ bytes: 1000, time: 0.11 }, { bytes: 100000, time: 1.1 }] };
   // Blocks 0–2 each wait for two all-reduces of 4000 bytes each way (0.14 ms each on the ring of 2); the last for none.
   const ar = { coll: 'tp-all-reduce', bytes: 4000 };
   const tp = { t: 2, blocks: blocks.map((b, i) => ({ F: 0.6, I: 0.6, W: 0.6, heldBytes: 600, forward: i < 3 ? [ar, ar] : [], backward: i < 3 ? [ar, ar] : [] })) };
-  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a tp cluster', blocks, comm: [0.1, 0.1, 0.1], tpAllReduce, tp }));
+  const { panel, errors } = await pastedPlan(page, { version: 1, unit: 'ms', source: 'a tp cluster', blocks, comm: [0.1, 0.1, 0.1], tpAllReduce, tp });
   await panel.getByLabel('Ranks to plan for').fill('2');
   await panel.getByLabel('Tensor-parallel workers to plan for').fill('2');
   await expect(panel.getByTestId('plan-tp')).toContainText('2 tp workers per stage, planned as one of them computes');
@@ -192,15 +192,9 @@ test('a profile from a tensor-parallel cluster plans tp: one worker’s pieces a
 
 test('the Plan panel plans ZeRO over the replicas: each worker’s model states, ZeRO-3 gathering before every action, and why a shared machine is not predicted', async ({ page }) => {
   test.setTimeout(120_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('./?view=simulate');
-  const panel = page.getByTestId('plan-panel');
-  await panel.getByText('Plan: where to cut').click();
-  await panel.getByLabel('Profile source').selectOption('pasted');
   const blocks = [0, 1, 2, 3].map((i) => ({ name: `b${i}`, F: 1, I: 1, W: 1, heldBytes: 1000, paramBytes: 4000 }));
   const allReduce = { replicas: 2, latency: 0.05, bandwidth: 1e3, samples: [{ bytes: 1000, time: 1.1 }] };
-  await panel.getByLabel('Profile JSON').fill(JSON.stringify({ version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 2, allReduce }));
+  const { panel, errors } = await pastedPlan(page, { version: 1, unit: 'ms', source: 'a cluster', blocks, comm: [0.1, 0.1, 0.1], lanes: 2, allReduce });
   await panel.getByLabel('Ranks to plan for').fill('2');
   await expect(panel.getByLabel('ZeRO stage to plan for')).toBeDisabled();
   await panel.getByLabel('Data-parallel replicas to plan for').fill('2');
