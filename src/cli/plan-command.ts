@@ -113,7 +113,7 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
       `schedule   auto (${plan.auto.candidate}): makespan ${fmt(sim.makespan)}${unit}, bubble ${fmt(sim.bubble)}`,
       ...(sim.dp && profile.allReduce
         ? [
-            `mesh       ${dp} replicas × ${ranks} ranks; ${zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
+            `mesh       ${dp} replicas × ${ranks} rank${ranks === 1 ? '' : 's'}; ${zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
               `(ring fitted over ${profile.allReduce.replicas} replicas: ${fmt(profile.allReduce.latency)}${unit} per exchange, ${fmt(profile.allReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'}), ` +
               `${fmt(100 * sim.dp.allReduceShare, 2)}% of the step exposed`,
           ]

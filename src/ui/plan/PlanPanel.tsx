@@ -123,7 +123,7 @@ function PlanTable({ plan }: { plan: Plan }) {
     </table>
     {sim.dp && sim.dp.dp > 1 && (
       <p className="muted small" data-testid="plan-mesh">
-        {sim.dp.dp} replicas × {plan.partition.ranges.length} ranks: {zeroOf(plan) >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+        {sim.dp.dp} replicas × {plan.partition.ranges.length} rank{plan.partition.ranges.length === 1 ? '' : 's'}: {zeroOf(plan) >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
       </p>
     )}
     {plan.noSharedPrediction && (
