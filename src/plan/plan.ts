@@ -61,6 +61,8 @@ export interface Plan {
   baselines: Baseline[];
   /** The auto schedule on this machine (the profile's shared device) and on p independent devices; null without profile.lanes. */
   predictions: Predictions | null;
+  /** The ZeRO stage the plan was made for (0 without replicas). */
+  zero: ZeroStage;
   /** With tp > 1: per stage, the time of one micro-batch's collectives in F and in B (included in costs); null otherwise. */
   tp: { t: number; forward: number[]; backward: number[] } | null;
   /** With the blocks' weight bytes: per stage, one worker's model states (fp32 weights, gradients, AdamW's m and v) at the plan's ZeRO stage. */
@@ -142,5 +144,5 @@ export function makePlan(req: PlanRequest): Plan {
   const perStage = (pick: 'forward' | 'backward') => partition.ranges.map(([a, b]) => tpBlocks!.slice(a, b).reduce((x, blk) => x + tpCollectivesTime(blk[pick], fit!), 0));
   const tp = t > 1 ? { t, forward: perStage('forward'), backward: perStage('backward') } : null;
   const predicted = lanes === undefined || noSharedPrediction ? null : predictions(auto.schedule, costs, lanes);
-  return { partition, costs, auto, baselines, predictions: predicted, tp, modelStateBytes, ...(noSharedPrediction ? { noSharedPrediction } : {}) };
+  return { partition, costs, auto, baselines, predictions: predicted, zero, tp, modelStateBytes, ...(noSharedPrediction ? { noSharedPrediction } : {}) };
 }

@@ -69,12 +69,6 @@ function ProfileTable({ profile }: { profile: Profile }) {
   );
 }
 
-/** The plan's ZeRO stage, as its cost model carries it. */
-function zeroOf(plan: Plan): number {
-  const z = plan.costs.allReduce?.zero;
-  return z === true ? 1 : typeof z === 'number' ? z : 0;
-}
-
 function PlanTable({ plan }: { plan: Plan }) {
   const sim = plan.auto.simulation;
   const rows = [
@@ -123,7 +117,7 @@ function PlanTable({ plan }: { plan: Plan }) {
     </table>
     {sim.dp && sim.dp.dp > 1 && (
       <p className="muted small" data-testid="plan-mesh">
-        {sim.dp.dp} replicas × {plan.partition.ranges.length} rank{plan.partition.ranges.length === 1 ? '' : 's'}: {zeroOf(plan) >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
+        {sim.dp.dp} replicas × {plan.partition.ranges.length} rank{plan.partition.ranges.length === 1 ? '' : 's'}: {plan.zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage {sim.dp.allReduceTime.map((t) => num(t, 3)).join(', ')}, {pct(sim.dp.allReduceShare, 1)} of the step exposed (the ring fitted on the cluster).
       </p>
     )}
     {plan.noSharedPrediction && (
