@@ -4,7 +4,8 @@
  * the same loss at every step as the same run in headless Chromium (WebGPU
  * workers), within 1e-4 relative, and writes the same final weights (per
  * tensor ‖Δ‖/‖w‖ < 1e-4); dp × pp runs (dp = 2 replicas of a p = 2 pipeline,
- * 4 workers in the tab, torchrun with 4 processes, replica-major) as well.
+ * 4 workers in the tab, torchrun with 4 processes, replica-major) as well,
+ * and PipeDream-2BW's one stream.
  * Needs python3-torch (scripts/install-deps.sh).
  */
 import { test, expect, type Page } from '@playwright/test';
@@ -30,6 +31,8 @@ const CASES: { title: string; cfg: Change }[] = [
     title: '1f1b, p = 2, names GPT (attention blocks, boundary [mb, T, C])',
     cfg: { ...mlp, dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, batchSize: 8, microbatches: 4, lr: 0.01, schedule: '1f1b', ranks: 2 },
   },
+  // PipeDream-2BW: no flush, the whole run one stream with two weight versions a stage (stream.py).
+  { title: 'pipedream-2bw, p = 4 (one stream of 6 × 8 micro-batches)', cfg: { ...mlp, schedule: 'pipedream-2bw', ranks: 4 } },
   // dp × pp: each schedule meets each model once, one with ZeRO-1 and one without (src/export/torch-export-dp.test.ts
   // runs the other pairs against the float64 single-device loop).
   {
@@ -92,10 +95,4 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
     });
   }
 
-  test('the page refuses PipeDream with the exporter’s message', async ({ page }) => {
-    await openWith(page, { ...mlp, schedule: 'pipedream', ranks: 2 });
-    const button = page.getByRole('button', { name: 'Export for PyTorch (zip)' });
-    await expect(button).toBeDisabled();
-    await expect(page.getByText('schedule = "pipedream": cannot be exported for PyTorch')).toBeVisible();
-  });
 });

@@ -177,20 +177,22 @@ describe('pipelab (in process)', () => {
     expect(batches.tensors.inputs.shape).toEqual([3, 32, cfg.run.context]);
   });
 
-  it('export-torch names the bad flag, its value and the rule; refuses pipedream with its reason; exports dualpipe', () => {
+  it('export-torch names the bad flag, its value and the rule; exports PipeDream as one stream and DualPipe with its copies', () => {
     const bad = run('export-torch', '--microbatches', '5', '--out', join(dir, 'never'));
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--microbatches = 5: must divide batchSize = 64 evenly');
     expect(run('export-torch', '--ranks', '2').err).toContain('--out = null: is required');
-    const pd = run('export-torch', '--schedule', 'pipedream', '--ranks', '2', '--out', join(dir, 'never'));
-    expect(pd.code).toBe(1);
-    expect(pd.err).toContain('schedule = "pipedream": cannot be exported for PyTorch');
-    expect(pd.files.size).toBe(0);
+    // PipeDream has no flush: schedule.csv holds the whole run's stream, steps × m micro-batches (stream.py).
+    const pd = run('export-torch', '--schedule', 'pipedream', '--ranks', '2', '--microbatches', '4', '--steps', '3', '--out', join(dir, 'pd'));
+    expect(pd.code, pd.err).toBe(0);
+    const pdCfg = JSON.parse(pd.files.get(join(dir, 'pd', 'config.json')) as string);
+    expect({ update: pdCfg.update, window: pdCfg.windowMicrobatches, lossOver: pdCfg.lossOver }).toEqual({ update: 'stash-and-update-after-backward', window: 12, lossOver: 'microbatch' });
+    expect(pd.files.get(join(dir, 'pd', 'README.md'))).toContain('one stream of steps × 4 = 12 micro-batches');
     // DualPipe's two model copies flush every step: train.py holds a stage of each copy per rank (copies.py).
     const dual = run('export-torch', '--schedule', 'dualpipe', '--ranks', '2', '--microbatches', '4', '--out', join(dir, 'dual'));
     expect(dual.code, dual.err).toBe(0);
     const dualCfg = JSON.parse(dual.files.get(join(dir, 'dual', 'config.json')) as string);
     expect({ copies: dualCfg.copies, stages: dualCfg.stages, stageToRank: dualCfg.stageToRank }).toEqual({ copies: 2, stages: 4, stageToRank: [0, 1, 1, 0] });
-    expect(dual.files.get(join(dir, 'dual', 'README.md'))).not.toContain('- `dualpipe`:');
+    expect(dual.files.get(join(dir, 'dual', 'README.md'))).not.toContain('one stream');
   });
 });

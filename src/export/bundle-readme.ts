@@ -1,8 +1,7 @@
 /** The README.md of a PyTorch bundle: how to run it on one machine, on several, and with torch.distributed.pipelining. */
 import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { mesh, workerCount } from '../schedule/mesh.ts';
-import { SCHEDULES } from '../schedule/registry.ts';
-import { TORCH_REFUSED_SCHEDULES } from './refusals.ts';
+import { SCHEDULES, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 
@@ -39,15 +38,31 @@ so the copies stay equal (train.py prints their largest difference at the end) a
 Checkpoints and \`trained.safetensors\` hold copy 0's weights; \`--resume\` loads them into both copies.`;
 }
 
+/** The paragraph for a schedule without a flush (PipeDream, PipeDream-2BW): one stream, its updates, no checkpoints. */
+function streamText(run: RunConfig): string {
+  const kind = SCHEDULES[run.schedule];
+  if (!UPDATE_WINDOWS[kind.update].stream) return '';
+  const m = run.microbatches;
+  const rule = kind.update === 'double-buffered'
+    ? `micro-batch k runs forward and backward on weight version max(k // ${m} − 1, 0), and a stage applies the summed
+gradients of each block of ${m} micro-batches to its latest weights after the block's last backward (one version stale,
+two versions held)`
+    : `a stage steps its optimizer after every backward, and each micro-batch's backward runs on the weight version its
+forward ran on (stashed until then: up to ranks − r versions on rank r)`;
+  return `
+
+\`${run.schedule}\` has no flush: schedule.csv is the whole run as one stream of steps × ${m} = ${run.steps * m} micro-batches
+(numbered across steps: micro-batch k is step k // ${m}'s micro-batch k % ${m}), walked once (\`stream.py\`): ${rule}, as the page
+does. Each step's loss is printed when the stream ends; no checkpoint is written, and \`--steps\`, \`--save-every\` and
+\`--resume\` are refused (a stream has no step to stop or resume at; the page keeps no run state for it either).`;
+}
+
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
   const T = run.tp ?? 1;
   const W = workerCount(mesh(D, P, T));
   const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
-  const refused = Object.entries(TORCH_REFUSED_SCHEDULES)
-    .map(([name, rule]) => `- \`${name}\`: ${rule}`)
-    .join('\n');
   return `# A PipeLab run, exported for PyTorch
 
 Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
@@ -87,7 +102,7 @@ only as chunks: they are gathered before each F, B and I of a stage and zeroed a
 (\`run.reshard\` = step) or after every action (microbatch), the next gather prefetched with \`run.prefetch\`.
 torch 1.13's gloo has no reduce_scatter: it is emulated exactly by an \`all_reduce\` of which each replica keeps its
 chunk. Every ZeRO stage trains the same weights as plain AdamW or SGD (only the order of the sums differs).
-The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.${copiesText(run)}
+The loss is scaled by the targets of the whole step's batch, so the summed gradients are one device's.${copiesText(run)}${streamText(run)}
 
 \`train.py\` builds every model the page offers: the MLP and the character MLP (relu, gelu or tanh) and the GPT
 (makemore's Transformer: token + position embedding, pre-LayerNorm blocks with causal multi-head attention and a
@@ -136,15 +151,11 @@ an empty cell where a rank idles. It loads into a multi-stage schedule object:
 
 \`\`\`python
 from torch.distributed.pipelining.schedules import ScheduleInterleaved1F1B  # any PipelineScheduleMulti
-schedule = ScheduleInterleaved1F1B(my_stages, n_microbatches=${run.microbatches}, loss_fn=loss_fn)
+schedule = ScheduleInterleaved1F1B(my_stages, n_microbatches=${UPDATE_WINDOWS[SCHEDULES[run.schedule].update].microbatches(run.microbatches, run.steps)}, loss_fn=loss_fn)
 schedule._load_csv("schedule.csv")  # format="compute_only"
 \`\`\`
 
 Its lock-step executor runs column t of every rank together; every input from another rank sits in an
 earlier column than the action that uses it.
-
-## Schedules the exporter refuses
-
-${refused}
 `;
 }

@@ -15,7 +15,7 @@
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
  * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
  */
-import { BatchSampler } from '../data/batches.ts';
+import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import { labelCols, targetCount, type Examples } from '../data/examples.ts';
 import { CpuBackend, CpuTensor } from '../nn/cpu-backend.ts';
@@ -29,7 +29,6 @@ import { toCsv } from '../schedule/csv.ts';
 import { ConfigError } from '../util/errors.ts';
 import { writeSafetensors, type NamedTensor } from '../util/safetensors.ts';
 import { bundleReadme } from './bundle-readme.ts';
-import { assertTorchExportable } from './refusals.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { programFiles, type BundleFile, type TorchProgram } from './torch-program.ts';
 import { profileModelOf } from '../plan/profile-model.ts';
@@ -37,6 +36,7 @@ import type { ProfileModel } from '../plan/profile.ts';
 import { workerCount, meshOfRun } from '../schedule/mesh.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TpParam } from '../nn/tp-shard.ts';
+import type { UpdatePolicyName } from '../schedule/registry.ts';
 
 export type { BundleFile } from './torch-program.ts';
 
@@ -62,7 +62,18 @@ export interface TorchBundleConfig {
   stages: number;
   /** Model copies of the schedule: 2 for DualPipe (each stage's gradients summed over them at the flush), else 1. */
   copies: number;
+  /** Micro-batches of one step. */
   microbatches: number;
+  /**
+   * How the weights are updated (the schedule's registry entry): 'flush' after every step; PipeDream's
+   * 'stash-and-update-after-backward' and PipeDream-2BW's 'double-buffered' run the whole run as one stream
+   * (stream.py), with no flush.
+   */
+  update: UpdatePolicyName;
+  /** Micro-batches schedule.csv holds: one step's (microbatches) under a flush, every step's (steps × microbatches) for a stream, numbered across steps. */
+  windowMicrobatches: number;
+  /** What a micro-batch's loss is divided by: the targets of its whole step ('step') or its own ('microbatch': PipeDream, every micro-batch its own update). */
+  lossOver: 'step' | 'microbatch';
   batchSize: number;
   steps: number;
   /** Rows of one micro-batch: batchSize / (dp × microbatches). */
@@ -75,6 +86,8 @@ export interface TorchBundleConfig {
    * to the batch's mean, and the replicas' summed gradients are the one-device gradient.
    */
   lossScalePerStep: number[];
+  /** lossOver 'microbatch' only: per step, per micro-batch, 1 / its own targets that take a loss (else absent). */
+  lossScalePerMicrobatch?: number[][];
   schedule: string;
   stageToRank: number[];
   /** Half-open block ranges [start, end), one per stage. */
@@ -130,10 +143,9 @@ function examplesFile(ex: Examples, leading: number[]): Uint8Array {
 
 /** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
 export function buildTorchBundle(config: RunConfig, program: TorchProgram): BundleFile[] {
-  assertTorchExportable(config);
   const { fault: _fault, ...run } = config;
   const plan = planRun(run);
-  const { spec, schedule, stageBlocks } = plan;
+  const { spec, schedule, stageBlocks, windows } = plan;
   const dataCols = spec.input.cols + 1;
   if (run.steps * run.batchSize * dataCols > MAX_BUNDLE_DATA_VALUES) {
     throw new ConfigError(
@@ -175,11 +187,15 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     stages: stageBlocks.length,
     copies,
     microbatches: run.microbatches,
+    update: plan.kind.update,
+    windowMicrobatches: windows.microbatches(run.microbatches, run.steps),
+    lossOver: windows.lossOver,
     batchSize: run.batchSize,
     rowsPerMicrobatch: run.batchSize / (run.dp * run.microbatches),
     steps: run.steps,
     lossScale: 1 / run.batchSize,
     lossScalePerStep: stepBatches.map((b) => 1 / targetCount(b)),
+    ...(windows.lossOver === 'microbatch' ? { lossScalePerMicrobatch: stepBatches.map((b) => splitMicrobatches(b, run.microbatches).map((mb) => 1 / targetCount(mb))) } : {}),
     schedule: run.schedule,
     stageToRank: [...schedule.stageToRank],
     stageBlocks: stageBlocks.map(([a, b]): [number, number] => [a, b]),

@@ -1,9 +1,10 @@
 /**
- * What the exported PyTorch program refuses, and how it fails: a refused
- * schedule or a bad configuration names the field, the value and the rule; a
+ * What the exported PyTorch program refuses, and how it fails: a bad
+ * configuration names the field, the value and the rule; a
  * wrong world size, a missing weight, a lost message or a CSV that is not
  * time-aligned ends the torchrun run with a message, never a hang. (That it
- * trains like the float64 loop: ./torch-export.test.ts.) Needs Debian's
+ * trains like the float64 loop: ./torch-export.test.ts; a stream's refused
+ * flags: ./torch-export-stream.test.ts.) Needs Debian's
  * python3-torch (scripts/install-deps.sh).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
-import { ConfigError } from '../util/errors.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
 import { runPython, runTorchrun } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
@@ -20,11 +20,6 @@ import { buildTorchBundle } from './torch-bundle.ts';
 const small: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 16, batchSize: 32, microbatches: 4, steps: 5, evalEvery: 0 };
 
 describe('what the exported program refuses', () => {
-  it('refuses PipeDream async with a message naming the schedule and the rule', () => {
-    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, {})).toThrow(ConfigError);
-    expect(() => buildTorchBundle({ ...small, schedule: 'pipedream', ranks: 2 }, {})).toThrow(/schedule = "pipedream": cannot be exported for PyTorch/);
-  });
-
   it('refuses a bad configuration with the field, the value and the rule', () => {
     expect(() => buildTorchBundle({ ...small, microbatches: 5 }, {})).toThrow('microbatches = 5: must divide batchSize = 32 evenly');
   });

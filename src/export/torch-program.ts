@@ -9,7 +9,8 @@
  * collectives.py (the data-parallel flush: gradient
  * all-reduce, ZeRO-1; ZeRO-2's reduce-scatters and ZeRO-3's gathers around
  * the actions), copies.py (DualPipe's model copies: their gradients summed at
- * the flush), tensor_parallel.py (a process's piece of the split layers and
+ * the flush), stream.py (PipeDream's and PipeDream-2BW's weight versions and
+ * updates over one stream), tensor_parallel.py (a process's piece of the split layers and
  * Megatron's f/g collectives on its tp group), optimizer.py, profiling.py (`train.py --profile`),
  * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
  * writes it: `train.py --resume` and `--save-every`).
@@ -34,6 +35,7 @@ export const TORCH_PROGRAM_FILES = [
   'split_backward.py',
   'collectives.py',
   'copies.py',
+  'stream.py',
   'tensor_parallel.py',
   'optimizer.py',
   'profiling.py',

@@ -133,10 +133,11 @@ class Bundle:
                                      "each copy of a stage must be on its own rank (their gradients are summed between ranks)")
         for r, row in enumerate(self.order):
             for (c, s, op, mb) in row:
-                if s >= cfg["stages"] or stage_to_rank[s] != r or mb >= cfg["microbatches"]:
+                window = cfg.get("windowMicrobatches", cfg["microbatches"])  # a stream's one window holds every step's
+                if s >= cfg["stages"] or stage_to_rank[s] != r or mb >= window:
                     where = f"stage {s} is not on rank {r}" if s < cfg["stages"] else f"the run has {cfg['stages']} stages"
                     if s < cfg["stages"] and stage_to_rank[s] == r:
-                        where = f"the run has {cfg['microbatches']} micro-batches"
+                        where = f"the run's schedule holds {window} micro-batches"
                     raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {s}{op}{mb}: {where} (config.json)")
 
     def check_world(self, world, rank):

@@ -4,7 +4,11 @@ batches.safetensors holds the exact batch of every step: inputs [steps, B, cols]
 [steps, B, blockSize], -1 where a position is padding). Replica d of dp trains rows [d*B/dp, (d+1)*B/dp) of
 each step's batch (replicaRows in src/schedule/mesh.ts), cut into `microbatches` micro-batches of
 B / (dp * microbatches) rows. The loss scale stays 1 / (the targets of the WHOLE step's batch, every replica's),
-so the replicas' summed gradients are exactly the one-device gradient of the batch.
+so the replicas' summed gradients are exactly the one-device gradient of the batch; PipeDream, whose every
+micro-batch is its own update (config.json lossOver 'microbatch'), scales each by 1 / its own targets.
+
+A stream (PipeDream, PipeDream-2BW: one window for the whole run, stream.py) numbers its micro-batches across
+steps: micro-batch k is step k // microbatches's micro-batch k % microbatches.
 """
 import torch
 
@@ -23,15 +27,28 @@ class ReplicaBatches:
         self.device = device
         self.in_dtype = torch.float32 if cfg["model"]["input"]["dtype"] == "f32" else torch.int32
         self.loss_scale = cfg["lossScalePerStep"]
+        self.per_microbatch = cfg.get("lossScalePerMicrobatch") if cfg.get("lossOver", "step") == "microbatch" else None
+        self.M, self.stream = M, cfg.get("update", "flush") != "flush"
+
+    def locate(self, step, mb):
+        """(step, micro-batch within it) of micro-batch `mb` of window `step` (a stream's one window holds every step)."""
+        return divmod(mb, self.M) if self.stream else (step, mb)
+
+    def scale(self, step, mb):
+        """What micro-batch mb's summed loss is multiplied by."""
+        s, i = self.locate(step, mb)
+        return self.loss_scale[s] if self.per_microbatch is None else self.per_microbatch[s][i]
 
     def span(self, mb):
         lo = self.first + mb * self.rows
         return lo, lo + self.rows
 
     def input(self, step, mb):
+        step, mb = self.locate(step, mb)
         lo, hi = self.span(mb)
         return self.inputs[step, lo:hi].to(self.device, self.in_dtype)
 
     def target(self, step, mb):
+        step, mb = self.locate(step, mb)
         lo, hi = self.span(mb)
         return self.labels[step, lo:hi].to(self.device).reshape(-1)

@@ -191,6 +191,23 @@ LAYERS = {
 }
 
 
+def param_slots(layer):
+    """Where a layer keeps each of its parameters: name -> (object, attribute), its sub-layers' included."""
+    names = {id(t): n for n, t in layer.params.items()}
+    out = {}
+
+    def walk(obj):
+        for attr, v in vars(obj).items():
+            if isinstance(v, torch.Tensor):
+                if id(v) in names:
+                    out[names[id(v)]] = (obj, attr)
+            elif isinstance(getattr(v, "params", None), dict):
+                walk(v)
+
+    walk(layer)
+    return out
+
+
 class Stage:
     """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss."""
 
@@ -208,6 +225,15 @@ class Stage:
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
         self.out_shape = self.layers[-1].out_shape
+        self.slots = {name: slot for layer in self.layers for name, slot in param_slots(layer).items()}
+        if set(self.slots) != set(self.params):
+            raise SystemExit(f"stage {index}: parameters {sorted(set(self.params) - set(self.slots))} are not held by any layer attribute")
+
+    def bind(self, tensors):
+        """Makes the layers compute with `tensors` (name -> tensor, every parameter of the stage) instead of the
+        parameters they hold (stream.py's weight versions); `params` keeps the live parameters."""
+        for name, (owner, attr) in self.slots.items():
+            setattr(owner, attr, tensors[name])
 
     def forward(self, x):
         for layer in self.layers:

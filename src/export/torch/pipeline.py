@@ -42,17 +42,20 @@ def accumulate(params, grads):
 class PipelineRank:
     """Pipeline rank `prank` of replica `replica` (tp rank `tp_rank` of it): its stages, its actions, the messages of a step."""
 
-    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None):
+    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None, versions=None):
         """`on_stage_done(s)`: stage s has all of its step's weight gradients. `around`: an object whose
         before_action(step, col, s, op) and after_action(step, col, s, op) run around each action of this rank
-        (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing."""
+        (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing. `versions`: a
+        stream's weight versions and updates (stream.StreamUpdates: PipeDream, PipeDream-2BW), or None (a flush)."""
         cfg, mesh = bundle.cfg, bundle.mesh
         self.cfg, self.mesh, self.replica, self.prank, self.tp_rank = cfg, mesh, replica, prank, tp_rank
         self.rank = mesh.process(replica, prank, tp_rank)
         self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
         self.on_stage_done = on_stage_done or (lambda s: None)
-        self.around = around
-        self.M, self.copies = cfg["microbatches"], bundle.copies
+        self.around, self.versions = around, versions
+        # Micro-batches of one window: a step's, or every step's for a stream (numbered across steps).
+        self.M, self.copies = cfg.get("windowMicrobatches", cfg["microbatches"]), bundle.copies
+        self.mb_losses = {}  # the last stage's loss share of each micro-batch of the window
         stage_to_rank, order = cfg["stageToRank"], bundle.order
         # The messages of a step, from the whole schedule (every process reads every row): what column t sends.
         # An F of stage s sends its output to stage s + 1; a B or I of stage s sends the input gradient to stage
@@ -137,6 +140,8 @@ class PipelineRank:
             else:
                 x = self.take(inbox, ("act", s, mb), step, col, action).requires_grad_(True)
             tape = Tape() if s in self.split else None
+            if self.versions is not None:
+                self.versions.forward(s, mb)  # the weight version this micro-batch runs on, bound into the stage
             if tape is None:
                 y = st.forward(x)
             else:
@@ -144,8 +149,8 @@ class PipelineRank:
                     y = st.forward(x)
             loss = 0.0
             if st.is_last:
-                y = microbatch_loss(y, self.data.target(step, mb), self.data.loss_scale[step])
-                loss = y.item()
+                y = microbatch_loss(y, self.data.target(step, mb), self.data.scale(step, mb))
+                loss = self.mb_losses[mb] = y.item()
             else:
                 outbox[("act", s + 1, mb)] = y.detach()
             held[(s, mb)] = (x, y, None, tape)
@@ -154,13 +159,18 @@ class PipelineRank:
         if dy is None and not self.copies.last(s):
             dy = self.take(inbox, ("grad", s, mb), step, col, action)
         needs_input = not self.copies.first(s)  # a copy's first stage takes data, which has no gradient
-        ps = list(st.params.values())
+        ps = list(st.params.values()) if self.versions is None else self.versions.tensors(s, mb)
         if op == "B":
             gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)
             if needs_input:
                 outbox[("grad", s - 1, mb)] = gs[0]
                 gs = gs[1:]
-            accumulate(ps, gs)
+            if self.versions is None:
+                accumulate(ps, gs)
+            else:
+                self.versions.backward_done(s, mb, gs)  # PipeDream steps here; 2BW at its block's last backward
+        elif self.versions is not None:
+            raise SystemExit(f"{self.who(step, col)}: {action}: a stream (PipeDream, PipeDream-2BW) runs full backwards (B) only")
         elif op == "I":
             # I: the gradient for the stage input, and those of the weighted operations' outputs that W starts
             # from, keeping the graph for W (torch.distributed.pipelining's stage_backward_input).

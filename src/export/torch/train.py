@@ -21,6 +21,11 @@ replica 0 (tp rank 0) prints the loss of every step: the whole batch's, every re
 At the end rank 0 gathers the weights (joining the tp pieces; copy 0's), writes trained.safetensors (the page's
 names and layouts) and prints the held-out loss.
 
+PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
+schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
+(after every backward on stashed versions, or every m micro-batches one version stale: stream.py); each step's loss is
+printed when the stream ends, and no checkpoint is written (the page keeps no run state for a stream either).
+
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
 state with ZeRO's shards gathered, and ZeRO-3's weights, the step, the losses so far); --resume FILE checks a
@@ -47,6 +52,7 @@ from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
 from pipeline import PipelineRank, RunFailed, wait
 from safetensors_io import read_safetensors, write_safetensors
+from stream import StreamUpdates, stream_step_losses
 from tensor_parallel import TensorParallel, param_of, piece_shape, tp_groups, tp_join
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -173,12 +179,31 @@ def train(proc, args, steps, resumed):
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
 
 
-def gather(proc, args, mine):
+def train_stream(proc, args, steps):
+    """PipeDream's or PipeDream-2BW's one stream of every step's micro-batches (stream.py), then the weights out."""
+    cfg = proc.bundle.cfg
+    updates = StreamUpdates(cfg, proc.stages)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates)
+    t0 = time.perf_counter()
+    pipe.run_step(0, 10 * args.timeout if args.test_stall_rank == proc.rank else 0.0)
+    proc.synchronize()
+    ms = (time.perf_counter() - t0) * 1000 / steps  # a stream has no step boundary: its mean time per step
+    if cfg["stages"] - 1 in proc.stages:
+        for step, loss in enumerate(stream_step_losses(pipe.mb_losses, cfg["microbatches"], cfg["lossOver"])):
+            print(f"step {step} loss {loss:.9g} ms {ms:.2f}", flush=True)
+    peak = ", ".join(f"stage {s} {n}" for s, n in sorted(updates.peak_versions().items()))
+    print(f"rank {proc.rank}: weight versions held at most: {peak}", flush=True)
+    tensors = gather(proc, args, {n: p for st in proc.stages.values() for n, p in st.params.items()}, slots=())
+    if proc.rank == 0:
+        write_trained(proc, args, {n: tensors[n] for stage in cfg["stageParams"] for n, _ in stage}, steps)
+
+
+def gather(proc, args, mine, slots=None):
     """Replica 0's processes send their stages' weights and optimizer slots (`mine`, by name; with tp their pieces, the
     whole ones from tp rank 0 alone) to rank 0, which gets them all whole (the pieces joined), {name: tensor}; the
-    other processes get None."""
+    other processes get None. `slots`: the optimizer slots sent beside each weight (default: the optimizer's; none: ())."""
     cfg, mesh, timeout, tp = proc.bundle.cfg, proc.bundle.mesh, proc.timeout, proc.tp
-    slots = SLOTS[cfg["optimizer"]["name"]]
+    slots = SLOTS[cfg["optimizer"]["name"]] if slots is None else slots
 
     def names(s, j):
         """What tp rank j of stage s sends: (name, shape of its piece), weights and their slots."""
@@ -258,6 +283,13 @@ def main():
     if args.steps is not None and not 1 <= args.steps <= cfg["steps"]:
         raise SystemExit(f"--steps = {args.steps}: must be between 1 and the exported run's {cfg['steps']} steps (its batches are in the bundle)")
     steps = args.steps if args.steps is not None else cfg["steps"]
+    stream = cfg.get("update", "flush") != "flush"
+    if stream:  # PipeDream, PipeDream-2BW: schedule.csv is the whole run's one stream
+        for flag, given in (("--resume", args.resume), ("--save-every", args.save_every), ("--steps", args.steps not in (None, cfg["steps"]))):
+            if given:
+                raise SystemExit(f"{flag}: schedule {cfg['schedule']} runs its {cfg['steps']} steps as one stream of "
+                                 f"{cfg['windowMicrobatches']} micro-batches with no flush, so it has no step to stop, save or resume at "
+                                 "(the page keeps no run state for a stream either); run it whole, without " + flag)
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
@@ -265,6 +297,8 @@ def main():
     if args.profile:
         from profiling import profile_cluster
         profile_cluster(proc, args)
+    elif stream:
+        train_stream(proc, args, steps)
     else:
         train(proc, args, steps, resumed)
     dist.barrier()

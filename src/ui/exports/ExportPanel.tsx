@@ -1,9 +1,9 @@
 /** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights, the run for PyTorch. */
-import { torchExportRefusal } from '../../export/refusals.ts';
 import type { ReactNode } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
+import { meshOfRun, workerCount } from '../../schedule/mesh.ts';
 import { csvFile, download, reportFile, safetensorsFile, slug, torchBundleFile, traceFile, type ExportFile } from './export-files.ts';
 
 export interface ExportPanelProps {
@@ -56,13 +56,11 @@ export function ExportPanel({ title, timeline, schedule, report = null, config =
             <Button
               label="Export for PyTorch (zip)"
               hint={
-                torchExportRefusal(config)?.message ?? (
-                  <>
-                    train.py for torchrun <code className="flag">--nproc_per_node={config.ranks}</code>: same model, schedule, weights and batches
-                  </>
-                )
+                <>
+                  train.py for torchrun <code className="flag">--nproc_per_node={workerCount(meshOfRun(config))}</code>: same model, schedule, weights and batches
+                </>
               }
-              disabled={torchExportRefusal(config) !== null}
+              disabled={false}
               make={() => torchBundleFile(config, base)}
             />
           </>

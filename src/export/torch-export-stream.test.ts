@@ -1,0 +1,80 @@
+/**
+ * PipeDream and PipeDream-2BW under torchrun: the exported program runs the
+ * whole run as one stream (schedule.csv holds steps × m micro-batches,
+ * numbered across steps) with each stage updating its own weights as the
+ * page's policies do (src/export/torch/stream.py): PipeDream after every
+ * backward on the weight version its forward stashed, 2BW every m
+ * micro-batches with gradients one version stale. Each is checked against
+ * the page's own run of the same configuration (the pipeline runtime on the
+ * float64 CPU reference, in-process): every step's loss and the final
+ * weights. The staleness is what is tested: the same bundle
+ * trained synchronously (1F1B, a flush per step) ends measurably elsewhere.
+ * A stream has no step to stop, save or resume at: --steps, --save-every and
+ * --resume are refused before any process group starts. Needs Debian's
+ * python3-torch.
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { trainSingleDevice } from '../nn/train.ts';
+import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
+import { runPipeline } from '../runtime/coordinator.ts';
+import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { writeTempBundle } from './testing/temp-bundle.ts';
+import type { TorchBundleConfig } from './torch-bundle.ts';
+
+const names = withDataset(defaultRunConfig(), 'names');
+const charMlp: RunConfig = { ...names, layers: 3, hidden: 16, context: 3, embedDim: 8, batchSize: 32, microbatches: 4, steps: 4, evalEvery: 0, lr: 0.01, weightDecay: 0.01 };
+const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 4, evalEvery: 0, lr: 0.01, weightDecay: 0.01 };
+
+const CASES: { title: string; cfg: RunConfig }[] = [
+  { title: 'PipeDream, char-MLP, p = 3, m = 4 (up to 3 weight versions a stage), AdamW', cfg: { ...charMlp, schedule: 'pipedream', ranks: 3 } },
+  { title: 'PipeDream, GPT, p = 2, SGD with momentum', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, optimizer: 'sgd', lr: 0.1, momentum: 0.9 } },
+  { title: 'PipeDream-2BW, char-MLP, p = 2, m = 4, AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 } },
+  { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },
+];
+
+describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
+  for (const { title, cfg } of CASES) {
+    it(title, async () => {
+      const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true });
+      const { dir, files } = writeTempBundle(cfg);
+      const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
+      const stream = cfg.schedule === 'pipedream'
+        ? { update: 'stash-and-update-after-backward', lossOver: 'microbatch' }
+        : { update: 'double-buffered', lossOver: 'step' };
+      expect(bundle).toMatchObject({ ...stream, windowMicrobatches: cfg.steps * cfg.microbatches, microbatches: cfg.microbatches });
+      expect(bundle.lossScalePerMicrobatch === undefined).toBe(cfg.schedule !== 'pipedream');
+      const r = await runTorchrun(dir, cfg.ranks);
+      expect(r.code, r.output).toBe(0);
+      expect(r.losses.length, r.output).toBe(cfg.steps);
+      const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
+      const lossDiff = maxRelativeDiff(r.losses, page.losses);
+      const weights = comparable(readTrainedWeights(dir));
+      const weightDiff = maxWeightDiff(weights, comparable(page.weights ?? {}));
+      // The staleness is real: synchronous training of the same batches ends elsewhere.
+      const sync = await trainSingleDevice(new CpuBackend(), toTrainConfig({ ...cfg, schedule: '1f1b' }));
+      const syncDiff = maxWeightDiff(weights, comparable(sync.params));
+      console.log(`${title}: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)} (vs synchronous 1F1B: ${syncDiff.toExponential(2)})`);
+      expect(lossDiff).toBeLessThan(1e-4);
+      expect(weightDiff).toBeLessThan(1e-4);
+      expect(syncDiff).toBeGreaterThan(100 * Math.max(weightDiff, 1e-7));
+      expect(Number.isFinite(r.heldout), r.output).toBe(true); // of the weights just compared
+      // Each rank says how many weight versions its stage held: PipeDream up to p − r (rank r's forwards in flight), 2BW two.
+      for (let rank = 0; rank < cfg.ranks; rank++) {
+        const want = cfg.schedule === 'pipedream' ? cfg.ranks - rank : 2;
+        expect(r.output, `rank ${rank}`).toContain(`rank ${rank}: weight versions held at most: stage ${rank} ${want}`);
+      }
+    }, 300_000);
+  }
+
+  it('refuses --steps, --save-every and --resume for a stream before any process group starts, naming the flag and why', () => {
+    const cfg: RunConfig = { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 };
+    const { dir } = writeTempBundle(cfg);
+    for (const args of [['--steps', '2'], ['--save-every', '1'], ['--resume', 'nowhere.safetensors']]) {
+      const r = runPython(dir, { RANK: '0', WORLD_SIZE: '2' }, args);
+      expect(r.code, r.output).not.toBe(0);
+      expect(r.output).toContain(`${args[0]}: schedule pipedream-2bw runs its 4 steps as one stream of 16 micro-batches with no flush`);
+    }
+  });
+});

@@ -1,0 +1,122 @@
+"""PipeDream's and PipeDream-2BW's weight updates (config.json "update"), for a run that is one stream: schedule.csv
+holds every step's micro-batches (config.json "windowMicrobatches" = steps x microbatches, numbered across steps),
+walked once with no flush (pipeline.py), and each stage updates its own weights as the page's policies do
+(src/runtime/pipedream-policy.ts and double-buffer-policy.ts):
+
+- 'stash-and-update-after-backward' (PipeDream, Narayanan et al., SOSP 2019): a stage steps its optimizer after
+  every backward, at the learning rate of the micro-batch's step; a micro-batch's backward runs on the weight version
+  its forward ran on (weight stashing), though other backwards have moved the stage's weights on in between.
+- 'double-buffered' (PipeDream-2BW, Narayanan et al., ICML 2021, section 3.1): micro-batch k (0-based over the
+  stream) runs forward and backward on version max(k // m - 1, 0); a stage adds up the gradients of each block of m
+  micro-batches and, after the block's last backward, steps its optimizer on its latest weights with them (one
+  version stale), at that step's learning rate.
+
+A version is a snapshot: a copy of the stage's weights as leaf tensors, bound into the stage's layers for a
+micro-batch's forward (model.Stage.bind). The micro-batch's autograd graph then holds its own version while the
+optimizer moves the live weights on in place, and its backward's gradients (with respect to the snapshot) become the
+live weights' gradients. PipeDream keeps a snapshot while a micro-batch that ran on it is in flight; 2BW keeps the two
+newest, the next one taken at each update. The live weights are one copy more than the page holds (it exchanges
+references instead); the arithmetic is the page's.
+"""
+import torch
+
+from optimizer import make_optimizer, step_with_lr
+
+
+class StageVersions:
+    """One stage's live weights (which its optimizer steps), the snapshots micro-batches run on, and which micro-batch
+    ran on which."""
+
+    def __init__(self, stage, optimizer):
+        self.stage, self.names = stage, list(stage.params)
+        self.live = [stage.params[n] for n in self.names]
+        self.optimizer = make_optimizer(optimizer, [(stage.params[n], stage.decay[n]) for n in self.names])
+        self.latest = 0  # updates applied so far: the version the live weights hold
+        self.snapshots = {}  # version -> its tensors, in self.names order
+        self.of_mb = {}  # micro-batch in flight -> the version its forward ran on
+        self.peak = 0  # the most snapshots held at once
+
+    def take_snapshot(self):
+        self.snapshots[self.latest] = [p.detach().clone().requires_grad_(True) for p in self.live]
+        self.peak = max(self.peak, len(self.snapshots))
+
+    def run_on(self, mb, v):
+        self.of_mb[mb] = v
+        self.stage.bind(dict(zip(self.names, self.snapshots[v])))
+
+    def add_grads(self, grads):
+        for p, g in zip(self.live, grads):
+            p.grad = g if p.grad is None else p.grad + g
+
+    def update(self, lr):
+        step_with_lr(self.optimizer, lr)
+        for p in self.live:
+            p.grad = None
+        self.latest += 1
+
+
+class StreamUpdates:
+    """The update policy of a stream, for this process's stages: pipeline.py calls forward(s, mb) before a forward,
+    tensors(s, mb) for the weights a backward differentiates, and backward_done(s, mb, grads) after it."""
+
+    def __init__(self, cfg, stages):
+        self.policy, self.m, self.lr = cfg["update"], cfg["microbatches"], cfg["lrPerStep"]
+        if self.policy not in ("stash-and-update-after-backward", "double-buffered"):
+            raise SystemExit(f"config.json: update = {self.policy!r} is not a stream's (PipeDream's or PipeDream-2BW's)")
+        self.stages = {s: StageVersions(st, cfg["optimizer"]) for s, st in stages.items()}
+        if self.policy == "double-buffered":
+            for sv in self.stages.values():
+                sv.take_snapshot()  # version 0: the initial weights
+
+    def version(self, sv, mb):
+        """The version micro-batch mb runs on: the stage's latest (PipeDream), or the one before its block's (2BW)."""
+        if self.policy == "stash-and-update-after-backward":
+            if sv.latest not in sv.snapshots:
+                sv.take_snapshot()
+            return sv.latest
+        v = max(mb // self.m - 1, 0)
+        if v not in sv.snapshots:
+            raise SystemExit(f"stage {sv.stage.index}: micro-batch {mb} needs weight version {v}, but the stage holds versions "
+                             f"{sorted(sv.snapshots)} (PipeDream-2BW needs m >= ranks)")
+        return v
+
+    def forward(self, s, mb):
+        sv = self.stages[s]
+        sv.run_on(mb, self.version(sv, mb))
+
+    def tensors(self, s, mb):
+        sv = self.stages[s]
+        return sv.snapshots[sv.of_mb[mb]]
+
+    def backward_done(self, s, mb, grads):
+        sv = self.stages[s]
+        v = sv.of_mb.pop(mb)
+        sv.add_grads(grads)
+        if self.policy == "stash-and-update-after-backward":
+            sv.update(self.lr[mb // self.m])
+            if v not in sv.of_mb.values():  # no micro-batch in flight ran on it: its stash is freed
+                del sv.snapshots[v]
+            return
+        if mb % self.m == self.m - 1:  # the stage's last backward of block mb // m: W(t+1) = W(t) - lr * grad(W(t-1))
+            block = mb // self.m
+            if sv.latest != block:
+                raise SystemExit(f"stage {s} finished block {block} holding weight version {sv.latest}: blocks must end in order")
+            sv.update(self.lr[block])
+            for old in [k for k in sv.snapshots if k < sv.latest - 1]:  # block mb // m was the last to need it
+                del sv.snapshots[old]
+            sv.take_snapshot()
+
+    def peak_versions(self):
+        """Per stage, the most weight versions it held at once."""
+        return {s: sv.peak for s, sv in self.stages.items()}
+
+
+def stream_step_losses(mb_losses, m, loss_over):
+    """A stream's per-micro-batch losses grouped into steps of m, each the batch mean, as the page reports them: the
+    sum of the micro-batches' shares ('step', 2BW) or the mean of their own means ('microbatch', PipeDream)."""
+    ordered = [mb_losses[k] for k in sorted(mb_losses)]
+    out = []
+    for i in range(0, len(ordered), m):
+        total = sum(ordered[i:i + m])
+        out.append(total / m if loss_over == "microbatch" else total)
+    return out
