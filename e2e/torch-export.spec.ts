@@ -63,7 +63,8 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       page.on('pageerror', (e) => console.log('pageerror:', e.message));
       const cfg = await openWith(page, change);
 
-      // The page's own export: a zip holding one folder.
+      // The page's own export: a zip holding one folder, for dp × ranks processes (the hint says how many).
+      await expect(page.getByText(`--nproc_per_node=${cfg.dp * cfg.ranks}`, { exact: true })).toBeVisible();
       const dir = mkdtempSync(join(tmpdir(), 'pipelab-e2e-torch-'));
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export for PyTorch (zip)' }).click()]);
       const zip = join(dir, download.suggestedFilename());
