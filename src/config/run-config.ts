@@ -206,9 +206,9 @@ export function validateRunConfig(cfg: RunConfig): void {
 /**
  * The second axis: dp a whole number ≥ 1 with dp × ranks workers within the
  * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1, 2, 3} and only
- * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream's asynchronous schedules are refused
- * with dp > 1 (their weights change after every backward, or every m micro-batches for 2BW, with no flush at which
- * replicas could sum their gradients).
+ * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream is refused with dp > 1 (its
+ * weights change after every backward: nowhere for replicas to sum their gradients); PipeDream-2BW takes replicas
+ * (each block's gradients all-reduced before its update) without ZeRO and with overlap on (there is no flush).
  */
 function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   const dp = requireInt('dp', cfg.dp, 1, MAX_RUN_RANKS);
@@ -224,13 +224,22 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (cfg.reshard !== 'step' && cfg.zero !== 3) throw new ConfigError('reshard', cfg.reshard, `re-gathering weights for every action is ZeRO-3's (zero = ${cfg.zero}); leave reshard = step`);
   if (typeof cfg.prefetch !== 'boolean') throw new ConfigError('prefetch', cfg.prefetch, 'must be true or false');
   if (typeof cfg.overlap !== 'boolean') throw new ConfigError('overlap', cfg.overlap, 'must be true or false');
-  if (dp > 1 && scheduleKind(schedule).update !== 'flush') {
-    const when = scheduleKind(schedule).update === 'double-buffered' ? 'every m micro-batches, one weight version stale' : 'after every backward';
+  const update = scheduleKind(schedule).update;
+  if (dp > 1 && update === 'stash-and-update-after-backward') {
     throw new ConfigError(
       'dp',
       dp,
-      `${schedule} updates each stage's weights ${when}, with no flush at which replicas could sum their gradients; data parallelism needs a synchronous schedule (dp = 1 here)`,
+      `${schedule} updates each stage's weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW (dp = 1 here)`,
     );
+  }
+  if (dp > 1 && update === 'double-buffered') {
+    // PipeDream-2BW on replicas: each block's gradients are all-reduced before its update (double-buffer-policy.ts).
+    if (cfg.zero !== 0) {
+      throw new ConfigError('zero', cfg.zero, `${schedule} sums each block's gradients over the replicas with a plain all-reduce before its update; ZeRO runs with synchronous schedules here (zero = 0 with ${schedule})`);
+    }
+    if (!cfg.overlap) {
+      throw new ConfigError('overlap', cfg.overlap, `${schedule} has no flush to hold the all-reduce back to: each stage's runs as soon as its block of m micro-batches ends (overlap = true with ${schedule})`);
+    }
   }
   if (dp > 1 && scheduleKind(schedule).copies > 1) {
     throw new ConfigError(

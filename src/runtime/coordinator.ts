@@ -163,12 +163,15 @@ function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null):
 
 /**
  * A stream (one window for every step): per-micro-batch losses grouped into steps of m, each step's the batch mean:
- * the mean of its micro-batches' means (lossOver 'microbatch', PipeDream) or the sum of their shares of it ('step', PipeDream-2BW).
+ * the mean of its micro-batches' means (lossOver 'microbatch', PipeDream) or the sum of their shares of it ('step',
+ * PipeDream-2BW; with replicas, each micro-batch's share is the sum of theirs, each scaled by the whole batch).
  */
 function streamStepLosses(results: StepResult[], m: number, lossOver: 'step' | 'microbatch'): number[] {
-  const all = results.flatMap((r) => r.losses).sort((a, b) => a.mb - b.mb);
+  const byMb = new Map<number, number>();
+  for (const r of results) for (const l of r.losses) byMb.set(l.mb, (byMb.get(l.mb) ?? 0) + l.loss);
+  const all = [...byMb].sort((a, b) => a[0] - b[0]).map(([, loss]) => loss);
   const out: number[] = [];
-  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l.loss, 0) / (lossOver === 'microbatch' ? m : 1));
+  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l, 0) / (lossOver === 'microbatch' ? m : 1));
   return out;
 }
 

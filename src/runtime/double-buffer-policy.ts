@@ -24,12 +24,24 @@
  * is no longer needed: `older` takes a copy of the latest, which the optimizer
  * then moves on. That the needed version is always one of the two is what
  * m ≥ p buys (the registry refuses less): stage r runs p − r − 1 forwards ahead.
+ *
+ * With dp replicas (the paper's hybrid of 2BW and data parallelism, §3.1 and
+ * §4): each replica trains its rows of every micro-batch, and at a block's
+ * end, before the update, the stage's gradients are summed over its replicas
+ * by the flush's ring all-reduce (flush.ts sumOverReplicas; the ring of step
+ * = the block), so every replica takes the same update. The worker waits for
+ * it: the next block's micro-batches would not need the new version (they run
+ * on the one before), but the optimizer writes the live weights, which an
+ * action running on the older version has exchanged out; so nothing overlaps
+ * here, and the simulator plays it the same way (simulate-blocks.ts).
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
 import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
+import { sumOverReplicas, type DataParallelParts } from './flush.ts';
+import type { StepLog } from './transport.ts';
 import type { OptimizerPieces, PolicyReport, UpdatableStage, UpdatePolicy } from './policy.ts';
 import type { VersionRecord } from './weight-stash.ts';
 
@@ -69,6 +81,8 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     stages: ReadonlyMap<number, UpdatableStage>,
     private readonly train: TrainConfig,
     private readonly microbatchesPerStep: number,
+    /** dp > 1: the replicas' ring, over which each block's gradients are summed before its update. */
+    private readonly replicas: DataParallelParts | null = null,
   ) {
     for (const [s, stage] of stages) this.perStage.set(s, { stage, opt: createOptimizer(be, stage.params, train), latest: 0, older: null, forward: new Map() });
   }
@@ -88,8 +102,17 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     if (fv === undefined) throw new Error(`stage ${a.stage} ran the backward of micro-batch ${a.mb} before its forward`);
     own.forward.delete(a.mb);
     this.versions.push({ stage: a.stage, mb: a.mb, forward: fv, backward: v, current: own.latest });
-    if (a.mb % m === m - 1) this.update(own, a.stage, Math.floor(a.mb / m));
     return result;
+  }
+
+  /** After the stage's last backward of a block: its gradients summed over the replicas (dp > 1), then its update. */
+  async afterAction(a: Action, log: StepLog): Promise<void> {
+    const m = this.microbatchesPerStep;
+    if (a.op !== 'B' || a.mb % m !== m - 1) return;
+    const own = this.perStage.get(a.stage) as OwnStage;
+    const block = Math.floor(a.mb / m);
+    if (this.replicas) await sumOverReplicas(this.be, this.replicas, a.stage, own.stage.params, block, log);
+    this.update(own, a.stage, block);
   }
 
   /** Runs `compute` with version `v` in the parameters: the latest as they are, the one before exchanged in for it. */

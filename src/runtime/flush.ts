@@ -125,37 +125,18 @@ export class Flush implements UpdatePolicy {
 
   /** Sums stage `stage`'s gradients over its replicas (all-reduce), or updates its ZeRO-1 shard and gathers the weights. */
   private async collective(stage: number, log: StepLog): Promise<void> {
-    const { be, parts } = this;
     const st = this.stages.get(stage);
     if (!st) throw new Error(`stage ${stage} is not held by this worker`);
-    const step = log.step;
     const shard = this.shards.get(stage);
-    const name = shard ? `the ZeRO-1 update of stage ${stage}` : `the all-reduce of stage ${stage}`;
-    parts.control?.status(`step ${step}: ${name}`);
-    const ring = parts.ring(stage, step, {
-      onExchange: (kind, exchange, start, end, bytes) => log.collective(stage, kind, exchange, start, end, bytes, parts.next),
-      beforeExchange: (exchange) => parts.beforeExchange?.(stage, step, exchange),
-    });
-    const grads = st.params.map((p) => p.grad);
-    let t0 = epochMs();
-    const x = await readVector(be, grads);
-    log.collective(stage, 'gather-grads', -1, t0, epochMs(), x.byteLength);
-    let target: readonly Tensor[] = grads;
-    if (shard) {
+    if (!shard) return sumOverReplicas(this.be, this.parts, stage, st.params, log.step, log);
+    await overReplicas(this.be, this.parts, stage, st.params, log.step, log, `the ZeRO-1 update of stage ${stage}`, async (ring, x) => {
       await reduceScatter(ring, x);
-      t0 = epochMs();
-      await shard.update(x, lrAt(this.train, step));
+      const t0 = epochMs();
+      await shard.update(x, lrAt(this.train, log.step));
       log.collective(stage, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
       await allGather(ring, x);
-      target = st.params.map((p) => p.value);
-    } else {
-      await allReduce(ring, x);
-    }
-    t0 = epochMs();
-    writeVector(be, target, x);
-    await be.sync();
-    log.collective(stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
-    parts.control?.status(null);
+      return st.params.map((p) => p.value);
+    });
   }
 
   endStep(step: number, log: StepLog): void | Promise<void> {
@@ -206,6 +187,44 @@ export class Flush implements UpdatePolicy {
     this.opt?.dispose();
     for (const s of this.shards.values()) s.dispose();
   }
+}
+
+/**
+ * Stage `stage`'s gradients summed over its dp replicas by a ring all-reduce (its ring of `step`: the flush's step, or
+ * PipeDream-2BW's block), read off the device and written back into the gradients; every part logged in `log`.
+ */
+export function sumOverReplicas(be: Backend, parts: DataParallelParts, stage: number, params: readonly Param[], step: number, log: StepLog): Promise<void> {
+  return overReplicas(be, parts, stage, params, step, log, `the all-reduce of stage ${stage}`, async (ring, x) => {
+    await allReduce(ring, x);
+    return params.map((p) => p.grad);
+  });
+}
+
+/** Reads the stage's gradients as one vector, runs `collective` on its ring, writes the vector onto the tensors it returns. */
+async function overReplicas(
+  be: Backend,
+  parts: DataParallelParts,
+  stage: number,
+  params: readonly Param[],
+  step: number,
+  log: StepLog,
+  name: string,
+  collective: (ring: RingLink, x: Vector) => Promise<readonly Tensor[]>,
+): Promise<void> {
+  parts.control?.status(`step ${step}: ${name}`);
+  const ring = parts.ring(stage, step, {
+    onExchange: (kind, exchange, start, end, bytes) => log.collective(stage, kind, exchange, start, end, bytes, parts.next),
+    beforeExchange: (exchange) => parts.beforeExchange?.(stage, step, exchange),
+  });
+  let t0 = epochMs();
+  const x = await readVector(be, params.map((p) => p.grad));
+  log.collective(stage, 'gather-grads', -1, t0, epochMs(), x.byteLength);
+  const target = await collective(ring, x);
+  t0 = epochMs();
+  writeVector(be, target, x);
+  await be.sync();
+  log.collective(stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
+  parts.control?.status(null);
 }
 
 /** One replica: no ring, no barrier; the flush is the optimizer step alone. */

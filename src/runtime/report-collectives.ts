@@ -40,8 +40,12 @@ function mean(xs: number[]): number {
   return xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
 }
 
-/** The figures over `timelines` (the measured steps), or null when they hold no collective. */
-export function allReduceFigures(timelines: readonly Timeline[], stages: number): AllReduceFigures | null {
+/**
+ * The figures over `timelines` (the measured steps), or null when they hold no collective. `perBlock`: a stream's
+ * timeline holds one all-reduce per stage and block (PipeDream-2BW on replicas), each opened by its 'gather-grads',
+ * and perStage is their mean; else each timeline holds one collective per stage (its parts, ZeRO-2/3's many, all one).
+ */
+export function allReduceFigures(timelines: readonly Timeline[], stages: number, perBlock = false): AllReduceFigures | null {
   if (!timelines.some((t) => t.intervals.some(isDpCollective))) return null;
   const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], own: [] as number[], bytes: 0 }));
   const steps: number[] = [];
@@ -49,34 +53,45 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number)
   const sent: number[] = [];
   for (const t of timelines) {
     const byWorker = new Map<string, number>();
-    const span = new Map<number, [number, number]>();
-    // stage → worker (replica) → the span of its chunk exchanges
-    const ring = new Map<number, Map<number, [number, number]>>();
-    const own = new Map<number, Map<number, [number, number]>>();
-    const widen = (m: Map<number, Map<number, [number, number]>>, stage: number, replica: number, a: number, b: number) => {
-      const byWorker = m.get(stage) ?? new Map<number, [number, number]>();
-      const w = byWorker.get(replica) ?? [Infinity, -Infinity];
-      byWorker.set(replica, [Math.min(w[0], a), Math.max(w[1], b)]);
-      m.set(stage, byWorker);
+    // Instance k of stage s's collective (the step's one at a flush; PipeDream-2BW's per block of a stream, each
+    // opened by its 'gather-grads'), by replica: the span of its parts (own) and of its chunk exchanges (ring).
+    const instances = new Map<number, Map<number, { own: [number, number]; ring: [number, number] }[]>>();
+    const widen = (w: [number, number], a: number, b: number) => {
+      w[0] = Math.min(w[0], a);
+      w[1] = Math.max(w[1], b);
     };
     let lastCompute = -Infinity;
-    for (const iv of t.intervals) {
+    const parts = t.intervals.filter((iv) => {
       if (isCompute(iv)) lastCompute = Math.max(lastCompute, iv.end);
-      if (!isDpCollective(iv)) continue;
-      const s = span.get(iv.stage) ?? [Infinity, -Infinity];
-      span.set(iv.stage, [Math.min(s[0], iv.start), Math.max(s[1], iv.end)]);
+      return isDpCollective(iv);
+    });
+    parts.sort((x, y) => x.start - y.start || (x.coll === 'gather-grads' ? -1 : y.coll === 'gather-grads' ? 1 : 0));
+    for (const iv of parts) {
+      const byReplica = instances.get(iv.stage) ?? new Map<number, { own: [number, number]; ring: [number, number] }[]>();
+      instances.set(iv.stage, byReplica);
+      const list = byReplica.get(iv.replica ?? 0) ?? [];
+      byReplica.set(iv.replica ?? 0, list);
+      if ((perBlock && iv.coll === 'gather-grads') || list.length === 0) list.push({ own: [Infinity, -Infinity], ring: [Infinity, -Infinity] });
+      const cur = list[list.length - 1];
       if (iv.coll === 'gather-grads' && iv.bytes !== undefined) perStage[iv.stage].bytes = iv.bytes;
-      widen(own, iv.stage, iv.replica ?? 0, iv.start, iv.end);
+      widen(cur.own, iv.start, iv.end);
       if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') {
-        widen(ring, iv.stage, iv.replica ?? 0, iv.start, iv.end);
+        widen(cur.ring, iv.start, iv.end);
         const w = `${iv.replica ?? 0}:${iv.rank}`;
         byWorker.set(w, (byWorker.get(w) ?? 0) + (iv.bytes ?? 0));
       }
     }
-    for (const [s, [a, b]] of span) perStage[s]?.ms.push(b - a);
-    const least = (byWorker: Map<number, [number, number]>) => Math.min(...[...byWorker.values()].map(([a, b]) => b - a));
-    for (const [s, byWorker] of ring) perStage[s]?.ring.push(least(byWorker));
-    for (const [s, byWorker] of own) perStage[s]?.own.push(least(byWorker));
+    for (const [s, byReplica] of instances) {
+      const lists = [...byReplica.values()];
+      const count = Math.min(...lists.map((l) => l.length));
+      for (let k = 0; k < count; k++) {
+        const own = lists.map((l) => l[k].own);
+        perStage[s]?.ms.push(Math.max(...own.map((w) => w[1])) - Math.min(...own.map((w) => w[0])));
+        perStage[s]?.own.push(Math.min(...own.map(([a, b]) => b - a)));
+        const ring = lists.map((l) => l[k].ring).filter((w) => w[1] >= w[0]);
+        if (ring.length > 0) perStage[s]?.ring.push(Math.min(...ring.map(([a, b]) => b - a)));
+      }
+    }
     const lo = Math.min(...t.intervals.map((iv) => iv.start));
     const hi = Math.max(...t.intervals.map((iv) => iv.end));
     sent.push(Math.max(0, ...byWorker.values()));

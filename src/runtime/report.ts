@@ -92,12 +92,13 @@ function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp'
 }
 
 /**
- * ZeRO-2/3's costs for the simulator: each stage's vector bytes, and the ring's bandwidth read off the measured
+ * ZeRO-2/3's costs for the simulator (and, with `every`, a stream's all-reduce per block of that many micro-batches,
+ * zero = 0 there): each stage's vector bytes, and the ring's bandwidth read off the measured
  * exchanges (the median of bytes sent / exchange time over every reduce-scatter and all-gather exchange; no
  * latency term: many small exchanges of one size do not separate α from β), and the worker's own read-back,
  * update and write around the ring, each stage's measured mean.
  */
-function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
+function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], config: RunConfig, every?: number): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
   const rates: number[] = [];
   for (const t of timelines) {
     for (const iv of t.intervals) {
@@ -110,7 +111,7 @@ function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], confi
     dp: config.dp,
     gradBytes: c.perStage.map((p) => p.bytes),
     allReduce: {
-      latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch,
+      latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch, ...(every ? { every } : {}),
       // The worker's own steps around the ring, each stage's mean as measured (simulate-zero.ts plays them where the runtime runs them).
       readback: meanWorkerTime(timelines, 'gather-grads', c.perStage.length),
       update: meanWorkerTime(timelines, 'shard-update', c.perStage.length),
@@ -158,13 +159,18 @@ export function buildReport(input: ReportInput): RunReport {
   const simOpMs = tp ? meanByStageOp(compute, (iv) => tp.computeMs.get(iv)) : meanOpMs;
   const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => simOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
-  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages);
+  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream);
   const tpFit = tp?.figures.fit;
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
     ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
-    ...(collectives && config.dp > 1 ? (config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)) : {}),
+    // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
+    ...(collectives && config.dp > 1
+      ? plan.windows.stream
+        ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
+        : config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)
+      : {}),
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));

@@ -13,7 +13,8 @@
  *   weight version its forward used.
  * - 'double-buffered' (PipeDream-2BW, double-buffer-policy.ts): each stage
  *   applies a block of m micro-batches' gradients, computed on the version
- *   before its latest, to its latest weights; two versions at most.
+ *   before its latest, to its latest weights; two versions at most; with dp
+ *   replicas the block's gradients are all-reduced over them first.
  */
 import type { Backend } from '../nn/backend.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -38,6 +39,6 @@ export function createUpdatePolicy(
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);
     case 'double-buffered':
-      return new DoubleBufferPolicy(be, stages, train, train.microbatches);
+      return new DoubleBufferPolicy(be, stages, train, train.microbatches, dataParallel && dataParallel.dp > 1 ? dataParallel : null);
   }
 }

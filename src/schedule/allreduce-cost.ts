@@ -49,13 +49,19 @@ export interface AllReduceCosts {
   readback?: number | readonly number[];
   update?: number | readonly number[];
   write?: number | readonly number[];
+  /**
+   * PipeDream-2BW on replicas (a stream with no flush): each stage's all-reduce runs after its every-th backward, the
+   * end of each block of `every` micro-batches, and the worker waits for it before its next action
+   * (simulate-blocks.ts). Absent: once per step, at the flush. ZeRO 0 only.
+   */
+  every?: number;
 }
 
 /** The worker's own times of ZeRO-2/3, as given (checked: numbers ≥ 0, or lists of them). */
 export type WorkerTimes = Pick<AllReduceCosts, 'readback' | 'update' | 'write'>;
 
 /** The checked costs: `zero` as a stage 0–3. */
-export type CheckedAllReduceCosts = Required<Omit<AllReduceCosts, 'zero' | keyof WorkerTimes>> & { zero: 0 | 1 | 2 | 3 } & WorkerTimes;
+export type CheckedAllReduceCosts = Required<Omit<AllReduceCosts, 'zero' | 'every' | keyof WorkerTimes>> & { zero: 0 | 1 | 2 | 3; every: number | null } & WorkerTimes;
 
 function checkWorkerTime(field: string, x: unknown): void {
   const ok = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
@@ -66,7 +72,7 @@ function checkWorkerTime(field: string, x: unknown): void {
 /** Checks an AllReduceCosts value; throws ConfigError naming `costs.allReduce.<field>`. */
 export function checkAllReduceCosts(x: unknown): CheckedAllReduceCosts {
   const field = 'costs.allReduce';
-  const known = ['latency', 'bandwidth', 'overlap', 'zero', 'reshard', 'prefetch', 'readback', 'update', 'write'];
+  const known = ['latency', 'bandwidth', 'overlap', 'zero', 'reshard', 'prefetch', 'readback', 'update', 'write', 'every'];
   if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError(field, x, 'must be an object {latency, bandwidth, overlap?, zero?, reshard?, prefetch?}');
   const r = x as Record<string, unknown>;
   for (const k of Object.keys(r)) {
@@ -83,8 +89,13 @@ export function checkAllReduceCosts(x: unknown): CheckedAllReduceCosts {
   if (typeof prefetch !== 'boolean') throw new ConfigError(`${field}.prefetch`, prefetch, 'must be true or false');
   for (const k of ['readback', 'update', 'write'] as const) checkWorkerTime(`${field}.${k}`, r[k]);
   const stage = (zero === true ? 1 : zero === false ? 0 : zero) as 0 | 1 | 2 | 3;
+  const every = r.every ?? null;
+  if (every !== null && (typeof every !== 'number' || !Number.isInteger(every) || every < 1)) {
+    throw new ConfigError(`${field}.every`, every, 'must be a whole number ≥ 1 (micro-batches per block of a stream: PipeDream-2BW’s m)');
+  }
+  if (every !== null && stage !== 0) throw new ConfigError(`${field}.every`, every, `a stream's all-reduce per block is a plain one: it takes zero = 0 (zero = ${stage})`);
   const times = r as WorkerTimes;
-  return { latency, bandwidth, overlap, zero: stage, reshard, prefetch, readback: times.readback, update: times.update, write: times.write };
+  return { latency, bandwidth, overlap, zero: stage, reshard, prefetch, readback: times.readback, update: times.update, write: times.write, every };
 }
 
 /** One chunk exchange of a ring over n workers moving `bytes` in all: α + (bytes / n) / β; 0 when n ≤ 1. */

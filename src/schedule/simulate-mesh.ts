@@ -37,6 +37,8 @@ export interface ResolvedMesh {
   zero: 0 | 1 | 2 | 3;
   reshard: 'step' | 'microbatch';
   prefetch: boolean;
+  /** A stream's block (PipeDream-2BW on replicas): the all-reduce after every `every`-th backward of a stage (simulate-blocks.ts); null: at the flush. */
+  every: number | null;
   /** ZeRO-2/3's worker times per stage (allreduce-cost.ts): gradient read-back, shard update, weight write. */
   readback: Float64Array;
   update: Float64Array;
@@ -60,7 +62,7 @@ function gradBytesOf(x: PerStage | undefined, stages: number): Float64Array {
 export function resolveMesh(c: CostModel, stages: number): ResolvedMesh {
   const dp = c.dp ?? 1;
   if (typeof dp !== 'number' || !Number.isInteger(dp) || dp < 1 || dp > MAX_SIM_DP) throw new ConfigError('costs.dp', dp, `must be a whole number between 1 and ${MAX_SIM_DP} (data-parallel replicas)`);
-  const ar = c.allReduce === undefined ? { latency: 0, bandwidth: Infinity, overlap: true, zero: 0 as const, reshard: 'step' as const, prefetch: true } : checkAllReduceCosts(c.allReduce);
+  const ar = c.allReduce === undefined ? { latency: 0, bandwidth: Infinity, overlap: true, zero: 0 as const, reshard: 'step' as const, prefetch: true, every: null } : checkAllReduceCosts(c.allReduce);
   const { readback, update, write, ...rest } = ar as typeof ar & WorkerTimes;
   return {
     dp,

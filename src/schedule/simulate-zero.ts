@@ -54,7 +54,8 @@ const WORKER_KINDS: ReadonlySet<CollectiveKind> = new Set(['gather-grads', 'shar
 
 const readsWeights = (a: Action) => a.op === 'F' || a.op === 'B' || a.op === 'I';
 
-interface Collective {
+/** One collective (or a worker's own step around it) played between the actions. */
+export interface Collective {
   rank: number;
   stage: number;
   kind: CollectiveKind;
@@ -62,7 +63,8 @@ interface Collective {
   end: number;
 }
 
-export interface ZeroPlay {
+/** Collectives played between a schedule's actions (ZeRO-2/3 here; PipeDream-2BW's per block, simulate-blocks.ts). */
+export interface CollectivePlay {
   /** Hooks for the engine's play (startAt, onEnd). */
   hooks: Required<Pick<PlayCosts, 'startAt' | 'onEnd'>>;
   /** After the play: the end of the step's collectives (ZeRO-2's last all-gathers included) and every collective. */
@@ -70,7 +72,7 @@ export interface ZeroPlay {
 }
 
 /** The hooks that play `s`'s ZeRO-2/3 collectives, and what they recorded. */
-export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
+export function zeroPlay(s: Schedule, z: ZeroPlayCosts): CollectivePlay {
   const n = z.dp;
   const none = new Float64Array(s.stages);
   const readback = z.readback ?? none, update = z.update ?? none, write = z.write ?? none;
@@ -113,7 +115,7 @@ export function zeroPlay(s: Schedule, z: ZeroPlayCosts): ZeroPlay {
       return;
     }
   };
-  const hooks: ZeroPlay['hooks'] = {
+  const hooks: CollectivePlay['hooks'] = {
     startAt(rank, i, a, free, ready) {
       let start = Math.max(ready, waitUntil[rank]);
       if (z.zero === 3 && readsWeights(a)) {

@@ -28,6 +28,9 @@
  * all-reduce time and window, the exposed all-reduce (step end − last compute
  * end) and its share of the step; `bubble` stays the compute-only pipeline
  * bubble. With dp = 1 and neither allReduce nor gradBytes, nothing changes.
+ * ZeRO-2/3 play their collectives between the actions (simulate-zero.ts), and
+ * so does a stream on replicas (PipeDream-2BW, `allReduce.every`: an
+ * all-reduce after each block of m backwards of a stage, simulate-blocks.ts).
  *
  * Tensor parallelism (tp-cost.ts). `tp` adds each action's collectives to its
  * time; the timeline then has dp × ranks × t lanes, each action's collectives
@@ -48,7 +51,8 @@ import type { Action, Op, Schedule } from './types.ts';
 import { play, type PlayCosts } from './engine.ts';
 import { playShared } from './shared-device.ts';
 import { collectiveIntervals, meshStep, replicaCopies, resolveMesh, type ResolvedMesh } from './simulate-mesh.ts';
-import { zeroIntervals, zeroPlay, type ZeroPlay } from './simulate-zero.ts';
+import { zeroIntervals, zeroPlay, type CollectivePlay } from './simulate-zero.ts';
+import { blockPlay } from './simulate-blocks.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
 import { withTpLanes } from './simulate-tp.ts';
@@ -223,8 +227,16 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const lanes = c.lanes / m.dp;
   const shared = lanes < s.ranks;
   // ZeRO-2/3's collectives run between actions: played with the pipeline (simulate-zero.ts), on independent devices.
-  const zero = m.dp > 1 && m.zero >= 2 ? zeroPlay(s, { dp: m.dp, zero: m.zero as 2 | 3, reshard: m.reshard, prefetch: m.prefetch, overlap: m.overlap, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes, readback: m.readback, update: m.update, write: m.write }) : null;
-  if (zero && shared) throw new ConfigError('costs.lanes', c.lanes, `ZeRO-${m.zero}'s collectives are played on independent devices: lanes must be at least dp × ranks = ${m.dp * s.ranks}`);
+  // So are a stream's per-block all-reduces (PipeDream-2BW on replicas: simulate-blocks.ts).
+  const zero = m.dp > 1 && m.zero >= 2
+    ? zeroPlay(s, { dp: m.dp, zero: m.zero as 2 | 3, reshard: m.reshard, prefetch: m.prefetch, overlap: m.overlap, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes, readback: m.readback, update: m.update, write: m.write })
+    : m.dp > 1 && m.every !== null
+      ? blockPlay(s, { dp: m.dp, every: m.every, latency: m.latency, bandwidth: m.bandwidth, gradBytes: m.gradBytes, readback: m.readback, write: m.write })
+      : null;
+  if (zero && shared) {
+    const what = m.zero >= 2 ? `ZeRO-${m.zero}'s collectives` : "a stream's all-reduces per block";
+    throw new ConfigError('costs.lanes', c.lanes, `${what} are played on independent devices: lanes must be at least dp × ranks = ${m.dp * s.ranks}`);
+  }
   const { result: valid, play: first } = validateAndPlay(s, shared || zero ? { duration, linkDelay } : costsOfPlay);
   if (!valid.ok) throw new ConfigError(valid.field, valid.value, valid.rule);
   if (!first) throw new Error('simulate: no play for a valid schedule (a bug)');
@@ -324,8 +336,8 @@ function meshResult(
   };
 }
 
-/** The step of a ZeRO-2/3 play: compute and the collectives played with it, every replica's worker drawn. */
-function zeroResult(s: Schedule, m: ResolvedMesh, zero: ZeroPlay, timeline: Timeline, stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
+/** The step of a play with collectives between its actions (ZeRO-2/3, a stream's blocks): compute and collectives, every replica's worker drawn. */
+function zeroResult(s: Schedule, m: ResolvedMesh, zero: CollectivePlay, timeline: Timeline, stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
   const { end, collectives } = zero.finish();
   const msh = mesh(m.dp, s.ranks);
   const drawn = zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r)));
@@ -358,7 +370,7 @@ export interface StepSummary {
  */
 export function simulateStep(s: Schedule, costs: CostModel = {}): StepSummary {
   const c = resolveCosts(costs, s.stages);
-  if (c.lanes / (costs.dp ?? 1) < s.ranks) {
+  if (c.lanes / (costs.dp ?? 1) < s.ranks || ((costs.dp ?? 1) > 1 && costs.allReduce?.every !== undefined)) {
     const r = simulate(s, costs);
     const computeMakespan = r.dp?.computeMakespan ?? r.makespan;
     return { makespan: r.makespan, computeMakespan, bubble: r.bubble, exposedAllReduce: r.dp?.exposedAllReduce ?? 0, allReduceShare: r.dp?.allReduceShare ?? 0 };
