@@ -5,7 +5,7 @@
  * workers), within 1e-4 relative, and writes the same final weights (per
  * tensor ‖Δ‖/‖w‖ < 1e-4); dp × pp runs (dp = 2 replicas of a p = 2 pipeline,
  * 4 workers in the tab, torchrun with 4 processes, replica-major) as well,
- * and PipeDream-2BW's one stream.
+ * and PipeDream-2BW's one stream on dp = 2 replicas.
  * Needs python3-torch (scripts/install-deps.sh).
  */
 import { test, expect, type Page } from '@playwright/test';
@@ -32,7 +32,7 @@ const CASES: { title: string; cfg: Change }[] = [
     cfg: { ...mlp, dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, batchSize: 8, microbatches: 4, lr: 0.01, schedule: '1f1b', ranks: 2 },
   },
   // PipeDream-2BW: no flush, the whole run one stream with two weight versions a stage (stream.py).
-  { title: 'pipedream-2bw, p = 4 (one stream of 6 × 8 micro-batches)', cfg: { ...mlp, schedule: 'pipedream-2bw', ranks: 4 } },
+  { title: 'pipedream-2bw, dp 2 × p 2 (one stream of 6 × 4 micro-batches; each block all-reduced over the replicas)', cfg: { ...mlp, schedule: 'pipedream-2bw', ranks: 2, dp: 2, microbatches: 4 } },
   // dp × pp: each schedule meets each model once, one with ZeRO-1 and one without (src/export/torch-export-dp.test.ts
   // runs the other pairs against the float64 single-device loop).
   {

@@ -4,7 +4,8 @@
  * numbered across steps) with each stage updating its own weights as the
  * page's policies do (src/export/torch/stream.py): PipeDream after every
  * backward on the weight version its forward stashed, 2BW every m
- * micro-batches with gradients one version stale. Each is checked against
+ * micro-batches with gradients one version stale (on dp replicas after an
+ * all_reduce of each block's gradients). Each is checked against
  * the page's own run of the same configuration (the pipeline runtime on the
  * float64 CPU reference, in-process): every step's loss and the final
  * weights. The staleness is what is tested: the same bundle
@@ -32,6 +33,7 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'PipeDream, GPT, p = 2, SGD with momentum', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, optimizer: 'sgd', lr: 0.1, momentum: 0.9 } },
   { title: 'PipeDream-2BW, char-MLP, p = 2, m = 4, AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 } },
   { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },
+  { title: 'PipeDream-2BW on replicas, char-MLP, dp 2 × p 2, m = 4 (each block’s gradients all_reduced before its update), AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, dp: 2 } },
 ];
 
 describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
@@ -45,7 +47,7 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
         : { update: 'double-buffered', lossOver: 'step' };
       expect(bundle).toMatchObject({ ...stream, windowMicrobatches: cfg.steps * cfg.microbatches, microbatches: cfg.microbatches });
       expect(bundle.lossScalePerMicrobatch === undefined).toBe(cfg.schedule !== 'pipedream');
-      const r = await runTorchrun(dir, cfg.ranks);
+      const r = await runTorchrun(dir, cfg.dp * cfg.ranks);
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
@@ -60,11 +62,14 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       expect(weightDiff).toBeLessThan(1e-4);
       expect(syncDiff).toBeGreaterThan(100 * Math.max(weightDiff, 1e-7));
       expect(Number.isFinite(r.heldout), r.output).toBe(true); // of the weights just compared
-      // Each rank says how many weight versions its stage held: PipeDream up to p − r (rank r's forwards in flight), 2BW two.
-      for (let rank = 0; rank < cfg.ranks; rank++) {
+      // Each process says how many weight versions its stage held: PipeDream up to p − r (rank r's forwards in flight), 2BW two.
+      for (let g = 0; g < cfg.dp * cfg.ranks; g++) {
+        const rank = g % cfg.ranks;
         const want = cfg.schedule === 'pipedream' ? cfg.ranks - rank : 2;
-        expect(r.output, `rank ${rank}`).toContain(`rank ${rank}: weight versions held at most: stage ${rank} ${want}`);
+        expect(r.output, `process ${g}`).toContain(`rank ${g}: weight versions held at most: stage ${rank} ${want}`);
       }
+      // One process prints the losses: replica 0's last stage, the whole batch's (both replicas' shares).
+      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${cfg.ranks - 1}]:step 0 loss`]);
     }, 300_000);
   }
 

@@ -9,7 +9,9 @@ walked once with no flush (pipeline.py), and each stage updates its own weights 
 - 'double-buffered' (PipeDream-2BW, Narayanan et al., ICML 2021, section 3.1): micro-batch k (0-based over the
   stream) runs forward and backward on version max(k // m - 1, 0); a stage adds up the gradients of each block of m
   micro-batches and, after the block's last backward, steps its optimizer on its latest weights with them (one
-  version stale), at that step's learning rate.
+  version stale), at that step's learning rate. On dp replicas (the paper's hybrid) each replica trains its rows of
+  every micro-batch, and the block's gradients are first summed over the stage's replicas with all_reduce (the
+  process waits for it, as the page's worker does), so every replica takes the same update.
 
 A version is a snapshot: a copy of the stage's weights as leaf tensors, bound into the stage's layers for a
 micro-batch's forward (model.Stage.bind). The micro-batch's autograd graph then holds its own version while the
@@ -19,8 +21,11 @@ newest, the next one taken at each update. The live weights are one copy more th
 references instead); the arithmetic is the page's.
 """
 import torch
+import torch.distributed as dist
 
+from collectives import flat_grads, set_grads
 from optimizer import make_optimizer, step_with_lr
+from pipeline import wait
 
 
 class StageVersions:
@@ -59,10 +64,14 @@ class StreamUpdates:
     """The update policy of a stream, for this process's stages: pipeline.py calls forward(s, mb) before a forward,
     tensors(s, mb) for the weights a backward differentiates, and backward_done(s, mb, grads) after it."""
 
-    def __init__(self, cfg, stages):
+    def __init__(self, cfg, stages, group=None, timeout=None, who=""):
+        """`group`: the stages' replicas (2BW with dp > 1: each block's gradients are all_reduced over it); None alone."""
         self.policy, self.m, self.lr = cfg["update"], cfg["microbatches"], cfg["lrPerStep"]
+        self.group, self.timeout, self.who = group, timeout, who
         if self.policy not in ("stash-and-update-after-backward", "double-buffered"):
             raise SystemExit(f"config.json: update = {self.policy!r} is not a stream's (PipeDream's or PipeDream-2BW's)")
+        if group is not None and self.policy != "double-buffered":
+            raise SystemExit(f"config.json: schedule {cfg['schedule']} updates after every backward and runs without replicas (dp = 1)")
         self.stages = {s: StageVersions(st, cfg["optimizer"]) for s, st in stages.items()}
         if self.policy == "double-buffered":
             for sv in self.stages.values():
@@ -101,6 +110,11 @@ class StreamUpdates:
             block = mb // self.m
             if sv.latest != block:
                 raise SystemExit(f"stage {s} finished block {block} holding weight version {sv.latest}: blocks must end in order")
+            if self.group is not None:  # the block's gradients summed over the stage's replicas first
+                flat = flat_grads(sv.live)
+                wait(dist.all_reduce(flat, group=self.group, async_op=True), self.timeout,
+                     f"{self.who}: block {block}: the all_reduce of stage {s}'s gradients did not finish within {self.timeout.total_seconds()} s")
+                set_grads(sv.live, flat)
             sv.update(self.lr[block])
             for old in [k for k in sv.snapshots if k < sv.latest - 1]:  # block mb // m was the last to need it
                 del sv.snapshots[old]
@@ -111,10 +125,14 @@ class StreamUpdates:
         return {s: sv.peak for s, sv in self.stages.items()}
 
 
-def stream_step_losses(mb_losses, m, loss_over):
+def stream_step_losses(mb_losses, m, loss_over, group=None, timeout=None, who=""):
     """A stream's per-micro-batch losses grouped into steps of m, each the batch mean, as the page reports them: the
-    sum of the micro-batches' shares ('step', 2BW) or the mean of their own means ('microbatch', PipeDream)."""
-    ordered = [mb_losses[k] for k in sorted(mb_losses)]
+    sum of the micro-batches' shares ('step', 2BW; with replicas, summed over `group`, the last stage's) or the mean of
+    their own means ('microbatch', PipeDream)."""
+    ordered = torch.tensor([mb_losses[k] for k in sorted(mb_losses)], dtype=torch.float64)
+    if group is not None:
+        wait(dist.all_reduce(ordered, group=group, async_op=True), timeout, f"{who}: the losses' all_reduce did not finish within {timeout.total_seconds()} s")
+    ordered = ordered.tolist()
     out = []
     for i in range(0, len(ordered), m):
         total = sum(ordered[i:i + m])

@@ -23,8 +23,8 @@ names and layouts) and prints the held-out loss.
 
 PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
 schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
-(after every backward on stashed versions, or every m micro-batches one version stale: stream.py); each step's loss is
-printed when the stream ends, and no checkpoint is written (the page keeps no run state for a stream either).
+(after every backward on stashed versions, or every m micro-batches one version stale, on replicas after an all_reduce
+of the block's gradients: stream.py); each step's loss is printed when the stream ends, and no checkpoint is written (the page keeps no run state for a stream either).
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
@@ -182,15 +182,18 @@ def train(proc, args, steps, resumed):
 def train_stream(proc, args, steps):
     """PipeDream's or PipeDream-2BW's one stream of every step's micro-batches (stream.py), then the weights out."""
     cfg = proc.bundle.cfg
-    updates = StreamUpdates(cfg, proc.stages)
+    who = f"rank {proc.rank}"
+    updates = StreamUpdates(cfg, proc.stages, proc.group, proc.timeout, who)
     pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates)
     t0 = time.perf_counter()
     pipe.run_step(0, 10 * args.timeout if args.test_stall_rank == proc.rank else 0.0)
     proc.synchronize()
     ms = (time.perf_counter() - t0) * 1000 / steps  # a stream has no step boundary: its mean time per step
-    if cfg["stages"] - 1 in proc.stages:
-        for step, loss in enumerate(stream_step_losses(pipe.mb_losses, cfg["microbatches"], cfg["lossOver"])):
-            print(f"step {step} loss {loss:.9g} ms {ms:.2f}", flush=True)
+    if cfg["stages"] - 1 in proc.stages:  # the whole batch's loss: every replica's share (its last stage's group)
+        losses = stream_step_losses(pipe.mb_losses, cfg["microbatches"], cfg["lossOver"], proc.group, proc.timeout, who)
+        if proc.replica == 0:
+            for step, loss in enumerate(losses):
+                print(f"step {step} loss {loss:.9g} ms {ms:.2f}", flush=True)
     peak = ", ".join(f"stage {s} {n}" for s, n in sorted(updates.peak_versions().items()))
     print(f"rank {proc.rank}: weight versions held at most: {peak}", flush=True)
     tensors = gather(proc, args, {n: p for st in proc.stages.values() for n, p in st.params.items()}, slots=())
