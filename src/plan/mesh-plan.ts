@@ -42,7 +42,7 @@ import { candidateCosts, stateBytes, zeroLinkMs, type Layout, type PlanTarget } 
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
 import { checkTransformer, modelFlopsPerStep, transformerProfile, type TransformerModel } from './transformer.ts';
 import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
-import { extraWeightBytes, planRefusal, planStages, planStep, planVirtuals, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
+import { extraWeightBytes, planRefusal, planStages, planStep, planVirtuals, planZeroStages, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
 export type { Layout } from './mesh-costs.ts';
 export { candidateCosts } from './mesh-costs.ts';
@@ -194,7 +194,7 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     }
     evaluated++;
     const base = candidateCosts(req, profile, at.ranges, s2r, l);
-    const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l));
+    const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l), planZeroStages(name, req.zero, l.dp));
     const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
     const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, at);
@@ -239,14 +239,23 @@ interface DeviceMemory {
  * 0 → 1 → 2 → 3 where dp > 1), or, when none does, the one that comes closest (ZeRO-3's gathered block
  * can outweigh what it shards on a small dp); with the fullest device at it.
  */
-function leastZero(req: MeshPlanRequest, ranges: [number, number][], s2r: readonly number[], l: Layout, costs: CostModel, schedule: Schedule, capacity: number, extra: readonly number[]): { zero: ZeroStage; worst: DeviceMemory } {
+function leastZero(
+  req: MeshPlanRequest,
+  ranges: [number, number][],
+  s2r: readonly number[],
+  l: Layout,
+  costs: CostModel,
+  schedule: Schedule,
+  capacity: number,
+  extra: readonly number[],
+  stages: readonly ZeroStage[],
+): { zero: ZeroStage; worst: DeviceMemory } {
   const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
   // The state, with the weight versions a schedule keeps beyond it (PipeDream-2BW's second), per rank.
   const worstAt = (zero: ZeroStage) =>
     stateBytes(req, ranges, s2r, l.pp, zero, l.dp, l.tp ?? 1)
       .map((x, r) => ({ st: x + extra[r], act: act[r], sum: x + extra[r] + act[r] }))
       .reduce((a, x) => (x.sum > a.sum ? x : a));
-  const stages = zeroStagesToTry(req.zero, l.dp);
   let best = { zero: stages[0], worst: worstAt(stages[0]) };
   for (const z of stages.slice(1)) {
     if (best.worst.sum <= capacity) break;
@@ -285,7 +294,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
       if (name === 'auto') continue;
       if (l.pp === 1 && name !== '1f1b') continue;
       for (const v of planVirtuals(name)) {
-        const refused = planRefusal(name, l, v);
+        const refused = planRefusal(name, l, v, req.zero);
         if (refused) skipped.push(refused);
         else options.push([name, v]);
       }

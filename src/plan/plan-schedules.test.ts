@@ -46,13 +46,30 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
     expect(tight.candidates[0].schedule).not.toBe('pipedream-2bw');
   });
 
-  it('refuses PipeDream-2BW by name with m < p, and on replicas (the tab runs it with dp = 1)', () => {
+  it('refuses PipeDream-2BW by name with m < p', () => {
     const plan = planMesh(four(2, { schedules: ['1f1b', 'pipedream-2bw'] }));
     expect(plan.skipped).toContain('pipedream-2bw on dp × tp × pp = 1 × 1 × 4, b = 1, m = 2: microbatches = 2: PipeDream-2BW needs m ≥ p = 4: a stage makes a new weight version every m micro-batches and keeps at most two, so a block of m micro-batches must cover the p − 1 forwards the first stage runs ahead');
     expect(plan.candidates.every((c) => c.schedule !== 'pipedream-2bw')).toBe(true);
-    const replicas = planMesh(four(4, { schedules: ['1f1b', 'pipedream-2bw'] }));
-    expect(replicas.skipped).toContain('pipedream-2bw on dp × tp × pp = 2 × 1 × 2, b = 1, m = 2: dp = 2, but it updates without a flush, which the tab runs without replicas (dp = 1), so the planner prices it only there');
-    expect(replicas.candidates.filter((c) => c.schedule === 'pipedream-2bw').map((c) => c.dp)).toEqual([1]);
+  });
+
+  it('plans PipeDream-2BW on replicas at ZeRO-0 with one all-reduce per stage and block in its steady state, and skips it where ZeRO is asked for', () => {
+    const req = four(4, { schedules: ['1f1b', 'pipedream-2bw'] });
+    const replicas = planMesh(req);
+    const bw = find(replicas, 'pipedream-2bw', 2, 2);
+    if (!bw) throw new Error('2BW on 2 × 2 was planned');
+    expect(bw.zero).toBe(0);
+    // The steady state of the stream with each block's all-reduce played where the runtime runs it (simulate-blocks.ts).
+    const { schedule, costs } = candidateSchedule(req, bw);
+    const blocks = { ...costs, allReduce: { ...costs.allReduce!, every: schedule.microbatches } };
+    const steady = simulateStep(generateSchedule('pipedream-2bw', 2, 2 * schedule.microbatches), blocks).makespan - simulateStep(schedule, blocks).makespan;
+    expect(bw.stepMs).toBeCloseTo(steady, 9);
+    // The block's all-reduce costs the step what a free link would not.
+    const free = { ...costs, allReduce: { ...costs.allReduce!, latency: 0, bandwidth: Infinity, every: schedule.microbatches } };
+    const freeSteady = simulateStep(generateSchedule('pipedream-2bw', 2, 2 * schedule.microbatches), free).makespan - simulateStep(schedule, free).makespan;
+    expect(bw.stepMs).toBeGreaterThan(freeSteady);
+    const sharded = planMesh({ ...req, zero: 2 });
+    expect(sharded.skipped).toContain('pipedream-2bw on dp × tp × pp = 2 × 1 × 2, b = 1, m = 2: its replicas all-reduce each block\'s gradients without ZeRO (as the tab runs it), and the plan asks for ZeRO-2');
+    expect(sharded.candidates.filter((c) => c.schedule === 'pipedream-2bw').map((c) => c.dp)).toEqual([1]);
   });
 
   it('picks DualPipe over 1F1B and ZB-H1 where its smaller bubble pays for twice the parameters and the copies’ gradient sum', () => {

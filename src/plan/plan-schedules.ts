@@ -7,9 +7,10 @@
  *    that count; any v (interleaved 1F1B, interleaved zero bubble) 2 and 4.
  *  - its rules: a layout a schedule refuses (DualPipe on an odd pp or with
  *    m < 2p, PipeDream-2BW with m < p) is skipped with the registry's own
- *    words; a schedule without a flush (PipeDream-2BW) is planned only without
- *    replicas, dp = 1, as the tab runs it (run-config.ts refuses dp > 1 beside
- *    an asynchronous update).
+ *    words; PipeDream-2BW on replicas all-reduces each block's gradients
+ *    before its update, without ZeRO (as the tab runs it: run-config.ts), so
+ *    with dp > 1 it is planned at ZeRO-0 only, its all-reduce played per
+ *    block (simulate-blocks.ts), and skipped where the request asks for ZeRO.
  *  - model copies (DualPipe: 2): the schedule's stages are copies × pp · v,
  *    copy c's stage j holding the blocks of the model's stage j, placed by the
  *    kind's placement (rank r holds stage r of copy 0 and p − 1 − r of copy 1):
@@ -23,13 +24,15 @@
  *    extra copies of each device's weights, at the model's bytes per element.
  *  - no flush (a stream, registry UPDATE_WINDOWS): the step is the steady
  *    state of the stream as the simulator plays it, the stream of two steps'
- *    micro-batches less the stream of one, so no fill or drain per step.
+ *    micro-batches less the stream of one, so no fill or drain per step (on
+ *    replicas, one block's all-reduce per stage in it).
  */
 import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
 import { generateSchedule, resolveCosts, simulateStep, stageToRankMap, type CostModel, type Schedule, type StepSummary } from '../schedule/index.ts';
 import { SCHEDULES, UPDATE_WINDOWS, type ScheduleKind } from '../schedule/registry.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { Layout, PlanTarget } from './mesh-costs.ts';
+import { zeroStagesToTry, type ZeroChoice } from './zero.ts';
 import { stateBytes } from './mesh-costs.ts';
 import { stateBytesPerParam } from './transformer.ts';
 
@@ -45,8 +48,11 @@ export function planVirtuals(name: PlanSchedule): number[] {
 
 const where = (l: Layout) => `dp × tp × pp = ${l.dp} × ${l.tp ?? 1} × ${l.pp}, b = ${l.b}, m = ${l.m}`;
 
-/** Why the planner does not try `name` with v stages per rank on layout l (the registry's rule, or no replicas for a stream), or null. */
-export function planRefusal(name: PlanSchedule, l: Layout, v: number): string | null {
+/**
+ * Why the planner does not try `name` with v stages per rank on layout l (the registry's rule; a stream on
+ * replicas with the ZeRO stages `zero` asks for), or null.
+ */
+export function planRefusal(name: PlanSchedule, l: Layout, v: number, zero?: ZeroChoice): string | null {
   const kind = SCHEDULES[name];
   try {
     kind.validateParams(l.pp, l.m, v);
@@ -54,10 +60,18 @@ export function planRefusal(name: PlanSchedule, l: Layout, v: number): string | 
     if (e instanceof ConfigError) return `${name}${v > 1 ? ` v=${v}` : ''} on ${where(l)}: ${e.message}`;
     throw e;
   }
-  if (kind.update !== 'flush' && l.dp > 1) {
-    return `${name} on ${where(l)}: dp = ${l.dp}, but it updates without a flush, which the tab runs without replicas (dp = 1), so the planner prices it only there`;
+  if (kind.update === 'double-buffered' && l.dp > 1 && !zeroStagesToTry(zero, l.dp).includes(0)) {
+    return `${name} on ${where(l)}: its replicas all-reduce each block's gradients without ZeRO (as the tab runs it), and the plan asks for ZeRO-${zeroStagesToTry(zero, l.dp).join('/')}`;
+  }
+  if (kind.update !== 'flush' && kind.update !== 'double-buffered' && l.dp > 1) {
+    return `${name} on ${where(l)}: dp = ${l.dp}, but it updates after every backward, which leaves replicas nowhere to sum their gradients (dp = 1)`;
   }
   return null;
+}
+
+/** The ZeRO stages a layout may use with schedule `name`: PipeDream-2BW's replicas all-reduce without ZeRO. */
+export function planZeroStages(name: PlanSchedule, zero: ZeroChoice | undefined, dp: number): ReturnType<typeof zeroStagesToTry> {
+  return SCHEDULES[name].update === 'double-buffered' ? [0] : zeroStagesToTry(zero, dp);
 }
 
 /**
@@ -129,8 +143,10 @@ export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostMode
 
 /** A stream's step in steady state: its stream of 2m micro-batches less its stream of m, as the simulator plays each. */
 function streamStep(kind: ScheduleKind, one: Schedule, costs: CostModel): StepSummary {
-  const a = simulateStep(one, costs);
-  const b = simulateStep(generateSchedule(kind.name, one.ranks, 2 * one.microbatches), costs);
+  // On replicas each stage's all-reduce follows its last backward of each block of m (simulate-blocks.ts).
+  const blocks: CostModel = (costs.dp ?? 1) > 1 && costs.allReduce ? { ...costs, allReduce: { ...costs.allReduce, every: one.microbatches } } : costs;
+  const a = simulateStep(one, blocks);
+  const b = simulateStep(generateSchedule(kind.name, one.ranks, 2 * one.microbatches), blocks);
   const T = b.computeMakespan - a.computeMakespan;
   const c = resolveCosts(costs, one.stages);
   let busy = 0;

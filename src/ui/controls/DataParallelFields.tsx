@@ -4,9 +4,12 @@
  * Megatron's split of each layer), how much of each stage the replicas shard
  * (ZeRO 0–3; ZeRO-3's reshard and prefetch) and whether the collectives overlap
  * the compute (src/schedule/mesh.ts, src/runtime/flush.ts,
- * src/runtime/sharded-step.ts, src/runtime/tp-collective.ts).
+ * src/runtime/sharded-step.ts, src/runtime/tp-collective.ts). PipeDream-2BW on
+ * replicas all-reduces each block as it ends, without ZeRO: both fields are
+ * fixed there (src/runtime/double-buffer-policy.ts).
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
+import { scheduleKind } from '../../schedule/registry.ts';
 import { CheckboxField, NumberField, SelectField } from './fields.tsx';
 
 const ZERO_OPTIONS: readonly { value: `${ZeroStage}`; label: string }[] = [
@@ -47,6 +50,8 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
   const workers = cfg.dp * (cfg.tp ?? 1) * cfg.ranks;
   const perReplica = cfg.batchSize / cfg.dp;
   const mesh = cfg.dp > 1;
+  /** PipeDream-2BW: no flush; each block's all-reduce runs as the block ends, with ZeRO off (run-config.ts). */
+  const blocks = scheduleKind(cfg.schedule).update === 'double-buffered';
   return (
     <>
       <div className="row2">
@@ -68,11 +73,13 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
             name="overlap"
             checked={cfg.overlap}
             onChange={(overlap) => set({ overlap })}
-            disabled={!mesh}
+            disabled={!mesh || (blocks && cfg.overlap)}
             hint={
               !mesh
                 ? 'needs dp ≥ 2'
-                : cfg.zero >= 2
+                : blocks
+                  ? `PipeDream-2BW: a stage's all-reduce runs as each block of ${cfg.microbatches} micro-batches ends`
+                  : cfg.zero >= 2
                   ? cfg.overlap
                     ? 'each backward’s reduce-scatter runs behind the next action'
                     : 'each backward waits for its reduce-scatter'
@@ -103,8 +110,8 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           const zero = Number(v) as ZeroStage;
           set(zero === 3 ? { zero } : { zero, reshard: 'step' });
         }}
-        disabled={!mesh}
-        hint={mesh ? zeroHint(cfg.zero, cfg.dp) : 'needs dp ≥ 2'}
+        disabled={!mesh || (blocks && cfg.zero === 0)}
+        hint={!mesh ? 'needs dp ≥ 2' : blocks ? 'PipeDream-2BW sums each block’s gradients with a plain all-reduce' : zeroHint(cfg.zero, cfg.dp)}
       />
       {mesh && cfg.zero === 3 && (
         <div className="row2">
