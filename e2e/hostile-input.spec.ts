@@ -69,7 +69,7 @@ test('hostile configurations are refused before any worker starts, naming field,
     'batch not divisible by dp × microbatches': /^batchSize = 64: must be divisible by dp × microbatches = 3 × 8 = 24/,
     'zero 1 with dp 1': /^zero = 1: ZeRO-1 shards across data-parallel replicas; it needs dp ≥ 2 \(dp = 1\)$/,
     'zero 4': /^zero = 4: must be 0 \(off\), 1 \(optimizer state sharded across the dp replicas\), 2 \(and gradients\) or 3 \(and weights: FSDP\)$/,
-    'PipeDream with dp 2': /^dp = 2: pipedream updates each stage's weights after every backward, with no flush/,
+    'PipeDream with dp 2': /^dp = 2: pipedream updates each stage's weights after every backward, with no point at which replicas could sum their gradients/,
   };
   for (const r of results) {
     expect(r.message, r.name).toMatch(expected[r.name]);

@@ -32,7 +32,7 @@ export function zeroStateBytes(params: number, zero: number, dp: number, optimiz
   return { weights: (4 * params) / (zero >= 3 ? n : 1), grads: (4 * params) / (zero >= 2 ? n : 1), optimizer: (k * params) / (zero >= 1 ? n : 1) };
 }
 
-/** Values one worker of rank `rank` sends over its ring in a step, by the schedule's actions (before the (N_d − 1)/N_d and the bytes a value). */
+/** Values one worker of rank `rank` sends over its ring in a step (a stream: in the run), by the schedule's actions (before the (N_d − 1)/N_d and the bytes a value). */
 function ringValues(plan: RunPlan, perStage: readonly number[], rank: number): number {
   const { config, schedule } = plan;
   const order = schedule.order[rank];
@@ -42,7 +42,9 @@ function ringValues(plan: RunPlan, perStage: readonly number[], rank: number): n
     const mine = order.filter((a) => a.stage === s);
     const reduces = mine.filter((a) => a.op === 'B' || a.op === 'W').length;
     const reads = mine.filter((a) => a.op === 'F' || a.op === 'B' || a.op === 'I').length;
-    const collectives = config.zero <= 1 ? 2 : config.zero === 2 || config.reshard === 'step' ? reduces + 1 : reduces + reads;
+    // A stream (PipeDream-2BW on replicas) all-reduces once per block: its one window holds `steps` of them.
+    const flushes = plan.windows.stream ? config.steps : 1;
+    const collectives = config.zero <= 1 ? 2 * flushes : config.zero === 2 || config.reshard === 'step' ? reduces + 1 : reduces + reads;
     values += collectives * perStage[s];
   });
   return values;
