@@ -259,8 +259,9 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
 
 /**
  * The third axis: tp a whole number ≥ 1 with dp × tp × ranks workers within the limit; the GPT's heads
- * (and so its width and MLP) and the MLPs' hidden width divisible by tp; only with a synchronous schedule
- * and one model copy (PipeDream's stashed versions and DualPipe's copy sums are not split by tp here).
+ * (and so its width and MLP) and the MLPs' hidden width divisible by tp; with one model copy (DualPipe's
+ * copy sums are not split by tp here). PipeDream's and 2BW's weight versions are per worker: each tp worker
+ * keeps its own pieces' versions.
  */
 function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void {
   const tp = requireInt('tp', cfg.tp, 1, MAX_RUN_RANKS);
@@ -270,9 +271,6 @@ function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void
     throw new ConfigError('tp', tp, `dp × tp × ranks = ${cfg.dp} × ${tp} × ${cfg.ranks} = ${workers} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
   }
   const kind = scheduleKind(schedule);
-  if (kind.update !== 'flush') {
-    throw new ConfigError('tp', tp, `${schedule} keeps stashed weight versions per stage; tensor parallelism runs with a synchronous schedule here (tp = 1 with ${schedule})`);
-  }
   if (kind.copies > 1) {
     throw new ConfigError('tp', tp, `${schedule} runs ${kind.copies} copies of the model summed by partner ranks; tensor parallelism is not supported with it (tp = 1 with ${schedule})`);
   }

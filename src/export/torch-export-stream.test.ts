@@ -34,6 +34,7 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'PipeDream-2BW, char-MLP, p = 2, m = 4, AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 } },
   { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },
   { title: 'PipeDream-2BW on replicas, char-MLP, dp 2 × p 2, m = 4 (each block’s gradients all_reduced before its update), AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, dp: 2 } },
+  { title: 'PipeDream-2BW with tensor parallelism, GPT, tp 2 × p 2 (each process versions its own pieces), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 2, tp: 2 } },
 ];
 
 describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
@@ -47,7 +48,8 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
         : { update: 'double-buffered', lossOver: 'step' };
       expect(bundle).toMatchObject({ ...stream, windowMicrobatches: cfg.steps * cfg.microbatches, microbatches: cfg.microbatches });
       expect(bundle.lossScalePerMicrobatch === undefined).toBe(cfg.schedule !== 'pipedream');
-      const r = await runTorchrun(dir, cfg.dp * cfg.ranks);
+      const world = cfg.dp * cfg.tp * cfg.ranks;
+      const r = await runTorchrun(dir, world);
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
@@ -63,13 +65,13 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       expect(syncDiff).toBeGreaterThan(100 * Math.max(weightDiff, 1e-7));
       expect(Number.isFinite(r.heldout), r.output).toBe(true); // of the weights just compared
       // Each process says how many weight versions its stage held: PipeDream up to p − r (rank r's forwards in flight), 2BW two.
-      for (let g = 0; g < cfg.dp * cfg.ranks; g++) {
-        const rank = g % cfg.ranks;
+      for (let g = 0; g < world; g++) {
+        const rank = Math.floor(g / cfg.tp) % cfg.ranks;
         const want = cfg.schedule === 'pipedream' ? cfg.ranks - rank : 2;
         expect(r.output, `process ${g}`).toContain(`rank ${g}: weight versions held at most: stage ${rank} ${want}`);
       }
       // One process prints the losses: replica 0's last stage, the whole batch's (both replicas' shares).
-      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${cfg.ranks - 1}]:step 0 loss`]);
+      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${(cfg.ranks - 1) * cfg.tp}]:step 0 loss`]);
     }, 300_000);
   }
 

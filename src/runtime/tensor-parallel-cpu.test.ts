@@ -3,11 +3,14 @@
  * each stage's GPT blocks (heads, MLP columns) or hidden linears split over its
  * tp workers (Megatron's column / row pairs, nn/tp-shard.ts), their activations
  * summed or gathered between layers (tp-collective.ts), must compute exactly
- * what one device computes (≤ 1e-12 relative), losses and whole weights.
+ * what one device computes (≤ 1e-12 relative), losses and whole weights; and
+ * beside the streams without a flush, what the same stream computes with whole
+ * layers (PipeDream-2BW's one-device stale rule; PipeDream's tp = 1 run).
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
+import { trainDoubleBuffered } from '../nn/train-double-buffered.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { laneOf } from '../schedule/timeline.ts';
@@ -109,6 +112,30 @@ describe('dp × tp × pp on the CPU reference equals one device', () => {
     // Printed for the closing note; the bound is asserted case by case above.
     console.log(`tp equality: worst relative difference ${worst.toExponential(2)}`);
     expect(worst).toBeLessThan(1e-12);
+  });
+});
+
+describe('tp beside the streams without a flush (PipeDream-2BW, PipeDream)', () => {
+  // Each tp worker keeps its own pieces' weight versions; the versions and updates are the schedule's, the split Megatron's.
+  async function expectClose(cfg: RunConfig, ref: { losses: number[]; params: Record<string, ArrayLike<number>> }) {
+    const report = await runPipeline(cfg, { hostFactory: cpuHosts(), readWeights: true, recvTimeoutMs: 5000 });
+    expect(report.losses).toHaveLength(cfg.steps);
+    for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i]) / Math.abs(ref.losses[i]), `loss of step ${i}`).toBeLessThan(1e-12);
+    for (const n of Object.keys(ref.params)) expect(relErr((report.weights ?? {})[n], ref.params[n]), n).toBeLessThan(1e-12);
+    for (const w of Object.values(report.weightStash ?? {})) expect(w.versions).toBeGreaterThanOrEqual(cfg.schedule === 'pipedream-2bw' ? 2 : 1);
+  }
+
+  it('GPT 2BW tp=2 p=2, and dp=2 × tp=2 × p=2 (8 workers), equal the one-device stale rule', async () => {
+    const cfg = gpt({ schedule: 'pipedream-2bw', tp: 2, steps: 3 });
+    await expectClose(cfg, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(cfg)));
+    const mesh = gpt({ schedule: 'pipedream-2bw', tp: 2, dp: 2, steps: 3, batchSize: 16 });
+    await expectClose(mesh, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(mesh)));
+  });
+
+  it('char-MLP PipeDream tp=2 p=2 equals the same run with whole layers', async () => {
+    const cfg = mlp({ dataset: 'names', model: 'char-mlp', context: 3, embedDim: 4, schedule: 'pipedream', tp: 2, microbatches: 4, steps: 3 });
+    const whole = await runPipeline({ ...cfg, tp: 1 }, { hostFactory: cpuHosts(), readWeights: true, recvTimeoutMs: 5000 });
+    await expectClose(cfg, { losses: whole.losses, params: whole.weights ?? {} });
   });
 });
 

@@ -191,7 +191,7 @@ def train_stream(proc, args, steps):
     ms = (time.perf_counter() - t0) * 1000 / steps  # a stream has no step boundary: its mean time per step
     if cfg["stages"] - 1 in proc.stages:  # the whole batch's loss: every replica's share (its last stage's group)
         losses = stream_step_losses(pipe.mb_losses, cfg["microbatches"], cfg["lossOver"], proc.group, proc.timeout, who)
-        if proc.replica == 0:
+        if proc.replica == 0 and proc.tp_rank == 0:
             for step, loss in enumerate(losses):
                 print(f"step {step} loss {loss:.9g} ms {ms:.2f}", flush=True)
     peak = ", ".join(f"stage {s} {n}" for s, n in sorted(updates.peak_versions().items()))
