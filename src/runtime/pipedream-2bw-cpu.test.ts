@@ -73,6 +73,8 @@ describe('PipeDream-2BW on data-parallel replicas (the paper’s hybrid) equals 
     const simulated = report.simulatedTimeline.intervals.filter((x) => x.op === 'collective' && (x.coll === 'reduce-scatter' || x.coll === 'all-gather'));
     expect(simulated).toHaveLength(dp * p * cfg.steps * 2 * (dp - 1));
     expect(report.allReduce?.simulated?.perStageMs).toHaveLength(p);
+    // The closed form of the window that ran: 1F1B over the stream's steps × m micro-batches.
+    expect(report.bubble.closedForm).toBeCloseTo((p - 1) / (cfg.steps * m + p - 1), 12);
     // The ring's bytes: every block's all-reduce, as the formula counts them for a stream (float32; this reference moves float64).
     expect(report.allReduce?.ringBytesPerWorker).toBeCloseTo(2 * (report.allReduce?.ringBytesFormula ?? NaN), 6);
     const stream = report.makespanMs.measured;

@@ -196,7 +196,8 @@ export function buildReport(input: ReportInput): RunReport {
     bubble: {
       measured: mean(bubbles),
       simulated: sim.bubble,
-      closedForm: plan.windows.stream ? null : closedFormBubble(schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
+      // A stream's one window is its theory's schedule (1F1B) over every step's micro-batches: that window's closed form.
+      closedForm: closedFormBubble(plan.windows.stream ? plan.kind.theoryAs : schedule.name, schedule.ranks, schedule.microbatches, config.virtual),
     },
     meanOpMs,
     ...(Object.keys(meanGpuOpMs).length > 0 ? { meanGpuOpMs } : {}),

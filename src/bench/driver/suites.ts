@@ -57,7 +57,7 @@ async function schedules(ctx: BenchContext): Promise<SuiteResult> {
     notes: [
       'names model (char-MLP, hidden 256, tanh, 4 characters × 64-wide embeddings), p·v equal blocks, one per stage, the small head with the last (balanced FLOPs); 64 rows per micro-batch; the first step of each run is left out of the means.',
       'simulated: the simulator fed with the run\'s own mean per-stage F/B/I/W times and its mean communication time per crossing as link latency.',
-      'pipedream-2bw runs its steps as one stream (no flush): its row is that one window, m = steps × micro-batches per step, makespans of the whole stream with its first step in it (no step to leave out), no closed form. dualpipe: two model copies, half the micro-batches through each, the copies\' gradients summed at the flush (optimizer time, not in the makespan).',
+      'pipedream-2bw runs its steps as one stream (no flush): its row is that one window, m = steps × micro-batches per step, makespans of the whole stream with its first step in it (no step to leave out), closed form that window’s: 1F1B over its m micro-batches. dualpipe: two model copies, half the micro-batches through each, the copies\' gradients summed at the flush (optimizer time, not in the makespan).',
       predictionNote(rows),
     ],
   };
