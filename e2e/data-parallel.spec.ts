@@ -4,7 +4,9 @@
  * ring all-reduce over MessageChannels between the replicas' workers (or
  * ZeRO-1's reduce-scatter, sharded update and all-gather; ZeRO-2's
  * reduce-scatter per backward; ZeRO-3's all-gathers of the weights before they
- * are used). It must train as one device does on the whole batch.
+ * are used). It must train as one device does on the whole batch. PipeDream-2BW
+ * takes replicas too, an all-reduce per stage and block (its fields fixed, with
+ * the reason).
  */
 import { test, expect, type Page } from '@playwright/test';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
@@ -135,4 +137,23 @@ test('a link with zero=3 at dp=4 trains in the page: the all-gathers drawn, the 
     const cells = page.getByTestId(kind).locator('td');
     expect(await cells.nth(0).innerText(), kind).toBe(await cells.nth(2).innerText());
   }
+});
+
+test('PipeDream-2BW on replicas from a link: overlap and ZeRO fixed with the reason, each block all-reduced in the timeline, the ring bytes the formula’s', async ({ page }) => {
+  test.setTimeout(240_000);
+  await open(page, '?schedule=pipedream-2bw&dp=2&ranks=2&microbatches=4&steps=3&evalEvery=0&hidden=16');
+  const overlap = page.getByLabel('Overlap all-reduce with backward', { exact: true });
+  await expect(overlap).toBeChecked();
+  await expect(overlap).toBeDisabled();
+  await expect(page.getByText("PipeDream-2BW: a stage's all-reduce runs as each block of 4 micro-batches ends")).toBeVisible();
+  await expect(page.getByLabel('Shard across replicas', { exact: true })).toBeDisabled();
+  await expect(page.getByText('PipeDream-2BW sums each block’s gradients with a plain all-reduce')).toBeVisible();
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
+  await expect(page.locator('[data-collective="reduce-scatter"]')).toBeVisible();
+  await expect(page.getByTestId('allreduce-stage')).toHaveCount(2);
+  // What each worker sent over its ring in the stream: every block's all-reduce, as the formula counts them (3 blocks).
+  const cells = page.getByTestId('ring-bytes').locator('td');
+  expect(await cells.nth(0).innerText()).toBe(await cells.nth(2).innerText());
+  await expect(page.getByTestId('weight-versions')).toHaveCount(2);
 });
