@@ -81,6 +81,16 @@ describe('URL state', () => {
     expect(message.replace(RUN_SCHEDULES.join(', '), '').length).toBeLessThan(120);
   });
 
+  it('a clash with a reverted value reverts the key it clashes with, not the latest one the link gave', () => {
+    // virtual = 2 cannot be cut from 4 blocks on 4 ranks; at its default (1) zb-v clashes with it, not steps.
+    const s = readUrlState('?model=gpt&dataset=names&schedule=zb-v&virtual=2&steps=40');
+    expect(s.problems.map((p) => p.message)).toEqual([
+      expect.stringMatching(/^virtual = 2: ranks × virtual = 8 stages/),
+      'schedule = "zb-v": zb-v holds exactly 2 stages per rank (a V), so virtual must be 2 (with virtual at its default, 1)',
+    ]);
+    expect(s.config).toMatchObject({ steps: 40, model: 'gpt', schedule: defaultRunConfig().schedule, virtual: 1 });
+  });
+
   it('sim.* problems name the value the link gave, not a default', () => {
     const s = readUrlState('?sim.microbatches=8192&sim.ranks=512&sim.virtual=16');
     const messages = s.problems.map((p) => p.message);
