@@ -98,10 +98,15 @@ test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions
   await open(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream' as const, hidden: 16, batchSize: 32, microbatches: 4, steps: 40, lr: 0.01, lrSchedule: 'constant' as const, evalEvery: 0 };
-    const rep = await window.pipelab.run(cfg);
-    return { losses: rep.losses, stash: rep.weightStash, live: window.pipelab.liveWorkers() };
+    // Its one window's steps are told done while it runs (through the stage-0 worker's Comlink proxy), before any onStep.
+    const told: { stepsDone: number; stepsSeen: number }[] = [];
+    let stepsSeen = 0;
+    const rep = await window.pipelab.run(cfg, { onStep: () => void stepsSeen++, onStreamProgress: ({ stepsDone }) => void told.push({ stepsDone, stepsSeen }) });
+    return { losses: rep.losses, stash: rep.weightStash, live: window.pipelab.liveWorkers(), told };
   });
   expect(r.losses).toHaveLength(40);
+  expect(r.told.map((t) => t.stepsDone)).toEqual(Array.from({ length: 40 }, (_, k) => k + 1));
+  expect(r.told.slice(0, -1).every((t) => t.stepsSeen === 0)).toBe(true);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   expect(mean(r.losses.slice(-5))).toBeLessThan(0.9 * mean(r.losses.slice(0, 5)));
   expect(r.stash?.[0].versions).toBe(4);
@@ -296,4 +301,34 @@ test('the page shows PipeDream-2BW\'s two weight versions per stage after a run'
   const rows = page.getByTestId('weight-versions');
   await expect(rows).toHaveCount(2, { timeout: 120_000 });
   for (let s = 0; s < 2; s++) await expect(rows.nth(s).locator('td').first()).toHaveText(/^2 · /);
+  // Its numbers are the stream's, one window of all 4 steps: its makespan carries 4 batches.
+  const numbers = page.getByTestId('run-numbers');
+  const makespan = numbers.getByRole('row', { name: /^Makespan of the stream \(4 steps\), ms/ });
+  const shown = await makespan.locator('td').first().innerText();
+  const ms = Number(shown.replace(/[^\d.]/g, '')) * (shown.endsWith(' s') ? 1000 : 1);
+  const sps = Number((await numbers.getByRole('row', { name: /^Samples per second \(steps × batch ÷ makespan\)/ }).locator('td').first().innerText()).replace(/[^\d.]/g, ''));
+  const batch = await page.evaluate(() => window.pipelab.defaultConfig().batchSize);
+  expect(Math.abs(sps - (4 * batch * 1000) / ms)).toBeLessThanOrEqual(1 + 0.01 * sps);
+});
+
+test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused, and ■ Stop ends it at a step boundary, keeping its steps', async ({ page }) => {
+  await page.goto('./?schedule=pipedream-2bw&ranks=4&microbatches=8&steps=1000&evalEvery=0');
+  await page.waitForFunction(() => !!window.pipelab);
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const bar = page.getByRole('progressbar', { name: 'Training progress' });
+  // The steps move while the one window runs (before, they all landed at its end).
+  await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 120_000 }).toBeGreaterThanOrEqual(20);
+  await expect(page.getByRole('button', { name: '❚❚ Pause' })).toHaveAttribute('aria-disabled', 'true');
+  const t0 = Date.now();
+  await page.getByRole('button', { name: /Stop/ }).click();
+  const status = page.getByTestId('status-line').getByRole('status');
+  await expect(status).toHaveAttribute('data-status', 'stopped', { timeout: 60_000 });
+  const stoppedInMs = Date.now() - t0;
+  const text = await status.innerText();
+  const kept = Number(/^Stopped after (\d+) of 1000 steps\.$/.exec(text)?.[1]);
+  console.log(`2BW stream stopped ${stoppedInMs} ms after ■ Stop, keeping ${kept} of 1000 steps`);
+  expect(kept).toBeGreaterThanOrEqual(20);
+  expect(kept).toBeLessThan(1000);
+  await expect(page.getByTestId('run-numbers').getByRole('row', { name: new RegExp(`^Makespan of the stream \\(${kept} steps\\), ms`) })).toBeVisible();
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
 });

@@ -6,6 +6,8 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     const signal = new AbortController().signal;
     const onStep = () => {};
     expect(runOptionsOf({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 })).toEqual({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 });
+    const onStreamProgress = () => {};
+    expect(runOptionsOf({ onStreamProgress })).toEqual({ onStreamProgress });
     expect(runOptionsOf(undefined)).toEqual({});
   });
   it.each([
@@ -14,8 +16,9 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     [{ signal: 'stop' }, 'options.signal = "stop": must be an AbortSignal (new AbortController().signal)'],
     [{ readWeights: 1 }, 'options.readWeights = 1: must be true or false'],
     [{ resume: 'yes' }, 'options.resume = "yes": must be true or false'],
+    [{ onStreamProgress: 'yes' }, 'options.onStreamProgress = "yes": must be a function'],
     [{ onstep: () => {} }, 'options.onstep = a function: is not a known run option; the nearest is "onStep"'],
-    [5, 'options = 5: must be an object {signal?, onStep?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
+    [5, 'options = 5: must be an object {signal?, onStep?, onStreamProgress?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
   ])('%o', (opts, message) => {
     expect(() => runOptionsOf(opts)).toThrow(message);
   });

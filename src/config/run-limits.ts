@@ -125,7 +125,7 @@ function memoryField(cfg: LimitInput, weights: number, activations: number): { f
 }
 
 /** Actions of one window: a synchronous step, or a whole stream (PipeDream). */
-export function runActions(cfg: LimitInput): number {
+export function runActions(cfg: Pick<LimitInput, 'schedule' | 'ranks' | 'virtual' | 'microbatches' | 'steps' | 'dp'>): number {
   const kind = scheduleKind(cfg.schedule);
   const m = UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, cfg.steps);
   return (cfg.dp ?? 1) * cfg.ranks * cfg.virtual * m * (kind.splitBackward ? 3 : 2);
@@ -140,21 +140,33 @@ export function checkStepActions(schedule: RunScheduleName, ranks: number, virtu
   }
 }
 
+/**
+ * Throws a ConfigError unless the run's window fits its limit (before it is generated): a synchronous schedule's
+ * step at most RUN_LIMITS.actionsPerStep actions over every replica; a stream (PipeDream, PipeDream-2BW, one window of
+ * steps × microbatches) at most RUN_LIMITS.pipedreamActions.
+ */
+export function checkWindowActions(cfg: Pick<LimitInput, 'schedule' | 'ranks' | 'virtual' | 'microbatches' | 'steps' | 'dp'>): void {
+  const kind = scheduleKind(cfg.schedule);
+  if (!UPDATE_WINDOWS[kind.update].stream) {
+    checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches, cfg.dp ?? 1);
+    return;
+  }
+  const actions = runActions(cfg);
+  if (!(actions <= RUN_LIMITS.pipedreamActions)) {
+    throw new ConfigError(
+      'steps',
+      cfg.steps,
+      `${kind.title.split(':')[0]} runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
+    );
+  }
+}
+
 /** Throws a ConfigError naming the field, its value and the limit it passes. Call on a configuration that passed its field rules. */
 export function checkRunLimits(cfg: LimitInput): void {
   if (cfg.microbatches > RUN_LIMITS.microbatches) {
     throw new ConfigError('microbatches', cfg.microbatches, `must be at most ${RUN_LIMITS.microbatches} for a run (each micro-batch is a message between workers)`);
   }
-  const actions = runActions(cfg);
-  const stream = UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].stream;
-  if (stream && actions > RUN_LIMITS.pipedreamActions) {
-    throw new ConfigError(
-      'steps',
-      cfg.steps,
-      `${scheduleKind(cfg.schedule).title.split(':')[0]} runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
-    );
-  }
-  if (!stream) checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches, cfg.dp ?? 1);
+  checkWindowActions(cfg);
   const cut = stageCut(cfg);
   for (const b of largestStageBuffers(cfg, cut)) {
     if (b.bytes > RUN_LIMITS.bufferBytes) {

@@ -34,6 +34,12 @@ export interface RunOptions {
   /** A host for worker `worker` of the mesh (the pipeline rank with one pipeline). */
   hostFactory: (worker: number) => RankHost;
   onStep?: (p: StepProgress) => void;
+  /**
+   * A stream (PipeDream, PipeDream-2BW) runs all its steps as one window, so its onStep calls all come at its end; this
+   * is told, while it runs, how many steps every micro-batch has finished its backward of (one worker tells it: the
+   * one holding stage 0 of replica 0). Not called for synchronous schedules: their onStep comes after every step.
+   */
+  onStreamProgress?: (p: { stepsDone: number; steps: number; elapsedMs: number }) => void;
   /** Called once the plan is made and the ranks are up. */
   onStarted?: (plan: RunPlan, adapter: string) => void;
   /** Aborting stops the run after the step in flight; the report holds the steps done. */
@@ -175,6 +181,21 @@ function streamStepLosses(results: StepResult[], m: number, lossOver: 'step' | '
   return out;
 }
 
+/**
+ * Ends a running stream early (stream-end.ts): every worker holding stage 0 (each replica's, each tp rank's) lets no
+ * new micro-batch in and says how many did; every worker then runs only those below the next step boundary at or past
+ * the most that entered. Resolves to the steps the stream keeps.
+ */
+async function endStreamEarly(plan: RunPlan, hosts: readonly RankHost[]): Promise<number> {
+  const { config, schedule } = plan;
+  const m = meshOf(plan);
+  const entry = hosts.filter((_, w) => placeOf(m, w).rank === schedule.stageToRank[0]);
+  const entered = await Promise.all(entry.map((h) => h.holdStream()));
+  const steps = Math.min(config.steps, Math.max(1, Math.ceil(Math.max(...entered) / config.microbatches)));
+  await Promise.all(hosts.map((h) => h.endStreamAt(steps * config.microbatches)));
+  return steps;
+}
+
 function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const t = new Promise<never>((_, reject) => {
@@ -248,17 +269,26 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
     const windows = windowCount;
+    let streamCut: Promise<number | null> | null = null;
+    let reportPlan = plan;
+    const onStreamProgress = opts.onStreamProgress;
+    const streamProgress = stream && onStreamProgress ? (stepsDone: number) => onStreamProgress({ stepsDone, steps: config.steps, elapsedMs: performance.now() - t0 }) : undefined;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (step > start && opts.progressNow?.()) await emitProgress(step);
       if (opts.beforeStep) await opts.beforeStep(step);
       if (opts.signal?.aborted) break;
       const pending = new Set(hosts.map((h) => h.rank));
+      // A stop during a stream ends it at a step boundary (stream-end.ts) rather than after all its steps.
+      const stopStream = () => {
+        streamCut ??= endStreamEarly(plan, hosts).catch(() => null);
+      };
+      if (stream) opts.signal?.addEventListener('abort', stopStream, { once: true });
       const results = await withTimeout(
         Promise.race([
           Promise.all(
             hosts.map((h) =>
-              h.step(step).then((r: StepResult) => {
+              h.step(step, streamProgress).then((r: StepResult) => {
                 pending.delete(h.rank);
                 return r;
               }),
@@ -270,7 +300,11 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         () =>
           `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${workerCount(m) > m.ranks ? 'worker' : 'rank'} ${[...pending].map((w) => (workerCount(m) > m.ranks ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
       );
-      const rec = stepTimeline(plan, step, results);
+      opts.signal?.removeEventListener('abort', stopStream);
+      const cutTo = streamCut ? await streamCut : null;
+      // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
+      if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: plan.kind.generate(config.ranks, cutTo * config.microbatches, config.virtual) };
+      const rec = stepTimeline(reportPlan, step, results);
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
@@ -314,7 +348,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
       ranks: up.map((u) => u.startup),
     };
-    return buildReport({ config, plan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, stateReadMs });
+    return buildReport({ config, plan: reportPlan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, stateReadMs });
   } catch (e) {
     const cause = deaths[0] ?? e;
     throw cause instanceof Error ? cause : new RunError(String(cause));

@@ -27,8 +27,16 @@ export class InProcessRankHost implements RankHost {
     return { adapter: this.be.name, startup: { rank: this.rank, deviceMs: 0, ...w } };
   }
 
-  step(step: number): Promise<StepResult> {
-    return this.need().step(step);
+  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult> {
+    return this.need().step(step, onStepsDone);
+  }
+
+  async holdStream(): Promise<number> {
+    return this.need().holdStream();
+  }
+
+  async endStreamAt(microbatches: number): Promise<void> {
+    this.need().endStreamAt(microbatches);
   }
 
   readWeights(): Promise<Weights> {

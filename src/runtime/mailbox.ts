@@ -54,6 +54,8 @@ export function checkPayload(m: unknown): string | null {
 }
 
 interface Waiter {
+  kind: PayloadKind;
+  mb: number;
   resolve: (p: Payload) => void;
   reject: (e: Error) => void;
   timer: ReturnType<typeof setTimeout>;
@@ -111,7 +113,7 @@ export class Mailbox {
         this.waiters.delete(key);
         reject(new Error(`${this.who} waited ${(timeoutMs / 1000).toFixed(1)} s for ${what} and it never came`));
       }, timeoutMs);
-      this.waiters.set(key, { resolve, reject, timer });
+      this.waiters.set(key, { kind, mb, resolve, reject, timer });
     });
   }
 
@@ -121,6 +123,16 @@ export class Mailbox {
     for (const [k, w] of this.waiters) {
       clearTimeout(w.timer);
       w.reject(this.failure);
+      this.waiters.delete(k);
+    }
+  }
+
+  /** Ends the pending takes of activations and gradients of micro-batches `from` and later with `e` (a stream ended early: they will never come). */
+  cancelFrom(from: number, e: Error): void {
+    for (const [k, w] of this.waiters) {
+      if ((w.kind !== 'act' && w.kind !== 'grad') || w.mb < from) continue;
+      clearTimeout(w.timer);
+      w.reject(e);
       this.waiters.delete(k);
     }
   }

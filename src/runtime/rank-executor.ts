@@ -14,6 +14,7 @@ import type { Interval } from '../schedule/timeline.ts';
 import { ActionError } from './action-error.ts';
 import { epochMs } from './clock.ts';
 import { StepLog, type Transport } from './transport.ts';
+import { StreamEndedError } from './stream-end.ts';
 import type { PolicyReport, UpdatePolicy } from './policy.ts';
 
 export { ActionError } from './action-error.ts';
@@ -70,17 +71,22 @@ export interface RankParts {
   transport: Transport;
   policy: UpdatePolicy;
   gpuSpan?: GpuSpanStart;
+  /** Asked before each action whether it runs (a stream ended early skips those past its end: stream-end.ts). */
+  admit?: (a: Action) => Promise<boolean>;
 }
+
+/** Told each action of the step as it completes (its update policy's part included). */
+export type ActionDone = (a: Action) => void;
 
 /** One step of one rank. */
 export interface StepRunner {
-  runStep(step: number): Promise<StepResult>;
+  runStep(step: number, onActionDone?: ActionDone): Promise<StepResult>;
 }
 
 export class RankExecutor implements StepRunner {
   constructor(private readonly p: RankParts) {}
 
-  async runStep(step: number): Promise<StepResult> {
+  async runStep(step: number, onActionDone?: ActionDone): Promise<StepResult> {
     const { be, rank, transport, stages } = this.p;
     const log = new StepLog(rank, step, this.p.replica, this.p.tpRank);
     const losses: { mb: number; loss: Tensor }[] = [];
@@ -89,17 +95,21 @@ export class RankExecutor implements StepRunner {
 
     for (const a of this.p.order) {
       try {
+        if (this.p.admit && !(await this.p.admit(a))) continue;
         transport.check();
         const stage = stages.get(a.stage);
         if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
         await this.p.policy.beforeAction?.(a, log);
         const out = await this.act(log, a, stage);
         await this.p.policy.afterAction?.(a, log);
+        onActionDone?.(a);
         if (out && (this.p.tpRank ?? 0) === 0) losses.push({ mb: a.mb, loss: out });
         else if (out) be.dispose(out);
         for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
       } catch (e) {
         if (e instanceof ActionError) throw e;
+        // Its input was past the stream's end and will never come: the action is skipped, as a later one would be.
+        if (e instanceof StreamEndedError) continue;
         throw new ActionError(rank, a, step, e, this.p.replica);
       }
     }

@@ -78,7 +78,12 @@ export interface RankHost {
   /** The worker's index in the mesh (the pipeline rank with one pipeline). */
   readonly rank: number;
   init(init: RankInit, ports: RankPorts): Promise<RankUp>;
-  step(step: number): Promise<StepResult>;
+  /** Runs window `step`; a stream's worker holding stage 0 tells its steps done through `onStepsDone` (rank-runtime.ts). */
+  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult>;
+  /** Ending a stream early (stream-end.ts), step 1, on a worker holding stage 0: no new micro-batch enters; resolves to how many did. */
+  holdStream(): Promise<number>;
+  /** Step 2, on every worker: the stream runs micro-batches below `microbatches` only. */
+  endStreamAt(microbatches: number): Promise<void>;
   readWeights(): Promise<Weights>;
   /** Its stages' weights and its optimizer state, between steps (a checkpoint). */
   readState(): Promise<RankState>;

@@ -21,7 +21,9 @@ import type { Fault } from '../config/fault-spec.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
-import { RankExecutor, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import { StreamEnd } from './stream-end.ts';
+import type { Action } from '../schedule/types.ts';
+import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../config/run-config.ts';
 import { Transport } from './transport.ts';
@@ -44,7 +46,16 @@ export interface RankRuntime {
    * optimizer state are untouched.
    */
   warmUp(): Promise<WarmUp>;
-  step(step: number): Promise<StepResult>;
+  /**
+   * Runs window `step`. A stream's (PipeDream, 2BW: one window of all the run's steps) worker that holds stage 0 of
+   * replica 0 (tp rank 0) calls `onStepsDone` with the steps whose every micro-batch it has finished the backward of,
+   * as they finish: the run's progress while its one window runs.
+   */
+  step(step: number, onStepsDone?: StepsDone): Promise<StepResult>;
+  /** A stream ended early, step 1 (workers holding stage 0): no new micro-batch enters; returns how many did (stream-end.ts). */
+  holdStream(): number;
+  /** A stream ended early, step 2 (every worker): it runs micro-batches below `microbatches` only. */
+  endStreamAt(microbatches: number): void;
   readWeights(): Promise<Weights>;
   readState(): Promise<RankState>;
   loadState(state: Parameters<RankHost['loadState']>[0]): void;
@@ -60,6 +71,9 @@ export interface WarmUp {
   kernels: number;
   compiled: number;
 }
+
+/** Told how many of a stream's steps are done (every micro-batch's backward through stage 0); never awaited. */
+export type StepsDone = (stepsDone: number) => unknown;
 
 export interface RankHooks extends FaultEffects {
   /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
@@ -207,6 +221,20 @@ function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
   };
 }
 
+/**
+ * The steps of a stream done as stage 0's backwards finish: after the backward of micro-batch k·m − 1 every
+ * micro-batch of the first k steps has finished (a stream's stage 0 ends its micro-batches in order).
+ */
+function streamStepsDone(m: number, onStepsDone: StepsDone): ActionDone {
+  return (a) => {
+    if (a.stage !== 0 || (a.op !== 'B' && a.op !== 'W') || (a.mb + 1) % m !== 0) return;
+    // Told, never awaited: a slow or failed listener does not hold the stream up.
+    void Promise.resolve()
+      .then(() => onStepsDone((a.mb + 1) / m))
+      .catch(() => {});
+  };
+}
+
 export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts, hooks: RankHooks = {}): RankRuntime {
   const { config, rank, schedule, stageBlocks, spec, worker } = init;
   const train = toTrainConfig(config);
@@ -245,6 +273,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
   let current = 0;
+  const streamEnd = windows.stream ? new StreamEnd(mailbox) : null;
   const executor = new RankExecutor({
     rank,
     replica,
@@ -256,8 +285,11 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     transport,
     policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
     gpuSpan: hooks.gpuSpan,
+    ...(streamEnd ? { admit: (a: Action) => streamEnd.admit(a) } : {}),
   });
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
+  // One worker tells a stream's progress: the one whose backwards end each micro-batch (stage 0), of replica 0, tp rank 0.
+  const reportsStreamSteps = windows.stream && stages.has(0) && (replica ?? 0) === 0 && (tpRank ?? 0) === 0;
 
   /** The weights this worker holds: its stages' whole parameters, or with ZeRO-3 the pieces it owns (gather-state.ts joins them). */
   const readWeights = async (): Promise<Weights> => {
@@ -304,10 +336,12 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       await be.sync();
       return { warmUpMs: epochMs() - t0, kernels, compiled };
     },
-    step: (step) => {
+    step: (step, onStepsDone) => {
       current = step;
-      return runner.runStep(step);
+      return runner.runStep(step, onStepsDone && reportsStreamSteps ? streamStepsDone(config.microbatches, onStepsDone) : undefined);
     },
+    holdStream: () => streamEnd?.hold() ?? 0,
+    endStreamAt: (microbatches) => streamEnd?.endAt(microbatches),
     readWeights,
     async readState() {
       return { params: await readWeights(), optimizer: await policy.readOptimizer() };

@@ -6,7 +6,7 @@
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { RankHost, RankInit, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
-import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
+import { createRankRuntime, type RankRuntime, type StepsDone } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { meshOfRun, placeOf } from '../schedule/mesh.ts';
@@ -79,15 +79,24 @@ const api = {
       throw new Error(describeGpuFailure(e, whereThis));
     }
   },
-  async step(step: number): Promise<StepResult> {
+  /** `onStepsDone`: the page's listener for a stream's progress (a Comlink proxy, released once the window ends). */
+  async step(step: number, onStepsDone?: StepsDone & Partial<Comlink.ProxyMethods>): Promise<StepResult> {
     try {
-      return await need().step(step);
+      return await need().step(step, onStepsDone);
     } catch (e) {
       const whereThis = current ? `${where(current)}, step ${step}` : `step ${step}`;
       const message = describeGpuFailure(e, whereThis);
       if (e instanceof Error && message === e.message) throw e;
       throw new Error(message);
+    } finally {
+      onStepsDone?.[Comlink.releaseProxy]?.();
     }
+  },
+  async holdStream(): Promise<number> {
+    return need().holdStream();
+  },
+  async endStreamAt(microbatches: number): Promise<void> {
+    need().endStreamAt(microbatches);
   },
   readWeights(): Promise<Weights> {
     return need().readWeights();

@@ -51,8 +51,16 @@ export class WorkerRankHost implements RankHost {
     return this.call(this.api.init(Comlink.transfer({ init, ports: peers, control: ports.control }, transfer)));
   }
 
-  step(step: number): Promise<StepResult> {
-    return this.call(this.api.step(step));
+  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult> {
+    return this.call(this.api.step(step, onStepsDone ? Comlink.proxy(onStepsDone) : undefined));
+  }
+
+  holdStream(): Promise<number> {
+    return this.call(this.api.holdStream());
+  }
+
+  endStreamAt(microbatches: number): Promise<void> {
+    return this.call(this.api.endStreamAt(microbatches));
   }
 
   readWeights(): Promise<Weights> {

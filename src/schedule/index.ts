@@ -17,6 +17,7 @@ export {
   MAX_MICROBATCHES,
   MAX_RANKS,
   MAX_VIRTUAL,
+  runsAsStream,
   type ScheduleKind,
   type ScheduleName,
 } from './registry.ts';

@@ -61,6 +61,11 @@ export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> =
   'double-buffered': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: () => 1, lossOver: 'step' },
 };
 
+/** Whether a run of this schedule is one stream of all its steps (PipeDream, PipeDream-2BW) rather than a window per step. */
+export function runsAsStream(name: RunScheduleName): boolean {
+  return UPDATE_WINDOWS[scheduleKind(name).update].stream;
+}
+
 /** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
 export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
 

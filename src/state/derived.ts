@@ -5,7 +5,8 @@
  * can be drawn over another.
  */
 import type { RunConfig } from '../config/run-config.ts';
-import { checkStepActions } from '../config/run-limits.ts';
+import { checkWindowActions } from '../config/run-limits.ts';
+import { UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
@@ -15,24 +16,32 @@ export interface Prediction {
   closedPeak: number[] | null;
 }
 
-/** The schedule one step of `cfg` runs (a stream's step is its action order over the step's micro-batches); throws a ConfigError past the run's action limit. */
-export function stepSchedule(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>): Schedule {
-  const v = scheduleKind(cfg.schedule).virtualFor(cfg.virtual);
+/** What the schedule a run's window runs depends on: a stream's window is the whole run (steps, default 1). */
+export type WindowSizes = Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'> & { steps?: number };
+
+/**
+ * The schedule one window of `cfg` runs, as planRun builds it: a synchronous schedule's step; a stream's (PipeDream,
+ * PipeDream-2BW) whole run, its order over steps × microbatches. Throws a ConfigError past the run's action limit.
+ */
+export function windowSchedule(cfg: WindowSizes): Schedule {
+  const kind = scheduleKind(cfg.schedule);
+  const v = kind.virtualFor(cfg.virtual);
+  const steps = cfg.steps ?? 1;
   // A draft the run would refuse for its size is not generated either: the form's main thread stays free.
-  checkStepActions(cfg.schedule, cfg.ranks, v, cfg.microbatches);
-  return generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, v);
+  checkWindowActions({ schedule: cfg.schedule, ranks: cfg.ranks, virtual: v, microbatches: cfg.microbatches, steps });
+  return generateSchedule(cfg.schedule, cfg.ranks, UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, steps), v);
 }
 
 /**
- * The simulator's timeline for one step of `cfg` with unit costs (a rank's share: F = 1, B = 2); with dp > 1,
- * dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); with tp > 1, each pipeline
- * worker's lane repeated for its tp workers, their collectives unpriced (unit costs know no link: the run
- * measures them); null when the schedule rejects the sizes or the run would refuse them as too much work.
+ * The simulator's timeline for one window of `cfg` (a step; a stream's whole run) with unit costs (a rank's share:
+ * F = 1, B = 2); with dp > 1, dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); with
+ * tp > 1, each pipeline worker's lane repeated for its tp workers, their collectives unpriced (unit costs know no
+ * link: the run measures them); null when the schedule rejects the sizes or the run would refuse them as too much work.
  */
-export function predict(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'> & { dp?: number; tp?: number }): Prediction | null {
+export function predict(cfg: WindowSizes & { dp?: number; tp?: number }): Prediction | null {
   try {
     const kind = scheduleKind(cfg.schedule);
-    const schedule = stepSchedule(cfg);
+    const schedule = windowSchedule(cfg);
     // Stages per rank of one model copy (DualPipe's two copies each put one stage on every rank).
     const v = schedule.stages / schedule.ranks / (schedule.copies ?? 1);
     const dp = cfg.dp ?? 1;

@@ -13,6 +13,17 @@ describe('progress meter', () => {
     m.reset();
     expect(m.estimate(5, 10).etaMs).toBeNull();
   });
+
+  it('times a stream by its steps told done, not by its losses all landing at its end', () => {
+    const m = new ProgressMeter();
+    // Steps 1–4 told done 500 ms apart while the stream runs; then the four losses land at once.
+    for (let k = 1; k <= 4; k++) m.mark(500 * k, k);
+    for (let k = 1; k <= 4; k++) m.mark(2001, k);
+    expect(m.estimate(4, 4).stepsPerSecond).toBeCloseTo(2, 9);
+    // A mark that skips steps counts them all.
+    m.mark(3000, 6);
+    expect(m.estimate(6, 10).stepsPerSecond).toBeCloseTo(5 / 2.5, 9);
+  });
 });
 
 describe('step gate', () => {

@@ -12,6 +12,7 @@ import { noteRecovery, noteSave, refreshCheckpoints, useCheckpoints } from './ch
 import type { RunReport } from '../runtime/report-types.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { isTwoD } from '../data/datasets.ts';
+import { runsAsStream } from '../schedule/registry.ts';
 import { ProgressMeter } from './progress.ts';
 import { StepGate } from './step-gate.ts';
 import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from './store.ts';
@@ -59,6 +60,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   beginSession(run);
   useCheckpoints.setState({ recoveries: [] });
   const t0 = performance.now();
+  const stream = runsAsStream(config.schedule);
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
     ...noRunResults(),
@@ -110,13 +112,27 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
       },
       onStep: (p) => {
         const now = performance.now();
-        run.meter.mark(now);
-        const est = run.meter.estimate(p.step + 1, p.steps);
-        usePipeLab.setState((s) => ({
-          losses: [...s.losses, p.loss],
-          liveTimeline: p.timeline,
-          run: { ...s.run, step: p.step + 1, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
-        }));
+        run.meter.mark(now, p.step + 1);
+        usePipeLab.setState((s) => {
+          // A stream's losses all land at its end, after its steps were told done (onStreamProgress): the count stays.
+          const step = stream ? Math.max(s.run.step, p.step + 1) : p.step + 1;
+          const est = run.meter.estimate(step, p.steps);
+          return {
+            losses: [...s.losses, p.loss],
+            liveTimeline: p.timeline,
+            run: { ...s.run, step, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
+          };
+        });
+      },
+      // A stream's steps as they are done, while its one window runs: the bar, steps/s and time left move.
+      onStreamProgress: (p) => {
+        const now = performance.now();
+        run.meter.mark(now, p.stepsDone);
+        usePipeLab.setState((s) => {
+          if (p.stepsDone <= s.run.step) return {};
+          const est = run.meter.estimate(p.stepsDone, p.steps);
+          return { run: { ...s.run, step: p.stepsDone, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs } };
+        });
       },
     }, {
       store: pageCheckpoints,

@@ -7,6 +7,7 @@
  * configuration it measured: change it and the estimate is gone.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
+import { runsAsStream } from '../schedule/registry.ts';
 import { configToQuery, type RunConfig } from '../config/run-config.ts';
 import { cannotRunReason } from './run-controller.ts';
 import { beginSession, endSession, usePipeLab, type SessionControl } from './store.ts';
@@ -43,7 +44,9 @@ export async function estimateSpeed(): Promise<void> {
   const landed: number[] = [];
   const t0 = performance.now();
   try {
-    const report = await runInBrowser(probe, { signal: control.abort.signal, onStep: () => landed.push(performance.now()) });
+    // A stream's steps land as they are told done while it runs (its onStep calls all come at its end).
+    const land = () => void landed.push(performance.now());
+    const report = await runInBrowser(probe, { signal: control.abort.signal, ...(runsAsStream(probe.schedule) ? { onStreamProgress: land } : { onStep: land }) });
     usePipeLab.setState({
       speed: { status: 'done', key, stepsPerSecond: stepsPerSecondOf(t0, landed), steps: config.steps, measuredSteps: Math.max(1, landed.length - 1), adapter: report.adapter },
     });

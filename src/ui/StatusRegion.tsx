@@ -1,6 +1,7 @@
 /** The run's status in words, in a role="status" live region that screen readers announce. */
 import { scheduleLabel } from './controls/schedule-labels.ts';
 import { usePipeLab, type PipeLabState } from '../state/store.ts';
+import { runsAsStream } from '../schedule/registry.ts';
 
 /** The workers the page prepared at load, in words (nothing once a run has used them). */
 function workersText(s: PipeLabState): string {
@@ -27,7 +28,7 @@ function statusText(s: PipeLabState): string {
     case 'paused':
       return `Paused after step ${r.step} of ${r.steps}.`;
     case 'stopping':
-      return 'Stopping after the step in flight…';
+      return runsAsStream(cfg.schedule) ? 'Stopping the stream at the next step boundary (its micro-batches in flight finish)…' : 'Stopping after the step in flight…';
     case 'done':
       return `Done: ${r.step} steps${s.losses.length ? `, final loss ${s.losses[s.losses.length - 1].toFixed(4)}` : ''}.`;
     case 'stopped':

@@ -3,6 +3,8 @@ import { cannotRunReason, stepRun, stopRun } from '../../state/run-controller.ts
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { duration, num } from '../timeline/format.ts';
 import { toggleRun } from './run-shortcut.ts';
+import { runsAsStream } from '../../schedule/registry.ts';
+import { scheduleLabel } from '../controls/schedule-labels.ts';
 import { SpeedEstimate } from './SpeedEstimate.tsx';
 import { CheckpointControls } from './CheckpointControls.tsx';
 
@@ -15,6 +17,10 @@ export function RunControls() {
   const activeRun = isActive(run.status);
   const paused = run.status === 'paused';
   const frac = run.steps > 0 ? run.step / run.steps : 0;
+  // PipeDream and 2BW run all their steps as one window: nothing to pause at or step through; Stop ends it at a step boundary.
+  const formSchedule = usePipeLab((s) => s.config.schedule);
+  const stream = runsAsStream(run.config?.schedule ?? formSchedule);
+  const streamNote = 'runs all its steps as one stream, with no step between to pause at or step through; ■ Stop ends it at the next step boundary';
 
   return (
     <div className="run-controls" id="run-controls" tabIndex={-1} aria-label="Run controls" role="group">
@@ -25,22 +31,28 @@ export function RunControls() {
           className={!activeRun || paused ? 'primary' : ''}
           onClick={() => toggleRun()}
           disabled={!activeRun && reason !== null}
-          aria-disabled={activeRun && !paused && run.status !== 'running' ? true : undefined}
+          aria-disabled={activeRun && !paused && (run.status !== 'running' || stream) ? true : undefined}
           aria-keyshortcuts="R"
-          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : 'Pause after the step in flight (R)'}
+          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : stream ? `${scheduleLabel(run.config?.schedule ?? formSchedule)} ${streamNote}` : 'Pause after the step in flight (R)'}
         >
           {!activeRun ? '▶ Run' : paused ? '▶ Resume' : '❚❚ Pause'}
         </button>
         <button
           type="button"
-          onClick={() => (!activeRun || paused) && stepRun()}
-          disabled={!activeRun && reason !== null}
-          aria-disabled={activeRun && !paused ? true : undefined}
-          title="Run exactly one step, then hold"
+          onClick={() => !stream && (!activeRun || paused) && stepRun()}
+          disabled={(!activeRun && reason !== null) || (stream && !activeRun)}
+          aria-disabled={activeRun && (!paused || stream) ? true : undefined}
+          title={stream ? `${scheduleLabel(run.config?.schedule ?? formSchedule)} ${streamNote}` : 'Run exactly one step, then hold'}
         >
           Step
         </button>
-        <button type="button" onClick={() => activeRun && run.status !== 'stopping' && stopRun()} disabled={!activeRun} aria-disabled={run.status === 'stopping' ? true : undefined}>
+        <button
+          type="button"
+          onClick={() => activeRun && run.status !== 'stopping' && stopRun()}
+          disabled={!activeRun}
+          aria-disabled={run.status === 'stopping' ? true : undefined}
+          title={stream ? 'End the stream at the next step boundary, keeping the steps done' : 'Stop after the step in flight, keeping the steps done'}
+        >
           ■ Stop
         </button>
         <span className="shortcut-hint muted small">

@@ -8,7 +8,7 @@
 import { useMemo } from 'react';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../config/run-config.ts';
-import { scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
+import { runsAsStream, scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
 import { computeOnly } from '../../state/derived.ts';
 import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
@@ -25,9 +25,10 @@ export interface RunNumbersProps {
   report: RunReport | null;
 }
 
-/** The steps a report's means cover: the first is left out when there are several (it warms caches). */
+/** The steps a report's means cover: the first is left out when there are several (it warms caches); a stream's one window holds them all. */
 function meanSteps(report: RunReport): string {
   const n = report.steps.length;
+  if (runsAsStream(report.config.schedule)) return `the stream of ${report.losses.length} steps`;
   return n <= 1 ? '1 step' : `steps 2–${n}`;
 }
 
@@ -61,7 +62,12 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const bubbleMeasured = report?.bubble.measured ?? m?.bubble ?? null;
   const bubbleSimulated = report?.bubble.simulated ?? s?.bubble ?? prediction?.result.bubble ?? null;
   const bubbleClosed = report?.bubble.closedForm ?? closed?.bubble ?? null;
-  const sps = (makespan: number | null) => (makespan && makespan > 0 ? (config.batchSize / makespan) * 1000 : null);
+  // A stream (PipeDream, 2BW) is one window of all the run's steps: its makespan carries steps batches, not one.
+  const stream = runsAsStream(config.schedule);
+  // Its steps: the run's, or those a Stop kept (the stream ends at a step boundary: stream-end.ts).
+  const streamSteps = stream && report ? report.losses.length : config.steps;
+  const batchesPerWindow = stream ? streamSteps : 1;
+  const sps = (makespan: number | null) => (makespan && makespan > 0 ? ((config.batchSize * batchesPerWindow) / makespan) * 1000 : null);
   const ranks = (measured ?? simulated ?? prediction?.result.timeline)?.ranks ?? config.ranks;
   const stagesPerRank = scheduleKind(config.schedule).virtualFor(config.virtual);
   const stageBytes = (r: number): number | null => {
@@ -89,7 +95,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             <th scope="col" />
             <th scope="col">
               measured
-              <span className="col-note">{report ? `mean of ${meanSteps(report)}` : measured ? 'step drawn' : ''}</span>
+              <span className="col-note">{report ? (stream ? meanSteps(report) : `mean of ${meanSteps(report)}`) : measured ? (stream ? 'the stream drawn' : 'step drawn') : ''}</span>
             </th>
             <th scope="col">simulated</th>
             <th scope="col">closed form</th>
@@ -97,7 +103,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         </thead>
         <tbody>
           <tr>
-            <th scope="row">Makespan per step, ms</th>
+            <th scope="row">{stream ? `Makespan of the stream (${streamSteps} steps), ms` : 'Makespan per step, ms'}</th>
             <td>{ms(makespanMeasured)}</td>
             <td>{simulated ? ms(makespanSimulated) : '—'}</td>
             <td>—</td>
@@ -117,7 +123,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               {closed && <span className="formula"> {closed.formula}</span>}
             </td>
           </tr>
-          {report && m && (
+          {report && m && !stream && (
             <tr>
               <th scope="row">Bubble, step drawn above</th>
               <td>{pct(m.bubble)}</td>
@@ -126,7 +132,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             </tr>
           )}
           <tr>
-            <th scope="row">Samples per second (batch ÷ makespan)</th>
+            <th scope="row">{stream ? 'Samples per second (steps × batch ÷ makespan)' : 'Samples per second (batch ÷ makespan)'}</th>
             <td>{num(sps(makespanMeasured), 0)}</td>
             <td>{simulated ? num(sps(makespanSimulated), 0) : '—'}</td>
             <td>—</td>
@@ -167,7 +173,9 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
       </div>
       <p className="muted small">
         {report
-          ? `Measured: mean of ${meanSteps(report)}; the timeline and its badge show the last step. `
+          ? stream
+            ? `Measured: ${meanSteps(report)}, one window with no flush, the timeline above. `
+            : `Measured: mean of ${meanSteps(report)}; the timeline and its badge show the last step. `
           : measured
             ? 'Measured: the step drawn above. '
             : ''}

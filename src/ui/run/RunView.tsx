@@ -5,8 +5,8 @@
  */
 import { useMemo } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
-import { predict, simulateWithMeasured, stepSchedule } from '../../state/derived.ts';
-import { meshOfRun, workerCount } from '../../schedule/index.ts';
+import { predict, simulateWithMeasured, windowSchedule } from '../../state/derived.ts';
+import { meshOfRun, runsAsStream, workerCount } from '../../schedule/index.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { LossChart } from '../charts/LossChart.tsx';
 import { ConfigPanel } from '../controls/ConfigPanel.tsx';
@@ -29,8 +29,9 @@ function recoveryMarks(rs: CheckpointView['recoveries']): StepMark[] {
   ]);
 }
 
+/** Same pipeline, so the same timeline: a stream's (PipeDream, 2BW) is its whole run, so its steps count too. */
 function samePipeline(a: RunConfig, b: RunConfig): boolean {
-  return a.schedule === b.schedule && a.ranks === b.ranks && a.microbatches === b.microbatches && a.virtual === b.virtual;
+  return a.schedule === b.schedule && a.ranks === b.ranks && a.microbatches === b.microbatches && a.virtual === b.virtual && (!runsAsStream(a.schedule) || a.steps === b.steps);
 }
 
 export function RunView() {
@@ -53,13 +54,16 @@ export function RunView() {
   const config = showRun && run.config ? run.config : formConfig;
   const report = showRun ? lastReport : null;
   const live = showRun ? lastLive : null;
+  const stream = runsAsStream(config.schedule);
+  // A stream's window is its whole run: the prediction plays every step's micro-batches, as the run does.
+  const windowSteps = stream ? config.steps : 1;
   const prediction = useMemo(
-    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, dp: config.dp, tp: config.tp }),
-    [config.schedule, config.ranks, config.microbatches, config.virtual, config.dp, config.tp],
+    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, steps: windowSteps, dp: config.dp, tp: config.tp }),
+    [config.schedule, config.ranks, config.microbatches, config.virtual, windowSteps, config.dp, config.tp],
   );
   const schedule = useMemo(() => {
     try {
-      return report?.schedule ?? stepSchedule(config);
+      return report?.schedule ?? windowSchedule(config);
     } catch {
       return null;
     }
@@ -73,10 +77,10 @@ export function RunView() {
 
   const tp = config.tp ?? 1;
   const workers = workerCount(meshOfRun(config));
-  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches`;
+  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches${stream ? ` × ${config.steps} steps, one stream` : ''}`;
   const caption = measured
-    ? `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
-    : `Predicted by the simulator (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). Press Run to measure it on ${workers} WebGPU workers.`;
+    ? `${stream ? `The stream of ${run.steps} steps (at step ${run.step}): what each worker did, ms from its start.` : `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.`}${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
+    : `Predicted by the simulator${stream ? ` over the whole run, ${config.steps} steps × ${config.microbatches} micro-batches with no flush between them` : ''} (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). Press Run to measure it on ${workers} WebGPU workers.`;
 
   return (
     <div className="layout run-layout">

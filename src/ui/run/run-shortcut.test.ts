@@ -17,6 +17,11 @@ describe('the R shortcut', () => {
     for (const [status, action] of Object.entries(table)) expect(toggleAction(status as RunStatus), status).toBe(action);
   });
 
+  it('does not pause a stream (PipeDream, 2BW: one window of all its steps), and starts one as any run', () => {
+    expect(toggleAction('running', true)).toBeNull();
+    expect(toggleAction('idle', true)).toBe('start');
+  });
+
   it('is not taken from a field being typed in', () => {
     const el = (tag: string) => ({ isContentEditable: false, closest: (sel: string) => (sel.split(/,\s*/).includes(tag) ? {} : null) }) as unknown as EventTarget;
     expect(isTyping(el('input'))).toBe(true);

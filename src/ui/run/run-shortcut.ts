@@ -5,9 +5,13 @@
  */
 import { pauseRun, resumeRun, startRun } from '../../state/run-controller.ts';
 import { usePipeLab, type RunStatus } from '../../state/store.ts';
+import { runsAsStream } from '../../schedule/registry.ts';
 
-/** What R (or the primary button) does in a status; null: nothing now (workers starting, or stopping). */
-export function toggleAction(status: RunStatus): 'start' | 'pause' | 'resume' | null {
+/**
+ * What R (or the primary button) does in a status; null: nothing now (workers starting, or stopping, or a stream
+ * running: PipeDream and 2BW run all their steps as one window, with no step between to pause at).
+ */
+export function toggleAction(status: RunStatus, stream = false): 'start' | 'pause' | 'resume' | null {
   switch (status) {
     case 'idle':
     case 'done':
@@ -15,7 +19,7 @@ export function toggleAction(status: RunStatus): 'start' | 'pause' | 'resume' | 
     case 'error':
       return 'start';
     case 'running':
-      return 'pause';
+      return stream ? null : 'pause';
     case 'paused':
       return 'resume';
     default:
@@ -24,7 +28,8 @@ export function toggleAction(status: RunStatus): 'start' | 'pause' | 'resume' | 
 }
 
 export function toggleRun(): void {
-  const action = toggleAction(usePipeLab.getState().run.status);
+  const { run, config } = usePipeLab.getState();
+  const action = toggleAction(run.status, runsAsStream((run.config ?? config).schedule));
   if (action === 'start') void startRun();
   else if (action === 'pause') pauseRun();
   else if (action === 'resume') resumeRun();

@@ -1,0 +1,98 @@
+/**
+ * A stream's progress while it runs, and a Stop that ends it at a step boundary (stream-end.ts).
+ *
+ * Progress: (PipeDream, PipeDream-2BW: one window of all the run's steps): the worker holding
+ * stage 0 of replica 0 tells each step done as its last micro-batch's backward ends, on the CPU reference in-process,
+ * before any worker has finished the window; synchronous schedules are told nothing (their onStep comes every step).
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
+import { runPipeline } from './coordinator.ts';
+import { InProcessRankHost } from './in-process-host.ts';
+import type { StepResult } from './rank-executor.ts';
+import { relErr } from '../util/rel-err.ts';
+
+/** In-process hosts that note when each finished its window. */
+function watchedHosts() {
+  const finished: number[] = [];
+  const hostFactory = (w: number) => {
+    const h = new InProcessRankHost(w, new CpuBackend());
+    const step = h.step.bind(h);
+    h.step = (s: number, onStepsDone?: (n: number) => void): Promise<StepResult> =>
+      step(s, onStepsDone).then((r) => {
+        finished.push(w);
+        return r;
+      });
+    return h;
+  };
+  return { finished, hostFactory };
+}
+
+function small(over: Partial<RunConfig>): RunConfig {
+  return { ...defaultRunConfig(), layers: 3, hidden: 6, batchSize: 16, steps: 4, lr: 0.01, evalEvery: 0, ...over };
+}
+
+describe('a stream tells its steps done while it runs', () => {
+  it.each([
+    ['pipedream-2bw', { ranks: 2, microbatches: 2 }],
+    ['pipedream-2bw', { ranks: 4, microbatches: 4, steps: 3 }],
+    ['pipedream', { ranks: 3, microbatches: 4, steps: 3 }],
+    ['pipedream-2bw', { ranks: 2, dp: 2, microbatches: 2, batchSize: 32 }],
+    ['pipedream-2bw', { ranks: 2, tp: 2, microbatches: 2 }],
+  ] as const)('%s %o', async (schedule, over) => {
+    const cfg = small({ schedule, ...over });
+    const { finished, hostFactory } = watchedHosts();
+    const told: { stepsDone: number; steps: number; elapsedMs: number; finishedBefore: number; stepsSeen: number }[] = [];
+    let stepsSeen = 0;
+    const report = await runPipeline(cfg, {
+      hostFactory,
+      onStep: () => void stepsSeen++,
+      onStreamProgress: (p) => told.push({ ...p, finishedBefore: finished.length, stepsSeen }),
+    });
+    // Once per step, in order, from one worker (replicas and tp workers tell nothing).
+    expect(told.map((t) => t.stepsDone)).toEqual(Array.from({ length: cfg.steps }, (_, k) => k + 1));
+    for (const t of told) expect(t.steps).toBe(cfg.steps);
+    for (let k = 1; k < told.length; k++) expect(told[k].elapsedMs).toBeGreaterThanOrEqual(told[k - 1].elapsedMs);
+    // While the window runs: before the last step, no worker has finished it, and no onStep has come yet.
+    for (const t of told.slice(0, -1)) expect([t.finishedBefore, t.stepsSeen]).toEqual([0, 0]);
+    expect(stepsSeen).toBe(cfg.steps);
+    expect(report.losses).toHaveLength(cfg.steps);
+  });
+
+  it('a synchronous schedule is told nothing: its onStep comes after every step', async () => {
+    const told: number[] = [];
+    await runPipeline(small({ schedule: '1f1b', ranks: 2, microbatches: 2, steps: 2 }), { hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()), onStreamProgress: (p) => told.push(p.stepsDone) });
+    expect(told).toEqual([]);
+  });
+});
+
+describe('a Stop ends a stream at a step boundary and keeps its steps: the run of that many steps, exactly', () => {
+  it.each([
+    ['pipedream-2bw', { ranks: 2, microbatches: 2 }],
+    ['pipedream-2bw', { ranks: 4, microbatches: 4 }],
+    ['pipedream', { ranks: 3, microbatches: 4 }],
+    ['pipedream-2bw', { ranks: 2, dp: 2, microbatches: 2, batchSize: 32 }],
+    ['pipedream-2bw', { ranks: 2, tp: 2, microbatches: 2 }],
+  ] as const)('%s %o', async (schedule, over) => {
+    // A constant learning rate: the first K steps of a longer run are then a K-step run.
+    const cfg = small({ schedule, steps: 10, lrSchedule: 'constant', ...over });
+    const hostFactory = (w: number) => new InProcessRankHost(w, new CpuBackend());
+    const stop = new AbortController();
+    const report = await runPipeline(cfg, { hostFactory, readWeights: true, signal: stop.signal, onStreamProgress: (p) => p.stepsDone === 2 && stop.abort() });
+    const kept = report.losses.length;
+    expect(kept).toBeGreaterThanOrEqual(2);
+    expect(kept).toBeLessThan(cfg.steps);
+    // Its report is of the kept steps: their schedule, and every action of theirs measured (on every worker).
+    expect(report.schedule.microbatches).toBe(kept * cfg.microbatches);
+    const workers = (cfg.dp ?? 1) * (cfg.tp ?? 1);
+    expect(report.timeline.intervals.filter((iv) => iv.op === 'F' || iv.op === 'B')).toHaveLength(workers * cfg.ranks * kept * cfg.microbatches * 2);
+    if ((cfg.dp ?? 1) > 1) expect(report.allReduce?.ringBytesPerWorker).toBeCloseTo(2 * (report.allReduce?.ringBytesFormula ?? NaN), 6);
+    // The same losses and weights as a run of `kept` steps.
+    const short = await runPipeline({ ...cfg, steps: kept }, { hostFactory, readWeights: true });
+    expect(report.losses).toEqual(short.losses);
+    const names = Object.keys(short.weights ?? {}).sort();
+    expect(Object.keys(report.weights ?? {}).sort()).toEqual(names);
+    for (const n of names) expect(relErr((report.weights ?? {})[n], (short.weights ?? {})[n]), n).toBeLessThanOrEqual(1e-15);
+  });
+});
