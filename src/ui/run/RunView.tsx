@@ -55,8 +55,9 @@ export function RunView() {
   const report = showRun ? lastReport : null;
   const live = showRun ? lastLive : null;
   const stream = runsAsStream(config.schedule);
-  // A stream's window is its whole run: the prediction plays every step's micro-batches, as the run does.
-  const windowSteps = stream ? config.steps : 1;
+  // A stream's window is its whole run: the prediction plays every step's micro-batches, as the run does (a stopped
+  // stream's: the steps it kept).
+  const windowSteps = stream ? (report ? report.losses.length : config.steps) : 1;
   const prediction = useMemo(
     () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, steps: windowSteps, dp: config.dp, tp: config.tp }),
     [config.schedule, config.ranks, config.microbatches, config.virtual, windowSteps, config.dp, config.tp],
@@ -79,8 +80,8 @@ export function RunView() {
   const workers = workerCount(meshOfRun(config));
   const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches${stream ? ` × ${config.steps} steps, one stream` : ''}`;
   const caption = measured
-    ? `${stream ? `The stream of ${run.steps} steps (at step ${run.step}): what each worker did, ms from its start.` : `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.`}${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
-    : `Predicted by the simulator${stream ? ` over the whole run, ${config.steps} steps × ${config.microbatches} micro-batches with no flush between them` : ''} (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). Press Run to measure it on ${workers} WebGPU workers.`;
+    ? `${stream ? `The stream of ${run.step} steps${run.step < run.steps ? ` (of ${run.steps}: stopped at a step boundary)` : ''}: what each worker did, ms from its start.` : `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.`}${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
+    : `Predicted by the simulator${stream ? ` over the whole run, ${config.steps} steps × ${config.microbatches} micro-batches with no flush between them` : ''} (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). ${isActive(run.status) ? `Measuring it on ${workers} WebGPU workers${stream ? ': a stream’s timeline comes at its end' : ''}.` : `Press Run to measure it on ${workers} WebGPU workers.`}`;
 
   return (
     <div className="layout run-layout">
