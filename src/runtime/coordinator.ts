@@ -42,7 +42,7 @@ export interface RunOptions {
   onStreamProgress?: (p: { stepsDone: number; steps: number; elapsedMs: number }) => void;
   /** Called once the plan is made and the ranks are up. */
   onStarted?: (plan: RunPlan, adapter: string) => void;
-  /** Aborting stops the run after the step in flight; the report holds the steps done. */
+  /** Aborting stops the run after the step in flight (a stream: at its next step boundary, stream-end.ts); the report holds the steps done. */
   signal?: AbortSignal;
   /** Awaited before each step (pause and single-step). */
   beforeStep?: (step: number) => Promise<void>;
@@ -299,8 +299,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         windowTimeoutMs,
         () =>
           `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${workerCount(m) > m.ranks ? 'worker' : 'rank'} ${[...pending].map((w) => (workerCount(m) > m.ranks ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
-      );
-      opts.signal?.removeEventListener('abort', stopStream);
+      ).finally(() => opts.signal?.removeEventListener('abort', stopStream));
       const cutTo = streamCut ? await streamCut : null;
       // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
       if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: plan.kind.generate(config.ranks, cutTo * config.microbatches, config.virtual) };
