@@ -105,6 +105,7 @@ export function RunView() {
           caption={caption}
           emptyText={configProblem ? configProblem.message : 'This schedule cannot be drawn at these sizes.'}
           testId="run-timeline"
+          window={stream ? 'stream' : 'step'}
         />
         <div className="cards">
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />

@@ -24,6 +24,8 @@ export interface TimelinePanelProps {
   /** Extra controls at the right of the header. */
   actions?: ReactNode;
   testId?: string;
+  /** What a measured timeline holds, for its badge: a step (default), or a stream (PipeDream, 2BW: the whole run's one window). */
+  window?: 'step' | 'stream';
   /** The mesh's replicas when the timeline holds only its first ones (firstReplicas): the label says how many are drawn. */
   replicasInMesh?: number;
 }
@@ -99,7 +101,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
         {stats && (
           <div className="bubble-badge" aria-live="off">
             <span className="stat">
-              <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? ', step drawn' : ', simulated'}
+              <span className="big" data-testid="badge-bubble">{pct(stats.bubble)}</span> bubble{primary?.source === 'measured' ? `, ${props.window ?? 'step'} drawn` : ', simulated'}
             </span>
             <span className="sep" />
             <span className="stat">
