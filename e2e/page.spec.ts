@@ -125,6 +125,14 @@ test('an invalid URL value is named in a visible message and the rest of the con
   await page.getByLabel('Micro-batches', { exact: true }).fill('7');
   await expect(page.locator('.config-problem')).toContainText('microbatches = 7: must divide batchSize = 64 evenly');
   await expect(page.getByRole('button', { name: '▶ Run' })).toBeDisabled();
+  // The problem offers the smallest change that makes the configuration valid; one click applies it.
+  await page.getByRole('button', { name: 'Set the batch to 63 (a multiple of micro-batches = 7)' }).click();
+  await expect(page.locator('.config-problem')).toHaveCount(0);
+  await expect(page.getByLabel('Batch size', { exact: true })).toHaveValue('63');
+  await page.getByLabel('Stages (ranks)', { exact: true }).fill('8');
+  await page.getByRole('button', { name: 'Deepen the model to 7 layers (a block per stage)' }).click();
+  await expect(page.getByLabel('Depth (layers)', { exact: true })).toHaveValue('7');
+  await expect(page.getByRole('button', { name: '▶ Run' })).toBeEnabled();
 });
 
 test('simulate only draws 64 ranks × 512 micro-batches at once and agrees with the closed form', async ({ page }, info) => {

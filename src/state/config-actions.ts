@@ -44,6 +44,34 @@ export function depthFor(ranks: number, virtual: number): number {
   return Math.max(1, ranks * virtual - 1);
 }
 
+/** A one-click way out of a configuration's problem: what it changes, in words, and the valid configuration it gives. */
+export interface ConfigFix {
+  label: string;
+  config: RunConfig;
+}
+
+/**
+ * The smallest change that makes `cfg` valid, for the two clashes a form edit meets most (more stages than the
+ * model has blocks; a batch the replicas' micro-batches do not divide): deepen the model to one block per stage, round
+ * the batch to the nearest multiple of dp × microbatches, or both. Null when `cfg` is valid or neither makes it so.
+ */
+export function suggestFix(cfg: RunConfig): ConfigFix | null {
+  if (!checkRunConfig(cfg)) return null;
+  const stages = cfg.ranks * scheduleKind(cfg.schedule).virtualFor(cfg.virtual);
+  const deeper = stages > cfg.layers + 1 && Number.isInteger(stages) ? { layers: stages - 1 } : null;
+  const unit = (cfg.dp ?? 1) * cfg.microbatches;
+  const rounded = Number.isInteger(unit) && unit > 0 && cfg.batchSize % unit !== 0 ? { batchSize: unit * Math.max(1, Math.round(cfg.batchSize / unit)) } : null;
+  const candidates: { label: string; patch: Partial<RunConfig> }[] = [];
+  if (deeper) candidates.push({ label: `Deepen the model to ${deeper.layers} layers (a block per stage)`, patch: deeper });
+  if (rounded) candidates.push({ label: `Set the batch to ${rounded.batchSize} (a multiple of ${cfg.dp > 1 ? 'dp × ' : ''}micro-batches = ${unit})`, patch: rounded });
+  if (deeper && rounded) candidates.push({ label: `Deepen the model to ${deeper.layers} layers and set the batch to ${rounded.batchSize}`, patch: { ...deeper, ...rounded } });
+  for (const c of candidates) {
+    const config = { ...cfg, ...c.patch };
+    if (!checkRunConfig(config)) return { label: c.label, config };
+  }
+  return null;
+}
+
 /** Keys set to undefined are left out (a configuration is plain JSON; `{ cut: undefined }` removes the cut). */
 export function setConfig(next: RunConfig): void {
   const config = Object.fromEntries(Object.entries(next).filter(([, v]) => v !== undefined)) as unknown as RunConfig;

@@ -3,13 +3,14 @@
  * that breaks a rule is named under its field and in the summary above; the
  * rest of the configuration stays as it is.
  */
+import { useMemo } from 'react';
 import { DATASETS, isTwoD, type DatasetName } from '../../data/datasets.ts';
 import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/model-config.ts';
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type Partition, type RunConfig, type RunScheduleName } from '../../config/run-config.ts';
 import { scheduleKind } from '../../schedule/index.ts';
-import { depthFor, patchConfig, setConfig, withSchedule } from '../../state/config-actions.ts';
+import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/config-actions.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
@@ -44,6 +45,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
   const cfg = usePipeLab((s) => s.config);
   const webgpu = usePipeLab((s) => s.webgpu);
   const problem = usePipeLab((s) => s.configProblem);
+  const fix = useMemo(() => (problem ? suggestFix(cfg) : null), [problem, cfg]);
   const errorFor = (...fields: string[]) => (problem && fields.includes(problem.field.split(/[.[]/)[0]) ? problem.message : null);
   const set = (patch: Partial<RunConfig>) => patchConfig(patch);
   const twoD = isTwoD(cfg.dataset);
@@ -56,6 +58,14 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
       {problem && (
         <p className="config-problem" role="alert">
           <b>Not valid yet:</b> {problem.message}
+          {fix && !disabled && (
+            <>
+              {' '}
+              <button type="button" className="fix-button" onClick={() => setConfig(fix.config)}>
+                {fix.label}
+              </button>
+            </>
+          )}
         </p>
       )}
       <fieldset disabled={disabled}>
