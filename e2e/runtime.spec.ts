@@ -331,6 +331,7 @@ test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused,
   expect(kept).toBeLessThan(1000);
   await expect(page.getByTestId('run-numbers').getByRole('row', { name: new RegExp(`^Makespan of the stream \\(${kept} steps\\), ms`) })).toBeVisible();
   await expect(page.getByTestId('run-timeline')).toContainText('bubble, stream drawn');
+  await expect(page.getByTestId('run-timeline')).toContainText(`Opened on its first 4 steps; Fit draws all ${kept}.`);
   // The prediction beside it is of the kept steps too: 1F1B's closed form over kept × m micro-batches, 3(kept·m + p − 1) u.
   const unitRow = page.getByTestId('run-numbers').getByRole('row', { name: /^Makespan, unit time/ });
   expect(Number((await unitRow.locator('td').nth(2).innerText()).replace(/[^\d.]/g, ''))).toBe(3 * (kept * 8 + 3));

@@ -30,6 +30,9 @@ function recoveryMarks(rs: CheckpointView['recoveries']): StepMark[] {
 }
 
 /** Same pipeline, so the same timeline: a stream's (PipeDream, 2BW) is its whole run, so its steps count too. */
+/** A stream of more steps than this opens its timeline on this many. */
+const STREAM_OPENING_STEPS = 4;
+
 function samePipeline(a: RunConfig, b: RunConfig): boolean {
   return a.schedule === b.schedule && a.ranks === b.ranks && a.microbatches === b.microbatches && a.virtual === b.virtual && (!runsAsStream(a.schedule) || a.steps === b.steps);
 }
@@ -76,12 +79,16 @@ export function RunView() {
   }, [report, live, prediction]);
   const measured = report?.timeline ?? live;
 
+  // A long stream opens on its first steps, where its lack of a flush shows; Fit draws all of it.
+  const opensOnFirstSteps = stream && windowSteps > STREAM_OPENING_STEPS;
   const tp = config.tp ?? 1;
   const workers = workerCount(meshOfRun(config));
   const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches${stream ? ` × ${config.steps} steps, one stream` : ''}`;
   const caption = measured
     ? `${stream ? `The stream of ${run.step} steps${run.step < run.steps ? ` (of ${run.steps}: stopped at a step boundary)` : ''}: what each worker did, ms from its start.` : `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.`}${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
     : `Predicted by the simulator${stream ? ` over the whole run, ${config.steps} steps × ${config.microbatches} micro-batches with no flush between them` : ''} (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). ${isActive(run.status) ? `Measuring it on ${workers} WebGPU workers${stream ? ': a stream’s timeline comes at its end' : ''}.` : `Press Run to measure it on ${workers} WebGPU workers.`}`;
+
+  const opening = opensOnFirstSteps ? ` Opened on its first ${STREAM_OPENING_STEPS} steps; Fit draws all ${windowSteps}.` : '';
 
   return (
     <div className="layout run-layout">
@@ -102,10 +109,11 @@ export function RunView() {
           simulated={simulated}
           mode={mode}
           onModeChange={setMode}
-          caption={caption}
+          caption={caption + opening}
           emptyText={configProblem ? configProblem.message : 'This schedule cannot be drawn at these sizes.'}
           testId="run-timeline"
           window={stream ? 'stream' : 'step'}
+          openOn={opensOnFirstSteps ? STREAM_OPENING_STEPS * config.microbatches : undefined}
         />
         <div className="cards">
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />

@@ -9,7 +9,7 @@ import { laneCount, laneLabel, mesh, type Interval, type Timeline } from '../../
 import { COLLECTIVE_NAMES, COMM_NAMES, OP_NAMES } from './colors.ts';
 import { canvasHeightFor, drawTimeline, laneAt, layoutLanes, type TimelineLayout } from './draw-timeline.ts';
 import { buildLaneIndex, hitTest, type LaneIndex } from './lane-index.ts';
-import { clampViewport, fitViewport, panBy, timeAt, wheelZoomFactor, zoomAbout, type Bounds, type Viewport } from './viewport.ts';
+import { clampViewport, fitViewport, openingBounds, panBy, timeAt, wheelZoomFactor, zoomAbout, type Bounds, type Viewport } from './viewport.ts';
 
 export interface TimelineCanvasProps {
   timeline: Timeline | null;
@@ -23,6 +23,8 @@ export interface TimelineCanvasProps {
   height?: number;
   /** Shown in the plot when there is nothing to draw. */
   emptyText?: string;
+  /** Open the view on the actions of micro-batches below this (a long stream's first steps) rather than on all; Fit shows all. */
+  openOn?: number;
 }
 
 interface Hovered {
@@ -54,7 +56,7 @@ function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
   return lines;
 }
 
-export function TimelineCanvas({ timeline, overlay, label, extent, height, emptyText }: TimelineCanvasProps) {
+export function TimelineCanvas({ timeline, overlay, label, extent, height, emptyText, openOn }: TimelineCanvasProps) {
   const wrapRef = useRef<HTMLDivElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(0);
@@ -77,7 +79,8 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
     return Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0 ? { t0, t1 } : { t0: 0, t1: 1 };
   }, [extent, index, overlayIndex]);
 
-  const viewRef = useRef<Viewport>(fitViewport(bounds));
+  const opening = useMemo(() => (timeline && openOn !== undefined ? openingBounds(timeline.intervals, openOn, bounds) : null), [timeline, openOn, bounds]);
+  const viewRef = useRef<Viewport>(fitViewport(opening ?? bounds));
   const userMovedRef = useRef(false);
   const hoverRef = useRef<Interval | null>(null);
   const layoutRef = useRef<TimelineLayout | null>(null);
@@ -157,11 +160,11 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
 
   // New data: refit unless the person has zoomed or panned.
   useEffect(() => {
-    viewRef.current = userMovedRef.current ? clampViewport(viewRef.current, bounds) : fitViewport(bounds);
+    viewRef.current = userMovedRef.current ? clampViewport(viewRef.current, bounds) : clampViewport(fitViewport(opening ?? bounds), bounds);
     hoverRef.current = null;
     setHovered(null);
     requestDraw();
-  }, [bounds, index, overlayIndex, requestDraw]);
+  }, [bounds, opening, index, overlayIndex, requestDraw]);
 
   const setView = useCallback(
     (v: Viewport) => {

@@ -24,6 +24,8 @@ export interface TimelinePanelProps {
   /** Extra controls at the right of the header. */
   actions?: ReactNode;
   testId?: string;
+  /** Open the view on the actions of micro-batches below this (a long stream's first steps); Fit shows all. */
+  openOn?: number;
   /** What a measured timeline holds, for its badge: a step (default), or a stream (PipeDream, 2BW: the whole run's one window). */
   window?: 'step' | 'stream';
   /** The mesh's replicas when the timeline holds only its first ones (firstReplicas): the label says how many are drawn. */
@@ -123,7 +125,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
             )}
           </div>
         )}
-        <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} />
+        <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} openOn={props.openOn} />
       </div>
       <footer className="panel-foot">
         <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} collectiveKinds={collectiveKinds} overlay={mode === 'overlay'} chunks={chunks} />

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ticks, formatTick, niceStep } from './axis-ticks.ts';
-import { clampViewport, fitViewport, panBy, timeAt, wheelZoomFactor, xOf, zoomAbout } from './viewport.ts';
+import { clampViewport, fitViewport, panBy, timeAt, wheelZoomFactor, xOf, openingBounds, zoomAbout } from './viewport.ts';
 
 const bounds = { t0: 0, t1: 100 };
 
@@ -38,5 +38,25 @@ describe('axis ticks', () => {
     expect(niceStep(0.3, 4)).toBeCloseTo(0.1, 12);
     expect(ticks(0, 10, 5)).toEqual([0, 2, 4, 6, 8, 10]);
     expect(formatTick(2.5, 0.5, 'ms')).toBe('2.5 ms');
+  });
+});
+
+describe('where a long timeline opens', () => {
+  const ivs = [
+    { op: 'F', mb: 0, end: 1 },
+    { op: 'B', mb: 0, end: 4 },
+    { op: 'comm', mb: 1, end: 9 },
+    { op: 'F', mb: 1, end: 5 },
+    { op: 'B', mb: 1, end: 7 },
+    { op: 'F', mb: 2, end: 8 },
+    { op: 'B', mb: 2, end: 10 },
+  ];
+  it('on the actions of the first micro-batches (messages aside), from the start', () => {
+    expect(openingBounds(ivs, 2, { t0: 0, t1: 10 })).toEqual({ t0: 0, t1: 7 });
+    expect(openingBounds(ivs, 1, { t0: 0, t1: 10 })).toEqual({ t0: 0, t1: 4 });
+  });
+  it('nowhere special when those are all of it, or none', () => {
+    expect(openingBounds(ivs, 3, { t0: 0, t1: 10 })).toBeNull();
+    expect(openingBounds(ivs, 0, { t0: 0, t1: 10 })).toBeNull();
   });
 });

@@ -70,3 +70,13 @@ export function xOf(v: Viewport, t: number, width: number): number {
 export function wheelZoomFactor(deltaY: number): number {
   return Math.exp(Math.max(-2, Math.min(2, deltaY * 0.0015)));
 }
+
+/**
+ * Where a long timeline opens: from its start to the last end of an action (F, B, I, W) of a micro-batch below
+ * `microbatches` (a stream's first steps); null when that is all of it or there is none.
+ */
+export function openingBounds(intervals: readonly { op: string; mb: number; end: number }[], microbatches: number, bounds: Bounds): Bounds | null {
+  let end = -Infinity;
+  for (const iv of intervals) if (iv.op !== 'comm' && iv.op !== 'collective' && iv.mb < microbatches && iv.end > end) end = iv.end;
+  return Number.isFinite(end) && end > bounds.t0 && end < bounds.t1 ? { t0: bounds.t0, t1: end } : null;
+}
