@@ -33,6 +33,12 @@ export interface RunPlan {
   corpus?: TextCorpus;
 }
 
+/** The `auto` schedule a run plans: the fastest found from the model's FLOPs per stage (each micro-batch's rows) within its memory cap (memCap, 0: 1F1B's p micro-batches). */
+export function autoScheduleForRun(config: RunConfig, spec: ModelSpec, cut: readonly (readonly [number, number])[]): Schedule {
+  const rows = Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches)));
+  return autoForRun(spec, cut, config.ranks, config.microbatches, rows, config.memCap || config.ranks);
+}
+
 export function planRun(input: RunConfig): RunPlan {
   // One plain-JSON copy, read once; validated once, here.
   const config = snapshotRunConfig(input);
@@ -43,9 +49,7 @@ export function planRun(input: RunConfig): RunPlan {
   const windows = UPDATE_WINDOWS[kind.update];
   const m = windows.microbatches(config.microbatches, config.steps);
   kind.validateParams(config.ranks, m, config.virtual);
-  const schedule = kind.fromStageCosts
-    ? autoForRun(spec, cut, config.ranks, m, Math.max(1, Math.floor(config.batchSize / (config.dp * config.microbatches))), config.memCap || config.ranks)
-    : kind.generate(config.ranks, m, config.virtual);
+  const schedule = kind.fromStageCosts ? autoScheduleForRun(config, spec, cut) : kind.generate(config.ranks, m, config.virtual);
   assertValidSchedule(schedule);
   // Model copies (DualPipe): the model is cut once; stage c·k + j of the schedule holds the same blocks as stage j (copies.ts).
   const stageBlocks = kind.copies > 1 ? Array.from({ length: kind.copies }, () => cut.map((r): BlockRange => [r[0], r[1]])).flat() : cut;

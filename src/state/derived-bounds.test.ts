@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RUN_LIMITS } from '../config/run-limits.ts';
-import { predict, windowSchedule } from './derived.ts';
+import { predict, runWindowSchedule, windowSchedule } from './derived.ts';
+import { planRun } from '../runtime/run-plan.ts';
+import { defaultRunConfig } from '../config/run-config.ts';
 
 describe('the prediction of a form draft is bounded like a run', () => {
   it('a draft asking for more actions than a run may have is not simulated', () => {
@@ -34,5 +36,22 @@ describe('the prediction of a form draft is bounded like a run', () => {
     // Without steps, a stream's window is one step's; a flush schedule's window is a step whatever the steps.
     expect(predict({ schedule: 'pipedream', ranks: 4, virtual: 1, microbatches: 4 })!.schedule.microbatches).toBe(4);
     expect(predict({ schedule: '1f1b', ranks: 4, virtual: 1, microbatches: 4, steps: 30 })!.schedule.microbatches).toBe(4);
+  });
+});
+
+describe('the page predicts the schedule a run plays', () => {
+  it('auto: planned from the model’s FLOPs within memCap, as planRun plans it (not the registry door’s 1F1B memory)', () => {
+    for (const memCap of [0, 2, 3]) {
+      const cfg = { ...defaultRunConfig(), schedule: 'auto' as const, memCap };
+      const s = runWindowSchedule(cfg);
+      expect(s, `memCap ${memCap}`).toEqual(planRun(cfg).schedule);
+      const peak = Math.max(...predict(cfg, s)!.result.memory.map((r) => r.peakMicrobatches));
+      expect(peak).toBeLessThanOrEqual(memCap || cfg.ranks);
+    }
+    // The cap changes the order: at 2 micro-batches it is not the 4-micro-batch one.
+    const base = { ...defaultRunConfig(), schedule: 'auto' as const };
+    expect(runWindowSchedule({ ...base, memCap: 2 }).order).not.toEqual(runWindowSchedule(base).order);
+    // Every other schedule: its window, as before (a stream's over the steps asked for).
+    expect(runWindowSchedule({ ...defaultRunConfig(), schedule: 'pipedream-2bw', steps: 3 }).microbatches).toBe(3 * defaultRunConfig().microbatches);
   });
 });

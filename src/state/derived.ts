@@ -5,7 +5,8 @@
  * can be drawn over another.
  */
 import type { RunConfig } from '../config/run-config.ts';
-import { checkWindowActions } from '../config/run-limits.ts';
+import { checkWindowActions, stageCut } from '../config/run-limits.ts';
+import { autoScheduleForRun } from '../runtime/run-plan.ts';
 import { UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
@@ -33,15 +34,27 @@ export function windowSchedule(cfg: WindowSizes): Schedule {
 }
 
 /**
+ * The schedule a run of `cfg` plays in its window, as planRun builds it: windowSchedule's for `steps` of a stream,
+ * except `auto`, which the run plans from the model's FLOPs per stage within its memory cap (so the page predicts
+ * the order that runs, not the unit-cost search at 1F1B's memory the registry's door gives).
+ */
+export function runWindowSchedule(cfg: RunConfig, steps = cfg.steps): Schedule {
+  if (!scheduleKind(cfg.schedule).fromStageCosts) return windowSchedule({ ...cfg, steps });
+  const { spec, stageBlocks } = stageCut(cfg);
+  return autoScheduleForRun(cfg, spec, stageBlocks);
+}
+
+/**
  * The simulator's timeline for one window of `cfg` (a step; a stream's whole run) with unit costs (a rank's share:
  * F = 1, B = 2); with dp > 1, dp replicas in dp × ranks lanes and a free all-reduce (unit costs know no link); with
  * tp > 1, each pipeline worker's lane repeated for its tp workers, their collectives unpriced (unit costs know no
  * link: the run measures them); null when the schedule rejects the sizes or the run would refuse them as too much work.
  */
-export function predict(cfg: WindowSizes & { dp?: number; tp?: number }): Prediction | null {
+export function predict(cfg: WindowSizes & { dp?: number; tp?: number }, given?: Schedule): Prediction | null {
   try {
     const kind = scheduleKind(cfg.schedule);
-    const schedule = windowSchedule(cfg);
+    // `given`: the schedule to play (the one a run planned or ran); by default the window's.
+    const schedule = given ?? windowSchedule(cfg);
     // Stages per rank of one model copy (DualPipe's two copies each put one stage on every rank).
     const v = schedule.stages / schedule.ranks / (schedule.copies ?? 1);
     const dp = cfg.dp ?? 1;

@@ -5,8 +5,8 @@
  */
 import { useMemo } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
-import { predict, simulateWithMeasured, windowSchedule } from '../../state/derived.ts';
-import { meshOfRun, runsAsStream, workerCount } from '../../schedule/index.ts';
+import { predict, runWindowSchedule, simulateWithMeasured } from '../../state/derived.ts';
+import { meshOfRun, runsAsStream, scheduleKind, workerCount } from '../../schedule/index.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
 import { LossChart } from '../charts/LossChart.tsx';
 import { ConfigPanel } from '../controls/ConfigPanel.tsx';
@@ -61,17 +61,20 @@ export function RunView() {
   // A stream's window is its whole run: the prediction plays every step's micro-batches, as the run does (a stopped
   // stream's: the steps it kept).
   const windowSteps = stream ? (report ? report.losses.length : config.steps) : 1;
-  const prediction = useMemo(
-    () => predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, steps: windowSteps, dp: config.dp, tp: config.tp }),
-    [config.schedule, config.ranks, config.microbatches, config.virtual, windowSteps, config.dp, config.tp],
-  );
+  // The schedule that ran, or that a run would plan (auto: from the model's FLOPs within memCap); the prediction plays it.
+  // Keyed by what it depends on, so typing a learning rate does not replay a long stream.
+  const scheduleKey = scheduleKind(config.schedule).fromStageCosts ? JSON.stringify(config) : [config.schedule, config.ranks, config.microbatches, config.virtual, windowSteps].join('|');
   const schedule = useMemo(() => {
     try {
-      return report?.schedule ?? windowSchedule(config);
+      return report?.schedule ?? runWindowSchedule(config, windowSteps);
     } catch {
       return null;
     }
-  }, [report, config]);
+  }, [report, scheduleKey]);
+  const prediction = useMemo(
+    () => (schedule ? predict({ schedule: config.schedule, ranks: config.ranks, microbatches: config.microbatches, virtual: config.virtual, dp: config.dp, tp: config.tp }, schedule) : null),
+    [schedule, config.schedule, config.ranks, config.microbatches, config.virtual, config.dp, config.tp],
+  );
   const simulated = useMemo(() => {
     if (report) return report.simulatedTimeline;
     if (live && prediction) return simulateWithMeasured(prediction.schedule, live);
