@@ -8,7 +8,7 @@ import type { RunReport } from '../runtime/report-types.ts';
 import { withoutCut, type RunConfig } from '../config/run-config.ts';
 import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
-import { predict, type Prediction } from './derived.ts';
+import { predictRun, type Prediction } from './derived.ts';
 import { attributeLastStep } from './explain.ts';
 import { beginSession, endSession, sessionBusyReason, usePipeLab, type CompareMeasurement, type SessionControl } from './store.ts';
 
@@ -53,7 +53,7 @@ export function simulateAll(base: RunConfig, names: readonly ScheduleName[], vir
     } catch (e) {
       problem = e instanceof Error ? e.message : String(e);
     }
-    const prediction = problem ? null : predict(config);
+    const prediction = problem ? null : predictRun(config);
     if (!problem) problem = checkRunConfig(config)?.message ?? null;
     return { name, config, prediction, problem };
   });

@@ -3,6 +3,7 @@ import { RUN_LIMITS } from '../config/run-limits.ts';
 import { predict, runWindowSchedule, windowSchedule } from './derived.ts';
 import { planRun } from '../runtime/run-plan.ts';
 import { defaultRunConfig } from '../config/run-config.ts';
+import { simulateAll } from './compare.ts';
 
 describe('the prediction of a form draft is bounded like a run', () => {
   it('a draft asking for more actions than a run may have is not simulated', () => {
@@ -53,5 +54,13 @@ describe('the page predicts the schedule a run plays', () => {
     expect(runWindowSchedule({ ...base, memCap: 2 }).order).not.toEqual(runWindowSchedule(base).order);
     // Every other schedule: its window, as before (a stream's over the steps asked for).
     expect(runWindowSchedule({ ...defaultRunConfig(), schedule: 'pipedream-2bw', steps: 3 }).microbatches).toBe(3 * defaultRunConfig().microbatches);
+  });
+
+  it('Compare simulates each entry as its run plans it: auto within the Train memCap', () => {
+    const base = { ...defaultRunConfig(), memCap: 2 };
+    const [auto] = simulateAll(base, ['auto'], 1);
+    expect(auto.problem).toBeNull();
+    expect(auto.prediction?.schedule).toEqual(planRun({ ...auto.config }).schedule);
+    expect(Math.max(...auto.prediction!.result.memory.map((r) => r.peakMicrobatches))).toBeLessThanOrEqual(2);
   });
 });

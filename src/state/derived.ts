@@ -70,6 +70,15 @@ export function predict(cfg: WindowSizes & { dp?: number; tp?: number }, given?:
   }
 }
 
+/** The prediction for the schedule a run of `cfg` plays (runWindowSchedule); null where it cannot be planned or played. */
+export function predictRun(cfg: RunConfig): Prediction | null {
+  try {
+    return predict(cfg, runWindowSchedule(cfg));
+  } catch {
+    return null;
+  }
+}
+
 /** Mean measured duration per stage and op, ms. */
 export { meanOpTimes };
 

@@ -8,7 +8,7 @@ import type { DpPpFigures } from '../../state/dp-pp-preset.ts';
 import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import { cannotMeasureReason } from '../../state/compare.ts';
-import { predict } from '../../state/derived.ts';
+import { predictRun } from '../../state/derived.ts';
 import { useDpPpRuns, type DpPpMeasurement as Measurement } from '../../state/dp-pp-measure.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { PresetErrors } from './PresetMeasure.tsx';
@@ -43,7 +43,7 @@ export function useShapeRows<S extends { key: string; config: RunConfig }>(
   const session = usePipeLab((s) => s.session);
   // Re-render when WebGPU's state is known and when the session changes (cannotMeasureReason reads both).
   usePipeLab((s) => s.webgpu);
-  const predicted = useMemo(() => shapes.map((s) => predict(s.config)?.result.bubble ?? null), [shapes]);
+  const predicted = useMemo(() => shapes.map((s) => predictRun(s.config)?.result.bubble ?? null), [shapes]);
   const rows = shapes.map((s, i) => {
     const m = runs[s.key];
     const report = m?.status === 'done' ? m.report : null;
