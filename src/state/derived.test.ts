@@ -11,6 +11,16 @@ describe('derived numbers', () => {
     }
   });
 
+  it('counts a rank\'s peak by its own workers when the mesh has replicas and tp workers (not by lane mod ranks)', () => {
+    const s = generateSchedule('1f1b', 2, 4);
+    const want = peakMemory(s).map((m) => m.peakMicrobatches);
+    expect(want).toEqual([2, 1]);
+    for (const [dp, tp] of [[1, 2], [2, 1], [2, 2], [3, 2]]) {
+      const t = predict({ schedule: '1f1b', ranks: 2, microbatches: 4, virtual: 1, dp, tp })!.result.timeline;
+      expect(measuredPeakMicrobatches(t), `dp ${dp} × tp ${tp}`).toEqual(want);
+    }
+  });
+
   it('the default configuration predicts the 1F1B closed form', () => {
     const p = predict({ schedule: '1f1b', ranks: 4, microbatches: 8, virtual: 1 });
     expect(p?.result.bubble).toBeCloseTo(3 / 11, 12);

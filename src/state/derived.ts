@@ -125,19 +125,20 @@ export { computeOnly } from '../schedule/timeline.ts';
  */
 export function measuredPeakMicrobatches(t: Timeline): number[] {
   const split = t.intervals.some((iv) => iv.op === 'W');
-  const events: { lane: number; at: number; d: number }[] = [];
+  const events: { lane: number; rank: number; at: number; d: number }[] = [];
   for (const iv of t.intervals) {
-    if (iv.op === 'F') events.push({ lane: laneOf(t, iv), at: iv.start, d: 1 });
-    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ lane: laneOf(t, iv), at: iv.end, d: -1 });
+    if (iv.op === 'F') events.push({ lane: laneOf(t, iv), rank: iv.rank, at: iv.start, d: 1 });
+    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ lane: laneOf(t, iv), rank: iv.rank, at: iv.end, d: -1 });
   }
   // Frees before holds at the same instant.
   events.sort((a, b) => a.at - b.at || a.d - b.d);
   const held = new Array<number>(laneCount(t)).fill(0);
   const peak = new Array<number>(t.ranks).fill(0);
+  // Each lane (a worker: a replica's, a tp rank's) holds its own; a rank's peak is its busiest worker's, by the
+  // interval's own rank (with tp, lane mod ranks is not the rank: rank 0's second tp worker counted as rank 1's).
   for (const e of events) {
     held[e.lane] += e.d;
-    const rank = e.lane % t.ranks;
-    if (held[e.lane] > peak[rank]) peak[rank] = held[e.lane];
+    if (held[e.lane] > peak[e.rank]) peak[e.rank] = held[e.lane];
   }
   return peak;
 }
