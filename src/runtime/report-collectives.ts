@@ -1,7 +1,8 @@
 /**
  * The data-parallel figures of a run report, from the measured timelines: per
  * stage, how long its collective took (from the first part's start to the last
- * part's end over every worker of its group) and the bytes of gradients it
+ * part's end over every worker of its group; with ZeRO-2/3, whose collectives run
+ * between the actions, the time of its ring collectives) and the bytes of gradients it
  * summed; the step time with the collectives; the part of it the collectives
  * added after the last compute ended (exposed, not overlapped).
  */
@@ -14,7 +15,10 @@ export interface AllReduceFigures {
    * the first worker's start to the last one's end), the bytes of the vector it reduced (its gradients), and the
    * ring's own part, ms: on each worker from its first chunk exchange's start to its last one's end, the least
    * over the group's workers (the one that waited least for its peers); ownMs the same for the whole collective
-   * (readback to write-back) on one worker: what it costs without the replicas' skew.
+   * (readback to write-back) on one worker: what it costs without the replicas' skew. With ZeRO-2/3 (`spread`: the
+   * stage's reduce-scatters and all-gathers run between its actions all step, so first-to-last spans the step's
+   * compute) `ms` is instead the time of those ring collectives themselves, summed over the step on each worker and
+   * averaged over the replicas: what the simulator counts as the stage's collective time.
    */
   perStage: { ms: number; bytes: number; ringMs: number; ownMs: number }[];
   /** Mean step time with the collectives (latest end − earliest start over every interval), ms. */
@@ -45,7 +49,7 @@ function mean(xs: number[]): number {
  * timeline holds one all-reduce per stage and block (PipeDream-2BW on replicas), each opened by its 'gather-grads',
  * and perStage is their mean; else each timeline holds one collective per stage (its parts, ZeRO-2/3's many, all one).
  */
-export function allReduceFigures(timelines: readonly Timeline[], stages: number, perBlock = false): AllReduceFigures | null {
+export function allReduceFigures(timelines: readonly Timeline[], stages: number, perBlock = false, spread = false): AllReduceFigures | null {
   if (!timelines.some((t) => t.intervals.some(isDpCollective))) return null;
   const perStage = Array.from({ length: stages }, () => ({ ms: [] as number[], ring: [] as number[], own: [] as number[], bytes: 0 }));
   const steps: number[] = [];
@@ -53,6 +57,8 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number,
   const sent: number[] = [];
   for (const t of timelines) {
     const byWorker = new Map<string, number>();
+    // With `spread`: per stage, per replica, the summed time of its ring collectives in this step.
+    const ringTime = Array.from({ length: stages }, () => new Map<number, number>());
     // Instance k of stage s's collective (the step's one at a flush; PipeDream-2BW's per block of a stream, each
     // opened by its 'gather-grads'), by replica: the span of its parts (own) and of its chunk exchanges (ring).
     const instances = new Map<number, Map<number, { own: [number, number]; ring: [number, number] }[]>>();
@@ -77,6 +83,8 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number,
       widen(cur.own, iv.start, iv.end);
       if (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') {
         widen(cur.ring, iv.start, iv.end);
+        const r = iv.replica ?? 0;
+        ringTime[iv.stage]?.set(r, (ringTime[iv.stage].get(r) ?? 0) + (iv.end - iv.start));
         const w = `${iv.replica ?? 0}:${iv.rank}`;
         byWorker.set(w, (byWorker.get(w) ?? 0) + (iv.bytes ?? 0));
       }
@@ -86,12 +94,13 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number,
       const count = Math.min(...lists.map((l) => l.length));
       for (let k = 0; k < count; k++) {
         const own = lists.map((l) => l[k].own);
-        perStage[s]?.ms.push(Math.max(...own.map((w) => w[1])) - Math.min(...own.map((w) => w[0])));
+        if (!spread) perStage[s]?.ms.push(Math.max(...own.map((w) => w[1])) - Math.min(...own.map((w) => w[0])));
         perStage[s]?.own.push(Math.min(...own.map(([a, b]) => b - a)));
         const ring = lists.map((l) => l[k].ring).filter((w) => w[1] >= w[0]);
         if (ring.length > 0) perStage[s]?.ring.push(Math.min(...ring.map(([a, b]) => b - a)));
       }
     }
+    if (spread) ringTime.forEach((byReplica, s) => byReplica.size > 0 && perStage[s].ms.push(mean([...byReplica.values()])));
     const lo = Math.min(...t.intervals.map((iv) => iv.start));
     const hi = Math.max(...t.intervals.map((iv) => iv.end));
     sent.push(Math.max(0, ...byWorker.values()));

@@ -159,7 +159,7 @@ export function buildReport(input: ReportInput): RunReport {
   const simOpMs = tp ? meanByStageOp(compute, (iv) => tp.computeMs.get(iv)) : meanOpMs;
   const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => simOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
-  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream);
+  const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream, config.zero >= 2);
   const tpFit = tp?.figures.fit;
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',

@@ -173,6 +173,14 @@ describe('the bytes a worker\'s ring sends in a step, measured beside the formul
         expect(formula, `${schedule} ${JSON.stringify(v)}`).toBeGreaterThan(0);
         // Each collective's chunks differ by at most one value from (N_d − 1)/N_d of the vector.
         expect(Math.abs(ar.ringBytesPerWorker - formula), `${schedule} ${JSON.stringify(v)}`).toBeLessThanOrEqual(8 * 2 * collectives);
+        // A stage's collective time: with ZeRO-2/3, spread between the actions, the time of its ring collectives (each
+        // replica's summed over the step, averaged), as the simulator counts it, not first-to-last over the step.
+        if (v.zero >= 2) {
+          for (let s = 0; s < 2; s++) {
+            const ring = (r: number) => report.timeline.intervals.filter((iv) => iv.op === 'collective' && (iv.coll === 'reduce-scatter' || iv.coll === 'all-gather') && iv.stage === s && (iv.replica ?? 0) === r).reduce((a, iv) => a + iv.end - iv.start, 0);
+            expect(ar.perStage[s].ms, `stage ${s}`).toBeCloseTo((ring(0) + ring(1) + ring(2)) / 3, 9);
+          }
+        }
       }
     }
   });

@@ -46,6 +46,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <tr key={i} data-testid="allreduce-stage">
           <th scope="row">
             {collective} of stage {i}
+            {zero >= 2 ? ' (their ring time in the step)' : ''}
           </th>
           <td>
             {ms(s.ms)} <span className="muted">· {bytes(s.bytes)}</span>
