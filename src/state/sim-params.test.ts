@@ -22,7 +22,7 @@ describe('Simulate at scale: data parallel fields', () => {
     expect(refusal({ dp: 2, arLatencyMs: Number.NaN })).toBe('sim.arLatencyMs = NaN: must be a finite number');
     expect(refusal({ dp: 2, arBandwidthMBs: 0 })).toBe('sim.arBandwidthMBs = 0: must be greater than 0');
     expect(refusal({ zero: 1 })).toMatch(/^sim\.zero = 1: ZeRO-1 .* needs dp ≥ 2/);
-    expect(refusal({ dp: 32, ranks: 128, microbatches: 512 })).toMatch(/^sim\.dp = 32: .* actions; the page draws at most 2000000$/);
+    expect(refusal({ dp: 32, ranks: 128, microbatches: 512 })).toMatch(/^sim\.dp = 32: .* actions at dp 32, 128 ranks, 512 micro-batches; the page draws at most 2000000 \(fewer ranks or micro-batches fit\)$/);
     expect(refusal({ dp: 8, ranks: 64, microbatches: 512 })).toBe('accepted');
   });
 
@@ -83,7 +83,7 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(refusal({ tp: 2, schedule: 'interleaved-1f1b', ranks: 4, microbatches: 8, virtual: 2, tpLayers: 3 })).toBe("sim.tpLayers = 3: must be a multiple of the stages a rank's share of the model is cut into (2), so every stage holds whole layers");
     expect(refusal({ tp: 2, tpBandwidthMBs: 0 })).toBe('sim.tpBandwidthMBs = 0: must be greater than 0');
     expect(refusal({ tp: 2, tpActKB: -1 })).toBe('sim.tpActKB = -1: must be at least 0');
-    expect(refusal({ tp: 4, ranks: 64, microbatches: 512 })).toMatch(/^sim\.tp = 4: .* actions; the page draws at most 2000000$/);
+    expect(refusal({ tp: 4, ranks: 64, microbatches: 512 })).toMatch(/^sim\.tp = 4: .* actions at 64 ranks, 512 micro-batches, tp 4; the page draws at most 2000000 \(fewer ranks or micro-batches fit\)$/);
     expect(refusal({ tp: 2, ranks: 16, microbatches: 64 })).toBe('accepted');
   });
 

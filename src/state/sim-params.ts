@@ -125,7 +125,9 @@ export function validateSimParams(p: SimParams): void {
     const terms =
       (p.dp > 1 ? 'dp · ranks · virtual · (microbatches · ops + all-reduce exchanges)' : 'ranks · virtual · microbatches · ops') + (p.tp > 1 ? ' + the tp collectives, on each of tp workers' : '');
     const value = field === 'sim.tp' ? p.tp : field === 'sim.dp' ? p.dp : p.microbatches;
-    throw new ConfigError(field, value, `${terms} = ${actions} actions; the page draws at most ${SIM_LIMITS.actions}`);
+    // The sizes it multiplies, so a link that gave only dp or tp sees the ranks and micro-batches it was drawn at.
+    const sizes = `${p.dp > 1 ? `dp ${p.dp}, ` : ''}${p.ranks} ranks, ${p.microbatches} micro-batches${p.virtual > 1 ? `, v ${p.virtual}` : ''}${p.tp > 1 ? `, tp ${p.tp}` : ''}`;
+    throw new ConfigError(field, value, `${terms} = ${actions} actions at ${sizes}; the page draws at most ${SIM_LIMITS.actions} (fewer ranks or micro-batches fit)`);
   }
   try {
     kind.validateParams(p.ranks, p.microbatches, p.virtual);
