@@ -20,7 +20,7 @@ import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerLargestActiv
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
-import { scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
+import { runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
 
 const MiB = 1024 * 1024;
 
@@ -146,8 +146,7 @@ export function checkStepActions(schedule: RunScheduleName, ranks: number, virtu
  * steps × microbatches) at most RUN_LIMITS.pipedreamActions.
  */
 export function checkWindowActions(cfg: Pick<LimitInput, 'schedule' | 'ranks' | 'virtual' | 'microbatches' | 'steps' | 'dp'>): void {
-  const kind = scheduleKind(cfg.schedule);
-  if (!UPDATE_WINDOWS[kind.update].stream) {
+  if (!runsAsStream(cfg.schedule)) {
     checkStepActions(cfg.schedule, cfg.ranks, cfg.virtual, cfg.microbatches, cfg.dp ?? 1);
     return;
   }
@@ -156,7 +155,7 @@ export function checkWindowActions(cfg: Pick<LimitInput, 'schedule' | 'ranks' | 
     throw new ConfigError(
       'steps',
       cfg.steps,
-      `${kind.title.split(':')[0]} runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
+      `${scheduleKind(cfg.schedule).title.split(':')[0]} runs steps × microbatches as one stream: ranks · steps · microbatches · 2 = ${actions} actions; a run may ask for at most ${RUN_LIMITS.pipedreamActions}`,
     );
   }
 }

@@ -18,7 +18,7 @@ import { tpParams } from '../nn/tp-params.ts';
 import { tpView } from './tp-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
-import { planRun, type RunPlan } from './run-plan.ts';
+import { planRun, windowOrder, type RunPlan } from './run-plan.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 
@@ -302,7 +302,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       ).finally(() => opts.signal?.removeEventListener('abort', stopStream));
       const cutTo = streamCut ? await streamCut : null;
       // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
-      if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: plan.kind.generate(config.ranks, cutTo * config.microbatches, config.virtual) };
+      if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };
       const rec = stepTimeline(reportPlan, step, results);
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
       losses.forEach((loss, i) => {

@@ -11,7 +11,7 @@
 import type { ModelSpec } from '../nn/model-spec.ts';
 import type { BlockRange } from '../nn/partition.ts';
 import { autoForRun } from '../plan/plan.ts';
-import { scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
+import { generateSchedule, scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
@@ -39,6 +39,15 @@ export function autoScheduleForRun(config: RunConfig, spec: ModelSpec, cut: read
   return autoForRun(spec, cut, config.ranks, config.microbatches, rows, config.memCap || config.ranks);
 }
 
+/**
+ * The order of one window of `steps` steps, as a run builds it: a synchronous schedule's one step (whatever `steps`),
+ * a stream's order over steps × microbatches (`auto` is planned from the model instead: autoScheduleForRun).
+ */
+export function windowOrder(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>, steps: number): Schedule {
+  const kind = scheduleKind(cfg.schedule);
+  return generateSchedule(cfg.schedule, cfg.ranks, UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, steps), kind.virtualFor(cfg.virtual));
+}
+
 export function planRun(input: RunConfig): RunPlan {
   // One plain-JSON copy, read once; validated once, here.
   const config = snapshotRunConfig(input);
@@ -47,9 +56,8 @@ export function planRun(input: RunConfig): RunPlan {
   const { spec, stageBlocks: cut } = stageCut(config);
   const kind = scheduleKind(config.schedule);
   const windows = UPDATE_WINDOWS[kind.update];
-  const m = windows.microbatches(config.microbatches, config.steps);
-  kind.validateParams(config.ranks, m, config.virtual);
-  const schedule = kind.fromStageCosts ? autoScheduleForRun(config, spec, cut) : kind.generate(config.ranks, m, config.virtual);
+  if (kind.fromStageCosts) kind.validateParams(config.ranks, config.microbatches, config.virtual);
+  const schedule = kind.fromStageCosts ? autoScheduleForRun(config, spec, cut) : windowOrder(config, config.steps);
   assertValidSchedule(schedule);
   // Model copies (DualPipe): the model is cut once; stage c·k + j of the schedule holds the same blocks as stage j (copies.ts).
   const stageBlocks = kind.copies > 1 ? Array.from({ length: kind.copies }, () => cut.map((r): BlockRange => [r[0], r[1]])).flat() : cut;

@@ -6,9 +6,8 @@
  */
 import type { RunConfig } from '../config/run-config.ts';
 import { checkWindowActions, stageCut } from '../config/run-limits.ts';
-import { autoScheduleForRun } from '../runtime/run-plan.ts';
-import { UPDATE_WINDOWS } from '../schedule/registry.ts';
-import { generateSchedule, costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
+import { autoScheduleForRun, windowOrder } from '../runtime/run-plan.ts';
+import { costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -25,12 +24,11 @@ export type WindowSizes = Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' 
  * PipeDream-2BW) whole run, its order over steps × microbatches. Throws a ConfigError past the run's action limit.
  */
 export function windowSchedule(cfg: WindowSizes): Schedule {
-  const kind = scheduleKind(cfg.schedule);
-  const v = kind.virtualFor(cfg.virtual);
+  const v = scheduleKind(cfg.schedule).virtualFor(cfg.virtual);
   const steps = cfg.steps ?? 1;
   // A draft the run would refuse for its size is not generated either: the form's main thread stays free.
   checkWindowActions({ schedule: cfg.schedule, ranks: cfg.ranks, virtual: v, microbatches: cfg.microbatches, steps });
-  return generateSchedule(cfg.schedule, cfg.ranks, UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, steps), v);
+  return windowOrder(cfg, steps);
 }
 
 /**

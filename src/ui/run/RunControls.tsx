@@ -19,8 +19,9 @@ export function RunControls() {
   const frac = run.steps > 0 ? run.step / run.steps : 0;
   // PipeDream and 2BW run all their steps as one window: nothing to pause at or step through; Stop ends it at a step boundary.
   const formSchedule = usePipeLab((s) => s.config.schedule);
-  const stream = runsAsStream(run.config?.schedule ?? formSchedule);
-  const streamNote = 'runs all its steps as one stream, with no step between to pause at or step through; ■ Stop ends it at the next step boundary';
+  const shownSchedule = run.config?.schedule ?? formSchedule;
+  const stream = runsAsStream(shownSchedule);
+  const streamNote = `${scheduleLabel(shownSchedule)} runs all its steps as one stream, with no step between to pause at or step through; ■ Stop ends it at the next step boundary`;
 
   return (
     <div className="run-controls" id="run-controls" tabIndex={-1} aria-label="Run controls" role="group">
@@ -33,7 +34,7 @@ export function RunControls() {
           disabled={!activeRun && reason !== null}
           aria-disabled={activeRun && !paused && (run.status !== 'running' || stream) ? true : undefined}
           aria-keyshortcuts="R"
-          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : stream ? `${scheduleLabel(run.config?.schedule ?? formSchedule)} ${streamNote}` : 'Pause after the step in flight (R)'}
+          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : stream ? streamNote : 'Pause after the step in flight (R)'}
         >
           {!activeRun ? '▶ Run' : paused ? '▶ Resume' : '❚❚ Pause'}
         </button>
@@ -42,7 +43,7 @@ export function RunControls() {
           onClick={() => !stream && (!activeRun || paused) && stepRun()}
           disabled={(!activeRun && reason !== null) || (stream && !activeRun)}
           aria-disabled={activeRun && (!paused || stream) ? true : undefined}
-          title={stream ? `${scheduleLabel(run.config?.schedule ?? formSchedule)} ${streamNote}` : 'Run exactly one step, then hold'}
+          title={stream ? streamNote : 'Run exactly one step, then hold'}
         >
           Step
         </button>
