@@ -98,15 +98,24 @@ test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions
   await open(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream' as const, hidden: 16, batchSize: 32, microbatches: 4, steps: 40, lr: 0.01, lrSchedule: 'constant' as const, evalEvery: 0 };
-    // Its one window's steps are told done while it runs (through the stage-0 worker's Comlink proxy), before any onStep.
+    // Its one window's steps are told done while it runs (through the stage-0 worker's Comlink proxy), and its
+    // losses as the last stage's worker reads them back, before any onStep.
     const told: { stepsDone: number; stepsSeen: number }[] = [];
+    const lossesTold: { step: number; loss: number; stepsSeen: number }[] = [];
     let stepsSeen = 0;
-    const rep = await window.pipelab.run(cfg, { onStep: () => void stepsSeen++, onStreamProgress: ({ stepsDone }) => void told.push({ stepsDone, stepsSeen }) });
-    return { losses: rep.losses, stash: rep.weightStash, live: window.pipelab.liveWorkers(), told };
+    const rep = await window.pipelab.run(cfg, {
+      onStep: () => void stepsSeen++,
+      onStreamProgress: ({ stepsDone }) => void told.push({ stepsDone, stepsSeen }),
+      onStreamLoss: ({ step, loss }) => void lossesTold.push({ step, loss, stepsSeen }),
+    });
+    return { losses: rep.losses, stash: rep.weightStash, live: window.pipelab.liveWorkers(), told, lossesTold };
   });
   expect(r.losses).toHaveLength(40);
   expect(r.told.map((t) => t.stepsDone)).toEqual(Array.from({ length: 40 }, (_, k) => k + 1));
   expect(r.told.slice(0, -1).every((t) => t.stepsSeen === 0)).toBe(true);
+  // The live losses are the report's, bit for bit, and came while the stream ran.
+  expect(r.lossesTold.map((t) => [t.step, t.loss])).toEqual(r.losses.map((loss, k) => [k, loss]));
+  expect(r.lossesTold.slice(0, -1).every((t) => t.stepsSeen === 0)).toBe(true);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   expect(mean(r.losses.slice(-5))).toBeLessThan(0.9 * mean(r.losses.slice(0, 5)));
   expect(r.stash?.[0].versions).toBe(4);
@@ -319,6 +328,10 @@ test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused,
   // The steps move while the one window runs (before, they all landed at its end).
   await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 120_000 }).toBeGreaterThanOrEqual(20);
   await expect(page.getByRole('button', { name: '❚❚ Pause' })).toHaveAttribute('aria-disabled', 'true');
+  // Its losses are drawn as they land (before, the loss read "—" until the stream's end).
+  const lossFigure = page.locator('.progress-stats div').filter({ has: page.locator('dt', { hasText: /^loss$/ }) }).locator('dd');
+  await expect(lossFigure).toHaveText(/^\d+\.\d{4}$/);
+  expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBeGreaterThan(0);
   const t0 = Date.now();
   await page.getByRole('button', { name: /Stop/ }).click();
   const status = page.getByTestId('status-line').getByRole('status');

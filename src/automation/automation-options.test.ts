@@ -8,6 +8,8 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     expect(runOptionsOf({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 })).toEqual({ signal, onStep, readWeights: true, recvTimeoutMs: 500, stepTimeoutMs: 1000 });
     const onStreamProgress = () => {};
     expect(runOptionsOf({ onStreamProgress })).toEqual({ onStreamProgress });
+    const onStreamLoss = () => {};
+    expect(runOptionsOf({ onStreamLoss, onStreamProgress })).toEqual({ onStreamLoss, onStreamProgress });
     expect(runOptionsOf(undefined)).toEqual({});
   });
   it.each([
@@ -17,8 +19,9 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     [{ readWeights: 1 }, 'options.readWeights = 1: must be true or false'],
     [{ resume: 'yes' }, 'options.resume = "yes": must be true or false'],
     [{ onStreamProgress: 'yes' }, 'options.onStreamProgress = "yes": must be a function'],
+    [{ onStreamLoss: 1 }, 'options.onStreamLoss = 1: must be a function'],
     [{ onstep: () => {} }, 'options.onstep = a function: is not a known run option; the nearest is "onStep"'],
-    [5, 'options = 5: must be an object {signal?, onStep?, onStreamProgress?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
+    [5, 'options = 5: must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
   ])('%o', (opts, message) => {
     expect(() => runOptionsOf(opts)).toThrow(message);
   });

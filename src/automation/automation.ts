@@ -10,7 +10,8 @@
  *                                           report of the steps done (rejects when none was);
  *                                           onStep(progress) is called after each step;
  *                                           onStreamProgress({ stepsDone, steps, elapsedMs }) as a
- *                                           stream's (PipeDream, 2BW) steps are done while it runs;
+ *                                           stream's (PipeDream, 2BW) steps are done while it runs,
+ *                                           onStreamLoss({ step, steps, loss, elapsedMs }) as their losses land;
  *                                           refused (naming what runs) while another run
  *                                           holds the workers; the run saves its state into
  *                                           window.pipelab.checkpoints every config.checkpointEvery
@@ -59,7 +60,7 @@ export interface PipelabAutomation {
    * The configuration is read once into a plain-JSON copy and validated before
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep' | 'onStreamProgress'> & { resume?: boolean }): Promise<RunReport>;
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep' | 'onStreamProgress' | 'onStreamLoss'> & { resume?: boolean }): Promise<RunReport>;
   /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
   prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
@@ -109,8 +110,8 @@ type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
 /** The run options, each read once and checked, naming the option, its value and the rule. */
 export function runOptionsOf(input: unknown): RunOpts {
   if (input === undefined || input === null) return {};
-  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, onStreamProgress?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
-  const known = ['signal', 'onStep', 'onStreamProgress', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'onStreamProgress', 'onStreamLoss', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
   const out: RunOpts = {};
   for (const key of Object.keys(input)) {
     const value: unknown = (input as Record<string, unknown>)[key];
@@ -122,9 +123,10 @@ export function runOptionsOf(input: unknown): RunOpts {
     } else if (key === 'onStep') {
       if (typeof value !== 'function') throw new ConfigError('options.onStep', value, 'must be a function');
       out.onStep = value as RunOpts['onStep'];
-    } else if (key === 'onStreamProgress') {
-      if (typeof value !== 'function') throw new ConfigError('options.onStreamProgress', value, 'must be a function');
-      out.onStreamProgress = value as RunOpts['onStreamProgress'];
+    } else if (key === 'onStreamProgress' || key === 'onStreamLoss') {
+      if (typeof value !== 'function') throw new ConfigError(`options.${key}`, value, 'must be a function');
+      if (key === 'onStreamProgress') out.onStreamProgress = value as RunOpts['onStreamProgress'];
+      else out.onStreamLoss = value as RunOpts['onStreamLoss'];
     } else if (key === 'readWeights' || key === 'resume') {
       if (typeof value !== 'boolean') throw new ConfigError(`options.${key}`, value, 'must be true or false');
       out[key] = value;

@@ -21,6 +21,7 @@ import type { StepResult } from './rank-executor.ts';
 import { planRun, windowOrder, type RunPlan } from './run-plan.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
+import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
 
 export interface StepProgress {
   step: number;
@@ -35,11 +36,13 @@ export interface RunOptions {
   hostFactory: (worker: number) => RankHost;
   onStep?: (p: StepProgress) => void;
   /**
-   * A stream (PipeDream, PipeDream-2BW) runs all its steps as one window, so its onStep calls all come at its end; this
-   * is told, while it runs, how many steps every micro-batch has finished its backward of (one worker tells it: the
-   * one holding stage 0 of replica 0). Not called for synchronous schedules: their onStep comes after every step.
+   * A stream (PipeDream, PipeDream-2BW) runs all its steps as one window, so its onStep calls all come at its end;
+   * while it runs, onStreamProgress is told how many steps every micro-batch has finished its backward of, and
+   * onStreamLoss each step's loss (stream-news.ts). Not called for synchronous schedules: their onStep comes after
+   * every step.
    */
-  onStreamProgress?: (p: { stepsDone: number; steps: number; elapsedMs: number }) => void;
+  onStreamProgress?: StreamListeners['onStreamProgress'];
+  onStreamLoss?: StreamListeners['onStreamLoss'];
   /** Called once the plan is made and the ranks are up. */
   onStarted?: (plan: RunPlan, adapter: string) => void;
   /** Aborting stops the run after the step in flight (a stream: at its next step boundary, stream-end.ts); the report holds the steps done. */
@@ -172,15 +175,6 @@ function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null):
  * the mean of its micro-batches' means (lossOver 'microbatch', PipeDream) or the sum of their shares of it ('step',
  * PipeDream-2BW; with replicas, each micro-batch's share is the sum of theirs, each scaled by the whole batch).
  */
-function streamStepLosses(results: StepResult[], m: number, lossOver: 'step' | 'microbatch'): number[] {
-  const byMb = new Map<number, number>();
-  for (const r of results) for (const l of r.losses) byMb.set(l.mb, (byMb.get(l.mb) ?? 0) + l.loss);
-  const all = [...byMb].sort((a, b) => a[0] - b[0]).map(([, loss]) => loss);
-  const out: number[] = [];
-  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l, 0) / (lossOver === 'microbatch' ? m : 1));
-  return out;
-}
-
 /**
  * Ends a running stream early (stream-end.ts): every worker holding stage 0 (each replica's, each tp rank's) lets no
  * new micro-batch in and says how many did; every worker then runs only those below the next step boundary at or past
@@ -271,8 +265,9 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const windows = windowCount;
     let streamCut: Promise<number | null> | null = null;
     let reportPlan = plan;
-    const onStreamProgress = opts.onStreamProgress;
-    const streamProgress = stream && onStreamProgress ? (stepsDone: number) => onStreamProgress({ stepsDone, steps: config.steps, elapsedMs: performance.now() - t0 }) : undefined;
+    const lastStageRank = schedule.stageToRank[schedule.stageToRank.length - 1];
+    const lossWorkers = hosts.map((_, w) => w).filter((w) => placeOf(m, w).rank === lastStageRank && placeOf(m, w).tpRank === 0);
+    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, t0 }) : undefined;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (step > start && opts.progressNow?.()) await emitProgress(step);
@@ -287,8 +282,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       const results = await withTimeout(
         Promise.race([
           Promise.all(
-            hosts.map((h) =>
-              h.step(step, streamProgress).then((r: StepResult) => {
+            hosts.map((h, w) =>
+              h.step(step, news?.(w)).then((r: StepResult) => {
                 pending.delete(h.rank);
                 return r;
               }),

@@ -68,8 +68,8 @@ export function faultyPolicy(inner: UpdatePolicy, fault: Fault, effects: FaultEf
 /** The step runner with a loss fault: the step's losses read as NaN. */
 export function faultyRunner(inner: StepRunner, fault: Fault): StepRunner {
   return {
-    async runStep(step, onActionDone) {
-      const r = await inner.runStep(step, onActionDone);
+    async runStep(step, onActionDone, lossesEvery) {
+      const r = await inner.runStep(step, onActionDone, lossesEvery);
       if (fault.kind === 'nan-loss' && (fault.step ?? 0) === step) r.losses = r.losses.map((l) => ({ ...l, loss: NaN }));
       return r;
     },

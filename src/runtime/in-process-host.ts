@@ -4,7 +4,7 @@
  */
 import type { Backend } from '../nn/backend.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
-import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 
 export class InProcessRankHost implements RankHost {
@@ -27,8 +27,8 @@ export class InProcessRankHost implements RankHost {
     return { adapter: this.be.name, startup: { rank: this.rank, deviceMs: 0, ...w } };
   }
 
-  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult> {
-    return this.need().step(step, onStepsDone);
+  step(step: number, onStream?: StreamNews): Promise<StepResult> {
+    return this.need().step(step, onStream);
   }
 
   async holdStream(): Promise<number> {

@@ -78,18 +78,30 @@ export interface RankParts {
 /** Told each action of the step as it completes (its update policy's part included). */
 export type ActionDone = (a: Action) => void;
 
+/**
+ * A stream's losses while it runs (a worker holding the last stage): as the loss of micro-batch k·m − 1 lands,
+ * the losses of micro-batches (k − 1)·m … k·m − 1 are read back and told, so the page draws a step's loss
+ * before the stream ends. Told, never awaited; the step's result carries the same values.
+ */
+export interface LossesEvery {
+  microbatches: number;
+  tell: (losses: { mb: number; loss: number }[]) => void;
+}
+
 /** One step of one rank. */
 export interface StepRunner {
-  runStep(step: number, onActionDone?: ActionDone): Promise<StepResult>;
+  runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult>;
 }
 
 export class RankExecutor implements StepRunner {
   constructor(private readonly p: RankParts) {}
 
-  async runStep(step: number, onActionDone?: ActionDone): Promise<StepResult> {
+  async runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult> {
     const { be, rank, transport, stages } = this.p;
     const log = new StepLog(rank, step, this.p.replica, this.p.tpRank);
-    const losses: { mb: number; loss: Tensor }[] = [];
+    /** The loss tensors of the last stage's forwards; `value` once a read of it has begun (lossesEvery). */
+    const losses: { mb: number; loss: Tensor; value?: Promise<number> }[] = [];
+    let unread = 0;
     const peak: Record<number, number> = {};
     const stepStart = epochMs();
 
@@ -103,8 +115,10 @@ export class RankExecutor implements StepRunner {
         const out = await this.act(log, a, stage);
         await this.p.policy.afterAction?.(a, log);
         onActionDone?.(a);
-        if (out && (this.p.tpRank ?? 0) === 0) losses.push({ mb: a.mb, loss: out });
-        else if (out) be.dispose(out);
+        if (out && (this.p.tpRank ?? 0) === 0) {
+          losses.push({ mb: a.mb, loss: out });
+          if (lossesEvery && (a.mb + 1) % lossesEvery.microbatches === 0) unread = tellLosses(be, losses.slice(unread), lossesEvery) + unread;
+        } else if (out) be.dispose(out);
         for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
       } catch (e) {
         if (e instanceof ActionError) throw e;
@@ -116,10 +130,10 @@ export class RankExecutor implements StepRunner {
     await transport.drain();
 
     const lossValues: { mb: number; loss: number }[] = [];
-    for (const { mb, loss } of losses) {
-      const v = await be.read(loss);
+    for (const { mb, loss, value } of losses) {
+      const v = value ? await value : (await be.read(loss))[0];
       be.dispose(loss);
-      lossValues.push({ mb, loss: v[0] });
+      lossValues.push({ mb, loss: v });
     }
     lossValues.sort((x, y) => x.mb - y.mb);
 
@@ -175,4 +189,14 @@ export class RankExecutor implements StepRunner {
     log.compute(a, t0, gpuMs);
     return result;
   }
+}
+
+/** Begins reading the losses not read yet (one step's: a stream's last stage computes them in order) and tells them once read; returns how many. */
+function tellLosses(be: Backend, fresh: { mb: number; loss: Tensor; value?: Promise<number> }[], every: LossesEvery): number {
+  for (const l of fresh) l.value = be.read(l.loss).then((v) => v[0]);
+  // A failed read fails the step where its value is awaited (the end of the window); here it is only not told.
+  void Promise.all(fresh.map((l) => l.value))
+    .then((values) => every.tell(fresh.map((l, i) => ({ mb: l.mb, loss: values[i] as number }))))
+    .catch(() => {});
+  return fresh.length;
 }

@@ -74,12 +74,18 @@ export interface RankState {
   optimizer: OptimizerPieces;
 }
 
+/**
+ * A stream's news while it runs, never awaited: how many of its steps are done (every micro-batch's backward through
+ * stage 0), or one step's micro-batch losses as a worker holding the last stage computed them.
+ */
+export type StreamNews = (news: { stepsDone: number } | { losses: { mb: number; loss: number }[] }) => unknown;
+
 export interface RankHost {
   /** The worker's index in the mesh (the pipeline rank with one pipeline). */
   readonly rank: number;
   init(init: RankInit, ports: RankPorts): Promise<RankUp>;
-  /** Runs window `step`; a stream's worker holding stage 0 tells its steps done through `onStepsDone` (rank-runtime.ts). */
-  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult>;
+  /** Runs window `step`; while a stream runs, its workers tell its steps done and its losses through `onStream` (rank-runtime.ts). */
+  step(step: number, onStream?: StreamNews): Promise<StepResult>;
   /** Ending a stream early (stream-end.ts), step 1, on a worker holding stage 0: no new micro-batch enters; resolves to how many did. */
   holdStream(): Promise<number>;
   /** Step 2, on every worker: the stream runs micro-batches below `microbatches` only. */

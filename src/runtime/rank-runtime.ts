@@ -24,7 +24,7 @@ import { Mailbox } from './mailbox.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../schedule/types.ts';
 import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
-import type { RankHost, RankInit, RankPorts, RankState, RankStats, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../config/run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
@@ -47,11 +47,11 @@ export interface RankRuntime {
    */
   warmUp(): Promise<WarmUp>;
   /**
-   * Runs window `step`. A stream's (PipeDream, 2BW: one window of all the run's steps) worker that holds stage 0 of
-   * replica 0 (tp rank 0) calls `onStepsDone` with the steps whose every micro-batch it has finished the backward of,
-   * as they finish: the run's progress while its one window runs.
+   * Runs window `step`. While a stream (PipeDream, 2BW: one window of all the run's steps) runs, `onStream` is told
+   * its news: the worker that holds stage 0 of replica 0 (tp rank 0) the steps whose every micro-batch it has finished
+   * the backward of, as they finish; every worker holding the last stage (tp rank 0) each step's losses as they land.
    */
-  step(step: number, onStepsDone?: StepsDone): Promise<StepResult>;
+  step(step: number, onStream?: StreamNews): Promise<StepResult>;
   /** A stream ended early, step 1 (workers holding stage 0): no new micro-batch enters; returns how many did (stream-end.ts). */
   holdStream(): number;
   /** A stream ended early, step 2 (every worker): it runs micro-batches below `microbatches` only. */
@@ -72,8 +72,6 @@ export interface WarmUp {
   compiled: number;
 }
 
-/** Told how many of a stream's steps are done (every micro-batch's backward through stage 0); never awaited. */
-export type StepsDone = (stepsDone: number) => unknown;
 
 export interface RankHooks extends FaultEffects {
   /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
@@ -225,12 +223,12 @@ function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
  * The steps of a stream done as stage 0's backwards finish: after the backward of micro-batch k·m − 1 every
  * micro-batch of the first k steps has finished (a stream's stage 0 ends its micro-batches in order).
  */
-function streamStepsDone(m: number, onStepsDone: StepsDone): ActionDone {
+function streamStepsDone(m: number, onStream: StreamNews): ActionDone {
   return (a) => {
     if (a.stage !== 0 || (a.op !== 'B' && a.op !== 'W') || (a.mb + 1) % m !== 0) return;
     // Told, never awaited: a slow or failed listener does not hold the stream up.
     void Promise.resolve()
-      .then(() => onStepsDone((a.mb + 1) / m))
+      .then(() => onStream({ stepsDone: (a.mb + 1) / m }))
       .catch(() => {});
   };
 }
@@ -290,6 +288,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
   // One worker tells a stream's progress: the one whose backwards end each micro-batch (stage 0), of replica 0, tp rank 0.
   const reportsStreamSteps = windows.stream && stages.has(0) && (replica ?? 0) === 0 && (tpRank ?? 0) === 0;
+  // And every worker whose forwards end in the loss (the last stage, tp rank 0; one per replica) tells each step's losses.
+  const reportsStreamLosses = windows.stream && [...stages.values()].some((st) => st.isLast) && (tpRank ?? 0) === 0;
 
   /** The weights this worker holds: its stages' whole parameters, or with ZeRO-3 the pieces it owns (gather-state.ts joins them). */
   const readWeights = async (): Promise<Weights> => {
@@ -336,9 +336,13 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       await be.sync();
       return { warmUpMs: epochMs() - t0, kernels, compiled };
     },
-    step: (step, onStepsDone) => {
+    step: (step, onStream) => {
       current = step;
-      return runner.runStep(step, onStepsDone && reportsStreamSteps ? streamStepsDone(config.microbatches, onStepsDone) : undefined);
+      return runner.runStep(
+        step,
+        onStream && reportsStreamSteps ? streamStepsDone(config.microbatches, onStream) : undefined,
+        onStream && reportsStreamLosses ? { microbatches: config.microbatches, tell: (losses) => void Promise.resolve(onStream({ losses })).catch(() => {}) } : undefined,
+      );
     },
     holdStream: () => streamEnd?.hold() ?? 0,
     endStreamAt: (microbatches) => streamEnd?.endAt(microbatches),

@@ -5,8 +5,8 @@
  */
 import * as Comlink from 'comlink';
 import { GpuBackend } from '../gpu/gpu-backend.ts';
-import type { RankHost, RankInit, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
-import { createRankRuntime, type RankRuntime, type StepsDone } from './rank-runtime.ts';
+import type { RankHost, RankInit, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
+import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { meshOfRun, placeOf } from '../schedule/mesh.ts';
@@ -79,17 +79,17 @@ const api = {
       throw new Error(describeGpuFailure(e, whereThis));
     }
   },
-  /** `onStepsDone`: the page's listener for a stream's progress (a Comlink proxy, released once the window ends). */
-  async step(step: number, onStepsDone?: StepsDone & Partial<Comlink.ProxyMethods>): Promise<StepResult> {
+  /** `onStream`: the page's listener for a stream's progress and losses (a Comlink proxy, released once the window ends). */
+  async step(step: number, onStream?: StreamNews & Partial<Comlink.ProxyMethods>): Promise<StepResult> {
     try {
-      return await need().step(step, onStepsDone);
+      return await need().step(step, onStream);
     } catch (e) {
       const whereThis = current ? `${where(current)}, step ${step}` : `step ${step}`;
       const message = describeGpuFailure(e, whereThis);
       if (e instanceof Error && message === e.message) throw e;
       throw new Error(message);
     } finally {
-      onStepsDone?.[Comlink.releaseProxy]?.();
+      onStream?.[Comlink.releaseProxy]?.();
     }
   },
   async holdStream(): Promise<number> {

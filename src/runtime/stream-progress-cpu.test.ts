@@ -2,8 +2,9 @@
  * A stream's progress while it runs, and a Stop that ends it at a step boundary (stream-end.ts).
  *
  * Progress: (PipeDream, PipeDream-2BW: one window of all the run's steps): the worker holding
- * stage 0 of replica 0 tells each step done as its last micro-batch's backward ends, on the CPU reference in-process,
- * before any worker has finished the window; synchronous schedules are told nothing (their onStep comes every step).
+ * stage 0 of replica 0 tells each step done as its last micro-batch's backward ends, and the workers holding the
+ * last stage each step's losses (stream-news.ts), on the CPU reference in-process, before any worker has finished
+ * the window; synchronous schedules are told nothing (their onStep comes every step).
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -11,6 +12,7 @@ import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import type { StepResult } from './rank-executor.ts';
+import type { StreamNews } from './rank-host.ts';
 import { relErr } from '../util/rel-err.ts';
 
 /** In-process hosts that note when each finished its window. */
@@ -19,8 +21,8 @@ function watchedHosts() {
   const hostFactory = (w: number) => {
     const h = new InProcessRankHost(w, new CpuBackend());
     const step = h.step.bind(h);
-    h.step = (s: number, onStepsDone?: (n: number) => void): Promise<StepResult> =>
-      step(s, onStepsDone).then((r) => {
+    h.step = (s: number, onStream?: StreamNews): Promise<StepResult> =>
+      step(s, onStream).then((r) => {
         finished.push(w);
         return r;
       });
@@ -44,12 +46,17 @@ describe('a stream tells its steps done while it runs', () => {
     const cfg = small({ schedule, ...over });
     const { finished, hostFactory } = watchedHosts();
     const told: { stepsDone: number; steps: number; elapsedMs: number; finishedBefore: number; stepsSeen: number }[] = [];
+    const lossesTold: { step: number; steps: number; loss: number; elapsedMs: number; finishedBefore: number; stepsSeen: number }[] = [];
     let stepsSeen = 0;
     const report = await runPipeline(cfg, {
       hostFactory,
       onStep: () => void stepsSeen++,
       onStreamProgress: (p) => told.push({ ...p, finishedBefore: finished.length, stepsSeen }),
+      onStreamLoss: (p) => lossesTold.push({ ...p, finishedBefore: finished.length, stepsSeen }),
     });
+    // Every step's loss, in order, the very number the report (and onStep at the end) gives: every replica's share summed.
+    expect(lossesTold.map((t) => [t.step, t.steps, t.loss])).toEqual(report.losses.map((loss, k) => [k, cfg.steps, loss]));
+    for (const t of lossesTold.slice(0, -1)) expect([t.finishedBefore, t.stepsSeen]).toEqual([0, 0]);
     // Once per step, in order, from one worker (replicas and tp workers tell nothing).
     expect(told.map((t) => t.stepsDone)).toEqual(Array.from({ length: cfg.steps }, (_, k) => k + 1));
     for (const t of told) expect(t.steps).toBe(cfg.steps);
@@ -62,7 +69,11 @@ describe('a stream tells its steps done while it runs', () => {
 
   it('a synchronous schedule is told nothing: its onStep comes after every step', async () => {
     const told: number[] = [];
-    await runPipeline(small({ schedule: '1f1b', ranks: 2, microbatches: 2, steps: 2 }), { hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()), onStreamProgress: (p) => told.push(p.stepsDone) });
+    await runPipeline(small({ schedule: '1f1b', ranks: 2, microbatches: 2, steps: 2 }), {
+      hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()),
+      onStreamProgress: (p) => told.push(p.stepsDone),
+      onStreamLoss: (p) => told.push(p.loss),
+    });
     expect(told).toEqual([]);
   });
 });
@@ -79,8 +90,12 @@ describe('a Stop ends a stream at a step boundary and keeps its steps: the run o
     const cfg = small({ schedule, steps: 10, lrSchedule: 'constant', ...over });
     const hostFactory = (w: number) => new InProcessRankHost(w, new CpuBackend());
     const stop = new AbortController();
-    const report = await runPipeline(cfg, { hostFactory, readWeights: true, signal: stop.signal, onStreamProgress: (p) => p.stepsDone === 2 && stop.abort() });
+    const lossesTold: number[] = [];
+    const report = await runPipeline(cfg, { hostFactory, readWeights: true, signal: stop.signal, onStreamProgress: (p) => p.stepsDone === 2 && stop.abort(), onStreamLoss: (p) => lossesTold.push(p.loss) });
     const kept = report.losses.length;
+    // The losses told while it ran are the kept steps' (a step past the cut is never told).
+    expect(lossesTold).toEqual(report.losses.slice(0, lossesTold.length));
+    expect(lossesTold.length).toBeLessThanOrEqual(kept);
     expect(kept).toBeGreaterThanOrEqual(2);
     expect(kept).toBeLessThan(cfg.steps);
     // Its report is of the kept steps: their schedule, and every action of theirs measured (on every worker).

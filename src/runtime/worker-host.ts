@@ -4,7 +4,7 @@
  * A worker that dies outside a call (an uncaught error) rejects `fatal`.
  */
 import * as Comlink from 'comlink';
-import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, Weights } from './rank-host.ts';
+import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { StageWorkerApi } from './stage-worker.ts';
 
@@ -51,8 +51,8 @@ export class WorkerRankHost implements RankHost {
     return this.call(this.api.init(Comlink.transfer({ init, ports: peers, control: ports.control }, transfer)));
   }
 
-  step(step: number, onStepsDone?: (stepsDone: number) => void): Promise<StepResult> {
-    return this.call(this.api.step(step, onStepsDone ? Comlink.proxy(onStepsDone) : undefined));
+  step(step: number, onStream?: StreamNews): Promise<StepResult> {
+    return this.call(this.api.step(step, onStream ? Comlink.proxy(onStream) : undefined));
   }
 
   holdStream(): Promise<number> {

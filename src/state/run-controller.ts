@@ -114,15 +114,20 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
         const now = performance.now();
         run.meter.mark(now, p.step + 1);
         usePipeLab.setState((s) => {
-          // A stream's losses all land at its end, after its steps were told done (onStreamProgress): the count stays.
+          // A stream's onStep calls all land at its end, after its steps were told done (onStreamProgress) and their
+          // losses drawn (onStreamLoss, the same numbers): the count stays, a loss already drawn is not drawn twice.
           const step = stream ? Math.max(s.run.step, p.step + 1) : p.step + 1;
           const est = run.meter.estimate(step, p.steps);
           return {
-            losses: [...s.losses, p.loss],
+            losses: stream && s.losses.length > p.step ? s.losses.map((l, k) => (k === p.step ? p.loss : l)) : [...s.losses, p.loss],
             liveTimeline: p.timeline,
             run: { ...s.run, step, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
           };
         });
+      },
+      // A stream's losses as they land, while its one window runs: the curve and the loss figure move.
+      onStreamLoss: (p) => {
+        usePipeLab.setState((s) => (s.losses.length === p.step ? { losses: [...s.losses, p.loss] } : {}));
       },
       // A stream's steps as they are done, while its one window runs: the bar, steps/s and time left move.
       onStreamProgress: (p) => {

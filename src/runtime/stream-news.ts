@@ -1,0 +1,75 @@
+/**
+ * A stream's news while its one window runs (PipeDream, PipeDream-2BW: all the run's steps in one window), gathered
+ * from its workers for the run's listeners:
+ * - its steps done, told by the worker holding stage 0 of replica 0 (tp rank 0) as each step's last backward ends;
+ * - each step's loss, once every worker holding the last stage (one per replica, tp rank 0) has told that step's
+ *   micro-batch losses, in step order.
+ * A step's loss is computed by one function, `streamStepLosses`, for the live ones and for the report's, from the
+ * workers' losses in worker order: the two are the same numbers.
+ */
+import type { StreamNews } from './rank-host.ts';
+
+type MbLoss = { mb: number; loss: number };
+
+/** What a run tells its caller while a stream runs (coordinator RunOptions). */
+export interface StreamListeners {
+  /** How many steps every micro-batch has finished its backward of. */
+  onStreamProgress?: (p: { stepsDone: number; steps: number; elapsedMs: number }) => void;
+  /** A step's loss, as soon as every replica computed it; the same number as the report's and onStep's at the end. */
+  onStreamLoss?: (p: { step: number; steps: number; loss: number; elapsedMs: number }) => void;
+}
+
+/**
+ * The loss of each step of a stream, from the losses its workers computed (`results` in worker order): per
+ * micro-batch the sum over the workers (their shares of it), per step the sum over its m micro-batches, and for
+ * PipeDream (lossOver 'microbatch', each micro-batch its own update) the mean.
+ */
+export function streamStepLosses(results: readonly { losses: readonly MbLoss[] }[], m: number, lossOver: 'step' | 'microbatch'): number[] {
+  const byMb = new Map<number, number>();
+  for (const r of results) for (const l of r.losses) byMb.set(l.mb, (byMb.get(l.mb) ?? 0) + l.loss);
+  const all = [...byMb].sort((a, b) => a[0] - b[0]).map(([, loss]) => loss);
+  const out: number[] = [];
+  for (let i = 0; i < all.length; i += m) out.push(all.slice(i, i + m).reduce((s, l) => s + l, 0) / (lossOver === 'microbatch' ? m : 1));
+  return out;
+}
+
+export interface StreamShape {
+  steps: number;
+  microbatches: number;
+  lossOver: 'step' | 'microbatch';
+  /** The workers that compute the loss (the last stage's, tp rank 0), in worker order. */
+  lossWorkers: readonly number[];
+  /** The run's start, performance.now() ms. */
+  t0: number;
+}
+
+/** Each worker's listener for a running stream (undefined when nobody listens): its news reach `listeners`. */
+export function streamNews(listeners: StreamListeners, shape: StreamShape): ((worker: number) => StreamNews) | undefined {
+  const { onStreamProgress, onStreamLoss } = listeners;
+  if (!onStreamProgress && !onStreamLoss) return undefined;
+  const { steps, microbatches: m, lossOver, lossWorkers, t0 } = shape;
+  /** Per step not yet told: each loss worker's micro-batch losses, in worker order. */
+  const told = new Map<number, (MbLoss[] | undefined)[]>();
+  let next = 0;
+  const tellLosses = () => {
+    for (let parts = told.get(next); parts && lossWorkers.every((_, i) => parts?.[i]); parts = told.get(next)) {
+      told.delete(next);
+      const [loss] = streamStepLosses(parts.map((losses) => ({ losses: losses ?? [] })), m, lossOver);
+      onStreamLoss?.({ step: next, steps, loss, elapsedMs: performance.now() - t0 });
+      next++;
+    }
+  };
+  return (worker) => (news) => {
+    if ('stepsDone' in news) {
+      onStreamProgress?.({ stepsDone: news.stepsDone, steps, elapsedMs: performance.now() - t0 });
+      return;
+    }
+    const i = lossWorkers.indexOf(worker);
+    if (i < 0 || news.losses.length === 0) return;
+    const step = Math.floor(news.losses[0].mb / m);
+    const parts = told.get(step) ?? Array.from({ length: lossWorkers.length }, () => undefined);
+    parts[i] = news.losses;
+    told.set(step, parts);
+    tellLosses();
+  };
+}
