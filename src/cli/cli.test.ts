@@ -45,9 +45,9 @@ describe('pipelab (spawned through bin/pipelab.mjs)', () => {
   });
 
   it('names a bad flag, its value and the accepted values; exit 2', () => {
-    const r = spawn('schedule', '--schedule', 'pipedream', '--ranks', '4');
+    const r = spawn('schedule', '--schedule', 'pipedreams', '--ranks', '4');
     expect(r.code).toBe(2);
-    expect(r.err).toContain('--schedule = "pipedream": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs');
+    expect(r.err).toContain('--schedule = "pipedreams": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, auto, pipedream, pipedream-2bw');
   });
 
   it('has --help', () => {
@@ -102,6 +102,36 @@ describe('pipelab (in process)', () => {
     const j = JSON.parse(c.out);
     expect(j.makespan).toBe(2 * (2 + 3));
     expect(j.bubble.closedForm).toBeNull();
+  });
+
+  it('plays a stream (PipeDream, 2BW) of --steps steps as one order, 1F1B over steps × m micro-batches, with its closed form', () => {
+    const j = JSON.parse(run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '8', '--steps', '10', '--json').out);
+    expect(j.schedule).toEqual({ name: 'pipedream-2bw', ranks: 4, virtual: 1, stages: 4, microbatches: 80, stream: { steps: 10, microbatchesPerStep: 8 } });
+    // No flush between the steps: one fill and one drain for all 80 micro-batches, where 10 flushed 1F1B steps pay ten.
+    expect(j.makespan).toBe(3 * (80 + 3));
+    expect(JSON.parse(run('simulate', '--schedule', '1f1b', '--ranks', '4', '--microbatches', '8', '--json').out).makespan).toBe(3 * (8 + 3));
+    expect(j.bubble.closedForm).toBeCloseTo(3 / 83, 12);
+    expect(j.bubble.simulated).toBeCloseTo(3 / 83, 12);
+    const t = run('simulate', '--schedule', 'pipedream', '--ranks', '2', '--microbatches', '2', '--steps', '3');
+    expect(t.out).toContain('6 micro-batches (one stream: 3 steps × 2, no flush between them)');
+    const order = run('schedule', '--schedule', 'pipedream', '--ranks', '2', '--microbatches', '2', '--steps', '2');
+    expect(order.out).toBe('pipedream: 2 ranks × 1 stage per rank = 2 stages, 4 micro-batches, 16 actions\nrank 0 (stage 0): 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3\nrank 1 (stage 1): 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3\n');
+  });
+
+  it('refuses --steps where it means nothing, a stream past the limits, a step past 2BW\'s rule, and a stream with replicas', () => {
+    const cases: [string[], string][] = [
+      [['--schedule', '1f1b', '--steps', '3'], '--steps = 3: applies to pipedream and pipedream-2bw only, whose steps run as one stream; 1f1b flushes every step'],
+      [['--schedule', 'pipedream-2bw', '--microbatches', '8', '--steps', '10000'], '--steps = 10000: a stream of 10000 steps × 8 micro-batches holds 80000; at most 65536 (--steps ≤ 8192)'],
+      [['--schedule', 'pipedream-2bw', '--ranks', '1024', '--microbatches', '1024', '--steps', '60'], '--steps = 60: ranks · virtual · microbatches · 2 = 125829120 actions exceeds the limit'],
+      [['--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '2', '--steps', '4'], '--microbatches = 2: PipeDream-2BW needs m ≥ p = 4'],
+      [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2'], "--dp = 2: pipedream-2bw all-reduces each stage's gradients inside its stream"],
+      [['--file', 'x.csv', '--steps', '2'], '--file = "x.csv": replaces --steps'],
+    ];
+    for (const [args, err] of cases) {
+      const r = run('simulate', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toContain(err);
+    }
   });
 
   it('simulates a shared device with --lanes: 1F1B, p = 2, m = 2 on one lane takes all 12 units of work', () => {

@@ -15,7 +15,7 @@ import { boolFlag, helpFor, intFlag, numberFlag, parseArgs, stringFlag, UsageErr
 import { fmt, table } from './format.ts';
 import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile } from './load-file.ts';
-import { SCHEDULE_FLAGS, scheduleFromFlags } from './schedule-flags.ts';
+import { SCHEDULE_FLAGS, scheduleFromFlags, type PickedSchedule } from './schedule-flags.ts';
 import { describeFailure } from './validate-command.ts';
 import { meshLines, MESH_FLAGS, parseMeshFlags, tpClosed, tpCosts, tpJson, zeroCosts } from './simulate-mesh-flags.ts';
 
@@ -80,26 +80,26 @@ export function parseGradBytes(raw: string, stages: number): number | number[] {
   return nums;
 }
 
-function pick(a: ParsedArgs, io: CliIo): { schedule: Schedule; virtual: number } | { invalid: string } {
+function pick(a: ParsedArgs, io: CliIo): PickedSchedule | { invalid: string } {
   const file = stringFlag(a, 'file');
   if (file === undefined) return scheduleFromFlags(a);
-  for (const f of ['schedule', 'ranks', 'microbatches', 'virtual']) {
+  for (const f of ['schedule', 'ranks', 'microbatches', 'virtual', 'steps']) {
     if (a.flags.has(f)) throw new UsageError('--file', file, `replaces --${f}: give a file or generator flags, not both`);
   }
   const loaded = readScheduleFile(io, file);
   const v = validateSchedule(loaded.schedule);
   if (!v.ok) return { invalid: `${file}: invalid schedule: ${describeFailure(v, loaded.cells)}` };
   // Stages per rank and model copy (DualPipe's two copies each hold one stage per rank).
-  return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks / (loaded.schedule.copies ?? 1) };
+  return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks / (loaded.schedule.copies ?? 1), theoryAs: loaded.schedule.name };
 }
 
 /** The dp × pp step's closed form, in words (theory.ts meshClosedForm), or why there is none. */
-function stepClosed(s: Schedule, v: number, defaults: boolean, dp: number, grad: number | number[] | undefined, latency: number, bandwidth: number, overlap: boolean, zero: number): string {
+function stepClosed(s: Schedule, theoryAs: string, v: number, defaults: boolean, dp: number, grad: number | number[] | undefined, latency: number, bandwidth: number, overlap: boolean, zero: number): string {
   if (zero >= 2) return `none known for ZeRO-${zero} (its collectives are played between the actions)`;
   if (!defaults) return 'assumes default costs, free links and no tp collectives';
   const g = grad === undefined ? 0 : grad;
   if (Array.isArray(g) && g.some((x) => x !== g[0])) return 'assumes equal gradient bytes on every stage';
-  const cf = Number.isInteger(v) ? meshClosedForm(s.name, s.ranks, s.microbatches, v, { dp, gradBytes: Array.isArray(g) ? g[0] : g, latency, bandwidth, overlap }) : null;
+  const cf = Number.isInteger(v) ? meshClosedForm(theoryAs, s.ranks, s.microbatches, v, { dp, gradBytes: Array.isArray(g) ? g[0] : g, latency, bandwidth, overlap }) : null;
   return cf ? `step ${fmt(cf.step)} = ${cf.formula} (A = ${fmt(cf.allReduce)} per stage)` : 'none known for this schedule with overlap';
 }
 
@@ -127,7 +127,14 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     io.err(`pipelab simulate: ${picked.invalid}\n`);
     return EXIT_INVALID;
   }
-  const { schedule: s, virtual } = picked;
+  const { schedule: s, virtual, theoryAs, streamSteps } = picked;
+  if (streamSteps !== undefined && (dp > 1 || mf.zero > 0)) {
+    throw new UsageError(
+      dp > 1 ? '--dp' : '--zero',
+      dp > 1 ? dp : mf.zero,
+      `${s.name} all-reduces each stage's gradients inside its stream (every m micro-batches, not at a flush), which the simulator does not play: simulate its pipeline without --dp and --zero (the tab runs and measures it with replicas)`,
+    );
+  }
   if (mf.zero >= 2 && lanes < dp * s.ranks) {
     throw new UsageError('--lanes', stringFlag(a, 'lanes'), `ZeRO-${mf.zero}'s collectives are played on independent devices: with --zero ${mf.zero} it needs at least dp × ranks = ${dp * s.ranks} lanes (or inf)`);
   }
@@ -145,15 +152,15 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   // ZeRO-3's gathers, and ZeRO-2's reduce-scatters without overlap, hold the compute back.
   const computeFree = mf.zero < 2 || (mf.zero === 2 && overlap);
   const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree;
-  const cf = Number.isInteger(virtual) ? closedForm(s.name, s.ranks, s.microbatches, virtual) : null;
+  const cf = Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs, free links and no tp collectives; their bubble fraction holds for any time unit.
   const closed = cf && isDefault ? cf : null;
-  const tpClosedForm = tpClosed(s, virtual, freeLinks, mf, r, opCosts);
+  const tpClosedForm = tpClosed({ ...s, name: theoryAs }, virtual, freeLinks, mf, r, opCosts);
   if (traceFile !== undefined) io.writeFile(traceFile, JSON.stringify(toChromeTrace(r.timeline, `PipeLab ${s.name}`)) + '\n');
 
   if (boolFlag(a, 'json')) {
     const out = {
-      schedule: { name: s.name, ranks: s.ranks, virtual, stages: s.stages, microbatches: s.microbatches },
+      schedule: { name: s.name, ranks: s.ranks, virtual, stages: s.stages, microbatches: s.microbatches, ...(streamSteps !== undefined ? { stream: { steps: streamSteps, microbatchesPerStep: s.microbatches / streamSteps } } : {}) },
       costs: { ...opCosts, latency, bandwidth: Number.isFinite(bandwidth) ? bandwidth : 'inf', activationBytes: bytes, lanes: Number.isFinite(lanes) ? lanes : 'inf', perStage: true, perTpWorker: mf.tp > 1 },
       makespan: r.makespan,
       bubble: { simulated: r.bubble, closedForm: closed ? closed.bubble : null, formula: closed ? closed.formula : null },
@@ -168,7 +175,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   }
   const costText = OP_KEYS.map((op) => `${op}=${opCosts[op]}`).join(' ');
   const lines = [
-    `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches`,
+    `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
     `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
@@ -179,7 +186,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     const when = between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
       `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
-      `closed form ${stepClosed(s, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
+      `closed form ${stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
       `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the step`,
     );
   }

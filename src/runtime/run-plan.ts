@@ -11,7 +11,7 @@
 import type { ModelSpec } from '../nn/model-spec.ts';
 import type { BlockRange } from '../nn/partition.ts';
 import { autoForRun } from '../plan/plan.ts';
-import { generateSchedule, scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
+import { generateWindow, scheduleKind, UPDATE_WINDOWS, type ScheduleKind, type UpdateWindows } from '../schedule/registry.ts';
 import { assertValidSchedule } from '../schedule/validate.ts';
 import type { Schedule } from '../schedule/types.ts';
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
@@ -44,8 +44,7 @@ export function autoScheduleForRun(config: RunConfig, spec: ModelSpec, cut: read
  * a stream's order over steps × microbatches (`auto` is planned from the model instead: autoScheduleForRun).
  */
 export function windowOrder(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microbatches' | 'virtual'>, steps: number): Schedule {
-  const kind = scheduleKind(cfg.schedule);
-  return generateSchedule(cfg.schedule, cfg.ranks, UPDATE_WINDOWS[kind.update].microbatches(cfg.microbatches, steps), kind.virtualFor(cfg.virtual));
+  return generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, steps, scheduleKind(cfg.schedule).virtualFor(cfg.virtual));
 }
 
 export function planRun(input: RunConfig): RunPlan {

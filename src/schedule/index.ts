@@ -10,6 +10,8 @@ export { autoSchedule, type AutoResult, type MemoryCap } from './generators/auto
 export {
   DEFAULT_AUTO_COSTS,
   generateSchedule,
+  generateWindow,
+  RUN_SCHEDULE_NAMES,
   scheduleKind,
   SCHEDULES,
   SCHEDULE_NAMES,

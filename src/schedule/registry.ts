@@ -328,3 +328,15 @@ export function generateSchedule(name: string, ranks: number, microbatches: numb
   kind.validateParams(ranks, microbatches, v);
   return kind.generate(ranks, microbatches, v);
 }
+
+/**
+ * A run's window of `steps` steps of `microbatches` each: one step's schedule for a flushing schedule, all the steps
+ * as one stream for PipeDream and PipeDream-2BW (never flushed: steps × m micro-batches in one order). The rules of
+ * a step (2BW's m ≥ p) are checked on its own m.
+ */
+export function generateWindow(name: string, ranks: number, microbatches: number, steps: number, virtual?: number): Schedule {
+  const kind = scheduleKind(name);
+  const v = virtual ?? kind.defaultVirtual;
+  kind.validateParams(ranks, microbatches, v);
+  return generateSchedule(name, ranks, UPDATE_WINDOWS[kind.update].microbatches(microbatches, steps), v);
+}
