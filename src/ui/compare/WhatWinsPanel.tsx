@@ -160,7 +160,7 @@ export function WhatWinsPanel({ names, virtual }: { names: readonly ScheduleName
             measured winner <b>{label(measured.name)}</b> ({measured.ms.toFixed(1)} ms a step, of the schedules measured below{capKiB > 0 ? ', without the cap' : ''}).
           </>
         ) : (
-          <>press “Measure” to train each schedule on the workers and see the measured winner here.</>
+          <>press “▶ Measure each” to train each schedule on the workers and see the measured winner here.</>
         )}
       </p>
     </section>
