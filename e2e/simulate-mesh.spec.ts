@@ -60,3 +60,28 @@ test('Simulate at scale: a link with a bad tp or ZeRO value is reported by field
   await page.goto('./?view=simulate&sim.dp=2&sim.zero=true');
   await expect(page.getByLabel('Sharding (ZeRO)')).toHaveValue('1');
 });
+
+test('Simulate at scale: PipeDream-2BW draws its steps as one stream, the fill and drain paid once; choosing it drops the replicas it cannot simulate', async ({ page }, info) => {
+  const errors = watchErrors(page);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.goto('./?view=simulate&sim.ranks=8&sim.microbatches=16&sim.dp=2');
+  const plot = page.getByTestId('sim-timeline').getByRole('group');
+  await expect(plot).toHaveAttribute('data-lanes', '16');
+  await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream-2bw');
+  // One pipeline (its all-reduces run inside the stream, which the simulator does not play); 4 steps by default.
+  await expect(page.getByLabel('Replicas (dp)')).toBeDisabled();
+  await expect(plot).toHaveAttribute('data-lanes', '8');
+  await page.getByLabel('Steps in the stream').fill('6');
+  await expect(page.getByTestId('sim-timeline')).toContainText('8 ranks × 16 micro-batches × 6 steps, one stream');
+  // 8 ranks · 96 micro-batches · (F, B); makespan 3(6 · 16 + 8 − 1) = 309, where 6 flushed 1F1B steps take 6 · 3 · 23 = 414.
+  await expect(plot).toHaveAttribute('data-intervals', String(8 * 96 * 2));
+  await expect(page.getByRole('row', { name: /Makespan/ }).getByRole('cell')).toHaveText(['309', '309']);
+  expect(page.url()).toContain('sim.steps=6');
+  // 2BW's rule holds for a step's own m.
+  await page.getByLabel('Micro-batches', { exact: true }).fill('4');
+  await expect(page.locator('.config-problem')).toContainText('sim.microbatches = 4: PipeDream-2BW needs m ≥ p = 8');
+  await page.getByLabel('Micro-batches', { exact: true }).fill('16');
+  await expect(page.locator('.config-problem')).toHaveCount(0);
+  await keepScreenshot(page, info, 'simulate-2bw-stream');
+  expect(errors).toEqual([]);
+});

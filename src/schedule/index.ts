@@ -20,6 +20,7 @@ export {
   MAX_RANKS,
   MAX_VIRTUAL,
   runsAsStream,
+  type RunScheduleName,
   type ScheduleKind,
   type ScheduleName,
 } from './registry.ts';

@@ -4,7 +4,7 @@
  * button waits until the configuration is valid again.
  */
 import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
-import { scheduleKind } from '../schedule/index.ts';
+import { runsAsStream, scheduleKind } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { validateSimParams, type SimParams } from './sim-params.ts';
 import { problemOf, usePipeLab, type FieldProblem } from './store.ts';
@@ -91,6 +91,8 @@ export function patchSim(patch: Partial<SimParams>): void {
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
     next = { ...next, virtual: scheduleKind(patch.schedule).virtualFor(Math.max(cur.virtual, 2)) };
+    // A stream (PipeDream, 2BW) is simulated without replicas: its all-reduces run inside it (sim-params.ts).
+    if (runsAsStream(patch.schedule)) next = { ...next, dp: 1, zero: 0, zeroPerAction: false };
   }
   setSim(next);
 }

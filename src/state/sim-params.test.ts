@@ -147,3 +147,46 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, costF: 1e300 }).result.makespan).toBeGreaterThan(1e300);
   });
 });
+
+describe('Simulate at scale: PipeDream and PipeDream-2BW, their steps as one stream', () => {
+  it('2BW p 64, m 512, 4 steps: one 1F1B order over 2048 micro-batches, its fill and drain paid once, worked by hand', () => {
+    const o = runSimulation({ ...defaultSimParams(), schedule: 'pipedream-2bw', steps: 4 });
+    expect(o.schedule.name).toBe('pipedream-2bw');
+    expect(o.schedule.microbatches).toBe(4 * 512);
+    // 3(S·m + p − 1) = 3(2048 + 63) = 6333 units, where four flushed 1F1B steps take 4 · 3(512 + 63) = 6900.
+    expect(o.result.makespan).toBe(6333);
+    expect(runSimulation(defaultSimParams()).result.makespan * 4).toBe(6900);
+    expect(o.closed?.makespan).toBe(6333);
+    expect(o.closed?.bubble).toBeCloseTo(63 / 2111, 12);
+    expect(o.result.bubble).toBeCloseTo(63 / 2111, 12);
+    // Its activations are 1F1B's, the stream's steps or not: p − r on rank r.
+    expect(o.closedPeak?.slice(0, 2)).toEqual([64, 63]);
+    expect(o.result.memory[0].peakMicrobatches).toBe(64);
+    // PipeDream, one step: 1F1B's step.
+    expect(runSimulation({ ...defaultSimParams(), schedule: 'pipedream', steps: 1 }).result.makespan).toBe(1725);
+  });
+
+  it('refuses a stream past the page\'s size, with replicas, or breaking 2BW\'s m ≥ p; a flushing schedule ignores steps', () => {
+    expect(refusal({ schedule: 'pipedream-2bw', steps: 0 })).toMatch(/^sim\.steps = 0: /);
+    expect(refusal({ schedule: 'pipedream-2bw', steps: 17 })).toBe('sim.steps = 17: a stream of 17 steps × 512 micro-batches holds 8704; the page plays at most 8192 (steps ≤ 16)');
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 512, microbatches: 512, steps: 16 })).toMatch(/^sim\.steps = 16: ranks · virtual · microbatches · steps · ops = 8388608 actions at 512 ranks, 512 micro-batches × 16 steps; the page draws at most 2000000/);
+    expect(refusal({ schedule: 'pipedream', dp: 2 })).toMatch(/^sim\.dp = 2: pipedream all-reduces each stage's gradients inside its stream/);
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 8, microbatches: 4 })).toMatch(/^sim\.microbatches = 4: PipeDream-2BW needs m ≥ p = 8/);
+    expect(refusal({ schedule: '1f1b', steps: 1000 })).toBe('accepted');
+    expect(runSimulation({ ...defaultSimParams(), steps: 1000 }).result.makespan).toBe(1725);
+  });
+
+  it('round-trips a stream through the URL; a default link writes no steps', () => {
+    const p: SimParams = { ...defaultSimParams(), schedule: 'pipedream-2bw', ranks: 8, microbatches: 16, steps: 10 };
+    const q = new URLSearchParams();
+    simParamsToQuery(p, q);
+    expect(q.get('sim.steps')).toBe('10');
+    expect(simParamsFromQuery(q)).toEqual({ params: p, errors: [] });
+    const d = new URLSearchParams();
+    simParamsToQuery(defaultSimParams(), d);
+    expect(d.has('sim.steps')).toBe(false);
+    const bad = simParamsFromQuery(new URLSearchParams('sim.schedule=pipedream&sim.steps=99999'));
+    expect(bad.errors.map((e) => e.message)).toEqual(['sim.steps = 99999: must be an integer between 1 and 1024']);
+    expect(bad.params.steps).toBe(defaultSimParams().steps);
+  });
+});

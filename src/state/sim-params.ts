@@ -3,14 +3,17 @@
  * against a per-op cost model without training anything. They travel in the
  * URL under `sim.*` keys, next to the run configuration's keys.
  */
-import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, type RunScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 
 export interface SimParams {
-  schedule: ScheduleName;
+  schedule: RunScheduleName;
   ranks: number;
+  /** Micro-batches per step. */
   microbatches: number;
+  /** PipeDream and PipeDream-2BW only (they never flush): the steps drawn as one stream of steps × microbatches. */
+  steps: number;
   /** Stages per rank. */
   virtual: number;
   /** Per-op time of one rank's share of the model (split over its v stages), time units. */
@@ -53,18 +56,23 @@ export interface SimParams {
 /** Sizes the browser cannot train but draws at once. */
 export function defaultSimParams(): SimParams {
   return {
-    schedule: '1f1b', ranks: 64, microbatches: 512, virtual: 1, costF: 1, costB: 2, costI: 1, costW: 1, latency: 0,
+    schedule: '1f1b', ranks: 64, microbatches: 512, steps: 4, virtual: 1, costF: 1, costB: 2, costI: 1, costW: 1, latency: 0,
     dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: 0, zeroPerAction: false,
     tp: 1, tpLayers: 4, tpActKB: 1000, tpLatencyMs: 0.01, tpBandwidthMBs: 100_000,
   };
 }
 
 /** `workers`: dp × ranks × tp; `actions`: the intervals the page draws (compute of every worker and the collectives' exchanges). */
-export const SIM_LIMITS = { ranks: 512, microbatches: 8192, virtual: 16, dp: 256, tp: 64, tpLayers: 1024, workers: 4096, actions: 2_000_000 } as const;
+export const SIM_LIMITS = { ranks: 512, microbatches: 8192, steps: 1024, virtual: 16, dp: 256, tp: 64, tpLayers: 1024, workers: 4096, actions: 2_000_000 } as const;
 
 /** Bytes per time unit on one link for a bandwidth in MB/s, one time unit read as 1 ms. */
 export function bytesPerUnit(mbPerSecond: number): number {
   return (mbPerSecond * 1e6) / 1e3;
+}
+
+/** The micro-batches the view plays: one step's, or a stream's steps × m (PipeDream, 2BW). */
+export function simWindowMicrobatches(p: Pick<SimParams, 'schedule' | 'microbatches' | 'steps'>): number {
+  return runsAsStream(p.schedule) ? p.microbatches * p.steps : p.microbatches;
 }
 
 /** True when the view should show the data-parallel step (more than one replica). */
@@ -88,9 +96,17 @@ export function validateSimParams(p: SimParams): void {
   requireInt('sim.ranks', p.ranks, 1, SIM_LIMITS.ranks);
   requireInt('sim.microbatches', p.microbatches, 1, SIM_LIMITS.microbatches);
   requireInt('sim.virtual', p.virtual, 1, SIM_LIMITS.virtual);
+  requireInt('sim.steps', p.steps, 1, SIM_LIMITS.steps);
+  const stream = runsAsStream(p.schedule);
+  if (stream && p.microbatches * p.steps > SIM_LIMITS.microbatches) {
+    throw new ConfigError('sim.steps', p.steps, `a stream of ${p.steps} steps × ${p.microbatches} micro-batches holds ${p.microbatches * p.steps}; the page plays at most ${SIM_LIMITS.microbatches} (steps ≤ ${Math.floor(SIM_LIMITS.microbatches / p.microbatches)})`);
+  }
   for (const k of ['costF', 'costB', 'costI', 'costW', 'latency'] as const) requireFinite(`sim.${k}`, p[k], { min: 0 });
   if (p.costF + p.costB <= 0) throw new ConfigError('sim.costF', p.costF, 'F and B cannot both cost 0');
   requireInt('sim.dp', p.dp, 1, SIM_LIMITS.dp);
+  if (stream && p.dp > 1) {
+    throw new ConfigError('sim.dp', p.dp, `${p.schedule} all-reduces each stage's gradients inside its stream (every m micro-batches, not at a flush), which the simulator does not play: simulate its pipeline at dp = 1 (the Train view runs and measures it with replicas)`);
+  }
   if (p.dp * p.ranks > SIM_LIMITS.workers) {
     throw new ConfigError('sim.dp', p.dp, `dp × ranks = ${p.dp} × ${p.ranks} = ${p.dp * p.ranks} workers; the page simulates at most ${SIM_LIMITS.workers}`);
   }
@@ -114,19 +130,20 @@ export function validateSimParams(p: SimParams): void {
   if (p.zero > 0 && p.dp === 1) throw new ConfigError('sim.zero', p.zero, `ZeRO-${p.zero} shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)`);
   if (typeof p.zeroPerAction !== 'boolean') throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, 'must be true or false');
   if (p.zeroPerAction && p.zero !== 3) throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, `re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = ${p.zero})`);
-  const compute = p.dp * p.ranks * p.virtual * p.microbatches * (kind.splitBackward ? 3 : 2);
+  const window = simWindowMicrobatches(p);
+  const compute = p.dp * p.ranks * p.virtual * window * (kind.splitBackward ? 3 : 2);
   // ZeRO-2/3 run their collectives per action; 0/1 once per stage at the flush.
   const perStep = p.zero >= 2 ? p.microbatches * (p.zero === 3 ? 3 : 1) : 1;
   const exchanges = p.dp > 1 ? p.ranks * p.virtual * p.dp * 2 * (p.dp - 1) * perStep : 0;
-  const tpColls = p.dp * p.ranks * p.microbatches * simTpCollectivesPerMicrobatch(p);
+  const tpColls = p.dp * p.ranks * window * simTpCollectivesPerMicrobatch(p);
   const actions = (compute + exchanges + tpColls) * p.tp;
   if (actions > SIM_LIMITS.actions) {
-    const field = p.tp > 1 ? 'sim.tp' : p.dp > 1 ? 'sim.dp' : 'sim.microbatches';
+    const field = p.tp > 1 ? 'sim.tp' : p.dp > 1 ? 'sim.dp' : stream && p.steps > 1 ? 'sim.steps' : 'sim.microbatches';
     const terms =
-      (p.dp > 1 ? 'dp · ranks · virtual · (microbatches · ops + all-reduce exchanges)' : 'ranks · virtual · microbatches · ops') + (p.tp > 1 ? ' + the tp collectives, on each of tp workers' : '');
-    const value = field === 'sim.tp' ? p.tp : field === 'sim.dp' ? p.dp : p.microbatches;
+      (p.dp > 1 ? 'dp · ranks · virtual · (microbatches · ops + all-reduce exchanges)' : `ranks · virtual · microbatches${stream ? ' · steps' : ''} · ops`) + (p.tp > 1 ? ' + the tp collectives, on each of tp workers' : '');
+    const value = field === 'sim.tp' ? p.tp : field === 'sim.dp' ? p.dp : field === 'sim.steps' ? p.steps : p.microbatches;
     // The sizes it multiplies, so a link that gave only dp or tp sees the ranks and micro-batches it was drawn at.
-    const sizes = `${p.dp > 1 ? `dp ${p.dp}, ` : ''}${p.ranks} ranks, ${p.microbatches} micro-batches${p.virtual > 1 ? `, v ${p.virtual}` : ''}${p.tp > 1 ? `, tp ${p.tp}` : ''}`;
+    const sizes = `${p.dp > 1 ? `dp ${p.dp}, ` : ''}${p.ranks} ranks, ${p.microbatches} micro-batches${stream ? ` × ${p.steps} steps` : ''}${p.virtual > 1 ? `, v ${p.virtual}` : ''}${p.tp > 1 ? `, tp ${p.tp}` : ''}`;
     throw new ConfigError(field, value, `${terms} = ${actions} actions at ${sizes}; the page draws at most ${SIM_LIMITS.actions} (fewer ranks or micro-batches fit)`);
   }
   try {
@@ -137,10 +154,10 @@ export function validateSimParams(p: SimParams): void {
   }
 }
 
-const NUMERIC = ['ranks', 'microbatches', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'zero', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs'] as const;
+const NUMERIC = ['ranks', 'microbatches', 'steps', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'zero', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs'] as const;
 const BOOLEAN = ['overlap', 'zeroPerAction'] as const;
-/** The data-parallel and tp keys, written only when they differ from their defaults (older links stay as they were). */
-const MESH_KEYS: ReadonlySet<string> = new Set(['dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs']);
+/** The stream's steps and the data-parallel and tp keys, written only when they differ from their defaults (older links stay as they were). */
+const MESH_KEYS: ReadonlySet<string> = new Set(['steps', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs']);
 
 export function simParamsToQuery(p: SimParams, params: URLSearchParams): void {
   params.set('sim.schedule', p.schedule);
@@ -163,7 +180,7 @@ export function simParamsFromQuery(params: URLSearchParams): { params: SimParams
   const sched = params.get('sim.schedule');
   if (sched !== null) {
     try {
-      out.schedule = requireOneOf('sim.schedule', sched, SCHEDULE_NAMES);
+      out.schedule = requireOneOf('sim.schedule', sched, RUN_SCHEDULE_NAMES);
       out.virtual = scheduleKind(out.schedule).defaultVirtual;
       given.add('schedule');
     } catch (e) {

@@ -2,10 +2,10 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateSchedule, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { generateWindow, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
-import { bytesPerUnit, simHasMesh, simHasTp, validateSimParams } from './sim-params.ts';
+import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
 
 export interface SimOutcome {
   params: SimParams;
@@ -77,8 +77,11 @@ function overflow(p: SimParams): ConfigError {
 export function runSimulation(p: SimParams): SimOutcome {
   validateSimParams(p);
   const t0 = performance.now();
-  const schedule = generateSchedule(p.schedule, p.ranks, p.microbatches, p.virtual);
-  const chunks = scheduleKind(p.schedule).costChunks(p.virtual);
+  // PipeDream and 2BW: the steps as one stream, never flushed (theory: 1F1B's over all its micro-batches).
+  const schedule = generateWindow(p.schedule, p.ranks, p.microbatches, p.steps, p.virtual);
+  const kind = scheduleKind(p.schedule);
+  const m = simWindowMicrobatches(p);
+  const chunks = kind.costChunks(p.virtual);
   // With tp each worker computes 1/tp of its stage (the abstract model splits all of it, as Megatron's layers do).
   const tpCosts = simTpCosts(p, schedule.stages, chunks);
   const result = simulate(schedule, {
@@ -89,17 +92,17 @@ export function runSimulation(p: SimParams): SimOutcome {
     ...(tpCosts ? { tp: tpCosts } : {}),
   });
   if (!Number.isFinite(result.makespan)) throw overflow(p);
-  const closed = defaultCosts(p) && p.tp === 1 ? closedForm(p.schedule, p.ranks, p.microbatches, p.virtual) : null;
-  const closedPeak = closedFormPeakActivations(p.schedule, p.ranks, p.microbatches, p.virtual);
+  const closed = defaultCosts(p) && p.tp === 1 ? closedForm(kind.theoryAs, p.ranks, m, p.virtual) : null;
+  const closedPeak = closedFormPeakActivations(kind.theoryAs, p.ranks, m, p.virtual);
   const mc = simMeshCosts(p, 1);
   const closedMesh =
     closed && mc.allReduce && schedule.stages === schedule.ranks && p.zero <= 1
-      ? meshClosedForm(p.schedule, p.ranks, p.microbatches, p.virtual, { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap })
+      ? meshClosedForm(kind.theoryAs, p.ranks, m, p.virtual, { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap })
       : null;
   let closedTp: SimOutcome['closedTp'] = null;
-  if (tpCosts && (p.schedule === 'gpipe' || p.schedule === '1f1b') && schedule.stages === schedule.ranks && p.latency === 0 && p.dp === 1) {
+  if (tpCosts && (kind.theoryAs === 'gpipe' || kind.theoryAs === '1f1b') && schedule.stages === schedule.ranks && p.latency === 0 && p.dp === 1) {
     const tau = tpOpTimes(tpCosts, schedule.stages);
-    const c = tpClosedForm(p.ranks, p.microbatches, { F: p.costF / p.tp, B: p.costB / p.tp }, { F: tau.F[0], B: tau.B[0] });
+    const c = tpClosedForm(p.ranks, m, { F: p.costF / p.tp, B: p.costB / p.tp }, { F: tau.F[0], B: tau.B[0] });
     closedTp = { step: c.step, share: c.share };
   }
   return { params: p, schedule, result, closed, closedPeak, closedMesh, closedTp, tookMs: performance.now() - t0 };

@@ -3,9 +3,11 @@
  * ZeRO stage, and tensor parallelism inside each stage (Megatron's layers, the
  * tab's one-round exchange).
  */
+import { runsAsStream } from '../../schedule/index.ts';
 import { patchSim } from '../../state/config-actions.ts';
 import { SIM_LIMITS, simTpCollectivesPerMicrobatch, type SimParams } from '../../state/sim-params.ts';
 import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
+import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 
 type ZeroChoice = '0' | '1' | '2' | '3';
 const ZERO_OPTIONS: readonly { value: ZeroChoice; label: string }[] = [
@@ -18,6 +20,7 @@ const ZERO_OPTIONS: readonly { value: ZeroChoice; label: string }[] = [
 export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (field: string) => string | null }) {
   const workers = sim.dp * sim.ranks * sim.tp;
   const tpOff = sim.tp === 1;
+  const stream = runsAsStream(sim.schedule);
   return (
     <>
       <fieldset>
@@ -31,7 +34,12 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           value={sim.dp}
           onChange={(dp) => patchSim(dp > 1 ? { dp } : { dp, zero: 0, zeroPerAction: false })}
           error={errorFor('dp')}
-          hint={`${sim.dp} × ${sim.ranks}${sim.tp > 1 ? ` × ${sim.tp}` : ''} = ${workers.toLocaleString('en-US')} workers; each stage's gradients are summed by a ring all-reduce over its ${sim.dp} replicas`}
+          disabled={stream && sim.dp === 1}
+          hint={
+            stream
+              ? `${SCHEDULE_LABELS[sim.schedule]} all-reduces inside its stream, every m micro-batches, which the simulator does not play; the Train view runs it with replicas`
+              : `${sim.dp} × ${sim.ranks}${sim.tp > 1 ? ` × ${sim.tp}` : ''} = ${workers.toLocaleString('en-US')} workers; each stage's gradients are summed by a ring all-reduce over its ${sim.dp} replicas`
+          }
         />
         <NumberField
           label="Gradients per rank, MB"

@@ -4,9 +4,9 @@
  * with the closed form beside it.
  */
 import { useMemo } from 'react';
-import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, SCHEDULES, type RunScheduleName } from '../../schedule/index.ts';
 import { patchSim } from '../../state/config-actions.ts';
-import { SIM_LIMITS } from '../../state/sim-params.ts';
+import { SIM_LIMITS, simWindowMicrobatches } from '../../state/sim-params.ts';
 import { runSimulation, type SimOutcome } from '../../state/simulation.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
@@ -42,6 +42,9 @@ export function SimulateView() {
   const peak = r ? Math.max(...r.memory.map((m) => m.peakMicrobatches)) : null;
   const closedPeak = outcome?.closedPeak ? Math.max(...outcome.closedPeak) : null;
   const collName = sim.zero >= 2 ? `ZeRO-${sim.zero} collectives` : 'all-reduce';
+  const stream = runsAsStream(sim.schedule);
+  /** The micro-batches played: one step's, or a stream's steps × m. */
+  const window = simWindowMicrobatches(sim);
 
   return (
     <div className="layout">
@@ -54,18 +57,31 @@ export function SimulateView() {
           )}
           <fieldset>
             <legend>Schedule</legend>
-            <SelectField<ScheduleName>
+            <SelectField<RunScheduleName>
               label="Schedule"
               name="sim.schedule"
               value={sim.schedule}
-              options={SCHEDULE_NAMES.map((s) => ({ value: s, label: SCHEDULE_MENU_LABELS[s] }))}
+              options={RUN_SCHEDULE_NAMES.map((s) => ({ value: s, label: SCHEDULE_MENU_LABELS[s] }))}
               onChange={(schedule) => patchSim({ schedule })}
               hint={`${kind.title}. ${kind.source}.`}
             />
             <div className="row2">
               <NumberField label="Ranks" name="sim.ranks" integer min={1} max={SIM_LIMITS.ranks} value={sim.ranks} onChange={(ranks) => patchSim({ ranks })} error={errorFor('ranks')} />
-              <NumberField label="Micro-batches" name="sim.microbatches" integer min={1} max={SIM_LIMITS.microbatches} value={sim.microbatches} onChange={(microbatches) => patchSim({ microbatches })} error={errorFor('microbatches')} />
+              <NumberField label="Micro-batches" name="sim.microbatches" integer min={1} max={SIM_LIMITS.microbatches} value={sim.microbatches} onChange={(microbatches) => patchSim({ microbatches })} error={errorFor('microbatches')} hint={stream ? 'per step' : undefined} />
             </div>
+            {stream && (
+              <NumberField
+                label="Steps in the stream"
+                name="sim.steps"
+                integer
+                min={1}
+                max={SIM_LIMITS.steps}
+                value={sim.steps}
+                onChange={(steps) => patchSim({ steps })}
+                error={errorFor('steps')}
+                hint={`no flush between steps: ${window.toLocaleString('en-US')} micro-batches in one order, the fill and drain paid once`}
+              />
+            )}
             <NumberField
               label="Virtual stages per rank"
               name="sim.virtual"
@@ -97,7 +113,11 @@ export function SimulateView() {
       </aside>
       <div className="main-col">
         <TimelinePanel
-          title={outcome ? `${SCHEDULE_LABELS[sim.schedule]}: ${sim.dp > 1 ? `${sim.dp} replicas × ` : ''}${sim.ranks} ranks${sim.tp > 1 ? ` × tp ${sim.tp}` : ''} × ${sim.microbatches} micro-batches` : 'Simulation'}
+          title={
+            outcome
+              ? `${SCHEDULE_LABELS[sim.schedule]}: ${sim.dp > 1 ? `${sim.dp} replicas × ` : ''}${sim.ranks} ranks${sim.tp > 1 ? ` × tp ${sim.tp}` : ''} × ${sim.microbatches} micro-batches${stream ? ` × ${sim.steps} step${sim.steps === 1 ? '' : 's'}, one stream` : ''}`
+              : 'Simulation'
+          }
           measured={null}
           simulated={outcome?.result.timeline ?? null}
           mode="simulated"
@@ -174,8 +194,8 @@ export function SimulateView() {
                 )}
                 <tr>
                   <th scope="row">Micro-batches per unit time</th>
-                  <td>{r ? num((sim.dp * sim.microbatches) / r.makespan, 3) : '—'}</td>
-                  <td>{outcome?.closed && (sim.dp === 1 || outcome.closedMesh) ? num((sim.dp * sim.microbatches) / (outcome.closedMesh?.step ?? outcome.closed.makespan), 3) : outcome?.closedTp ? num(sim.microbatches / outcome.closedTp.step, 3) : '—'}</td>
+                  <td>{r ? num((sim.dp * window) / r.makespan, 3) : '—'}</td>
+                  <td>{outcome?.closed && (sim.dp === 1 || outcome.closedMesh) ? num((sim.dp * window) / (outcome.closedMesh?.step ?? outcome.closed.makespan), 3) : outcome?.closedTp ? num(window / outcome.closedTp.step, 3) : '—'}</td>
                 </tr>
               </tbody>
             </table>
@@ -183,7 +203,7 @@ export function SimulateView() {
             {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
-          <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.tp > 1 ? `tp${sim.tp}x` : ''}${sim.microbatches}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
+          <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.tp > 1 ? `tp${sim.tp}x` : ''}${sim.microbatches}${stream ? `x${sim.steps}steps` : ''}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
           <PlanPanel />
         </div>
       </div>
