@@ -101,6 +101,28 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.live).toBe(0);
 });
 
+test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its start on fresh workers, the losses of the uninterrupted stream', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(
+    async ({ small }) => {
+      const cfg = { ...window.pipelab.defaultConfig(), ...small, schedule: 'pipedream-2bw' as const, lrSchedule: 'constant' as const };
+      const full = await window.pipelab.run(cfg);
+      // Micro-batch 9 of the stream's 6 × 2: in its fifth step.
+      const crashed = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker', action: '1F9', step: 0 } }, { recvTimeoutMs: 20_000 });
+      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, live: window.pipelab.liveWorkers() };
+    },
+    { small: SMALL },
+  );
+  expect(r.recovery?.fromStep).toBe(0);
+  expect(r.recovery?.failedAtStep).toBeGreaterThanOrEqual(3);
+  expect(r.recovery?.failure).toMatch(/crashed/);
+  expect(r.losses).toHaveLength(6);
+  expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-6);
+  expect(r.live).toBe(0);
+  await page.goto('./?schedule=pipedream-2bw&microbatches=8');
+  await expect(page.getByText('Restarts from the start (a stream saves no checkpoint inside it) on fresh workers, the same mesh.')).toBeVisible();
+});
+
 test('recovery = fewer: a 3-rank run whose worker crashes at step k+1 with checkpointEvery = k finishes re-cut onto 2 workers, the losses of the uninterrupted 3-rank run', async ({ page }) => {
   await open(page, '?recovery=fewer');
   // The page's choice reads the link, and says what a failure would do with the form's configuration (4 ranks).

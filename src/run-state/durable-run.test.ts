@@ -140,6 +140,23 @@ describe('durable runs on the CPU host', () => {
     }
   });
 
+  it('a stream (PipeDream-2BW, PipeDream) that fails inside it recovers from step 0, its steps done while it ran its progress: the uninterrupted run, exactly', async () => {
+    for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
+      const store = new CheckpointStore(new MemoryShelf());
+      const cfg = config({ schedule, lrSchedule: 'constant' });
+      const full = await cpuRunner(cfg, { readWeights: true });
+      const recoveries: { fromStep: number }[] = [];
+      // Micro-batch 9 of the stream's 6 × 2: in its fifth step, after four were done.
+      const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '1B9', step: 0 } }, { readWeights: true }, { store, onRecovery: (r) => recoveries.push(r) }, cpuRunner);
+      expect(recoveries, schedule).toEqual([expect.objectContaining({ fromStep: 0 })]);
+      expect(report.recovery?.fromStep).toBe(0);
+      expect(report.recovery?.failedAtStep).toBeGreaterThanOrEqual(3);
+      expect(report.recovery?.stepsRedone).toBe(report.recovery?.failedAtStep);
+      expect(report.losses).toHaveLength(6);
+      expectSameRun(report, full);
+    }
+  });
+
   it('a failure before any step is not recovered: it ends the run as it is', async () => {
     const store = new CheckpointStore(new MemoryShelf());
     const cfg = config({ checkpointEvery: 2, fault: { kind: 'throw', action: '0F0', step: 0 } });

@@ -74,6 +74,13 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
         stepsDone = p.step + 1;
         opts.onStep?.(p);
       },
+      // A stream's (PipeDream, 2BW) onStep calls all come at its end: its steps done while it runs are its progress,
+      // so a failure inside it recovers (from step 0: a stream saves no checkpoint inside it).
+      onStreamProgress: (p) => {
+        if (stepsThisRun++ === 0) onFirstStep?.();
+        stepsDone = p.stepsDone;
+        opts.onStreamProgress?.(p);
+      },
     });
 
   let report: RunReport | undefined;
