@@ -3,12 +3,12 @@
  * interleaved ones get, and how many steps each is measured for. They travel
  * in the URL under `compare.*` keys.
  */
-import { SCHEDULE_NAMES, type ScheduleName } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, type RunScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { parseQueryNumber } from '../util/query-values.ts';
 
 export interface CompareParams {
-  schedules: ScheduleName[];
+  schedules: RunScheduleName[];
   /** Stages per rank for the schedules that take any number (interleaved, looped). */
   virtual: number;
   /** Steps each schedule is measured for. */
@@ -48,9 +48,9 @@ export function compareParamsFromQuery(params: URLSearchParams): { params: Compa
   const list = params.get('compare.schedules');
   if (list !== null) {
     const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
-    const bad = names.filter((n) => !(SCHEDULE_NAMES as readonly string[]).includes(n));
-    if (bad.length > 0) errors.push(new ConfigError('compare.schedules', list, `${bad.map((b) => JSON.stringify(b)).join(', ')} not among ${SCHEDULE_NAMES.join(', ')}`));
-    else out.schedules = SCHEDULE_NAMES.filter((n) => names.includes(n));
+    const bad = names.filter((n) => !(RUN_SCHEDULE_NAMES as readonly string[]).includes(n));
+    if (bad.length > 0) errors.push(new ConfigError('compare.schedules', list, `${bad.map((b) => JSON.stringify(b)).join(', ')} not among ${RUN_SCHEDULE_NAMES.join(', ')}`));
+    else out.schedules = RUN_SCHEDULE_NAMES.filter((n) => names.includes(n));
   }
   const preset = params.get('compare.preset');
   if (preset !== null) {

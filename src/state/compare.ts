@@ -1,34 +1,37 @@
 /**
  * Compare: one configuration, several schedules. Each is simulated at once
  * with unit costs; "measure" then trains each for a few steps on the workers,
- * one after the other, with the same model, data and seed.
+ * one after the other, with the same model, data and seed. PipeDream and
+ * PipeDream-2BW run those steps as one stream (no flush between them): they are
+ * simulated and measured over all of them.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import type { RunReport } from '../runtime/report-types.ts';
 import { withoutCut, type RunConfig } from '../config/run-config.ts';
-import { SCHEDULE_NAMES, scheduleKind, type ScheduleName } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, type RunScheduleName } from '../schedule/index.ts';
 import { checkRunConfig } from './config-actions.ts';
 import { predictRun, type Prediction } from './derived.ts';
 import { attributeLastStep } from './explain.ts';
 import { beginSession, endSession, sessionBusyReason, usePipeLab, type CompareMeasurement, type SessionControl } from './store.ts';
 
-export const COMPARE_SCHEDULES: readonly ScheduleName[] = SCHEDULE_NAMES;
+export const COMPARE_SCHEDULES: readonly RunScheduleName[] = RUN_SCHEDULE_NAMES;
 
 /** Stages per rank each schedule gets in a comparison: its fixed count, or `virtual` for those that take any. */
-export function compareVirtual(name: ScheduleName, virtual: number): number {
+export function compareVirtual(name: RunScheduleName, virtual: number): number {
   return scheduleKind(name).virtualFor(virtual);
 }
 
 /**
  * The configuration each schedule runs with: the same model for all, deep
- * enough (layers + 1 ≥ ranks × v) for the schedule with the most stages.
+ * enough (layers + 1 ≥ ranks × v) for the schedule with the most stages; a
+ * stream's (PipeDream, 2BW) of the `steps` measured, its window all of them.
  */
-export function compareConfigs(base: RunConfig, names: readonly ScheduleName[], virtual: number): Map<ScheduleName, RunConfig> {
+export function compareConfigs(base: RunConfig, names: readonly RunScheduleName[], virtual: number, steps = base.steps): Map<RunScheduleName, RunConfig> {
   const maxV = Math.max(1, ...names.map((n) => compareVirtual(n, virtual)));
   const layers = Math.max(base.layers, base.ranks * maxV - 1);
-  const out = new Map<ScheduleName, RunConfig>();
+  const out = new Map<RunScheduleName, RunConfig>();
   for (const n of names) {
-    const c: RunConfig = { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual) };
+    const c: RunConfig = { ...base, layers, schedule: n, virtual: compareVirtual(n, virtual), ...(runsAsStream(n) ? { steps } : {}) };
     // An explicit cut holds only for the stages and depth it was written for; other entries cut by FLOPs.
     out.set(n, c.layers === base.layers && c.virtual === base.virtual ? c : withoutCut(c));
   }
@@ -36,15 +39,16 @@ export function compareConfigs(base: RunConfig, names: readonly ScheduleName[], 
 }
 
 export interface CompareSimulated {
-  name: ScheduleName;
+  name: RunScheduleName;
   config: RunConfig;
   prediction: Prediction | null;
   /** Why it cannot run at these sizes (from the schedule's or the configuration's rules). */
   problem: string | null;
 }
 
-export function simulateAll(base: RunConfig, names: readonly ScheduleName[], virtual: number): CompareSimulated[] {
-  const cfgs = compareConfigs(base, names, virtual);
+/** Each schedule's entry; `steps`: the steps measured (a stream is simulated over all of them). */
+export function simulateAll(base: RunConfig, names: readonly RunScheduleName[], virtual: number, steps = 1): CompareSimulated[] {
+  const cfgs = compareConfigs(base, names, virtual, steps);
   return names.map((name) => {
     const config = cfgs.get(name) as RunConfig;
     let problem: string | null = null;

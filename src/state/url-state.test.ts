@@ -29,7 +29,7 @@ describe('URL state', () => {
     expect(s.problems.map((p) => p.message)).toEqual([
       'ranks = "abc": must be a number in decimal notation, such as 12 or 0.01',
       'sim.latency = -1: must be at least 0',
-      'compare.schedules = "1f1b,nope": "nope" not among gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, auto',
+      'compare.schedules = "1f1b,nope": "nope" not among gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, auto, pipedream, pipedream-2bw',
       'view = "nope": must be one of run, compare, simulate',
     ]);
     expect(s.config.hidden).toBe(40);

@@ -3,7 +3,7 @@
  * timelines stacked on one time scale and their numbers in one table.
  */
 import { useMemo, useState } from 'react';
-import { scheduleKind, timelineStats, type ScheduleName, type Timeline } from '../../schedule/index.ts';
+import { runsAsStream, scheduleKind, SCHEDULE_NAMES, timelineStats, type RunScheduleName, type ScheduleName, type Timeline } from '../../schedule/index.ts';
 import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
 import { usePipeLab, type CompareMeasurement } from '../../state/store.ts';
@@ -23,6 +23,12 @@ function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } |
   return { bubble: st.bubble, makespan: st.makespan };
 }
 
+/** The last measured step's makespan; a stream's (one window of all its steps) ÷ its steps, to stand beside a step's. */
+function perStep(m: CompareMeasurement, name: RunScheduleName, steps: number): number | undefined {
+  const last = lastStep(m)?.makespan;
+  return last === undefined ? undefined : runsAsStream(name) ? last / steps : last;
+}
+
 export function CompareView() {
   const config = usePipeLab((s) => s.config);
   const measurements = usePipeLab((s) => s.compare);
@@ -37,7 +43,8 @@ export function CompareView() {
   const setSteps = (n: number) => setCp({ steps: n });
   const [sameScale, setSameScale] = useState(true);
 
-  const entries = useMemo(() => simulateAll(config, picked, virtual), [config, picked, virtual]);
+  const entries = useMemo(() => simulateAll(config, picked, virtual, steps), [config, picked, virtual, steps]);
+  const anyStream = picked.some(runsAsStream);
 
   const drawn = entries.map((e) => {
     const m = measurements[e.name];
@@ -48,8 +55,9 @@ export function CompareView() {
   });
   const extentFor = useMemo(() => {
     const maxEnd: Record<string, number> = {};
+    // One step's time scale: a stream (all the measured steps in one window) keeps its own and opens on its first step.
     for (const d of drawn) {
-      if (!d.primary) continue;
+      if (!d.primary || runsAsStream(d.e.name)) continue;
       const st = timelineStats(d.primary);
       maxEnd[d.primary.unit] = Math.max(maxEnd[d.primary.unit] ?? 0, st.start + st.makespan);
     }
@@ -58,7 +66,7 @@ export function CompareView() {
 
   const why = session === 'comparing' ? null : cannotMeasureReason();
   const canMeasure = why === null;
-  const toggle = (n: ScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
+  const toggle = (n: RunScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
   const layers = entries[0]?.config.layers ?? config.layers;
 
   return (
@@ -125,7 +133,7 @@ export function CompareView() {
       <div className="main-col">
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
-        {cp.preset === 'wins' && <WhatWinsPanel names={picked} virtual={virtual} />}
+        {cp.preset === 'wins' && <WhatWinsPanel names={picked.filter((n): n is ScheduleName => (SCHEDULE_NAMES as readonly string[]).includes(n))} virtual={virtual} streams={picked.filter(runsAsStream)} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
           <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">
@@ -148,14 +156,20 @@ export function CompareView() {
             </thead>
             <tbody>
               {drawn.map(({ e, m }) => (
-                <tr key={e.name}>
+                <tr key={e.name} data-testid={`compare-row-${e.name}`}>
                   <th scope="row">{SCHEDULE_LABELS[e.name]}</th>
                   <td>{e.config.virtual}</td>
                   <td className="strong">{pct(e.prediction?.result.bubble)}</td>
                   <td>{pct(e.prediction?.closed?.bubble)}</td>
                   <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
-                  <td>{m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}</td>
-                  <td>{ms(m ? lastStep(m)?.makespan : null)}</td>
+                  <td>
+                    {m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}
+                    {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> the stream</span>}
+                  </td>
+                  <td>
+                    {ms(m ? perStep(m, e.name, e.config.steps) : null)}
+                    {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> stream ÷ {e.config.steps}</span>}
+                  </td>
                   <td data-testid={`gap-${e.name}`}>{m?.gap ? m.gap.steps.slice(1).map((g) => pp(g.adds)).join(' · ') : '—'}</td>
                   <td>{num(m?.samplesPerSecond, 0)}</td>
                   <td>{num(m?.finalLoss, 4)}</td>
@@ -164,23 +178,29 @@ export function CompareView() {
             </tbody>
           </table>
           </div>
-          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.</p>
+          <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.
+            {anyStream &&
+              ` PipeDream and PipeDream-2BW run the ${steps} measured step${steps === 1 ? '' : 's'} as one stream, with no flush between them: their bubble (simulated and measured) is the stream's, their makespan the stream's ÷ its steps; their updates read stale weights (PipeDream one version a micro-batch, 2BW one step behind), so their losses differ.`}
+          </p>
         </section>
         {drawn.map(({ e, m, measured, simulated }) => (
           <TimelinePanel
             key={e.name}
-            title={`${SCHEDULE_LABELS[e.name]}${e.config.virtual > 1 ? ` (v = ${e.config.virtual})` : ''}`}
+            title={`${SCHEDULE_LABELS[e.name]}${e.config.virtual > 1 ? ` (v = ${e.config.virtual})` : ''}${runsAsStream(e.name) ? ` · ${e.config.steps} step${e.config.steps === 1 ? '' : 's'}, one stream` : ''}`}
             measured={measured}
             simulated={simulated}
             mode={mode}
             onModeChange={setMode}
-            extent={extentFor(measured && mode !== 'simulated' ? measured : simulated)}
+            extent={runsAsStream(e.name) ? undefined : extentFor(measured && mode !== 'simulated' ? measured : simulated)}
+            {...(runsAsStream(e.name) ? { window: 'stream' as const, ...(e.config.steps > 1 ? { openOn: e.config.microbatches } : {}) } : {})}
             emptyText={e.problem ?? 'Nothing to draw.'}
             caption={
               m?.status === 'error' ? (
                 <span className="run-error">Measuring failed: {m.error}</span>
               ) : e.problem ? (
                 <span className="muted">{e.problem}</span>
+              ) : runsAsStream(e.name) && e.config.steps > 1 ? (
+                `${scheduleKind(e.name).source}. One stream of ${e.config.steps} steps × ${e.config.microbatches} micro-batches, opened on its first step; Fit draws all.`
               ) : (
                 scheduleKind(e.name).source
               )

@@ -7,7 +7,7 @@
  * workers (Compare's measurements) beside the simulated one.
  */
 import { useMemo, useState } from 'react';
-import type { ScheduleName } from '../../schedule/index.ts';
+import type { RunScheduleName, ScheduleName } from '../../schedule/index.ts';
 import type { CompareMeasurement } from '../../state/store.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/what-wins.ts';
@@ -84,7 +84,8 @@ function measuredWinner(measurements: Record<string, CompareMeasurement>, names:
   return best;
 }
 
-export function WhatWinsPanel({ names, virtual }: { names: readonly ScheduleName[]; virtual: number }) {
+/** `streams`: the picked PipeDream schedules, left out of the sweep (their steps are one stream, not a step of m). */
+export function WhatWinsPanel({ names, virtual, streams = [] }: { names: readonly ScheduleName[]; virtual: number; streams?: readonly RunScheduleName[] }) {
   const config = usePipeLab((s) => s.config);
   const measurements = usePipeLab((s) => s.compare);
   const [capKiB, setCapKiB] = useState(0);
@@ -100,6 +101,7 @@ export function WhatWinsPanel({ names, virtual }: { names: readonly ScheduleName
       <p className="muted small">
         {config.model === 'gpt' ? 'The GPT' : 'The model'} of the Train view on {config.ranks} ranks, batch {config.batchSize} cut into m micro-batches, each schedule simulated with the model’s
         own stage costs (FLOPs and activation bytes per micro-batch); a memory cap leaves out the schedules whose ranks would hold more activations.
+        {streams.length > 0 && ` ${streams.map((n) => SCHEDULE_LABELS[n]).join(' and ')} ${streams.length === 1 ? 'is' : 'are'} left out: ${streams.length === 1 ? 'its' : 'their'} steps run as one stream, with no step of m micro-batches to sweep (the table below measures ${streams.length === 1 ? 'it' : 'them'}).`}
       </p>
       <div className="row2" style={{ maxWidth: 420 }}>
         <NumberField label="Memory cap, KiB of activations per rank" name="wins.cap" min={0} value={capKiB} onChange={setCapKiB} hint={capKiB > 0 ? `${bytes(capKiB * 1024)}` : '0: no cap'} />

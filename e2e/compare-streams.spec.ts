@@ -1,0 +1,44 @@
+/**
+ * Compare with the asynchronous schedules: PipeDream and PipeDream-2BW run the measured steps as one stream (no flush
+ * between them), simulated and measured over all of them beside the synchronous schedules' step; their makespan is
+ * the stream's ÷ its steps, and the what-wins sweep (a step of m micro-batches) says it leaves them out.
+ */
+import { test, expect } from '@playwright/test';
+import { keepScreenshot } from './screens.ts';
+import { watchErrors } from './page-errors.ts';
+
+test('Compare measures PipeDream-2BW beside 1F1B: the stream of the measured steps, its makespan ÷ steps, its own time scale', async ({ page }, info) => {
+  test.setTimeout(180_000);
+  const errors = watchErrors(page);
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await page.goto('./?view=compare&compare.schedules=1f1b,pipedream-2bw&compare.steps=3&hidden=16');
+  await page.waitForFunction(() => !!window.pipelab);
+  const row = page.getByTestId('compare-row-pipedream-2bw');
+  // Simulated over the stream of 3 × 8 micro-batches on 4 ranks: 1F1B's closed form over all 24, 3/27.
+  await expect(row.getByRole('cell').nth(1)).toHaveText('11.1%');
+  await expect(row.getByRole('cell').nth(2)).toHaveText('11.1%');
+  await expect(page.getByTestId('compare-row-1f1b').getByRole('cell').nth(1)).toHaveText('27.3%');
+  const panel = page.getByTestId('compare-pipedream-2bw');
+  await expect(panel).toContainText('PipeDream-2BW (async, 2 weight versions) · 3 steps, one stream');
+  await expect(panel).toContainText('One stream of 3 steps × 8 micro-batches, opened on its first step; Fit draws all.');
+
+  await page.getByRole('button', { name: '▶ Measure each' }).click();
+  await expect(row).toContainText('the stream', { timeout: 150_000 });
+  await expect(row).toContainText('stream ÷ 3');
+  // The makespan shown is the stream's (its panel's badge, the measured window) ÷ 3.
+  const badge = await panel.getByText(/ms makespan/).first().innerText();
+  const stream = Number(/([\d.,]+) ms makespan/.exec(badge)?.[1].replace(/,/g, ''));
+  const perStep = Number(/([\d.,]+) ms/.exec(await row.getByRole('cell').nth(5).innerText())?.[1].replace(/,/g, ''));
+  expect(Math.abs(perStep - stream / 3)).toBeLessThanOrEqual(0.06 * perStep);
+  await expect(panel).toContainText('bubble, stream drawn');
+  // Samples per second and a loss of its own (stale updates), measured.
+  expect(Number(await row.getByRole('cell').nth(7).innerText())).toBeGreaterThan(0);
+  expect(Number(await row.getByRole('cell').nth(8).innerText())).toBeGreaterThan(0);
+  await keepScreenshot(page, info, 'compare-2bw-stream');
+
+  // The sweep over m has no stream to sweep: it says so.
+  await page.goto('./?view=compare&compare.preset=wins&compare.schedules=1f1b,pipedream&hidden=16');
+  await expect(page.getByTestId('what-wins')).toContainText('PipeDream (async) is left out: its steps run as one stream');
+  await expect(page.getByTestId('wins-step').locator('g[data-schedule]')).toHaveCount(1);
+  expect(errors).toEqual([]);
+});
