@@ -267,7 +267,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     let reportPlan = plan;
     const lastStageRank = schedule.stageToRank[schedule.stageToRank.length - 1];
     const lossWorkers = hosts.map((_, w) => w).filter((w) => placeOf(m, w).rank === lastStageRank && placeOf(m, w).tpRank === 0);
-    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, t0 }) : undefined;
+    const progressWorker = workerOf(m, 0, schedule.stageToRank[0], 0);
+    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, progressWorker, t0 }) : undefined;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (step > start && opts.progressNow?.()) await emitProgress(step);

@@ -39,15 +39,19 @@ export interface StreamShape {
   lossOver: 'step' | 'microbatch';
   /** The workers that compute the loss (the last stage's, tp rank 0), in worker order. */
   lossWorkers: readonly number[];
+  /** The worker that tells the steps done (stage 0's of replica 0, tp rank 0). */
+  progressWorker: number;
   /** The run's start, performance.now() ms. */
   t0: number;
 }
 
-/** Each worker's listener for a running stream (undefined when nobody listens): its news reach `listeners`. */
-export function streamNews(listeners: StreamListeners, shape: StreamShape): ((worker: number) => StreamNews) | undefined {
+/**
+ * Each worker's listener for a running stream: its news reach `listeners`. Undefined for a worker with nothing
+ * asked of it (a loss worker when nobody listens for losses reads none back mid-stream).
+ */
+export function streamNews(listeners: StreamListeners, shape: StreamShape): (worker: number) => StreamNews | undefined {
   const { onStreamProgress, onStreamLoss } = listeners;
-  if (!onStreamProgress && !onStreamLoss) return undefined;
-  const { steps, microbatches: m, lossOver, lossWorkers, t0 } = shape;
+  const { steps, microbatches: m, lossOver, lossWorkers, progressWorker, t0 } = shape;
   /** Per step not yet told: each loss worker's micro-batch losses, in worker order. */
   const told = new Map<number, (MbLoss[] | undefined)[]>();
   let next = 0;
@@ -59,7 +63,7 @@ export function streamNews(listeners: StreamListeners, shape: StreamShape): ((wo
       next++;
     }
   };
-  return (worker) => (news) => {
+  const hear = (worker: number, news: Parameters<StreamNews>[0]) => {
     if ('stepsDone' in news) {
       onStreamProgress?.({ stepsDone: news.stepsDone, steps, elapsedMs: performance.now() - t0 });
       return;
@@ -71,5 +75,9 @@ export function streamNews(listeners: StreamListeners, shape: StreamShape): ((wo
     parts[i] = news.losses;
     told.set(step, parts);
     tellLosses();
+  };
+  return (worker) => {
+    const asked = (onStreamProgress && worker === progressWorker) || (onStreamLoss && lossWorkers.includes(worker));
+    return asked ? (news) => hear(worker, news) : undefined;
   };
 }

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
-import { runPipeline } from './coordinator.ts';
+import { runPipeline, type RunOptions } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import type { StreamNews } from './rank-host.ts';
@@ -65,6 +65,31 @@ describe('a stream tells its steps done while it runs', () => {
     for (const t of told.slice(0, -1)) expect([t.finishedBefore, t.stepsSeen]).toEqual([0, 0]);
     expect(stepsSeen).toBe(cfg.steps);
     expect(report.losses).toHaveLength(cfg.steps);
+  });
+
+  it('only the workers asked get a listener: the stage-0 worker for progress, the last stage\'s (one per replica) for losses', async () => {
+    const cfg = small({ schedule: 'pipedream-2bw', ranks: 2, dp: 2, microbatches: 2, batchSize: 32, steps: 2 });
+    const heard = async (opts: Omit<RunOptions, 'hostFactory'>) => {
+      const got: number[] = [];
+      await runPipeline(cfg, {
+        ...opts,
+        hostFactory: (w) => {
+          const h = new InProcessRankHost(w, new CpuBackend());
+          const step = h.step.bind(h);
+          h.step = (s: number, onStream?: StreamNews) => {
+            if (onStream) got.push(w);
+            return step(s, onStream);
+          };
+          return h;
+        },
+      });
+      return got.sort();
+    };
+    // Workers: replica d, rank r is worker 2d + r; stage 0 on rank 0, the last stage on rank 1.
+    expect(await heard({ onStreamProgress: () => {} })).toEqual([0]);
+    expect(await heard({ onStreamLoss: () => {} })).toEqual([1, 3]);
+    expect(await heard({ onStreamProgress: () => {}, onStreamLoss: () => {} })).toEqual([0, 1, 3]);
+    expect(await heard({})).toEqual([]);
   });
 
   it('a synchronous schedule is told nothing: its onStep comes after every step', async () => {
