@@ -191,3 +191,29 @@ test('a huge micro-batch count typed into the form is named and does not freeze 
   await expect(page.locator('.config-problem')).toContainText('microbatches = 1000000');
   await expect(page.getByRole('button', { name: '▶ Run' })).toBeDisabled();
 });
+
+test('a value a field cannot take is named while typed, and leaving the field puts back the value in use saying what was not taken', async ({ page }) => {
+  await open(page);
+  await page.getByRole('tab', { name: 'Train' }).click();
+  const ranks = page.getByLabel('Stages (ranks)', { exact: true });
+  await ranks.fill('0');
+  await expect(page.getByText('must be at least 1', { exact: true })).toBeVisible();
+  await expect(ranks).toHaveAttribute('aria-invalid', 'true');
+  await ranks.press('Tab');
+  // Before, the field went back to 4 and the reason vanished with the typed value.
+  await expect(ranks).toHaveValue('4');
+  await expect(page.getByText('“0” was not taken (must be at least 1): Stages (ranks) stays 4.')).toBeVisible();
+  await expect(ranks).not.toHaveAttribute('aria-invalid', 'true');
+  await expect(page.getByTestId('status-line')).toContainText('on 4 ranks');
+  // The next edit clears it.
+  await ranks.fill('2');
+  await expect(page.getByText(/was not taken/)).toHaveCount(0);
+  // The same in the planner's fields (a number past the page's limit on devices).
+  await page.getByRole('tab', { name: 'Simulate at scale' }).click();
+  await page.getByText('Plan a real model on N devices').click();
+  const devices = page.getByLabel('Devices (N)', { exact: true });
+  await devices.fill('100000');
+  await devices.press('Tab');
+  await expect(devices).toHaveValue('64');
+  await expect(page.getByText(/^“100000” was not taken \(must be at most \d+\): Devices \(N\) stays 64\.$/)).toBeVisible();
+});

@@ -1,6 +1,8 @@
 /**
  * Labelled form fields. Number fields keep what the person typed while it is
- * not a valid value, show why under the field, and commit only valid numbers.
+ * not a valid value, show why under the field, and commit only valid numbers;
+ * leaving one with an invalid draft puts back the value in use and says what
+ * was not taken and why.
  */
 import { useEffect, useId, useState, type ReactNode } from 'react';
 import { fieldHelp } from '../../config/field-docs.ts';
@@ -79,8 +81,11 @@ function checkNumber(text: string, o: NumberFieldProps): number | string {
 export function NumberField(props: NumberFieldProps) {
   const { label, value, onChange, min, max, step, hint, error, disabled, name } = props;
   const { id, text, setText, local, setLocal, shown } = useDraft(String(value), error, (t) => Number(t) === value && t.trim() !== '');
+  // A draft left invalid goes back to the value in use; what was typed and why it was not taken stay said until the next edit.
+  const [refused, setRefused] = useState<string | null>(null);
+  useEffect(() => setRefused(null), [value]);
   return (
-    <FieldShell id={id} label={label} hint={hint} error={shown} name={name}>
+    <FieldShell id={id} label={label} hint={hint} error={shown ?? refused} name={name}>
       <input
         id={id}
         name={name}
@@ -92,10 +97,11 @@ export function NumberField(props: NumberFieldProps) {
         step={step ?? (props.integer ? 1 : 'any')}
         disabled={disabled}
         aria-invalid={shown ? true : undefined}
-        aria-describedby={shown || hint ? `${id}-msg` : undefined}
+        aria-describedby={shown || refused || hint ? `${id}-msg` : undefined}
         onChange={(e) => {
           const t = e.target.value;
           setText(t);
+          setRefused(null);
           const r = checkNumber(t, props);
           if (typeof r === 'number') {
             setLocal(null);
@@ -104,6 +110,7 @@ export function NumberField(props: NumberFieldProps) {
         }}
         onBlur={() => {
           if (local) {
+            setRefused(`${text.trim() === '' ? 'An empty field' : `“${text}”`} was not taken (${local}): ${label} stays ${value}.`);
             setText(String(value));
             setLocal(null);
           }
