@@ -74,6 +74,7 @@ test('the page: tp = 2 from the field trains a GPT on 4 workers, draws tp lanes 
   await field.fill('2');
   await expect(page.getByText('1 × 2 × 2 = 4 workers; each holds 1 of 2 heads')).toBeVisible();
   await expect(page).toHaveURL(/[?&]tp=2/);
+  await expect(page.getByTestId('status-line')).toContainText('on 2 ranks × tp 2 × 2 micro-batches');
   // Before the run the prediction is drawn in the mesh's lanes, and says how many workers the run takes.
   await expect(page.getByTestId('run-timeline').getByRole('group')).toHaveAttribute('data-lanes', '4');
   await expect(page.getByText(/Press Run to measure it on 4 WebGPU workers/)).toBeVisible();

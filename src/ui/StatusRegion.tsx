@@ -14,7 +14,8 @@ function workersText(s: PipeLabState): string {
 function statusText(s: PipeLabState): string {
   const r = s.run;
   const cfg = r.config ?? s.config;
-  const what = `${scheduleLabel(cfg.schedule)} on ${cfg.dp > 1 ? `${cfg.dp} replicas × ` : ''}${cfg.ranks} ranks × ${cfg.microbatches} micro-batches`;
+  const tp = cfg.tp ?? 1;
+  const what = `${scheduleLabel(cfg.schedule)} on ${cfg.dp > 1 ? `${cfg.dp} replicas × ` : ''}${cfg.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${cfg.microbatches} micro-batches`;
   switch (r.status) {
     case 'idle':
       if (s.webgpu.state === 'unavailable') return 'WebGPU is not available: simulation only.';
