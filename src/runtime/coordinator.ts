@@ -171,11 +171,6 @@ function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null):
 }
 
 /**
- * A stream (one window for every step): per-micro-batch losses grouped into steps of m, each step's the batch mean:
- * the mean of its micro-batches' means (lossOver 'microbatch', PipeDream) or the sum of their shares of it ('step',
- * PipeDream-2BW; with replicas, each micro-batch's share is the sum of theirs, each scaled by the whole batch).
- */
-/**
  * Ends a running stream early (stream-end.ts): every worker holding stage 0 (each replica's, each tp rank's) lets no
  * new micro-batch in and says how many did; every worker then runs only those below the next step boundary at or past
  * the most that entered. Resolves to the steps the stream keeps.

@@ -20,9 +20,10 @@ export interface StreamListeners {
 }
 
 /**
- * The loss of each step of a stream, from the losses its workers computed (`results` in worker order): per
- * micro-batch the sum over the workers (their shares of it), per step the sum over its m micro-batches, and for
- * PipeDream (lossOver 'microbatch', each micro-batch its own update) the mean.
+ * The loss of each step of a stream, from the losses its workers computed (`results` in worker order): per-micro-batch
+ * losses grouped into steps of m, each step's the batch mean: the mean of its micro-batches' means (lossOver
+ * 'microbatch', PipeDream) or the sum of their shares of it ('step', PipeDream-2BW; with replicas, each micro-batch's
+ * share is the sum of theirs, each scaled by the whole batch).
  */
 export function streamStepLosses(results: readonly { losses: readonly MbLoss[] }[], m: number, lossOver: 'step' | 'microbatch'): number[] {
   const byMb = new Map<number, number>();
