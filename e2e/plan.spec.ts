@@ -46,6 +46,8 @@ test('the page plans: the profile as a table, the three cuts, the auto schedule 
   const rows = panel.getByTestId('plan-profile').locator('tbody tr');
   await expect(rows).toHaveCount(4);
   await expect(panel.getByTestId('plan-splits').locator('tbody tr')).toHaveCount(3);
+  // The third cut is by the profile's times: the FLOPs estimate's until a profiling pass measured them.
+  await expect(panel.getByTestId('plan-cut-measured').getByRole('rowheader')).toHaveText('times of the FLOPs estimate');
   await panel.getByLabel('Memory cap (micro-batches per rank)').fill('1');
   const schedules = panel.getByTestId('plan-schedules');
   await expect(schedules.locator('tbody tr').first()).toContainText('auto');
@@ -54,6 +56,7 @@ test('the page plans: the profile as a table, the three cuts, the auto schedule 
   await expect(schedules.locator('tbody tr', { hasText: '1f1b' })).toContainText('no');
   await panel.getByTestId('plan-measure').click();
   await expect(panel.getByLabel('Profile source')).toHaveValue('measured', { timeout: 120_000 });
+  await expect(panel.getByTestId('plan-cut-measured').getByRole('rowheader')).toHaveText('times of the profiling pass (measured)');
   await expect(panel).toContainText(/measured on .* \((GPU timestamps|wall time)\)/);
   // The lanes probe: the measured profile knows this machine's lanes, so the plan shows both predictions.
   await expect(panel).toContainText(/\d(\.\d)? effective lanes/);

@@ -35,9 +35,18 @@ export interface CutsTableProps {
   profileBlocks: number;
   /** The panel's profiling pass is going (it uses the workers too). */
   profiling: boolean;
+  /** Where the profile's times come from, in words ("the FLOPs estimate", "the profiling pass", …): the third cut's. */
+  profileName: string;
 }
 
-export function CutsTable({ splits, config, plannedStages, profileBlocks, profiling }: CutsTableProps) {
+/** A cut's row header: by block count, by FLOPs, or by the profile's times (measured only when the profile is). */
+function cutByLabel(by: string, profileName: string): string {
+  if (by === 'blocks') return 'block count';
+  if (by === 'flops') return 'FLOPs';
+  return `times of ${profileName}`;
+}
+
+export function CutsTable({ splits, config, plannedStages, profileBlocks, profiling, profileName }: CutsTableProps) {
   const session = usePipeLab((s) => s.session);
   const runs = usePipeLab((s) => s.cutRuns);
   usePipeLab((s) => s.webgpu.state); // re-render when WebGPU turns out available
@@ -73,7 +82,7 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
               const text = cutText(cutOfRanges(s.ranges));
               return (
                 <tr key={s.by} data-testid={`plan-cut-${s.by}`}>
-                  <th scope="row">{s.by}</th>
+                  <th scope="row">{cutByLabel(s.by, profileName)}</th>
                   <td>{rangesText(s)}</td>
                   <td>{num(s.bottleneck, 3)}</td>
                   <td>

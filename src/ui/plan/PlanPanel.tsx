@@ -32,6 +32,9 @@ const SOURCES: { value: Source; label: string }[] = [
   { value: 'pasted', label: 'Pasted JSON' },
 ];
 
+/** The cuts table's name for the profile's times: only a profiling pass (or a pasted profile of one) measured them. */
+const PROFILE_NAMES: Record<Source, string> = { flops: 'the FLOPs estimate', measured: 'the profiling pass (measured)', pasted: 'the pasted profile' };
+
 function ProfileTable({ profile }: { profile: Profile }) {
   const max = Math.max(...profile.blocks.map((b) => b.F + b.I + b.W));
   const unit = profile.unit === 'ms' ? 'ms' : 'units';
@@ -299,7 +302,7 @@ export function PlanPanel() {
           </button>
         </>
       )}
-      {planned.splits && profile && <CutsTable splits={planned.splits} config={config} plannedStages={ranks} profileBlocks={profile.blocks.length} profiling={measuring} />}
+      {planned.splits && profile && <CutsTable splits={planned.splits} config={config} plannedStages={ranks} profileBlocks={profile.blocks.length} profiling={measuring} profileName={PROFILE_NAMES[source]} />}
       {planned.plan && <PlanTable plan={planned.plan} />}
       </details>
     </section>
