@@ -304,11 +304,17 @@ test('the measured timeline: one clock for all ranks, communication as intervals
 });
 
 test('the page shows PipeDream-2BW\'s two weight versions per stage after a run', async ({ page }) => {
-  await page.goto('./?schedule=pipedream-2bw&ranks=2&microbatches=2&steps=4&evalEvery=0&hidden=16');
+  await page.goto('./?schedule=pipedream-2bw&ranks=2&microbatches=2&steps=4&evalEvery=2&hidden=16');
   await page.waitForFunction(() => !!window.pipelab);
+  await expect(page.getByText('steps; a stream evaluates at its start and end only')).toBeVisible();
   await page.getByRole('button', { name: '▶ Run' }).click();
   const rows = page.getByTestId('weight-versions');
   await expect(rows).toHaveCount(2, { timeout: 120_000 });
+  // Its validation: the initial weights and the last step's only (evalEvery = 2 asks for more; the note says why not).
+  await expect(page.getByTestId('validation-note')).toHaveText(
+    'Validation: mean loss on the held-out split, with the initial weights and after the last step (inside a stream its stages never hold one step’s weights at the same moment).',
+  );
+  await expect.poll(async () => JSON.parse((await page.getByTestId('loss-panel').getAttribute('data-validation')) ?? '[]').length).toBe(2);
   for (let s = 0; s < 2; s++) await expect(rows.nth(s).locator('td').first()).toHaveText(/^2 · /);
   // Its numbers are the stream's, one window of all 4 steps: its makespan carries 4 batches.
   const numbers = page.getByTestId('run-numbers');

@@ -9,7 +9,7 @@ import { HIDDEN_ACTIVATIONS, LIMITS, type HiddenActivation } from '../../nn/mode
 import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type Partition, type RunConfig, type RunScheduleName } from '../../config/run-config.ts';
-import { scheduleKind } from '../../schedule/index.ts';
+import { runsAsStream, scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/config-actions.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
@@ -262,7 +262,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
         <div className="row3">
           <NumberField label="Steps" name="steps" integer min={1} value={cfg.steps} onChange={(steps) => set({ steps })} error={errorFor('steps')} />
           <NumberField label="Seed" name="seed" integer min={0} value={cfg.seed} onChange={(seed) => set({ seed })} error={errorFor('seed')} />
-          <NumberField label="Eval every" name="evalEvery" integer min={0} value={cfg.evalEvery} onChange={(evalEvery) => set({ evalEvery })} error={errorFor('evalEvery')} hint="steps" />
+          <NumberField label="Eval every" name="evalEvery" integer min={0} value={cfg.evalEvery} onChange={(evalEvery) => set({ evalEvery })} error={errorFor('evalEvery')} hint={runsAsStream(cfg.schedule) ? 'steps; a stream evaluates at its start and end only' : 'steps'} />
         </div>
       </fieldset>
     </form>

@@ -123,7 +123,15 @@ export function RunView() {
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel" data-validation={JSON.stringify(validation)}>
             <h2 id="loss-title">Loss</h2>
             <LossChart losses={losses} validation={validation} marks={recoveryMarks(recoveries)} steps={run.steps || config.steps} />
-            {validation.length > 0 && <p className="muted small">Validation: mean loss on the held-out split, with the initial weights{config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step.</p>}
+            {validation.length > 0 && (
+              <p className="muted small" data-testid="validation-note">
+                Validation: mean loss on the held-out split, with the initial weights
+                {stream
+                  ? ' and after the last step (inside a stream its stages never hold one step’s weights at the same moment)'
+                  : `${config.evalEvery > 0 ? `, every ${config.evalEvery === 1 ? 'step' : `${config.evalEvery} steps`}` : ''} and after the last step`}
+                .
+              </p>
+            )}
           </section>
           <ResultsPanel />
           <ExportPanel title={`${config.schedule}-${config.ranks}x${config.microbatches}`} timeline={measured ?? simulated} schedule={schedule} report={lastReport} config={config} />
