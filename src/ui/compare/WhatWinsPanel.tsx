@@ -28,13 +28,13 @@ interface PlotProps {
   testId: string;
 }
 
-/** One line per schedule over m (a log-free linear axis), hollow markers where the schedule does not fit the cap. */
+/** One line per schedule over m (a log axis: the sweep's m grow by factors, k·p for k up to 8), hollow markers where the schedule does not fit the cap. */
 function SweepPlot({ sweep, names, value, label, format, line, testId }: PlotProps) {
   const W = 520, H = 220, L = 64, R = 12, T = 12, B = 36;
   const ys = sweep.points.map(value);
   const top = Math.max(1e-12, ...ys, line ?? 0);
   const mLo = Math.min(...sweep.ms), mHi = Math.max(...sweep.ms);
-  const x = (m: number) => L + (mHi === mLo ? (W - L - R) / 2 : ((W - L - R) * (m - mLo)) / (mHi - mLo));
+  const x = (m: number) => L + (mHi === mLo ? (W - L - R) / 2 : ((W - L - R) * Math.log(m / mLo)) / Math.log(mHi / mLo));
   const y = (v: number) => T + (H - T - B) * (1 - v / top);
   return (
     <svg viewBox={`0 0 ${W} ${H}`} width="100%" style={{ maxWidth: W }} role="img" aria-label={label} data-testid={testId}>
@@ -51,7 +51,7 @@ function SweepPlot({ sweep, names, value, label, format, line, testId }: PlotPro
         </text>
       ))}
       <text x={(L + W - R) / 2} y={H - 4} fontSize="11" textAnchor="middle" fill="currentColor">
-        micro-batches m (the global batch fixed)
+        micro-batches m (the global batch fixed; log scale)
       </text>
       {line !== undefined && line > 0 && <line x1={L} x2={W - R} y1={y(line)} y2={y(line)} stroke="#ef4444" strokeDasharray="4 3" data-testid={`${testId}-cap`} />}
       {names.map((n, i) => {
