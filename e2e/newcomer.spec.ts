@@ -61,10 +61,10 @@ for (const size of SIZES) {
       // The glossary names every word the page uses.
       await intro.getByText(/^Glossary/).click();
       const glossary = page.getByRole('definition');
-      for (const term of ['Rank', 'Stage', 'Micro-batch', 'Bubble', 'Makespan', 'F / B / I / W', 'Virtual stage', 'Recomputation']) {
-        await expect(page.getByRole('term').filter({ hasText: new RegExp(`^${term.replace(/[/]/g, '\\/')}$`) })).toBeVisible();
+      for (const term of ['Rank', 'Stage', 'Micro-batch', 'Bubble', 'Makespan', 'F / B / I / W', 'Virtual stage', 'Recomputation', 'Replica (dp)', 'Tensor parallel (tp)', 'ZeRO 1 · 2 · 3', 'Stream (PipeDream)']) {
+        await expect(page.getByRole('term').filter({ hasText: new RegExp(`^${term.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`) })).toBeVisible();
       }
-      expect(await glossary.count()).toBeGreaterThanOrEqual(8);
+      expect(await glossary.count()).toBeGreaterThanOrEqual(12);
       // Five lessons and two training presets (a book or your text; makemore's GPT), each a link.
       const presets = intro.getByRole('list', { name: 'Presets' }).getByRole('listitem');
       await expect(presets).toHaveCount(7);

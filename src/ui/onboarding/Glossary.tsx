@@ -10,6 +10,10 @@ export const GLOSSARY: readonly { term: string; id: string; text: string }[] = [
   { id: 'virtual', term: 'Virtual stage', text: 'One of several smaller model chunks a rank holds (interleaved 1F1B, interleaved zero bubble, ZB-V, looped BFS). More chunks per rank fill the pipeline sooner but send more messages.' },
   { id: 'recompute', term: 'Recomputation', text: 'Keep only each stage’s input in the forward and run the forward again inside the backward: less memory held, more compute.' },
   { id: 'closed-form', term: 'Simulated · closed form', text: 'Simulated: the schedule played by the simulator (with the measured op times after a run). Closed form: the textbook formula for identical stages and free links.' },
+  { id: 'replica', term: 'Replica (dp)', text: 'A whole copy of the pipeline working on its own slice of the batch (data parallelism). After the backward, each stage’s gradients are summed over the replicas by a ring all-reduce, so every copy takes the same update.' },
+  { id: 'tp', term: 'Tensor parallel (tp)', text: 'Several workers sharing one stage’s layers, each holding a slice of every weight matrix (Megatron-LM). They exchange activations inside every block (a GPT block: two all-reduces forward, two backward).' },
+  { id: 'zero', term: 'ZeRO 1 · 2 · 3', text: 'Sharding across replicas what each would otherwise hold whole: the optimizer state (1), the gradients too (2), the weights too (3, also called FSDP). Less memory per worker, more collectives.' },
+  { id: 'stream', term: 'Stream (PipeDream)', text: 'PipeDream and PipeDream-2BW never flush: a run’s steps × micro-batches flow as one stream, with the fill and drain paid once, at the cost of updates that read stale weights.' },
 ];
 
 export function Glossary() {
