@@ -9,6 +9,7 @@ import {
   SCHEDULES,
   generateWindow,
   runsAsStream,
+  windowMicrobatches,
   scheduleKind,
   type Schedule,
 } from '../schedule/index.ts';
@@ -47,8 +48,9 @@ export function scheduleFromFlags(a: ParsedArgs): PickedSchedule {
     throw new UsageError('--steps', stepsGiven, `applies to pipedream and pipedream-2bw only, whose steps run as one stream; ${name} flushes every step, so its order is one step's (with --schedule ${name})`);
   }
   const steps = stepsGiven ?? 1;
-  if (microbatches * steps > MAX_MICROBATCHES) {
-    throw new UsageError('--steps', steps, `a stream of ${steps} steps × ${microbatches} micro-batches holds ${microbatches * steps}; at most ${MAX_MICROBATCHES} (--steps ≤ ${Math.floor(MAX_MICROBATCHES / microbatches)})`);
+  const window = windowMicrobatches(name, microbatches, steps);
+  if (window > MAX_MICROBATCHES) {
+    throw new UsageError('--steps', steps, `a stream of ${steps} steps × ${microbatches} micro-batches holds ${window}; at most ${MAX_MICROBATCHES} (--steps ≤ ${Math.floor(MAX_MICROBATCHES / microbatches)})`);
   }
   try {
     const schedule = generateWindow(name, ranks, microbatches, steps, virtual);

@@ -11,6 +11,7 @@ export {
   DEFAULT_AUTO_COSTS,
   generateSchedule,
   generateWindow,
+  windowMicrobatches,
   RUN_SCHEDULE_NAMES,
   scheduleKind,
   SCHEDULES,

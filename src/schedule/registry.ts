@@ -329,6 +329,11 @@ export function generateSchedule(name: string, ranks: number, microbatches: numb
   return kind.generate(ranks, microbatches, v);
 }
 
+/** The micro-batches of a run's window of `steps` steps: one step's, or a stream's (PipeDream, 2BW) steps × m. */
+export function windowMicrobatches(name: string, microbatches: number, steps: number): number {
+  return UPDATE_WINDOWS[scheduleKind(name).update].microbatches(microbatches, steps);
+}
+
 /**
  * A run's window of `steps` steps of `microbatches` each: one step's schedule for a flushing schedule, all the steps
  * as one stream for PipeDream and PipeDream-2BW (never flushed: steps × m micro-batches in one order). The rules of
@@ -338,5 +343,5 @@ export function generateWindow(name: string, ranks: number, microbatches: number
   const kind = scheduleKind(name);
   const v = virtual ?? kind.defaultVirtual;
   kind.validateParams(ranks, microbatches, v);
-  return generateSchedule(name, ranks, UPDATE_WINDOWS[kind.update].microbatches(microbatches, steps), v);
+  return generateSchedule(name, ranks, windowMicrobatches(name, microbatches, steps), v);
 }

@@ -3,7 +3,7 @@
  * against a per-op cost model without training anything. They travel in the
  * URL under `sim.*` keys, next to the run configuration's keys.
  */
-import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, type RunScheduleName } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, windowMicrobatches, type RunScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 
@@ -72,7 +72,7 @@ export function bytesPerUnit(mbPerSecond: number): number {
 
 /** The micro-batches the view plays: one step's, or a stream's steps × m (PipeDream, 2BW). */
 export function simWindowMicrobatches(p: Pick<SimParams, 'schedule' | 'microbatches' | 'steps'>): number {
-  return runsAsStream(p.schedule) ? p.microbatches * p.steps : p.microbatches;
+  return windowMicrobatches(p.schedule, p.microbatches, p.steps);
 }
 
 /** True when the view should show the data-parallel step (more than one replica). */
@@ -98,8 +98,8 @@ export function validateSimParams(p: SimParams): void {
   requireInt('sim.virtual', p.virtual, 1, SIM_LIMITS.virtual);
   requireInt('sim.steps', p.steps, 1, SIM_LIMITS.steps);
   const stream = runsAsStream(p.schedule);
-  if (stream && p.microbatches * p.steps > SIM_LIMITS.microbatches) {
-    throw new ConfigError('sim.steps', p.steps, `a stream of ${p.steps} steps × ${p.microbatches} micro-batches holds ${p.microbatches * p.steps}; the page plays at most ${SIM_LIMITS.microbatches} (steps ≤ ${Math.floor(SIM_LIMITS.microbatches / p.microbatches)})`);
+  if (simWindowMicrobatches(p) > SIM_LIMITS.microbatches) {
+    throw new ConfigError('sim.steps', p.steps, `a stream of ${p.steps} steps × ${p.microbatches} micro-batches holds ${simWindowMicrobatches(p)}; the page plays at most ${SIM_LIMITS.microbatches} (steps ≤ ${Math.floor(SIM_LIMITS.microbatches / p.microbatches)})`);
   }
   for (const k of ['costF', 'costB', 'costI', 'costW', 'latency'] as const) requireFinite(`sim.${k}`, p[k], { min: 0 });
   if (p.costF + p.costB <= 0) throw new ConfigError('sim.costF', p.costF, 'F and B cannot both cost 0');
