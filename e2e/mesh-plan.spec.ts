@@ -27,7 +27,9 @@ test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names
   // The page shows what the CLI prints.
   const best = await bestFor64();
   await expect(rows.first()).toContainText(`${best.dp} × ${best.tp} × ${best.pp}`);
-  await expect(rows.first()).toContainText(best.schedule);
+  const { meshScheduleLabel } = await import('../src/plan/mesh-labels.ts');
+  await expect(rows.first()).toContainText(meshScheduleLabel(best));
+  if (best.pp === 1) await expect(rows.first()).toContainText('no pipeline');
   const plot = panel.getByTestId('mesh-plan-timeline').getByRole('group');
   await expect(plot).toHaveAttribute('data-lanes', String(best.dp * best.pp));
   if (best.schedule === '1f1b' && best.pp === 1) {

@@ -31,6 +31,18 @@ describe('pipelab plan --model gpt', () => {
     expect(JSON.parse(custom.out).device).toMatchObject({ name: 'custom', peakTflops: 100, memoryGB: 16, bwInterGBps: 1, devicesPerNode: 4 });
   });
 
+  it('names no schedule where pp = 1 (one stage, its micro-batches in turn): "no pipeline", in the table and the best line', () => {
+    const r = run('plan', ...small, '--devices', '8', '--global-batch', '32', '--device', 'a100', '--top', '200');
+    expect(r.code, r.err).toBe(0);
+    const rows = r.out.trim().split('\n').filter((l) => /^\d+\s/.test(l));
+    const single = rows.filter((l) => /^\d+\s+\d+ × \d+ × 1\s/.test(l));
+    expect(single.length).toBeGreaterThan(0);
+    for (const l of single) expect(l).toMatch(/ × 1\s+no pipeline\s/);
+    for (const l of rows.filter((x) => !single.includes(x))) expect(l).not.toContain('no pipeline');
+    const best = run('plan', ...small, '--devices', '8', '--global-batch', '32', '--device', 'a100', '--schedules', '1f1b', '--tp', '8');
+    expect(best.out).toMatch(/best {7}dp × tp × pp = 1 × 8 × 1, no pipeline, micro-batch/);
+  });
+
   it('--zero: the least ZeRO stage that fits (auto), or a fixed one; ZeRO-2 and ZeRO-3 in the table', () => {
     // Two wide layers with one head: pp ≤ 2, tp = 1, so at 0.9 GB only ZeRO-3 over 32 replicas fits.
     const wide = ['--model', 'gpt', '--layers', '2', '--hidden', '4096', '--heads', '1', '--seq', '256', '--vocab', '32000', '--devices', '32', '--global-batch', '256'];

@@ -6,6 +6,7 @@
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
 import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule, type ZeroChoice } from '../plan/mesh-plan.ts';
 import { TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
+import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../plan/mesh-labels.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
 import { fmt, table } from './format.ts';
@@ -86,10 +87,10 @@ const FLAG_OF: Readonly<Record<string, string>> = {
 function row(c: MeshCandidate, rank: number): (string | number)[] {
   return [
     rank,
-    `${c.dp} × ${c.tp} × ${c.pp}`,
-    c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : ''),
+    meshLayoutLabel(c),
+    meshScheduleLabel(c),
     `${c.microBatch} × ${c.microbatches}`,
-    [c.zero ? `ZeRO-${c.zero}` : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '–',
+    meshSavingLabel(c, '–'),
     fmt(c.stepMs, 5),
     fmt(c.bubble, 3),
     fmt(c.allReduceShare, 3),
@@ -173,7 +174,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
         `links ${device.bwIntraGBps} GB/s inside a node, ${device.bwInterGBps} GB/s across`,
       `batch      ${globalBatch} sequences per step`,
       `searched   ${plan.evaluated} candidates in ${fmt(ms / 1e3, 3)} s; ${plan.dropped} did not fit ${device.memoryGB} GB; ${plan.skipped.length} layouts skipped`,
-      `best       dp × tp × pp = ${best.dp} × ${best.tp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
+      `best       dp × tp × pp = ${meshLayoutLabel(best)}, ${meshScheduleLabel(best)}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
       '',
       '',
     ].join('\n'),

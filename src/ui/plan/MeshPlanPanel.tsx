@@ -10,6 +10,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DevicePreset } from '../../plan/device.ts';
 import type { MeshPlan, MeshPlanRequest } from '../../plan/mesh-plan.ts';
 import { MeshPlanClient, type MeshPlanned } from '../../plan/mesh-plan-client.ts';
+import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../../plan/mesh-labels.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
@@ -47,10 +48,10 @@ function CandidatesTable({ plan }: { plan: MeshPlan }) {
           {plan.candidates.slice(0, TOP).map((c, i) => (
             <tr key={i}>
               <th scope="row">{i + 1}</th>
-              <td>{`${c.dp} × ${c.tp} × ${c.pp}`}</td>
-              <td>{c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : '')}</td>
+              <td>{meshLayoutLabel(c)}</td>
+              <td>{meshScheduleLabel(c)}</td>
               <td>{`${c.microBatch} × ${c.microbatches}`}</td>
-              <td>{[c.zero ? `ZeRO-${c.zero}` : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || '—'}</td>
+              <td>{meshSavingLabel(c, '—')}</td>
               <td>{num(c.stepMs, 1)}</td>
               <td>{pct(c.bubble, 1)}</td>
               <td>{pct(c.allReduceShare, 1)}</td>
@@ -125,7 +126,7 @@ export function MeshPlanPanel() {
 
   const best = planned?.plan.candidates[0];
   const title = useMemo(
-    () => (best ? `Best: dp × tp × pp = ${best.dp} × ${best.tp} × ${best.pp}, ${best.schedule}${best.virtual > 1 ? ` v=${best.virtual}` : ''}, micro-batch ${best.microBatch} × ${best.microbatches}` : 'Best candidate'),
+    () => (best ? `Best: dp × tp × pp = ${meshLayoutLabel(best)}, ${meshScheduleLabel(best)}, micro-batch ${best.microBatch} × ${best.microbatches}` : 'Best candidate'),
     [best],
   );
 
