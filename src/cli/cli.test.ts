@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromCsv, generateSchedule, toCsv, validateSchedule } from '../schedule/index.ts';
+import { fromCsv, generateSchedule, RUN_SCHEDULE_NAMES, toCsv, validateSchedule } from '../schedule/index.ts';
 import { readSafetensors } from '../util/safetensors.ts';
 import { run, spawn } from './cli-test-support.ts';
 
@@ -65,7 +65,12 @@ describe('pipelab (in process)', () => {
       expect(r.out).toContain(`usage: pipelab ${cmd}`);
       expect(run('help', cmd).out).toBe(r.out);
     }
-    expect(run('--help').out).toContain('commands:');
+    const main = run('--help').out;
+    expect(main).toContain('commands:');
+    // The whole help names every schedule `schedule --schedule` takes, the streams on a line of their own.
+    const listed = [...main.matchAll(/^(?:schedules|streams [^:]*): (.*)$/gm)].flatMap((l) => l[1].split(', '));
+    expect([...listed].sort()).toEqual([...RUN_SCHEDULE_NAMES].sort());
+    expect(main).toMatch(/^streams .*--steps S\): pipedream, pipedream-2bw$/m);
     expect(run().code).toBe(2);
     expect(run('schedule', '--format', 'yaml').err).toContain('--format = "yaml": must be one of csv, json, text');
   });

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError, cutForEcho } from '../util/errors.ts';
-import { CsvError, SCHEDULE_NAMES } from '../schedule/index.ts';
+import { CsvError, RUN_SCHEDULE_NAMES, SCHEDULE_NAMES } from '../schedule/index.ts';
 import { UsageError } from './args.ts';
 import { EXIT_INVALID, EXIT_OK, EXIT_USAGE, type CliIo } from './io.ts';
 import { planCommand } from './plan-command.ts';
@@ -36,6 +36,7 @@ commands:
   export-torch  write a run (model, stages, schedule, weights, batches) as a PyTorch program for torchrun
 
 schedules: ${SCHEDULE_NAMES.join(', ')}
+streams (asynchronous, never flushed; schedule and simulate with --steps S): ${RUN_SCHEDULE_NAMES.filter((n) => !(SCHEDULE_NAMES as readonly string[]).includes(n)).join(', ')}
 \`pipelab <command> --help\` shows a command's flags.
 exit codes: 0 done, 1 invalid or malformed schedule, 2 bad usage.
 `;
