@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +59,15 @@ describe('pipelab (spawned through bin/pipelab.mjs)', () => {
 });
 
 describe('pipelab (in process)', () => {
+  it('ends quietly when its reader stops early (`| head`): no EPIPE stack trace, exit 0', () => {
+    // 64 ranks × 4096 micro-batches: a CSV far larger than a pipe's buffer, read for its first line only.
+    const cmd = `set -o pipefail; "${process.execPath}" bin/pipelab.mjs schedule --ranks 64 --microbatches 4096 --format csv | head -n 1`;
+    const r = spawnSync('bash', ['-c', cmd], { encoding: 'utf8', cwd: join(__dirname, '..', '..') });
+    expect(r.stdout).toMatch(/^0F0,0F1,[^\n]*\n$/);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
   it('has --help on each command and on the whole', () => {
     for (const cmd of ['schedule', 'simulate', 'validate']) {
       const r = run(cmd, '--help');
@@ -123,13 +133,15 @@ describe('pipelab (in process)', () => {
     expect(order.out).toBe('pipedream: 2 ranks × 1 stage per rank = 2 stages, 4 micro-batches, 16 actions\nrank 0 (stage 0): 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3\nrank 1 (stage 1): 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3\n');
   });
 
-  it('refuses --steps where it means nothing, a stream past the limits, a step past 2BW\'s rule, and a stream with replicas', () => {
+  it('refuses --steps where it means nothing, a stream past the limits, a step past 2BW\'s rule, and the replicas a stream cannot take', () => {
     const cases: [string[], string][] = [
       [['--schedule', '1f1b', '--steps', '3'], '--steps = 3: applies to pipedream and pipedream-2bw only, whose steps run as one stream; 1f1b flushes every step'],
       [['--schedule', 'pipedream-2bw', '--microbatches', '8', '--steps', '10000'], '--steps = 10000: a stream of 10000 steps × 8 micro-batches holds 80000; at most 65536 (--steps ≤ 8192)'],
       [['--schedule', 'pipedream-2bw', '--ranks', '1024', '--microbatches', '1024', '--steps', '60'], '--steps = 60: ranks · virtual · microbatches · 2 = 125829120 actions exceeds the limit'],
       [['--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '2', '--steps', '4'], '--microbatches = 2: PipeDream-2BW needs m ≥ p = 4'],
-      [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2'], "--dp = 2: pipedream-2bw all-reduces each stage's gradients inside its stream"],
+      [['--schedule', 'pipedream', '--steps', '4', '--dp', '2'], '--dp = "2": pipedream updates each stage\'s weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW (simulate it without --dp)'],
+      [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2', '--zero', '1'], '--zero = "1": pipedream-2bw sums each block\'s gradients over the replicas with a plain all-reduce before its update'],
+      [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2', '--no-overlap'], '--no-overlap = true: pipedream-2bw has no flush to hold the all-reduce back to'],
       [['--file', 'x.csv', '--steps', '2'], '--file = "x.csv": replaces --steps'],
     ];
     for (const [args, err] of cases) {
@@ -137,6 +149,28 @@ describe('pipelab (in process)', () => {
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.err, args.join(' ')).toContain(err);
     }
+  });
+
+  it('plays PipeDream-2BW on replicas: each stage\'s all-reduce after its block of m backwards, the worker waiting (worked by hand)', () => {
+    // One rank, m = 2, 2 steps, F = 1, B = 2; 4 gradient bytes over 2 replicas on a link of 1 byte a unit: the
+    // reduce-scatter and the all-gather are one exchange of 2 bytes each. F0 0–1, B0 1–3, F1 3–4, B1 4–6, the
+    // all-reduce 6–10, F2 10–11, B2 11–13, F3 13–14, B3 14–16, the all-reduce 16–20.
+    const flags = ['--schedule', 'pipedream-2bw', '--ranks', '1', '--microbatches', '2', '--steps', '2', '--dp', '2', '--grad-bytes', '4', '--allreduce-bandwidth', '1'];
+    const j = JSON.parse(run('simulate', ...flags, '--json').out);
+    expect(j.makespan).toBe(20);
+    expect(j.dataParallel).toMatchObject({ dp: 2, computeMakespan: 16, exposedAllReduce: 4, allReduceTime: [8], allReduceEvery: 2 });
+    expect(j.bubble.simulated).toBe(0.25); // 12 busy of the compute's 16
+    const t = run('simulate', ...flags);
+    expect(t.out).toContain('makespan   20 (the stream: compute 16 + exposed all-reduce 4)');
+    expect(t.out).toContain("each stage's all-reduce after its last backward of each block of 2 micro-batches (a step), before the block's update; the worker waits for it");
+    expect(t.out).toContain("all-reduce per stage 8 (its 2 blocks); exposed 4, 20% of the stream");
+    expect(t.out).toContain('closed form assumes default costs, no all-reduce waits and free links');
+    // A free all-reduce leaves the stream as one pipeline plays it, closed form and all.
+    const free = run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '4', '--steps', '3', '--dp', '2');
+    const one = run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '4', '--steps', '3');
+    expect(free.out).toContain('makespan   45 (the stream: compute 45 + exposed all-reduce 0)');
+    expect(one.out).toContain('makespan   45\n');
+    expect(free.out).toContain('bubble     0.2000 simulated; 0.2000 closed form (p−1)/(m+p−1)');
   });
 
   it('simulates a shared device with --lanes: 1F1B, p = 2, m = 2 on one lane takes all 12 units of work', () => {

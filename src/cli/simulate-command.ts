@@ -7,7 +7,9 @@ import {
   simulate,
   toChromeTrace,
   validateSchedule,
+  streamMeshRefusal,
   type CostModel,
+  type RunScheduleName,
   type Op,
   type Schedule,
 } from '../schedule/index.ts';
@@ -47,7 +49,8 @@ export const SIMULATE_HELP = helpFor(
     '(simulated, and the closed form where one is known), and busy, idle and peak activation memory per rank.\n' +
     'With --dp, dp replicas play the schedule and each stage\'s gradients are summed by a ring all-reduce\n' +
     '(2(dp−1)·α + 2(dp−1)/dp · bytes/β per stage): the step time, the exposed all-reduce and its share;\n' +
-    'with --zero 2 or 3 its reduce-scatters and all-gathers are played between the actions instead.\n' +
+    'with --zero 2 or 3 its reduce-scatters and all-gathers are played between the actions instead;\n' +
+    'with pipedream-2bw (--steps S) each stage\'s all-reduce after each block of m backwards, in the stream.\n' +
     'With --tp, each stage runs on T tensor-parallel workers: every F and every B (or I) waits for its\n' +
     'layers\' tp all-reduces (α + (T−1)·bytes/β each), added to the op times --costs give per tp worker;\n' +
     'the report adds their share of the step, and the trace dp × ranks × T lanes.',
@@ -128,20 +131,22 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     return EXIT_INVALID;
   }
   const { schedule: s, virtual, theoryAs, streamSteps } = picked;
-  if (streamSteps !== undefined && (dp > 1 || mf.zero > 0)) {
-    throw new UsageError(
-      dp > 1 ? '--dp' : '--zero',
-      dp > 1 ? dp : mf.zero,
-      `${s.name} all-reduces each stage's gradients inside its stream (every m micro-batches, not at a flush), which the simulator does not play: simulate its pipeline without --dp and --zero (the tab runs and measures it with replicas)`,
-    );
+  // A stream on replicas: PipeDream-2BW's all-reduce follows each stage's block of m backwards (simulate-blocks.ts).
+  const streamRefused = streamSteps !== undefined ? streamMeshRefusal(s.name as RunScheduleName, { dp, zero: mf.zero, overlap }) : null;
+  if (streamRefused) {
+    const flag = { dp: '--dp', zero: '--zero', overlap: '--no-overlap' }[streamRefused.key];
+    const given = { dp: stringFlag(a, 'dp'), zero: stringFlag(a, 'zero'), overlap: true }[streamRefused.key];
+    const hint = { dp: 'simulate it without --dp', zero: 'leave --zero out', overlap: 'leave --no-overlap out' }[streamRefused.key];
+    throw new UsageError(flag, given, `${streamRefused.rule} (${hint})`);
   }
+  const streamBlock = streamSteps !== undefined && dp > 1 ? s.microbatches / streamSteps : undefined;
   if (mf.zero >= 2 && lanes < dp * s.ranks) {
     throw new UsageError('--lanes', stringFlag(a, 'lanes'), `ZeRO-${mf.zero}'s collectives are played on independent devices: with --zero ${mf.zero} it needs at least dp × ranks = ${dp * s.ranks} lanes (or inf)`);
   }
   const gradBytes = gradRaw === undefined ? undefined : parseGradBytes(gradRaw, s.stages);
   const meshAsked = dp > 1 || gradBytes !== undefined || arLatency !== undefined || arBandwidth !== undefined || !overlap;
   const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes, lanes };
-  if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf) } });
+  if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf), ...(streamBlock !== undefined ? { every: streamBlock } : {}) } });
   costs.tp = tpCosts(mf, s.stages);
   const r = simulate(s, costs);
   if (!Number.isFinite(r.makespan)) throw overflowFlag(a);
@@ -150,7 +155,9 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const freeLinks = latency === 0 && (bytes === 0 || bandwidth === Infinity) && lanes >= s.ranks * dp;
   const noTpTime = !r.tp || r.tp.opTime.every((o) => OP_KEYS.every((op) => o[op] === 0));
   // ZeRO-3's gathers, and ZeRO-2's reduce-scatters without overlap, hold the compute back.
-  const computeFree = mf.zero < 2 || (mf.zero === 2 && overlap);
+  // So do a stream's all-reduces per block (the worker waits for each before its next action).
+  const streamWaits = streamBlock !== undefined && (r.dp?.allReduceTime.some((t) => t > 0) ?? false);
+  const computeFree = (mf.zero < 2 || (mf.zero === 2 && overlap)) && !streamWaits;
   const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree;
   const cf = Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs, free links and no tp collectives; their bubble fraction holds for any time unit.
@@ -166,7 +173,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       bubble: { simulated: r.bubble, closedForm: closed ? closed.bubble : null, formula: closed ? closed.formula : null },
       ranks: perRank.map(({ rank, busy, idle, mem }) => ({ rank, busy, idle, peakActivations: mem.peakMicrobatches, peakBytes: mem.peakBytes })),
       ...(r.dp
-        ? { dataParallel: { ...r.dp, overlap, zero: mf.zero, reshard: mf.zero === 3 ? mf.reshard : null, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } }
+        ? { dataParallel: { ...r.dp, overlap, zero: mf.zero, ...(streamBlock !== undefined ? { allReduceEvery: streamBlock } : {}), reshard: mf.zero === 3 ? mf.reshard : null, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } }
         : {}),
       ...(r.tp ? { tensorParallel: tpJson(mf, r, tpClosedForm) } : {}),
     };
@@ -177,17 +184,19 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const lines = [
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
-    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the step: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
-    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
+    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the ${streamBlock !== undefined ? 'stream' : 'step'}: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
+    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : streamWaits ? ', no all-reduce waits' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
   ];
   if (r.dp) {
     const arTimes = r.dp.allReduceTime.map((t) => fmt(t));
     const between = mf.zero >= 2;
-    const when = between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
+    const when = streamBlock !== undefined
+      ? `each stage's all-reduce after its last backward of each block of ${streamBlock} micro-batches (a step), before the block's update; the worker waits for it`
+      : between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
       `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
-      `closed form ${stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
-      `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the step`,
+      `closed form ${streamBlock !== undefined ? "none known for a stream's all-reduce per block" : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
+      `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
     );
   }
   lines.push(...meshLines(s, mf, r, tpClosedForm), '');

@@ -10,6 +10,7 @@
 import { ConfigError, requireInt, requireOneOf } from '../util/errors.ts';
 import { defaultTrainConfig, validateTrainConfig, type TrainConfig } from '../nn/train-config.ts';
 import { MAX_VIRTUAL, RUN_SCHEDULE_NAMES, scheduleKind, type RunScheduleName } from '../schedule/registry.ts';
+import { streamMeshRefusal } from '../schedule/stream-replicas.ts';
 import { checkFaultAction, FAULT_KINDS, type Fault } from './fault-spec.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseCutText, validateCut } from './explicit-cut.ts';
@@ -224,22 +225,10 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (cfg.reshard !== 'step' && cfg.zero !== 3) throw new ConfigError('reshard', cfg.reshard, `re-gathering weights for every action is ZeRO-3's (zero = ${cfg.zero}); leave reshard = step`);
   if (typeof cfg.prefetch !== 'boolean') throw new ConfigError('prefetch', cfg.prefetch, 'must be true or false');
   if (typeof cfg.overlap !== 'boolean') throw new ConfigError('overlap', cfg.overlap, 'must be true or false');
-  const update = scheduleKind(schedule).update;
-  if (dp > 1 && update === 'stash-and-update-after-backward') {
-    throw new ConfigError(
-      'dp',
-      dp,
-      `${schedule} updates each stage's weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW (dp = 1 here)`,
-    );
-  }
-  if (dp > 1 && update === 'double-buffered') {
-    // PipeDream-2BW on replicas: each block's gradients are all-reduced before its update (double-buffer-policy.ts).
-    if (cfg.zero !== 0) {
-      throw new ConfigError('zero', cfg.zero, `${schedule} sums each block's gradients over the replicas with a plain all-reduce before its update; ZeRO runs with synchronous schedules here (zero = 0 with ${schedule})`);
-    }
-    if (!cfg.overlap) {
-      throw new ConfigError('overlap', cfg.overlap, `${schedule} has no flush to hold the all-reduce back to: each stage's runs as soon as its block of m micro-batches ends (overlap = true with ${schedule})`);
-    }
+  const streamRefused = streamMeshRefusal(schedule, { dp, zero: cfg.zero, overlap: cfg.overlap });
+  if (streamRefused) {
+    const { key, want, rule } = streamRefused;
+    throw new ConfigError(key, cfg[key], `${rule} (${key} = ${want}${key === 'dp' ? ' here' : ` with ${schedule}`})`);
   }
   if (dp > 1 && scheduleKind(schedule).copies > 1) {
     throw new ConfigError(
