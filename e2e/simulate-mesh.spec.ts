@@ -61,16 +61,28 @@ test('Simulate at scale: a link with a bad tp or ZeRO value is reported by field
   await expect(page.getByLabel('Sharding (ZeRO)')).toHaveValue('1');
 });
 
-test('Simulate at scale: PipeDream-2BW draws its steps as one stream, the fill and drain paid once; choosing it drops the replicas it cannot simulate', async ({ page }, info) => {
+test('Simulate at scale: PipeDream-2BW draws its steps as one stream, the fill and drain paid once, on replicas too; PipeDream drops the replicas it cannot take', async ({ page }, info) => {
   const errors = watchErrors(page);
   await page.setViewportSize({ width: 1400, height: 1000 });
-  await page.goto('./?view=simulate&sim.ranks=8&sim.microbatches=16&sim.dp=2');
+  await page.goto('./?view=simulate&sim.ranks=8&sim.microbatches=16&sim.dp=2&sim.zero=1');
   const plot = page.getByTestId('sim-timeline').getByRole('group');
   await expect(plot).toHaveAttribute('data-lanes', '16');
   await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream-2bw');
-  // One pipeline (its all-reduces run inside the stream, which the simulator does not play); 4 steps by default.
+  // 2BW keeps its replicas: each stage's all-reduce after each block of m inside the stream, a plain one (no ZeRO).
+  await expect(page.getByLabel('Replicas (dp)')).toHaveValue('2');
+  await expect(page.getByLabel('Sharding (ZeRO)')).toHaveValue('0');
+  await expect(page.getByLabel('Sharding (ZeRO)')).toBeDisabled();
+  await expect(plot).toHaveAttribute('data-lanes', '16');
+  await expect(page.getByTestId('sim-step')).toContainText('The stream with its all-reduces (units)');
+  await expect(page.getByTestId('sim-allreduce')).toContainText('its 4 blocks');
+  await expect(page.getByTestId('sim-timeline')).toContainText('the stream with its all-reduces');
+  await expect(page.locator('.config-problem')).toHaveCount(0);
+  // PipeDream updates after every backward: one pipeline, and the field says why.
+  await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream');
   await expect(page.getByLabel('Replicas (dp)')).toBeDisabled();
+  await expect(page.getByText('updates after every backward: its replicas would never hold a point to sum their gradients at')).toBeVisible();
   await expect(plot).toHaveAttribute('data-lanes', '8');
+  await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream-2bw');
   await page.getByLabel('Steps in the stream').fill('6');
   await expect(page.getByTestId('sim-timeline')).toContainText('8 ranks × 16 micro-batches × 6 steps, one stream');
   // 8 ranks · 96 micro-batches · (F, B); makespan 3(6 · 16 + 8 − 1) = 309, where 6 flushed 1F1B steps take 6 · 3 · 23 = 414.

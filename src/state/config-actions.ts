@@ -4,7 +4,7 @@
  * button waits until the configuration is valid again.
  */
 import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
-import { runsAsStream, scheduleKind } from '../schedule/index.ts';
+import { runsAsStream, scheduleKind, streamMeshRefusal } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { validateSimParams, type SimParams } from './sim-params.ts';
 import { problemOf, usePipeLab, type FieldProblem } from './store.ts';
@@ -91,8 +91,10 @@ export function patchSim(patch: Partial<SimParams>): void {
   let next = { ...cur, ...patch };
   if (patch.schedule && patch.schedule !== cur.schedule) {
     next = { ...next, virtual: scheduleKind(patch.schedule).virtualFor(Math.max(cur.virtual, 2)) };
-    // A stream (PipeDream, 2BW) is simulated without replicas: its all-reduces run inside it (sim-params.ts).
-    if (runsAsStream(patch.schedule)) next = { ...next, dp: 1, zero: 0, zeroPerAction: false };
+    // A stream takes what replicas it can (stream-replicas.ts): PipeDream none; 2BW a plain all-reduce, overlapped.
+    const refused = streamMeshRefusal(patch.schedule, next);
+    if (refused?.key === 'dp') next = { ...next, dp: 1, zero: 0, zeroPerAction: false };
+    else if (runsAsStream(patch.schedule)) next = { ...next, zero: 0, zeroPerAction: false, overlap: true };
   }
   setSim(next);
 }

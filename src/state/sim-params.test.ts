@@ -170,10 +170,31 @@ describe('Simulate at scale: PipeDream and PipeDream-2BW, their steps as one str
     expect(refusal({ schedule: 'pipedream-2bw', steps: 0 })).toMatch(/^sim\.steps = 0: /);
     expect(refusal({ schedule: 'pipedream-2bw', steps: 17 })).toBe('sim.steps = 17: a stream of 17 steps × 512 micro-batches holds 8704; the page plays at most 8192 (steps ≤ 16)');
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 512, microbatches: 512, steps: 16 })).toMatch(/^sim\.steps = 16: ranks · virtual · microbatches · steps · ops = 8388608 actions at 512 ranks, 512 micro-batches × 16 steps; the page draws at most 2000000/);
-    expect(refusal({ schedule: 'pipedream', dp: 2 })).toMatch(/^sim\.dp = 2: pipedream all-reduces each stage's gradients inside its stream/);
+    expect(refusal({ schedule: 'pipedream', dp: 2 })).toBe("sim.dp = 2: pipedream updates each stage's weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW (dp = 1 here)");
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2, zero: 1 })).toMatch(/^sim\.zero = 1: pipedream-2bw sums each block's gradients over the replicas with a plain all-reduce before its update; .* \(zero = 0 with pipedream-2bw\)$/);
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2, overlap: false })).toMatch(/^sim\.overlap = false: pipedream-2bw has no flush to hold the all-reduce back to/);
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2 })).toBe('accepted');
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 8, microbatches: 4 })).toMatch(/^sim\.microbatches = 4: PipeDream-2BW needs m ≥ p = 8/);
     expect(refusal({ schedule: '1f1b', steps: 1000 })).toBe('accepted');
     expect(runSimulation({ ...defaultSimParams(), steps: 1000 }).result.makespan).toBe(1725);
+  });
+
+  it('2BW on replicas: each stage\'s all-reduce after its block of m backwards, the worker waiting (worked by hand, as the CLI\'s)', () => {
+    // One rank, m = 2, 2 steps, F = 1, B = 2; 4 MB of gradients over 2 replicas at 1000 MB/s (one unit read as 1 ms):
+    // each ring exchange moves 2 MB in 2 units. F0 0–1, B0 1–3, F1 3–4, B1 4–6, all-reduce 6–10, F2 … B3 10–16, all-reduce 16–20.
+    const p: SimParams = { ...defaultSimParams(), schedule: 'pipedream-2bw', ranks: 1, microbatches: 2, steps: 2, dp: 2, gradMB: 4, arLatencyMs: 0, arBandwidthMBs: 1000 };
+    const o = runSimulation(p);
+    expect(o.result.makespan).toBe(20);
+    expect(o.result.dp?.computeMakespan).toBe(16);
+    expect(o.result.dp?.allReduceTime).toEqual([8]);
+    // 1F1B's closed form no longer holds (the all-reduces hold the worker back), and no step closed form is claimed.
+    expect(o.closed).toBeNull();
+    expect(o.closedMesh).toBeNull();
+    // A free all-reduce leaves one pipeline's stream, and its closed form.
+    const free = runSimulation({ ...p, ranks: 4, microbatches: 4, steps: 3, gradMB: 0 });
+    expect(free.result.makespan).toBe(45);
+    expect(free.closed?.makespan).toBe(45);
+    expect(free.closedMesh).toBeNull();
   });
 
   it('round-trips a stream through the URL; a default link writes no steps', () => {

@@ -3,7 +3,7 @@
  * against a per-op cost model without training anything. They travel in the
  * URL under `sim.*` keys, next to the run configuration's keys.
  */
-import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, windowMicrobatches, type RunScheduleName } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, scheduleKind, streamMeshRefusal, windowMicrobatches, type RunScheduleName } from '../schedule/index.ts';
 import { ConfigError, requireFinite, requireInt, requireOneOf } from '../util/errors.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 
@@ -104,8 +104,11 @@ export function validateSimParams(p: SimParams): void {
   for (const k of ['costF', 'costB', 'costI', 'costW', 'latency'] as const) requireFinite(`sim.${k}`, p[k], { min: 0 });
   if (p.costF + p.costB <= 0) throw new ConfigError('sim.costF', p.costF, 'F and B cannot both cost 0');
   requireInt('sim.dp', p.dp, 1, SIM_LIMITS.dp);
-  if (stream && p.dp > 1) {
-    throw new ConfigError('sim.dp', p.dp, `${p.schedule} all-reduces each stage's gradients inside its stream (every m micro-batches, not at a flush), which the simulator does not play: simulate its pipeline at dp = 1 (the Train view runs and measures it with replicas)`);
+  // A stream on replicas: PipeDream-2BW all-reduces after each block of m backwards (simulate-blocks.ts); PipeDream cannot.
+  const streamRefused = streamMeshRefusal(p.schedule, p);
+  if (streamRefused) {
+    const { key, want, rule } = streamRefused;
+    throw new ConfigError(`sim.${key}`, p[key], `${rule} (${key} = ${want}${key === 'dp' ? ' here' : ` with ${p.schedule}`})`);
   }
   if (p.dp * p.ranks > SIM_LIMITS.workers) {
     throw new ConfigError('sim.dp', p.dp, `dp × ranks = ${p.dp} × ${p.ranks} = ${p.dp * p.ranks} workers; the page simulates at most ${SIM_LIMITS.workers}`);

@@ -2,7 +2,7 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateWindow, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { generateWindow, runsAsStream, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
 import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
@@ -44,6 +44,8 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
       overlap: p.overlap,
       zero: p.zero,
       ...(p.zero === 3 ? { reshard: p.zeroPerAction ? ('microbatch' as const) : ('step' as const) } : {}),
+      // PipeDream-2BW's stream: each stage's all-reduce after its last backward of each step's block of m (simulate-blocks.ts).
+      ...(runsAsStream(p.schedule) ? { every: p.microbatches } : {}),
     },
   };
 }
@@ -92,11 +94,13 @@ export function runSimulation(p: SimParams): SimOutcome {
     ...(tpCosts ? { tp: tpCosts } : {}),
   });
   if (!Number.isFinite(result.makespan)) throw overflow(p);
-  const closed = defaultCosts(p) && p.tp === 1 ? closedForm(kind.theoryAs, p.ranks, m, p.virtual) : null;
+  // A stream's all-reduces per block hold its workers back (simulate-blocks.ts): 1F1B's closed form holds only when they are free.
+  const streamWaits = runsAsStream(p.schedule) && (result.dp?.allReduceTime.some((t) => t > 0) ?? false);
+  const closed = defaultCosts(p) && p.tp === 1 && !streamWaits ? closedForm(kind.theoryAs, p.ranks, m, p.virtual) : null;
   const closedPeak = closedFormPeakActivations(kind.theoryAs, p.ranks, m, p.virtual);
   const mc = simMeshCosts(p, 1);
   const closedMesh =
-    closed && mc.allReduce && schedule.stages === schedule.ranks && p.zero <= 1
+    closed && mc.allReduce && schedule.stages === schedule.ranks && p.zero <= 1 && !runsAsStream(p.schedule)
       ? meshClosedForm(kind.theoryAs, p.ranks, m, p.virtual, { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap })
       : null;
   let closedTp: SimOutcome['closedTp'] = null;

@@ -3,7 +3,7 @@
  * ZeRO stage, and tensor parallelism inside each stage (Megatron's layers, the
  * tab's one-round exchange).
  */
-import { runsAsStream } from '../../schedule/index.ts';
+import { runsAsStream, streamMeshRefusal } from '../../schedule/index.ts';
 import { patchSim } from '../../state/config-actions.ts';
 import { SIM_LIMITS, simTpCollectivesPerMicrobatch, type SimParams } from '../../state/sim-params.ts';
 import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
@@ -21,6 +21,8 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
   const workers = sim.dp * sim.ranks * sim.tp;
   const tpOff = sim.tp === 1;
   const stream = runsAsStream(sim.schedule);
+  // PipeDream takes no replicas; 2BW a plain all-reduce after each block, overlapped (stream-replicas.ts).
+  const noReplicas = streamMeshRefusal(sim.schedule, { dp: 2, zero: 0, overlap: true })?.key === 'dp' && sim.dp === 1;
   return (
     <>
       <fieldset>
@@ -34,11 +36,11 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           value={sim.dp}
           onChange={(dp) => patchSim(dp > 1 ? { dp } : { dp, zero: 0, zeroPerAction: false })}
           error={errorFor('dp')}
-          disabled={stream && sim.dp === 1}
+          disabled={noReplicas}
           hint={
-            stream
-              ? `${SCHEDULE_LABELS[sim.schedule]} all-reduces inside its stream, every m micro-batches, which the simulator does not play; the Train view runs it with replicas`
-              : `${sim.dp} × ${sim.ranks}${sim.tp > 1 ? ` × ${sim.tp}` : ''} = ${workers.toLocaleString('en-US')} workers; each stage's gradients are summed by a ring all-reduce over its ${sim.dp} replicas`
+            noReplicas
+              ? `${SCHEDULE_LABELS[sim.schedule]} updates after every backward: its replicas would never hold a point to sum their gradients at`
+              : `${sim.dp} × ${sim.ranks}${sim.tp > 1 ? ` × ${sim.tp}` : ''} = ${workers.toLocaleString('en-US')} workers; each stage's gradients are summed by a ring all-reduce over its ${sim.dp} replicas${stream ? `, after its last backward of each step's ${sim.microbatches} micro-batches, inside the stream` : ''}`
           }
         />
         <NumberField
@@ -56,7 +58,7 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           <NumberField label="All-reduce latency, ms" name="sim.arLatencyMs" min={0} step={0.01} value={sim.arLatencyMs} onChange={(arLatencyMs) => patchSim({ arLatencyMs })} error={errorFor('arLatencyMs')} disabled={sim.dp === 1} hint="α, per chunk exchange" />
           <NumberField label="Bandwidth, MB/s" name="sim.arBandwidthMBs" min={0} step={100} value={sim.arBandwidthMBs} onChange={(arBandwidthMBs) => patchSim({ arBandwidthMBs })} error={errorFor('arBandwidthMBs')} disabled={sim.dp === 1} hint="β, one link" />
         </div>
-        <CheckboxField label="Overlap the all-reduce with the backward" name="sim.overlap" checked={sim.overlap} onChange={(overlap) => patchSim({ overlap })} disabled={sim.dp === 1} />
+        <CheckboxField label="Overlap the all-reduce with the backward" name="sim.overlap" checked={sim.overlap} onChange={(overlap) => patchSim({ overlap })} disabled={sim.dp === 1 || (stream && sim.overlap)} />
         <SelectField<ZeroChoice>
           label="Sharding (ZeRO)"
           name="sim.zero"
@@ -67,8 +69,8 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
             patchSim(zero === 3 ? { zero } : { zero, zeroPerAction: false });
           }}
           error={errorFor('zero')}
-          disabled={sim.dp === 1}
-          hint={sim.zero >= 2 ? 'its collectives are played between the actions, as the tab runs them' : undefined}
+          disabled={sim.dp === 1 || (stream && sim.zero === 0)}
+          hint={stream ? 'a stream sums each block with a plain all-reduce' : sim.zero >= 2 ? 'its collectives are played between the actions, as the tab runs them' : undefined}
         />
         {sim.zero === 3 && (
           <CheckboxField label="Free gathered weights after every action (FSDP's reshard after forward)" name="sim.zeroPerAction" checked={sim.zeroPerAction} onChange={(zeroPerAction) => patchSim({ zeroPerAction })} />

@@ -121,6 +121,7 @@ export function SimulateView() {
           measured={null}
           simulated={outcome?.result.timeline ?? null}
           mode="simulated"
+          window={stream ? 'stream' : 'step'}
           emptyText={error ?? 'Nothing to simulate.'}
           testId="sim-timeline"
           caption={
@@ -166,7 +167,7 @@ export function SimulateView() {
                 {sim.dp > 1 && (
                   <>
                     <tr data-testid="sim-step">
-                      <th scope="row">Step with the {collName} (units)</th>
+                      <th scope="row">{stream ? `The stream with its ${collName}s (units)` : `Step with the ${collName} (units)`}</th>
                       <td>{num(r?.makespan)}</td>
                       <td>
                         {num(outcome?.closedMesh?.step)}
@@ -174,12 +175,12 @@ export function SimulateView() {
                       </td>
                     </tr>
                     <tr data-testid="sim-allreduce">
-                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives per stage (units)' : 'All-reduce per stage (units)'}</th>
+                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives per stage (units)' : stream ? `All-reduce per stage (units, its ${sim.steps} block${sim.steps === 1 ? '' : 's'})` : 'All-reduce per stage (units)'}</th>
                       <td>{num(r?.dp ? Math.max(...r.dp.allReduceTime) : null, 3)}</td>
                       <td>{num(outcome?.closedMesh?.allReduce, 3)}</td>
                     </tr>
                     <tr data-testid="sim-allreduce-share">
-                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives not hidden' : 'All-reduce not hidden'} (share of the step)</th>
+                      <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives not hidden' : 'All-reduce not hidden'} (share of the {stream ? 'stream' : 'step'})</th>
                       <td>{pct(r?.dp?.allReduceShare, 2)}</td>
                       <td>{pct(outcome?.closedMesh?.allReduceShare, 2)}</td>
                     </tr>
@@ -200,7 +201,7 @@ export function SimulateView() {
               </tbody>
             </table>
             </div>
-            {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}; change the costs back to compare.</p>}
+            {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}{stream && sim.dp > 1 ? '; a stream on replicas, a free all-reduce (each block’s holds its workers back)' : ''}; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
           <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.tp > 1 ? `tp${sim.tp}x` : ''}${sim.microbatches}${stream ? `x${sim.steps}steps` : ''}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />

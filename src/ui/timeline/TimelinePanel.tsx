@@ -26,7 +26,7 @@ export interface TimelinePanelProps {
   testId?: string;
   /** Open the view on the actions of micro-batches below this (a long stream's first steps); Fit shows all. */
   openOn?: number;
-  /** What a measured timeline holds, for its badge: a step (default), or a stream (PipeDream, 2BW: the whole run's one window). */
+  /** What a timeline holds, for its badges: a step (default), or a stream (PipeDream, 2BW: the whole run's one window). */
   window?: 'step' | 'stream';
   /** The mesh's replicas when the timeline holds only its first ones (firstReplicas): the label says how many are drawn. */
   replicasInMesh?: number;
@@ -113,8 +113,8 @@ export function TimelinePanel(props: TimelinePanelProps) {
               <>
                 <span className="sep" />
                 <span className="stat">
-                  <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> step with the{' '}
-                  {collectiveKinds.every((k) => k.startsWith('tp-')) ? 'tp collectives' : 'all-reduce'}
+                  <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> {props.window === 'stream' ? 'the stream with its' : 'step with the'}{' '}
+                  {collectiveKinds.every((k) => k.startsWith('tp-')) ? 'tp collectives' : props.window === 'stream' ? 'all-reduces' : 'all-reduce'}
                 </span>
               </>
             )}
