@@ -97,3 +97,25 @@ test('Simulate at scale: PipeDream-2BW draws its steps as one stream, the fill a
   await keepScreenshot(page, info, 'simulate-2bw-stream');
   expect(errors).toEqual([]);
 });
+
+test('Train view: PipeDream\'s Replicas field is fixed at 1 and says why; chosen on replicas, the rule is named and the field left to fix it', async ({ page }) => {
+  const errors = watchErrors(page);
+  await page.goto('./?schedule=pipedream');
+  await expect(page.getByLabel('Replicas (dp)')).toBeDisabled();
+  await expect(page.getByText('PipeDream updates after every backward: its replicas would never hold a point to sum their gradients at')).toBeVisible();
+  // A link asking for replicas: the rule named, the value put back to 1.
+  await page.goto('./?schedule=pipedream&dp=2');
+  await expect(page.getByRole('alert').first()).toContainText("dp = 2: pipedream updates each stage's weights after every backward");
+  await expect(page.getByLabel('Replicas (dp)')).toHaveValue('1');
+  // Choosing PipeDream on 2 replicas: the field stays open, under the run's rule, until set back to 1.
+  await page.goto('./?schedule=1f1b&dp=2');
+  await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream');
+  await expect(page.getByLabel('Replicas (dp)')).toBeEnabled();
+  await expect(page.locator('.config-problem, .field-error').first()).toContainText("dp = 2: pipedream updates each stage's weights after every backward");
+  await page.getByLabel('Replicas (dp)').fill('1');
+  await expect(page.getByLabel('Replicas (dp)')).toBeDisabled();
+  // 2BW takes replicas.
+  await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream-2bw');
+  await expect(page.getByLabel('Replicas (dp)')).toBeEnabled();
+  expect(errors).toEqual([]);
+});

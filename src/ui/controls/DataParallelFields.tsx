@@ -10,6 +10,7 @@
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
 import { scheduleKind } from '../../schedule/registry.ts';
+import { streamMeshRefusal } from '../../schedule/stream-replicas.ts';
 import { CheckboxField, NumberField, SelectField } from './fields.tsx';
 
 const ZERO_OPTIONS: readonly { value: `${ZeroStage}`; label: string }[] = [
@@ -52,6 +53,8 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
   const mesh = cfg.dp > 1;
   /** PipeDream-2BW: no flush; each block's all-reduce runs as the block ends, with ZeRO off (run-config.ts). */
   const blocks = scheduleKind(cfg.schedule).update === 'double-buffered';
+  /** PipeDream updates after every backward: no replicas (stream-replicas.ts). */
+  const noReplicas = streamMeshRefusal(cfg.schedule, { dp: 2, zero: 0, overlap: true })?.key === 'dp';
   return (
     <>
       <div className="row2">
@@ -65,7 +68,8 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           // ZeRO needs two replicas or more: back to 1 replica, it is switched off.
           onChange={(dp) => set(dp === 1 ? { dp, zero: 0, reshard: 'step' } : { dp })}
           error={errorFor('dp')}
-          hint={mesh ? `${cfg.dp} × ${(cfg.tp ?? 1) > 1 ? `${cfg.tp} × ` : ''}${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
+          disabled={noReplicas && cfg.dp === 1}
+          hint={noReplicas ? 'PipeDream updates after every backward: its replicas would never hold a point to sum their gradients at' : mesh ? `${cfg.dp} × ${(cfg.tp ?? 1) > 1 ? `${cfg.tp} × ` : ''}${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
         />
         <div className="stack">
           <CheckboxField
