@@ -152,6 +152,11 @@ test('PipeDream-2BW on replicas from a link: overlap and ZeRO fixed with the rea
   await expect(page.getByTestId('allreduce-step')).toBeVisible({ timeout: 180_000 });
   await expect(page.locator('[data-collective="reduce-scatter"]')).toBeVisible();
   await expect(page.getByTestId('allreduce-stage')).toHaveCount(2);
+  // The rows say what they hold: the stream's time, one block's all-reduce (measured and simulated alike), the stream's bytes.
+  await expect(page.getByTestId('allreduce-step').locator('th')).toContainText("The stream's time with its all-reduces (3 blocks), ms");
+  await expect(page.getByTestId('allreduce-stage').first().locator('th')).toHaveText('All-reduce of stage 0 (mean per block)');
+  await expect(page.getByTestId('ring-bytes').locator('th')).toHaveText('Bytes each worker sent over its ring in the stream (3 blocks)');
+  await expect(page.getByTestId('badge-step').locator('..')).toContainText('the stream with its all-reduces');
   // What each worker sent over its ring in the stream: every block's all-reduce, as the formula counts them (3 blocks).
   const cells = page.getByTestId('ring-bytes').locator('td');
   expect(await cells.nth(0).innerText()).toBe(await cells.nth(2).innerText());

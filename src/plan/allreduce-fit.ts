@@ -41,3 +41,15 @@ export function fitAlphaBeta(points: readonly { bytes: number; ms: number }[], n
   const b = Math.max(0, my - a * mx);
   return { latencyMs: b / (2 * (n - 1)), bytesPerMs: 1 / a };
 }
+
+/**
+ * α and β from measured all-reduces only where they can be told apart: at least two vectors whose sizes are at least
+ * 2× apart (one size, or sizes close together, fit a line through noise); null otherwise, for the caller to read all
+ * of the time as bandwidth.
+ */
+export function fitWhereSizesDiffer(points: readonly { bytes: number; ms: number }[], n: number): AlphaBeta | null {
+  const usable = points.filter((p) => p.bytes > 0 && p.ms > 0);
+  if (usable.length < 2) return null;
+  const sizes = usable.map((p) => p.bytes);
+  return Math.max(...sizes) >= 2 * Math.min(...sizes) ? fitAlphaBeta(usable, n) : null;
+}

@@ -73,6 +73,13 @@ describe('PipeDream-2BW on data-parallel replicas (the paper’s hybrid) equals 
     const simulated = report.simulatedTimeline.intervals.filter((x) => x.op === 'collective' && (x.coll === 'reduce-scatter' || x.coll === 'all-gather'));
     expect(simulated).toHaveLength(dp * p * cfg.steps * 2 * (dp - 1));
     expect(report.allReduce?.simulated?.perStageMs).toHaveLength(p);
+    // Per block, as the measured figure is: each stage's simulated all-reduce over the stream (read-back, ring, write) ÷ its steps.
+    const whole = report.simulatedTimeline.intervals.filter((x) => x.op === 'collective' && ['gather-grads', 'reduce-scatter', 'all-gather', 'scatter-back'].includes(x.coll ?? ''));
+    for (let st = 0; st < p; st++) {
+      const own = whole.filter((x) => x.stage === st && (x.replica ?? 0) === 0).reduce((t, x) => t + (x.end - x.start), 0);
+      expect(report.allReduce?.simulated?.perStageMs[st], `stage ${st}`).toBeCloseTo(own / cfg.steps, 9);
+      expect(own).toBeGreaterThan(0);
+    }
     // The closed form of the window that ran: 1F1B over the stream's steps × m micro-batches.
     expect(report.bubble.closedForm).toBeCloseTo((p - 1) / (cfg.steps * m + p - 1), 12);
     // The ring's bytes: every block's all-reduce, as the formula counts them for a stream (float32; this reference moves float64).

@@ -32,6 +32,7 @@ export interface AllReduceFigures {
   /** The same by the formula (held-bytes.ts ringBytesFormula, float32), set by the report. */
   ringBytesFormula?: number;
   /** The simulator's step with the run's own op times and the α–β ring fitted to these collectives, and its exposed share (report.ts). */
+  /** perStageMs: each stage's collective (a stream's: one block's, read-back and write around its ring included, as `perStage` measures it). */
   simulated?: { stepMs: number; share: number; perStageMs: number[] };
 }
 

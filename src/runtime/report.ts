@@ -4,7 +4,7 @@
  * times) vs closed-form bubble, memory, communication and throughput.
  */
 import { simulate, type CostModel } from '../schedule/simulate.ts';
-import { fitAlphaBeta } from '../plan/allreduce-fit.ts';
+import { fitWhereSizesDiffer } from '../plan/allreduce-fit.ts';
 import { closedFormBubble } from '../schedule/theory.ts';
 import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
@@ -79,9 +79,8 @@ export interface ReportInput {
  */
 function meshCosts(c: AllReduceFigures, config: RunConfig): Pick<CostModel, 'dp' | 'gradBytes' | 'allReduce'> {
   const points = c.perStage.filter((p) => p.bytes > 0 && p.ownMs > 0).map((p) => ({ bytes: p.bytes, ms: p.ownMs }));
-  const sizes = points.map((p) => p.bytes);
   // Two parameters only from sizes at least 2× apart; else all of the time is read as bandwidth.
-  const fit = points.length >= 2 && Math.max(...sizes) >= 2 * Math.min(...sizes) ? fitAlphaBeta(points, config.dp) : null;
+  const fit = fitWhereSizesDiffer(points, config.dp);
   const volume = points.reduce((a, p) => a + ((2 * (config.dp - 1)) / config.dp) * p.bytes, 0);
   const time = points.reduce((a, p) => a + p.ms, 0);
   return {
@@ -106,12 +105,16 @@ function shardedCosts(c: AllReduceFigures, timelines: readonly Timeline[], confi
     }
   }
   rates.sort((a, b) => a - b);
-  const bandwidth = rates.length > 0 ? rates[Math.floor(rates.length / 2)] : Infinity;
+  // A stream's all-reduce per block is a plain one, each stage's of its own size: where those sizes are at least 2×
+  // apart, the α–β line through each stage's ring time (its exchanges, on the worker that waited least) prices it,
+  // latency and all; otherwise the median exchange rate does, as for ZeRO-2/3.
+  const fit = every ? fitWhereSizesDiffer(c.perStage.map((p) => ({ bytes: p.bytes, ms: p.ringMs })), config.dp) : null;
+  const bandwidth = fit ? fit.bytesPerMs : rates.length > 0 ? rates[Math.floor(rates.length / 2)] : Infinity;
   return {
     dp: config.dp,
     gradBytes: c.perStage.map((p) => p.bytes),
     allReduce: {
-      latency: 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch, ...(every ? { every } : {}),
+      latency: fit ? fit.latencyMs : 0, bandwidth, overlap: config.overlap, zero: config.zero, reshard: config.reshard, prefetch: config.prefetch, ...(every ? { every } : {}),
       // The worker's own steps around the ring, each stage's mean as measured (simulate-zero.ts plays them where the runtime runs them).
       readback: meanWorkerTime(timelines, 'gather-grads', c.perStage.length),
       update: meanWorkerTime(timelines, 'shard-update', c.perStage.length),
@@ -132,6 +135,17 @@ function meanWorkerTime(timelines: readonly Timeline[], kind: 'gather-grads' | '
     }
   }
   return sum.map((x, i) => (n[i] > 0 ? x / n[i] : 0));
+}
+
+/**
+ * Each stage's simulated collective, as the measured row holds it: the flush's (or ZeRO's ring time in the step); a
+ * stream's per block (the simulator sums its blocks), with the worker's read-back and write around the ring, which
+ * the measured all-reduce spans too.
+ */
+function simulatedPerStage(time: readonly number[], plan: RunPlan, ar: CostModel['allReduce']): number[] {
+  if (!plan.windows.stream) return [...time];
+  const at = (x: number | readonly number[] | undefined, s: number) => (x === undefined ? 0 : typeof x === 'number' ? x : (x[s] ?? 0));
+  return time.map((t, s) => t / plan.config.steps + at(ar?.readback, s) + at(ar?.write, s));
 }
 
 export function buildReport(input: ReportInput): RunReport {
@@ -161,16 +175,17 @@ export function buildReport(input: ReportInput): RunReport {
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream, config.zero >= 2);
   const tpFit = tp?.figures.fit;
+  const dpCosts = collectives && config.dp > 1
+    ? plan.windows.stream
+      ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
+      : config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)
+    : {};
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
     ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
     // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
-    ...(collectives && config.dp > 1
-      ? plan.windows.stream
-        ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
-        : config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)
-      : {}),
+    ...dpCosts,
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
@@ -213,7 +228,7 @@ export function buildReport(input: ReportInput): RunReport {
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
-  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: sim.dp.allReduceTime } } : collectives;
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];

@@ -8,6 +8,7 @@
  * transient buffers) beside the ZeRO paper's formula in the closed-form column.
  */
 import type { RunReport } from '../../runtime/report-types.ts';
+import { runsAsStream } from '../../schedule/registry.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
 
 /** The range of a list of byte counts, as `a` or `a – b`. */
@@ -22,7 +23,9 @@ function byteRange(xs: readonly number[]): string {
 export function AllReduceRows({ report }: { report: RunReport }) {
   const ar = report.allReduce;
   if (!ar) return null;
-  const { dp, zero, overlap } = report.config;
+  const { dp, zero, overlap, steps } = report.config;
+  /** PipeDream-2BW on replicas: one window, an all-reduce per stage and block (step) inside it. */
+  const stream = runsAsStream(report.config.schedule);
   const held = report.heldBytesPerWorker ?? [];
   const kinds = [
     { key: 'weights', label: 'Weights' },
@@ -36,7 +39,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
       <tr className="group-start" data-testid="allreduce-step">
         <th scope="row">
           <span className="group-label">Data parallel (dp = {dp})</span>
-          Step time with the {zero >= 2 ? 'collectives' : 'all-reduce'}, ms{overlap || zero >= 2 ? '' : ' (after every worker is done)'}
+          {stream ? `The stream's time with its all-reduces (${steps} blocks), ms` : <>Step time with the {zero >= 2 ? 'collectives' : 'all-reduce'}, ms{overlap || zero >= 2 ? '' : ' (after every worker is done)'}</>}
         </th>
         <td>{ms(ar.stepMs)}</td>
         <td>{ar.simulated ? ms(ar.simulated.stepMs) : '—'}</td>
@@ -46,7 +49,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <tr key={i} data-testid="allreduce-stage">
           <th scope="row">
             {collective} of stage {i}
-            {zero >= 2 ? ' (their ring time in the step)' : ''}
+            {zero >= 2 ? ' (their ring time in the step)' : stream ? ' (mean per block)' : ''}
           </th>
           <td>
             {ms(s.ms)} <span className="muted">· {bytes(s.bytes)}</span>
@@ -56,7 +59,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         </tr>
       ))}
       <tr data-testid="allreduce-exposed">
-        <th scope="row">{zero >= 2 ? 'Collectives' : 'All-reduce'} not hidden behind compute (share of the step)</th>
+        <th scope="row">{zero >= 2 ? 'Collectives' : 'All-reduce'} not hidden behind compute (share of the {stream ? 'stream' : 'step'})</th>
         <td>
           {ms(ar.exposedMs)} <span className="muted">· {pct(ar.share)}</span>
         </td>
@@ -64,7 +67,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <td>—</td>
       </tr>
       <tr data-testid="ring-bytes">
-        <th scope="row">Bytes each worker sent over its ring per step</th>
+        <th scope="row">Bytes each worker sent over its ring {stream ? `in the stream (${steps} blocks)` : 'per step'}</th>
         <td>{bytes(ar.ringBytesPerWorker ?? 0)}</td>
         <td>—</td>
         <td>{ar.ringBytesFormula !== undefined ? bytes(ar.ringBytesFormula) : '—'}</td>
