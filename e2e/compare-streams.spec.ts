@@ -42,3 +42,13 @@ test('Compare measures PipeDream-2BW beside 1F1B: the stream of the measured ste
   await expect(page.getByTestId('wins-step').locator('g[data-schedule]')).toHaveCount(1);
   expect(errors).toEqual([]);
 });
+
+test('Compare on replicas: PipeDream cannot run there, and its row says so beside 2BW and 1F1B, its timeline naming the rule', async ({ page }) => {
+  const errors = watchErrors(page);
+  await page.goto('./?view=compare&dp=2&compare.schedules=1f1b,pipedream,pipedream-2bw');
+  await expect(page.getByTestId('compare-row-pipedream')).toContainText('cannot run: see its timeline');
+  await expect(page.getByTestId('compare-pipedream')).toContainText("dp = 2: pipedream updates each stage's weights after every backward");
+  await expect(page.getByTestId('compare-row-pipedream-2bw')).not.toContainText('cannot run');
+  await expect(page.getByTestId('compare-row-1f1b')).not.toContainText('cannot run');
+  expect(errors).toEqual([]);
+});

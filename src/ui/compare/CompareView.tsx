@@ -163,7 +163,7 @@ export function CompareView() {
                   <td>{pct(e.prediction?.closed?.bubble)}</td>
                   <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
                   <td>
-                    {m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : '—'}
+                    {m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : e.problem ? <span title={e.problem}>cannot run: see its timeline</span> : '—'}
                     {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> the stream</span>}
                   </td>
                   <td>
