@@ -174,6 +174,8 @@ describe('Simulate at scale: PipeDream and PipeDream-2BW, their steps as one str
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2, zero: 1 })).toMatch(/^sim\.zero = 1: pipedream-2bw sums each block's gradients over the replicas with a plain all-reduce before its update; .* \(zero = 0 with pipedream-2bw\)$/);
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2, overlap: false })).toMatch(/^sim\.overlap = false: pipedream-2bw has no flush to hold the all-reduce back to/);
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 4, microbatches: 8, dp: 2 })).toBe('accepted');
+    // A stream's all-reduces count once per step: 8 ranks × 256 replicas × 2 · 255 exchanges × 16 steps would draw 16.7 million.
+    expect(refusal({ schedule: 'pipedream-2bw', ranks: 8, microbatches: 8, steps: 16, dp: 256 })).toMatch(/^sim\.dp = 256: dp · ranks · virtual · \(microbatches · ops \+ all-reduce exchanges\) = 17235968 actions at dp 256, 8 ranks, 8 micro-batches × 16 steps; the page draws at most 2000000/);
     expect(refusal({ schedule: 'pipedream-2bw', ranks: 8, microbatches: 4 })).toMatch(/^sim\.microbatches = 4: PipeDream-2BW needs m ≥ p = 8/);
     expect(refusal({ schedule: '1f1b', steps: 1000 })).toBe('accepted');
     expect(runSimulation({ ...defaultSimParams(), steps: 1000 }).result.makespan).toBe(1725);

@@ -135,8 +135,8 @@ export function validateSimParams(p: SimParams): void {
   if (p.zeroPerAction && p.zero !== 3) throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, `re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = ${p.zero})`);
   const window = simWindowMicrobatches(p);
   const compute = p.dp * p.ranks * p.virtual * window * (kind.splitBackward ? 3 : 2);
-  // ZeRO-2/3 run their collectives per action; 0/1 once per stage at the flush.
-  const perStep = p.zero >= 2 ? p.microbatches * (p.zero === 3 ? 3 : 1) : 1;
+  // ZeRO-2/3 run their collectives per action; 0/1 once per stage at the flush; a stream (2BW) once per stage and step.
+  const perStep = p.zero >= 2 ? p.microbatches * (p.zero === 3 ? 3 : 1) : stream ? p.steps : 1;
   const exchanges = p.dp > 1 ? p.ranks * p.virtual * p.dp * 2 * (p.dp - 1) * perStep : 0;
   const tpColls = p.dp * p.ranks * window * simTpCollectivesPerMicrobatch(p);
   const actions = (compute + exchanges + tpColls) * p.tp;
