@@ -133,7 +133,7 @@ export function copySumMs(kind: ScheduleKind, stages: PlanStages, costs: CostMod
  */
 export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel, stages: PlanStages): StepSummary {
   const kind = SCHEDULES[name];
-  const sum = UPDATE_WINDOWS[kind.update].stream ? streamStep(kind, schedule, costs) : simulateStep(schedule, costs);
+  const sum = UPDATE_WINDOWS[kind.update].stream ? streamSteadyStep(kind, schedule, costs) : simulateStep(schedule, costs);
   const copies = copySumMs(kind, stages, costs);
   if (copies === 0) return sum;
   const makespan = sum.makespan + copies;
@@ -141,8 +141,11 @@ export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostMode
   return { ...sum, makespan, exposedAllReduce: exposed, allReduceShare: makespan > 0 ? exposed / makespan : 0 };
 }
 
-/** A stream's step in steady state: its stream of 2m micro-batches less its stream of m, as the simulator plays each. */
-function streamStep(kind: ScheduleKind, one: Schedule, costs: CostModel): StepSummary {
+/**
+ * A stream's step in steady state: its stream of 2m micro-batches less its stream of m, as the simulator plays each
+ * (the planner's and What wins here's price of a PipeDream step: no fill or drain of its own).
+ */
+export function streamSteadyStep(kind: ScheduleKind, one: Schedule, costs: CostModel): StepSummary {
   // On replicas each stage's all-reduce follows its last backward of each block of m (simulate-blocks.ts).
   const blocks: CostModel = (costs.dp ?? 1) > 1 && costs.allReduce ? { ...costs, allReduce: { ...costs.allReduce, every: one.microbatches } } : costs;
   const a = simulateStep(one, blocks);

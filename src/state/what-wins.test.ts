@@ -4,6 +4,9 @@ import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-con
 import { simulate } from '../schedule/index.ts';
 import { generateSchedule } from '../schedule/registry.ts';
 import { sweepMicrobatches, sweepSentence, whatWins } from './what-wins.ts';
+import { stageCut } from '../config/run-limits.ts';
+import { costModelOf } from '../plan/plan.ts';
+import { flopsProfile } from '../plan/flops-profile.ts';
 
 const cfg: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), layers: 7, hidden: 32, ranks: 4, batchSize: 128, microbatches: 8, schedule: '1f1b', virtual: 1 };
 const names = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1'] as const;
@@ -53,5 +56,27 @@ describe('what wins here', () => {
     const s = whatWins(cfg, ['1f1b'], 1, [100_000]);
     expect(s.points).toHaveLength(0);
     expect(s.skipped[0].why).toMatch(/microbatches/);
+  });
+
+  it('PipeDream and 2BW sweep with their stream\'s steady step: the slowest stage\'s m micro-batches, no fill or drain, under 1F1B\'s step', () => {
+    const s = whatWins(cfg, ['1f1b', 'pipedream', 'pipedream-2bw'], 1, [4, 16]);
+    const at = (name: string, m: number) => s.points.find((p) => p.schedule === name && p.m === m)!;
+    const rowsOf = (m: number) => Math.round(cfg.batchSize / m);
+    for (const m of [4, 16]) {
+      // The bottleneck: the stage whose F + B over a step's m micro-batches is the most (the model's own FLOP costs).
+      const costs = costModelOf(flopsProfile(stageCut({ ...cfg, layers: 7 }).spec, rowsOf(m)), stageCut({ ...cfg, layers: 7 }).stageBlocks);
+      const F = costs.F as number[], B = costs.B as number[];
+      const slowest = Math.max(...F.map((f, i) => m * (f + B[i])));
+      expect(at('pipedream-2bw', m).step, `m ${m}`).toBeCloseTo(slowest, 6);
+      expect(at('pipedream', m).step).toBeCloseTo(slowest, 6);
+      expect(at('pipedream-2bw', m).step).toBeLessThan(at('1f1b', m).step);
+      // Its activations are 1F1B's.
+      expect(at('pipedream-2bw', m).peakBytes).toBe(at('1f1b', m).peakBytes);
+    }
+    // 2BW's own rule: m ≥ p (a step of 2 on 4 ranks) is named, not simulated.
+    const small = whatWins(cfg, ['pipedream-2bw'], 1, [2]);
+    expect(small.points).toHaveLength(0);
+    expect(small.skipped[0].why).toMatch(/m ≥ p/);
+    expect(sweepSentence(s, (n) => n)).toMatch(/pipedream/);
   });
 });

@@ -8,17 +8,20 @@
  * step (simulated makespan), bubble and peak activation bytes, and the fastest
  * schedule that fits — the winner. Answers "does zero-bubble beat interleaved
  * at my sizes?" for this model; the measured winner at the current m comes from
- * Compare's measurements beside it.
+ * Compare's measurements beside it. PipeDream and PipeDream-2BW never flush: their
+ * step is the stream's steady state (two steps' stream less one, the planner's
+ * price: plan/plan-schedules.ts streamSteadyStep), no fill or drain of its own.
  */
 import { withoutCut, type RunConfig } from '../config/run-config.ts';
 import { stageCut } from '../config/run-limits.ts';
 import { costModelOf } from '../plan/plan.ts';
 import { flopsProfile } from '../plan/flops-profile.ts';
-import { scheduleKind, simulate, type ScheduleName } from '../schedule/index.ts';
+import { runsAsStream, scheduleKind, simulate, type RunScheduleName } from '../schedule/index.ts';
+import { streamSteadyStep } from '../plan/plan-schedules.ts';
 import { compareVirtual } from './compare.ts';
 
 export interface SweepPoint {
-  schedule: ScheduleName;
+  schedule: RunScheduleName;
   m: number;
   /** Simulated step (FLOP-time units of the model's costs), its bubble, and the most activation bytes a rank held. */
   step: number;
@@ -31,9 +34,9 @@ export interface Sweep {
   ms: number[];
   points: SweepPoint[];
   /** Per m (same order as `ms`): the fastest schedule that fits, or null when none does. */
-  winners: (ScheduleName | null)[];
+  winners: (RunScheduleName | null)[];
   /** Schedules skipped at some m, and why (their rules: e.g. m divisible by p). */
-  skipped: { schedule: ScheduleName; m: number; why: string }[];
+  skipped: { schedule: RunScheduleName; m: number; why: string }[];
 }
 
 /** The m values swept: multiples of p up to 8p that divide the global batch (at least one row a micro-batch), and the current m. */
@@ -51,7 +54,7 @@ export function sweepMicrobatches(cfg: Pick<RunConfig, 'ranks' | 'batchSize' | '
  * The sweep for `base`'s model over `names` (each at its stages per rank for `virtual`), at `ms`, with
  * `capBytes` the most activation bytes a rank may hold (0: no cap).
  */
-export function whatWins(base: RunConfig, names: readonly ScheduleName[], virtual: number, ms: readonly number[], capBytes = 0): Sweep {
+export function whatWins(base: RunConfig, names: readonly RunScheduleName[], virtual: number, ms: readonly number[], capBytes = 0): Sweep {
   const points: SweepPoint[] = [];
   const skipped: Sweep['skipped'] = [];
   const perReplica = base.batchSize / Math.max(1, base.dp);
@@ -71,9 +74,12 @@ export function whatWins(base: RunConfig, names: readonly ScheduleName[], virtua
       }
       const rows = Math.max(1, Math.round(perReplica / m));
       const costs = costModelOf(flopsProfile(spec, rows), stageBlocks);
-      const r = simulate(kind.generate(cfg.ranks, m, v), costs);
+      const one = kind.generate(cfg.ranks, m, v);
+      const r = simulate(one, costs);
+      // A stream holds 1F1B's activations whatever its length: one step's play gives its peak.
+      const played = runsAsStream(name) ? streamSteadyStep(kind, one, costs) : r;
       const peakBytes = Math.max(0, ...r.memory.map((x) => x.peakBytes));
-      points.push({ schedule: name, m, step: r.makespan, bubble: r.bubble, peakBytes, fits: capBytes <= 0 || peakBytes <= capBytes });
+      points.push({ schedule: name, m, step: played.makespan, bubble: played.bubble, peakBytes, fits: capBytes <= 0 || peakBytes <= capBytes });
     }
   }
   const winners = ms.map((m) => {
@@ -84,9 +90,9 @@ export function whatWins(base: RunConfig, names: readonly ScheduleName[], virtua
 }
 
 /** A sentence read off the sweep: who wins at the smallest and the largest m, and where the winner changes. */
-export function sweepSentence(s: Sweep, label: (n: ScheduleName) => string): string {
+export function sweepSentence(s: Sweep, label: (n: RunScheduleName) => string): string {
   const parts: string[] = [];
-  let prev: ScheduleName | null | undefined;
+  let prev: RunScheduleName | null | undefined;
   s.ms.forEach((m, i) => {
     const w = s.winners[i];
     if (w !== prev) parts.push(`${w ? label(w) : 'nothing fits'} from m = ${m}`);

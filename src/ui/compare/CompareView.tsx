@@ -3,7 +3,7 @@
  * timelines stacked on one time scale and their numbers in one table.
  */
 import { useMemo, useState } from 'react';
-import { runsAsStream, scheduleKind, SCHEDULE_NAMES, timelineStats, type RunScheduleName, type ScheduleName, type Timeline } from '../../schedule/index.ts';
+import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
 import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
 import { usePipeLab, type CompareMeasurement } from '../../state/store.ts';
@@ -133,7 +133,7 @@ export function CompareView() {
       <div className="main-col">
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
-        {cp.preset === 'wins' && <WhatWinsPanel names={picked.filter((n): n is ScheduleName => (SCHEDULE_NAMES as readonly string[]).includes(n))} virtual={virtual} streams={picked.filter(runsAsStream)} />}
+        {cp.preset === 'wins' && <WhatWinsPanel names={picked} virtual={virtual} steps={steps} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
           <div className="table-scroll" tabIndex={0} role="region" aria-label="Comparison table (scrolls sideways on narrow windows)">

@@ -4,10 +4,11 @@
  * batch fixed), drawn as two plots — the step against m, and the activations a
  * rank holds against m with the memory cap — the winner at each m (the fastest
  * that fits), and, at the configuration's own m, the winner measured on the
- * workers (Compare's measurements) beside the simulated one.
+ * workers (Compare's measurements) beside the simulated one. PipeDream and
+ * PipeDream-2BW take part with their stream's steady step (what-wins.ts).
  */
 import { useMemo, useState } from 'react';
-import type { RunScheduleName, ScheduleName } from '../../schedule/index.ts';
+import { runsAsStream, type RunScheduleName } from '../../schedule/index.ts';
 import type { CompareMeasurement } from '../../state/store.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/what-wins.ts';
@@ -19,7 +20,7 @@ const PALETTE = ['#60a5fa', '#f59e0b', '#a78bfa', '#34d399', '#f472b6', '#facc15
 
 interface PlotProps {
   sweep: Sweep;
-  names: readonly ScheduleName[];
+  names: readonly RunScheduleName[];
   value: (p: Sweep['points'][number]) => number;
   label: string;
   format: (x: number) => string;
@@ -73,19 +74,23 @@ function SweepPlot({ sweep, names, value, label, format, line, testId }: PlotPro
   );
 }
 
-/** The fastest measured schedule (mean step time over its measured steps), or null before any measurement. */
-function measuredWinner(measurements: Record<string, CompareMeasurement>, names: readonly ScheduleName[]): { name: ScheduleName; ms: number } | null {
-  let best: { name: ScheduleName; ms: number } | null = null;
+/**
+ * The fastest measured schedule (mean step time over its measured steps; a stream's, its one window ÷ its `steps`),
+ * or null before any measurement.
+ */
+function measuredWinner(measurements: Record<string, CompareMeasurement>, names: readonly RunScheduleName[], steps: number): { name: RunScheduleName; ms: number } | null {
+  let best: { name: RunScheduleName; ms: number } | null = null;
   for (const n of names) {
     const m = measurements[n];
     if (m?.status !== 'done' || m.makespanMs === null) continue;
-    if (!best || m.makespanMs < best.ms) best = { name: n, ms: m.makespanMs };
+    const perStep = runsAsStream(n) ? m.makespanMs / steps : m.makespanMs;
+    if (!best || perStep < best.ms) best = { name: n, ms: perStep };
   }
   return best;
 }
 
-/** `streams`: the picked PipeDream schedules, left out of the sweep (their steps are one stream, not a step of m). */
-export function WhatWinsPanel({ names, virtual, streams = [] }: { names: readonly ScheduleName[]; virtual: number; streams?: readonly RunScheduleName[] }) {
+/** `names`: the picked schedules; `steps`: Compare's measured steps (a stream runs them as one window). */
+export function WhatWinsPanel({ names, virtual, steps }: { names: readonly RunScheduleName[]; virtual: number; steps: number }) {
   const config = usePipeLab((s) => s.config);
   const measurements = usePipeLab((s) => s.compare);
   const [capKiB, setCapKiB] = useState(0);
@@ -93,15 +98,17 @@ export function WhatWinsPanel({ names, virtual, streams = [] }: { names: readonl
   const sweep = useMemo(() => whatWins(config, names, virtual, ms, capKiB * 1024), [config, names, virtual, ms, capKiB]);
   const here = sweep.ms.indexOf(config.microbatches);
   const simulatedHere = here >= 0 ? sweep.winners[here] : null;
-  const measured = measuredWinner(measurements, names);
-  const label = (n: ScheduleName) => SCHEDULE_LABELS[n];
+  const measured = measuredWinner(measurements, names, steps);
+  const streams = names.filter(runsAsStream);
+  const label = (n: RunScheduleName) => SCHEDULE_LABELS[n];
   return (
     <section className="panel" aria-labelledby="wins-title" data-testid="what-wins">
       <h2 id="wins-title">What wins here</h2>
       <p className="muted small">
         {config.model === 'gpt' ? 'The GPT' : 'The model'} of the Train view on {config.ranks} ranks, batch {config.batchSize} cut into m micro-batches, each schedule simulated with the model’s
         own stage costs (FLOPs and activation bytes per micro-batch); a memory cap leaves out the schedules whose ranks would hold more activations.
-        {streams.length > 0 && ` ${streams.map((n) => SCHEDULE_LABELS[n]).join(' and ')} ${streams.length === 1 ? 'is' : 'are'} left out: ${streams.length === 1 ? 'its' : 'their'} steps run as one stream, with no step of m micro-batches to sweep (the table below measures ${streams.length === 1 ? 'it' : 'them'}).`}
+        {streams.length > 0 &&
+          ` ${streams.map((n) => SCHEDULE_LABELS[n]).join(' and ')} never ${streams.length === 1 ? 'flushes' : 'flush'}: ${streams.length === 1 ? 'its' : 'their'} step is the stream's steady state (two steps' stream less one, no fill or drain of its own), and ${streams.length === 1 ? 'its' : 'their'} updates read stale weights, so a win there is in speed, not the same training.`}
       </p>
       <div className="row2" style={{ maxWidth: 420 }}>
         <NumberField label="Memory cap, KiB of activations per rank" name="wins.cap" min={0} value={capKiB} onChange={setCapKiB} hint={capKiB > 0 ? `${bytes(capKiB * 1024)}` : '0: no cap'} />
