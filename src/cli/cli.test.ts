@@ -165,6 +165,11 @@ describe('pipelab (in process)', () => {
     expect(t.out).toContain("each stage's all-reduce after its last backward of each block of 2 micro-batches (a step), before the block's update; the worker waits for it");
     expect(t.out).toContain("all-reduce per stage 8 (its 2 blocks); exposed 4, 20% of the stream");
     expect(t.out).toContain('closed form assumes default costs, no all-reduce waits and free links');
+    // With tp too: no tp closed form claims the stream's compute while its all-reduces hold it back.
+    const tp = run('simulate', ...flags, '--tp', '2');
+    expect(tp.out).toContain('tp         t = 2 workers per stage');
+    expect(tp.out).not.toContain('tp closed form');
+    expect(run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '1', '--microbatches', '2', '--steps', '2', '--dp', '2', '--tp', '2').out).toContain('tp closed form');
     // A free all-reduce leaves the stream as one pipeline plays it, closed form and all.
     const free = run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '4', '--steps', '3', '--dp', '2');
     const one = run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '4', '--steps', '3');

@@ -162,7 +162,8 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const cf = Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs, free links and no tp collectives; their bubble fraction holds for any time unit.
   const closed = cf && isDefault ? cf : null;
-  const tpClosedForm = tpClosed({ ...s, name: theoryAs }, virtual, freeLinks, mf, r, opCosts);
+  // A stream's all-reduce waits hold its compute back: 1F1B's tp closed form no longer gives its compute.
+  const tpClosedForm = streamWaits ? null : tpClosed({ ...s, name: theoryAs }, virtual, freeLinks, mf, r, opCosts);
   if (traceFile !== undefined) io.writeFile(traceFile, JSON.stringify(toChromeTrace(r.timeline, `PipeLab ${s.name}`)) + '\n');
 
   if (boolFlag(a, 'json')) {
