@@ -76,6 +76,14 @@ test('Simulate at scale: PipeDream-2BW draws its steps as one stream, the fill a
   await expect(page.getByTestId('sim-step')).toContainText('The stream with its all-reduces (units)');
   await expect(page.getByTestId('sim-allreduce')).toContainText('its 4 blocks');
   await expect(page.getByTestId('sim-timeline')).toContainText('the stream with its all-reduces');
+  // Its own closed form, 3(S·m + p − 1) + S·A, beside the simulated stream: equal.
+  const streamCells = page.getByTestId('sim-step').getByRole('cell');
+  await expect(streamCells.nth(1)).toContainText('3(S·m+p−1) + S·A, S = 4');
+  expect((await streamCells.nth(1).innerText()).startsWith(await streamCells.nth(0).innerText())).toBe(true);
+  // The makespan row is the compute's, as the badge and the closed form count it (the stream with its all-reduces is the row above).
+  const makespanCells = page.getByRole('row', { name: /^Makespan/ }).getByRole('cell');
+  await expect(makespanCells.nth(0)).toHaveText(await makespanCells.nth(1).innerText());
+  await expect(page.getByTestId('badge-makespan')).toHaveText(`${await makespanCells.nth(0).innerText()} u`);
   await expect(page.locator('.config-problem')).toHaveCount(0);
   // PipeDream updates after every backward: one pipeline, and the field says why.
   await page.getByLabel('Schedule', { exact: true }).selectOption('pipedream');

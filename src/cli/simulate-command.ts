@@ -2,6 +2,7 @@
 import {
   closedForm,
   meshClosedForm,
+  streamMeshClosedForm,
   DEFAULT_OP_COSTS,
   MAX_SIM_DP,
   simulate,
@@ -159,9 +160,15 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const streamWaits = streamBlock !== undefined && (r.dp?.allReduceTime.some((t) => t > 0) ?? false);
   const computeFree = (mf.zero < 2 || (mf.zero === 2 && overlap)) && !streamWaits;
   const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree;
-  const cf = Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
+  // PipeDream-2BW on replicas has a closed form of its own (theory.ts): default op costs, free links, no tp, one gradient size.
+  const oneGradSize = gradBytes === undefined || !Array.isArray(gradBytes) || gradBytes.every((x) => x === gradBytes[0]);
+  const streamCf =
+    streamBlock !== undefined && streamSteps !== undefined && OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && oneGradSize
+      ? streamMeshClosedForm(s.ranks, streamBlock, streamSteps, { dp, gradBytes: gradBytes === undefined ? 0 : Array.isArray(gradBytes) ? gradBytes[0] : gradBytes, latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap: true })
+      : null;
+  const cf = streamCf ? streamCf.pipeline : Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
   // Closed forms assume the default op costs, free links and no tp collectives; their bubble fraction holds for any time unit.
-  const closed = cf && isDefault ? cf : null;
+  const closed = cf && (isDefault || streamCf) ? cf : null;
   // A stream's all-reduce waits hold its compute back: 1F1B's tp closed form no longer gives its compute.
   const tpClosedForm = streamWaits ? null : tpClosed({ ...s, name: theoryAs }, virtual, freeLinks, mf, r, opCosts);
   if (traceFile !== undefined) io.writeFile(traceFile, JSON.stringify(toChromeTrace(r.timeline, `PipeLab ${s.name}`)) + '\n');
@@ -186,7 +193,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
     `makespan   ${fmt(r.makespan)}${r.dp ? ` (the ${streamBlock !== undefined ? 'stream' : 'step'}: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
-    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : streamWaits ? ', no all-reduce waits' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
+    `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : streamWaits ? ', equal gradient bytes on every stage' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
   ];
   if (r.dp) {
     const arTimes = r.dp.allReduceTime.map((t) => fmt(t));
@@ -196,7 +203,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       : between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
       `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
-      `closed form ${streamBlock !== undefined ? "none known for a stream's all-reduce per block" : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
+      `closed form ${streamBlock !== undefined ? (streamCf ? `stream ${fmt(streamCf.step)} = ${streamCf.formula} (A = ${fmt(streamCf.allReduce)} per stage and block)` : `assumes default costs, free links${noTpTime ? '' : ', no tp collectives'} and equal gradient bytes on every stage`) : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
       `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
     );
   }

@@ -6,10 +6,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { generateSchedule } from './registry.ts';
+import { generateSchedule, generateWindow } from './registry.ts';
 import { simulate } from './simulate.ts';
 import { paramsArb } from './test-support.ts';
-import { closedForm, meshClosedForm, type MeshCosts } from './theory.ts';
+import { closedForm, meshClosedForm, streamMeshClosedForm, type MeshCosts } from './theory.ts';
 
 function check(name: string, p: number, m: number, v: number, mc: MeshCosts): void {
   const cf = meshClosedForm(name, p, m, v, mc);
@@ -85,5 +85,29 @@ describe('dp × pp step = closed form (m micro-batches per replica)', () => {
       ),
       { numRuns: 300, seed: 19 },
     );
+  });
+});
+
+describe('PipeDream-2BW\'s stream on replicas (theory.ts streamMeshClosedForm): 3(S·m + p − 1) + S·A', () => {
+  it('worked by hand: one rank, m 2, 2 steps, A = 4 (20 = 12 + 8); four ranks, m 4, 3 steps, A = 8 (69 = 45 + 24)', () => {
+    const one = streamMeshClosedForm(1, 2, 2, { dp: 2, gradBytes: 4, latency: 0, bandwidth: 1, overlap: true });
+    expect(one).toMatchObject({ allReduce: 4, blocks: 2, step: 20, exposed: 4 });
+    expect(one.pipeline.makespan).toBe(16);
+    expect(one.pipeline.bubble).toBeCloseTo(1 - 12 / 16, 12);
+    expect(streamMeshClosedForm(4, 4, 3, { dp: 2, gradBytes: 8, latency: 0, bandwidth: 1, overlap: true }).step).toBe(69);
+  });
+
+  it('equals the simulator over p, m ≥ p, steps, dp, α and β: the stream, its compute, the exposed all-reduce, the bubble and each stage\'s all-reduces', () => {
+    for (const p of [1, 2, 3, 4, 6]) for (const m of [p, p + 1, 2 * p + 3]) for (const S of [1, 2, 5]) for (const dp of [2, 3, 4]) for (const [latency, bandwidth, gradBytes] of [[0, 1, 6], [0.3, 2, 12], [2, 10, 0.5], [0, Infinity, 100]]) {
+      const mc: MeshCosts = { dp, gradBytes, latency, bandwidth, overlap: true };
+      const cf = streamMeshClosedForm(p, m, S, mc);
+      const r = simulate(generateWindow('pipedream-2bw', p, m, S, 1), { dp, gradBytes, allReduce: { latency, bandwidth, every: m } });
+      const where = `p=${p} m=${m} S=${S} dp=${dp} α=${latency} β=${bandwidth} bytes=${gradBytes}`;
+      expect(r.makespan, where).toBeCloseTo(cf.step, 9);
+      expect(r.dp?.computeMakespan ?? NaN, where).toBeCloseTo(cf.pipeline.makespan, 9);
+      expect(r.dp?.exposedAllReduce ?? NaN, where).toBeCloseTo(cf.exposed, 9);
+      expect(r.bubble, where).toBeCloseTo(cf.pipeline.bubble, 9);
+      for (const t of r.dp?.allReduceTime ?? [NaN]) expect(t, where).toBeCloseTo(cf.blocks * cf.allReduce, 9);
+    }
   });
 });

@@ -170,6 +170,8 @@ export interface MeshClosedForm {
   pipeline: ClosedForm;
   /** One stage's ring all-reduce: 2(dp − 1)·α + 2(dp − 1)/dp · gradBytes / β. */
   allReduce: number;
+  /** All-reduces each stage runs: 1 at a flush; a stream's, one per block (step). */
+  blocks: number;
   /** The step: compute makespan plus the exposed all-reduce. */
   step: number;
   exposed: number;
@@ -222,5 +224,25 @@ export function meshClosedForm(name: ScheduleName | string, p: number, m: number
     formula = step === T + A ? 'T + A (the other chunks hide in the cool-down)' : 'rank 0’s link: e = max(T − 2pc, e) + A, c = v−1 … 0';
   } else return null;
   const exposed = step - T;
-  return { pipeline, allReduce: A, step, exposed, allReduceShare: step > 0 ? exposed / step : 0, formula };
+  return { pipeline, allReduce: A, blocks: 1, step, exposed, allReduceShare: step > 0 ? exposed / step : 0, formula };
+}
+
+/**
+ * PipeDream-2BW's stream on dp replicas under the closed forms' costs (F = 1, B = 2, free point-to-point links):
+ * S steps of m micro-batches in one 1F1B order, each stage's all-reduce A after its last backward of each block of
+ * m, its worker waiting for it (simulate-blocks.ts). The fill and drain are paid once and every block's all-reduce
+ * once on the critical path:
+ *
+ *   stream = 3(S·m + p − 1) + S·A, its compute 3(S·m + p − 1) + (S − 1)·A (the last block's A comes after it).
+ *
+ * Found and checked against the simulator over p, m ≥ p, S, dp, α and β, any F and B ((F + B) for the 3).
+ */
+export function streamMeshClosedForm(p: number, m: number, steps: number, mc: MeshCosts): MeshClosedForm {
+  const S = steps;
+  const T = 3 * (S * m + p - 1);
+  const A = ringAllReduceTime(mc.gradBytes, mc.dp, mc.latency, mc.bandwidth);
+  const compute = T + (S - 1) * A;
+  const step = T + S * A;
+  const pipeline: ClosedForm = { makespan: compute, work: 3 * S * m, bubble: compute > 0 ? 1 - (3 * S * m) / compute : 0, formula: '1 − 3S·m/(3(S·m+p−1) + (S−1)·A)' };
+  return { pipeline, allReduce: A, blocks: S, step, exposed: A, allReduceShare: step > 0 ? A / step : 0, formula: `3(S·m+p−1) + S·A, S = ${S}` };
 }

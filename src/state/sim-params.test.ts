@@ -189,14 +189,17 @@ describe('Simulate at scale: PipeDream and PipeDream-2BW, their steps as one str
     expect(o.result.makespan).toBe(20);
     expect(o.result.dp?.computeMakespan).toBe(16);
     expect(o.result.dp?.allReduceTime).toEqual([8]);
-    // 1F1B's closed form no longer holds (the all-reduces hold the worker back), and no step closed form is claimed.
-    expect(o.closed).toBeNull();
-    expect(o.closedMesh).toBeNull();
-    // A free all-reduce leaves one pipeline's stream, and its closed form.
+    // The stream's own closed form, 3(S·m + p − 1) + S·A: 12 + 2 · 4; its compute 12 + 4 (the last block's A after it).
+    expect(o.closedMesh).toMatchObject({ step: 20, allReduce: 4, blocks: 2, exposed: 4 });
+    expect(o.closed?.makespan).toBe(16);
+    expect(o.closed?.bubble).toBeCloseTo(o.result.bubble, 12);
+    // A free all-reduce leaves one pipeline's stream: 1F1B's closed form over all S·m.
     const free = runSimulation({ ...p, ranks: 4, microbatches: 4, steps: 3, gradMB: 0 });
     expect(free.result.makespan).toBe(45);
     expect(free.closed?.makespan).toBe(45);
-    expect(free.closedMesh).toBeNull();
+    expect(free.closedMesh?.step).toBe(45);
+    // Other costs: no closed form claimed.
+    expect(runSimulation({ ...p, costB: 3 }).closedMesh).toBeNull();
   });
 
   it('round-trips a stream through the URL; a default link writes no steps', () => {

@@ -2,7 +2,7 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateWindow, runsAsStream, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
 import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
@@ -94,15 +94,15 @@ export function runSimulation(p: SimParams): SimOutcome {
     ...(tpCosts ? { tp: tpCosts } : {}),
   });
   if (!Number.isFinite(result.makespan)) throw overflow(p);
-  // A stream's all-reduces per block hold its workers back (simulate-blocks.ts): 1F1B's closed form holds only when they are free.
-  const streamWaits = runsAsStream(p.schedule) && (result.dp?.allReduceTime.some((t) => t > 0) ?? false);
-  const closed = defaultCosts(p) && p.tp === 1 && !streamWaits ? closedForm(kind.theoryAs, p.ranks, m, p.virtual) : null;
   const closedPeak = closedFormPeakActivations(kind.theoryAs, p.ranks, m, p.virtual);
   const mc = simMeshCosts(p, 1);
+  const meshCosts = mc.allReduce ? { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap } : null;
+  // PipeDream-2BW on replicas: its stream's own closed form (each block's all-reduce on the critical path once, theory.ts).
+  const streamMesh = runsAsStream(p.schedule) && meshCosts && defaultCosts(p) && p.tp === 1 ? streamMeshClosedForm(p.ranks, p.microbatches, p.steps, meshCosts) : null;
+  const closed = streamMesh ? streamMesh.pipeline : defaultCosts(p) && p.tp === 1 ? closedForm(kind.theoryAs, p.ranks, m, p.virtual) : null;
   const closedMesh =
-    closed && mc.allReduce && schedule.stages === schedule.ranks && p.zero <= 1 && !runsAsStream(p.schedule)
-      ? meshClosedForm(kind.theoryAs, p.ranks, m, p.virtual, { dp: p.dp, gradBytes: p.gradMB * 1e6, latency: mc.allReduce.latency, bandwidth: mc.allReduce.bandwidth, overlap: p.overlap })
-      : null;
+    streamMesh ??
+    (closed && meshCosts && schedule.stages === schedule.ranks && p.zero <= 1 ? meshClosedForm(kind.theoryAs, p.ranks, m, p.virtual, meshCosts) : null);
   let closedTp: SimOutcome['closedTp'] = null;
   if (tpCosts && (kind.theoryAs === 'gpipe' || kind.theoryAs === '1f1b') && schedule.stages === schedule.ranks && p.latency === 0 && p.dp === 1) {
     const tau = tpOpTimes(tpCosts, schedule.stages);

@@ -148,7 +148,7 @@ export function SimulateView() {
               <tbody>
                 <tr>
                   <th scope="row">Makespan (units)</th>
-                  <td>{num(r?.makespan)}</td>
+                  <td>{num(r?.dp?.computeMakespan ?? r?.makespan)}</td>
                   <td>{num(outcome?.closed?.makespan ?? outcome?.closedTp?.step)}</td>
                 </tr>
                 <tr>
@@ -177,7 +177,7 @@ export function SimulateView() {
                     <tr data-testid="sim-allreduce">
                       <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives per stage (units)' : stream ? `All-reduce per stage (units, its ${sim.steps} block${sim.steps === 1 ? '' : 's'})` : 'All-reduce per stage (units)'}</th>
                       <td>{num(r?.dp ? Math.max(...r.dp.allReduceTime) : null, 3)}</td>
-                      <td>{num(outcome?.closedMesh?.allReduce, 3)}</td>
+                      <td>{num(outcome?.closedMesh ? outcome.closedMesh.allReduce * outcome.closedMesh.blocks : null, 3)}</td>
                     </tr>
                     <tr data-testid="sim-allreduce-share">
                       <th scope="row">{sim.zero >= 2 ? 'ZeRO collectives not hidden' : 'All-reduce not hidden'} (share of the {stream ? 'stream' : 'step'})</th>
@@ -201,7 +201,7 @@ export function SimulateView() {
               </tbody>
             </table>
             </div>
-            {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}{stream && sim.dp > 1 ? '; a stream on replicas, a free all-reduce (each block’s holds its workers back)' : ''}; change the costs back to compare.</p>}
+            {!outcome?.closed && !outcome?.closedTp && outcome && <p className="muted small">The closed forms assume F = 1, B = 2 (I = W = 1) and free links{sim.tp > 1 ? '; with tp, GPipe and 1F1B at one stage per rank and dp = 1' : ''}; change the costs back to compare.</p>}
           </section>
           {r && <MemoryBars memory={r.memory} closed={outcome?.closedPeak ?? null} />}
           <ExportPanel title={`${sim.schedule}-${sim.dp > 1 ? `${sim.dp}x` : ''}${sim.ranks}x${sim.tp > 1 ? `tp${sim.tp}x` : ''}${sim.microbatches}${stream ? `x${sim.steps}steps` : ''}-simulated`} timeline={r?.timeline ?? null} schedule={outcome?.schedule ?? null} />
