@@ -68,6 +68,21 @@ describe('gap attribution', () => {
     expect(a.steps[4].adds).toBeCloseTo(0.12, 12);
   });
 
+  it('PipeDream-2BW on replicas adds the waits for each block\'s all-reduce inside the stream (the report\'s own simulation) before the rest', () => {
+    const stream = generateSchedule('pipedream-2bw', 4, 16);
+    const allReduce = { perStage: [], stepMs: 12.5, exposedMs: 0.5, share: 0.04, ringBytesPerWorker: 0 };
+    const a = attributeGap({ schedule: stream, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0.3, closedForm: 3 / 19 }, makespanMs: { measured: 12, simulated: 0 }, allReduce }, null)!;
+    expect(a.steps.map((s) => s.id)).toEqual(['closed', 'stages', 'comm', 'blocks', 'device', 'allreduce']);
+    // Balanced stages, free links: the stream's own 3/19; the blocks' waits take it to the simulation's 0.3, the device the rest.
+    expect(a.steps[2].bubble).toBeCloseTo(3 / 19, 12);
+    expect(a.steps[3].bubble).toBe(0.3);
+    expect(a.steps[3].adds).toBeCloseTo(0.3 - 3 / 19, 12);
+    expect(a.steps[4].adds).toBeCloseTo(0.1, 12);
+    expect(a.steps[5].label).toBe('the last block’s all-reduce (after the stream’s last compute)');
+    // One pipeline (no all-reduce): no such row.
+    expect(attributeGap({ schedule: stream, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0.3, closedForm: 3 / 19 } }, null)!.steps.map((s) => s.id)).toEqual(['closed', 'stages', 'comm', 'device']);
+  });
+
   it('needs a closed form or a given starting point', () => {
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, null)).toBeNull();
     expect(attributeGap({ schedule, meanOpMs: opMs(4, () => 1), commMsPerCrossing: 0, bubble: { measured: 0.4, simulated: 0, closedForm: null } }, 0.2)?.steps[0].bubble).toBe(0.2);

@@ -6,6 +6,9 @@
  *   closed form      identical stages, F = 1, B = 2, free links
  *   + stage costs    the simulator with each stage's measured mean op times, free links
  *   + communication  the same plus the measured mean time per boundary crossing on every message
+ *   + blocks         PipeDream-2BW on replicas only: each worker waits for its stages' all-reduce after every
+ *                    block of m inside the stream: the report's own simulation, which plays them with the
+ *                    measured op, message and collective times (simulate-blocks.ts)
  *   + shared device  the rest: the measured bubble (every rank's worker shares one GPU here, so
  *                    ops of different ranks queue behind one another and starts drift)
  *   + all-reduce     data parallelism only: the idle share of the whole step once the collectives'
@@ -14,11 +17,11 @@
  * Also the closed form's makespan in the simulator's prediction units.
  */
 import type { RunReport } from '../runtime/report-types.ts';
-import { SCHEDULES, simulate, timelineStats, type ClosedForm, type Op, type Schedule, type ScheduleKind } from '../schedule/index.ts';
+import { RUN_SCHEDULE_NAMES, runsAsStream, SCHEDULES, simulate, timelineStats, type ClosedForm, type Op, type RunScheduleName, type Schedule, type ScheduleKind } from '../schedule/index.ts';
 import { computeOnly } from './derived.ts';
 
 export interface GapStep {
-  id: 'closed' | 'stages' | 'comm' | 'device' | 'allreduce';
+  id: 'closed' | 'stages' | 'comm' | 'blocks' | 'device' | 'allreduce';
   label: string;
   /** The bubble after adding this effect. */
   bubble: number;
@@ -31,6 +34,11 @@ export interface GapAttribution {
   /** Mean measured compute per stage (F + B + I + W), ms: the unevenness one can check. */
   stageMs: number[];
   commMsPerCrossing: number;
+}
+
+/** A schedule name that runs as one stream (PipeDream, PipeDream-2BW); a file's own name is none. */
+function isStream(name: string): boolean {
+  return (RUN_SCHEDULE_NAMES as readonly string[]).includes(name) && runsAsStream(name as RunScheduleName);
 }
 
 function perStage(meanOpMs: RunReport['meanOpMs'], stages: number, op: Op): number[] {
@@ -59,14 +67,19 @@ export function attributeGap(
     { id: 'closed', label: 'closed form (identical stages, free links)', bubble: start, adds: 0 },
     { id: 'stages', label: 'uneven stage costs (each stage’s measured op times)', bubble: stages, adds: stages - start },
     { id: 'comm', label: 'communication (measured time per crossing)', bubble: comm, adds: comm - stages },
-    { id: 'device', label: 'ranks sharing one device (the rest)', bubble: measured, adds: measured - comm },
   ];
+  // A stream on replicas waits for each block's all-reduce inside it: the report's simulation plays those waits too.
+  const blocks = report.allReduce && isStream(s.name) && Number.isFinite(report.bubble.simulated) ? report.bubble.simulated : null;
+  if (blocks !== null) steps.push({ id: 'blocks', label: 'all-reduce per block (each worker waits for it inside the stream)', bubble: blocks, adds: blocks - comm });
+  const before = blocks ?? comm;
+  steps.push({ id: 'device', label: 'ranks sharing one device (the rest)', bubble: measured, adds: measured - before });
   const ar = report.allReduce;
   const compute = report.makespanMs?.measured ?? 0;
   if (ar && ar.stepMs > 0 && compute > 0) {
     // The same busy time over the whole step, collectives included.
     const withCollectives = 1 - ((1 - measured) * compute) / ar.stepMs;
-    steps.push({ id: 'allreduce', label: 'data-parallel all-reduce (its time not hidden behind compute)', bubble: withCollectives, adds: withCollectives - measured });
+    const label = blocks !== null ? 'the last block’s all-reduce (after the stream’s last compute)' : 'data-parallel all-reduce (its time not hidden behind compute)';
+    steps.push({ id: 'allreduce', label, bubble: withCollectives, adds: withCollectives - measured });
   }
   return { stageMs, commMsPerCrossing: report.commMsPerCrossing, steps };
 }
