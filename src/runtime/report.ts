@@ -145,7 +145,9 @@ function meanWorkerTime(timelines: readonly Timeline[], kind: 'gather-grads' | '
 function simulatedPerStage(time: readonly number[], plan: RunPlan, ar: CostModel['allReduce']): number[] {
   if (!plan.windows.stream) return [...time];
   const at = (x: number | readonly number[] | undefined, s: number) => (x === undefined ? 0 : typeof x === 'number' ? x : (x[s] ?? 0));
-  return time.map((t, s) => t / plan.config.steps + at(ar?.readback, s) + at(ar?.write, s));
+  // The blocks the stream ran: its schedule's micro-batches in steps of m (fewer than the config's steps when stopped early).
+  const blocks = plan.schedule.microbatches / plan.config.microbatches;
+  return time.map((t, s) => t / blocks + at(ar?.readback, s) + at(ar?.write, s));
 }
 
 export function buildReport(input: ReportInput): RunReport {

@@ -127,7 +127,15 @@ describe('a Stop ends a stream at a step boundary and keeps its steps: the run o
     expect(report.schedule.microbatches).toBe(kept * cfg.microbatches);
     const workers = (cfg.dp ?? 1) * (cfg.tp ?? 1);
     expect(report.timeline.intervals.filter((iv) => iv.op === 'F' || iv.op === 'B')).toHaveLength(workers * cfg.ranks * kept * cfg.microbatches * 2);
-    if ((cfg.dp ?? 1) > 1) expect(report.allReduce?.ringBytesPerWorker).toBeCloseTo(2 * (report.allReduce?.ringBytesFormula ?? NaN), 6);
+    if ((cfg.dp ?? 1) > 1) {
+      expect(report.allReduce?.ringBytesPerWorker).toBeCloseTo(2 * (report.allReduce?.ringBytesFormula ?? NaN), 6);
+      // Each stage's simulated all-reduce is one block's of the kept ones (not of the configuration's 10).
+      const sim = report.simulatedTimeline.intervals.filter((iv) => iv.op === 'collective' && (iv.replica ?? 0) === 0);
+      for (let st = 0; st < cfg.ranks; st++) {
+        const own = sim.filter((iv) => iv.stage === st).reduce((t, iv) => t + (iv.end - iv.start), 0);
+        expect(report.allReduce?.simulated?.perStageMs[st], `stage ${st}`).toBeCloseTo(own / kept, 9);
+      }
+    }
     // The same losses and weights as a run of `kept` steps.
     const short = await runPipeline({ ...cfg, steps: kept }, { hostFactory, readWeights: true });
     expect(report.losses).toEqual(short.losses);

@@ -23,9 +23,11 @@ function byteRange(xs: readonly number[]): string {
 export function AllReduceRows({ report }: { report: RunReport }) {
   const ar = report.allReduce;
   if (!ar) return null;
-  const { dp, zero, overlap, steps } = report.config;
+  const { dp, zero, overlap } = report.config;
   /** PipeDream-2BW on replicas: one window, an all-reduce per stage and block (step) inside it. */
   const stream = runsAsStream(report.config.schedule);
+  // The blocks it ran (a stream stopped early ran fewer than its configuration's steps).
+  const steps = Math.round(report.schedule.microbatches / report.config.microbatches);
   const held = report.heldBytesPerWorker ?? [];
   const kinds = [
     { key: 'weights', label: 'Weights' },
