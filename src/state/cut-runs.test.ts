@@ -12,7 +12,7 @@ import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import type { BlockRange } from '../nn/partition.ts';
-import { applyCut, cutMismatch, cutRunConfig, cutRunKey, distinctCuts, runEachCut, stopCutRuns } from './cut-runs.ts';
+import { applyCut, cutMeasured, cutMismatch, cutRunConfig, cutRunKey, distinctCuts, runEachCut, stopCutRuns } from './cut-runs.ts';
 import { beginSession, endSession, usePipeLab, type SessionControl } from './store.ts';
 
 const runs: RunConfig[] = [];
@@ -58,6 +58,23 @@ describe('running each cut', () => {
       expect(m.bubble).toBeLessThan(1);
       expect(m.meanOf).toBe(7);
     }
+  }, 60_000);
+
+  it('a stream (PipeDream-2BW) keeps its window ÷ the steps it ran, all of them: no "stopped early" for a whole stream', async () => {
+    ready();
+    const stream: RunConfig = { ...names, schedule: 'pipedream-2bw', microbatches: 4 };
+    const ranges = cuts[0];
+    await runEachCut(stream, [ranges]);
+    const m = usePipeLab.getState().cutRuns[cutRunKey(stream, ranges)];
+    expect(m.status, m.error ?? '').toBe('done');
+    expect(m.meanOf).toBe(8);
+    // The rule on a report of the same run: the stream's makespan ÷ its 8 steps.
+    const r = await runPipeline(cutRunConfig(stream, ranges), { hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
+    expect(cutMeasured(r).meanOf).toBe(8);
+    expect(cutMeasured(r).makespanMs).toBeCloseTo(r.makespanMs.measured / 8, 12);
+    // A synchronous schedule's: the mean over the steps after the first.
+    const flush = await runPipeline(cutRunConfig(names, ranges), { hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
+    expect(cutMeasured(flush)).toMatchObject({ meanOf: 7, makespanMs: flush.makespanMs.measured });
   }, 60_000);
 
   it('"Stop" ends the sequence after the run in flight', async () => {

@@ -10,11 +10,13 @@ import type { BlockRange } from '../nn/partition.ts';
 import type { SplitBy } from '../plan/splits.ts';
 import { cutOfRanges, cutText } from '../config/explicit-cut.ts';
 import { configToQuery, runStages, type RunConfig } from '../config/run-config.ts';
+import { runsAsStream } from '../schedule/registry.ts';
 import { checkRunConfig, setConfig } from './config-actions.ts';
 import { cannotMeasureReason, measureEach, stopSession } from './compare.ts';
 import { usePipeLab, type CutMeasurement } from './store.ts';
+import type { RunReport } from '../runtime/report-types.ts';
 
-/** A cut's short run takes at most this many steps (the first warms caches and is left out of the means). */
+/** A cut's short run takes at most this many steps (the first warms caches and is left out of the means; a stream's are all one window). */
 export const CUT_RUN_STEPS = 8;
 
 /** The steps of a cut's short run: min(config.steps, CUT_RUN_STEPS). */
@@ -65,6 +67,20 @@ export function distinctCuts(splits: readonly { by: SplitBy; ranges: BlockRange[
   return out;
 }
 
+/**
+ * What a cut's short run measured: the mean step makespan and bubble over the steps after the first (which warms
+ * caches); a stream (PipeDream, 2BW) is one window of all its steps, so its makespan ÷ the steps it ran, none left out.
+ */
+export function cutMeasured(r: Pick<RunReport, 'config' | 'schedule' | 'makespanMs' | 'bubble' | 'steps' | 'stageBlocks'>): Pick<CutMeasurement, 'makespanMs' | 'bubble' | 'meanOf' | 'stageBlocks'> {
+  const blocks = runsAsStream(r.config.schedule) ? Math.round(r.schedule.microbatches / r.config.microbatches) : null;
+  return {
+    makespanMs: blocks ? r.makespanMs.measured / blocks : r.makespanMs.measured,
+    bubble: r.bubble.measured,
+    meanOf: blocks ?? (r.steps.length > 1 ? r.steps.length - 1 : r.steps.length),
+    stageBlocks: r.stageBlocks,
+  };
+}
+
 function setCutRun(key: string, m: Partial<CutMeasurement>): void {
   usePipeLab.setState((s) => {
     const prev: CutMeasurement = s.cutRuns[key] ?? { status: 'queued', makespanMs: null, bubble: null, meanOf: null, stageBlocks: null, error: null };
@@ -92,15 +108,7 @@ export async function runEachCut(config: RunConfig, cuts: readonly BlockRange[][
   for (const [key, error] of refused) setCutRun(key, { status: 'error', error });
   await measureEach('planning', jobs, (key, ev) => {
     if (ev.status !== 'done') return setCutRun(key, ev.status === 'error' ? { status: 'error', error: ev.error } : { status: ev.status, error: null });
-    const r = ev.report;
-    setCutRun(key, {
-      status: 'done',
-      makespanMs: r.makespanMs.measured,
-      bubble: r.bubble.measured,
-      meanOf: r.steps.length > 1 ? r.steps.length - 1 : r.steps.length,
-      stageBlocks: r.stageBlocks,
-      error: null,
-    });
+    setCutRun(key, { status: 'done', ...cutMeasured(ev.report), error: null });
   });
   // Cuts a stop left unrun show nothing, not "queued".
   usePipeLab.setState((st) => ({ cutRuns: Object.fromEntries(Object.entries(st.cutRuns).filter(([, m]) => m.status !== 'queued')) }));

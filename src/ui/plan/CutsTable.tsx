@@ -8,6 +8,7 @@
 import type { SplitView } from '../../plan/splits.ts';
 import { cutOfRanges, cutText } from '../../config/explicit-cut.ts';
 import type { RunConfig } from '../../config/run-config.ts';
+import { runsAsStream } from '../../schedule/registry.ts';
 import { cannotMeasureReason } from '../../state/compare.ts';
 import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/cut-runs.ts';
 import { usePipeLab, type CutMeasurement } from '../../state/store.ts';
@@ -18,12 +19,13 @@ function rangesText(s: SplitView): string {
   return s.ranges.map(([a, b]) => (b - a === 1 ? `${a}` : `${a}–${b - 1}`)).join(' | ');
 }
 
-function measuredCell(m: CutMeasurement | undefined, what: 'makespan' | 'bubble', meanOf: number): string {
+function measuredCell(m: CutMeasurement | undefined, what: 'makespan' | 'bubble', meanOf: number, stream: boolean): string {
   if (!m) return '—';
   if (m.status === 'queued') return 'queued';
   if (m.status === 'running') return 'running…';
   if (m.status === 'error') return 'failed';
-  const fewer = m.meanOf !== meanOf ? ` (mean of ${m.meanOf} step${m.meanOf === 1 ? '' : 's'}: stopped early)` : '';
+  const ran = `${m.meanOf} step${m.meanOf === 1 ? '' : 's'}`;
+  const fewer = m.meanOf !== meanOf ? ` (${stream ? `the stream of ${ran}` : `mean of ${ran}`}: stopped early)` : '';
   return (what === 'makespan' ? `${num(m.makespanMs, 2)} ms` : pct(m.bubble, 1)) + fewer;
 }
 
@@ -56,7 +58,9 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
   const running = session === 'planning';
   const why = running ? null : cannotMeasureReason();
   const steps = cutRunSteps(config);
-  const meanOf = steps > 1 ? steps - 1 : 1;
+  // A stream runs its steps as one window: its makespan is that window's ÷ its steps, none left out.
+  const stream = runsAsStream(config.schedule);
+  const meanOf = stream ? steps : steps > 1 ? steps - 1 : 1;
   const inUse = config.partition === 'cut' && config.cut ? cutText(config.cut) : null;
   const failures = splits.map((s) => ({ s, m: runOf(s) })).filter(({ m }) => m?.status === 'error');
   const shown = new Set<string>();
@@ -71,8 +75,8 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
               <th scope="col">stages (blocks)</th>
               <th scope="col">slowest stage</th>
               <th scope="col">per-stage time</th>
-              <th scope="col">measured makespan (mean of {meanOf} step{meanOf === 1 ? '' : 's'})</th>
-              <th scope="col">measured bubble</th>
+              <th scope="col">{stream ? `measured makespan per step (the stream of ${steps} ÷ ${steps})` : `measured makespan (mean of ${meanOf} step${meanOf === 1 ? '' : 's'})`}</th>
+              <th scope="col">{stream ? 'measured bubble (the stream)' : 'measured bubble'}</th>
               <th scope="col">run configuration</th>
             </tr>
           </thead>
@@ -89,9 +93,9 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
                     <Bars bars={s.stageTime.map((t, i) => ({ value: t, label: `stage ${i}: ${num(t, 3)}` }))} max={max} />
                   </td>
                   <td data-testid={`plan-cut-makespan-${s.by}`} data-ms={m?.status === 'done' ? m.makespanMs ?? '' : ''} data-stage-blocks={m?.stageBlocks ? JSON.stringify(m.stageBlocks) : ''}>
-                    {measuredCell(m, 'makespan', meanOf)}
+                    {measuredCell(m, 'makespan', meanOf, stream)}
                   </td>
-                  <td data-testid={`plan-cut-bubble-${s.by}`}>{measuredCell(m, 'bubble', meanOf)}</td>
+                  <td data-testid={`plan-cut-bubble-${s.by}`}>{measuredCell(m, 'bubble', meanOf, stream)}</td>
                   <td>
                     {inUse === text ? (
                       <span className="muted small">in use (cut={text})</span>
@@ -125,8 +129,11 @@ export function CutsTable({ splits, config, plannedStages, profileBlocks, profil
       </div>
       <p className="muted small">
         “Run each cut” trains the run configuration ({config.ranks} ranks, {config.schedule}, {config.microbatches} micro-batches) for min(steps, {CUT_RUN_STEPS}) = {steps} step
-        {steps === 1 ? '' : 's'} once per distinct cut, one cut after the other; the measured makespan and bubble are the means over the steps after the first (which
-        warms caches). Rows with the same cut share one run.
+        {steps === 1 ? '' : 's'} once per distinct cut, one cut after the other;{' '}
+        {stream
+          ? `${config.schedule} runs them as one stream: the measured makespan is the stream's ÷ its steps, the bubble the stream's.`
+          : 'the measured makespan and bubble are the means over the steps after the first (which warms caches).'}{' '}
+        Rows with the same cut share one run.
       </p>
       {why && !mismatch && (
         <p className="muted small why-off" role="status">
