@@ -334,6 +334,8 @@ test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused,
   // The steps move while the one window runs (before, they all landed at its end).
   await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 120_000 }).toBeGreaterThanOrEqual(20);
   await expect(page.getByRole('button', { name: '❚❚ Pause' })).toHaveAttribute('aria-disabled', 'true');
+  // Said beside the buttons while it runs, not only in a tooltip.
+  await expect(page.getByTestId('run-hint')).toHaveText('One stream: no step to pause at; ■ Stop ends it at the next step boundary');
   // Its losses are drawn as they land (before, the loss read "—" until the stream's end).
   const lossFigure = page.locator('.progress-stats div').filter({ has: page.locator('dt', { hasText: /^loss$/ }) }).locator('dd');
   await expect(lossFigure).toHaveText(/^\d+\.\d{4}$/);
@@ -355,4 +357,5 @@ test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused,
   const unitRow = page.getByTestId('run-numbers').getByRole('row', { name: /^Makespan, unit time/ });
   expect(Number((await unitRow.locator('td').nth(2).innerText()).replace(/[^\d.]/g, ''))).toBe(3 * (kept * 8 + 3));
   expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBe(0);
+  await expect(page.getByTestId('run-hint')).toContainText('R runs, pauses, resumes');
 });

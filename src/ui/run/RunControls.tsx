@@ -56,8 +56,15 @@ export function RunControls() {
         >
           ■ Stop
         </button>
-        <span className="shortcut-hint muted small">
-          <kbd>R</kbd> runs, pauses, resumes
+        <span className="shortcut-hint muted small" data-testid="run-hint">
+          {/* While a stream runs, the pause it cannot take is said here, not only in a tooltip. */}
+          {stream && activeRun && !paused ? (
+            <>One stream: no step to pause at; ■ Stop ends it at the next step boundary</>
+          ) : (
+            <>
+              <kbd>R</kbd> runs, pauses, resumes
+            </>
+          )}
         </span>
       </div>
       <div className="progress">
