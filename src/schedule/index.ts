@@ -25,7 +25,7 @@ export {
   type ScheduleKind,
   type ScheduleName,
 } from './registry.ts';
-export { streamMeshRefusal, type StreamMeshRefusal } from './stream-replicas.ts';
+export { streamMeshRefusal, takesNoReplicas, type StreamMeshRefusal } from './stream-replicas.ts';
 export {
   assertValidSchedule,
   summarizeSchedule,

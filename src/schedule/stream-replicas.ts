@@ -14,11 +14,16 @@ export interface StreamMeshRefusal {
   rule: string;
 }
 
+/** True for a schedule that takes no replicas at all (PipeDream: it updates after every backward). */
+export function takesNoReplicas(schedule: RunScheduleName): boolean {
+  return scheduleKind(schedule).update === 'stash-and-update-after-backward';
+}
+
 /** Why `schedule` cannot run (or be simulated) with this mesh, or null when it can (or is not a stream). */
 export function streamMeshRefusal(schedule: RunScheduleName, mesh: { dp: number; zero: number; overlap: boolean }): StreamMeshRefusal | null {
   if (mesh.dp <= 1) return null;
   const update = scheduleKind(schedule).update;
-  if (update === 'stash-and-update-after-backward') {
+  if (takesNoReplicas(schedule)) {
     return { key: 'dp', want: 1, rule: `${schedule} updates each stage's weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW` };
   }
   if (update !== 'double-buffered') return null;

@@ -10,7 +10,7 @@
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
 import { scheduleKind } from '../../schedule/registry.ts';
-import { streamMeshRefusal } from '../../schedule/stream-replicas.ts';
+import { takesNoReplicas } from '../../schedule/stream-replicas.ts';
 import { CheckboxField, NumberField, SelectField } from './fields.tsx';
 
 const ZERO_OPTIONS: readonly { value: `${ZeroStage}`; label: string }[] = [
@@ -54,7 +54,7 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
   /** PipeDream-2BW: no flush; each block's all-reduce runs as the block ends, with ZeRO off (run-config.ts). */
   const blocks = scheduleKind(cfg.schedule).update === 'double-buffered';
   /** PipeDream updates after every backward: no replicas (stream-replicas.ts). */
-  const noReplicas = streamMeshRefusal(cfg.schedule, { dp: 2, zero: 0, overlap: true })?.key === 'dp';
+  const noReplicas = takesNoReplicas(cfg.schedule);
   return (
     <>
       <div className="row2">

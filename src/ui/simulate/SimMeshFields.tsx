@@ -3,7 +3,7 @@
  * ZeRO stage, and tensor parallelism inside each stage (Megatron's layers, the
  * tab's one-round exchange).
  */
-import { runsAsStream, streamMeshRefusal } from '../../schedule/index.ts';
+import { runsAsStream, takesNoReplicas } from '../../schedule/index.ts';
 import { patchSim } from '../../state/config-actions.ts';
 import { SIM_LIMITS, simTpCollectivesPerMicrobatch, type SimParams } from '../../state/sim-params.ts';
 import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
@@ -22,7 +22,7 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
   const tpOff = sim.tp === 1;
   const stream = runsAsStream(sim.schedule);
   // PipeDream takes no replicas; 2BW a plain all-reduce after each block, overlapped (stream-replicas.ts).
-  const noReplicas = streamMeshRefusal(sim.schedule, { dp: 2, zero: 0, overlap: true })?.key === 'dp' && sim.dp === 1;
+  const noReplicas = takesNoReplicas(sim.schedule) && sim.dp === 1;
   return (
     <>
       <fieldset>
