@@ -209,7 +209,8 @@ export function validateRunConfig(cfg: RunConfig): void {
  * limit, the global batch divisible by dp × microbatches, zero ∈ {0, 1, 2, 3} and only
  * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream is refused with dp > 1 (its
  * weights change after every backward: nowhere for replicas to sum their gradients); PipeDream-2BW takes replicas
- * (each block's gradients all-reduced before its update) without ZeRO and with overlap on (there is no flush).
+ * (each block's gradients all-reduced before its update) without ZeRO and with overlap on (there is no flush);
+ * DualPipe takes replicas without ZeRO (its copies are summed after the all-reduce, before the update).
  */
 function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   const dp = requireInt('dp', cfg.dp, 1, MAX_RUN_RANKS);
@@ -230,11 +231,11 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
     const { key, want, rule } = streamRefused;
     throw new ConfigError(key, cfg[key], `${rule} (${key} = ${want}${key === 'dp' ? ' here' : ` with ${schedule}`})`);
   }
-  if (dp > 1 && scheduleKind(schedule).copies > 1) {
+  if (cfg.zero !== 0 && scheduleKind(schedule).copies > 1) {
     throw new ConfigError(
-      'dp',
-      dp,
-      `${schedule} already runs ${scheduleKind(schedule).copies} copies of the model, whose gradients each rank sums with its partner rank's at the flush; data parallelism on top of it is not supported (dp must be 1)`,
+      'zero',
+      cfg.zero,
+      `${schedule} sums each stage's gradients over its ${scheduleKind(schedule).copies} model copies after the all-reduce over the replicas and before the update, and ZeRO updates inside that all-reduce: ZeRO does not run beside model copies here (zero = 0 with ${schedule})`,
     );
   }
   if (dp > 1 && Number.isInteger(cfg.batchSize) && Number.isInteger(cfg.microbatches) && cfg.microbatches >= 1 && cfg.batchSize % (dp * cfg.microbatches) !== 0) {
@@ -248,8 +249,8 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
 
 /**
  * The third axis: tp a whole number ≥ 1 with dp × tp × ranks workers within the limit; the GPT's heads
- * (and so its width and MLP) and the MLPs' hidden width divisible by tp; with one model copy (DualPipe's
- * copy sums are not split by tp here). PipeDream's and 2BW's weight versions are per worker: each tp worker
+ * (and so its width and MLP) and the MLPs' hidden width divisible by tp (DualPipe's copies: each tp worker sums
+ * its pieces with its partner rank's same tp worker, copy-sum.ts). PipeDream's and 2BW's weight versions are per worker: each tp worker
  * keeps its own pieces' versions.
  */
 function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void {
@@ -258,10 +259,6 @@ function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void
   const workers = cfg.dp * tp * cfg.ranks;
   if (workers > MAX_RUN_RANKS) {
     throw new ConfigError('tp', tp, `dp × tp × ranks = ${cfg.dp} × ${tp} × ${cfg.ranks} = ${workers} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
-  }
-  const kind = scheduleKind(schedule);
-  if (kind.copies > 1) {
-    throw new ConfigError('tp', tp, `${schedule} runs ${kind.copies} copies of the model summed by partner ranks; tensor parallelism is not supported with it (tp = 1 with ${schedule})`);
   }
   if (cfg.model === 'gpt') {
     if (typeof cfg.heads === 'number' && Number.isInteger(cfg.heads) && cfg.heads % tp !== 0) {

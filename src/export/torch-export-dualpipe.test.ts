@@ -8,8 +8,10 @@
  * final weights (copy 0's, trained.safetensors) too, and the copies equal bit
  * for bit (train.py prints their largest difference). The char-MLP on p = 2
  * also saves every step and resumes its step-1 file, which loads both copies:
- * its later steps repeat the straight run. A bundle whose copies sit on a
- * data-parallel mesh or share a rank is refused before any process group
+ * its later steps repeat the straight run. On dp replicas (each stage
+ * all_reduced over them, then summed over its copies) and with tp processes
+ * per stage (their pieces summed pair by pair), the same. A bundle whose copies
+ * are sharded by ZeRO or share a rank is refused before any process group
  * starts. Needs Debian's python3-torch.
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,17 +34,21 @@ const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, 
 const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, dualpipe, p 2, m 4, AdamW, checkpoint every step and resume', cfg: charMlp, resume: true },
   { title: 'GPT, dualpipe, p 4, m 8', cfg: gpt },
+  // On replicas (each stage all_reduced over them, then summed over its copies) and with tp (each tp process its pieces).
+  { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4', cfg: { ...charMlp, dp: 2 } },
+  { title: 'GPT, dualpipe, tp 2 × p 2, m 4', cfg: { ...gpt, ranks: 2, microbatches: 4, tp: 2 } },
 ];
 
 describe('DualPipe (two model copies) under torchrun equals the float64 single-device loop', () => {
   for (const { title, cfg, resume } of CASES) {
     it(title, async () => {
       const p = cfg.ranks;
+      const world = cfg.dp * (cfg.tp ?? 1) * p;
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
       const { dir, files } = writeTempBundle(cfg);
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       // 2p stages: copy 0's stage k on rank k, copy 1's stage k (stage p + k) on rank p − 1 − k, the same blocks and weights.
-      expect({ copies: bundle.copies, stages: bundle.stages, world: bundle.world }).toEqual({ copies: 2, stages: 2 * p, world: p });
+      expect({ copies: bundle.copies, stages: bundle.stages, world: bundle.world }).toEqual({ copies: 2, stages: 2 * p, world });
       expect(bundle.stageToRank).toEqual([...Array.from({ length: p }, (_, k) => k), ...Array.from({ length: p }, (_, k) => p - 1 - k)]);
       expect(bundle.stageBlocks.slice(p)).toEqual(bundle.stageBlocks.slice(0, p));
       expect(bundle.stageParams.slice(p)).toEqual(bundle.stageParams.slice(0, p));
@@ -53,7 +59,7 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
       expect(csv).toBe(toCsv(schedule));
       expect(new Set(schedule.order.flat().map((a) => a.stage)).size).toBe(2 * p);
 
-      const r = await runTorchrun(dir, p, resume ? ['--save-every', '1'] : []);
+      const r = await runTorchrun(dir, world, resume ? ['--save-every', '1'] : []);
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       // Rank 0 holds copy 1's last stage (stage 2p − 1) and prints the sum of both copies' losses.
@@ -85,15 +91,15 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
     }, 300_000);
   }
 
-  it('refuses, before any process group starts, a bundle whose copies are on a data-parallel mesh or share a rank', () => {
-    const { dir } = writeTempBundle({ ...charMlp, steps: 1 });
+  it('refuses, before any process group starts, a bundle whose copies are sharded by ZeRO or share a rank', () => {
+    const { dir } = writeTempBundle({ ...charMlp, dp: 2, steps: 1 });
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as TorchBundleConfig;
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, dp: 2, world: 4 }));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, run: { ...cfg.run, zero: 1 } }));
     expect(runPython(dir, { RANK: '0', WORLD_SIZE: '4' }).output).toContain(
-      'config.json: copies = 2 (schedule dualpipe) runs with dp = 1 and tp = 1 only, and this bundle has dp x ranks = 2 x 2 = 4 processes',
+      "config.json: copies = 2 (schedule dualpipe) sums each stage over its copies after the replicas' all_reduce and before the update, which ZeRO shards: run.zero must be 0, not 1",
     );
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, stageToRank: [0, 1, 0, 1] }));
-    expect(runPython(dir, { RANK: '0', WORLD_SIZE: '2' }).output).toContain(
+    expect(runPython(dir, { RANK: '0', WORLD_SIZE: '4' }).output).toContain(
       "config.json: model stage 0's 2 copies sit on ranks [0, 0]: each copy of a stage must be on its own rank",
     );
   }, 60_000);

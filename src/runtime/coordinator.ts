@@ -128,18 +128,23 @@ function channelsFor(plan: RunPlan): [number, number][] {
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
-/** The largest difference between two workers' values of the same weight: DualPipe's copies of a stage (`byWorker`: each worker's weights). */
-function copyDifference(byWorker: Weights[]): number {
+/**
+ * The largest difference between two workers' values of the same weight among the workers of one tp rank (each tp
+ * rank holds its own pieces under the weights' names): DualPipe's copies of a stage, and its replicas with dp.
+ */
+function copyDifference(m: Mesh, byWorker: Weights[]): number {
   let worst = 0;
   const first = new Map<string, ArrayLike<number>>();
-  for (const ws of byWorker) {
+  byWorker.forEach((ws, w) => {
+    const { tpRank } = placeOf(m, w);
     for (const [name, v] of Object.entries(ws)) {
-      const r = first.get(name);
-      if (!r) first.set(name, v);
-      else if (r.length !== v.length) return Infinity;
+      const key = `${tpRank}/${name}`;
+      const r = first.get(key);
+      if (!r) first.set(key, v);
+      else if (r.length !== v.length) worst = Infinity;
       else for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
     }
-  }
+  });
   return worst;
 }
 
@@ -326,8 +331,8 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       weights = wholeWeights(m, config.zero, all, rules);
       // With ZeRO-3 no two workers hold the same weights: there is nothing to compare.
       if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
-      // Model copies (DualPipe, dp = 1): every copy of a stage must hold the same weights.
-      if ((schedule.copies ?? 1) > 1) replicaMismatch = copyDifference(all);
+      // Model copies (DualPipe): every copy of a stage, on every replica, must hold the same weights (ZeRO is refused beside copies).
+      if ((schedule.copies ?? 1) > 1) replicaMismatch = copyDifference(m, all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);

@@ -4,20 +4,26 @@
  * summed over its copies, so every copy takes the same update and the copies
  * stay identical. Copy c's stage j (schedule stage c·k + j) lives on some rank;
  * its gradients go round a ring of the ranks holding stage j's copies, in copy
- * order (ring-allreduce.ts over this rank's pipeline ports, the messages keyed
- * by the model stage j, which both ends agree on). For DualPipe the ring is
- * two ranks: r and p − 1 − r, which hold stages r and p − 1 − r of the model,
- * one of each copy. Each copy accumulated the loss-scaled gradients of its own
- * half of the step's micro-batches, so the sum is the whole step's gradient
- * (a float sum of two terms is the same on both ends: the copies stay equal
- * bit for bit).
+ * order (ring-allreduce.ts over this rank's pipeline ports: the ranks of its own
+ * replica and tp rank, the messages of kind 'copy' keyed by the model stage j,
+ * which both ends agree on). For DualPipe the ring is two ranks: r and p − 1 − r,
+ * which hold stages r and p − 1 − r of the model, one of each copy. Each copy
+ * accumulated the loss-scaled gradients of its own half of the step's
+ * micro-batches, so the sum is the whole step's gradient (a float sum of two
+ * terms is the same on both ends: the copies stay equal bit for bit).
  *
- * It wraps the rank's update policy (the flush, flush.ts, with dp = 1; the
- * registry refuses data parallelism beside model copies): `endStep` sums, then
- * hands over. Its time is part of the step's optimizer time (optimizerMs); it
- * is not drawn as intervals of the timeline. The optimizer state a checkpoint
- * reads is copy 0's (the copies' states are equal; each parameter is then
- * covered once over the ranks), and a resume loads it into every copy by name.
+ * The flush (flush.ts) calls `sumCopies` once its data-parallel all-reduces of
+ * the step are done and before its update: with dp replicas each stage is first
+ * summed over the replicas (one ring per schedule stage), then over the copies
+ * (a sum is a sum in either order, and both ends of a copy ring then hold the
+ * same two terms on every replica, so replicas and copies stay equal bit for
+ * bit). With a tp group each tp worker sums its own pieces with its partner's
+ * same tp rank. ZeRO, which updates inside the dp collectives, is refused beside
+ * copies (run-config.ts). Its time is part of the step's optimizer time
+ * (optimizerMs); it is not drawn as intervals of the timeline. The optimizer
+ * state a checkpoint reads is copy 0's (`withCopyState`: the copies' states are
+ * equal; each parameter is then covered once over the ranks), and a resume loads
+ * it into every copy by name.
  */
 import type { Backend } from '../nn/backend.ts';
 import { copiesOf, copyOfStage, modelStage, stagesPerCopy } from '../schedule/copies.ts';
@@ -27,7 +33,6 @@ import type { Mailbox } from './mailbox.ts';
 import { forwardingPolicy, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import { allReduce } from './ring-allreduce.ts';
 import { portRing } from './ring-link.ts';
-import type { StepLog } from './transport.ts';
 
 export interface CopySumParts {
   be: Backend;
@@ -35,7 +40,7 @@ export interface CopySumParts {
   schedule: Pick<Schedule, 'stages' | 'microbatches' | 'copies' | 'stageToRank'>;
   /** This rank's stages, by schedule stage. */
   stages: ReadonlyMap<number, UpdatableStage>;
-  /** Ports to the other ranks of the pipeline, by rank (the coordinator wires the copies' partners too). */
+  /** Ports to the other ranks of this worker's pipeline (its replica, its tp rank), by rank (the coordinator wires the copies' partners too). */
   ports: ReadonlyMap<number, MessagePort>;
   mailbox: Mailbox;
   recvTimeoutMs: number;
@@ -69,6 +74,7 @@ export async function sumCopies(parts: CopySumParts, step: number): Promise<void
       mailbox: parts.mailbox,
       stage: j,
       step,
+      kind: 'copy',
       recvTimeoutMs: parts.recvTimeoutMs,
       what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
     });
@@ -80,14 +86,10 @@ export async function sumCopies(parts: CopySumParts, step: number): Promise<void
   await be.sync();
 }
 
-/** `inner` with the copies' gradients summed at the start of its endStep. */
-export function withCopySum(inner: UpdatePolicy, parts: CopySumParts): UpdatePolicy {
+/** `inner` (whose flush calls sumCopies) reading copy 0's optimizer state only: each parameter once over the ranks. */
+export function withCopyState(inner: UpdatePolicy, parts: CopySumParts): UpdatePolicy {
   return {
     ...forwardingPolicy(inner),
-    async endStep(step: number, log: StepLog) {
-      await sumCopies(parts, step);
-      await inner.endStep(step, log);
-    },
     async readOptimizer() {
       const all = await inner.readOptimizer();
       const first = new Set<string>();

@@ -37,7 +37,7 @@ async function expectEqualsOneDevice(cfg: RunConfig) {
   return report;
 }
 
-// The synchronous schedules but DualPipe, whose two model copies refuse dp > 1 (dualpipe-cpu.test.ts).
+// The synchronous schedules but DualPipe, whose two model copies take replicas without ZeRO (dualpipe-cpu.test.ts).
 const SYNCHRONOUS = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush' && SCHEDULES[n].copies === 1);
 
 describe('dp × pp on the CPU reference equals one device on the whole batch', () => {

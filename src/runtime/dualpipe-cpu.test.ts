@@ -5,7 +5,9 @@
  * gradients are summed over its two copies (copy-sum.ts) before both take the
  * same update. The run must compute what one device computes on the whole
  * batch (≤ 1e-12 relative, losses and weights), and every rank's copy of a
- * stage must hold the same weights as the other copy.
+ * stage must hold the same weights as the other copy. On dp replicas (each
+ * stage all-reduced over them, then summed over its copies) and with tp
+ * workers per stage (each summing its own pieces with its partner's), the same.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -90,7 +92,30 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     expect(resumed.replicaMismatch).toBe(0);
   });
 
-  it('refuses odd p, m < 2p and dp > 1 before any worker starts, naming the field, value and rule', async () => {
+  // On replicas the flush all-reduces each stage over them, then sums it over its copies (copy messages of their own
+  // kind: a dp ring's chunk of stage j and a copy ring's chunk of model stage j must not meet), then updates.
+  const meshes: [string, Partial<RunConfig>][] = [
+    ['dp=2, overlapped', { dp: 2 }],
+    ['dp=2, not overlapped', { dp: 2, overlap: false }],
+    ['dp=2 p=4', { dp: 2, ranks: 4, microbatches: 8, batchSize: 32 }],
+    ['tp=2', { tp: 2 }],
+    ['dp=2 × tp=2, GPT', { dp: 2, tp: 2, dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 8 }],
+  ];
+  it.each(meshes)('%s: one device’s losses and weights, every copy and replica equal', async (_, over) => {
+    const cfg = dualConfig({ ranks: 2, microbatches: 4, ...over });
+    const report = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, recvTimeoutMs: 5000 });
+    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i]), `loss of step ${i}`).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
+    expect(Object.keys(report.weights ?? {}).sort()).toEqual(Object.keys(ref.params).sort());
+    for (const n of Object.keys(ref.params)) expect(relErr((report.weights ?? {})[n], ref.params[n]), n).toBeLessThan(1e-12);
+    expect(report.replicaMismatch).toBe(0);
+    // The replicas' all-reduces are in the timeline, one set per stage held (two per rank: one of each copy).
+    const collectives = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'reduce-scatter');
+    if ((cfg.dp ?? 1) > 1) expect(new Set(collectives.map((iv) => iv.stage)).size).toBe(2 * cfg.ranks);
+    else expect(collectives).toHaveLength(0);
+  });
+
+  it('refuses odd p, m < 2p and ZeRO before any worker starts, naming the field, value and rule', async () => {
     const refusal = async (over: Partial<RunConfig>): Promise<string> => {
       let started = 0;
       try {
@@ -109,6 +134,8 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     };
     expect(await refusal({ ranks: 3, microbatches: 6, batchSize: 12 })).toMatch(/^ranks = 3: DualPipe needs an even number of ranks/);
     expect(await refusal({ ranks: 4, microbatches: 6, batchSize: 12 })).toMatch(/^microbatches = 6: DualPipe needs an even m ≥ 2p = 8/);
-    expect(await refusal({ ranks: 2, microbatches: 4, dp: 2 })).toMatch(/^dp = 2: dualpipe already runs 2 copies of the model.*dp must be 1/);
+    for (const zero of [1, 2, 3] as const) {
+      expect(await refusal({ ranks: 2, microbatches: 4, dp: 2, zero })).toMatch(new RegExp(`^zero = ${zero}: dualpipe sums each stage's gradients over its 2 model copies after the all-reduce.*\\(zero = 0 with dualpipe\\)$`));
+    }
   });
 });

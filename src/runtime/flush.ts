@@ -13,6 +13,9 @@
  *    that chunk with its shard of the optimizer state (zero-shard.ts), then the
  *    ring's all-gather spreads the updated weights;
  * 4. write back onto the device, and zero the gradients.
+ * A schedule with model copies (DualPipe) sums each stage over its copies
+ * (`beforeUpdate`, copy-sum.ts) once the step's dp collectives are done, before
+ * the update; ZeRO-1, which updates inside its collective, is refused beside it.
  * With one replica (dp = 1) steps 1, 2 and 4's write-back fall away: the
  * optimizer steps the rank's stages in place.
  *
@@ -81,8 +84,11 @@ export class Flush implements UpdatePolicy {
     private readonly stages: ReadonlyMap<number, UpdatableStage>,
     private readonly train: TrainConfig,
     private readonly mesh: DataParallelParts | null,
+    /** Before the update, after the step's collectives: the sum over the model copies (copy-sum.ts), if any. */
+    private readonly beforeUpdate: ((step: number) => Promise<void>) | null = null,
   ) {
     const parts = mesh ?? LOCAL;
+    if (beforeUpdate && parts.zero === 1) throw new Error('ZeRO-1 updates inside its collective: a sum over model copies before the update cannot run beside it');
     this.parts = parts;
     for (const a of parts.order) if (a.op === 'B' || a.op === 'W') this.backwards.set(a.stage, (this.backwards.get(a.stage) ?? 0) + 1);
     this.resetStep();
@@ -140,7 +146,7 @@ export class Flush implements UpdatePolicy {
   }
 
   endStep(step: number, log: StepLog): void | Promise<void> {
-    if (!this.mesh) return this.update(step);
+    if (!this.mesh) return this.beforeUpdate ? this.beforeUpdate(step).then(() => this.update(step)) : this.update(step);
     return this.meshEndStep(step, log);
   }
 
@@ -151,6 +157,7 @@ export class Flush implements UpdatePolicy {
     await this.link;
     this.resetStep();
     if (this.failure) throw this.failure;
+    await this.beforeUpdate?.(step);
     this.update(step);
   }
 

@@ -28,7 +28,7 @@ import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, W
 import { toTrainConfig } from '../config/run-config.ts';
 import { Transport } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
-import { withCopySum } from './copy-sum.ts';
+import { sumCopies, withCopyState } from './copy-sum.ts';
 import type { DataParallelParts } from './flush.ts';
 import { MeshControlClient } from './mesh-control.ts';
 import { portRing } from './ring-link.ts';
@@ -265,9 +265,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const fault = init.fault && (init.fault.replica ?? 0) === roles.replica ? init.fault : undefined;
   const transportOptions = { rank, replica, be, stageToRank: schedule.stageToRank, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs };
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
-  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks));
-  // Model copies (DualPipe): each stage's gradients are summed over its copies before the update (copy-sum.ts).
-  const summed = (schedule.copies ?? 1) > 1 ? withCopySum(base, { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs }) : base;
+  // Model copies (DualPipe): each stage's gradients are summed over its copies, after the dp all-reduces and before the update (copy-sum.ts).
+  const copies = (schedule.copies ?? 1) > 1 ? { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs } : null;
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step) => sumCopies(copies, step) : undefined);
+  const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
   let current = 0;

@@ -26,12 +26,15 @@ export interface PortRingOptions {
   recvTimeoutMs: number;
   /** What the collective is, for messages: e.g. `the all-reduce of stage 1`. */
   what: string;
+  /** The messages' kind: 'ring' (a dp collective, the default) or 'copy' (the sum over a stage's model copies). */
+  kind?: 'ring' | 'copy';
   /** Posts a message, transferring its buffer (fault injection wraps it). */
   post?: (port: MessagePort, msg: Payload) => void;
 }
 
 export function portRing(o: PortRingOptions, hooks: Pick<RingLink, 'onExchange' | 'beforeExchange'> = {}): RingLink {
   const post = o.post ?? ((port, msg) => port.postMessage(msg, [msg.buffer]));
+  const kind = o.kind ?? 'ring';
   return {
     position: o.position,
     size: o.size,
@@ -39,7 +42,7 @@ export function portRing(o: PortRingOptions, hooks: Pick<RingLink, 'onExchange' 
     send(exchange: number, chunk: Vector) {
       const buffer = (chunk.byteLength === chunk.buffer.byteLength ? chunk.buffer : chunk.slice().buffer) as ArrayBuffer;
       post(o.toNext, {
-        kind: 'ring',
+        kind,
         stage: o.stage,
         mb: exchange,
         step: o.step,
@@ -55,7 +58,7 @@ export function portRing(o: PortRingOptions, hooks: Pick<RingLink, 'onExchange' 
       const per = 2 * (o.size - 1);
       const nth = Math.floor(exchange / per);
       const what = `chunk ${(exchange % per) + 1} of ${per} of ${o.what}${nth > 0 ? ` (collective ${nth + 1} of the step)` : ''} (step ${o.step}) from worker ${o.prev}`;
-      const p = await o.mailbox.take('ring', o.stage, exchange, o.step, o.recvTimeoutMs, what);
+      const p = await o.mailbox.take(kind, o.stage, exchange, o.step, o.recvTimeoutMs, what);
       return p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer);
     },
   };

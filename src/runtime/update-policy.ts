@@ -31,11 +31,17 @@ export function createUpdatePolicy(
   stages: ReadonlyMap<number, UpdatableStage>,
   train: TrainConfig,
   dataParallel?: DataParallelParts,
+  /** A schedule with model copies (DualPipe): the flush's sum over them before its update (copy-sum.ts sumCopies). */
+  sumCopies?: (step: number) => Promise<void>,
 ): UpdatePolicy {
+  if (sumCopies && name !== 'flush') throw new Error(`model copies are summed at a flush; the ${name} policy has none`);
   switch (name) {
     case 'flush':
-      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) return new ShardedStep(be, stages, train, dataParallel);
-      return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null);
+      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) {
+        if (sumCopies) throw new Error('ZeRO-2 and 3 update inside their collectives: a sum over model copies before the update cannot run beside them');
+        return new ShardedStep(be, stages, train, dataParallel);
+      }
+      return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null, sumCopies ?? null);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);
     case 'double-buffered':

@@ -38,7 +38,7 @@ async function expectEqualsOneDevice(cfg: RunConfig) {
   return { report, worst };
 }
 
-// The synchronous schedules but DualPipe, whose two model copies refuse dp > 1 (dualpipe-cpu.test.ts).
+// The synchronous schedules but DualPipe, whose two model copies take replicas without ZeRO (dualpipe-cpu.test.ts).
 const SYNCHRONOUS = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush' && SCHEDULES[n].copies === 1);
 
 describe('ZeRO-2 and ZeRO-3 with the pipeline equal one device on the whole batch', () => {

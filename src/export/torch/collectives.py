@@ -321,7 +321,9 @@ class DataParallel:
         if self.zero < 2 and self.overlap and self.dp > 1 and self.stages[s].params:
             self.pending[s] = self.start_all_reduce(s)
 
-    def flush(self, step, lr):
+    def flush(self, step, lr, before_update=None):
+        """The step's end: the gradients summed over the replicas, then `before_update` (DualPipe's sum over its model
+        copies, copies.py, which must see the replicas' sum and not race their overlapped all_reduce), then the update."""
         if self.zero >= 2:
             self.collect(everything=True)
             for s in sorted(self.shards):
@@ -335,6 +337,8 @@ class DataParallel:
                 wait(work, self.timeout, f"rank {self.rank}: step {step}: the all_reduce of stage {s}'s gradients did not finish within {self.timeout.total_seconds()} s")
                 set_grads(params, flat)
             self.pending = {}
+        if before_update:
+            before_update()
         for s in sorted(self.shards):
             self.shards[s].step(lr, self.timeout, f"rank {self.rank}: step {step} stage {s}")
         step_with_lr(self.optimizer, lr)

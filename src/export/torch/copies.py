@@ -2,12 +2,14 @@
 
 Each pipeline rank holds one stage of each copy (rank r: copy 0's stage r and copy 1's stage p - 1 - r; bundle.Copies
 numbers them), built from the same initial weights by name, and each copy runs its own half of the step's
-micro-batches. At the flush, before the optimizer step, each model stage's gradients are summed over its copies:
-every pair of ranks holding the copies of some stage (r and p - 1 - r) forms a torch.distributed group (every
-process creating every group, in the same order) and all_reduces each of those stages' gradients over it, in model
-stage order on both ends. The sum of two float terms is the same on both ends, so both copies take the same update
-from the same optimizer state and stay equal bit for bit; each copy's loss is scaled by the whole step's targets, so
-the summed gradient is one device's. The step's loss is the two copies' last stages' losses summed the same way.
+micro-batches. At the flush, after the sum over the replicas (collectives.py) and before the optimizer step, each
+model stage's gradients are summed over its copies: in every replica and for every tp rank, the processes of the
+pipeline ranks holding the copies of some stage (r and p - 1 - r) form a torch.distributed group (every process
+creating every group, in the same order) and all_reduce each of those stages' gradients (a tp process: its pieces)
+over it, in model stage order on both ends. The sum of two float terms is the same on both ends, so both copies take
+the same update from the same optimizer state and stay equal bit for bit, on every replica; each copy's loss is
+scaled by the whole step's targets, so the summed gradient is one device's. The step's loss is the two copies' last
+stages' losses summed the same way (then over the replicas).
 
 Checkpoints and trained.safetensors hold copy 0's weights (train.py gathers copy 0's stages); a resume loads them,
 by name, into both copies.
@@ -24,13 +26,19 @@ class CopySum:
 
     def __init__(self, bundle, rank, stages, timeout):
         self.copies, self.rank, self.stages, self.timeout = bundle.copies, rank, stages, timeout
-        copies = self.copies
-        self.groups = {}  # the ranks holding a model stage's copies (sorted) -> their group
+        copies, mesh = self.copies, bundle.mesh
+        replica, _, tp_rank = mesh.place(rank)
+        self.groups = {}  # the pipeline ranks holding a model stage's copies (sorted) -> this process's group of them
         if copies.n > 1:
-            for k in range(copies.per):
-                ranks = tuple(sorted(copies.holders(k)))
-                if ranks not in self.groups:
-                    self.groups[ranks] = dist.new_group(list(ranks), timeout=timeout)
+            made = {}
+            for d in range(mesh.dp):
+                for j in range(mesh.tp):
+                    for k in range(copies.per):
+                        ranks = tuple(sorted(copies.holders(k)))
+                        if (d, j, ranks) not in made:
+                            made[(d, j, ranks)] = dist.new_group([mesh.process(d, r, j) for r in ranks], timeout=timeout)
+                        if d == replica and j == tp_rank:
+                            self.groups[ranks] = made[(d, j, ranks)]
         # This process's stages in model stage order: the order both ends of each group walk.
         self.mine = sorted(stages, key=lambda s: (copies.model_stage(s), s)) if copies.n > 1 else []
         self.last = copies.per - 1

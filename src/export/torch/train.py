@@ -13,7 +13,7 @@ tensor_parallel.py), loads their initial weights from init.safetensors (sliced),
 step after step on its replica's rows of the batch (pipeline.py, data.py), summing or gathering activations over
 its tp group inside the split layers. With DualPipe's two model copies (config.json "copies") each rank holds a
 stage of each copy, both loaded from the same weights by name. At the end of the step (the flush) each stage's
-gradients are summed over its model copies (copies.py), then over its replicas, and every process steps its
+gradients are summed over its replicas, then over its model copies (copies.py), and every process steps its
 optimizer (collectives.py; ZeRO-1, 2 or 3 when the run used it: ZeRO-2 reduce-scatters each backward's gradients
 into the replicas' chunks, ZeRO-3 also keeps the weights as chunks, gathered before each F, B and I of a stage and
 freed after, as run.reshard says; the replicas of one tp piece form each group). The last stage's process of
@@ -155,8 +155,8 @@ def train(proc, args, steps, resumed):
         t0 = time.perf_counter()
         stall = 10 * args.timeout if args.test_stall_rank == proc.rank and step == 0 else 0.0
         loss = pipe.run_step(step, stall)
-        proc.copy_sum.sum_grads(step)  # each stage's gradients summed over its model copies (DualPipe)
-        flush.flush(step, cfg["lrPerStep"][step])
+        # Each stage's gradients summed over its replicas, then over its model copies (DualPipe), then the update.
+        flush.flush(step, cfg["lrPerStep"][step], lambda: proc.copy_sum.sum_grads(step))
         if proc.copy_sum.holds_loss():
             loss = flush.step_loss(proc.copy_sum.step_loss(loss, proc.device), proc.device)
         if last in proc.stages:

@@ -9,6 +9,7 @@
  */
 import type { RunReport } from '../../runtime/report-types.ts';
 import { runsAsStream } from '../../schedule/registry.ts';
+import { copiesOf, copyOfStage, modelStage } from '../../schedule/copies.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
 
 /** The range of a list of byte counts, as `a` or `a – b`. */
@@ -51,6 +52,7 @@ export function AllReduceRows({ report }: { report: RunReport }) {
         <tr key={i} data-testid="allreduce-stage">
           <th scope="row">
             {collective} of stage {i}
+            {copiesOf(report.schedule) > 1 && copyOfStage(report.schedule, i) > 0 ? ` (copy ${copyOfStage(report.schedule, i)} of stage ${modelStage(report.schedule, i)})` : ''}
             {zero >= 2 ? ' (their ring time in the step)' : stream ? ' (mean per block)' : ''}
           </th>
           <td>
