@@ -10,9 +10,9 @@
  * also saves every step and resumes its step-1 file, which loads both copies:
  * its later steps repeat the straight run. On dp replicas (each stage
  * all_reduced over them, then summed over its copies) and with tp processes
- * per stage (their pieces summed pair by pair), the same. A bundle whose copies
- * are sharded by ZeRO or share a rank is refused before any process group
- * starts. Needs Debian's python3-torch.
+ * per stage (their pieces summed pair by pair), the same, and with ZeRO-1 (the
+ * chunks' update after the copies' sum). A bundle whose copies are sharded by
+ * ZeRO-2 or 3 or share a rank is refused before any process group starts. Needs Debian's python3-torch.
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +36,7 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'GPT, dualpipe, p 4, m 8', cfg: gpt },
   // On replicas (each stage all_reduced over them, then summed over its copies) and with tp (each tp process its pieces).
   { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4', cfg: { ...charMlp, dp: 2 } },
+  { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4, ZeRO-1', cfg: { ...charMlp, dp: 2, zero: 1 } },
   { title: 'GPT, dualpipe, tp 2 × p 2, m 4', cfg: { ...gpt, ranks: 2, microbatches: 4, tp: 2 } },
 ];
 
@@ -91,12 +92,12 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
     }, 300_000);
   }
 
-  it('refuses, before any process group starts, a bundle whose copies are sharded by ZeRO or share a rank', () => {
+  it('refuses, before any process group starts, a bundle whose copies are sharded by ZeRO-2 or share a rank', () => {
     const { dir } = writeTempBundle({ ...charMlp, dp: 2, steps: 1 });
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as TorchBundleConfig;
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, run: { ...cfg.run, zero: 1 } }));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, run: { ...cfg.run, zero: 2 } }));
     expect(runPython(dir, { RANK: '0', WORLD_SIZE: '4' }).output).toContain(
-      "config.json: copies = 2 (schedule dualpipe) sums each stage over its copies after the replicas' all_reduce and before the update, which ZeRO shards: run.zero must be 0, not 1",
+      "config.json: copies = 2 (schedule dualpipe) sums each stage over its copies between the replicas' sum and the update, and ZeRO-2 accumulates chunks through the step: run.zero must be 0 or 1, not 2",
     );
     writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, stageToRank: [0, 1, 0, 1] }));
     expect(runPython(dir, { RANK: '0', WORLD_SIZE: '4' }).output).toContain(

@@ -18,8 +18,10 @@
  * (a sum is a sum in either order, and both ends of a copy ring then hold the
  * same two terms on every replica, so replicas and copies stay equal bit for
  * bit). With a tp group each tp worker sums its own pieces with its partner's
- * same tp rank. ZeRO, which updates inside the dp collectives, is refused beside
- * copies (run-config.ts). Its time is part of the step's optimizer time
+ * same tp rank. With ZeRO-1 (DeepSeek-V3's setting) the flush sums each stage's
+ * owned chunk after its reduce-scatter instead, before the chunk's update and
+ * the all-gather; ZeRO-2 and 3, which accumulate chunks through the step, are
+ * refused beside copies (run-config.ts). Its time is part of the step's optimizer time
  * (optimizerMs); it is not drawn as intervals of the timeline. The optimizer
  * state a checkpoint reads is copy 0's (`withCopyState`: the copies' states are
  * equal; each parameter is then covered once over the ranks), and a resume loads
@@ -31,7 +33,7 @@ import type { Schedule } from '../schedule/types.ts';
 import { readVector, writeVector } from './device-vector.ts';
 import type { Mailbox } from './mailbox.ts';
 import { forwardingPolicy, type UpdatableStage, type UpdatePolicy } from './policy.ts';
-import { allReduce } from './ring-allreduce.ts';
+import { allReduce, type Vector } from './ring-allreduce.ts';
 import { portRing } from './ring-link.ts';
 
 export interface CopySumParts {
@@ -55,8 +57,12 @@ export function copyRing(s: CopySumParts['schedule'], stage: number): { position
   return { position: c, size, next: s.stageToRank[((c + 1) % size) * k + j], prev: s.stageToRank[((c + size - 1) % size) * k + j] };
 }
 
-/** Sums every stage's gradients over its copies, in place. */
-export async function sumCopies(parts: CopySumParts, step: number): Promise<void> {
+/**
+ * Sums every stage's gradients over its copies, in place on the device; or, given `chunks` (ZeRO-1: each stage's
+ * owned chunk of its replicas' sum, by stage), those vectors in place (a copy's partner owns the same chunk: the same
+ * model stage, the same replica).
+ */
+export async function sumCopies(parts: CopySumParts, step: number, chunks?: ReadonlyMap<number, Vector>): Promise<void> {
   const { be, rank, schedule, stages } = parts;
   // Both ends of a ring walk their stages in the same order: by model stage.
   const order = [...stages.keys()].sort((a, b) => modelStage(schedule, a) - modelStage(schedule, b) || a - b);
@@ -78,6 +84,11 @@ export async function sumCopies(parts: CopySumParts, step: number): Promise<void
       recvTimeoutMs: parts.recvTimeoutMs,
       what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
     });
+    const chunk = chunks?.get(stage);
+    if (chunk) {
+      await allReduce(link, chunk);
+      continue;
+    }
     const grads = st.params.map((p) => p.grad);
     const x = await readVector(be, grads);
     await allReduce(link, x);

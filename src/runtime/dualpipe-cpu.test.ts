@@ -6,8 +6,9 @@
  * same update. The run must compute what one device computes on the whole
  * batch (≤ 1e-12 relative, losses and weights), and every rank's copy of a
  * stage must hold the same weights as the other copy. On dp replicas (each
- * stage all-reduced over them, then summed over its copies) and with tp
- * workers per stage (each summing its own pieces with its partner's), the same.
+ * stage all-reduced over them, then summed over its copies; with ZeRO-1 each
+ * owned chunk after its reduce-scatter) and with tp workers per stage (each
+ * summing its own pieces with its partner's), the same.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -80,8 +81,11 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     console.log(`dualpipe p=${p} m=${m} ${optimizer}: worst loss rel diff ${worstLoss.toExponential(2)}, worst weight rel diff ${worstWeight.toExponential(2)}`);
   });
 
-  it('resumes from a checkpoint: both copies load the same weights and optimizer state', async () => {
-    const cfg = dualConfig({ ranks: 2, microbatches: 4, steps: 4 });
+  it.each([
+    ['one pipeline', {}],
+    ['2 replicas with ZeRO-1 (each copy of a stage saves its owned chunks once)', { dp: 2, zero: 1 as const }],
+  ])('resumes from a checkpoint, %s: both copies load the same weights and optimizer state', async (_, over) => {
+    const cfg = dualConfig({ ranks: 2, microbatches: 4, steps: 4, ...over });
     let saved: Parameters<typeof runPipeline>[1]['from'];
     await runPipeline({ ...cfg }, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), progressEvery: 2, onProgress: (pr) => (saved ??= pr) });
     expect(saved?.stepsDone).toBe(2);
@@ -100,6 +104,10 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     ['dp=2 p=4', { dp: 2, ranks: 4, microbatches: 8, batchSize: 32 }],
     ['tp=2', { tp: 2 }],
     ['dp=2 × tp=2, GPT', { dp: 2, tp: 2, dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 8 }],
+    // ZeRO-1 (DeepSeek-V3's setting): each owned chunk, after its reduce-scatter, summed over the copies, then updated and gathered.
+    ['dp=2, ZeRO-1, overlapped', { dp: 2, zero: 1 }],
+    ['dp=2, ZeRO-1, not overlapped, p=4', { dp: 2, zero: 1, overlap: false, ranks: 4, microbatches: 8, batchSize: 32 }],
+    ['dp=3 × tp=2, ZeRO-1, GPT', { dp: 3, tp: 2, zero: 1, dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 12 }],
   ];
   it.each(meshes)('%s: one device’s losses and weights, every copy and replica equal', async (_, over) => {
     const cfg = dualConfig({ ranks: 2, microbatches: 4, ...over });
@@ -113,9 +121,12 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     const collectives = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'reduce-scatter');
     if ((cfg.dp ?? 1) > 1) expect(new Set(collectives.map((iv) => iv.stage)).size).toBe(2 * cfg.ranks);
     else expect(collectives).toHaveLength(0);
+    // ZeRO-1: each stage's owned chunk updated once a step, by every worker.
+    const updates = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'shard-update');
+    expect(updates).toHaveLength(cfg.zero === 1 ? 2 * cfg.ranks * cfg.dp * (cfg.tp ?? 1) : 0);
   });
 
-  it('refuses odd p, m < 2p and ZeRO before any worker starts, naming the field, value and rule', async () => {
+  it('refuses odd p, m < 2p and ZeRO-2 and 3 before any worker starts, naming the field, value and rule', async () => {
     const refusal = async (over: Partial<RunConfig>): Promise<string> => {
       let started = 0;
       try {
@@ -134,8 +145,8 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     };
     expect(await refusal({ ranks: 3, microbatches: 6, batchSize: 12 })).toMatch(/^ranks = 3: DualPipe needs an even number of ranks/);
     expect(await refusal({ ranks: 4, microbatches: 6, batchSize: 12 })).toMatch(/^microbatches = 6: DualPipe needs an even m ≥ 2p = 8/);
-    for (const zero of [1, 2, 3] as const) {
-      expect(await refusal({ ranks: 2, microbatches: 4, dp: 2, zero })).toMatch(new RegExp(`^zero = ${zero}: dualpipe sums each stage's gradients over its 2 model copies after the all-reduce.*\\(zero = 0 with dualpipe\\)$`));
+    for (const zero of [2, 3] as const) {
+      expect(await refusal({ ranks: 2, microbatches: 4, dp: 2, zero })).toMatch(new RegExp(`^zero = ${zero}: dualpipe sums each stage's gradients over its 2 model copies between the reduce-scatter.*\\(zero = 0 or 1 with dualpipe\\)$`));
     }
   });
 });

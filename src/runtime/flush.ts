@@ -15,7 +15,9 @@
  * 4. write back onto the device, and zero the gradients.
  * A schedule with model copies (DualPipe) sums each stage over its copies
  * (`beforeUpdate`, copy-sum.ts) once the step's dp collectives are done, before
- * the update; ZeRO-1, which updates inside its collective, is refused beside it.
+ * the update. With ZeRO-1 beside the copies (DeepSeek-V3's setting) a stage's
+ * collective stops after its reduce-scatter; at the step's end each owned chunk
+ * is summed with its other copy's, then updated and all-gathered.
  * With one replica (dp = 1) steps 1, 2 and 4's write-back fall away: the
  * optimizer steps the rank's stages in place.
  *
@@ -43,6 +45,9 @@ import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from 
 import type { StepLog } from './transport.ts';
 import { ZeroShard } from './zero-shard.ts';
 import { readVector, writeVector } from './device-vector.ts';
+
+/** The sum over a schedule's model copies (copy-sum.ts): of the stages' gradients, or of `chunks` (ZeRO-1's owned chunks by stage) in place. */
+export type SumCopies = (step: number, chunks?: ReadonlyMap<number, Vector>) => Promise<void>;
 
 export interface DataParallelParts {
   dp: number;
@@ -77,6 +82,8 @@ export class Flush implements UpdatePolicy {
   private failure: Error | null = null;
   private readonly opt: Optimizer | null;
   private readonly shards = new Map<number, ZeroShard>();
+  /** ZeRO-1 beside model copies: each stage's vector after its reduce-scatter, and its ring, until the step's end. */
+  private readonly scattered = new Map<number, { ring: RingLink; x: Vector }>();
   private readonly parts: DataParallelParts;
 
   constructor(
@@ -84,11 +91,13 @@ export class Flush implements UpdatePolicy {
     private readonly stages: ReadonlyMap<number, UpdatableStage>,
     private readonly train: TrainConfig,
     private readonly mesh: DataParallelParts | null,
-    /** Before the update, after the step's collectives: the sum over the model copies (copy-sum.ts), if any. */
-    private readonly beforeUpdate: ((step: number) => Promise<void>) | null = null,
+    /**
+     * Before the update, after the step's collectives: the sum over the model copies (copy-sum.ts), if any; of the
+     * stages' gradients on the device, or (ZeRO-1) of the owned chunks of `chunks`, in place.
+     */
+    private readonly beforeUpdate: SumCopies | null = null,
   ) {
     const parts = mesh ?? LOCAL;
-    if (beforeUpdate && parts.zero === 1) throw new Error('ZeRO-1 updates inside its collective: a sum over model copies before the update cannot run beside it');
     this.parts = parts;
     for (const a of parts.order) if (a.op === 'B' || a.op === 'W') this.backwards.set(a.stage, (this.backwards.get(a.stage) ?? 0) + 1);
     this.resetStep();
@@ -135,6 +144,15 @@ export class Flush implements UpdatePolicy {
     if (!st) throw new Error(`stage ${stage} is not held by this worker`);
     const shard = this.shards.get(stage);
     if (!shard) return sumOverReplicas(this.be, this.parts, stage, st.params, log.step, log);
+    if (this.beforeUpdate) {
+      // Model copies: the chunk is summed over them before its update (meshEndStep); the ring waits until then.
+      await overReplicas(this.be, this.parts, stage, st.params, log.step, log, `the ZeRO-1 reduce-scatter of stage ${stage}`, async (ring, x) => {
+        await reduceScatter(ring, x);
+        this.scattered.set(stage, { ring, x });
+        return null;
+      });
+      return;
+    }
     await overReplicas(this.be, this.parts, stage, st.params, log.step, log, `the ZeRO-1 update of stage ${stage}`, async (ring, x) => {
       await reduceScatter(ring, x);
       const t0 = epochMs();
@@ -157,7 +175,34 @@ export class Flush implements UpdatePolicy {
     await this.link;
     this.resetStep();
     if (this.failure) throw this.failure;
+    if (this.shards.size > 0 && this.beforeUpdate) return this.copiedShardsEnd(step, log);
     await this.beforeUpdate?.(step);
+    this.update(step);
+  }
+
+  /** ZeRO-1 beside model copies: each owned chunk summed over the copies, then its update and the ring's all-gather, stage by stage. */
+  private async copiedShardsEnd(step: number, log: StepLog): Promise<void> {
+    const chunks = new Map<number, Vector>();
+    for (const [s, { x }] of this.scattered) {
+      const shard = this.shards.get(s) as ZeroShard;
+      chunks.set(s, x.subarray(shard.lo, shard.hi));
+    }
+    await (this.beforeUpdate as SumCopies)(step, chunks);
+    // Every replica walks its stages in the same order: their rings' all-gathers meet.
+    for (const s of [...this.scattered.keys()].sort((a, b) => a - b)) {
+      const { ring, x } = this.scattered.get(s) as { ring: RingLink; x: Vector };
+      const shard = this.shards.get(s) as ZeroShard;
+      const st = this.stages.get(s) as UpdatableStage;
+      let t0 = epochMs();
+      await shard.update(x, lrAt(this.train, step));
+      log.collective(s, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
+      await allGather(ring, x);
+      t0 = epochMs();
+      writeVector(this.be, st.params.map((p) => p.value), x);
+      await this.be.sync();
+      log.collective(s, 'scatter-back', -1, t0, epochMs(), x.byteLength);
+    }
+    this.scattered.clear();
     this.update(step);
   }
 
@@ -207,7 +252,7 @@ export function sumOverReplicas(be: Backend, parts: DataParallelParts, stage: nu
   });
 }
 
-/** Reads the stage's gradients as one vector, runs `collective` on its ring, writes the vector onto the tensors it returns. */
+/** Reads the stage's gradients as one vector, runs `collective` on its ring, writes the vector onto the tensors it returns (none: it keeps the vector). */
 async function overReplicas(
   be: Backend,
   parts: DataParallelParts,
@@ -216,7 +261,7 @@ async function overReplicas(
   step: number,
   log: StepLog,
   name: string,
-  collective: (ring: RingLink, x: Vector) => Promise<readonly Tensor[]>,
+  collective: (ring: RingLink, x: Vector) => Promise<readonly Tensor[] | null>,
 ): Promise<void> {
   parts.control?.status(`step ${step}: ${name}`);
   const ring = parts.ring(stage, step, {
@@ -227,6 +272,7 @@ async function overReplicas(
   const x = await readVector(be, params.map((p) => p.grad));
   log.collective(stage, 'gather-grads', -1, t0, epochMs(), x.byteLength);
   const target = await collective(ring, x);
+  if (!target) return void parts.control?.status(null);
   t0 = epochMs();
   writeVector(be, target, x);
   await be.sync();

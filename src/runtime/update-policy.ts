@@ -19,7 +19,7 @@
 import type { Backend } from '../nn/backend.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import type { UpdatePolicyName } from '../schedule/registry.ts';
-import { Flush, type DataParallelParts } from './flush.ts';
+import { Flush, type DataParallelParts, type SumCopies } from './flush.ts';
 import { ShardedStep } from './sharded-step.ts';
 import { StashPolicy } from './pipedream-policy.ts';
 import { DoubleBufferPolicy } from './double-buffer-policy.ts';
@@ -32,7 +32,7 @@ export function createUpdatePolicy(
   train: TrainConfig,
   dataParallel?: DataParallelParts,
   /** A schedule with model copies (DualPipe): the flush's sum over them before its update (copy-sum.ts sumCopies). */
-  sumCopies?: (step: number) => Promise<void>,
+  sumCopies?: SumCopies,
 ): UpdatePolicy {
   if (sumCopies && name !== 'flush') throw new Error(`model copies are summed at a flush; the ${name} policy has none`);
   switch (name) {
