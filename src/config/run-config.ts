@@ -210,7 +210,7 @@ export function validateRunConfig(cfg: RunConfig): void {
  * with dp > 1 (reshard other than 'step' only with ZeRO-3), overlap a boolean; PipeDream is refused with dp > 1 (its
  * weights change after every backward: nowhere for replicas to sum their gradients); PipeDream-2BW takes replicas
  * (each block's gradients all-reduced before its update) without ZeRO and with overlap on (there is no flush);
- * DualPipe takes replicas with ZeRO 0 or 1 (its copies are summed after the all-reduce or ZeRO-1's reduce-scatter, before the update).
+ * DualPipe takes replicas with any ZeRO stage (its copies are summed after the replicas' sum, before the update: copy-sum.ts).
  */
 function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   const dp = requireInt('dp', cfg.dp, 1, MAX_RUN_RANKS);
@@ -230,13 +230,6 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
   if (streamRefused) {
     const { key, want, rule } = streamRefused;
     throw new ConfigError(key, cfg[key], `${rule} (${key} = ${want}${key === 'dp' ? ' here' : ` with ${schedule}`})`);
-  }
-  if (cfg.zero >= 2 && scheduleKind(schedule).copies > 1) {
-    throw new ConfigError(
-      'zero',
-      cfg.zero,
-      `${schedule} sums each stage's gradients over its ${scheduleKind(schedule).copies} model copies between the reduce-scatter over the replicas and the update, and ZeRO-${cfg.zero} accumulates its chunks through the step: ZeRO-2 and 3 do not run beside model copies here (zero = 0 or 1 with ${schedule})`,
-    );
   }
   if (dp > 1 && Number.isInteger(cfg.batchSize) && Number.isInteger(cfg.microbatches) && cfg.microbatches >= 1 && cfg.batchSize % (dp * cfg.microbatches) !== 0) {
     throw new ConfigError(

@@ -33,7 +33,7 @@ function copiesText(run: RunConfig): string {
 copy 0's stage k is stage k on rank k and copy 1's is stage ${P} + k on rank ${P - 1} − k (schedule.csv lists all
 ${copies * P}); each rank builds its stage of each copy from the same weights by name. Micro-batches 0 … ${run.microbatches / 2 - 1} enter copy 0
 at rank 0 and ${run.microbatches / 2} … ${run.microbatches - 1} copy 1 at rank ${P - 1}. At the flush each stage's gradients are summed over its two
-copies (an \`all_reduce\` over the two ranks holding them, a \`new_group\` per pair${run.dp > 1 || (run.tp ?? 1) > 1 ? ' in each replica and tp rank, after the replicas\' all_reduce' : ''}${run.zero === 1 ? '; ZeRO-1 then updates each replica\'s chunk' : ''}) before the same optimizer step on both,
+copies (an \`all_reduce\` over the two ranks holding them, a \`new_group\` per pair${run.dp > 1 || (run.tp ?? 1) > 1 ? ' in each replica and tp rank, after the replicas\' all_reduce' : ''}${run.zero >= 1 ? `; with ZeRO-${run.zero} each replica's owned chunk${run.zero >= 2 ? ', accumulated over the step,' : ''} is what is summed and updated` : ''}) before the same optimizer step on both,
 so the copies stay equal (train.py prints their largest difference at the end) and the run is one device's.
 Checkpoints and \`trained.safetensors\` hold copy 0's weights; \`--resume\` loads them into both copies.`;
 }

@@ -121,11 +121,10 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
     expect(r.files.get(join(out, 'tp', 'README.md'))).toContain('The world size is dp × tp × ranks = 2 × 2 × 2 = 8');
   });
 
-  it('refuses tp not dividing the heads or the hidden width, and ZeRO beside DualPipe’s two copies, naming field, value and rule', () => {
+  it('refuses tp not dividing the heads or the hidden width, naming field, value and rule', () => {
     const refusals: [string[], string][] = [
       [[...small, '--tp', '3'], "--tp = 3: must divide the GPT's heads = 2"],
       [['--dataset', 'names', '--hidden', '16', '--ranks', '2', '--tp', '3'], '--tp = 3: must divide the hidden width = 16'],
-      [[...small, '--tp', '2', '--dp', '2', '--zero', '2', '--schedule', 'dualpipe'], "--zero = 2: dualpipe sums each stage's gradients over its 2 model copies between the reduce-scatter over the replicas and the update"],
     ];
     for (const [flags, message] of refusals) {
       const r = run('export-torch', ...flags, '--out', join(out, 'never'));

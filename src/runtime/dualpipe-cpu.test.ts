@@ -6,9 +6,9 @@
  * same update. The run must compute what one device computes on the whole
  * batch (≤ 1e-12 relative, losses and weights), and every rank's copy of a
  * stage must hold the same weights as the other copy. On dp replicas (each
- * stage all-reduced over them, then summed over its copies; with ZeRO-1 each
- * owned chunk after its reduce-scatter) and with tp workers per stage (each
- * summing its own pieces with its partner's), the same.
+ * stage all-reduced over them, then summed over its copies; with ZeRO each
+ * owned chunk after its reduce-scatter, or its accumulator) and with tp workers
+ * per stage (each summing its own pieces with its partner's), the same.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -84,6 +84,7 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
   it.each([
     ['one pipeline', {}],
     ['2 replicas with ZeRO-1 (each copy of a stage saves its owned chunks once)', { dp: 2, zero: 1 as const }],
+    ['2 replicas with ZeRO-3 (the weights too, as pieces)', { dp: 2, zero: 3 as const }],
   ])('resumes from a checkpoint, %s: both copies load the same weights and optimizer state', async (_, over) => {
     const cfg = dualConfig({ ranks: 2, microbatches: 4, steps: 4, ...over });
     let saved: Parameters<typeof runPipeline>[1]['from'];
@@ -108,6 +109,11 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     ['dp=2, ZeRO-1, overlapped', { dp: 2, zero: 1 }],
     ['dp=2, ZeRO-1, not overlapped, p=4', { dp: 2, zero: 1, overlap: false, ranks: 4, microbatches: 8, batchSize: 32 }],
     ['dp=3 × tp=2, ZeRO-1, GPT', { dp: 3, tp: 2, zero: 1, dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 12 }],
+    // ZeRO-2 and 3: each owned chunk's accumulator (a reduce-scatter per backward) summed over the copies at the step's end.
+    ['dp=2, ZeRO-2', { dp: 2, zero: 2 }],
+    ['dp=2, ZeRO-2, not overlapped, p=4', { dp: 2, zero: 2, overlap: false, ranks: 4, microbatches: 8, batchSize: 32 }],
+    ['dp=2, ZeRO-3, kept for the step', { dp: 2, zero: 3 }],
+    ['dp=2 × tp=2, ZeRO-3, re-gathered per action, GPT', { dp: 2, tp: 2, zero: 3, reshard: 'microbatch', dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 8 }],
   ];
   it.each(meshes)('%s: one device’s losses and weights, every copy and replica equal', async (_, over) => {
     const cfg = dualConfig({ ranks: 2, microbatches: 4, ...over });
@@ -116,6 +122,7 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i]), `loss of step ${i}`).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     expect(Object.keys(report.weights ?? {}).sort()).toEqual(Object.keys(ref.params).sort());
     for (const n of Object.keys(ref.params)) expect(relErr((report.weights ?? {})[n], ref.params[n]), n).toBeLessThan(1e-12);
+    // With ZeRO-3 the copies' pieces of each replica are compared (no two replicas hold the same piece).
     expect(report.replicaMismatch).toBe(0);
     // The replicas' all-reduces are in the timeline, one set per stage held (two per rank: one of each copy).
     const collectives = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'reduce-scatter');
@@ -123,10 +130,10 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     else expect(collectives).toHaveLength(0);
     // ZeRO-1: each stage's owned chunk updated once a step, by every worker.
     const updates = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'shard-update');
-    expect(updates).toHaveLength(cfg.zero === 1 ? 2 * cfg.ranks * cfg.dp * (cfg.tp ?? 1) : 0);
+    expect(updates).toHaveLength(cfg.zero >= 1 ? 2 * cfg.ranks * cfg.dp * (cfg.tp ?? 1) : 0);
   });
 
-  it('refuses odd p, m < 2p and ZeRO-2 and 3 before any worker starts, naming the field, value and rule', async () => {
+  it('refuses odd p and m < 2p before any worker starts, naming the field, value and rule', async () => {
     const refusal = async (over: Partial<RunConfig>): Promise<string> => {
       let started = 0;
       try {
@@ -145,8 +152,5 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     };
     expect(await refusal({ ranks: 3, microbatches: 6, batchSize: 12 })).toMatch(/^ranks = 3: DualPipe needs an even number of ranks/);
     expect(await refusal({ ranks: 4, microbatches: 6, batchSize: 12 })).toMatch(/^microbatches = 6: DualPipe needs an even m ≥ 2p = 8/);
-    for (const zero of [2, 3] as const) {
-      expect(await refusal({ ranks: 2, microbatches: 4, dp: 2, zero })).toMatch(new RegExp(`^zero = ${zero}: dualpipe sums each stage's gradients over its 2 model copies between the reduce-scatter.*\\(zero = 0 or 1 with dualpipe\\)$`));
-    }
   });
 });

@@ -19,7 +19,8 @@ import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
  * The run's weights from its workers' own (`byWorker`): replica 0's whole
  * parameters, or with ZeRO-3, where no worker holds a whole parameter between
  * steps, every worker's pieces `name[lo:hi]` joined; every value must be
- * covered exactly once.
+ * covered exactly once (a schedule's model copies, DualPipe, hold the same piece
+ * twice in a replica: the copies are equal, copy-sum.ts, and it is taken once).
  */
 export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[]): Weights {
   if (zero !== 3) {
@@ -28,10 +29,13 @@ export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights
     return out;
   }
   const pieces: { name: string; lo: number; hi: number; values: Weights[string] }[] = [];
+  const seen = new Set<string>();
   for (const w of byWorker) {
     for (const [k, values] of Object.entries(w)) {
       const p = parsePieceName(k);
       if (!p) throw new Error(`a ZeRO-3 worker gave the whole parameter "${k}"; it holds pieces name[lo:hi]`);
+      if (seen.has(k)) continue;
+      seen.add(k);
       pieces.push({ ...p, values });
     }
   }

@@ -43,7 +43,7 @@ import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
 import { epochMs } from './clock.ts';
 import { readVector, writeVector } from './device-vector.ts';
-import type { DataParallelParts } from './flush.ts';
+import type { DataParallelParts, SumCopies } from './flush.ts';
 import type { HeldBytes, OptimizerPieces, PolicyReport, UpdatableStage, UpdatePolicy } from './policy.ts';
 import { allGather, reduceScatter, shiftedRing, type RingLink, type Vector } from './ring-allreduce.ts';
 import type { StepLog } from './transport.ts';
@@ -81,6 +81,8 @@ export class ShardedStep implements UpdatePolicy {
     stages: ReadonlyMap<number, UpdatableStage>,
     private readonly train: TrainConfig,
     private readonly parts: DataParallelParts,
+    /** A schedule with model copies (DualPipe): each owned chunk's accumulated gradient summed over them before its update (copy-sum.ts). */
+    private readonly sumCopies: SumCopies | null = null,
   ) {
     const { order } = parts;
     order.forEach((a, i) => this.index.set(key(a), i));
@@ -225,6 +227,18 @@ export class ShardedStep implements UpdatePolicy {
   async endStep(step: number, log: StepLog): Promise<void> {
     await this.link;
     if (this.failure) throw this.failure;
+    if (this.sumCopies) {
+      // Both copies of a stage own the same chunk in a replica: their accumulators are summed before either updates.
+      const chunks = new Map<number, Vector>();
+      for (const [s, h] of this.held) {
+        if (!h.grad) {
+          await h.shard.ensureLoaded();
+          h.grad = h.shard.vector(h.shard.hi - h.shard.lo);
+        }
+        chunks.set(s, h.grad);
+      }
+      await this.sumCopies(step, chunks);
+    }
     const lr = lrAt(this.train, step);
     for (const s of [...this.held.keys()].sort((a, b) => b - a)) {
       const h = this.need(s);

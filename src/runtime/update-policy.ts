@@ -37,10 +37,7 @@ export function createUpdatePolicy(
   if (sumCopies && name !== 'flush') throw new Error(`model copies are summed at a flush; the ${name} policy has none`);
   switch (name) {
     case 'flush':
-      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) {
-        if (sumCopies) throw new Error('ZeRO-2 and 3 update inside their collectives: a sum over model copies before the update cannot run beside them');
-        return new ShardedStep(be, stages, train, dataParallel);
-      }
+      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) return new ShardedStep(be, stages, train, dataParallel, sumCopies ?? null);
       return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null, sumCopies ?? null);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);

@@ -124,10 +124,6 @@ class Bundle:
         if copies.n > 1:
             if cfg["stages"] % copies.n != 0:
                 raise SystemExit(f"config.json: {cfg['stages']} stages cannot be cut into copies = {copies.n} model copies")
-            zero = cfg.get("run", {}).get("zero", 0)
-            if mesh.dp > 1 and zero >= 2:
-                raise SystemExit(f"config.json: copies = {copies.n} (schedule {cfg['schedule']}) sums each stage over its copies between the "
-                                 f"replicas' sum and the update, and ZeRO-{zero} accumulates chunks through the step: run.zero must be 0 or 1, not {zero}")
             for k in range(copies.per):
                 if len(set(copies.holders(k))) != copies.n:
                     raise SystemExit(f"config.json: model stage {k}'s {copies.n} copies sit on ranks {copies.holders(k)}: "

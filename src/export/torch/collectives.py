@@ -146,6 +146,13 @@ class ZeroShard:
         for p in self.params:
             p.data.zero_()
 
+    def grad_chunk(self):
+        """ZeRO-2/3: the owned chunk's accumulated gradient (zeros when the step left none), summed in place by
+        DualPipe's copies (copies.py) before the update."""
+        if self.grad is None:
+            self.grad = torch.zeros(self.hi - self.lo, device=self.device)
+        return self.grad
+
     def add_grad(self, summed):
         """ZeRO-2/3: adds the owned chunk of `summed` (the stage's gradient vector summed over the replicas)."""
         chunk = summed[self.lo:self.hi]
@@ -323,9 +330,12 @@ class DataParallel:
 
     def flush(self, step, lr, before_update=None):
         """The step's end: the gradients summed over the replicas, then `before_update` (DualPipe's sum over its model
-        copies, copies.py, which must see the replicas' sum and not race their overlapped all_reduce), then the update."""
+        copies, copies.py, which must see the replicas' sum and not race their overlapped all_reduce: called with each
+        stage's owned chunk with ZeRO-2/3, else with None for the parameters' .grad), then the update."""
         if self.zero >= 2:
             self.collect(everything=True)
+            if before_update:
+                before_update({s: sh.grad_chunk() for s, sh in self.shards.items() if sh.params})
             for s in sorted(self.shards):
                 self.shards[s].step(lr, self.timeout, f"rank {self.rank}: step {step} stage {s}", gather=self.zero == 2)
             return
@@ -338,7 +348,7 @@ class DataParallel:
                 set_grads(params, flat)
             self.pending = {}
         if before_update:
-            before_update()
+            before_update(None)
         for s in sorted(self.shards):
             self.shards[s].step(lr, self.timeout, f"rank {self.rank}: step {step} stage {s}")
         step_with_lr(self.optimizer, lr)
@@ -350,6 +360,10 @@ class DataParallel:
         t = torch.tensor([loss], dtype=torch.float64, device=device)
         wait(dist.all_reduce(t, group=self.group, async_op=True), self.timeout, f"rank {self.rank}: the step loss's all_reduce did not finish within {self.timeout.total_seconds()} s")
         return t.item()
+
+    def owned_masters(self, s):
+        """ZeRO-3: stage s's owned chunk of the weights (the master pieces), its parameters being freed between steps."""
+        return self.shards[s].masters()
 
     def full_weights(self):
         """The whole weights of this process's stages ({name: tensor}); with ZeRO-3 gathered from the owners' chunks

@@ -46,18 +46,20 @@ class CopySum:
     def group_of(self, s):
         return self.groups[tuple(sorted(self.copies.holders(self.copies.model_stage(s))))]
 
-    def sum_grads(self, step):
-        """Every stage's gradients summed over its copies, in place (before the optimizer step)."""
+    def sum_grads(self, step, chunks=None):
+        """Every stage's gradients summed over its copies, in place (before the optimizer step); with ZeRO-2/3,
+        `chunks` (stage -> the owned chunk's accumulated gradient: a copy's partner owns the same chunk) instead."""
         for s in self.mine:
             params = list(self.stages[s].params.values())
             if not params:
                 continue
-            flat = flat_grads(params)
+            flat = chunks[s] if chunks is not None else flat_grads(params)
             k = self.copies.model_stage(s)
             wait(dist.all_reduce(flat, group=self.group_of(s), async_op=True), self.timeout,
                  f"rank {self.rank}: step {step}: the sum of model stage {k}'s gradients over its copies (stage {s} here, with "
                  f"ranks {self.copies.holders(k)}) did not finish within {self.timeout.total_seconds()} s")
-            set_grads(params, flat)
+            if chunks is None:
+                set_grads(params, flat)
 
     def holds_loss(self):
         """This process holds the last stage of some copy (it computes that copy's loss)."""
@@ -73,15 +75,17 @@ class CopySum:
              f"rank {self.rank}: the step loss's sum over the model copies did not finish within {self.timeout.total_seconds()} s")
         return t.item()
 
-    def difference(self, device):
+    def difference(self, device, values=None):
         """The largest |difference| between the copies of any weight (0 when they agree bit for bit), on every
-        process: each pair of copies' weights is gathered over its group, then the maximum taken over the world."""
+        process: each pair of copies' weights is gathered over its group, then the maximum taken over the world.
+        `values` (ZeRO-3, whose parameters are freed between steps): stage -> the tensors to compare instead (the
+        owned chunk's master weights, the same chunk on both copies)."""
         worst = torch.zeros(1, dtype=torch.float64, device=device)
         for s in self.mine:
             params = list(self.stages[s].params.values())
             if not params:
                 continue
-            flat = torch.cat([p.detach().reshape(-1) for p in params])
+            flat = torch.cat([p.detach().reshape(-1) for p in (values(s) if values else params)])
             parts = [torch.empty_like(flat) for _ in range(self.copies.n)]
             wait(dist.all_gather(parts, flat, group=self.group_of(s), async_op=True), self.timeout,
                  f"rank {self.rank}: the comparison of stage {s}'s copies did not finish within {self.timeout.total_seconds()} s")

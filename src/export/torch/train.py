@@ -156,7 +156,7 @@ def train(proc, args, steps, resumed):
         stall = 10 * args.timeout if args.test_stall_rank == proc.rank and step == 0 else 0.0
         loss = pipe.run_step(step, stall)
         # Each stage's gradients summed over its replicas, then over its model copies (DualPipe), then the update.
-        flush.flush(step, cfg["lrPerStep"][step], lambda: proc.copy_sum.sum_grads(step))
+        flush.flush(step, cfg["lrPerStep"][step], lambda chunks: proc.copy_sum.sum_grads(step, chunks))
         if proc.copy_sum.holds_loss():
             loss = flush.step_loss(proc.copy_sum.step_loss(loss, proc.device), proc.device)
         if last in proc.stages:
@@ -168,7 +168,7 @@ def train(proc, args, steps, resumed):
         if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
             save_checkpoint(proc, flush, args, start, step + 1, losses)
     if proc.bundle.copies.n > 1:  # the copies took the same updates: they hold the same weights
-        diff = proc.copy_sum.difference(proc.device)
+        diff = proc.copy_sum.difference(proc.device, flush.owned_masters if flush.zero == 3 else None)
         if proc.rank == 0:
             print(f"model copies differ by {diff:.9g}", flush=True)
     final = save_checkpoint(proc, flush, args, start, steps, losses)

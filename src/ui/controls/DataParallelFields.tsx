@@ -6,9 +6,7 @@
  * the compute (src/schedule/mesh.ts, src/runtime/flush.ts,
  * src/runtime/sharded-step.ts, src/runtime/tp-collective.ts). PipeDream-2BW on
  * replicas all-reduces each block as it ends, without ZeRO: both fields are
- * fixed there (src/runtime/double-buffer-policy.ts). DualPipe sums its two
- * model copies after the all-reduce (or ZeRO-1's reduce-scatter) and before the
- * update: ZeRO-1 at most (src/runtime/copy-sum.ts).
+ * fixed there (src/runtime/double-buffer-policy.ts).
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
 import { scheduleKind } from '../../schedule/registry.ts';
@@ -57,8 +55,6 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
   const blocks = scheduleKind(cfg.schedule).update === 'double-buffered';
   /** PipeDream updates after every backward: no replicas (stream-replicas.ts). */
   const noReplicas = takesNoReplicas(cfg.schedule);
-  /** DualPipe: its copies are summed between the replicas' reduce-scatter and the update: ZeRO-1 at most (run-config.ts). */
-  const copies = scheduleKind(cfg.schedule).copies > 1;
   return (
     <>
       <div className="row2">
@@ -124,9 +120,7 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
             ? 'needs dp ≥ 2'
             : blocks
               ? 'PipeDream-2BW sums each block’s gradients with a plain all-reduce'
-              : copies && cfg.zero < 2
-                ? `${zeroHint(cfg.zero, cfg.dp)}; DualPipe: ZeRO-1 at most (its 2 copies are summed before the update)`
-                : zeroHint(cfg.zero, cfg.dp)
+              : zeroHint(cfg.zero, cfg.dp)
         }
       />
       {mesh && cfg.zero === 3 && (
