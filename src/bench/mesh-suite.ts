@@ -1,8 +1,8 @@
 /**
  * The data-parallel grid (issue 18): the same model and the same global batch
  * on 4 workers as dp × pp = 1 × 4, 2 × 2 and 4 × 1, for 1F1B and ZB-H1, on the
- * char-MLP and the GPT; overlap on vs off, ZeRO 1–3 and PipeDream-2BW (an
- * all-reduce per block, no flush) at 2 × 2. Each
+ * char-MLP and the GPT; overlap on vs off, ZeRO 1–3, PipeDream-2BW (an
+ * all-reduce per block, no flush) and DualPipe (ZeRO 0 and 1) at 2 × 2. Each
  * row: the measured step with its all-reduce beside the simulator's, each
  * stage's all-reduce beside the α–β ring fitted by the all-reduce
  * micro-benchmark (run first, in the same page), the shared-device
@@ -55,6 +55,8 @@ export function meshGrid(quick: boolean): ScheduleBenchCase[] {
   grid.push({ ...base, overlap: false }, { ...base, zero: 1 }, { ...base, zero: 2 }, { ...base, zero: 3 }, { ...base, zero: 3, reshard: 'microbatch' });
   // PipeDream-2BW on the same replicas: no flush, an all-reduce per stage and block (simulate-blocks.ts).
   grid.push({ ...base, schedule: 'pipedream-2bw' });
+  // DualPipe on the same replicas (two stages a worker, one of each model copy), plain and with ZeRO-1 as DeepSeek-V3 trains it.
+  grid.push({ ...base, schedule: 'dualpipe' }, { ...base, schedule: 'dualpipe', zero: 1 });
   return grid;
 }
 
