@@ -331,7 +331,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       weights = wholeWeights(m, config.zero, all, rules);
       // With ZeRO-3 no two workers hold the same weights: there is nothing to compare.
       if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
-      // Model copies (DualPipe): every copy of a stage, on every replica, must hold the same weights (ZeRO is refused beside copies).
+      // Model copies (DualPipe): every copy of a stage, on every replica, must hold the same weights (with ZeRO-3: the same pieces).
       if ((schedule.copies ?? 1) > 1) replicaMismatch = copyDifference(m, all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);

@@ -18,11 +18,12 @@
  * (a sum is a sum in either order, and both ends of a copy ring then hold the
  * same two terms on every replica, so replicas and copies stay equal bit for
  * bit). With a tp group each tp worker sums its own pieces with its partner's
- * same tp rank. With ZeRO-1 (DeepSeek-V3's setting) the flush sums each stage's
- * owned chunk after its reduce-scatter instead, before the chunk's update and
- * the all-gather; ZeRO-2 and 3, which accumulate chunks through the step, are
- * refused beside copies (run-config.ts). Its time is part of the step's optimizer time
- * (optimizerMs); it is not drawn as intervals of the timeline. The optimizer
+ * same tp rank. With ZeRO the policy sums each stage's owned chunk instead (the
+ * partner copy in the same replica owns the same chunk): ZeRO-1 (DeepSeek-V3's
+ * setting) after the chunk's reduce-scatter (flush.ts), ZeRO-2 and 3 the chunk's
+ * accumulator (sharded-step.ts); then the chunk's update and the all-gather.
+ * Its time is part of the step's optimizer time (optimizerMs); it is not drawn
+ * as intervals of the timeline. The optimizer
  * state a checkpoint reads is copy 0's (`withCopyState`: the copies' states are
  * equal; each parameter is then covered once over the ranks), and a resume loads
  * it into every copy by name.
@@ -58,7 +59,7 @@ export function copyRing(s: CopySumParts['schedule'], stage: number): { position
 }
 
 /**
- * Sums every stage's gradients over its copies, in place on the device; or, given `chunks` (ZeRO-1: each stage's
+ * Sums every stage's gradients over its copies, in place on the device; or, given `chunks` (ZeRO: each stage's
  * owned chunk of its replicas' sum, by stage), those vectors in place (a copy's partner owns the same chunk: the same
  * model stage, the same replica).
  */

@@ -46,7 +46,7 @@ import type { StepLog } from './transport.ts';
 import { ZeroShard } from './zero-shard.ts';
 import { readVector, writeVector } from './device-vector.ts';
 
-/** The sum over a schedule's model copies (copy-sum.ts): of the stages' gradients, or of `chunks` (ZeRO-1's owned chunks by stage) in place. */
+/** The sum over a schedule's model copies (copy-sum.ts): of the stages' gradients, or of `chunks` (ZeRO's owned chunks by stage) in place. */
 export type SumCopies = (step: number, chunks?: ReadonlyMap<number, Vector>) => Promise<void>;
 
 export interface DataParallelParts {

@@ -20,7 +20,8 @@ import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
  * parameters, or with ZeRO-3, where no worker holds a whole parameter between
  * steps, every worker's pieces `name[lo:hi]` joined; every value must be
  * covered exactly once (a schedule's model copies, DualPipe, hold the same piece
- * twice in a replica: the copies are equal, copy-sum.ts, and it is taken once).
+ * twice in a replica: the copies are equal bit for bit, copy-sum.ts, so it is
+ * taken once, and two unequal copies of a piece are an error).
  */
 export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[]): Weights {
   if (zero !== 3) {
@@ -29,13 +30,17 @@ export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights
     return out;
   }
   const pieces: { name: string; lo: number; hi: number; values: Weights[string] }[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, Weights[string]>();
   for (const w of byWorker) {
     for (const [k, values] of Object.entries(w)) {
       const p = parsePieceName(k);
       if (!p) throw new Error(`a ZeRO-3 worker gave the whole parameter "${k}"; it holds pieces name[lo:hi]`);
-      if (seen.has(k)) continue;
-      seen.add(k);
+      const before = seen.get(k);
+      if (before) {
+        if (before.length !== values.length || before.some((v, i) => v !== values[i])) throw new Error(`two workers gave the ZeRO-3 piece "${k}" with different values`);
+        continue;
+      }
+      seen.set(k, values);
       pieces.push({ ...p, values });
     }
   }

@@ -28,7 +28,9 @@
  * the same action list); collective c of a stage in a step uses exchanges
  * [c·2(dp − 1), (c + 1)·2(dp − 1)) of the ring, so no two share a message key.
  * With `overlap` the reduce-scatters run behind the compute; without, each
- * action waits for its own.
+ * action waits for its own. With model copies (DualPipe) each owned chunk's
+ * accumulator is summed with its other copy's (the same chunk in the same
+ * replica) at the step's end, before its update (copy-sum.ts).
  *
  * Held bytes are counted as the sharding defines them (4 bytes a value, the
  * page's float32): at rest (the ZeRO paper's model states: what a worker
