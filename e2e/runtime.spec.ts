@@ -63,8 +63,8 @@ test.describe('synchronous schedules train exactly like one device', () => {
               }
               maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
             }
-            const compute = rep.timeline.intervals.filter((iv) => iv.op !== 'comm');
-            out.push({ p, m, v, maxLoss, maxWeight, weights: Object.keys(rep.weights!).length, params: names.length, lanes: new Set(compute.map((iv) => iv.rank)).size, actions: compute.length, losses: rep.losses.length, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), mismatch: rep.replicaMismatch ?? null, bubble: rep.bubble });
+            const compute = rep.timeline.intervals.filter((iv) => iv.op !== 'comm' && iv.op !== 'collective'); // DualPipe's copies' sums are collectives
+            out.push({ p, m, v, maxLoss, maxWeight, weights: Object.keys(rep.weights!).length, params: names.length, lanes: new Set(compute.map((iv) => iv.rank)).size, actions: compute.length, copySums: rep.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'copy-sum').length, losses: rep.losses.length, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), mismatch: rep.replicaMismatch ?? null, bubble: rep.bubble });
           }
           return out;
         },
@@ -86,6 +86,8 @@ test.describe('synchronous schedules train exactly like one device', () => {
         // DualPipe: both model copies of every stage hold the same weights (their summed gradients agree bit for bit).
         if (SCHEDULES[name].copies > 1) {
           expect(r.mismatch, label).toBe(0);
+          // The sum over the copies is drawn: one interval per stage (each rank holds one of each copy).
+          expect(r.copySums, label).toBe(2 * r.p);
           const b = r.bubble;
           console.log(`${label}: max relative loss difference ${r.maxLoss.toExponential(2)}, weights ${r.maxWeight.toExponential(2)}, copies differ by ${r.mismatch}; bubble measured ${b.measured.toFixed(3)}, simulated ${b.simulated.toFixed(3)}, closed form ${b.closedForm?.toFixed(3)}`);
         }

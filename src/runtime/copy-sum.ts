@@ -22,8 +22,9 @@
  * partner copy in the same replica owns the same chunk): ZeRO-1 (DeepSeek-V3's
  * setting) after the chunk's reduce-scatter (flush.ts), ZeRO-2 and 3 the chunk's
  * accumulator (sharded-step.ts); then the chunk's update and the all-gather.
- * Its time is part of the step's optimizer time (optimizerMs); it is not drawn
- * as intervals of the timeline. The optimizer
+ * It is drawn as one 'copy-sum' interval per stage (the simulator does not play
+ * it, and the run's dp figures leave it out), and is part of the step's
+ * optimizer time (optimizerMs). The optimizer
  * state a checkpoint reads is copy 0's (`withCopyState`: the copies' states are
  * equal; each parameter is then covered once over the ranks), and a resume loads
  * it into every copy by name.
@@ -36,6 +37,8 @@ import type { Mailbox } from './mailbox.ts';
 import { forwardingPolicy, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import { allReduce, type Vector } from './ring-allreduce.ts';
 import { portRing } from './ring-link.ts';
+import { epochMs } from './clock.ts';
+import type { StepLog } from './transport.ts';
 
 export interface CopySumParts {
   be: Backend;
@@ -63,7 +66,7 @@ export function copyRing(s: CopySumParts['schedule'], stage: number): { position
  * owned chunk of its replicas' sum, by stage), those vectors in place (a copy's partner owns the same chunk: the same
  * model stage, the same replica).
  */
-export async function sumCopies(parts: CopySumParts, step: number, chunks?: ReadonlyMap<number, Vector>): Promise<void> {
+export async function sumCopies(parts: CopySumParts, step: number, log: StepLog, chunks?: ReadonlyMap<number, Vector>): Promise<void> {
   const { be, rank, schedule, stages } = parts;
   // Both ends of a ring walk their stages in the same order: by model stage.
   const order = [...stages.keys()].sort((a, b) => modelStage(schedule, a) - modelStage(schedule, b) || a - b);
@@ -85,17 +88,26 @@ export async function sumCopies(parts: CopySumParts, step: number, chunks?: Read
       recvTimeoutMs: parts.recvTimeoutMs,
       what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
     });
+    // Drawn as one interval per stage (read-back, the ring of its copies, write-back), with the bytes this worker sent.
+    const t0 = epochMs();
     const chunk = chunks?.get(stage);
     if (chunk) {
       await allReduce(link, chunk);
+      log.collective(stage, 'copy-sum', -1, t0, epochMs(), sentBytes(chunk, ring.size));
       continue;
     }
     const grads = st.params.map((p) => p.grad);
     const x = await readVector(be, grads);
     await allReduce(link, x);
     writeVector(be, grads, x);
+    await be.sync();
+    log.collective(stage, 'copy-sum', -1, t0, epochMs(), sentBytes(x, ring.size));
   }
-  await be.sync();
+}
+
+/** What one member of a ring of `size` sends in an all-reduce of `x`: 2(size − 1)/size of it. */
+function sentBytes(x: Vector, size: number): number {
+  return (2 * (size - 1) * x.byteLength) / size;
 }
 
 /** `inner` (whose flush calls sumCopies) reading copy 0's optimizer state only: each parameter once over the ranks. */

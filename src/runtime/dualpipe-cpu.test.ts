@@ -75,7 +75,11 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     expect(report.replicaMismatch).toBe(0);
     // One interval per action; each copy's loss computed on its own last stage (rank p − 1 for copy 0, rank 0 for copy 1).
     const actions = report.schedule.order.flat().length;
-    expect(report.timeline.intervals.filter((iv) => iv.op !== 'comm')).toHaveLength(actions);
+    expect(report.timeline.intervals.filter((iv) => iv.op !== 'comm' && iv.op !== 'collective')).toHaveLength(actions);
+    // The sum over the copies is drawn: one interval per stage held (both copies' stages), each with the bytes sent.
+    const sums = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'copy-sum');
+    expect(sums.map((iv) => iv.stage).sort((a, b) => a - b)).toEqual(Array.from({ length: 2 * p }, (_, s) => s));
+    for (const iv of sums) expect(iv.bytes ?? 0).toBeGreaterThan(0);
     expect(report.schedule.copies).toBe(2);
     expect(report.stageBlocks.slice(p)).toEqual(report.stageBlocks.slice(0, p));
     console.log(`dualpipe p=${p} m=${m} ${optimizer}: worst loss rel diff ${worstLoss.toExponential(2)}, worst weight rel diff ${worstWeight.toExponential(2)}`);
@@ -128,6 +132,8 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     const collectives = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'reduce-scatter');
     if ((cfg.dp ?? 1) > 1) expect(new Set(collectives.map((iv) => iv.stage)).size).toBe(2 * cfg.ranks);
     else expect(collectives).toHaveLength(0);
+    // The copies' sums: one per stage held, on every worker.
+    expect(report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'copy-sum')).toHaveLength(2 * cfg.ranks * cfg.dp * (cfg.tp ?? 1));
     // ZeRO-1: each stage's owned chunk updated once a step, by every worker.
     const updates = report.timeline.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'shard-update');
     expect(updates).toHaveLength(cfg.zero >= 1 ? 2 * cfg.ranks * cfg.dp * (cfg.tp ?? 1) : 0);

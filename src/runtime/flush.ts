@@ -47,7 +47,7 @@ import { ZeroShard } from './zero-shard.ts';
 import { readVector, writeVector } from './device-vector.ts';
 
 /** The sum over a schedule's model copies (copy-sum.ts): of the stages' gradients, or of `chunks` (ZeRO's owned chunks by stage) in place. */
-export type SumCopies = (step: number, chunks?: ReadonlyMap<number, Vector>) => Promise<void>;
+export type SumCopies = (step: number, log: StepLog, chunks?: ReadonlyMap<number, Vector>) => Promise<void>;
 
 export interface DataParallelParts {
   dp: number;
@@ -164,7 +164,7 @@ export class Flush implements UpdatePolicy {
   }
 
   endStep(step: number, log: StepLog): void | Promise<void> {
-    if (!this.mesh) return this.beforeUpdate ? this.beforeUpdate(step).then(() => this.update(step)) : this.update(step);
+    if (!this.mesh) return this.beforeUpdate ? this.beforeUpdate(step, log).then(() => this.update(step)) : this.update(step);
     return this.meshEndStep(step, log);
   }
 
@@ -176,7 +176,7 @@ export class Flush implements UpdatePolicy {
     this.resetStep();
     if (this.failure) throw this.failure;
     if (this.shards.size > 0 && this.beforeUpdate) return this.copiedShardsEnd(step, log);
-    await this.beforeUpdate?.(step);
+    await this.beforeUpdate?.(step, log);
     this.update(step);
   }
 
@@ -187,7 +187,7 @@ export class Flush implements UpdatePolicy {
       const shard = this.shards.get(s) as ZeroShard;
       chunks.set(s, x.subarray(shard.lo, shard.hi));
     }
-    await (this.beforeUpdate as SumCopies)(step, chunks);
+    await (this.beforeUpdate as SumCopies)(step, log, chunks);
     // Every replica walks its stages in the same order: their rings' all-gathers meet.
     for (const s of [...this.scattered.keys()].sort((a, b) => a - b)) {
       const { ring, x } = this.scattered.get(s) as { ring: RingLink; x: Vector };

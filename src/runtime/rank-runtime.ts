@@ -267,7 +267,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
   // Model copies (DualPipe): each stage's gradients are summed over its copies, after the dp all-reduces and before the update (copy-sum.ts).
   const copies = (schedule.copies ?? 1) > 1 ? { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs } : null;
-  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, chunks) => sumCopies(copies, step, chunks) : undefined);
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined);
   const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;

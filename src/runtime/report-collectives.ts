@@ -36,9 +36,9 @@ export interface AllReduceFigures {
   simulated?: { stepMs: number; share: number; perStageMs: number[] };
 }
 
-/** The flush's data-parallel collectives (tp's, between a stage's layers, are report-tp.ts's). */
+/** The flush's data-parallel collectives (tp's, between a stage's layers, are report-tp.ts's; DualPipe's sum over its copies is its own). */
 function isDpCollective(iv: Interval): boolean {
-  return iv.op === 'collective' && iv.coll !== 'tp-all-reduce' && iv.coll !== 'tp-all-gather';
+  return iv.op === 'collective' && iv.coll !== 'tp-all-reduce' && iv.coll !== 'tp-all-gather' && iv.coll !== 'copy-sum';
 }
 
 function mean(xs: number[]): number {
@@ -102,10 +102,12 @@ export function allReduceFigures(timelines: readonly Timeline[], stages: number,
       }
     }
     if (spread) ringTime.forEach((byReplica, s) => byReplica.size > 0 && perStage[s].ms.push(mean([...byReplica.values()])));
-    const lo = Math.min(...t.intervals.map((iv) => iv.start));
-    const hi = Math.max(...t.intervals.map((iv) => iv.end));
+    // The step as the simulator plays it: DualPipe's sum over its copies (drawn, not simulated) left out.
+    const played = t.intervals.filter((iv) => iv.coll !== 'copy-sum');
+    const lo = Math.min(...played.map((iv) => iv.start));
+    const hi = Math.max(...played.map((iv) => iv.end));
     sent.push(Math.max(0, ...byWorker.values()));
-    steps.push(makespan(t));
+    steps.push(makespan({ ...t, intervals: played }));
     exposed.push(Math.max(0, hi - Math.max(lo, lastCompute)));
   }
   const stepMs = mean(steps);

@@ -239,7 +239,7 @@ export class ShardedStep implements UpdatePolicy {
         }
         chunks.set(s, h.grad);
       }
-      await this.sumCopies(step, chunks);
+      await this.sumCopies(step, log, chunks);
     }
     const lr = lrAt(this.train, step);
     for (const s of [...this.held.keys()].sort((a, b) => b - a)) {

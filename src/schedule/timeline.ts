@@ -23,7 +23,7 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * row-parallel layer or of a column-parallel layer's input gradient) and
  * `tp-all-gather` (a column-parallel layer's output columns), `mb` the micro-batch.
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */

@@ -41,6 +41,13 @@ function opsIn(t: Timeline | null): Op[] {
   return (['F', 'B', 'I', 'W'] as const).filter((o) => seen.has(o));
 }
 
+/** What the step's badge adds to the compute: the dp all-reduce(s), tp's collectives, DualPipe's sum over its copies. */
+function collectivesLabel(kinds: readonly CollectiveKind[], stream: boolean): string {
+  const dp = kinds.some((k) => !k.startsWith('tp-') && k !== 'copy-sum');
+  const main = dp ? (stream ? 'all-reduces' : 'all-reduce') : kinds.some((k) => k.startsWith('tp-')) ? 'tp collectives' : '';
+  return [main, kinds.includes('copy-sum') ? 'copies’ sum' : ''].filter(Boolean).join(' and ');
+}
+
 export function TimelinePanel(props: TimelinePanelProps) {
   const { title, measured, simulated, onModeChange, caption, extent, height, emptyText, actions, testId } = props;
   const groupName = useId();
@@ -114,7 +121,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
                 <span className="sep" />
                 <span className="stat">
                   <span data-testid="badge-step">{primary?.unit === 'ms' ? ms(stepWithCollectives) : `${num(stepWithCollectives)} u`}</span> {props.window === 'stream' ? 'the stream with its' : 'step with the'}{' '}
-                  {collectiveKinds.every((k) => k.startsWith('tp-')) ? 'tp collectives' : props.window === 'stream' ? 'all-reduces' : 'all-reduce'}
+                  {collectivesLabel(collectiveKinds, props.window === 'stream')}
                 </span>
               </>
             )}

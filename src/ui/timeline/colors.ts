@@ -44,6 +44,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'scatter-back': '#86efac',
   'tp-all-reduce': '#c084fc',
   'tp-all-gather': '#e879f9',
+  'copy-sum': '#fbbf24',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
@@ -54,6 +55,7 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'scatter-back': 'result CPU → GPU',
   'tp-all-reduce': 'tp all-reduce (between layers)',
   'tp-all-gather': 'tp all-gather (between layers)',
+  'copy-sum': 'sum over the model copies (DualPipe)',
 };
 
 export const THEME = {
@@ -88,7 +90,7 @@ export function opColor(op: Op, chunk: number): string {
  * lane index stores these indices so drawing never builds a colour string.
  */
 const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
-const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [
