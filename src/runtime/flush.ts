@@ -144,23 +144,25 @@ export class Flush implements UpdatePolicy {
     if (!st) throw new Error(`stage ${stage} is not held by this worker`);
     const shard = this.shards.get(stage);
     if (!shard) return sumOverReplicas(this.be, this.parts, stage, st.params, log.step, log);
-    if (this.beforeUpdate) {
-      // Model copies: the chunk is summed over them before its update (meshEndStep); the ring waits until then.
-      await overReplicas(this.be, this.parts, stage, st.params, log.step, log, `the ZeRO-1 reduce-scatter of stage ${stage}`, async (ring, x) => {
-        await reduceScatter(ring, x);
+    const name = `the ZeRO-1 ${this.beforeUpdate ? 'reduce-scatter' : 'update'} of stage ${stage}`;
+    await overReplicas(this.be, this.parts, stage, st.params, log.step, log, name, async (ring, x) => {
+      await reduceScatter(ring, x);
+      if (this.beforeUpdate) {
+        // Model copies: the chunk is summed over them before its update (copiedShardsEnd); the ring waits until then.
         this.scattered.set(stage, { ring, x });
         return null;
-      });
-      return;
-    }
-    await overReplicas(this.be, this.parts, stage, st.params, log.step, log, `the ZeRO-1 update of stage ${stage}`, async (ring, x) => {
-      await reduceScatter(ring, x);
-      const t0 = epochMs();
-      await shard.update(x, lrAt(this.train, log.step));
-      log.collective(stage, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
-      await allGather(ring, x);
+      }
+      await this.updateAndGather(stage, shard, ring, x, log);
       return st.params.map((p) => p.value);
     });
+  }
+
+  /** ZeRO-1: the owned chunk of `x` (summed) updated with its shard of the optimizer state, then the ring's all-gather spreads the weights. */
+  private async updateAndGather(stage: number, shard: ZeroShard, ring: RingLink, x: Vector, log: StepLog): Promise<void> {
+    const t0 = epochMs();
+    await shard.update(x, lrAt(this.train, log.step));
+    log.collective(stage, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
+    await allGather(ring, x);
   }
 
   endStep(step: number, log: StepLog): void | Promise<void> {
@@ -193,11 +195,8 @@ export class Flush implements UpdatePolicy {
       const { ring, x } = this.scattered.get(s) as { ring: RingLink; x: Vector };
       const shard = this.shards.get(s) as ZeroShard;
       const st = this.stages.get(s) as UpdatableStage;
-      let t0 = epochMs();
-      await shard.update(x, lrAt(this.train, step));
-      log.collective(s, 'shard-update', -1, t0, epochMs(), (shard.hi - shard.lo) * x.BYTES_PER_ELEMENT);
-      await allGather(ring, x);
-      t0 = epochMs();
+      await this.updateAndGather(s, shard, ring, x, log);
+      const t0 = epochMs();
       writeVector(this.be, st.params.map((p) => p.value), x);
       await this.be.sync();
       log.collective(s, 'scatter-back', -1, t0, epochMs(), x.byteLength);
