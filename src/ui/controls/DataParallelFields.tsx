@@ -115,13 +115,7 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           set(zero === 3 ? { zero } : { zero, reshard: 'step' });
         }}
         disabled={!mesh || (blocks && cfg.zero === 0)}
-        hint={
-          !mesh
-            ? 'needs dp ≥ 2'
-            : blocks
-              ? 'PipeDream-2BW sums each block’s gradients with a plain all-reduce'
-              : zeroHint(cfg.zero, cfg.dp)
-        }
+        hint={!mesh ? 'needs dp ≥ 2' : blocks ? 'PipeDream-2BW sums each block’s gradients with a plain all-reduce' : zeroHint(cfg.zero, cfg.dp)}
       />
       {mesh && cfg.zero === 3 && (
         <div className="row2">
