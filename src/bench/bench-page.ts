@@ -14,6 +14,7 @@ import { benchCheckpoint } from './checkpoint-suite.ts';
 import type { MatmulSize } from './matmul-bench.ts';
 import { installAutomation } from '../automation/automation.ts';
 import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
+import { requestAdapterRetrying } from '../gpu/request-adapter.ts';
 import { benchAllReduce, benchTpAllReduce } from './allreduce-bench.ts';
 
 type ProbeSizes = Omit<ProbeOptions, 'gpu'>;
@@ -27,7 +28,7 @@ function say(line: string): void {
 const api = {
   ready: true,
   async adapterInfo(): Promise<Record<string, string>> {
-    const a = await navigator.gpu?.requestAdapter();
+    const a = navigator.gpu ? (await requestAdapterRetrying(navigator.gpu)).adapter : null;
     if (!a) return { error: 'no WebGPU adapter' };
     const i = a.info;
     return { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description };

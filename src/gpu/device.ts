@@ -4,6 +4,7 @@
  * features this project uses, and turn every way that can fail into a message
  * a person can act on.
  */
+import { requestAdapterRetrying } from './request-adapter.ts';
 
 /** How to get WebGPU in Chrome, for messages shown when it is missing. */
 export const ENABLE_WEBGPU_HELP =
@@ -33,6 +34,8 @@ export interface AcquireOptions {
   timestamps?: boolean;
   /** Ask for the subgroups feature when the adapter has it (default true). */
   subgroups?: boolean;
+  /** Waits before asking requestAdapter again after a null (default ADAPTER_RETRY_DELAYS_MS; [] asks once). */
+  adapterRetryDelaysMs?: readonly number[];
 }
 
 export interface AdapterSummary {
@@ -103,7 +106,7 @@ export async function acquireDevice(gpu?: GPU, opts: AcquireOptions = {}): Promi
   }
   let adapter: GPUAdapter | null;
   try {
-    adapter = await g.requestAdapter({ powerPreference: opts.powerPreference });
+    ({ adapter } = await requestAdapterRetrying(g, { powerPreference: opts.powerPreference }, opts.adapterRetryDelaysMs));
   } catch (e) {
     throw new WebGpuUnavailableError(`WebGPU requestAdapter failed: ${(e as Error).message ?? String(e)}.`);
   }

@@ -3,6 +3,7 @@
  * (navigator.gpu) and an adapter. The page still simulates without it.
  */
 import { classifyAdapter, type AdapterKind } from '../gpu/adapter-kind.ts';
+import { requestAdapterRetrying } from '../gpu/request-adapter.ts';
 
 export type WebGpuSupport =
   | { state: 'checking' }
@@ -17,8 +18,8 @@ export async function detectWebGpu(): Promise<WebGpuSupport> {
   const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
   if (!gpu) return { state: 'unavailable', reason: 'no-api', detail: 'This browser has no navigator.gpu.' };
   try {
-    const adapter = await gpu.requestAdapter();
-    if (!adapter) return { state: 'unavailable', reason: 'no-adapter', detail: 'navigator.gpu is there, but no GPU adapter was granted.' };
+    const { adapter, attempts } = await requestAdapterRetrying(gpu);
+    if (!adapter) return { state: 'unavailable', reason: 'no-adapter', detail: `navigator.gpu is there, but no GPU adapter was granted (asked ${attempts} times).` };
     const info = adapter.info;
     const name = [info?.vendor, info?.architecture, info?.device].filter((s) => s && s.length > 0).join(' ');
     const fallback = (adapter as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
