@@ -48,6 +48,18 @@ export const GPU_RECIPES = {
     about: "headless; ANGLE on the driver's EGL (surfaceless), WebGPU on its Vulkan",
     args: ['--enable-features=Vulkan', '--use-gl=angle', '--use-angle=gl-egl', '--ignore-gpu-blocklist'],
   },
+  'vulkan-native': {
+    headless: true,
+    about: "headless; the vulkan recipe with ANGLE's Vulkan asked for by feature too, Vulkan on the driver (not SwiftShader), no fallback to GL",
+    args: [
+      '--enable-features=Vulkan,VulkanFromANGLE,DefaultANGLEVulkan',
+      '--use-angle=vulkan',
+      '--use-vulkan=native',
+      '--disable-vulkan-surface',
+      '--disable-vulkan-fallback-to-gl-for-testing',
+      '--ignore-gpu-blocklist',
+    ],
+  },
   x11: {
     headless: false,
     about: 'a headed browser on the X display in DISPLAY (e.g. Xvfb); ANGLE and WebGPU on Vulkan',

@@ -20,7 +20,7 @@ interface Side {
 }
 interface ProbeJson {
   chosen: string | null;
-  attempts: { gpu: string; probe?: { page: Side; worker: Side }; error?: string }[];
+  attempts: { gpu: string; probe?: { page: Side; worker: Side }; error?: string; chromeGpu?: string }[];
 }
 
 test('the GPU probe falls back to SwiftShader, named in the page and in a worker, when no recipe gives hardware', async () => {
@@ -39,6 +39,10 @@ test('the GPU probe falls back to SwiftShader, named in the page and in a worker
     expect(stdout).toContain('gpu-bench: chosen: vulkan');
     return;
   }
+  // Why not: chrome://gpu's text is kept in the JSON, and its WebGPU line printed.
+  expect(vulkan.chromeGpu).toContain('Graphics Feature Status');
+  expect(vulkan.chromeGpu).not.toContain(':host');
+  expect(stdout).toMatch(/gpu-probe: \[vulkan\] chrome:\/\/gpu: WebGPU/);
   expect(stdout).toContain('gpu-probe: no hardware WebGPU adapter: falling back to SwiftShader');
   expect(stdout).toContain('gpu-bench: chosen: swiftshader');
   for (const where of ['page', 'worker']) {

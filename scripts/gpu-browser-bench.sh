@@ -17,7 +17,8 @@
 # and runs the bench on SwiftShader (without --big) into bench/chrome-swiftshader/.
 #
 # Environment: PIPELAB_GPU_RECIPES (comma-separated, default: every recipe the display allows),
-# PIPELAB_DIST (build folder, default dist), PIPELAB_CHROMIUM / PIPELAB_CHROMIUM_ARGS (e2e/chromium.ts).
+# PIPELAB_GPU_REQUIRED=1 (stop after the probe when it falls back to SwiftShader),
+# PIPELAB_DIST (build folder, default dist), PIPELAB_PROBE_JSON (the probe's JSON, default $PIPELAB_DIST/gpu-probe.json), PIPELAB_CHROMIUM / PIPELAB_CHROMIUM_ARGS (e2e/chromium.ts).
 # --probe-only stops after step 3 (the probe's JSON is in $PIPELAB_DIST/gpu-probe.json); --no-build serves
 # the build already in $PIPELAB_DIST.
 set -euo pipefail
@@ -87,18 +88,31 @@ if [ -z "${DISPLAY:-}" ] && command -v Xvfb >/dev/null; then
   fi
 fi
 
-# 3. Build and probe.
+# 3. Build and probe. The drivers run from the sources (tsx, after npm ci) or, where there is no npm (a lent
+#    machine: scripts/gpu-carry.sh and scripts/gpu-device.sh), from their bundles in .bench-browser/.
 dist="${PIPELAB_DIST:-dist}"
 export PIPELAB_DIST="$dist"
+if [ -e node_modules/.bin/tsx ]; then
+  probe_cmd=(node --import tsx src/bench/driver/browser-probe.ts)
+  bench_cmd=(npm run bench --)
+elif [ -f .bench-browser/run.mjs ]; then
+  export PIPELAB_ROOT="$PWD"
+  probe_cmd=(node .bench-browser/browser-probe.mjs)
+  bench_cmd=(node .bench-browser/run.mjs)
+  say "no tsx here: the bundled drivers in .bench-browser/"
+else
+  say "neither node_modules/.bin/tsx (npm ci) nor .bench-browser/run.mjs (node scripts/bundle-browser-bench.mjs)"
+  exit 1
+fi
 if [ "$build" = 1 ]; then
   say "building $dist ..."
   npx vite build --logLevel warn --outDir "$dist" --emptyOutDir
 fi
-probe_args=(--json "$dist/gpu-probe.json")
+probe_args=(--json "${PIPELAB_PROBE_JSON:-$dist/gpu-probe.json}")
 if [ -n "${PIPELAB_GPU_RECIPES:-}" ]; then probe_args+=(--recipes "$PIPELAB_GPU_RECIPES"); fi
 probe_out=$(mktemp)
 set +e
-node --import tsx src/bench/driver/browser-probe.ts "${probe_args[@]}" | tee "$probe_out"
+"${probe_cmd[@]}" "${probe_args[@]}" | tee "$probe_out"
 probe_rc=${PIPESTATUS[0]}
 set -e
 recipe=$(sed -n 's/^recipe=//p' "$probe_out" | tail -1)
@@ -109,10 +123,14 @@ if [ "$probe_rc" != 0 ] || [ -z "$recipe" ]; then
 fi
 say "chosen: $recipe"
 if [ "$probe_only" = 1 ]; then exit 0; fi
+if [ "$recipe" = swiftshader ] && [ "${PIPELAB_GPU_REQUIRED:-}" = 1 ]; then
+  say "PIPELAB_GPU_REQUIRED=1 and no hardware adapter: no bench (the probe's JSON says why)"
+  exit 3
+fi
 
 # 4. The bench (the options given to this script come last and win).
 if [ "$recipe" = swiftshader ]; then
-  npm run bench -- --no-build --out "bench/chrome-swiftshader" "$@"
+  "${bench_cmd[@]}" --no-build --out "bench/chrome-swiftshader" "$@"
 else
-  PIPELAB_REAL_GPU=1 PIPELAB_GPU_RECIPE="$recipe" npm run bench -- --no-build --big --out "bench/chrome-$recipe" "$@"
+  PIPELAB_REAL_GPU=1 PIPELAB_GPU_RECIPE="$recipe" "${bench_cmd[@]}" --no-build --big --out "bench/chrome-$recipe" "$@"
 fi

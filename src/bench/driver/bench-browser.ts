@@ -1,25 +1,22 @@
 /**
  * The bench page in Chromium, as `npm run bench` and the GPU probe
- * (browser-probe.ts, scripts/gpu-browser-bench.sh) open it: dist/ served by
- * `vite preview` on 127.0.0.1, Chromium started by e2e/chromium.ts with the
+ * (browser-probe.ts, scripts/gpu-browser-bench.sh) open it: dist/ served on
+ * 127.0.0.1 (static-server.ts), Chromium started by e2e/chromium.ts with the
  * adapter asked for (SwiftShader or one of its GPU recipes), bench.html loaded
  * and window.pipelabBench ready.
  */
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright';
-import { preview } from 'vite';
 import { chromiumLaunchOptions, type BrowserGpu } from '../../../e2e/chromium.ts';
 
-export interface Served {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** Serves a built dist/ folder of the app; `root` is the repository (vite's config). */
-export async function serveDist(root: string, dist: string): Promise<Served> {
-  const server = await preview({ root, logLevel: 'warn', build: { outDir: dist }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
-  const url = server.resolvedUrls?.local[0];
-  if (!url) throw new Error('vite preview did not report a URL');
-  return { url, close: () => new Promise<void>((r) => server.httpServer.close(() => r())) };
+/**
+ * The repository's folder: PIPELAB_ROOT when set (a one-file bundle of the
+ * driver, scripts/bundle-browser-bench.mjs, lives elsewhere), else three up from here.
+ */
+export function benchRoot(): string {
+  const fromEnv = process.env.PIPELAB_ROOT;
+  return fromEnv ? resolve(fromEnv) : resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 }
 
 export interface BenchPage {
@@ -46,5 +43,37 @@ export async function openBenchPage(url: string, gpu: BrowserGpu, label = 'bench
   } catch (e) {
     await browser.close();
     throw e;
+  }
+}
+
+/**
+ * chrome://gpu's text (its sections live in shadow roots, so it is walked by
+ * hand): what the browser says of its GPU process, for a recipe that gave no
+ * hardware adapter. Cut to `max` characters.
+ */
+export async function chromeGpuText(browser: Browser, max = 200_000): Promise<string> {
+  const page = await browser.newPage();
+  try {
+    await page.goto('chrome://gpu');
+    await page.waitForTimeout(2000);
+    // A string, not a function: tsx's helpers (__name) do not exist in the page.
+    const text = await page.evaluate<string>(`(() => {
+      const out = [];
+      const walk = (n) => {
+        if (n.nodeType === Node.TEXT_NODE) {
+          const t = n.textContent.trim();
+          if (t) out.push(t);
+          return;
+        }
+        if (n.nodeName === 'STYLE' || n.nodeName === 'SCRIPT') return;
+        if (n.shadowRoot) n.shadowRoot.childNodes.forEach(walk);
+        n.childNodes.forEach(walk);
+      };
+      walk(document.body);
+      return out.join('\\n');
+    })()`);
+    return text.slice(0, max);
+  } finally {
+    await page.close();
   }
 }

@@ -13,13 +13,13 @@
  * Exit status 1 when not even SwiftShader gives a device.
  */
 import { existsSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { GPU_RECIPE_NAMES, GPU_RECIPES, requireGpuRecipe, type BrowserGpu, type GpuRecipeName } from '../../../e2e/chromium.ts';
-import { openBenchPage, serveDist } from './bench-browser.ts';
+import { benchRoot, chromeGpuText, openBenchPage } from './bench-browser.ts';
+import { serveDist } from './static-server.ts';
 import { describeProbe, FALLBACK_LINE, isHardware, type PageAndWorkerProbe } from './gpu-probe-report.ts';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = benchRoot();
 /** Longest one attempt may take (a GPU process that crash-loops must not hang the script). */
 const ATTEMPT_MS = 120_000;
 
@@ -28,6 +28,8 @@ interface Attempt {
   browser?: string;
   probe?: PageAndWorkerProbe;
   error?: string;
+  /** chrome://gpu's text, for a recipe whose adapter was not hardware (what to read for why). */
+  chromeGpu?: string;
 }
 
 function parseArgs(argv: string[]): { recipes: GpuRecipeName[]; json: string | null } {
@@ -49,7 +51,8 @@ async function attempt(url: string, gpu: BrowserGpu): Promise<Attempt> {
     const bench = await openBenchPage(url, gpu, `probe ${gpu}`);
     close = bench.close;
     const probe = await bench.page.evaluate(() => window.pipelabBench.adapterProbe({ repeats: 9 }));
-    return { gpu, browser: bench.browser.version(), probe };
+    const chromeGpu = gpu !== 'swiftshader' && !isHardware(probe) ? await chromeGpuText(bench.browser).catch((e: unknown) => `chrome://gpu could not be read: ${String(e)}`) : undefined;
+    return { gpu, browser: bench.browser.version(), probe, chromeGpu };
   })();
   const limit = new Promise<Attempt>((res) => {
     timer = setTimeout(() => res({ gpu, error: `no answer in ${ATTEMPT_MS / 1000} s` }), ATTEMPT_MS);
@@ -69,13 +72,21 @@ function report(a: Attempt): void {
   console.log(`gpu-probe: [${a.gpu}] ${about}${a.browser ? ` (${a.browser})` : ''}`);
   if (a.error) console.log(`gpu-probe: [${a.gpu}] failed: ${a.error}`);
   if (a.probe) for (const line of describeProbe(a.probe)) console.log(`gpu-probe: [${a.gpu}] ${line}`);
+  if (a.chromeGpu) {
+    // What chrome://gpu says of WebGPU, Vulkan and ANGLE, and its problems; the whole text is in the JSON.
+    const raw = a.chromeGpu.split('\n');
+    // "WebGPU:" and its value are two text nodes: one line.
+    const joined = raw.flatMap((l, i) => (l.endsWith(':') && i + 1 < raw.length ? [`${l} ${raw[i + 1]}`] : i > 0 && raw[i - 1].endsWith(':') ? [] : [l]));
+    const lines = joined.filter((l) => /webgpu|vulkan|angle|gl_renderer|problem|error|fail|disabled|software only/i.test(l));
+    for (const line of lines.slice(0, 30)) console.log(`gpu-probe: [${a.gpu}] chrome://gpu: ${line.slice(0, 200)}`);
+  }
 }
 
 async function main(): Promise<number> {
   const { recipes, json } = parseArgs(process.argv.slice(2));
   const dist = resolve(root, process.env.PIPELAB_DIST ?? 'dist');
   if (!existsSync(join(dist, 'bench.html'))) throw new Error(`${dist}/bench.html not found: build the app first (npx vite build --outDir ${dist})`);
-  const served = await serveDist(root, dist);
+  const served = await serveDist(dist);
   const attempts: Attempt[] = [];
   let chosen: Attempt | undefined;
   try {
