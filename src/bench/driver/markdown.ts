@@ -8,10 +8,12 @@ import type { SuiteResult } from './suites.ts';
 import type { AllReduceBenchRow } from '../allreduce-bench.ts';
 import { probeMarkdown, type PageAndWorkerProbe } from './gpu-probe-report.ts';
 import { tpTable } from './tp-markdown.ts';
+import { MAKEMORE_GOAL, type MakemorePageRow } from '../makemore-page-suite.ts';
 
 interface Report {
   date: string;
   quick: boolean;
+  big?: boolean;
   seconds: number;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; platform: string; node: string };
   browser: string;
@@ -21,6 +23,12 @@ interface Report {
   /** The adapter probe in the page and a dedicated worker; absent in older reports. */
   probe?: PageAndWorkerProbe;
   packages: Record<string, string>;
+  /** Suites still to run: present while a run is under way (results.json is written after every suite). */
+  pending?: string[];
+  /** Set where one table gathers the suites of several runs of the same build on the same machine (bench/chrome-vulkan). */
+  runs?: { date: string; seconds: number; suites: string[] }[];
+  /** Suites that threw, with the first line of their error. */
+  failures?: Record<string, string>;
   results: Partial<Record<string, SuiteResult>>;
 }
 
@@ -208,7 +216,20 @@ function meshTable(res: SuiteResult): string {
   return `${main}\n\nEach stage's all-reduce against the micro-benchmark's α–β ring:\n\n${stages}`;
 }
 
+function makemoreTable(res: SuiteResult): string {
+  const r = res.rows[0] as MakemorePageRow | undefined;
+  if (!r) return 'no run';
+  const c = r.config;
+  const head = `${c.layers} layers × ${c.heads} heads × ${c.width} wide, ${c.schedule} on ${c.ranks} ranks × ${c.microbatches} micro-batches, batch ${c.batchSize}, lr ${c.lr}, ${c.steps} steps. The page said: “${r.sizingLine}”`;
+  const rows = r.validation.map((p) => `| ${p.step} | ${p.loss.toFixed(3)}${p.step > 0 && p.loss <= MAKEMORE_GOAL ? ' ✓' : ''} | ${r.seenAtMs[p.step] === undefined ? '' : `${(r.seenAtMs[p.step] / 1000).toFixed(1)} s`} |`);
+  const end = r.finished
+    ? `Held-out after the last step: **${r.finalHeldOut?.toFixed(3)}** nats/char (goal ≤ ${MAKEMORE_GOAL.toFixed(2)}), ${(r.wallMs / 1000).toFixed(0)} s from the Run click.`
+    : `Stopped at the suite's limit after ${(r.wallMs / 1000).toFixed(0)} s, before the last step.`;
+  return [head, '', '| after step | held-out nats/char | seen at |', '| --- | --- | --- |', ...rows, '', end].join('\n');
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
+  makemore: makemoreTable,
   allreduce: allReduceTable,
   mesh: meshTable,
   tp: tpTable,
@@ -224,7 +245,12 @@ export function renderMarkdown(r: Report): string {
   const out: string[] = [];
   out.push(`# PipeLab benchmark results${r.quick ? ' (quick)' : ''}`);
   out.push('');
-  out.push(`Measured ${r.date} by \`npm run bench${r.quick ? ' -- --quick' : ''}\` in ${r.seconds} s.`);
+  const flags = [r.quick ? '--quick' : '', r.big ? '--big' : ''].filter(Boolean).join(' ');
+  out.push(`Measured ${r.date} by \`npm run bench${flags ? ` -- ${flags}` : ''}\` in ${r.seconds} s.`);
+  if (r.runs?.length) {
+    out.push('');
+    out.push(`Gathered from ${r.runs.length} runs of the same build on the same machine and browser: ${r.runs.map((x) => `${x.date} (${x.suites.join(', ')}; ${x.seconds} s)`).join('; ')}.`);
+  }
   out.push('');
   out.push(`- Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, ${r.machine.platform}, Node ${r.machine.node}`);
   out.push(`- Browser: headless Chromium ${r.browser}`);
@@ -233,6 +259,8 @@ export function renderMarkdown(r: Report): string {
   out.push(`- Packages: ${Object.entries(r.packages).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   out.push('');
   out.push('These machines are shared and noisy: read the ratios, not the lone times.');
+  if (r.pending?.length) out.push('', `**Under way**: still to run: ${r.pending.join(', ')}.`);
+  for (const [name, why] of Object.entries(r.failures ?? {})) out.push('', `**Suite ${name} failed**: ${why}`);
   for (const [name, res] of Object.entries(r.results)) {
     if (!res) continue;
     out.push('');

@@ -8,7 +8,8 @@
  *   npm run bench -- --quick       a small grid (a few minutes)
  *   npm run bench -- --suite kernels,schedules
  *   npm run bench -- --no-build    serve the dist/ already there
- *   npm run bench -- --big         the kernels suite adds 1024³ and 2048³ (for real GPUs)
+ *   npm run bench -- --big         the kernels suite adds 1024³ and 2048³, and the makemore
+ *                                  preset is trained in the page (for real GPUs)
  *
  * The browser's adapter is probed first, in the page and in a dedicated worker
  * (src/gpu/adapter-probe.ts), and the probe goes into results.json.
@@ -20,15 +21,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { browserGpu } from '../../../e2e/chromium.ts';
-import { openBenchPage, serveDist, type BenchPage } from './bench-browser.ts';
+import { benchRoot, openBenchPage, type BenchPage } from './bench-browser.ts';
+import { serveDist } from './static-server.ts';
 import { describeProbe } from './gpu-probe-report.ts';
-import { SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
+import { BIG_ONLY_SUITES, SUITES, type BenchContext, type SuiteName, type SuiteResult } from './suites.ts';
 import { renderMarkdown } from './markdown.ts';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = benchRoot();
 
 interface Args {
   quick: boolean;
@@ -43,7 +44,7 @@ function usage(): string {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, big: false, suites: Object.keys(SUITES) as SuiteName[], build: true, out: join(root, 'bench') };
+  const args: Args = { quick: false, big: false, suites: [], build: true, out: join(root, 'bench') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
@@ -63,14 +64,21 @@ function parseArgs(argv: string[]): Args {
       process.exit(0);
     } else throw new Error(`unknown option ${JSON.stringify(a)}\n${usage()}`);
   }
+  if (args.suites.length === 0) args.suites = (Object.keys(SUITES) as SuiteName[]).filter((n) => args.big || !BIG_ONLY_SUITES.includes(n));
   return args;
 }
 
+/** A package's version as npm installed it, or as package-lock.json pins it where node_modules does not hold it (a carried bundle). */
 function packageVersion(name: string): string {
   try {
     return JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version as string;
   } catch {
-    return 'not installed';
+    try {
+      const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages?: Record<string, { version?: string }> };
+      return lock.packages?.[`node_modules/${name}`]?.version ?? 'not installed';
+    } catch {
+      return 'not installed';
+    }
   }
 }
 
@@ -108,7 +116,7 @@ async function main(): Promise<void> {
     execFileSync('npx', ['vite', 'build', '--logLevel', 'warn', '--outDir', dist, '--emptyOutDir'], { cwd: root, stdio: 'inherit' });
   }
   checkAppHasNoTfjs(dist);
-  const served = await serveDist(root, dist);
+  const served = await serveDist(dist);
   const gpu = browserGpu();
   let bench: BenchPage | null = null;
   try {
@@ -120,32 +128,47 @@ async function main(): Promise<void> {
     for (const line of describeProbe(probe)) console.log(`bench: ${line}`);
     const ctx: BenchContext = { page, quick: args.quick, big: args.big, log: (s) => console.log(`bench: [${((Date.now() - t0) / 1000).toFixed(0)} s] ${s}`) };
     const results: Partial<Record<SuiteName, SuiteResult>> = {};
+    const failures: Record<string, string> = {};
+    // Written after every suite, so a run stopped part-way (a lent machine's time limit, a crash) keeps what it measured.
+    const write = (done: boolean) => {
+      const report = {
+        date: new Date().toISOString(),
+        quick: args.quick,
+        big: args.big,
+        seconds: Math.round((Date.now() - t0) / 1000),
+        machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
+        browser: browser.version(),
+        browserGpu: gpu,
+        adapter,
+        probe,
+        packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
+        pipelab: JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version as string,
+        ...(done ? {} : { pending: args.suites.filter((n) => !(n in results) && !(n in failures)) }),
+        failures,
+        results,
+      };
+      mkdirSync(args.out, { recursive: true });
+      writeFileSync(join(args.out, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
+      const md = renderMarkdown(report);
+      writeFileSync(join(args.out, 'RESULTS.md'), md);
+      return { md, seconds: report.seconds };
+    };
     for (const name of args.suites) {
       const s0 = Date.now();
       console.log(`bench: suite ${name} ...`);
-      results[name] = await SUITES[name](ctx);
-      console.log(`bench: suite ${name} done in ${((Date.now() - s0) / 1000).toFixed(0)} s`);
+      try {
+        results[name] = await SUITES[name](ctx);
+        console.log(`bench: suite ${name} done in ${((Date.now() - s0) / 1000).toFixed(0)} s`);
+      } catch (e) {
+        failures[name] = e instanceof Error ? e.message.split('\n')[0] : String(e);
+        console.error(`bench: suite ${name} failed after ${((Date.now() - s0) / 1000).toFixed(0)} s: ${failures[name]}`);
+      }
+      write(false);
     }
-    const report = {
-      date: new Date().toISOString(),
-      quick: args.quick,
-      big: args.big,
-      seconds: Math.round((Date.now() - t0) / 1000),
-      machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
-      browser: browser.version(),
-      browserGpu: gpu,
-      adapter,
-      probe,
-      packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
-      pipelab: packageVersion('..') === 'not installed' ? JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version : packageVersion('..'),
-      results,
-    };
-    mkdirSync(args.out, { recursive: true });
-    writeFileSync(join(args.out, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-    const md = renderMarkdown(report);
-    writeFileSync(join(args.out, 'RESULTS.md'), md);
+    const { md, seconds } = write(true);
     console.log(`\n${md}`);
-    console.log(`bench: wrote ${join(args.out, 'results.json')} and RESULTS.md in ${report.seconds} s`);
+    console.log(`bench: wrote ${join(args.out, 'results.json')} and RESULTS.md in ${seconds} s`);
+    if (Object.keys(failures).length) throw new Error(`${Object.keys(failures).length} suite(s) failed: ${Object.keys(failures).join(', ')}`);
   } finally {
     await bench?.close();
     await served.close();

@@ -10,6 +10,7 @@ import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
 import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { measureRing, mesh } from '../mesh-suite.ts';
 import { tpSuite } from '../tp-suite.ts';
+import { makemorePage } from '../makemore-page-suite.ts';
 import { scheduleKind } from '../../schedule/registry.ts';
 
 export interface BenchContext {
@@ -232,5 +233,8 @@ async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint, makemore: makemorePage } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;
+
+/** Suites a plain `npm run bench` leaves out: a GPU's jobs, run with --big or when named. */
+export const BIG_ONLY_SUITES: readonly SuiteName[] = ['makemore'];
