@@ -66,8 +66,8 @@ export const MAKEMORE_GPT = { layers: 4, heads: 4, width: 64 } as const;
  * cosine): 2 layers × 4 heads × 32 wide reached 2.20 nats/char held-out in 600
  * steps (6 min) and 2.12 in 1,200 (9 min), while makemore's size took 3.2 s a
  * step and was at 2.32 after 160 steps (8.6 min). On a real GPU makemore's
- * size (MAKEMORE_GPT) is the one that gets below 2.0: 1.993 after 2,000 steps
- * (48 s on an H100, bench/GPU.md).
+ * size (MAKEMORE_GPT) is the one that gets below 2.0: 1.988 after a 3,000-step
+ * schedule (71 s on an H100 with the app's loop on Dawn, bench/GPU.md).
  */
 export const GPT_DEFAULTS = { layers: 2, heads: 4, width: 32 } as const;
 

@@ -88,11 +88,12 @@ export type GptSize = 'small' | 'makemore';
 
 /**
  * makemore's recipe for its GPT (MAKEMORE_GPT) on names: AdamW (0.9, 0.99), batch
- * 64, lr 2e-3 cosine, weight decay 0.1, 2,000 steps. The app's own loop with it
- * reached 1.993 nats/char held-out after 2,000 steps on an H100 (bench/GPU.md);
- * PyTorch on one CPU thread 2.015 (ENVIRONMENT.md, cosine to 0).
+ * 64, lr 2e-3 cosine, weight decay 0.1, 3,000 steps. The app's own loop with it
+ * ended at 1.988 nats/char held-out on an H100 (Dawn, bench/GPU.md; 1.993 at step
+ * 2,000 of that schedule); PyTorch on one CPU thread 1.986. A 2,000-step schedule
+ * ended at 2.005 in the page on an H200 (bench/chrome-vulkan): short of 2.00.
  */
-export const MAKEMORE_RECIPE = { optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 2000 } as const;
+export const MAKEMORE_RECIPE = { optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 3000 } as const;
 
 /**
  * The fields a switch to `model` on the names or a text brings (the page's

@@ -16,7 +16,7 @@ describe('the default GPT, sized for the device', () => {
     expect(gptSizeFor(swiftshader)).toBe('small');
     expect(gptSizeFor(undefined)).toBe('small');
     const big = namesModelSwitch('gpt', 1, 'names', gptSizeFor(h100));
-    expect(big).toMatchObject({ layers: 4, heads: 4, width: 64, blockSize: 16, optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 2000 });
+    expect(big).toMatchObject({ layers: 4, heads: 4, width: 64, blockSize: 16, optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 3000 });
     expect(namesModelSwitch('gpt', 1, 'names', gptSizeFor(swiftshader))).toMatchObject({ ...GPT_DEFAULTS, batchSize: 32, lr: 5e-3 });
     // makemore's GPT at block 16 on names is 204,672 parameters (ENVIRONMENT.md's reference figure).
     const cfg = { ...withDataset(defaultRunConfig(), 'names'), ...big };
@@ -30,8 +30,8 @@ describe('the default GPT, sized for the device', () => {
       "Default GPT: the small 2 layers × 4 heads × 32 wide, because it is SwiftShader, a software renderer on the CPU (google swiftshader); makemore's 4 layers × 4 heads × 64 wide takes seconds a step without a GPU.",
     );
     expect(gptSizingLine({ state: 'available', adapter: 'nvidia hopper', kind: h100 })).toBe(
-      `Default GPT: makemore's 4 layers × 4 heads × 64 wide with its recipe (AdamW, batch 64, lr 0.002 cosine, weight decay 0.1, 2,000 steps), because it is a GPU (nvidia hopper).`,
+      `Default GPT: makemore's 4 layers × 4 heads × 64 wide with its recipe (AdamW, batch 64, lr 0.002 cosine, weight decay 0.1, 3,000 steps), because it is a GPU (nvidia hopper).`,
     );
-    expect(MAKEMORE_RECIPE.steps).toBe(2000);
+    expect(MAKEMORE_RECIPE.steps).toBe(3000);
   });
 });

@@ -40,6 +40,6 @@ describe('presets', () => {
     const text = PRESETS.find((x) => x.id === 'your-text')!.first.config;
     expect(text).toMatchObject({ dataset: 'text', textHash: MOBY_DICK.hash, model: 'gpt', ranks: 4 });
     const mm = PRESETS.find((x) => x.id === 'makemore')!.first.config;
-    expect(mm).toMatchObject({ dataset: 'names', model: 'gpt', layers: 4, heads: 4, width: 64, blockSize: 16, batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 2000, optimizer: 'adamw' });
+    expect(mm).toMatchObject({ dataset: 'names', model: 'gpt', layers: 4, heads: 4, width: 64, blockSize: 16, batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 3000, optimizer: 'adamw' });
   });
 });
