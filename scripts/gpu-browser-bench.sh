@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chrome on a real GPU: the recipe (bench/GPU.md, "Chrome on a real GPU: the recipe").
+# Chrome on a real GPU: the recipe (bench/GPU.md, "The recipe that worked").
 #
 #   scripts/gpu-browser-bench.sh [--probe-only] [--no-build] [npm run bench options...]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine with no Node, no npm, no Chromium and no network needs to run
-# scripts/gpu-browser-bench.sh (bench/GPU.md, "Chrome on a real GPU: the recipe"), from this machine
+# scripts/gpu-browser-bench.sh (bench/GPU.md, "The recipe that worked"), from this machine
 # (Debian, with the chromium package installed and `npm ci` done), into parts that each fit one call
 # of the lent machine (its working tree travels with at most 64 MiB):
 #

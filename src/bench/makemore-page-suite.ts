@@ -8,7 +8,7 @@
  * step on SwiftShader), so `npm run bench` runs it with --big or when named.
  */
 import type { Page } from 'playwright';
-import type { BenchContext, SuiteResult } from './driver/suites.ts';
+import type { GptBenchContext, GptSuiteResult } from './gpt-suite.ts';
 
 /** The goal, nats per character on the held-out split. */
 export const MAKEMORE_GOAL = 2.0;
@@ -36,7 +36,7 @@ export interface MakemorePageRow {
 
 const validationOf = async (page: Page): Promise<Point[]> => JSON.parse((await page.getByTestId('loss-panel').getAttribute('data-validation')) ?? '[]') as Point[];
 
-export async function makemorePage(ctx: BenchContext): Promise<SuiteResult> {
+export async function makemorePage(ctx: GptBenchContext): Promise<GptSuiteResult> {
   const browser = ctx.page.context().browser();
   if (!browser) throw new Error('makemore suite: the bench page has no browser to open the app in');
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
