@@ -3,13 +3,13 @@
  * sub-path, and the page asks nothing of any other origin.
  */
 import { test, expect } from '@playwright/test';
-import { serveStatic, type StaticServer } from './static-server.ts';
+import { serveDist, type Served } from '../src/bench/driver/static-server.ts';
 
 const dist = process.env.PIPELAB_DIST ?? 'dist';
-let server: StaticServer;
+let server: Served;
 
 test.beforeAll(async () => {
-  server = await serveStatic(dist, 'some/deep/sub-path');
+  server = await serveDist(dist, 'some/deep/sub-path');
 });
 test.afterAll(async () => {
   await server?.close();

@@ -31,6 +31,18 @@ describe('the bench serves dist/ with Node alone', () => {
     expect(new Uint8Array(await wasm.arrayBuffer())).toEqual(new Uint8Array([0, 97, 115, 109]));
   });
 
+  it('under a sub-path, as a static host serves a site: only what is under it', async () => {
+    const sub = await serveDist(dir, 'some/deep/sub-path');
+    try {
+      expect(sub.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/some\/deep\/sub-path\/$/);
+      expect(await (await fetch(sub.url)).text()).toContain('<title>app</title>');
+      expect((await fetch(`${sub.url}assets/worker-x1.js`)).status).toBe(200);
+      expect((await fetch(new URL('/index.html', sub.url))).status).toBe(404);
+    } finally {
+      await sub.close();
+    }
+  });
+
   it('404 for what is not there, a folder without index.html, and nothing outside the folder', async () => {
     expect((await fetch(`${served.url}missing.js`)).status).toBe(404);
     expect((await fetch(`${served.url}assets/`)).status).toBe(404);

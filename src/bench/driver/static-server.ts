@@ -1,8 +1,10 @@
 /**
- * A built dist/ folder served on 127.0.0.1 by Node's own http module: what
- * the bench and the GPU probe open. No vite at run time, so their one-file
- * bundles (scripts/bundle-browser-bench.mjs) run where only Node and
- * Playwright are, as on a lent GPU machine.
+ * A built dist/ folder served on 127.0.0.1 by Node's own http module, as a
+ * static host would (optionally under a sub-path, as GitHub Pages or a CDN
+ * bucket would): what the bench and the GPU probe open, and what the hosted
+ * e2e test serves. No vite at run time, so the bench's one-file bundles
+ * (scripts/bundle-browser-bench.mjs) run where only Node and Playwright are,
+ * as on a lent GPU machine.
  */
 import { createReadStream, statSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -44,10 +46,15 @@ export function fileFor(dir: string, urlPath: string): string | null {
   return file.startsWith(root) ? file : null;
 }
 
-/** Serves `dir` on 127.0.0.1 (a free port): GET and HEAD, 404 for what is not there. */
-export async function serveDist(dir: string): Promise<Served> {
+/**
+ * Serves `dir` on 127.0.0.1 (a free port), at the root or under `subPath`
+ * (its URL then ends with it): GET and HEAD, 404 for what is not there.
+ */
+export async function serveDist(dir: string, subPath = ''): Promise<Served> {
+  const prefix = subPath ? `/${subPath.replace(/^\/|\/$/g, '')}/` : '/';
   const server = createServer((req, res) => {
-    const file = fileFor(dir, req.url ?? '/');
+    const url = req.url ?? '/';
+    const file = url.startsWith(prefix) ? fileFor(dir, `/${url.slice(prefix.length)}`) : null;
     let size = -1;
     try {
       if (file) {
@@ -58,7 +65,7 @@ export async function serveDist(dir: string): Promise<Served> {
       // not there
     }
     if (!file || size < 0 || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(file ? 404 : 400, { 'content-type': 'text/plain' }).end(`${req.url}: not found`);
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`${url}: not found`);
       return;
     }
     res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'content-length': size, 'cache-control': 'no-cache' });
@@ -71,7 +78,7 @@ export async function serveDist(dir: string): Promise<Served> {
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://127.0.0.1:${port}${prefix}`,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
