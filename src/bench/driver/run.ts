@@ -163,6 +163,13 @@ async function main(): Promise<void> {
         failures[name] = e instanceof Error ? e.message.split('\n')[0] : String(e);
         console.error(`bench: suite ${name} failed after ${((Date.now() - s0) / 1000).toFixed(0)} s: ${failures[name]}`);
       }
+      if (!browser.isConnected()) {
+        // The browser itself went away (it crashed): the suites after this one cannot run; say why once.
+        for (const rest of args.suites.slice(args.suites.indexOf(name) + 1)) failures[rest] = `not run: the browser closed during suite ${name}`;
+        console.error(`bench: the browser closed during suite ${name}: the remaining suites are not run`);
+        write(false);
+        break;
+      }
       write(false);
     }
     const { md, seconds } = write(true);
