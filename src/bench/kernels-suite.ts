@@ -14,6 +14,8 @@ import { diffCounts, gpuCounts, installGpuCounters } from './gpu-counters.ts';
 export interface KernelBenchOptions {
   warmup: number;
   repeats: number;
+  /** Matmuls per timed repeat, both sides (default: matmul-bench.ts's defaultBatch). */
+  batch?: number;
 }
 
 export interface KernelBenchRow {
@@ -71,8 +73,8 @@ export async function benchKernelSize(size: MatmulSize, o: KernelBenchOptions): 
   await kernelsSetup();
   const be = backend!;
   const forms = BENCH_FORMS;
-  const ours = await benchMatmul(be, [size], { forms, warmup: o.warmup, repeats: o.repeats });
-  const peer = await benchTfjsMatmul([size], { forms, warmup: o.warmup, repeats: o.repeats });
+  const ours = await benchMatmul(be, [size], { forms, warmup: o.warmup, repeats: o.repeats, batch: o.batch });
+  const peer = await benchTfjsMatmul([size], { forms, warmup: o.warmup, repeats: o.repeats, batch: o.batch });
   const probes = new Map<MatmulForm, { ours: number; tfjs: number; programs: string[] }>();
   for (const form of forms) probes.set(form, await probe(be, size, form));
   return compareRows(ours, peer).map((c) => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GpuBackend } from '../gpu/gpu-backend.ts';
-import { benchMatmul, benchSide, compareRows, formatBench, operandShapes, randomOperand, type MatmulBenchRow, type MatmulSide, type MatmulSize } from './matmul-bench.ts';
+import { BENCH_SIZES, BIG_BENCH_SIZES, benchMatmul, benchSide, compareRows, defaultBatch, formatBench, gpuBatch, operandShapes, randomOperand, type MatmulBenchRow, type MatmulSide, type MatmulSize } from './matmul-bench.ts';
 import { createTestBackend } from '../gpu/testing/node-gpu.ts';
 
 const cpuClockMs = (): number => {
@@ -85,5 +85,18 @@ describe('matmul benchmark', () => {
     expect(text).toContain('9x17x5');
     expect(text).toContain(`${(cmp[0].ratio as number).toFixed(2)}x`);
     expect(compareRows(rows, [])[0].ratio).toBeUndefined();
+  });
+});
+
+describe('matmuls per timed repeat on a real GPU', () => {
+  test('~100 GFLOP a repeat, at most 64, at least 1: the queue wait is a small part of every figure', () => {
+    expect(gpuBatch(4096, 4096, 4096)).toBe(1);
+    expect(gpuBatch(2048, 2048, 2048)).toBe(6);
+    expect(gpuBatch(1024, 1024, 1024)).toBe(47);
+    expect(gpuBatch(64, 256, 256)).toBe(64);
+    for (const s of [...BENCH_SIZES, ...BIG_BENCH_SIZES]) {
+      const [M, N, K] = s;
+      expect(gpuBatch(M, N, K)).toBeGreaterThanOrEqual(defaultBatch(M, N, K));
+    }
   });
 });

@@ -18,10 +18,11 @@ export const BENCH_SIZES: readonly MatmulSize[] = [
   [129, 257, 191],
 ];
 
-/** What `--big` adds on a real GPU (where the chip's fp32 peak is measured against, at 2048³). */
+/** What `--big` adds on a real GPU (where the chip's fp32 peak is measured against, at 2048³ and 4096³). */
 export const BIG_BENCH_SIZES: readonly MatmulSize[] = [
   [1024, 1024, 1024],
   [2048, 2048, 2048],
+  [4096, 4096, 4096],
 ];
 
 export const BENCH_FORMS: readonly MatmulForm[] = ['NN', 'NT', 'TN'];
@@ -71,6 +72,16 @@ const now = (): number => (typeof performance !== 'undefined' ? performance.now(
 
 export function defaultBatch(M: number, N: number, K: number): number {
   return Math.max(1, Math.min(16, Math.round(20e6 / (2 * M * N * K))));
+}
+
+/**
+ * Matmuls per timed repeat on a real GPU (`npm run bench -- --big`): enough
+ * for ~100 GFLOP, at most 64. Waiting for the queue cost ~2.5 ms a repeat in
+ * Chromium on an H200 (bench/GPU.md), which defaultBatch's ~20 MFLOP left in
+ * every figure below 4096³ (1024³ read 2.8 ms a matmul where batches gave 0.5).
+ */
+export function gpuBatch(M: number, N: number, K: number): number {
+  return Math.max(1, Math.min(64, Math.round(100e9 / (2 * M * N * K))));
 }
 
 /** Shapes of A and B for a form: A is [M, K] or (transposed) [K, M]; B is [K, N] or [N, K]. */

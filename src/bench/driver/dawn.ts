@@ -9,7 +9,7 @@
  * left outside), so the one file also runs on a machine that has only Node and
  * the `webgpu` package (how bench/GPU.md's figures were taken).
  *
- *   npm run bench:node -- [--quick] [--big] [--out DIR]     (--big adds 1024³ and 2048³ matmuls)
+ *   npm run bench:node -- [--quick] [--big] [--out DIR]     (--big adds 1024³, 2048³ and 4096³ matmuls)
  *   PIPELAB_REAL_GPU=1 npm run bench:node                  (the machine's GPU)
  *   PIPELAB_REAL_GPU=1 npm run bench:node -- --train-gpt 3000
  *       trains makemore's GPT (4 layers, 4 heads, 64 wide) on names with the app's own loop

@@ -8,8 +8,9 @@
  *   npm run bench -- --quick       a small grid (a few minutes)
  *   npm run bench -- --suite kernels,schedules
  *   npm run bench -- --no-build    serve the dist/ already there
- *   npm run bench -- --big         the kernels suite adds 1024³ and 2048³, and the makemore
- *                                  preset is trained in the page (for real GPUs)
+ *   npm run bench -- --big         for real GPUs: the kernels suite adds 1024³, 2048³ and 4096³
+ *                                  (batches of ~100 GFLOP), and the makemore preset is
+ *                                  trained in the page
  *
  * The browser's adapter is probed first, in the page and in a dedicated worker
  * (src/gpu/adapter-probe.ts), and the probe goes into results.json.

@@ -7,7 +7,7 @@ import type { ScheduleBenchCase } from '../schedules-suite.ts';
 import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-suite.ts';
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
-import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
+import { BENCH_SIZES, BIG_BENCH_SIZES, gpuBatch, type MatmulSize } from '../matmul-bench.ts';
 import { measureRing, mesh } from '../mesh-suite.ts';
 import { tpSuite } from '../tp-suite.ts';
 import { makemorePage } from '../makemore-page-suite.ts';
@@ -16,7 +16,7 @@ import { scheduleKind } from '../../schedule/registry.ts';
 export interface BenchContext {
   page: Page;
   quick: boolean;
-  /** The kernels suite adds BIG_BENCH_SIZES (1024³, 2048³: for real GPUs). */
+  /** For real GPUs: the kernels suite adds BIG_BENCH_SIZES (1024³, 2048³, 4096³) and times batches of ~100 GFLOP (gpuBatch). */
   big?: boolean;
   log(line: string): void;
 }
@@ -76,7 +76,8 @@ async function kernels(ctx: BenchContext): Promise<SuiteResult> {
   const opts = ctx.quick ? { warmup: 1, repeats: 3 } : { warmup: 2, repeats: 7 };
   const rows: KernelBenchRow[] = [];
   for (const size of sizes) {
-    const r = await ctx.page.evaluate(({ size, opts }) => window.pipelabBench.kernelSize(size, opts), { size, opts });
+    const batch = ctx.big ? gpuBatch(...size) : undefined;
+    const r = await ctx.page.evaluate(({ size, opts }) => window.pipelabBench.kernelSize(size, opts), { size, opts: { ...opts, batch } });
     for (const k of r) ctx.log(`${k.M}x${k.N}x${k.K} ${k.op}: ours ${k.oursGflops.toFixed(2)} GFLOP/s (${k.variant}), TF.js ${k.tfjsGflops.toFixed(2)}: ${x(k.ratio)}`);
     rows.push(...r);
   }
@@ -87,7 +88,7 @@ async function kernels(ctx: BenchContext): Promise<SuiteResult> {
     meta: { autotune: setup, geomeanRatio: geo },
     notes: [
       `ours: GpuBackend.create({ autotune: true }), each form run with the variant the autotune chose for it (src/bench/matmul-bench.ts); TF.js: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend (src/bench/tfjs-matmul-bench.ts). Same page, same adapter, separate devices.`,
-      `each figure: ${opts.warmup} untimed run${opts.warmup === 1 ? '' : 's'}, then the median of ${opts.repeats} timed repeats from a settled queue to queue completion (submit and completion included), a repeat being a batch of matmuls (enough for ~20 MFLOP, at most 16). For each size ours runs first, then TF.js.`,
+      `each figure: ${opts.warmup} untimed run${opts.warmup === 1 ? '' : 's'}, then the median of ${opts.repeats} timed repeats from a settled queue to queue completion (submit and completion included), a repeat being a batch of matmuls (${ctx.big ? 'enough for ~100 GFLOP, at most 64: a real GPU' : 'enough for ~20 MFLOP, at most 16'}). For each size ours runs first, then TF.js.`,
       `ours / TF.js: geometric mean ${x(geo)}, lowest ${x(Math.min(...rows.map((r) => r.ratio)))} (target ≥ 3×).`,
       'dispatches: one more matmul of each side, counted in the page; our ragged sizes take 3 (A and B zero-padded to multiples of 4 for the vec4 kernels, then the matmul).',
     ],
