@@ -3,11 +3,12 @@
  * (vulkan), probes the adapter in the bench page and in a dedicated worker,
  * and where that is not hardware (CI's machines have no GPU) says it falls
  * back to SwiftShader and shows SwiftShader in both. The bench itself is not
- * run (--probe-only); the build is the one the e2e tests serve.
+ * run (--probe-only); the build is the one the e2e tests serve. And the
+ * drivers bundled for a lent GPU machine run with Node and Playwright alone.
  */
 import { test, expect } from '@playwright/test';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -57,4 +58,29 @@ test('the GPU probe falls back to SwiftShader, named in the page and in a worker
     expect(side.adapter?.architecture).toBe('swiftshader');
     expect(side.crossing?.roundTrip).toBe(true);
   }
+});
+
+// What a lent GPU machine runs (scripts/gpu-carry.sh, gpu-device.sh): the drivers bundled into one file each,
+// with Playwright beside them and no tsx or vite. Broken here, they would break there, where each try costs
+// minutes of device time.
+test('the bundled drivers run with Node and Playwright alone: the probe, then a bench suite written as it ends', async () => {
+  const dist = process.env.PIPELAB_DIST ?? 'dist';
+  const run = promisify(execFile);
+  await run('node', ['scripts/bundle-browser-bench.mjs'], { timeout: 60_000 });
+  const out = test.info().outputDir;
+  mkdirSync(out, { recursive: true });
+  const json = join(out, 'probe.json');
+  const env: NodeJS.ProcessEnv = { ...process.env, PIPELAB_DIST: dist, PIPELAB_ROOT: process.cwd() };
+  delete env.PIPELAB_REAL_GPU;
+  const probe = await run('node', ['.bench-browser/browser-probe.mjs', '--recipes', 'vulkan', '--json', json], { env, timeout: 150_000, maxBuffer: 1 << 22 });
+  expect(probe.stdout).toMatch(/^recipe=(swiftshader|vulkan)$/m);
+  expect((JSON.parse(readFileSync(json, 'utf8')) as ProbeJson).attempts[0].gpu).toBe('vulkan');
+  const bench = await run('node', ['.bench-browser/run.mjs', '--no-build', '--quick', '--suite', 'allreduce', '--out', out], { env, timeout: 150_000, maxBuffer: 1 << 22 });
+  expect(bench.stdout).toContain('bench: suite allreduce done');
+  const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { results: { allreduce?: { rows: unknown[] } }; packages: Record<string, string>; failures: Record<string, string> };
+  expect(results.results.allreduce?.rows.length).toBeGreaterThan(0);
+  expect(results.failures).toEqual({});
+  // Versions come from package-lock.json where node_modules does not hold the package.
+  expect(results.packages.playwright).toMatch(/^\d+\.\d+\.\d+$/);
+  expect(readFileSync(join(out, 'RESULTS.md'), 'utf8')).toContain('## allreduce');
 });
