@@ -131,19 +131,23 @@ async function main(): Promise<void> {
     const results: Partial<Record<SuiteName, SuiteResult>> = {};
     const failures: Record<string, string> = {};
     // Written after every suite, so a run stopped part-way (a lent machine's time limit, a crash) keeps what it measured.
+    // What does not change during the run, read once.
+    const fixed = {
+      quick: args.quick,
+      big: args.big,
+      machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
+      browser: browser.version(),
+      browserGpu: gpu,
+      adapter,
+      probe,
+      packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
+      pipelab: JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version as string,
+    };
     const write = (done: boolean) => {
       const report = {
         date: new Date().toISOString(),
-        quick: args.quick,
-        big: args.big,
         seconds: Math.round((Date.now() - t0) / 1000),
-        machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), platform: `${os.platform()} ${os.release()}`, node: process.version },
-        browser: browser.version(),
-        browserGpu: gpu,
-        adapter,
-        probe,
-        packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
-        pipelab: JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version as string,
+        ...fixed,
         ...(done ? {} : { pending: args.suites.filter((n) => !(n in results) && !(n in failures)) }),
         failures,
         results,
