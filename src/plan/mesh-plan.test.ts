@@ -5,7 +5,7 @@ import { candidateCosts, candidateSchedule, planMesh, type MeshPlanRequest } fro
 import { zeroLinkMs } from './mesh-costs.ts';
 import { transformerProfile, type TransformerModel } from './transformer.ts';
 import { planPartition } from './partition.ts';
-import { planStages, planStep } from './plan-schedules.ts';
+import { planStep } from './plan-schedules.ts';
 import { stageToRankMap } from '../schedule/index.ts';
 
 const small: TransformerModel = { layers: 8, hidden: 1024, heads: 16, seq: 1024, vocab: 32000, bytesPerElement: 2 };
@@ -34,8 +34,8 @@ describe('the mesh planner', () => {
     for (const c of plan.candidates.slice(0, 4)) {
       const { schedule, costs } = candidateSchedule(req, c);
       expect(validateSchedule(schedule)).toEqual({ ok: true });
-      // The simulator's step (a stream's steady state, DualPipe's copies summed after it: plan-schedules.ts).
-      const sim = planStep(c.schedule, schedule, costs, planStages(c.schedule, c.pp, c.virtual, c.ranges));
+      // The simulator's step (a stream's steady state; DualPipe's copies summed in it: plan-schedules.ts).
+      const sim = planStep(c.schedule, schedule, costs);
       if (c.schedule !== 'pipedream-2bw') expect(sim.makespan).toBeGreaterThanOrEqual(simulate(schedule, costs).makespan - 1e-9);
       // ZeRO-2 and 3 also hold the step to what the links carry (zero.ts); 0 below ZeRO-2.
       const l = { dp: c.dp, pp: c.pp, tp: c.tp, b: c.microBatch, m: c.microbatches, zero: c.zero };

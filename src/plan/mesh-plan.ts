@@ -197,7 +197,7 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l), planZeroStages(name, req.zero, l.dp));
     const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
-    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, at);
+    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base);
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {

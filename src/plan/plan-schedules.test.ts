@@ -3,7 +3,7 @@ import { generateSchedule, simulate, simulateStep, validateSchedule } from '../s
 import { SCHEDULES } from '../schedule/registry.ts';
 import { DEVICE_PRESETS } from './device.ts';
 import { candidateSchedule, planMesh, type MeshCandidate, type MeshPlan, type MeshPlanRequest } from './mesh-plan.ts';
-import { copySumMs, planStages, planStep, planVirtuals, PLAN_SCHEDULES } from './plan-schedules.ts';
+import { planStages, planStep, planVirtuals, PLAN_SCHEDULES } from './plan-schedules.ts';
 import type { TransformerModel } from './transformer.ts';
 
 const small: TransformerModel = { layers: 8, hidden: 1024, heads: 16, seq: 1024, vocab: 32000, bytesPerElement: 2 };
@@ -84,13 +84,16 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
     const { schedule, costs } = candidateSchedule(req, dual);
     expect(validateSchedule(schedule)).toEqual({ ok: true });
     expect(schedule.copies).toBe(2);
-    const stages = planStages('dualpipe', 4, 1, dual.ranges);
-    // The step: the simulator's, then the copies' gradients summed between ranks r and p − 1 − r (dp = 1: nothing else after the compute).
-    const sum = copySumMs(SCHEDULES.dualpipe, stages, costs);
-    expect(sum).toBeGreaterThan(0);
-    expect(dual.exposedAllReduceMs).toBeCloseTo(sum, 9);
-    expect(dual.stepMs).toBeCloseTo(simulate(schedule, costs).makespan + sum, 9);
-    expect(planStep('dualpipe', schedule, costs, stages).makespan).toBeCloseTo(dual.stepMs, 9);
+    // The step: the simulator's, the copies' gradients summed between ranks r and p − 1 − r after each rank's compute
+    // (dp = 1: nothing else after it), over the pipeline link's α–β (simulate-copies.ts).
+    const sim = simulate(schedule, costs);
+    expect(sim.copySum).toBeDefined();
+    const cs = sim.copySum!;
+    expect(cs.time.every((t) => t > 0)).toBe(true);
+    expect(sim.makespan).toBeGreaterThan(cs.before);
+    expect(dual.stepMs).toBeCloseTo(sim.makespan, 9);
+    expect(dual.exposedAllReduceMs).toBeCloseTo(sim.makespan - cs.before, 9);
+    expect(planStep('dualpipe', schedule, costs).makespan).toBeCloseTo(dual.stepMs, 9);
   });
 
   it('refuses DualPipe by name on an odd pp and with m < 2p', () => {

@@ -17,9 +17,8 @@
  *    twice the parameters on every device, the copies' activations by the
  *    simulator, and after the flush each stage's gradients summed over its
  *    copies, a ring of `copies` workers over the pipeline link between them
- *    (runtime/copy-sum.ts; the simulator leaves it out, the runtime counts it
- *    as optimizer time), priced here by the α–β ring and added to the step,
- *    after the data-parallel all-reduce, never hidden.
+ *    (runtime/copy-sum.ts), which the simulator plays after each rank's
+ *    data-parallel collectives (schedule/simulate-copies.ts), never hidden.
  *  - weight versions (PipeDream-2BW: one more, double-buffered): that many
  *    extra copies of each device's weights, at the model's bytes per element.
  *  - no flush (a stream, registry UPDATE_WINDOWS): the step is the steady
@@ -27,7 +26,6 @@
  *    micro-batches less the stream of one, so no fill or drain per step (on
  *    replicas, one block's all-reduce per stage in it).
  */
-import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
 import { generateSchedule, resolveCosts, simulateStep, stageToRankMap, type CostModel, type Schedule, type StepSummary } from '../schedule/index.ts';
 import { SCHEDULES, UPDATE_WINDOWS, type ScheduleKind } from '../schedule/registry.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -97,48 +95,13 @@ export function extraWeightBytes(req: PlanTarget, name: PlanSchedule, stages: Pl
 }
 
 /**
- * The summed gradients of a stage's copies after the flush: on each rank, for each of its stages, a ring over
- * the `copies` ranks holding that model stage, on the slowest of their links, one stage after the other; the
- * busiest rank's time, ms (0 with one copy).
- */
-export function copySumMs(kind: ScheduleKind, stages: PlanStages, costs: CostModel): number {
-  const copies = kind.copies;
-  if (copies === 1) return 0;
-  const k = stages.stageToRank.length / copies;
-  const grads = costs.gradBytes;
-  const lat = costs.latency;
-  const bw = costs.bandwidth;
-  const at = <T>(x: T | ((a: number, b: number) => T) | undefined, a: number, b: number, fallback: T): T => (typeof x === 'function' ? (x as (a: number, b: number) => T)(a, b) : (x ?? fallback));
-  const busy = new Map<number, number>();
-  stages.stageToRank.forEach((r, s) => {
-    const bytes = typeof grads === 'number' ? grads : (grads?.[s] ?? 0);
-    const holders = Array.from({ length: copies }, (_, c) => stages.stageToRank[c * k + (s % k)]);
-    let latency = 0;
-    let bandwidth = Infinity;
-    for (let i = 0; i < copies; i++) {
-      const a = holders[i];
-      const b = holders[(i + 1) % copies];
-      latency = Math.max(latency, at(lat, a, b, 0));
-      bandwidth = Math.min(bandwidth, at(bw, a, b, Infinity));
-    }
-    busy.set(r, (busy.get(r) ?? 0) + ringAllReduceTime(bytes, copies, latency, bandwidth));
-  });
-  return Math.max(0, ...busy.values());
-}
-
-/**
- * A candidate's step as the planner prices it: the simulator's step (compute and the data-parallel
- * collectives), a stream's steady state for a schedule without a flush, plus the copies' gradient sum.
+ * A candidate's step as the planner prices it: the simulator's step (compute, the data-parallel collectives and
+ * the copies' gradient sum), or a stream's steady state for a schedule without a flush.
  * `schedule` is one step's (for a stream, one step's micro-batches).
  */
-export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel, stages: PlanStages): StepSummary {
+export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel): StepSummary {
   const kind = SCHEDULES[name];
-  const sum = UPDATE_WINDOWS[kind.update].stream ? streamSteadyStep(kind, schedule, costs) : simulateStep(schedule, costs);
-  const copies = copySumMs(kind, stages, costs);
-  if (copies === 0) return sum;
-  const makespan = sum.makespan + copies;
-  const exposed = makespan - sum.computeMakespan;
-  return { ...sum, makespan, exposedAllReduce: exposed, allReduceShare: makespan > 0 ? exposed / makespan : 0 };
+  return UPDATE_WINDOWS[kind.update].stream ? streamSteadyStep(kind, schedule, costs) : simulateStep(schedule, costs);
 }
 
 /**

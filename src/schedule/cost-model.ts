@@ -47,4 +47,10 @@ export interface CostModel {
    * added to the op's time (F, B, I above are then the compute of one of the stage's t workers); default none.
    */
   tp?: TpCosts;
+  /**
+   * A schedule with model copies (DualPipe, copies.ts): each stage's time in the sum of its gradients over its copies
+   * at the step's end (simulate-copies.ts), one number for every stage or a list; default the α–β ring over the
+   * pipeline link between the copies' ranks (latency, bandwidth) on the stage's gradient bytes.
+   */
+  copySum?: PerStage;
 }

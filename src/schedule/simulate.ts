@@ -56,6 +56,7 @@ import { blockPlay } from './simulate-blocks.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
 import { withTpLanes } from './simulate-tp.ts';
+import { copySumIntervals, copySumTimes, playCopySum, type CopySumPlay } from './simulate-copies.ts';
 import { validateAndPlay } from './validate.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
 
@@ -96,6 +97,8 @@ export interface SimulationResult {
   dp?: DataParallelStep;
   /** The tp collectives' part of the step, present when costs.tp is given (tp-cost.ts). */
   tp?: TensorParallelStep;
+  /** A schedule with model copies (DualPipe): each stage's sum over its copies after the step (simulate-copies.ts), present when it takes time. */
+  copySum?: CopySumPlay;
 }
 
 export interface TensorParallelStep {
@@ -279,11 +282,36 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
     });
   };
   const r = out();
+  withCopySum(s, costs, m, r);
   if (costs.tp) {
     r.tp = tpStep(s, costs.tp, r.makespan);
     r.timeline = withTpLanes(r.timeline, costs.tp, c.op);
   }
   return r;
+}
+
+/** The chunk of a stage a replica sums over the copies: all of it, or with ZeRO its owned 1/dp. */
+function zeroDpOf(m: ResolvedMesh): number {
+  return m.dp > 1 && m.zero >= 1 ? m.dp : 1;
+}
+
+/**
+ * Plays the sum over the model copies (simulate-copies.ts) after each rank's step in `r` (compute and collectives:
+ * replica 0's lanes, every replica plays the same), drawing it on every replica and ending the step with it.
+ */
+function withCopySum(s: Schedule, costs: CostModel, m: ResolvedMesh, r: SimulationResult): void {
+  const zeroDp = zeroDpOf(m);
+  const time = copySumTimes(s, costs, m.gradBytes, zeroDp);
+  if (!time) return;
+  const free = new Float64Array(s.ranks);
+  for (const iv of r.timeline.intervals) if (iv.replica === undefined && iv.end > free[iv.rank]) free[iv.rank] = iv.end;
+  const cs = playCopySum(s, time, free, r.makespan);
+  if (!cs) return;
+  const drawn = copySumIntervals(s, cs, m.dp, (stage) => ((2 * (cs.copies - 1)) / cs.copies) * (m.gradBytes[stage % (s.stages / cs.copies)] / zeroDp));
+  r.timeline = { ...r.timeline, intervals: [...r.timeline.intervals, ...drawn] };
+  r.makespan = Math.max(r.makespan, ...cs.end);
+  r.idle = r.busy.map((b) => r.makespan - b);
+  r.copySum = cs;
 }
 
 /** The tp collectives' part of a step: each stage's time per op and micro-batch, each rank's sum over its actions, the mean rank's share of the step. */
@@ -382,8 +410,14 @@ export function simulateStep(s: Schedule, costs: CostModel = {}): StepSummary {
   let busy = 0;
   for (const list of s.order) for (const a of list) busy += c.op[a.op][a.stage];
   const T = step.computeMakespan;
-  const exposed = step.step - T;
-  return { makespan: step.step, computeMakespan: T, bubble: T > 0 ? 1 - busy / (s.ranks * T) : 0, exposedAllReduce: exposed, allReduceShare: step.step > 0 ? exposed / step.step : 0 };
+  // The sum over model copies (DualPipe), each rank free once its compute and its stages' collectives end.
+  const free = new Float64Array(s.ranks);
+  for (let r = 0; r < s.ranks; r++) for (const e of p.end[r]) if (e > free[r]) free[r] = e;
+  if (m.present) s.stageToRank.forEach((r, st) => (free[r] = Math.max(free[r], step.end[st])));
+  const cs = playCopySum(s, copySumTimes(s, costs, m.gradBytes, zeroDpOf(m)), free, step.step);
+  const end = cs ? Math.max(step.step, ...cs.end) : step.step;
+  const exposed = end - T;
+  return { makespan: end, computeMakespan: T, bubble: T > 0 ? 1 - busy / (s.ranks * T) : 0, exposedAllReduce: exposed, allReduceShare: end > 0 ? exposed / end : 0 };
 }
 
 /** Peak activations per rank: held from F until B, or until W when the backward is split (all but `afterInput` freed at I). */
