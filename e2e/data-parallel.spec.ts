@@ -71,7 +71,10 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
       }
       const lanes = new Set(rep.timeline.intervals.map((iv) => (iv.replica ?? 0) * rep.timeline.ranks + iv.rank)).size;
       const collectives = rep.timeline.intervals.filter((iv) => iv.op === 'collective').length;
-      out.push({ ...c, maxLoss, maxWeight, mismatch: rep.replicaMismatch, lanes, collectives, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), stages: rep.allReduce?.perStage.length ?? 0 });
+      // DualPipe: the copies' sum measured on every replica's lanes and played by the simulator (report-copies.ts).
+      const sums = (t: typeof rep.timeline) => t.intervals.filter((iv) => iv.coll === 'copy-sum').length;
+      const copySum = rep.copySum ? { measured: sums(rep.timeline), simulated: sums(rep.simulatedTimeline), added: rep.copySum.simulated?.addedMs ?? -1 } : null;
+      out.push({ ...c, maxLoss, maxWeight, mismatch: rep.replicaMismatch, lanes, collectives, copySum, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), stages: rep.allReduce?.perStage.length ?? 0 });
     }
     return out;
   }, all);
@@ -85,6 +88,9 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
     expect(r.mismatch, label).toBe(r.zero === 3 && r.schedule !== 'dualpipe' ? undefined : 0);
     expect(r.lanes, label).toBe(r.dp * r.ranks);
     expect(r.collectives, label).toBeGreaterThan(0);
+    // Each stage's sum over its 2 copies on every replica: 2 stages a rank.
+    expect(r.copySum, label).toEqual(r.schedule === 'dualpipe' ? { measured: 2 * r.ranks * r.dp, simulated: 2 * r.ranks * r.dp, added: expect.any(Number) } : null);
+    if (r.copySum) expect(r.copySum.added, label).toBeGreaterThan(0);
     expect(r.leaked, label).toBe(0);
     expect(r.live, label).toBe(0);
   }

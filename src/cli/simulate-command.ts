@@ -13,6 +13,7 @@ import {
   type RunScheduleName,
   type Op,
   type Schedule,
+  type SimulationResult,
 } from '../schedule/index.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, parseArgs, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
 import { fmt, table } from './format.ts';
@@ -184,6 +185,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
         ? { dataParallel: { ...r.dp, overlap, zero: mf.zero, ...(streamBlock !== undefined ? { allReduceEvery: streamBlock } : {}), reshard: mf.zero === 3 ? mf.reshard : null, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } }
         : {}),
       ...(r.tp ? { tensorParallel: tpJson(mf, r, tpClosedForm) } : {}),
+      ...(r.copySum ? { copySum: r.copySum } : {}),
     };
     io.out(JSON.stringify(out, null, 2) + '\n');
     return EXIT_OK;
@@ -192,7 +194,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const lines = [
     `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
-    `makespan   ${fmt(r.makespan)}${r.dp ? ` (the ${streamBlock !== undefined ? 'stream' : 'step'}: compute ${fmt(r.dp.computeMakespan)} + exposed ${mf.zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)})` : ''}`,
+    `makespan   ${fmt(r.makespan)}${makespanParts(r, streamBlock !== undefined, mf.zero)}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : streamWaits ? ', equal gradient bytes on every stage' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
   ];
   if (r.dp) {
@@ -205,6 +207,12 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
       `closed form ${streamBlock !== undefined ? (streamCf ? `stream ${fmt(streamCf.step)} = ${streamCf.formula} (A = ${fmt(streamCf.allReduce)} per stage and block)` : `assumes default costs, free links${noTpTime ? '' : ', no tp collectives'} and equal gradient bytes on every stage`) : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
       `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
+    );
+  }
+  if (r.copySum) {
+    const times = [...new Set(r.copySum.time.slice(0, s.stages / r.copySum.copies).map((t) => fmt(t)))];
+    lines.push(
+      `copies     each model stage's gradients summed over its ${r.copySum.copies} copies after the step (a ring over the pipeline link between the ranks holding them, r ↔ ${s.ranks - 1} − r${mf.zero >= 1 && dp > 1 ? `; ZeRO-${mf.zero}: the owned 1/${dp}` : ''}): ${times.join(', ')} per model stage; adds ${fmt(r.makespan - r.copySum.before)}`,
     );
   }
   lines.push(...meshLines(s, mf, r, tpClosedForm), '');
@@ -220,6 +228,17 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
 }
 
 /** The step overflowed a number: the flag most to blame (the largest time, size or latency given, or the smallest bandwidth). */
+/** What the makespan holds beyond the compute: the exposed data-parallel collectives, the sum over model copies. */
+function makespanParts(r: SimulationResult, stream: boolean, zero: number): string {
+  const parts: string[] = [];
+  if (r.dp) parts.push(`compute ${fmt(r.dp.computeMakespan)}`, `exposed ${zero >= 2 ? 'collectives' : 'all-reduce'} ${fmt(r.dp.exposedAllReduce)}`);
+  if (r.copySum) {
+    if (!r.dp) parts.push(`compute ${fmt(r.copySum.before)}`);
+    parts.push(`copies' sum ${fmt(r.makespan - r.copySum.before)}`);
+  }
+  return parts.length > 0 ? ` (the ${stream ? 'stream' : 'step'}: ${parts.join(' + ')})` : '';
+}
+
 function overflowFlag(a: ParsedArgs): UsageError {
   const given = (name: string): number => {
     const raw = stringFlag(a, name);

@@ -30,6 +30,21 @@ describe('pipelab simulate --dp', () => {
     expect(j.dataParallel.overlap).toBe(false);
   });
 
+  it('DualPipe: the sum over its two model copies after the step, on the pipeline link, the owned 1/dp with ZeRO (by hand)', () => {
+    // dp 2, 1000 bytes a stage, ZeRO-1: a replica sums its 500-byte chunk with its partner copy's, a ring of 2 over the
+    // pipeline link at 500 bytes a unit: 2 · (250 / 500) = 1 per model stage; each rank holds 2 model stages: + 2.
+    const args = ['simulate', '--schedule', 'dualpipe', '--ranks', '4', '--microbatches', '8', '--dp', '2', '--grad-bytes', '1000', '--bandwidth', '500', '--allreduce-bandwidth', '1000', '--zero', '1'];
+    const j = JSON.parse(run(...args, '--json').out);
+    expect(j.copySum.copies).toBe(2);
+    expect(j.copySum.time).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(j.makespan).toBeCloseTo(j.copySum.before + 2, 12);
+    const t = run(...args).out;
+    expect(t).toContain(`makespan   ${j.makespan} (the step: compute 25 + exposed all-reduce 1 + copies' sum 2)`);
+    expect(t).toContain("copies     each model stage's gradients summed over its 2 copies after the step (a ring over the pipeline link between the ranks holding them, r ↔ 3 − r; ZeRO-1: the owned 1/2): 1 per model stage; adds 2");
+    // One pipeline, a link latency of 0.25 and no bytes: 2 exchanges of 0.25 a model stage.
+    expect(run('simulate', '--schedule', 'dualpipe', '--ranks', '4', '--microbatches', '8', '--latency', '0.25').out).toContain("(the step: compute 26.7500 + copies' sum 1)");
+  });
+
   it('takes one gradient size per stage', () => {
     const j = JSON.parse(run('simulate', '--schedule', 'gpipe', '--ranks', '2', '--microbatches', '2', '--dp', '2', '--grad-bytes', '0,40', '--allreduce-bandwidth', '10', '--json').out);
     expect(j.dataParallel.allReduceTime).toEqual([0, 4]);

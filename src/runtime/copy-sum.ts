@@ -22,8 +22,9 @@
  * partner copy in the same replica owns the same chunk): ZeRO-1 (DeepSeek-V3's
  * setting) after the chunk's reduce-scatter (flush.ts), ZeRO-2 and 3 the chunk's
  * accumulator (sharded-step.ts); then the chunk's update and the all-gather.
- * It is drawn as one 'copy-sum' interval per stage (the simulator does not play
- * it, and the run's dp figures leave it out), and is part of the step's
+ * It is drawn as one 'copy-sum' interval per stage (the run's dp figures leave
+ * it out; the report's copySum figures and the simulator's play of it are
+ * report-copies.ts and schedule/simulate-copies.ts), and is part of the step's
  * optimizer time (optimizerMs). The optimizer
  * state a checkpoint reads is copy 0's (`withCopyState`: the copies' states are
  * equal; each parameter is then covered once over the ranks), and a resume loads

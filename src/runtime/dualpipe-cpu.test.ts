@@ -19,6 +19,7 @@ import { defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-c
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import type { Weights } from './rank-host.ts';
+import { computeOnly, makespan } from '../schedule/timeline.ts';
 
 function dualConfig(over: Partial<RunConfig>): RunConfig {
   const ranks = over.ranks ?? 2;
@@ -82,6 +83,16 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     for (const iv of sums) expect(iv.bytes ?? 0).toBeGreaterThan(0);
     expect(report.schedule.copies).toBe(2);
     expect(report.stageBlocks.slice(p)).toEqual(report.stageBlocks.slice(0, p));
+    // The report's copies' sum: rank k with rank p − 1 − k per model stage, and the simulator playing it at its measured time.
+    const cs = report.copySum;
+    if (!cs) throw new Error('a DualPipe run reports its copies’ sum');
+    expect(cs.perModelStage.map((x) => x.ranks)).toEqual(Array.from({ length: p }, (_, k) => [k, p - 1 - k]));
+    for (const x of cs.perModelStage) expect(x.bytes).toBeGreaterThan(0);
+    const drawn = report.simulatedTimeline.intervals.filter((iv) => iv.coll === 'copy-sum');
+    expect(drawn.map((iv) => iv.stage).sort((a, b) => a - b)).toEqual(Array.from({ length: 2 * p }, (_, s) => s));
+    for (const iv of drawn) expect(iv.end - iv.start).toBeCloseTo(cs.perModelStage[iv.stage % p].ownMs, 9);
+    expect(cs.simulated?.stepMs).toBeCloseTo(makespan(report.simulatedTimeline), 9);
+    expect(report.makespanMs.simulated).toBeCloseTo(makespan(computeOnly(report.simulatedTimeline)), 9);
     console.log(`dualpipe p=${p} m=${m} ${optimizer}: worst loss rel diff ${worstLoss.toExponential(2)}, worst weight rel diff ${worstWeight.toExponential(2)}`);
   });
 

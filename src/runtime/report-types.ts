@@ -7,6 +7,7 @@ import type { Op, Schedule } from '../schedule/types.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import type { RankStartup } from './rank-host.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
+import type { CopySumFigures } from './report-copies.ts';
 import type { TpFigures } from './report-tp.ts';
 import type { RecoveryMode, RunConfig, RunScheduleName } from '../config/run-config.ts';
 
@@ -71,6 +72,8 @@ export interface RunReport {
   weightStash?: Record<number, { versions: number; bytes: number }>;
   /** Data-parallel runs (dp > 1): each stage's collective (time, bytes), the step time with them, their exposed share. */
   allReduce?: AllReduceFigures;
+  /** A schedule with model copies (DualPipe): each model stage's sum over its copies and the step with it, measured and simulated (report-copies.ts). */
+  copySum?: CopySumFigures;
   /** Tensor-parallel runs (tp > 1): the tp collectives per stage (per layer, bytes, time), their exposed share, the α–β fit of one exchange (report-tp.ts). */
   tensorParallel?: TpFigures;
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */

@@ -16,6 +16,7 @@ import { heldBytesPerWorker, ringBytesFormula } from './held-bytes.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
+import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.ts';
 import { runTpMessages, tpFigures } from './report-tp.ts';
 
 export type { RunReport } from './report-types.ts';
@@ -177,6 +178,8 @@ export function buildReport(input: ReportInput): RunReport {
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream, config.zero >= 2);
   const tpFit = tp?.figures.fit;
+  // DualPipe: each model stage's sum over its copies at its measured own time, played when both ranks are done (simulate-copies.ts).
+  const copies = copySumFigures(measured.map((r) => r.timeline), schedule);
   const dpCosts = collectives && config.dp > 1
     ? plan.windows.stream
       ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
@@ -188,6 +191,7 @@ export function buildReport(input: ReportInput): RunReport {
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
     // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
     ...dpCosts,
+    ...(copies ? { copySum: copySumCosts(copies, schedule.stages) } : {}),
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
@@ -209,7 +213,8 @@ export function buildReport(input: ReportInput): RunReport {
     losses,
     timeline: last.timeline,
     simulatedTimeline: { ...sim.timeline, source: 'simulated' },
-    makespanMs: { measured: mean(makespans), simulated: sim.dp?.computeMakespan ?? sim.makespan },
+    // Compute only, as measured: before the collectives and the copies' sum.
+    makespanMs: { measured: mean(makespans), simulated: sim.dp?.computeMakespan ?? sim.copySum?.before ?? sim.makespan },
     bubble: {
       measured: mean(bubbles),
       simulated: sim.bubble,
@@ -230,7 +235,9 @@ export function buildReport(input: ReportInput): RunReport {
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
-  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.makespan, share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
+  // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike.
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.copySum?.before ?? sim.makespan, share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
+  if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];

@@ -14,6 +14,7 @@ import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
 import { AllReduceRows } from './AllReduceRows.tsx';
 import { TpRows } from './TpRows.tsx';
+import { CopySumRows } from './CopySumRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct } from '../timeline/format.ts';
 
@@ -168,6 +169,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             ))}
           {report && <AllReduceRows report={report} />}
           {report && <TpRows report={report} />}
+          {report && <CopySumRows report={report} />}
         </tbody>
       </table>
       </div>

@@ -148,7 +148,7 @@ export function SimulateView() {
               <tbody>
                 <tr>
                   <th scope="row">Makespan (units)</th>
-                  <td>{num(r?.dp?.computeMakespan ?? r?.makespan)}</td>
+                  <td>{num(r?.dp?.computeMakespan ?? r?.copySum?.before ?? r?.makespan)}</td>
                   <td>{num(outcome?.closed?.makespan ?? outcome?.closedTp?.step)}</td>
                 </tr>
                 <tr>
@@ -168,7 +168,7 @@ export function SimulateView() {
                   <>
                     <tr data-testid="sim-step">
                       <th scope="row">{stream ? `The stream with its ${collName}s (units)` : `Step with the ${collName} (units)`}</th>
-                      <td>{num(r?.makespan)}</td>
+                      <td>{num(r?.copySum?.before ?? r?.makespan)}</td>
                       <td>
                         {num(outcome?.closedMesh?.step)}
                         {outcome?.closedMesh && <span className="formula"> {outcome.closedMesh.formula}</span>}
@@ -185,6 +185,15 @@ export function SimulateView() {
                       <td>{pct(outcome?.closedMesh?.allReduceShare, 2)}</td>
                     </tr>
                   </>
+                )}
+                {r?.copySum && (
+                  <tr data-testid="sim-copy-sum">
+                    <th scope="row" title="After its step each rank sums its stages' gradients with its partner's (r and p − 1 − r), a ring of 2 over the pipeline link: 2 × (latency + bytes / 2 / bandwidth) per model stage">
+                      Step with the copies’ sum (units; {num(Math.max(...r.copySum.time), 3)} per model stage)
+                    </th>
+                    <td>{num(r.makespan)}</td>
+                    <td>—</td>
+                  </tr>
                 )}
                 {r?.tp && (
                   <tr data-testid="sim-tp-share">

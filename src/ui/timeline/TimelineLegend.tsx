@@ -33,7 +33,7 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
   { kinds: ['tp-all-reduce'], label: 'tp all-reduce: a stage’s tp workers sum activations between layers (Megatron’s f / g)' },
   { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined' },
-  { kinds: ['copy-sum'], label: 'DualPipe: a stage’s gradients summed with its other model copy’s before the update (measured; the simulator leaves it out)' },
+  { kinds: ['copy-sum'], label: 'DualPipe: a stage’s gradients summed with its other model copy’s before the update' },
 ];
 
 export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {

@@ -1,0 +1,48 @@
+/**
+ * DualPipe's rows in the run's numbers (report-copies.ts): each model stage's
+ * sum over its copies (the ranks of its ring, the bytes a member sent, the
+ * time of the member that started last and the others' wait for it), then the step
+ * with the sum and what the sum added to it, measured beside the simulator's,
+ * which plays each ring at that measured time once both its ranks are done
+ * (schedule/simulate-copies.ts): the steps agree when the pairs wait as the
+ * simulator says.
+ */
+import type { RunReport } from '../../runtime/report-types.ts';
+import { bytes, ms } from '../timeline/format.ts';
+
+export function CopySumRows({ report }: { report: RunReport }) {
+  const cs = report.copySum;
+  if (!cs) return null;
+  return (
+    <>
+      {cs.perModelStage.map((x, j) => (
+        <tr key={j} className={j === 0 ? 'group-start' : ''} data-testid="copy-sum-stage">
+          <th scope="row" title="One ring per model stage over the ranks holding its copies: read-back, the ring and write-back; the time of the member that started last, + the members' mean wait for it">
+            {j === 0 && <span className="group-label">Sum over the {cs.copies} model copies (DualPipe)</span>}
+            model stage {j}, ranks {x.ranks.join(' ↔ ')}
+          </th>
+          <td className="wrap">
+            {ms(x.ownMs)}{' '}
+            <span className="muted">
+              +{ms(x.waitMs)} wait · {bytes(x.bytes)}
+            </span>
+          </td>
+          <td title="The simulator is given this time and plays each ring when both its ranks are done">{ms(x.ownMs)}</td>
+          <td>—</td>
+        </tr>
+      ))}
+      <tr data-testid="copy-sum-step">
+        <th scope="row" title="The whole step: compute, collectives and the copies' sum (the timeline's badge)">Step with the copies’ sum, ms</th>
+        <td>{ms(cs.stepMs)}</td>
+        <td>{cs.simulated ? ms(cs.simulated.stepMs) : '—'}</td>
+        <td>—</td>
+      </tr>
+      <tr data-testid="copy-sum-added">
+        <th scope="row" title="The step less the step without the copies' sum: the sums and each pair's wait for its later rank. Measured, it also holds what a rank does between its last action and the sum, which the simulator does not play (the ranks holding a last stage read the step's losses back first)">Added by the copies’ sum, ms</th>
+        <td>{ms(cs.addedMs)}</td>
+        <td>{cs.simulated ? ms(cs.simulated.addedMs) : '—'}</td>
+        <td>—</td>
+      </tr>
+    </>
+  );
+}
