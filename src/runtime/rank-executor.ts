@@ -129,12 +129,12 @@ export class RankExecutor implements StepRunner {
     }
     await transport.drain();
 
-    const lossValues: { mb: number; loss: number }[] = [];
-    for (const { mb, loss, value } of losses) {
-      const v = value ? await value : (await be.read(loss))[0];
-      be.dispose(loss);
-      lossValues.push({ mb, loss: v });
-    }
+    // Every loss read at once: one wait for the queue, not one per micro-batch (m of them on the last stage's rank).
+    const read = await Promise.allSettled(losses.map(({ loss, value }) => value ?? be.read(loss).then((v) => v[0])));
+    for (const { loss } of losses) be.dispose(loss);
+    const failed = read.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (read[i] as PromiseFulfilledResult<number>).value }));
     lossValues.sort((x, y) => x.mb - y.mb);
 
     const o0 = epochMs();
