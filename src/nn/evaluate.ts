@@ -26,8 +26,8 @@ export async function evaluate(be: Backend, model: StageChain, ex: Examples, chu
     const { loss, dlogits } = be.softmaxCrossEntropy(logits, labels, 1);
     be.dispose(dlogits);
     be.dispose(labels);
-    const L = await be.read(logits);
-    lossSum += (await be.read(loss))[0];
+    const [L, lossValue] = await Promise.all([be.read(logits), be.read(loss)]);
+    lossSum += lossValue[0];
     be.dispose(logits);
     be.dispose(loss);
     const c = logits.shape[1];

@@ -136,15 +136,18 @@ abstract class SlotOptimizer implements Optimizer {
   protected abstract update(p: Param, i: number, weightDecay: number, gradScale: number, step: number): void;
 
   async readState(): Promise<OptimizerState> {
+    const names = OPTIMIZER_SLOTS[this.name];
+    // Every slot read at once: one wait for the device's queue, not one per parameter and slot.
+    const values = await Promise.all(this.params.map((_, i) => Promise.all(names.map((_, k) => this.be.read(this.slots[k][i])))));
     const slots: OptimizerState['slots'] = {};
-    for (const [i, p] of this.params.entries()) {
+    this.params.forEach((p, i) => {
       const own: Record<string, Float32Array | Float64Array> = {};
-      for (const [k, slot] of OPTIMIZER_SLOTS[this.name].entries()) {
-        const v = await this.be.read(this.slots[k][i]);
+      names.forEach((slot, k) => {
+        const v = values[i][k];
         own[slot] = v instanceof Int32Array ? Float64Array.from(v) : v;
-      }
+      });
       slots[p.name] = own;
-    }
+    });
     return { name: this.name, steps: this.steps, slots };
   }
 

@@ -347,11 +347,13 @@ export class Stage {
   }
 
   private async readAll(pick: (p: Param) => Tensor): Promise<ParamValues> {
+    // Every parameter read at once: one wait for the device's queue, not one per parameter.
+    const values = await Promise.all(this.params.map((p) => this.be.read(pick(p))));
     const out: ParamValues = {};
-    for (const p of this.params) {
-      const v = await this.be.read(pick(p));
+    this.params.forEach((p, i) => {
+      const v = values[i];
       out[p.name] = v instanceof Int32Array ? Float64Array.from(v) : v;
-    }
+    });
     return out;
   }
 }

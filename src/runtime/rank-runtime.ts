@@ -296,9 +296,9 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const readWeights = async (): Promise<Weights> => {
     const owned = await policy.ownedWeights?.();
     if (owned) return owned;
-    const out: Weights = {};
-    for (const st of stages.values()) Object.assign(out, await st.readParams());
-    return out;
+    // Every stage's read begun at once: one wait for the device's queue.
+    const parts = await Promise.all([...stages.values()].map((st) => st.readParams()));
+    return Object.assign({}, ...parts) as Weights;
   };
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
@@ -349,7 +349,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     endStreamAt: (microbatches) => streamEnd?.endAt(microbatches),
     readWeights,
     async readState() {
-      return { params: await readWeights(), optimizer: await policy.readOptimizer() };
+      const [params, optimizer] = await Promise.all([readWeights(), policy.readOptimizer()]);
+      return { params, optimizer };
     },
     loadState(state) {
       // Every check before any write: the stages' weights, then the optimizer's (which checks its own whole before it sets anything).

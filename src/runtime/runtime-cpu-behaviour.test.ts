@@ -10,6 +10,7 @@ import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import type { Fault } from '../config/fault-spec.ts';
+import { CountingReads } from '../nn/testing/counting-reads.ts';
 
 const cpuHosts = (log?: number[]) => (r: number) => {
   log?.push(r);
@@ -135,37 +136,22 @@ describe('run configuration in the URL', () => {
   });
 });
 
-/** A CPU backend whose reads take a turn of the event loop, counting how many are in flight at once; `failOn` rejects the n-th read of a loss. */
-class SlowReads extends CpuBackend {
-  inFlight = 0;
-  most = 0;
-  lossReads = 0;
-  constructor(private readonly failOn = -1) {
-    super();
-  }
-  override async read(t: Parameters<CpuBackend['read']>[0]) {
-    const loss = t.size === 1;
-    const n = loss ? this.lossReads++ : -1;
-    this.inFlight++;
-    this.most = Math.max(this.most, this.inFlight);
-    try {
-      await new Promise((r) => setTimeout(r, 1));
-      if (loss && n === this.failOn) throw new Error('the GPU lost the loss read');
-      return await super.read(t);
-    } finally {
-      this.inFlight--;
-    }
-  }
-}
-
-describe('the end of a step', () => {
+describe('the end of a step, and the state a checkpoint reads', () => {
   it('reads the step’s losses all at once on the last stage’s rank (one wait for the queue, not m), and a failed read ends the run naming it', async () => {
-    const backends: SlowReads[] = [];
-    const report = await runPipeline(tiny({ ranks: 2, microbatches: 4 }), { hostFactory: (r) => new InProcessRankHost(r, backends[r] = new SlowReads()) });
+    const backends: CountingReads[] = [];
+    const report = await runPipeline(tiny({ ranks: 2, microbatches: 4 }), { hostFactory: (r) => new InProcessRankHost(r, backends[r] = new CountingReads()) });
     expect(report.losses.every(Number.isFinite)).toBe(true);
     // Rank 1 holds the last stage: its 4 losses a step are read together.
-    expect(backends[1].lossReads).toBe(4 * 2);
+    expect(backends[1].scalarReads).toBe(4 * 2);
     expect(backends[1].most).toBeGreaterThanOrEqual(4);
-    await expect(runPipeline(tiny({ ranks: 2, microbatches: 4 }), { hostFactory: (r) => new InProcessRankHost(r, new SlowReads(r === 1 ? 5 : -1)) })).rejects.toThrow('the GPU lost the loss read');
+    await expect(runPipeline(tiny({ ranks: 2, microbatches: 4 }), { hostFactory: (r) => new InProcessRankHost(r, new CountingReads(r === 1 ? 5 : -1)) })).rejects.toThrow('the GPU lost the loss read');
+  });
+
+  it('reads every stage’s weights and optimizer slots at once (1F1B, AdamW: 2 ranks)', async () => {
+    const backends: CountingReads[] = [];
+    const report = await runPipeline(tiny({ ranks: 2, optimizer: 'adamw' }), { hostFactory: (r) => new InProcessRankHost(r, backends[r] = new CountingReads()), progressEvery: 1, onProgress: () => {} });
+    expect(report.losses.every(Number.isFinite)).toBe(true);
+    // A rank's state: each parameter, and its 2 AdamW slots, all in flight together.
+    for (const be of backends) expect(be.most).toBeGreaterThanOrEqual(6);
   });
 });
