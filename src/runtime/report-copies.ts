@@ -1,11 +1,12 @@
 /**
  * DualPipe's sum over its model copies in a run report (runtime/copy-sum.ts
  * measures it, schedule/simulate-copies.ts plays it): per model stage, the
- * ranks of its copies' ring, the bytes a member sent, the time of the member
- * that started last (the ring's own cost from the moment all its members are
- * there: each measured interval spans the read-back, the ring and the
- * write-back, and a member that started earlier also waits for the others)
- * and the others' wait for it; and the step with it
+ * ranks of its copies' ring, the bytes a member sent, the ring's time from
+ * the moment its last member starts to the moment its last member is done
+ * (each measured interval spans the read-back, the ring and the write-back; a
+ * member that started earlier also waits for the others, and the next ring
+ * of a pair starts when both are free) and the members' wait for the last
+ * one; and the step with it
  * beside the step without it, measured and simulated. The simulator is given
  * each model stage's own time and plays when each pair is free: the step's
  * end is the check, not the stage's time.
@@ -17,7 +18,7 @@ import type { CopySumPlay } from '../schedule/simulate-copies.ts';
 
 export interface CopySumFigures {
   copies: number;
-  /** Per model stage: the schedule stages and ranks holding its copies, bytes one member sent, the mean time of the member that started last, the members' mean wait for it, ms. */
+  /** Per model stage: the schedule stages and ranks holding its copies, bytes one member sent, the ring's mean time from its last member's start to its last member's end, the members' mean wait for the last to start, ms. */
   perModelStage: { stages: number[]; ranks: number[]; bytes: number; ownMs: number; waitMs: number }[];
   /** Mean step with the sum (every interval), ms. */
   stepMs: number;
@@ -55,9 +56,9 @@ export function copySumFigures(timelines: readonly Timeline[], schedule: Pick<Sc
     }
     for (const [key, members] of rings) {
       const j = Number(key.split(':')[0]);
-      const last = members.reduce((a, b) => (b[0] > a[0] ? b : a));
-      own[j].push(last[1] - last[0]);
-      wait[j].push(mean(members.map(([start]) => last[0] - start)));
+      const lastStart = Math.max(...members.map(([start]) => start));
+      own[j].push(Math.max(...members.map(([, end]) => end)) - lastStart);
+      wait[j].push(mean(members.map(([start]) => lastStart - start)));
     }
     const step = makespan(t);
     steps.push(step);

@@ -1,7 +1,8 @@
 /**
  * DualPipe's rows in the run's numbers (report-copies.ts): each model stage's
  * sum over its copies (the ranks of its ring, the bytes a member sent, the
- * time of the member that started last and the others' wait for it), then the step
+ * ring's time from its last member's start to its last member's end, and the
+ * members' wait for the last to start), then the step
  * with the sum and what the sum added to it, measured beside the simulator's,
  * which plays each ring at that measured time once both its ranks are done
  * (schedule/simulate-copies.ts): the steps agree when the pairs wait as the
@@ -10,6 +11,9 @@
 import type { RunReport } from '../../runtime/report-types.ts';
 import { bytes, ms } from '../timeline/format.ts';
 
+/** A figure and its unit kept on one line on a phone (the table wraps its cells there). */
+const whole = (x: string) => x.replace(/ /g, '\u00a0');
+
 export function CopySumRows({ report }: { report: RunReport }) {
   const cs = report.copySum;
   if (!cs) return null;
@@ -17,14 +21,14 @@ export function CopySumRows({ report }: { report: RunReport }) {
     <>
       {cs.perModelStage.map((x, j) => (
         <tr key={j} className={j === 0 ? 'group-start' : ''} data-testid="copy-sum-stage">
-          <th scope="row" title="One ring per model stage over the ranks holding its copies: read-back, the ring and write-back; the time of the member that started last, + the members' mean wait for it">
+          <th scope="row" title="One ring per model stage over the ranks holding its copies: read-back, the ring and write-back; from its last member's start to its last member's end, + the members' mean wait for the last to start">
             {j === 0 && <span className="group-label">Sum over the {cs.copies} model copies (DualPipe)</span>}
             model stage {j}, ranks {x.ranks.join(' ↔ ')}
           </th>
           <td className="wrap">
             {ms(x.ownMs)}{' '}
             <span className="muted">
-              +{ms(x.waitMs)} wait · {bytes(x.bytes)}
+              +{whole(ms(x.waitMs))} wait · {whole(bytes(x.bytes))}
             </span>
           </td>
           <td title="The simulator is given this time and plays each ring when both its ranks are done">{ms(x.ownMs)}</td>
