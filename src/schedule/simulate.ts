@@ -32,6 +32,11 @@
  * so does a stream on replicas (PipeDream-2BW, `allReduce.every`: an
  * all-reduce after each block of m backwards of a stage, simulate-blocks.ts).
  *
+ * Model copies (simulate-copies.ts). A schedule with copies (DualPipe) sums
+ * each stage's gradients over its copies after each rank's step (`copySum`, or
+ * the α–β ring over the pipeline link on `gradBytes`), drawn as 'copy-sum'
+ * collectives; `copySum` in the result, its `before` the step without it.
+ *
  * Tensor parallelism (tp-cost.ts). `tp` adds each action's collectives to its
  * time; the timeline then has dp × ranks × t lanes, each action's collectives
  * drawn inside it (simulate-tp.ts), and the result carries their share.
@@ -43,7 +48,7 @@
  * split backward frees all but that many bytes at the end of its I (what W
  * still needs: the inputs of the weight matmuls), the rest at its W, the
  * zero-bubble paper's M_B and M_W accounting. A rank's peak is taken over
- * its own action order, which is also its time order.
+ * its own action order, which is also its time order (peak-memory.ts).
  */
 import { ConfigError, requireFinite } from '../util/errors.ts';
 import { timelineStats, type Interval, type Timeline } from './timeline.ts';
@@ -58,9 +63,11 @@ import { tpOpTimes } from './tp-cost.ts';
 import { withTpLanes } from './simulate-tp.ts';
 import { copySumIntervals, copySumTimes, playCopySum, type CopySumPlay } from './simulate-copies.ts';
 import { validateAndPlay } from './validate.ts';
+import { peakMemory, type RankMemory } from './peak-memory.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
 
 export type { CostModel, PerLink, PerStage } from './cost-model.ts';
+export { peakMemory, type RankMemory } from './peak-memory.ts';
 
 export const DEFAULT_OP_COSTS: Readonly<Record<Op, number>> = { F: 1, B: 2, I: 1, W: 1 };
 
@@ -74,13 +81,6 @@ export function costsPerStage(model: Partial<Record<Op, number>>, virtual: numbe
   return out;
 }
 
-export interface RankMemory {
-  rank: number;
-  /** Most (stage, micro-batch) activations held at once. */
-  peakMicrobatches: number;
-  /** Most bytes held at once. */
-  peakBytes: number;
-}
 
 export interface SimulationResult {
   timeline: Timeline;
@@ -418,36 +418,6 @@ export function simulateStep(s: Schedule, costs: CostModel = {}): StepSummary {
   const end = cs ? Math.max(step.step, ...cs.end) : step.step;
   const exposed = end - T;
   return { makespan: end, computeMakespan: T, bubble: T > 0 ? 1 - busy / (s.ranks * T) : 0, exposedAllReduce: exposed, allReduceShare: end > 0 ? exposed / end : 0 };
-}
-
-/** Peak activations per rank: held from F until B, or until W when the backward is split (all but `afterInput` freed at I). */
-export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): RankMemory[] {
-  const out: RankMemory[] = [];
-  for (let r = 0; r < s.ranks; r++) {
-    let held = 0;
-    let bytes = 0;
-    let peakHeld = 0;
-    let peakBytes = 0;
-    for (const a of s.order[r]) {
-      const b = heldBytes ? heldBytes[a.stage] : 0;
-      if (a.op === 'F') {
-        held++;
-        bytes += b;
-        if (held > peakHeld) peakHeld = held;
-        if (bytes > peakBytes) peakBytes = bytes;
-      } else if (a.op === 'B') {
-        held--;
-        bytes -= b;
-      } else if (a.op === 'I') {
-        if (afterInput) bytes -= b - afterInput[a.stage];
-      } else {
-        held--;
-        bytes -= afterInput ? afterInput[a.stage] : b;
-      }
-    }
-    out.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });
-  }
-  return out;
 }
 
 export interface Predictions {
