@@ -1,7 +1,8 @@
 /**
  * Compare with the asynchronous schedules: PipeDream and PipeDream-2BW run the measured steps as one stream (no flush
  * between them), simulated and measured over all of them beside the synchronous schedules' step; their makespan is
- * the stream's ÷ its steps, and the what-wins sweep takes them by their stream's steady step.
+ * the stream's ÷ its steps, and the what-wins sweep takes them by their stream's steady step. And DualPipe beside
+ * 1F1B: its step with the sum over its copies, which its compute makespan leaves out.
  */
 import { test, expect } from '@playwright/test';
 import { keepScreenshot } from './screens.ts';
@@ -52,5 +53,26 @@ test('Compare on replicas: PipeDream cannot run there, and its row says so besid
   await expect(page.getByTestId('compare-pipedream')).toContainText("dp = 2: pipedream updates each stage's weights after every backward");
   await expect(page.getByTestId('compare-row-pipedream-2bw')).not.toContainText('cannot run');
   await expect(page.getByTestId('compare-row-1f1b')).not.toContainText('cannot run');
+  expect(errors).toEqual([]);
+});
+
+test('Compare measures DualPipe beside 1F1B: the step with its copies’ sum stands beside the compute makespan', async ({ page }) => {
+  test.setTimeout(180_000);
+  const errors = watchErrors(page);
+  await page.goto('./?view=compare&compare.schedules=1f1b,dualpipe&compare.steps=2&hidden=16');
+  await page.waitForFunction(() => !!window.pipelab);
+  await page.getByRole('button', { name: '▶ Measure each' }).click();
+  const dual = page.getByTestId('compare-row-dualpipe');
+  const one = page.getByTestId('compare-row-1f1b');
+  await expect(page.getByTestId('step-dualpipe')).not.toHaveText('—', { timeout: 150_000 });
+  await expect(page.getByTestId('step-1f1b')).not.toHaveText('—', { timeout: 150_000 });
+  const figure = async (row: typeof dual, cell: number) => Number(/([\d.,]+) ms/.exec(await row.getByRole('cell').nth(cell).innerText())?.[1].replace(/,/g, ''));
+  // DualPipe's step ends with the sum of its copies' gradients, after its compute; 1F1B's has no collective to add.
+  expect(await figure(dual, 6)).toBeGreaterThan(await figure(dual, 5));
+  expect(await figure(one, 6)).toBe(await figure(one, 5));
+  await expect(page.getByTestId('compare-table')).toContainText('Step with collectives: the makespan and what follows the compute');
+  // The badge of DualPipe's panel says the same step.
+  const badge = await page.getByTestId('compare-dualpipe').getByText(/ms step with the copies’ sum/).first().innerText();
+  expect(Number(/([\d.,]+) ms step/.exec(badge)?.[1].replace(/,/g, ''))).toBeCloseTo(await figure(dual, 6), 0);
   expect(errors).toEqual([]);
 });

@@ -3,7 +3,7 @@
  * timelines stacked on one time scale and their numbers in one table.
  */
 import { useMemo, useState } from 'react';
-import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
+import { makespan, runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
 import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
 import { usePipeLab, type CompareMeasurement } from '../../state/store.ts';
@@ -16,16 +16,20 @@ import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
 import { WhatWinsPanel } from './WhatWinsPanel.tsx';
 
-/** The last measured step's figures, counted as its panel's badge counts them (compute only). */
-function lastStep(m: CompareMeasurement): { bubble: number; makespan: number } | null {
+/**
+ * The last measured step's figures, counted as its panel's badge counts them: compute only, and the whole step with
+ * its collectives (the replicas' all-reduce, tp's, DualPipe's sum over its copies) where it has any.
+ */
+function lastStep(m: CompareMeasurement): { bubble: number; makespan: number; withCollectives: number | null } | null {
   if (!m.timeline) return null;
   const st = timelineStats(computeOnly(m.timeline));
-  return { bubble: st.bubble, makespan: st.makespan };
+  const collectives = m.timeline.intervals.some((iv) => iv.op === 'collective');
+  return { bubble: st.bubble, makespan: st.makespan, withCollectives: collectives ? makespan(m.timeline) : null };
 }
 
-/** The last measured step's makespan; a stream's (one window of all its steps) ÷ its steps, to stand beside a step's. */
-function perStep(m: CompareMeasurement, name: RunScheduleName, steps: number): number | undefined {
-  const last = lastStep(m)?.makespan;
+/** A figure of the last measured step; a stream's (one window of all its steps) ÷ its steps, to stand beside a step's. */
+function perStep(m: CompareMeasurement, name: RunScheduleName, steps: number, key: 'makespan' | 'withCollectives' = 'makespan'): number | undefined {
+  const last = lastStep(m)?.[key] ?? undefined;
   return last === undefined ? undefined : runsAsStream(name) ? last / steps : last;
 }
 
@@ -64,6 +68,9 @@ export function CompareView() {
     return (t: Timeline | null) => (sameScale && t && maxEnd[t.unit] ? { t0: 0, t1: maxEnd[t.unit] } : undefined);
   }, [drawn, sameScale]);
 
+  // A column for the whole step once any measured step has collectives: the compute makespan alone would hide them
+  // (DualPipe's sum over its copies is its own; the replicas' all-reduce is every schedule's).
+  const anyCollectives = drawn.some(({ m }) => m?.status === 'done' && lastStep(m)?.withCollectives != null);
   const why = session === 'comparing' ? null : cannotMeasureReason();
   const canMeasure = why === null;
   const toggle = (n: RunScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
@@ -147,6 +154,11 @@ export function CompareView() {
                 <th scope="col" title="The most micro-batches' activations any rank holds at once">peak activations (micro-batches)</th>
                 <th scope="col">bubble, measured (last step)</th>
                 <th scope="col">makespan, ms (last step)</th>
+                {anyCollectives && (
+                  <th scope="col" title="The last step from its first action to its last collective's end: the compute, the replicas' all-reduce, tp's collectives and DualPipe's sum over its copies">
+                    step with collectives, ms
+                  </th>
+                )}
                 <th scope="col" title="What adds to the closed-form bubble: uneven stage costs, communication, ranks sharing one device (percentage points; see the Train view for the method)">
                   gap: stages · comm · shared device
                 </th>
@@ -170,6 +182,7 @@ export function CompareView() {
                     {ms(m ? perStep(m, e.name, e.config.steps) : null)}
                     {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> stream ÷ {e.config.steps}</span>}
                   </td>
+                  {anyCollectives && <td data-testid={`step-${e.name}`}>{ms(m?.status === 'done' ? (perStep(m, e.name, e.config.steps, 'withCollectives') ?? perStep(m, e.name, e.config.steps)) : null)}</td>}
                   <td data-testid={`gap-${e.name}`}>{m?.gap ? m.gap.steps.slice(1).map((g) => pp(g.adds)).join(' · ') : '—'}</td>
                   <td>{num(m?.samplesPerSecond, 0)}</td>
                   <td>{num(m?.finalLoss, 4)}</td>
@@ -179,6 +192,7 @@ export function CompareView() {
           </table>
           </div>
           <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.
+            {anyCollectives && ' Step with collectives: the makespan and what follows the compute (the replicas’ all-reduce, tp’s collectives, DualPipe’s sum of its two model copies’ gradients), as the timeline’s badge counts it.'}
             {anyStream &&
               ` PipeDream and PipeDream-2BW run the ${steps} measured step${steps === 1 ? '' : 's'} as one stream, with no flush between them: their bubble (simulated and measured) is the stream's, their makespan the stream's ÷ its steps; their updates read stale weights (PipeDream one version a micro-batch, 2BW one step behind), so their losses differ.`}
           </p>
