@@ -348,3 +348,29 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
     expect(errors).toEqual([]);
   });
 });
+
+test('a DualPipe run lists each model stage’s sum over its copies, measured beside simulated, and both timelines draw it', async ({ page }) => {
+  test.setTimeout(180_000);
+  const errors = watchErrors(page);
+  await page.setViewportSize({ width: 1440, height: 1000 });
+  await page.goto('./?ranks=4&microbatches=8&schedule=dualpipe&steps=4&evalEvery=0&hidden=16');
+  await expect(page.getByRole('status')).toContainText('Ready to train');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await waitForStatus(page, ['done', 'error']);
+  await expect(page.getByRole('status')).toContainText('Done: 4 steps');
+  // Rank r with rank 3 − r, one row per model stage, then the step with the sum and what it added.
+  await expect(page.getByTestId('copy-sum-stage')).toHaveCount(4);
+  await expect(page.getByTestId('copy-sum-stage').first()).toContainText('model stage 0, ranks 0 ↔ 3');
+  const figures = async (id: string) => (await page.getByTestId(id).getByRole('cell').allInnerTexts()).slice(0, 2).map((x) => Number(/([\d.,]+) ms/.exec(x)?.[1].replace(/,/g, '')));
+  const [stepMeasured, stepSimulated] = await figures('copy-sum-step');
+  const [addedMeasured, addedSimulated] = await figures('copy-sum-added');
+  for (const x of [stepMeasured, stepSimulated, addedMeasured, addedSimulated]) expect(x).toBeGreaterThan(0);
+  expect(addedSimulated).toBeLessThan(stepSimulated);
+  // Each timeline's badge counts the step with the copies' sum; the simulated one's is the table's simulated step.
+  const timeline = page.getByTestId('run-timeline');
+  await expect(timeline.getByText(/ms step with the copies’ sum/)).toBeVisible();
+  await page.getByRole('radio', { name: 'Simulated' }).check();
+  const badge = await timeline.getByText(/ms step with the copies’ sum/).innerText();
+  expect(Number(/([\d.,]+) ms step/.exec(badge)?.[1].replace(/,/g, ''))).toBeCloseTo(stepSimulated, 0);
+  expect(errors).toEqual([]);
+});

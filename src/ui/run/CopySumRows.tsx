@@ -14,6 +14,16 @@ import { bytes, ms } from '../timeline/format.ts';
 /** A figure and its unit kept on one line on a phone (the table wraps its cells there). */
 const whole = (x: string) => x.replace(/ /g, '\u00a0');
 
+/** The two step rows: measured beside simulated. */
+const TOTALS = {
+  stepMs: { label: 'Step with the copies’ sum, ms', title: "The whole step: compute, collectives and the copies' sum (the timeline's badge)" },
+  addedMs: {
+    label: 'Added by the copies’ sum, ms',
+    title:
+      "The step less the step without the copies' sum: the sums and each pair's wait for its later rank. Measured, it also holds what a rank does between its last action and the sum, which the simulator does not play (the ranks holding a last stage read the step's losses back first)",
+  },
+} as const;
+
 export function CopySumRows({ report }: { report: RunReport }) {
   const cs = report.copySum;
   if (!cs) return null;
@@ -35,18 +45,16 @@ export function CopySumRows({ report }: { report: RunReport }) {
           <td>—</td>
         </tr>
       ))}
-      <tr data-testid="copy-sum-step">
-        <th scope="row" title="The whole step: compute, collectives and the copies' sum (the timeline's badge)">Step with the copies’ sum, ms</th>
-        <td>{ms(cs.stepMs)}</td>
-        <td>{cs.simulated ? ms(cs.simulated.stepMs) : '—'}</td>
-        <td>—</td>
-      </tr>
-      <tr data-testid="copy-sum-added">
-        <th scope="row" title="The step less the step without the copies' sum: the sums and each pair's wait for its later rank. Measured, it also holds what a rank does between its last action and the sum, which the simulator does not play (the ranks holding a last stage read the step's losses back first)">Added by the copies’ sum, ms</th>
-        <td>{ms(cs.addedMs)}</td>
-        <td>{cs.simulated ? ms(cs.simulated.addedMs) : '—'}</td>
-        <td>—</td>
-      </tr>
+      {(['stepMs', 'addedMs'] as const).map((key) => (
+        <tr key={key} data-testid={key === 'stepMs' ? 'copy-sum-step' : 'copy-sum-added'}>
+          <th scope="row" title={TOTALS[key].title}>
+            {TOTALS[key].label}
+          </th>
+          <td>{ms(cs[key])}</td>
+          <td>{cs.simulated ? ms(cs.simulated[key]) : '—'}</td>
+          <td>—</td>
+        </tr>
+      ))}
     </>
   );
 }
