@@ -66,7 +66,7 @@ export function simulateAll(base: RunConfig, names: readonly RunScheduleName[], 
 
 function setMeasurement(name: string, m: Partial<CompareMeasurement>): void {
   usePipeLab.setState((s) => {
-    const prev: CompareMeasurement = s.compare[name] ?? { status: 'queued', timeline: null, makespanMs: null, bubble: null, samplesPerSecond: null, finalLoss: null, error: null };
+    const prev: CompareMeasurement = s.compare[name] ?? { status: 'queued', timeline: null, makespanMs: null, stepMs: null, bubble: null, samplesPerSecond: null, finalLoss: null, error: null };
     return { compare: { ...s.compare, [name]: { ...prev, ...m } } };
   });
 }
@@ -133,6 +133,8 @@ export async function measureAll(entries: readonly CompareSimulated[], steps: nu
       status: 'done',
       timeline: report.timeline,
       makespanMs: report.makespanMs.measured,
+      // The whole step: with the copies' sum (which the replicas' figures leave out), else with the all-reduce.
+      stepMs: report.copySum?.stepMs ?? report.allReduce?.stepMs ?? report.makespanMs.measured,
       bubble: report.bubble.measured,
       samplesPerSecond: report.samplesPerSecond,
       finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,

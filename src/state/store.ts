@@ -95,7 +95,10 @@ export interface BoundaryGrid {
 export interface CompareMeasurement {
   status: 'queued' | 'running' | 'done' | 'error';
   timeline: Timeline | null;
+  /** Mean compute makespan over the measured steps, ms. */
   makespanMs: number | null;
+  /** Mean step with what follows the compute (the replicas' all-reduce, DualPipe's sum over its copies), ms; the makespan where nothing does. */
+  stepMs: number | null;
   bubble: number | null;
   samplesPerSecond: number | null;
   finalLoss: number | null;

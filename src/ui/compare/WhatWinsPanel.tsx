@@ -75,15 +75,16 @@ function SweepPlot({ sweep, names, value, label, format, line, testId }: PlotPro
 }
 
 /**
- * The fastest measured schedule (mean step time over its measured steps; a stream's, its one window ÷ its `steps`),
- * or null before any measurement.
+ * The fastest measured schedule (mean step time over its measured steps, with what follows the compute: the replicas'
+ * all-reduce, DualPipe's sum over its copies; a stream's, its one window ÷ its `steps`), or null before any measurement.
  */
 function measuredWinner(measurements: Record<string, CompareMeasurement>, names: readonly RunScheduleName[], steps: number): { name: RunScheduleName; ms: number } | null {
   let best: { name: RunScheduleName; ms: number } | null = null;
   for (const n of names) {
     const m = measurements[n];
-    if (m?.status !== 'done' || m.makespanMs === null) continue;
-    const perStep = runsAsStream(n) ? m.makespanMs / steps : m.makespanMs;
+    const step = m?.status === 'done' ? (m.stepMs ?? m.makespanMs) : null;
+    if (step === null) continue;
+    const perStep = runsAsStream(n) ? step / steps : step;
     if (!best || perStep < best.ms) best = { name: n, ms: perStep };
   }
   return best;
