@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { simulate } from '../schedule/index.ts';
 import { generateSchedule } from '../schedule/registry.ts';
-import { sweepMicrobatches, sweepSentence, whatWins } from './what-wins.ts';
+import { measuredWinner, sweepMicrobatches, sweepSentence, whatWins } from './what-wins.ts';
 import { stageCut } from '../config/run-limits.ts';
 import { costModelOf } from '../plan/plan.ts';
 import { flopsProfile } from '../plan/flops-profile.ts';
@@ -78,5 +78,16 @@ describe('what wins here', () => {
     expect(small.points).toHaveLength(0);
     expect(small.skipped[0].why).toMatch(/m ≥ p/);
     expect(sweepSentence(s, (n) => n)).toMatch(/pipedream/);
+  });
+});
+
+describe('the measured winner', () => {
+  it('goes by the whole step: DualPipe’s shorter compute loses to 1F1B once its copies’ sum is counted; a stream by its window ÷ steps', () => {
+    const done = (makespanMs: number, stepMs: number) => ({ status: 'done', makespanMs, stepMs });
+    const m = { '1f1b': done(70, 70), dualpipe: done(60, 75), 'pipedream-2bw': done(3 * 72, 3 * 72), gpipe: { status: 'running', makespanMs: null, stepMs: null } };
+    expect(measuredWinner(m, ['1f1b', 'dualpipe', 'gpipe'], 3)).toEqual({ name: '1f1b', ms: 70 });
+    expect(measuredWinner(m, ['dualpipe', 'pipedream-2bw'], 3)).toEqual({ name: 'pipedream-2bw', ms: 72 });
+    expect(measuredWinner({ ...m, dualpipe: done(60, 65) }, ['1f1b', 'dualpipe'], 3)).toEqual({ name: 'dualpipe', ms: 65 });
+    expect(measuredWinner(m, ['gpipe'], 3)).toBeNull();
   });
 });

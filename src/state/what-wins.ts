@@ -100,3 +100,26 @@ export function sweepSentence(s: Sweep, label: (n: RunScheduleName) => string): 
   });
   return parts.length ? `Simulated with this model's costs: ${parts.join(', then ')}.` : 'No schedule could be simulated at these sizes.';
 }
+
+/** What measuredWinner reads of a Compare measurement (state/store.ts CompareMeasurement). */
+interface MeasuredStep {
+  status: string;
+  makespanMs: number | null;
+  stepMs: number | null;
+}
+
+/**
+ * The fastest measured schedule (mean step time over its measured steps, with what follows the compute: the replicas'
+ * all-reduce, DualPipe's sum over its copies; a stream's, its one window ÷ its `steps`), or null before any measurement.
+ */
+export function measuredWinner(measurements: Readonly<Record<string, MeasuredStep | undefined>>, names: readonly RunScheduleName[], steps: number): { name: RunScheduleName; ms: number } | null {
+  let best: { name: RunScheduleName; ms: number } | null = null;
+  for (const n of names) {
+    const m = measurements[n];
+    const step = m?.status === 'done' ? (m.stepMs ?? m.makespanMs) : null;
+    if (step === null) continue;
+    const perStep = runsAsStream(n) ? step / steps : step;
+    if (!best || perStep < best.ms) best = { name: n, ms: perStep };
+  }
+  return best;
+}

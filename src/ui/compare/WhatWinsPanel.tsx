@@ -9,9 +9,8 @@
  */
 import { useMemo, useState } from 'react';
 import { runsAsStream, type RunScheduleName } from '../../schedule/index.ts';
-import type { CompareMeasurement } from '../../state/store.ts';
 import { usePipeLab } from '../../state/store.ts';
-import { sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/what-wins.ts';
+import { measuredWinner, sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/what-wins.ts';
 import { NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { bytes, pct } from '../timeline/format.ts';
@@ -72,22 +71,6 @@ function SweepPlot({ sweep, names, value, label, format, line, testId }: PlotPro
       })}
     </svg>
   );
-}
-
-/**
- * The fastest measured schedule (mean step time over its measured steps, with what follows the compute: the replicas'
- * all-reduce, DualPipe's sum over its copies; a stream's, its one window ÷ its `steps`), or null before any measurement.
- */
-function measuredWinner(measurements: Record<string, CompareMeasurement>, names: readonly RunScheduleName[], steps: number): { name: RunScheduleName; ms: number } | null {
-  let best: { name: RunScheduleName; ms: number } | null = null;
-  for (const n of names) {
-    const m = measurements[n];
-    const step = m?.status === 'done' ? (m.stepMs ?? m.makespanMs) : null;
-    if (step === null) continue;
-    const perStep = runsAsStream(n) ? step / steps : step;
-    if (!best || perStep < best.ms) best = { name: n, ms: perStep };
-  }
-  return best;
 }
 
 /** `names`: the picked schedules; `steps`: Compare's measured steps (a stream runs them as one window). */
