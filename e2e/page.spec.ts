@@ -282,6 +282,12 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
     expect(mean(losses.slice(-4))).toBeLessThan(mean(losses.slice(0, 4)));
 
     await expect(page.getByRole('progressbar')).toHaveAttribute('aria-valuenow', '16');
+    // The step on the workers' clocks: the drawn step and, after it, the losses read back and the update.
+    const stepEnd = await page.getByTestId('step-end').getByRole('cell').first().innerText();
+    const [wall, after] = [...stepEnd.matchAll(/([\d.,]+)\s*ms/g)].map((x) => Number(x[1].replace(/,/g, '')));
+    expect(stepEnd).toContain('after the timeline');
+    expect(after).toBeGreaterThanOrEqual(0);
+    expect(after).toBeLessThan(wall);
     await expect(page.getByTestId('results').locator('canvas')).toBeVisible();
     await page.getByRole('radio', { name: 'Both' }).check();
     await expect(page.getByText(/simulated outlines scaled/)).toBeVisible();

@@ -8,6 +8,7 @@ import type { Timeline } from '../schedule/timeline.ts';
 import type { RankStartup } from './rank-host.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
 import type { CopySumFigures } from './report-copies.ts';
+import type { StepEndFigures } from './report-step-end.ts';
 import type { TpFigures } from './report-tp.ts';
 import type { RecoveryMode, RunConfig, RunScheduleName } from '../config/run-config.ts';
 
@@ -74,6 +75,8 @@ export interface RunReport {
   allReduce?: AllReduceFigures;
   /** A schedule with model copies (DualPipe): each model stage's sum over its copies and the step with it, measured and simulated (report-copies.ts). */
   copySum?: CopySumFigures;
+  /** The step on the workers' clocks and the part of it after the timeline's last interval: losses read back, the update (report-step-end.ts). */
+  stepEnd?: StepEndFigures;
   /** Tensor-parallel runs (tp > 1): the tp collectives per stage (per layer, bytes, time), their exposed share, the α–β fit of one exchange (report-tp.ts). */
   tensorParallel?: TpFigures;
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */

@@ -17,6 +17,7 @@ import type { RunConfig } from '../config/run-config.ts';
 import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
 import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.ts';
+import { stepEndFigures } from './report-step-end.ts';
 import { runTpMessages, tpFigures } from './report-tp.ts';
 
 export type { RunReport } from './report-types.ts';
@@ -238,6 +239,8 @@ export function buildReport(input: ReportInput): RunReport {
   // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike.
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.copySum?.before ?? sim.makespan, share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
+  const ends = stepEndFigures(measured);
+  if (ends) report.stepEnd = ends;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];

@@ -138,6 +138,21 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             <td>{simulated ? num(sps(makespanSimulated), 0) : '—'}</td>
             <td>—</td>
           </tr>
+          {report?.stepEnd && (
+            <tr data-testid="step-end">
+              <th
+                scope="row"
+                title="From the first worker's start to the last worker's end of its update: after its last action (and collectives) each worker reads the step's losses back (the ranks holding a last stage) and updates its weights, which the timeline does not draw; the simulator plays none of it"
+              >
+                {stream ? 'The stream on the workers’ clocks, ms' : 'Step on the workers’ clocks, ms (to the last update)'}
+              </th>
+              <td className="wrap">
+                {ms(report.stepEnd.wallMs)} <span className="muted">· +{ms(report.stepEnd.afterMs).replace(/ /g, '\u00a0')} after the timeline</span>
+              </td>
+              <td>—</td>
+              <td>—</td>
+            </tr>
+          )}
           {Array.from({ length: ranks }, (_, r) => (
             <tr key={r} className={r === 0 ? 'group-start' : ''}>
               <th scope="row">
