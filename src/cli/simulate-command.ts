@@ -55,7 +55,9 @@ export const SIMULATE_HELP = helpFor(
     'with pipedream-2bw (--steps S) each stage\'s all-reduce after each block of m backwards, in the stream.\n' +
     'With --tp, each stage runs on T tensor-parallel workers: every F and every B (or I) waits for its\n' +
     'layers\' tp all-reduces (α + (T−1)·bytes/β each), added to the op times --costs give per tp worker;\n' +
-    'the report adds their share of the step, and the trace dp × ranks × T lanes.',
+    'the report adds their share of the step, and the trace dp × ranks × T lanes.\n' +
+    'DualPipe (two model copies) then sums each stage\'s gradients over its copies, ranks r and p − 1 − r,\n' +
+    'a ring of 2 over the pipeline link (--latency, --bandwidth) on --grad-bytes (with --zero, the owned 1/dp).',
   FLAGS,
 );
 
