@@ -13,6 +13,7 @@ export const GLOSSARY: readonly { term: string; id: string; text: string }[] = [
   { id: 'replica', term: 'Replica (dp)', text: 'A whole copy of the pipeline working on its own slice of the batch (data parallelism). After the backward, each stage’s gradients are summed over the replicas by a ring all-reduce, so every copy takes the same update.' },
   { id: 'tp', term: 'Tensor parallel (tp)', text: 'Several workers sharing one stage’s layers, each holding a slice of every weight matrix (Megatron-LM). They exchange activations inside every block (a GPT block: two all-reduces forward, two backward).' },
   { id: 'zero', term: 'ZeRO 1 · 2 · 3', text: 'Sharding across replicas what each would otherwise hold whole: the optimizer state (1), the gradients too (2), the weights too (3, also called FSDP). Less memory per worker, more collectives.' },
+  { id: 'copies', term: 'Model copies (DualPipe)', text: 'DualPipe holds two copies of the model, fed from both ends: rank r holds stage r of one and stage p − 1 − r of the other. After the backward each stage’s gradients are summed with its other copy’s (ranks r and p − 1 − r, drawn amber), so both copies take the same update.' },
   { id: 'stream', term: 'Stream (PipeDream)', text: 'PipeDream and PipeDream-2BW never flush: a run’s steps × micro-batches flow as one stream, with the fill and drain paid once, at the cost of updates that read stale weights.' },
 ];
 
