@@ -236,8 +236,11 @@ export function buildReport(input: ReportInput): RunReport {
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
-  // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike.
-  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sim.copySum?.before ?? sim.makespan, share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
+  // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike; with ZeRO the
+  // sum runs between a stage's reduce-scatter and its shard's update (and all-gather), inside the measured step: the
+  // simulated one holds it too.
+  const sumInside = copies !== null && config.zero >= 1;
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sumInside ? sim.makespan : (sim.copySum?.before ?? sim.makespan), share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
   const ends = stepEndFigures(measured);
   if (ends) report.stepEnd = ends;

@@ -27,6 +27,10 @@ const TOTALS = {
 export function CopySumRows({ report }: { report: RunReport }) {
   const cs = report.copySum;
   if (!cs) return null;
+  // With ZeRO the sum runs between a stage's reduce-scatter and its shard's update: the step without it cannot be
+  // measured (the update and all-gather still follow), so what it adds is not shown; the replicas' step holds it.
+  const { zero, dp } = report.config;
+  const inside = zero >= 1 && dp > 1;
   return (
     <>
       {cs.perModelStage.map((x, j) => (
@@ -45,7 +49,7 @@ export function CopySumRows({ report }: { report: RunReport }) {
           <td>—</td>
         </tr>
       ))}
-      {(['stepMs', 'addedMs'] as const).map((key) => (
+      {(['stepMs', 'addedMs'] as const).filter((key) => key === 'stepMs' || !inside).map((key) => (
         <tr key={key} data-testid={key === 'stepMs' ? 'copy-sum-step' : 'copy-sum-added'}>
           <th scope="row" title={TOTALS[key].title}>
             {TOTALS[key].label}
@@ -55,6 +59,14 @@ export function CopySumRows({ report }: { report: RunReport }) {
           <td>—</td>
         </tr>
       ))}
+      {inside && (
+        <tr data-testid="copy-sum-inside">
+          <th scope="row" colSpan={4} className="muted">
+            With ZeRO-{zero} each owned chunk is summed between its reduce-scatter and its update, inside the step with the
+            replicas’ collectives above.
+          </th>
+        </tr>
+      )}
     </>
   );
 }
