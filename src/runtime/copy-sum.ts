@@ -71,7 +71,13 @@ export async function sumCopies(parts: CopySumParts, step: number, log: StepLog,
   const { be, rank, schedule, stages } = parts;
   // Both ends of a ring walk their stages in the same order: by model stage.
   const order = [...stages.keys()].sort((a, b) => modelStage(schedule, a) - modelStage(schedule, b) || a - b);
-  for (const stage of order) {
+  // Every stage's gradients read off the device at once (one wait for the queue, not one per stage), unless ZeRO's
+  // chunks are given; each ring then sums its vector, written back before the next ring, and one wait at the end.
+  const read = chunks ? null : Promise.all(order.map((stage) => readVector(be, (stages.get(stage) as UpdatableStage).params.map((p) => p.grad))));
+  // A failed read is the first ring's failure; the others' are not left unhandled.
+  read?.catch(() => {});
+  const t0 = epochMs();
+  for (const [i, stage] of order.entries()) {
     const st = stages.get(stage) as UpdatableStage;
     const ring = copyRing(schedule, stage);
     const j = modelStage(schedule, stage);
@@ -89,20 +95,20 @@ export async function sumCopies(parts: CopySumParts, step: number, log: StepLog,
       recvTimeoutMs: parts.recvTimeoutMs,
       what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
     });
-    // Drawn as one interval per stage (read-back, the ring of its copies, write-back), with the bytes this worker sent.
-    const t0 = epochMs();
+    // Drawn as one interval per stage, with the bytes this worker sent: the first from the read-back of them all, each
+    // to its ring's end and its write-back (the last's, to the device's end of the writes).
+    const start = i === 0 ? t0 : epochMs();
     const chunk = chunks?.get(stage);
     if (chunk) {
       await allReduce(link, chunk);
-      log.collective(stage, 'copy-sum', -1, t0, epochMs(), sentBytes(chunk, ring.size));
+      log.collective(stage, 'copy-sum', -1, start, epochMs(), sentBytes(chunk, ring.size));
       continue;
     }
-    const grads = st.params.map((p) => p.grad);
-    const x = await readVector(be, grads);
+    const x = (await (read as Promise<Vector[]>))[i];
     await allReduce(link, x);
-    writeVector(be, grads, x);
-    await be.sync();
-    log.collective(stage, 'copy-sum', -1, t0, epochMs(), sentBytes(x, ring.size));
+    writeVector(be, st.params.map((p) => p.grad), x);
+    if (i === order.length - 1) await be.sync();
+    log.collective(stage, 'copy-sum', -1, start, epochMs(), sentBytes(x, ring.size));
   }
 }
 
