@@ -6,10 +6,11 @@
  * (each measured interval spans the read-back, the ring and the write-back; a
  * member that started earlier also waits for the others, and the next ring
  * of a pair starts when both are free) and the members' wait for the last
- * one; and the step with it
- * beside the step without it, measured and simulated. The simulator is given
- * each model stage's own time and plays when each pair is free: the step's
- * end is the check, not the stage's time.
+ * one; and the step with it beside the step without it, measured and
+ * simulated. The simulator is given each model stage's own time and plays
+ * when each pair is free: the step's end is the check, not the stage's time.
+ * With ZeRO the sum runs before each chunk's update and all-gather, so the
+ * step without it is not measurable (addedMs is then ~0; the page omits it).
  */
 import { copiesOf, modelStage, stagesPerCopy } from '../schedule/copies.ts';
 import { makespan, type Timeline } from '../schedule/timeline.ts';

@@ -2,11 +2,11 @@
  * DualPipe's rows in the run's numbers (report-copies.ts): each model stage's
  * sum over its copies (the ranks of its ring, the bytes a member sent, the
  * ring's time from its last member's start to its last member's end, and the
- * members' wait for the last to start), then the step
- * with the sum and what the sum added to it, measured beside the simulator's,
- * which plays each ring at that measured time once both its ranks are done
- * (schedule/simulate-copies.ts): the steps agree when the pairs wait as the
- * simulator says.
+ * members' wait for the last to start), then the step with the sum and what
+ * the sum added to it (not with ZeRO, where it runs inside the replicas'
+ * collectives), measured beside the simulator's, which plays each ring at that
+ * measured time once both its ranks are done (schedule/simulate-copies.ts):
+ * the steps agree when the pairs wait as the simulator says.
  */
 import type { RunReport } from '../../runtime/report-types.ts';
 import { bytes, ms } from '../timeline/format.ts';
