@@ -39,7 +39,7 @@ function CandidatesTable({ plan }: { plan: MeshPlan }) {
             <th scope="col">memory saving</th>
             <th scope="col">step (ms)</th>
             <th scope="col">bubble</th>
-            <th scope="col">all-reduce share</th>
+            <th scope="col" title="The step's part after the compute: the all-reduce not hidden behind it (with DualPipe, its copies' gradient sum too)">all-reduce share</th>
             <th scope="col">GB / device</th>
             <th scope="col">MFU</th>
           </tr>
