@@ -25,6 +25,11 @@ export interface CopySumFigures {
   stepMs: number;
   /** Mean of what the sum adds to the step (the step less the step without it), ms. */
   addedMs: number;
+  /**
+   * With ZeRO the sum runs between each chunk's reduce-scatter and its update (and all-gather): inside the replicas'
+   * step, which then holds it, measured and simulated; addedMs cannot be measured (the page leaves it out).
+   */
+  insideReplicas: boolean;
   /** The simulator's, with each model stage's `ownMs` (report.ts). */
   simulated?: { stepMs: number; addedMs: number };
 }
@@ -33,8 +38,8 @@ function mean(xs: readonly number[]): number {
   return xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
 }
 
-/** The figures over `timelines` (the measured steps), or null for a schedule with one copy or a run that summed none. */
-export function copySumFigures(timelines: readonly Timeline[], schedule: Pick<Schedule, 'stages' | 'ranks' | 'microbatches' | 'copies' | 'stageToRank'>): CopySumFigures | null {
+/** The figures over `timelines` (the measured steps), or null for a schedule with one copy or a run that summed none; `zero`: the run's ZeRO stage. */
+export function copySumFigures(timelines: readonly Timeline[], schedule: Pick<Schedule, 'stages' | 'ranks' | 'microbatches' | 'copies' | 'stageToRank'>, zero = 0): CopySumFigures | null {
   const copies = copiesOf(schedule);
   if (copies === 1 || !timelines.some((t) => t.intervals.some((iv) => iv.coll === 'copy-sum'))) return null;
   const k = stagesPerCopy(schedule);
@@ -73,6 +78,7 @@ export function copySumFigures(timelines: readonly Timeline[], schedule: Pick<Sc
     }),
     stepMs: mean(steps),
     addedMs: mean(added),
+    insideReplicas: zero >= 1,
   };
 }
 

@@ -180,7 +180,7 @@ export function buildReport(input: ReportInput): RunReport {
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream, config.zero >= 2);
   const tpFit = tp?.figures.fit;
   // DualPipe: each model stage's sum over its copies at its measured own time, played when both ranks are done (simulate-copies.ts).
-  const copies = copySumFigures(measured.map((r) => r.timeline), schedule);
+  const copies = copySumFigures(measured.map((r) => r.timeline), schedule, config.zero);
   const dpCosts = collectives && config.dp > 1
     ? plan.windows.stream
       ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
@@ -237,10 +237,8 @@ export function buildReport(input: ReportInput): RunReport {
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
   // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike; with ZeRO the
-  // sum runs between a stage's reduce-scatter and its shard's update (and all-gather), inside the measured step: the
-  // simulated one holds it too.
-  const sumInside = copies !== null && config.zero >= 1;
-  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: sumInside ? sim.makespan : (sim.copySum?.before ?? sim.makespan), share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
+  // sum runs inside the measured step (report-copies.ts insideReplicas): the simulated one holds it too.
+  if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: copies?.insideReplicas ? sim.makespan : (sim.copySum?.before ?? sim.makespan), share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
   const ends = stepEndFigures(measured);
   if (ends) report.stepEnd = ends;

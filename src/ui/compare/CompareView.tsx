@@ -28,9 +28,8 @@ function lastStep(m: CompareMeasurement): { bubble: number; makespan: number; wi
 }
 
 /** A figure of the last measured step; a stream's (one window of all its steps) ÷ its steps, to stand beside a step's. */
-function perStep(m: CompareMeasurement, name: RunScheduleName, steps: number, key: 'makespan' | 'withCollectives' = 'makespan'): number | undefined {
-  const last = lastStep(m)?.[key] ?? undefined;
-  return last === undefined ? undefined : runsAsStream(name) ? last / steps : last;
+function perStep(figure: number | null | undefined, name: RunScheduleName, steps: number): number | undefined {
+  return figure == null ? undefined : runsAsStream(name) ? figure / steps : figure;
 }
 
 export function CompareView() {
@@ -55,7 +54,9 @@ export function CompareView() {
     const measured = m?.timeline ?? null;
     const simulated = e.prediction?.result.timeline ?? null;
     const primary: Timeline | null = measured && mode !== 'simulated' ? measured : simulated;
-    return { e, m, measured, simulated, primary };
+    // The last measured step's figures, once per row.
+    const last = m?.status === 'done' ? lastStep(m) : null;
+    return { e, m, last, measured, simulated, primary };
   });
   const extentFor = useMemo(() => {
     const maxEnd: Record<string, number> = {};
@@ -70,7 +71,7 @@ export function CompareView() {
 
   // A column for the whole step once any measured step has collectives: the compute makespan alone would hide them
   // (DualPipe's sum over its copies is its own; the replicas' all-reduce is every schedule's).
-  const anyCollectives = drawn.some(({ m }) => m?.status === 'done' && lastStep(m)?.withCollectives != null);
+  const anyCollectives = drawn.some(({ last }) => last?.withCollectives != null);
   const why = session === 'comparing' ? null : cannotMeasureReason();
   const canMeasure = why === null;
   const toggle = (n: RunScheduleName, on: boolean) => setCp({ schedules: on ? COMPARE_SCHEDULES.filter((x) => x === n || picked.includes(x)) : picked.filter((x) => x !== n) });
@@ -167,7 +168,7 @@ export function CompareView() {
               </tr>
             </thead>
             <tbody>
-              {drawn.map(({ e, m }) => (
+              {drawn.map(({ e, m, last }) => (
                 <tr key={e.name} data-testid={`compare-row-${e.name}`}>
                   <th scope="row">{SCHEDULE_LABELS[e.name]}</th>
                   <td>{e.config.virtual}</td>
@@ -175,14 +176,14 @@ export function CompareView() {
                   <td>{pct(e.prediction?.closed?.bubble)}</td>
                   <td>{e.prediction ? Math.max(...e.prediction.result.memory.map((x) => x.peakMicrobatches)) : '—'}</td>
                   <td>
-                    {m?.status === 'done' ? pct(lastStep(m)?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : e.problem ? <span title={e.problem}>cannot run: see its timeline</span> : '—'}
+                    {m?.status === 'done' ? pct(last?.bubble) : m?.status === 'running' ? 'running…' : m?.status === 'queued' ? 'queued' : m?.status === 'error' ? 'failed' : e.problem ? <span title={e.problem}>cannot run: see its timeline</span> : '—'}
                     {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> the stream</span>}
                   </td>
                   <td>
-                    {ms(m ? perStep(m, e.name, e.config.steps) : null)}
+                    {ms(perStep(last?.makespan, e.name, e.config.steps))}
                     {m?.status === 'done' && runsAsStream(e.name) && <span className="formula"> stream ÷ {e.config.steps}</span>}
                   </td>
-                  {anyCollectives && <td data-testid={`step-${e.name}`}>{ms(m?.status === 'done' ? (perStep(m, e.name, e.config.steps, 'withCollectives') ?? perStep(m, e.name, e.config.steps)) : null)}</td>}
+                  {anyCollectives && <td data-testid={`step-${e.name}`}>{ms(perStep(last?.withCollectives ?? last?.makespan, e.name, e.config.steps))}</td>}
                   <td data-testid={`gap-${e.name}`}>{m?.gap ? m.gap.steps.slice(1).map((g) => pp(g.adds)).join(' · ') : '—'}</td>
                   <td>{num(m?.samplesPerSecond, 0)}</td>
                   <td>{num(m?.finalLoss, 4)}</td>

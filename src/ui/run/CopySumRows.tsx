@@ -9,10 +9,7 @@
  * the steps agree when the pairs wait as the simulator says.
  */
 import type { RunReport } from '../../runtime/report-types.ts';
-import { bytes, ms } from '../timeline/format.ts';
-
-/** A figure and its unit kept on one line on a phone (the table wraps its cells there). */
-const whole = (x: string) => x.replace(/ /g, '\u00a0');
+import { bytes, ms, whole } from '../timeline/format.ts';
 
 /** The two step rows: measured beside simulated. */
 const TOTALS = {
@@ -29,8 +26,8 @@ export function CopySumRows({ report }: { report: RunReport }) {
   if (!cs) return null;
   // With ZeRO the sum runs between a stage's reduce-scatter and its shard's update: the step without it cannot be
   // measured (the update and all-gather still follow), so what it adds is not shown; the replicas' step holds it.
-  const { zero, dp } = report.config;
-  const inside = zero >= 1 && dp > 1;
+  const inside = cs.insideReplicas;
+  const { zero } = report.config;
   return (
     <>
       {cs.perModelStage.map((x, j) => (

@@ -16,7 +16,7 @@ import { AllReduceRows } from './AllReduceRows.tsx';
 import { TpRows } from './TpRows.tsx';
 import { CopySumRows } from './CopySumRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
-import { bytes, ms, num, pct } from '../timeline/format.ts';
+import { bytes, ms, num, pct, whole } from '../timeline/format.ts';
 
 export interface RunNumbersProps {
   config: RunConfig;
@@ -147,7 +147,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
                 {stream ? 'The stream on the workers’ clocks, ms' : 'Step on the workers’ clocks, ms (to the last update)'}
               </th>
               <td className="wrap">
-                {ms(report.stepEnd.wallMs)} <span className="muted">· +{ms(report.stepEnd.afterMs).replace(/ /g, '\u00a0')} after the timeline</span>
+                {ms(report.stepEnd.wallMs)} <span className="muted">· +{whole(ms(report.stepEnd.afterMs))} after the timeline</span>
               </td>
               <td>—</td>
               <td>—</td>

@@ -38,3 +38,8 @@ export function duration(msLeft: number | null): string {
   const m = Math.floor(s / 60);
   return `${m} min ${String(s % 60).padStart(2, '0')} s`;
 }
+
+/** A figure and its unit kept on one line where a table wraps its cells (a phone). */
+export function whole(x: string): string {
+  return x.replace(/ /g, '\u00a0');
+}
