@@ -288,6 +288,12 @@ test.describe.serial('a run of 4 stages × 8 micro-batches', () => {
     expect(stepEnd).toContain('after the timeline');
     expect(after).toBeGreaterThanOrEqual(0);
     expect(after).toBeLessThan(wall);
+    // Simulated: each rank's measured time after its last action, played after its simulated last action.
+    const simEnd = await page.getByTestId('step-end-simulated').innerText();
+    const [simWall, simAfter] = [...simEnd.matchAll(/([\d.,]+)\s*ms/g)].map((x) => Number(x[1].replace(/,/g, '')));
+    expect(simWall).toBeGreaterThan(0);
+    expect(simAfter).toBeGreaterThan(0);
+    expect(simAfter).toBeLessThan(simWall);
     await expect(page.getByTestId('results').locator('canvas')).toBeVisible();
     await page.getByRole('radio', { name: 'Both' }).check();
     await expect(page.getByText(/simulated outlines scaled/)).toBeVisible();

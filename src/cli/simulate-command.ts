@@ -35,6 +35,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'grad-bytes', value: 'BYTES', help: 'bytes of each stage\'s gradients, one number for every stage or a comma-separated list (default 0)' },
   { name: 'allreduce-latency', value: 'T', help: 'ring all-reduce: time of one chunk exchange before its bytes (α, default 0)' },
   { name: 'allreduce-bandwidth', value: 'BYTES', help: 'ring all-reduce: bytes per time unit on one link (β, default inf: free)' },
+  { name: 'step-end', value: 'T', help: "each rank's end of step after its last action, collectives and copies' sum (the losses read back, the update): one time for every rank or a comma-separated list, one per rank; adds the step on the workers' clocks (not drawn)" },
   { name: 'no-overlap', boolean: true, help: 'start every all-reduce only after the last compute of the step (default: each stage as soon as its last backward ends); with --zero 2 or 3, wait for each reduce-scatter' },
   ...MESH_FLAGS,
   { name: 'trace', value: 'FILE', help: 'also write the timeline as Chrome trace JSON (Perfetto, chrome://tracing)' },
@@ -57,7 +58,8 @@ export const SIMULATE_HELP = helpFor(
     'layers\' tp all-reduces (α + (T−1)·bytes/β each), added to the op times --costs give per tp worker;\n' +
     'the report adds their share of the step, and the trace dp × ranks × T lanes.\n' +
     'DualPipe (two model copies) then sums each stage\'s gradients over its copies, ranks r and p − 1 − r,\n' +
-    'a ring of 2 over the pipeline link (--latency, --bandwidth) on --grad-bytes (with --zero, the owned 1/dp).',
+    'a ring of 2 over the pipeline link (--latency, --bandwidth) on --grad-bytes (with --zero, the owned 1/dp).\n' +
+    'With --step-end, each rank then reads the losses back and updates (not drawn): the step on the workers\' clocks.',
   FLAGS,
 );
 
@@ -76,15 +78,20 @@ export function parseCosts(raw: string): Partial<Record<Op, number>> {
   return out;
 }
 
+/** A flag giving one number ≥ 0 for every stage (or rank), or a comma-separated list of one per stage (or rank). */
+function parsePerList(flag: string, raw: string, count: number, each: string, what: string): number | number[] {
+  const parts = raw.split(',').map((x) => x.trim());
+  const rule = `must be ${each} ≥ 0 for every ${what}, or a comma-separated list of ${count} (one per ${what})`;
+  const nums = parts.map((x) => (/^[0-9]*\.?[0-9]+(?:e[+-]?\d+)?$/i.test(x) ? Number(x) : NaN));
+  if (nums.some((x) => !Number.isFinite(x))) throw new UsageError(flag, raw, rule);
+  if (nums.length === 1) return nums[0];
+  if (nums.length !== count) throw new UsageError(flag, raw, `gives ${nums.length} numbers; ${rule}`);
+  return nums;
+}
+
 /** `--grad-bytes`: one number for every stage, or one per stage. */
 export function parseGradBytes(raw: string, stages: number): number | number[] {
-  const parts = raw.split(',').map((x) => x.trim());
-  const rule = `must be a number of bytes ≥ 0 for every stage, or a comma-separated list of ${stages} (one per stage)`;
-  const nums = parts.map((x) => (/^[0-9]*\.?[0-9]+(?:e[+-]?\d+)?$/i.test(x) ? Number(x) : NaN));
-  if (nums.some((x) => !Number.isFinite(x))) throw new UsageError('--grad-bytes', raw, rule);
-  if (nums.length === 1) return nums[0];
-  if (nums.length !== stages) throw new UsageError('--grad-bytes', raw, `gives ${nums.length} numbers; ${rule}`);
-  return nums;
+  return parsePerList('--grad-bytes', raw, stages, 'a number of bytes', 'stage');
 }
 
 function pick(a: ParsedArgs, io: CliIo): PickedSchedule | { invalid: string } {
@@ -152,6 +159,8 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const costs: CostModel = { ...opCosts, latency, bandwidth, activationBytes: bytes, lanes };
   if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf), ...(streamBlock !== undefined ? { every: streamBlock } : {}) } });
   costs.tp = tpCosts(mf, s.stages);
+  const stepEndRaw = stringFlag(a, 'step-end');
+  if (stepEndRaw !== undefined) costs.stepEnd = parsePerList('--step-end', stepEndRaw, s.ranks, 'a time', 'rank');
   const r = simulate(s, costs);
   if (!Number.isFinite(r.makespan)) throw overflowFlag(a);
   // r.busy and r.idle list every pipeline worker, replica by replica (dp × ranks; a tp group's t workers share one entry): replica 0's ranks come first.
@@ -188,6 +197,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
         : {}),
       ...(r.tp ? { tensorParallel: tpJson(mf, r, tpClosedForm) } : {}),
       ...(r.copySum ? { copySum: r.copySum } : {}),
+      ...(r.stepEnd ? { stepEnd: r.stepEnd } : {}),
     };
     io.out(JSON.stringify(out, null, 2) + '\n');
     return EXIT_OK;
@@ -215,6 +225,12 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     const times = [...new Set(r.copySum.time.slice(0, s.stages / r.copySum.copies).map((t) => fmt(t)))];
     lines.push(
       `copies     each model stage's gradients summed over its ${r.copySum.copies} copies after the step (a ring over the pipeline link between the ranks holding them, r ↔ ${s.ranks - 1} − r${mf.zero >= 1 && dp > 1 ? `; ZeRO-${mf.zero}: the owned 1/${dp}` : ''}): ${times.join(', ')} per model stage; adds ${fmt(r.makespan - r.copySum.before)}`,
+    );
+  }
+  if (r.stepEnd) {
+    const times = [...new Set(r.stepEnd.time.map((t) => fmt(t)))];
+    lines.push(
+      `step end   each rank's losses read and update after its last action${r.dp || r.copySum ? ', collectives' : ''}${r.copySum ? " and copies' sum" : ''} (not drawn): ${times.join(', ')}${times.length > 1 ? ' per rank' : ''}; the ${streamSteps !== undefined ? 'stream' : 'step'} on the workers' clocks ${fmt(r.stepEnd.step)} (+${fmt(Math.max(0, r.stepEnd.step - r.makespan))} after the makespan)`,
     );
   }
   lines.push(...meshLines(s, mf, r, tpClosedForm), '');

@@ -45,6 +45,24 @@ describe('pipelab simulate --dp', () => {
     expect(run('simulate', '--schedule', 'dualpipe', '--ranks', '4', '--microbatches', '8', '--latency', '0.25').out).toContain("(the step: compute 26.7500 + copies' sum 1)");
   });
 
+  it('--step-end: each rank reads its losses and updates after its last action, collectives and copies’ sum (by hand)', () => {
+    // 1F1B, 2 ranks × 2 micro-batches: rank 0 free at 9, rank 1 at 7; ends 1 and 3: both at 10.
+    const t = run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--step-end', '1,3').out;
+    expect(t).toContain('makespan   9\n');
+    expect(t).toContain("step end   each rank's losses read and update after its last action (not drawn): 1, 3 per rank; the step on the workers' clocks 10 (+1 after the makespan)");
+    // DualPipe (the copies' sum of the case above): every rank free when the step ends, 0.5 more.
+    const args = ['simulate', '--schedule', 'dualpipe', '--ranks', '4', '--microbatches', '8', '--dp', '2', '--grad-bytes', '1000', '--bandwidth', '500', '--allreduce-bandwidth', '1000', '--zero', '1', '--step-end', '0.5'];
+    const j = JSON.parse(run(...args, '--json').out);
+    expect(j.stepEnd.time).toEqual([0.5, 0.5, 0.5, 0.5]);
+    expect(j.stepEnd.step).toBeCloseTo(j.makespan + 0.5, 12);
+    expect(run(...args).out).toContain("after its last action, collectives and copies' sum (not drawn): 0.5000; the step on the workers' clocks 28.5000 (+0.5000 after the makespan)");
+    for (const [raw, rule] of [['1,2,3', 'gives 3 numbers; must be a time ≥ 0 for every rank, or a comma-separated list of 2'], ['x', 'must be a time ≥ 0 for every rank']]) {
+      const r = run('simulate', '--schedule', '1f1b', '--ranks', '2', '--microbatches', '2', '--step-end', raw);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`--step-end = "${raw}": ${rule}`);
+    }
+  });
+
   it('takes one gradient size per stage', () => {
     const j = JSON.parse(run('simulate', '--schedule', 'gpipe', '--ranks', '2', '--microbatches', '2', '--dp', '2', '--grad-bytes', '0,40', '--allreduce-bandwidth', '10', '--json').out);
     expect(j.dataParallel.allReduceTime).toEqual([0, 4]);

@@ -7,6 +7,9 @@
  * first worker's start to the last worker's end of its update), the part of it
  * after the timeline's last interval, and the longest update (rank-executor.ts
  * optimizerMs: the flush's end of step, its waits for the collectives included).
+ * And per pipeline rank, the time after its last drawn action, collective or
+ * copies' sum (the slowest of its workers), which the simulator plays
+ * (costs.stepEnd, schedule/simulate-step-end.ts): `simulated` is that play.
  */
 import type { Timeline } from '../schedule/timeline.ts';
 import type { StepResult } from './rank-executor.ts';
@@ -18,9 +21,20 @@ export interface StepEndFigures {
   afterMs: number;
   /** Mean of the step's longest end of step on one worker (update and its waits), ms. */
   updateMs: number;
+  /** Per pipeline rank, the mean of its slowest worker's time from its last drawn action or collective to its step's end, ms. */
+  tailMs: number[];
+  /** The simulator's step with each rank's tail played after its last action or collective (the report sets it). */
+  simulated?: { wallMs: number; afterMs: number };
 }
 
-type Ends = Pick<StepResult, 'stepStart' | 'stepEnd' | 'optimizerMs'>;
+type Ends = Pick<StepResult, 'rank' | 'intervals' | 'stepStart' | 'stepEnd' | 'optimizerMs'>;
+
+/** A worker's time after its last drawn interval (messages in flight aside), on its own clock. */
+function tailOf(r: Ends): number {
+  let last = r.stepStart;
+  for (const iv of r.intervals) if (iv.op !== 'comm' && iv.end > last) last = iv.end;
+  return Math.max(0, r.stepEnd - last);
+}
 
 function mean(xs: readonly number[]): number {
   return xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
@@ -32,7 +46,12 @@ export function stepEndFigures(steps: readonly { timeline: Timeline; results: re
   const wall: number[] = [];
   const after: number[] = [];
   const update: number[] = [];
+  const ranks = steps[0].timeline.ranks;
+  const tails: number[][] = Array.from({ length: ranks }, () => []);
   for (const { timeline, results } of steps) {
+    const slowest = new Array<number>(ranks).fill(-1);
+    for (const r of results) if (r.rank < ranks) slowest[r.rank] = Math.max(slowest[r.rank], tailOf(r));
+    slowest.forEach((t, rank) => t >= 0 && tails[rank].push(t));
     if (results.length === 0) continue;
     const t0 = Math.min(...results.map((r) => r.stepStart));
     const w = Math.max(...results.map((r) => r.stepEnd)) - t0;
@@ -43,5 +62,5 @@ export function stepEndFigures(steps: readonly { timeline: Timeline; results: re
     update.push(Math.max(...results.map((r) => r.optimizerMs)));
   }
   if (wall.length === 0) return null;
-  return { wallMs: mean(wall), afterMs: mean(after), updateMs: mean(update) };
+  return { wallMs: mean(wall), afterMs: mean(after), updateMs: mean(update), tailMs: tails.map(mean) };
 }

@@ -186,6 +186,8 @@ export function buildReport(input: ReportInput): RunReport {
       ? shardedCosts(collectives, measured.map((r) => r.timeline), config, config.microbatches)
       : config.zero <= 1 ? meshCosts(collectives, config) : shardedCosts(collectives, measured.map((r) => r.timeline), config)
     : {};
+  // Each rank's end of step after its last drawn action (the losses read, the update), played after it (simulate-step-end.ts).
+  const ends = stepEndFigures(measured);
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
     ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan) } } : {}),
@@ -193,6 +195,7 @@ export function buildReport(input: ReportInput): RunReport {
     // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
     ...dpCosts,
     ...(copies ? { copySum: copySumCosts(copies, schedule.stages) } : {}),
+    ...(ends ? { stepEnd: ends.tailMs } : {}),
   });
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
@@ -240,8 +243,7 @@ export function buildReport(input: ReportInput): RunReport {
   // sum runs inside the measured step (report-copies.ts insideReplicas): the simulated one holds it too.
   if (collectives) report.allReduce = sim.dp ? { ...collectives, simulated: { stepMs: copies?.insideReplicas ? sim.makespan : (sim.copySum?.before ?? sim.makespan), share: sim.dp.allReduceShare, perStageMs: simulatedPerStage(sim.dp.allReduceTime, plan, dpCosts.allReduce) } } : collectives;
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
-  const ends = stepEndFigures(measured);
-  if (ends) report.stepEnd = ends;
+  if (ends) report.stepEnd = sim.stepEnd ? { ...ends, simulated: { wallMs: sim.stepEnd.step, afterMs: Math.max(0, sim.stepEnd.step - sim.makespan) } } : ends;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   const reads = input.stateReadMs ?? [];

@@ -53,4 +53,10 @@ export interface CostModel {
    * pipeline link between the copies' ranks (latency, bandwidth) on the stage's gradient bytes.
    */
   copySum?: PerStage;
+  /**
+   * Each pipeline rank's end of step after its last action, collectives and copies' sum: the step's losses read back,
+   * the update, the wait for the device (simulate-step-end.ts), one number for every rank or a list; not drawn, the
+   * makespan stays the drawn step's; the result's `stepEnd` is the step on the workers' clocks. Default: not played.
+   */
+  stepEnd?: number | readonly number[];
 }

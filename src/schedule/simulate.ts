@@ -37,6 +37,10 @@
  * the α–β ring over the pipeline link on `gradBytes`), drawn as 'copy-sum'
  * collectives; `copySum` in the result, its `before` the step without it.
  *
+ * The step's end (simulate-step-end.ts). With `stepEnd`, each rank then reads
+ * the losses back and updates (not drawn); `stepEnd` in the result, its `step`
+ * the step on the workers' clocks.
+ *
  * Tensor parallelism (tp-cost.ts). `tp` adds each action's collectives to its
  * time; the timeline then has dp × ranks × t lanes, each action's collectives
  * drawn inside it (simulate-tp.ts), and the result carries their share.
@@ -62,6 +66,7 @@ import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
 import { withTpLanes } from './simulate-tp.ts';
 import { copySumIntervals, copySumTimes, playCopySum, type CopySumPlay } from './simulate-copies.ts';
+import { playStepEnd, stepEndTimes, type StepEndPlay } from './simulate-step-end.ts';
 import { validateAndPlay } from './validate.ts';
 import { peakMemory, type RankMemory } from './peak-memory.ts';
 import type { CostModel, PerLink, PerStage } from './cost-model.ts';
@@ -99,6 +104,8 @@ export interface SimulationResult {
   tp?: TensorParallelStep;
   /** A schedule with model copies (DualPipe): each stage's sum over its copies after the step (simulate-copies.ts), present when it takes time. */
   copySum?: CopySumPlay;
+  /** Each rank's end of step after everything drawn (costs.stepEnd: the losses read back, the update), present when given. */
+  stepEnd?: StepEndPlay;
 }
 
 export interface TensorParallelStep {
@@ -216,6 +223,7 @@ export function linkDelayOf(c: ResolvedCosts): (from: number, to: number, bounda
 export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   const c = resolveCosts(costs, s.stages);
   const m = resolveMesh(costs, s.stages);
+  const ends = stepEndTimes(s.ranks, costs);
   const transfers: Interval[] = [];
   const duration = (a: Action) => c.op[a.op][a.stage];
   const linkDelay = linkDelayOf(c);
@@ -283,6 +291,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   };
   const r = out();
   withCopySum(s, costs, m, r);
+  if (ends) r.stepEnd = playStepEnd(r.timeline, ends);
   if (costs.tp) {
     r.tp = tpStep(s, costs.tp, r.makespan);
     r.timeline = withTpLanes(r.timeline, costs.tp, c.op);

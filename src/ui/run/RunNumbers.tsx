@@ -142,14 +142,22 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             <tr data-testid="step-end">
               <th
                 scope="row"
-                title="From the first worker's start to the last worker's end of its update: after its last action (and collectives) each worker reads the step's losses back (the ranks holding a last stage) and updates its weights, which the timeline does not draw; the simulator plays none of it"
+                title="From the first worker's start to the last worker's end of its update: after its last action (and collectives) each worker reads the step's losses back (the ranks holding a last stage) and updates its weights, which the timeline does not draw. Simulated: each rank's measured time after its last action or collective, played after its simulated last one"
               >
                 {stream ? 'The stream on the workers’ clocks, ms' : 'Step on the workers’ clocks, ms (to the last update)'}
               </th>
               <td className="wrap">
                 {ms(report.stepEnd.wallMs)} <span className="muted">· +{whole(ms(report.stepEnd.afterMs))} after the timeline</span>
               </td>
-              <td>—</td>
+              <td className="wrap" data-testid="step-end-simulated">
+                {report.stepEnd.simulated ? (
+                  <>
+                    {ms(report.stepEnd.simulated.wallMs)} <span className="muted">· +{whole(ms(report.stepEnd.simulated.afterMs))}</span>
+                  </>
+                ) : (
+                  '—'
+                )}
+              </td>
               <td>—</td>
             </tr>
           )}
@@ -197,7 +205,8 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
             ? 'Measured: the step drawn above. '
             : ''}
         Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
-        {report ? ' and the measured time per message' : ', links free'}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
+        {report ? ' and the measured time per message' : ', links free'}
+        {report?.stepEnd?.simulated ? ', each rank’s end of step (losses read, update) at its measured time after its last action' : ''}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
         rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once{report ? '; bytes: the largest stash measured' : ''}.
       </p>
       {report && <StartLine report={report} />}
