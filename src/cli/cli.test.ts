@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fromCsv, generateSchedule, RUN_SCHEDULE_NAMES, toCsv, validateSchedule } from '../schedule/index.ts';
+import { fromCsv, generateSchedule, generateWindow, RUN_SCHEDULE_NAMES, toCsv, validateSchedule } from '../schedule/index.ts';
 import { readSafetensors } from '../util/safetensors.ts';
 import { run, spawn } from './cli-test-support.ts';
 
@@ -133,6 +133,40 @@ describe('pipelab (in process)', () => {
     expect(order.out).toBe('pipedream: 2 ranks × 1 stage per rank = 2 stages, 4 micro-batches, 16 actions\nrank 0 (stage 0): 0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3\nrank 1 (stage 1): 1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3\n');
   });
 
+  it('simulate --file --steps S reads a PipeDream-2BW CSV as its stream: with --dp, an all-reduce per block, as the generated one', () => {
+    const file = join(dir, '2bw-stream.csv');
+    writeFileSync(file, toCsv(generateWindow('pipedream-2bw', 2, 2, 3)));
+    const mesh = ['--dp', '2', '--grad-bytes', '100', '--allreduce-bandwidth', '10'];
+    const fromFile = JSON.parse(run('simulate', '--file', file, '--steps', '3', ...mesh, '--json').out);
+    const generated = JSON.parse(run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '2', '--microbatches', '2', '--steps', '3', ...mesh, '--json').out);
+    expect(fromFile.makespan).toBe(generated.makespan);
+    expect(fromFile.dataParallel).toEqual(generated.dataParallel);
+    expect(fromFile.bubble).toEqual(generated.bubble);
+    expect(fromFile.schedule.stream).toEqual({ steps: 3, microbatchesPerStep: 2 });
+    // 3(S·m + p − 1) + S·A with A = 2 · (50 / 10) = 10: 3 · 7 + 30 = 51.
+    expect(run('simulate', '--file', file, '--steps', '3', ...mesh).out).toContain('closed form stream 51 = 3(S·m+p−1) + S·A, S = 3 (A = 10 per stage and block)');
+    // Without --steps the file is one step of 6 micro-batches: one all-reduce at its flush.
+    const oneStep = JSON.parse(run('simulate', '--file', file, ...mesh, '--json').out);
+    expect(oneStep.makespan).toBe(31);
+    expect(oneStep.schedule.stream).toBeUndefined();
+    // Another order read as a stream: played, with no closed form claimed for it.
+    const gpipe = join(dir, 'gpipe-6.csv');
+    writeFileSync(gpipe, toCsv(generateSchedule('gpipe', 2, 6)));
+    expect(run('simulate', '--file', gpipe, '--steps', '3', ...mesh).out).toContain("closed form none known for this order (PipeDream-2BW's stream is 1F1B's order over all its micro-batches)");
+    const zbv = join(dir, 'zbv.csv');
+    writeFileSync(zbv, toCsv(generateSchedule('zb-v', 2, 4, 2)));
+    const cases: [string[], string][] = [
+      [['--file', file, '--steps', '4'], "--steps = 4: must divide the file's 6 micro-batches"],
+      [['--file', zbv, '--steps', '2'], "--steps = 2: reads the file as PipeDream-2BW's stream, one stage per rank and one model copy; this file holds 4 stages on 2 ranks"],
+      [['--file', file, '--steps', '3', '--dp', '2', '--zero', '1'], '--zero = "1": pipedream-2bw sums each block\'s gradients over the replicas with a plain all-reduce'],
+    ];
+    for (const [args, err] of cases) {
+      const r = run('simulate', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toContain(err);
+    }
+  });
+
   it('refuses --steps where it means nothing, a stream past the limits, a step past 2BW\'s rule, and the replicas a stream cannot take', () => {
     const cases: [string[], string][] = [
       [['--schedule', '1f1b', '--steps', '3'], '--steps = 3: applies to pipedream and pipedream-2bw only, whose steps run as one stream; 1f1b flushes every step'],
@@ -142,7 +176,7 @@ describe('pipelab (in process)', () => {
       [['--schedule', 'pipedream', '--steps', '4', '--dp', '2'], '--dp = "2": pipedream updates each stage\'s weights after every backward, with no point at which replicas could sum their gradients; data parallelism needs a synchronous schedule or PipeDream-2BW (simulate it without --dp)'],
       [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2', '--zero', '1'], '--zero = "1": pipedream-2bw sums each block\'s gradients over the replicas with a plain all-reduce before its update'],
       [['--schedule', 'pipedream-2bw', '--steps', '4', '--dp', '2', '--no-overlap'], '--no-overlap = true: pipedream-2bw has no flush to hold the all-reduce back to'],
-      [['--file', 'x.csv', '--steps', '2'], '--file = "x.csv": replaces --steps'],
+      [['--file', 'x.csv', '--ranks', '2'], '--file = "x.csv": replaces --ranks'],
     ];
     for (const [args, err] of cases) {
       const r = run('simulate', ...args);

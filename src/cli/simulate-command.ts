@@ -9,6 +9,9 @@ import {
   toChromeTrace,
   validateSchedule,
   streamMeshRefusal,
+  generateWindow,
+  scheduleKind,
+  MAX_MICROBATCHES,
   type CostModel,
   type RunScheduleName,
   type Op,
@@ -97,14 +100,36 @@ export function parseGradBytes(raw: string, stages: number): number | number[] {
 function pick(a: ParsedArgs, io: CliIo): PickedSchedule | { invalid: string } {
   const file = stringFlag(a, 'file');
   if (file === undefined) return scheduleFromFlags(a);
-  for (const f of ['schedule', 'ranks', 'microbatches', 'virtual', 'steps']) {
+  for (const f of ['schedule', 'ranks', 'microbatches', 'virtual']) {
     if (a.flags.has(f)) throw new UsageError('--file', file, `replaces --${f}: give a file or generator flags, not both`);
   }
   const loaded = readScheduleFile(io, file);
   const v = validateSchedule(loaded.schedule);
   if (!v.ok) return { invalid: `${file}: invalid schedule: ${describeFailure(v, loaded.cells)}` };
   // Stages per rank and model copy (DualPipe's two copies each hold one stage per rank).
-  return { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks / (loaded.schedule.copies ?? 1), theoryAs: loaded.schedule.name };
+  const picked = { schedule: loaded.schedule, virtual: loaded.schedule.stages / loaded.schedule.ranks / (loaded.schedule.copies ?? 1), theoryAs: loaded.schedule.name };
+  const steps = intFlag(a, 'steps', 1, MAX_MICROBATCHES);
+  return steps === undefined ? picked : { ...picked, ...fileStream(loaded.schedule, steps) };
+}
+
+/**
+ * `--file F --steps S`: the file's order read as a stream of S steps (PipeDream-2BW's, as `schedule --steps` writes it:
+ * no field of the CSV says so), each stage's all-reduce with --dp after its block of M/S backwards. Its closed form
+ * holds where the order is PipeDream-2BW's own.
+ */
+function fileStream(s: Schedule, steps: number): Pick<PickedSchedule, 'streamSteps' | 'theoryAs'> {
+  const one = (s.copies ?? 1) === 1 && s.stages === s.ranks;
+  if (!one) throw new UsageError('--steps', steps, `reads the file as PipeDream-2BW's stream, one stage per rank and one model copy; this file holds ${s.stages} stages on ${s.ranks} ranks${(s.copies ?? 1) > 1 ? ` in ${s.copies} copies` : ''}`);
+  if (s.microbatches % steps !== 0) throw new UsageError('--steps', steps, `must divide the file's ${s.microbatches} micro-batches: a stream of S steps of M/S micro-batches each`);
+  const m = s.microbatches / steps;
+  let own: Schedule | null = null;
+  try {
+    own = generateWindow('pipedream-2bw', s.ranks, m, steps, 1);
+  } catch {
+    own = null;
+  }
+  const same = own !== null && own.order.every((list, r) => list.length === s.order[r].length && list.every((x, i) => x.op === s.order[r][i].op && x.mb === s.order[r][i].mb && x.stage === s.order[r][i].stage));
+  return { streamSteps: steps, theoryAs: same ? scheduleKind('pipedream-2bw').theoryAs : s.name };
 }
 
 /** The dp × pp step's closed form, in words (theory.ts meshClosedForm), or why there is none. */
@@ -143,7 +168,9 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   }
   const { schedule: s, virtual, theoryAs, streamSteps } = picked;
   // A stream on replicas: PipeDream-2BW's all-reduce follows each stage's block of m backwards (simulate-blocks.ts).
-  const streamRefused = streamSteps !== undefined ? streamMeshRefusal(s.name as RunScheduleName, { dp, zero: mf.zero, overlap }) : null;
+  // A file read as a stream (--file --steps) is PipeDream-2BW's.
+  const fromFile = stringFlag(a, 'file') !== undefined;
+  const streamRefused = streamSteps !== undefined ? streamMeshRefusal(fromFile ? 'pipedream-2bw' : (s.name as RunScheduleName), { dp, zero: mf.zero, overlap }) : null;
   if (streamRefused) {
     const flag = { dp: '--dp', zero: '--zero', overlap: '--no-overlap' }[streamRefused.key];
     const given = { dp: stringFlag(a, 'dp'), zero: stringFlag(a, 'zero'), overlap: true }[streamRefused.key];
@@ -175,7 +202,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   // PipeDream-2BW on replicas has a closed form of its own (theory.ts): default op costs, free links, no tp, one gradient size.
   const oneGradSize = gradBytes === undefined || !Array.isArray(gradBytes) || gradBytes.every((x) => x === gradBytes[0]);
   const streamCf =
-    streamBlock !== undefined && streamSteps !== undefined && OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && oneGradSize
+    streamBlock !== undefined && streamSteps !== undefined && theoryAs === scheduleKind('pipedream-2bw').theoryAs && OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && oneGradSize
       ? streamMeshClosedForm(s.ranks, streamBlock, streamSteps, { dp, gradBytes: gradBytes === undefined ? 0 : Array.isArray(gradBytes) ? gradBytes[0] : gradBytes, latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap: true })
       : null;
   const cf = streamCf ? streamCf.pipeline : Number.isInteger(virtual) ? closedForm(theoryAs, s.ranks, s.microbatches, virtual) : null;
@@ -217,7 +244,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       : between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
       `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
-      `closed form ${streamBlock !== undefined ? (streamCf ? `stream ${fmt(streamCf.step)} = ${streamCf.formula} (A = ${fmt(streamCf.allReduce)} per stage and block)` : `assumes default costs, free links${noTpTime ? '' : ', no tp collectives'} and equal gradient bytes on every stage`) : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
+      `closed form ${streamBlock !== undefined ? (streamCf ? `stream ${fmt(streamCf.step)} = ${streamCf.formula} (A = ${fmt(streamCf.allReduce)} per stage and block)` : theoryAs !== scheduleKind('pipedream-2bw').theoryAs ? "none known for this order (PipeDream-2BW's stream is 1F1B's order over all its micro-batches)" : `assumes default costs, free links${noTpTime ? '' : ', no tp collectives'} and equal gradient bytes on every stage`) : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
       `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
     );
   }
