@@ -77,3 +77,37 @@ test('the page: a GPT link fills its fields, trains across the workers, samples 
   await page.getByLabel('Heads', { exact: true }).fill('3');
   await expect(page.getByRole('alert')).toContainText('heads = 3: must divide width = 8');
 });
+
+test('selective recomputation from the page: the same losses, each stage holding less (its attention probabilities recomputed)', async ({ page }) => {
+  test.setTimeout(300_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./?dataset=names&model=gpt&layers=3&heads=2&width=8&blockSize=16&ranks=2&microbatches=4&batchSize=16&schedule=1f1b&steps=3&evalEvery=0');
+  const status = page.getByRole('status');
+  /** Runs, then the losses and each stage's peak stash in KiB as the page shows them. */
+  const runOnce = async (): Promise<{ losses: number[]; kib: number[] }> => {
+    await page.getByRole('button', { name: '▶ Run' }).click();
+    await expect(status).toHaveAttribute('data-status', 'done', { timeout: 240_000 });
+    const raw = await page.getByTestId('loss-panel').locator('figure').getAttribute('data-losses');
+    const kib: number[] = [];
+    for (const stage of [0, 1]) {
+      const row = page.getByTestId('run-numbers').getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`stage ${stage}$`) }) });
+      const cell = await row.getByRole('cell').first().innerText({ timeout: 10_000 });
+      const m = /([\d.]+)\s*(B|KiB|MiB)/.exec(cell);
+      if (!m) throw new Error(`no bytes in "${cell}"`);
+      kib.push(Number(m[1]) / (m[2] === 'B' ? 1024 : m[2] === 'MiB' ? 1 / 1024 : 1));
+    }
+    return { losses: (raw ?? '').split(',').map(Number), kib };
+  };
+  const plain = await runOnce();
+  const box = page.getByLabel('Recompute attention only (selective)');
+  await expect(box).not.toBeChecked();
+  await box.check();
+  await expect(page).toHaveURL(/recomputeAttention=true/);
+  const selective = await runOnce();
+  expect(selective.losses).toHaveLength(3);
+  // The forward's own kernels on the same q and k: the same probabilities, the same losses.
+  selective.losses.forEach((l, i) => expect(Math.abs(l - plain.losses[i])).toBeLessThan(1e-6 * Math.abs(plain.losses[i])));
+  for (const stage of [0, 1]) expect(selective.kib[stage], `stage ${stage}`).toBeLessThan(plain.kib[stage]);
+  expect(errors).toEqual([]);
+});

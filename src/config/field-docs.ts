@@ -53,6 +53,7 @@ export const FIELD_DOCS: Readonly<Record<DocumentedField, FieldDoc>> = {
   microbatches: { label: 'Micro-batches', about: 'Micro-batches per step and replica (m): the pipeline’s unit of work; the bubble (p − 1)/(m + p − 1) shrinks as m grows.', values: 'whole number ≥ 1 dividing batchSize / dp (pipedream-2bw: ≥ ranks)' },
   batchSize: { label: 'Batch size', about: 'Examples per training step, over all replicas (the global batch).', values: 'whole number ≥ 1' },
   recompute: { label: 'Recompute activations in backward', about: 'Keep only each stage’s input and run its forward again inside the backward: less memory, longer backward.', values: 'true, false' },
+  recomputeAttention: { label: 'Recompute attention only (selective)', about: 'GPT: keep each block’s activations but its attention probabilities (B·H·T² numbers a block), recomputed from the saved q and k in the backward (Korthikanti et al.’s selective recomputation): the T² part of the stash for two small kernels more per backward. Whole-forward recompute already covers it.', values: 'true, false (GPT only)' },
   optimizer: { label: 'Optimizer', about: 'The update rule every stage applies at the flush.', values: 'sgd, adamw' },
   lr: { label: 'Learning rate', about: 'Peak learning rate.', values: 'number > 0' },
   momentum: { label: 'Momentum', about: 'SGD’s momentum (AdamW ignores it).', values: 'number in [0, 1)' },

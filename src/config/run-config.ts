@@ -146,6 +146,8 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: str
     if (next.batchSize % next.microbatches !== 0) next.batchSize = next.microbatches * Math.max(1, Math.round(next.batchSize / next.microbatches));
   }
   if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
+  // Selective recomputation is the GPT's (its attention): a model without attention leaves it off.
+  if (next.model !== 'gpt') next.recomputeAttention = false;
   return next;
 }
 
@@ -266,7 +268,7 @@ type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'dp', 'tp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute',
+  'ranks', 'dp', 'tp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
 
@@ -276,7 +278,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { recomputeAttention: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();

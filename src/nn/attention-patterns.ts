@@ -29,13 +29,15 @@ export async function attentionPatterns(be: Backend, model: StageChain, name: st
   let cur = be.tensor(x, [1, T], 'i32');
   for (const stage of model.stages) {
     for (const layer of stage.layers) {
-      const f = await layer.forward(cur, true);
       if (layer instanceof GptBlock) {
-        const P = await be.read(GptBlock.probsOf(f.saved));
+        const probsT = layer.attentionProbs(cur);
+        const P = await be.read(probsT);
+        be.dispose(probsT);
         const H = P.length / (T * T);
         probs.push(Array.from({ length: H }, (_, h) => Array.from({ length: n }, (_, t) => Array.from(P.subarray((h * T + t) * T, (h * T + t) * T + n)))));
       }
-      for (const t of new Set([cur, ...f.saved])) be.dispose(t);
+      const f = await layer.forward(cur, false);
+      be.dispose(cur);
       cur = f.y;
     }
   }

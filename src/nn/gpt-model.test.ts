@@ -17,6 +17,7 @@ import { blockCosts, paramCount } from './model-spec.ts';
 import { partitionBlocks } from './partition.ts';
 import { StageChain } from './stage-chain.ts';
 import { compareGrads } from './testing/gradcheck.ts';
+import { trackingBackend } from './testing/tracking-backend.ts';
 import { trainSingleDevice } from './train.ts';
 import { nextCharLogits, samplingWindow } from './sample.ts';
 import { sampleNames } from '../data/sample-names.ts';
@@ -105,6 +106,46 @@ describe('GPT training step on the CPU reference', () => {
     chain.dispose();
     return { loss, g };
   }
+
+  it('selective recomputation (the attention probabilities recomputed in the backward): the same bits, the stash less by B·H·T² a block, nothing left behind', async () => {
+    const { be: tracked, live } = trackingBackend(new CpuBackend());
+    const spec = buildModelSpec(cfg);
+    const run = async (recomputeAttention: boolean) => {
+      const chain = new StageChain(tracked, spec, 2, 5, { recomputeAttention });
+      const baseline = live.size;
+      const mbs = splitMicrobatches(batch, 2);
+      // Both micro-batches forward, then both backward (1F1B's warm-up): the stash peaks with two held.
+      let held = 0;
+      const outs: Tensor[] = [];
+      for (const [i, mb] of mbs.entries()) {
+        let x = chain.inputTensor(mb);
+        const labels = tracked.tensor(mb.labels, [mb.labels.length], 'i32');
+        for (const st of chain.stages) x = await st.forward(i, x, st.isLast ? labels : undefined, scale);
+        tracked.dispose(labels);
+        outs.push(x);
+      }
+      for (const st of chain.stages) held += st.stashBytes();
+      let loss = 0;
+      for (const x of outs) loss += await read(tracked, x);
+      for (const i of [1, 0]) {
+        let d: Tensor | null = null;
+        for (let k = chain.stages.length - 1; k >= 0; k--) d = await chain.stages[k].backward(i, d);
+      }
+      expect(live.size, 'every stash freed').toBe(baseline);
+      const g = await chain.readGrads();
+      chain.dispose();
+      return { loss, held, g };
+    };
+    const full = await run(false);
+    const selective = await run(true);
+    expect(selective.loss).toBe(full.loss);
+    for (const n of Object.keys(full.g)) expect(Array.from(selective.g[n]), n).toEqual(Array.from(full.g[n]));
+    // Each block kept P [B·H·T, T] per micro-batch: 8 rows of T = 16 over 2 micro-batches, 2 heads, 3 blocks.
+    const T = cfg.blockSize ?? 0, H = cfg.heads ?? 0;
+    expect(T * H).toBeGreaterThan(0);
+    expect(full.held - selective.held).toBe(4 * 8 * H * T * T * cfg.layers);
+    expect(live.size).toBe(0);
+  });
 
   it('starts near ln 28 nats/char', async () => {
     const { loss } = await grads(1, 1);

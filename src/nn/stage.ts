@@ -33,6 +33,8 @@ import { SOLO, type TpGroup } from './tensor-parallel.ts';
 export interface StageOptions {
   /** Keep only the input per micro-batch and recompute the forward in backwardInput. */
   recompute?: boolean;
+  /** Selective recomputation: GPT blocks keep all but their attention probabilities, recomputed in backwardInput. */
+  recomputeAttention?: boolean;
   /**
    * The stage's tensor-parallel group: its GPT blocks and hidden linears are split over it (tp-shard.ts),
    * the head and embeddings are whole on every member. Absent: the stage alone (SOLO).
@@ -104,7 +106,7 @@ export class Stage {
     blocks.forEach((b, i) => {
       // The head (the model's last block) stays whole on every tp worker.
       const tp = start + i === nb - 1 ? undefined : this.tp;
-      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp));
+      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp, { recomputeAttention: opts.recomputeAttention }));
     });
     this.layers = layers;
     this.params = layers.flatMap((l) => [...l.params]);

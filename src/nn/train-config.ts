@@ -37,6 +37,11 @@ export interface TrainConfig extends ModelConfig {
   seed: number;
   /** Keep only stage inputs and recompute the forward in backward. */
   recompute: boolean;
+  /**
+   * Selective recomputation (Korthikanti et al. 2022, §5): keep every GPT block's activations but its attention
+   * probabilities (B·H·T² per block), recomputed from the saved q, k in the backward. GPT only; absent: off.
+   */
+  recomputeAttention?: boolean;
   /** Pipeline stages (the single-device loop runs them in sequence). */
   stages: number;
   /** Evaluate every this many steps (0: only after the last step). */
@@ -48,7 +53,7 @@ export const TRAIN_LIMITS = { points: 100_000, batchSize: 65_536, steps: 1_000_0
 /** A configuration that trains well: spiral ≥ 95% training accuracy, names < 2.25 nats/char validation loss. */
 export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig {
   const model = defaultModelConfig(dataset);
-  const common = { recompute: false, stages: 1, seed: 1, momentum: 0.9, lrSchedule: 'cosine' as const };
+  const common = { recompute: false, recomputeAttention: false, stages: 1, seed: 1, momentum: 0.9, lrSchedule: 'cosine' as const };
   if (isTwoD(dataset)) {
     return {
       ...model,
@@ -109,7 +114,7 @@ export function namesModelSwitch(model: 'char-mlp' | 'gpt', minLayers: number, d
   if (model === 'gpt' && size === 'makemore') return { model, ...MAKEMORE_GPT, layers: Math.max(MAKEMORE_GPT.layers, minLayers), blockSize, ...MAKEMORE_RECIPE };
   const fit = { model, layers: Math.max(m.layers, minLayers), heads: m.heads, width: m.width, blockSize };
   if (model === 'gpt') return { ...fit, optimizer: 'adamw', batchSize: 32, lr: 5e-3, weightDecay: 0.01, lrSchedule: 'cosine' };
-  return { ...fit, optimizer: t.optimizer, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay };
+  return { ...fit, optimizer: t.optimizer, batchSize: t.batchSize, lr: t.lr, weightDecay: t.weightDecay, recomputeAttention: false };
 }
 
 /** Throws a ConfigError naming the first bad field, its value and the rule. */
@@ -127,6 +132,10 @@ export function validateTrainConfig(cfg: TrainConfig): void {
   requireInt('steps', cfg.steps, 1, TRAIN_LIMITS.steps);
   requireInt('seed', cfg.seed, 0, 0xffffffff);
   if (typeof cfg.recompute !== 'boolean') throw new ConfigError('recompute', cfg.recompute, 'must be true or false');
+  if (cfg.recomputeAttention !== undefined && typeof cfg.recomputeAttention !== 'boolean') throw new ConfigError('recomputeAttention', cfg.recomputeAttention, 'must be true or false');
+  if (cfg.recomputeAttention && cfg.model !== 'gpt') {
+    throw new ConfigError('recomputeAttention', true, `recomputes a GPT block's attention probabilities; the ${cfg.model} model has no attention (choose the GPT, or leave it off)`);
+  }
   const blocks = cfg.layers + 1;
   if (typeof cfg.stages !== 'number' || !Number.isInteger(cfg.stages) || cfg.stages < 1 || cfg.stages > blocks) {
     throw new ConfigError('stages', cfg.stages, `must be an integer from 1 to the number of blocks, ${blocks} (layers + 1; a stage holds at least one block)`);

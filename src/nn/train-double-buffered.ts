@@ -33,7 +33,7 @@ export interface DoubleBufferedResult {
 export async function trainDoubleBuffered(be: Backend, cfg: TrainConfig): Promise<DoubleBufferedResult> {
   validateTrainConfig(cfg);
   const data = createDataset(cfg);
-  const model = new StageChain(be, buildModelSpec(cfg), cfg.stages, cfg.seed, { recompute: cfg.recompute });
+  const model = new StageChain(be, buildModelSpec(cfg), cfg.stages, cfg.seed, { recompute: cfg.recompute, recomputeAttention: cfg.recomputeAttention });
   const opt = createOptimizer(be, model.params, cfg);
   const sampler = new BatchSampler(data.train, cfg.batchSize, cfg.seed);
   const params = model.params;

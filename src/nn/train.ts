@@ -131,7 +131,7 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
   const t0 = performance.now();
   const data = createDataset(cfg);
   const spec = buildModelSpec(cfg);
-  const model = new StageChain(be, spec, cfg.stages, cfg.seed, { recompute: cfg.recompute });
+  const model = new StageChain(be, spec, cfg.stages, cfg.seed, { recompute: cfg.recompute, recomputeAttention: cfg.recomputeAttention });
   const opt = createOptimizer(be, model.params, cfg);
   const sampler = new BatchSampler(data.train, cfg.batchSize, cfg.seed);
   const losses: number[] = [];

@@ -73,6 +73,18 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
     for (const n of names) expect(relErr((report.weights ?? {})[n], ref.params[n]), n).toBeLessThan(1e-12);
   });
 
+  it.each([['1f1b', 1], ['zb-h1', 1], ['1f1b', 2]] as const)('selective recomputation (%s, tp %i): the losses and weights of one device without it, each stage holding less', async (schedule, tp) => {
+    const cfg = gptConfig({ schedule, ranks: 2, tp, layers: 3 });
+    const plain = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
+    const selective = await runPipeline({ ...cfg, recomputeAttention: true }, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
+    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    expect(ref.losses.length).toBe(cfg.steps);
+    for (let i = 0; i < cfg.steps; i++) expect(Math.abs(selective.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
+    for (const n of Object.keys(ref.params)) expect(relErr((selective.weights ?? {})[n], ref.params[n]), n).toBeLessThan(1e-12);
+    // Both stages hold transformer blocks: each keeps less.
+    for (const stage of [0, 1]) expect(selective.peakStashBytes[stage], `stage ${stage}`).toBeLessThan(plain.peakStashBytes[stage]);
+  });
+
   it('PipeDream on one rank is per-micro-batch training (each micro-batch normalised by its own targets)', async () => {
     const cfg = gptConfig({ schedule: 'pipedream', ranks: 1, layers: 2, batchSize: 16, microbatches: 4, steps: 2, lrSchedule: 'constant' });
     const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true });

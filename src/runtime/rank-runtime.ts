@@ -253,7 +253,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
 
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
-    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, tp: tp.groupFor(s) }));
+    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, recomputeAttention: config.recomputeAttention, tp: tp.groupFor(s) }));
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const windows = UPDATE_WINDOWS[kind.update];

@@ -11,8 +11,18 @@ import type { Layer } from './layer.ts';
 import { LayerNorm } from './layer-norm.ts';
 import { Linear } from './linear.ts';
 
-/** `tp`: the stage's tensor-parallel group, for the layers it splits (GPT blocks, the MLPs' hidden linears; tp-shard.ts); absent for the head's. */
-export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>, seed: number, tp?: TpGroup): Layer {
+/**
+ * `tp`: the stage's tensor-parallel group, for the layers it splits (GPT blocks, the MLPs' hidden linears; tp-shard.ts);
+ * absent for the head's. `recomputeAttention`: GPT blocks recompute their attention probabilities in the backward.
+ */
+export function buildLayer(
+  be: Backend,
+  blockName: string,
+  spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>,
+  seed: number,
+  tp?: TpGroup,
+  opts: { recomputeAttention?: boolean } = {},
+): Layer {
   const name = `${blockName}.${spec.name}`;
   switch (spec.kind) {
     case 'embedding':
@@ -26,7 +36,7 @@ export function buildLayer(be: Backend, blockName: string, spec: Exclude<LayerSp
     case 'gpt-embedding':
       return new GptEmbedding(be, name, spec, seed);
     case 'gpt-block':
-      return new GptBlock(be, name, spec, seed, tp);
+      return new GptBlock(be, name, spec, seed, tp, opts.recomputeAttention);
     case 'gpt-head':
       return new GptHead(be, name, spec, seed);
   }

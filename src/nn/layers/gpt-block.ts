@@ -18,6 +18,11 @@
  * before its bias and the residual; backward: the gradients at the inputs of
  * c_attn and c_fc (the ln_1 and ln_2 outputs) are summed (f). Two all-reduces
  * each way per block; with t = 1 (SOLO) none, and the same kernels as before.
+ *
+ * Selective recomputation (Korthikanti et al. 2022, §5; `recomputeAttention`):
+ * forward keeps everything but the attention probabilities P [B·H·T, T], the
+ * stash's only T² tensor; backwardInput recomputes them from the saved qkv
+ * with the forward's own kernels, so the gradients are the same bits.
  */
 import type { Backend, Tensor } from '../backend.ts';
 import type { GptBlockSpec } from '../model-spec.ts';
@@ -30,7 +35,9 @@ import {
 } from './torch-linear.ts';
 
 /** Indices into `saved` after forward. */
-const F = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9, c: 10, h: 11, g: 12 } as const;
+const FULL = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9, c: 10, h: 11, g: 12 } as const;
+/** The same with selective recomputation: the probabilities are not kept. */
+const FS = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: -1, o: 5, x1: 6, m2: 7, r2: 8, c: 9, h: 10, g: 11 } as const;
 /** Indices into `saved` after backwardInput (what backwardWeight reads). */
 const Wd = { x: 0, m1: 1, r1: 2, a: 3, o: 4, x1: 5, m2: 6, r2: 7, c: 8, g: 9, dh: 10, dc: 11, dx1: 12, dqkv: 13, da: 14 } as const;
 
@@ -53,6 +60,8 @@ export class GptBlock implements Layer {
     spec: GptBlockSpec,
     seed: number,
     private readonly tp: TpGroup = SOLO,
+    /** Selective recomputation: P is recomputed in the backward rather than kept. */
+    private readonly recomputeAttention = false,
   ) {
     const C = spec.dim, p = spec.prefix;
     this.ln1 = createTorchLayerNorm(be, `${p}.ln_1`, C, seed);
@@ -70,13 +79,30 @@ export class GptBlock implements Layer {
     this.scale = 1 / Math.sqrt(C / spec.heads);
   }
 
+  /** The causal attention probabilities [B·H·T, T] of this worker's heads from qkv. */
+  private probs(qkv: Tensor): Tensor {
+    const S = this.be.attentionScores(qkv, this.heads, this.T, this.scale);
+    const P = this.be.causalSoftmax(S);
+    this.be.dispose(S);
+    return P;
+  }
+
+  /** The attention probabilities [B·H·T, T] this worker's heads give the block's input x (for pictures; nothing kept). */
+  attentionProbs(x: Tensor): Tensor {
+    const be = this.be;
+    const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
+    const qkv = torchLinearForward(be, this.attn, l1.y);
+    for (const t of [l1.y, l1.mean, l1.rstd]) be.dispose(t);
+    const P = this.probs(qkv);
+    be.dispose(qkv);
+    return P;
+  }
+
   async forward(x: Tensor, save: boolean): Promise<LayerForward> {
     const be = this.be;
     const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
     const qkv = torchLinearForward(be, this.attn, l1.y);
-    const S = be.attentionScores(qkv, this.heads, this.T, this.scale);
-    const P = be.causalSoftmax(S);
-    be.dispose(S);
+    const P = this.probs(qkv);
     const o = be.attentionValues(P, qkv, this.heads);
     const ap = await rowParallelForward(be, this.proj, o, this.tp);
     const x1 = be.add(x, ap);
@@ -88,20 +114,20 @@ export class GptBlock implements Layer {
     const y = be.add(x1, mp);
     be.dispose(mp);
     const saved = [x, l1.mean, l1.rstd, l1.y, qkv, P, o, x1, l2.mean, l2.rstd, l2.y, h, g];
+    if (save && this.recomputeAttention) {
+      be.dispose(P);
+      saved.splice(FULL.P, 1);
+    }
     if (save) return { y, saved };
     for (const t of saved.slice(1)) be.dispose(t);
     return { y, saved: [] };
-  }
-
-  /** The attention probabilities [B·H·T, T] among what forward(x, true) saved. */
-  static probsOf(saved: readonly Tensor[]): Tensor {
-    return saved[F.P];
   }
 
   /** dx; replaces `saved` by what backwardWeight needs (the stage frees the rest). */
   async backwardInput(saved: Tensor[], dy: Tensor): Promise<Tensor> {
     const be = this.be;
     const s = saved;
+    const F = this.recomputeAttention ? FS : FULL;
     // MLP branch: y = x1 + mproj(gelu(fc(ln_2(x1)))).
     const dg = torchLinearBackwardInput(be, this.mproj, dy);
     const dh = be.activationBackward('gelu', s[F.h], dg);
@@ -112,12 +138,14 @@ export class GptBlock implements Layer {
     be.dispose(dln2);
     // Attention branch: x1 = x + proj(attn(qkv)).
     const dout = torchLinearBackwardInput(be, this.proj, dx1);
+    const P = this.recomputeAttention ? this.probs(s[F.qkv]) : s[F.P];
     const dP = be.attentionProbsGrad(s[F.qkv], dout, this.heads, this.T);
-    const dS = be.causalSoftmaxBackward(s[F.P], dP);
+    const dS = be.causalSoftmaxBackward(P, dP);
     be.dispose(dP);
-    const dqkv = be.attentionQkvGrad(s[F.qkv], s[F.P], dS, dout, this.heads, this.scale);
+    const dqkv = be.attentionQkvGrad(s[F.qkv], P, dS, dout, this.heads, this.scale);
     be.dispose(dS);
     be.dispose(dout);
+    if (this.recomputeAttention) be.dispose(P);
     const da = await this.tp.allReduce(torchLinearBackwardInput(be, this.attn, dqkv));
     const dln1 = be.layerNormBackwardInput(s[F.x], this.ln1.weight.value, s[F.m1], s[F.r1], da);
     const dx = be.add(dx1, dln1);

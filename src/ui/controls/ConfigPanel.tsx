@@ -196,6 +196,22 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
+        {/* Selective recomputation is the GPT's; shown elsewhere only to take it off (a link that set it). */}
+        {(cfg.model === 'gpt' || cfg.recomputeAttention) && (
+          <CheckboxField
+            label="Recompute attention only (selective)"
+            name="recomputeAttention"
+            checked={cfg.recomputeAttention ?? false}
+            onChange={(recomputeAttention) => set({ recomputeAttention })}
+            hint={
+              cfg.model !== 'gpt'
+                ? 'the GPT’s only: this model has no attention'
+                : cfg.recompute
+                  ? 'the whole forward is recomputed already'
+                  : 'keeps all but each block’s attention probabilities (T² per head), recomputed in the backward'
+            }
+          />
+        )}
         <div className="row2">
           <SelectField<Partition>
             label="Cut stages by"
