@@ -57,12 +57,33 @@ describe('pipelab plan --model gpt', () => {
     expect(run('plan', ...wide, '--memory-gb', '80', '--zero', '2', '--top', '1').out).toMatch(/^1\s.*ZeRO-2/m);
     const none = run('plan', ...wide, '--memory-gb', '0.9', '--zero', '1');
     expect(none.code).toBe(2);
-    expect(none.err).toContain('--memory-gb = 0.9: no layout of the 32 devices fits in it (every dp × tp × pp, schedule, micro-batch, ZeRO-1 and recomputation tried)');
-    expect(run('plan', ...wide, '--memory-gb', '0.01').err).toContain('ZeRO up to ZeRO-3 and recomputation tried');
+    expect(none.err).toContain('--memory-gb = 0.9: no layout of the 32 devices fits in it (every dp × tp × pp, schedule, micro-batch, ZeRO-1, recomputation none → selective → full tried)');
+    expect(run('plan', ...wide, '--memory-gb', '0.01').err).toContain('ZeRO up to ZeRO-3, recomputation none → selective → full tried');
     const bad = run('plan', ...wide, '--zero', '4');
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--zero = "4": must be one of auto, 0, 1, 2, 3');
     expect(run('plan', '--model', 'gpt', '--help').out).toContain('--zero Z');
+  });
+
+  it('--recompute: selective recomputation where nothing fits without it, before full; a list limits the modes tried', () => {
+    // A 4096-token sequence on 16 heads: the attention's core (5·a·s² bytes a layer) is most of what a layer keeps.
+    const long = ['--model', 'gpt', '--layers', '4', '--hidden', '1024', '--heads', '16', '--seq', '4096', '--vocab', '32000', '--devices', '4', '--global-batch', '4', '--memory-gb', '4', '--tp', '1'];
+    const free = run('plan', ...long, '--format', 'json');
+    expect(free.code, free.err).toBe(0);
+    const best = JSON.parse(free.out).candidates[0];
+    expect(best.recompute).toBe('selective');
+    expect(run('plan', ...long, '--top', '1').out).toMatch(/^1\s.*selective recompute/m);
+    const none = run('plan', ...long, '--recompute', 'none');
+    expect(none.code).toBe(2);
+    expect(none.err).toContain('recomputation none tried');
+    const full = run('plan', ...long, '--recompute', 'none,full', '--format', 'json');
+    expect(full.code, full.err).toBe(0);
+    const fullBest = JSON.parse(full.out).candidates[0];
+    expect(fullBest.recompute).toBe('full');
+    expect(fullBest.stepMs).toBeGreaterThan(best.stepMs);
+    const bad = run('plan', ...long, '--recompute', 'none,some');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--recompute = "none,some": names "some"; each must be one of none, selective, full');
   });
 
   it('refuses bad values naming the flag, the value and the rule', () => {

@@ -5,7 +5,7 @@
  */
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
 import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule, type ZeroChoice } from '../plan/mesh-plan.ts';
-import { TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
+import { RECOMPUTE_MODES, TRANSFORMER_LIMITS, type Recompute, type TransformerModel } from '../plan/transformer.ts';
 import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../plan/mesh-labels.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
@@ -39,6 +39,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'schedules', value: 'LIST', help: `comma-separated, among ${PLAN_SCHEDULES.join(', ')} (default all)` },
   { name: 'tp', value: 'T', help: 'tensor-parallel workers per stage, fixed (default: every T dividing the heads and a node is tried; Megatron’s split, its all-reduces on the node’s links)' },
   { name: 'sequence-parallel', boolean: true, help: 'with tensor parallelism, split the LayerNorm and dropout activations T ways too (Korthikanti et al. 2022)' },
+  { name: 'recompute', value: 'LIST', help: `recomputation tried, comma-separated among ${RECOMPUTE_MODES.join(', ')} (default all, in that order, each only where the one before does not fit; selective recomputes each layer's attention core, full its whole forward)` },
   { name: 'zero', value: 'Z', help: 'ZeRO stage: auto (default: the least of 0, 1, 2, 3 that fits), or 0, 1, 2, 3 fixed wherever dp > 1 (3 re-gathers the weights for every forward and backward)' },
   { name: 'max-micro-batch', value: 'b', help: `largest micro-batch size tried, powers of two (default 8, at most ${MESH_PLAN_LIMITS.microBatch})` },
   { name: 'top', value: 'K', help: 'candidates printed (default 10)' },
@@ -144,6 +145,13 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
     const bad = schedules.find((x) => !(PLAN_SCHEDULES as readonly string[]).includes(x));
     if (bad !== undefined) throw new UsageError('--schedules', schedulesRaw, `names ${JSON.stringify(bad)}; each must be one of ${PLAN_SCHEDULES.join(', ')}`);
   }
+  const recomputeRaw = stringFlag(a, 'recompute');
+  let recompute: Recompute[] | undefined;
+  if (recomputeRaw !== undefined) {
+    recompute = recomputeRaw.split(',').map((x) => x.trim()) as Recompute[];
+    const bad = recompute.find((x) => !RECOMPUTE_MODES.includes(x));
+    if (bad !== undefined) throw new UsageError('--recompute', recomputeRaw, `names ${JSON.stringify(bad)}; each must be one of ${RECOMPUTE_MODES.join(', ')}`);
+  }
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
   const tp = intFlag(a, 'tp', 1, 1 << 16);
   const sequenceParallel = boolFlag(a, 'sequence-parallel') || undefined;
@@ -153,7 +161,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const t0 = performance.now();
   let plan;
   try {
-    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel, zero });
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel, zero, recompute });
   } catch (e) {
     // The request's errors are the flags' errors.
     const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;

@@ -17,8 +17,8 @@
  * one row (calibrateEfficiency); every other row is held out.
  */
 import { DEVICE_PRESETS, type DeviceSpec } from './device.ts';
-import { MESH_PLAN_LIMITS, makeEvaluator, type MeshCandidate } from './mesh-plan.ts';
-import type { TransformerModel } from './transformer.ts';
+import { MESH_PLAN_LIMITS, makeEvaluator, type MeshCandidate, type ZeroChoice } from './mesh-plan.ts';
+import type { Recompute, TransformerModel } from './transformer.ts';
 
 export interface Table1Row {
   /** Parameters, billions, as the table prints them. */
@@ -73,24 +73,48 @@ export interface Table1Prediction {
   best: MeshCandidate;
 }
 
-/** The row's prediction with the table's t, p, d and batch at the given matmul efficiency. */
-export function predictTable1Row(r: Table1Row, efficiency: number): Table1Prediction {
-  const model = table1Model(r);
-  const device: DeviceSpec = { ...DEVICE_PRESETS.a100, efficiency };
-  const d = r.gpus / (r.t * r.p);
-  const perReplica = r.batch / d;
-  const { evaluate } = makeEvaluator({ model, device, devices: r.gpus, globalBatch: r.batch, tp: r.t });
+/** A fixed layout of a published run: t, p, GPUs (d = GPUs / (t·p)) and the global batch. */
+export interface FixedLayout {
+  t: number;
+  p: number;
+  gpus: number;
+  batch: number;
+}
+
+/**
+ * The fastest candidate on a fixed layout that fits the device, with the run's recomputation: the
+ * micro-batch size (1, 2, 4, 8 sequences) and schedule (1F1B, or interleaved 1F1B with `virtuals` chunks per
+ * rank where the layers allow), which papers seldom give, and the least ZeRO stage of `o.zero` that fits
+ * (default: the least that fits); null when none fits.
+ */
+export function bestOnLayout(
+  model: TransformerModel,
+  device: DeviceSpec,
+  l: FixedLayout,
+  recompute: Recompute,
+  o: { sequenceParallel?: boolean; zero?: ZeroChoice; virtuals?: readonly number[] } = {},
+): MeshCandidate | null {
+  const d = l.gpus / (l.t * l.p);
+  const perReplica = l.batch / d;
+  const { evaluate } = makeEvaluator({ model, device, devices: l.gpus, globalBatch: l.batch, tp: l.t, sequenceParallel: o.sequenceParallel, zero: o.zero });
   let best: MeshCandidate | null = null;
   for (const b of [1, 2, 4, 8]) {
     if (perReplica % b !== 0) continue;
     const m = perReplica / b;
     const options: [('1f1b' | 'interleaved-1f1b'), number][] = [['1f1b', 1]];
-    for (const v of [2, 4]) if (r.p > 1 && v * r.p <= model.layers + 2 && v * r.p * m * 3 <= TABLE1_ACTIONS) options.push(['interleaved-1f1b', v]);
+    for (const v of o.virtuals ?? [2, 4]) if (l.p > 1 && v * l.p <= model.layers + 2 && v * l.p * m * 3 <= TABLE1_ACTIONS) options.push(['interleaved-1f1b', v]);
     for (const [name, v] of options) {
-      const s = evaluate({ dp: d, pp: r.p, tp: r.t, b, m }, name, v, true);
+      const s = evaluate({ dp: d, pp: l.p, tp: l.t, b, m }, name, v, recompute);
       if (s?.fits && (!best || s.cand.stepMs < best.stepMs)) best = s.cand;
     }
   }
+  return best;
+}
+
+/** The row's prediction with the table's t, p, d and batch at the given matmul efficiency. */
+export function predictTable1Row(r: Table1Row, efficiency: number): Table1Prediction {
+  const model = table1Model(r);
+  const best = bestOnLayout(model, { ...DEVICE_PRESETS.a100, efficiency }, r, 'full');
   if (!best) throw new Error(`no layout of the ${r.billions}B row fits 80 GB`);
   const tflops = eq3Flops(model, r.batch) / (best.stepMs / 1e3) / r.gpus / 1e12;
   return { row: r, tflops, error: (tflops - r.tflops) / r.tflops, best };

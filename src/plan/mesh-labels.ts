@@ -18,7 +18,7 @@ export function meshScheduleLabel(c: Named): string {
   return c.schedule + (c.virtual > 1 ? ` v=${c.virtual}` : '');
 }
 
-/** "ZeRO-1, recompute", or `none` when it saves nothing. */
+/** "ZeRO-1, selective recompute", or `none` when it saves nothing. */
 export function meshSavingLabel(c: Named, none: string): string {
-  return [c.zero ? `ZeRO-${c.zero}` : '', c.recompute ? 'recompute' : ''].filter(Boolean).join(', ') || none;
+  return [c.zero ? `ZeRO-${c.zero}` : '', c.recompute !== 'none' ? `${c.recompute} recompute` : ''].filter(Boolean).join(', ') || none;
 }

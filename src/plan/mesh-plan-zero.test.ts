@@ -31,13 +31,13 @@ describe('ZeRO-2 and ZeRO-3 in the mesh planner', () => {
     expect(least[1]).toBeGreaterThan(least[2]);
     expect(least[2]).toBeGreaterThan(least[3]);
     const auto = refusal(req(0.01));
-    expect(auto).toContain('micro-batch, ZeRO up to ZeRO-3 and recomputation tried');
-    expect(auto).toMatch(/ZeRO-3, recomputation$|ZeRO-3$/);
+    expect(auto).toContain('micro-batch, ZeRO up to ZeRO-3, recomputation none → selective → full tried');
+    expect(auto).toMatch(/ZeRO-3, (selective|full) recomputation$|ZeRO-3$/);
     expect(smallest(auto)).toBe(least[3]);
-    expect(refusal(req(0.01, 2))).toContain('micro-batch, ZeRO-2 and recomputation tried');
-    expect(refusal(req(0.01, 0))).toContain('micro-batch, no ZeRO and recomputation tried');
-    expect(refusal(req(0.01, false))).toContain('micro-batch, no ZeRO and recomputation tried');
-    expect(refusal(req(0.01, true))).toContain('micro-batch, ZeRO up to ZeRO-1 and recomputation tried');
+    expect(refusal(req(0.01, 2))).toContain('micro-batch, ZeRO-2, recomputation none → selective → full tried');
+    expect(refusal(req(0.01, 0))).toContain('micro-batch, no ZeRO, recomputation none → selective → full tried');
+    expect(refusal(req(0.01, false))).toContain('micro-batch, no ZeRO, recomputation none → selective → full tried');
+    expect(refusal(req(0.01, true))).toContain('micro-batch, ZeRO up to ZeRO-1, recomputation none → selective → full tried');
   });
 
   it('plans a model that fits only with ZeRO-3 with ZeRO-3, and with less sharding where less fits', () => {
@@ -73,7 +73,7 @@ describe('ZeRO-2 and ZeRO-3 in the mesh planner', () => {
   it('prices the collectives: ZeRO-3 waits for a gather longer than the compute, ZeRO-2 and 3 are held to their links, the step agrees with a fresh simulation', () => {
     const r = req(80);
     const l = { dp: 16, pp: 2, tp: 1, b: 2, m: 8 };
-    const profile = transformerProfile(model, { microBatch: l.b, recompute: false }, r.device);
+    const profile = transformerProfile(model, { microBatch: l.b, recompute: 'none' }, r.device);
     const ranges = planPartition(profile, 2).ranges;
     const s2r = stageToRankMap(2, 1, 'loop');
     const plain = candidateCosts(r, profile, ranges, s2r, l);
@@ -91,8 +91,8 @@ describe('ZeRO-2 and ZeRO-3 in the mesh planner', () => {
     expect(zeroLinkMs(r, ranges, s2r, { ...l, zero: 1 })).toBe(0);
 
     const { evaluate } = makeEvaluator(r);
-    const at = (zero: ZeroChoice) => makeEvaluator({ ...r, zero }).evaluate(l, '1f1b', 1, false)!.cand;
-    expect(evaluate(l, '1f1b', 1, false)!.cand.zero).toBe(0);
+    const at = (zero: ZeroChoice) => makeEvaluator({ ...r, zero }).evaluate(l, '1f1b', 1, 'none')!.cand;
+    expect(evaluate(l, '1f1b', 1, 'none')!.cand.zero).toBe(0);
     const [z0, z1, z2, z3c] = [at(0), at(1), at(2), at(3)];
     expect(z1.stepMs).toBe(z0.stepMs);
     expect(z2.stepMs).toBeGreaterThanOrEqual(z1.stepMs);

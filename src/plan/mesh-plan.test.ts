@@ -51,7 +51,7 @@ describe('the mesh planner', () => {
   it('prices links by placement: NVLink inside a node, a ring across nodes on as many NICs as it has workers per node', () => {
     const model = { ...small, layers: 16 };
     const req: MeshPlanRequest = { model, device: DEVICE_PRESETS.h100, devices: 16, globalBatch: 16 };
-    const profile = transformerProfile(model, { microBatch: 1, recompute: false }, req.device);
+    const profile = transformerProfile(model, { microBatch: 1, recompute: 'none' }, req.device);
     const costsOf = (dp: number, pp: number) => candidateCosts(req, profile, planPartition(profile, pp).ranges, stageToRankMap(pp, 1, 'loop'), { dp, pp, b: 1, m: 16 / dp });
     const nv = 450e6; // bytes per ms
     const ib = 50e6;

@@ -29,7 +29,8 @@
  * fits, trying 0 → 1 → 2 → 3 where dp > 1 (ZeRO-1 costs the all-reduce's time,
  * see allreduce-cost.ts; ZeRO-2 and 3 cost more, see zero.ts), or the stage the
  * request fixes; recomputation, which only adds time, is tried where nothing
- * fits without it. `auto` (the memory-capped builder, generators/auto.ts, one
+ * fits without it: selective first (the attention's core, a few per cent of a
+ * layer's FLOPs, Korthikanti et al. 2022), then full (the whole forward again). `auto` (the memory-capped builder, generators/auto.ts, one
  * stage per rank) runs on the best few layouts.
  */
 import { generateSchedule, autoSchedule, peakMemory, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
@@ -40,7 +41,7 @@ import { planPartition } from './partition.ts';
 import type { Profile } from './profile.ts';
 import { candidateCosts, stateBytes, zeroLinkMs, type Layout, type PlanTarget } from './mesh-costs.ts';
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
-import { checkTransformer, modelFlopsPerStep, transformerProfile, type TransformerModel } from './transformer.ts';
+import { checkTransformer, modelFlopsPerStep, RECOMPUTE_MODES, transformerProfile, type Recompute, type TransformerModel } from './transformer.ts';
 import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
 import { extraWeightBytes, planRefusal, planStages, planStep, planVirtuals, planZeroStages, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
@@ -75,6 +76,11 @@ export interface MeshPlanRequest {
   /** Sequence parallelism beside tensor parallelism (Korthikanti et al.): activations split t ways; default off. */
   sequenceParallel?: boolean;
   /**
+   * Recomputation modes tried (default all: none, selective, full), in that order, each only where the one
+   * before does not fit; Megatron SC'21 had full recomputation only (megatron-table1.ts asks for none, full).
+   */
+  recompute?: readonly Recompute[];
+  /**
    * ZeRO: 'auto' (default) the least stage that fits, 0 → 1 → 2 → 3; a stage fixes it wherever dp > 1.
    * Booleans as before stages 2 and 3: false none, true ZeRO-1 where nothing fits without it.
    */
@@ -93,7 +99,8 @@ export interface MeshCandidate {
   microbatches: number;
   /** ZeRO stage (0 none; 3 re-gathers the weights for every forward and backward, zero.ts). */
   zero: ZeroStage;
-  recompute: boolean;
+  /** What every layer recomputes in its backward: none, its attention's core (selective) or its forward (full). */
+  recompute: Recompute;
   stepMs: number;
   computeMs: number;
   bubble: number;
@@ -128,12 +135,19 @@ function checkRequest(r: MeshPlanRequest): void {
   if (r.maxMicroBatch !== undefined) requireInt('maxMicroBatch', r.maxMicroBatch, 1, MESH_PLAN_LIMITS.microBatch);
   for (const s of r.schedules ?? []) if (!(PLAN_SCHEDULES as readonly string[]).includes(s)) throw new ConfigError('schedules', s, `must be among ${PLAN_SCHEDULES.join(', ')}`);
   if (r.schedules && r.schedules.length === 0) throw new ConfigError('schedules', [], `must name at least one of ${PLAN_SCHEDULES.join(', ')}`);
+  for (const x of r.recompute ?? []) if (!RECOMPUTE_MODES.includes(x)) throw new ConfigError('recompute', x, `must be among ${RECOMPUTE_MODES.join(', ')}`);
+  if (r.recompute && r.recompute.length === 0) throw new ConfigError('recompute', [], `must name at least one of ${RECOMPUTE_MODES.join(', ')}`);
   if (r.tp !== undefined) {
     checkTensorParallel({ t: r.tp, sequenceParallel: r.sequenceParallel }, r.model, r.device);
     if (r.devices % r.tp !== 0) throw new ConfigError('tp', r.tp, `must divide the devices (${r.devices}): dp · tp · pp = N`);
   }
   if (r.sequenceParallel !== undefined && typeof r.sequenceParallel !== 'boolean') throw new ConfigError('sequenceParallel', r.sequenceParallel, 'must be true or false');
   checkZeroChoice(r.zero);
+}
+
+/** The recomputation modes the request lets a layout try, cheapest first. */
+function recomputeModes(req: MeshPlanRequest): Recompute[] {
+  return RECOMPUTE_MODES.filter((x) => !req.recompute || req.recompute.includes(x));
 }
 
 /** Sequences per micro-batch to try for `rows` sequences per replica: powers of two dividing it, up to max. */
@@ -148,7 +162,7 @@ export interface Scored {
   fits: boolean;
 }
 
-export type Evaluate = (l: Layout, name: PlanSchedule, v: number, recompute: boolean, given?: Schedule) => Scored | null;
+export type Evaluate = (l: Layout, name: PlanSchedule, v: number, recompute: Recompute, given?: Schedule) => Scored | null;
 
 /** Prices candidates of one request (profiles and cuts cached); returns null for a schedule the sizes do not allow. */
 export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; scored: Scored[]; count: () => number } {
@@ -158,14 +172,14 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   const peak = (model.bytesPerElement === 4 ? device.peakTflopsFp32 : device.peakTflops) * 1e12;
   const flopsPerStep = modelFlopsPerStep(model, B);
   const profiles = new Map<string, Profile>();
-  const profileOf = (b: number, recompute: boolean, t: number): Profile => {
+  const profileOf = (b: number, recompute: Recompute, t: number): Profile => {
     const k = `${b}/${recompute}/${t}`;
     let p = profiles.get(k);
     if (!p) profiles.set(k, (p = transformerProfile(model, { microBatch: b, recompute, tp: { t, sequenceParallel: req.sequenceParallel } }, device)));
     return p;
   };
   const rangesCache = new Map<string, [number, number][]>();
-  const rangesOf = (b: number, recompute: boolean, stages: number, t: number): [number, number][] => {
+  const rangesOf = (b: number, recompute: Recompute, stages: number, t: number): [number, number][] => {
     // Every compute time of the analytic profile is linear in b, so without tensor parallelism the cut does not
     // depend on it; the tensor-parallel all-reduces' latency is not, so with t > 1 each b has its own cut.
     const k = `${recompute}/${stages}/${t}${t > 1 ? `/${b}` : ''}`;
@@ -270,6 +284,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
   const { model, devices: N, globalBatch: B } = req;
   const blocks = model.layers + 2;
   const wanted = new Set<PlanSchedule>(req.schedules ?? PLAN_SCHEDULES);
+  const recomputes = recomputeModes(req);
   const skipped: string[] = [];
   const layouts: Layout[] = [];
   // Tensor parallelism innermost: t workers per stage inside a node, then pp, dp outermost (DESIGN.md's mesh order).
@@ -321,10 +336,11 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
         continue;
       }
       spent += actions;
-      const plain = evaluate(l, name, v, false);
-      if (plain && !plain.fits) {
-        spent += actions;
-        evaluate(l, name, v, true);
+      // Recomputation only adds time: the next mode is tried only where the last does not fit.
+      for (const [i, recompute] of recomputes.entries()) {
+        if (i > 0) spent += actions;
+        const s = evaluate(l, name, v, recompute);
+        if (!s || s.fits) break;
       }
     }
   }
@@ -338,7 +354,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
 
 /** `auto` on the best few layouts: one stage per rank, built within what each device has left for activations. */
 function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], evaluate: Evaluate, capacity: number): void {
-  const best = new Map<string, { stepMs: number; recompute: boolean }>();
+  const best = new Map<string, { stepMs: number; recompute: Recompute }>();
   for (const x of scored) {
     if (!x.fits) continue;
     const k = `${x.cand.dp}/${x.cand.tp}/${x.cand.pp}/${x.cand.microBatch}`;
@@ -388,7 +404,7 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
   return new ConfigError(
     'device.memoryGB',
     req.device.memoryGB,
-    `no layout of the ${req.devices} devices fits in it (every dp × tp × pp, schedule, micro-batch, ${tried} and recomputation tried); the smallest memory that would fit is ${gb} GB: dp × tp × pp = ${least.dp} × ${least.tp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? `, ZeRO-${least.zero}` : ''}${least.recompute ? ', recomputation' : ''}`,
+    `no layout of the ${req.devices} devices fits in it (every dp × tp × pp, schedule, micro-batch, ${tried}, recomputation ${recomputeModes(req).join(' → ')} tried); the smallest memory that would fit is ${gb} GB: dp × tp × pp = ${least.dp} × ${least.tp} × ${least.pp}, ${least.schedule}${least.virtual > 1 ? ` v=${least.virtual}` : ''}, micro-batch ${least.microBatch}${least.zero ? `, ZeRO-${least.zero}` : ''}${least.recompute !== 'none' ? `, ${least.recompute} recomputation` : ''}`,
   );
 }
 

@@ -124,7 +124,7 @@ export function megatronRows(batches: readonly number[] = [32, 128, 512]): Megat
       const d = N / p;
       const m = B / d;
       if (!Number.isInteger(m)) continue;
-      const s = evaluate({ dp: d, pp: p, b: 1, m }, '1f1b', 1, false);
+      const s = evaluate({ dp: d, pp: p, b: 1, m }, '1f1b', 1, 'none');
       if (!s) continue;
       rows.push({ batch: B, p, d, perGpu: B / (s.cand.stepMs / 1e3) / N, bubble: s.cand.bubble, megatronBubble: (p - 1) / (m + p - 1), allReduceShare: s.cand.allReduceShare, fits: s.fits });
     }

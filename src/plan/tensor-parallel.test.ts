@@ -25,12 +25,16 @@ describe('tensor parallelism in the analytic transformer', () => {
         const sbh = s * b * h;
         expect(layerActivationBytesTp(gpt, b, { t })).toBeCloseTo(sbh * (10 + 24 / t + (5 * a * s) / (h * t)), 3);
         expect(layerActivationBytesTp(gpt, b, { t, sequenceParallel: true })).toBeCloseTo((sbh * (34 + (5 * a * s) / h)) / t, 3);
+        // Table 2's selective activation recomputation rows: sbh(10 + 24/t), and 34sbh/t with sequence parallelism.
+        expect(layerActivationBytesTp(gpt, b, { t }, true)).toBeCloseTo(sbh * (10 + 24 / t), 3);
+        expect(layerActivationBytesTp(gpt, b, { t, sequenceParallel: true }, true)).toBeCloseTo((34 * sbh) / t, 3);
+        expect(transformerProfile(gpt, { microBatch: b, recompute: 'selective', tp: { t, sequenceParallel: true } }, a100).blocks[1].heldBytes).toBeCloseTo((34 * sbh) / t, 3);
       }
     }
   });
 
-  it('splits each block’s FLOPs t ways and adds its all-reduces: 2 in a layer’s forward, 2 in its backward (4 with recomputation), each a ring of b·s·h on the node’s links', () => {
-    for (const recompute of [false, true]) {
+  it('splits each block’s FLOPs t ways and adds its all-reduces: 2 in a layer’s forward, 2 in its backward (4 with full recomputation, 2 with selective), each a ring of b·s·h on the node’s links', () => {
+    for (const recompute of ['none', 'selective', 'full'] as const) {
       for (const t of [2, 4, 8]) {
         const one = transformerProfile(gpt, { microBatch: 2, recompute }, a100);
         const split = transformerProfile(gpt, { microBatch: 2, recompute, tp: { t } }, a100);
@@ -40,7 +44,7 @@ describe('tensor parallelism in the analytic transformer', () => {
         for (const i of [1, 4]) {
           const [x, y] = [one.blocks[i], split.blocks[i]];
           expect(y.F).toBeCloseTo(x.F / t + 2 * ar, 9);
-          expect(y.I).toBeCloseTo(x.I / t + (recompute ? 4 : 2) * ar, 9);
+          expect(y.I).toBeCloseTo(x.I / t + (recompute === 'full' ? 4 : 2) * ar, 9);
           expect(y.W).toBeCloseTo(x.W / t, 9);
         }
         expect(split.blocks[0].F).toBeCloseTo(ar, 9); // the vocabulary-parallel embedding's all-reduce
@@ -89,13 +93,13 @@ describe('Megatron SC’21 Table 1, predicted', () => {
     for (const p of predictions.filter((x) => x.row.billions >= 7.5)) expect(Math.abs(p.error), `${p.row.billions}B`).toBeLessThanOrEqual(0.15);
   });
 
-  it('the free search finds a layout at least as fast as the table’s for every row; with Megatron’s own tools (1F1B or interleaved, no ZeRO) it picks t = 8 from 76.1B up and a smaller t below 18.4B', () => {
+  it('the free search finds a layout at least as fast as the table’s for every row; with Megatron’s own tools (1F1B or interleaved, no ZeRO, full recomputation or none) it picks t = 8 from 76.1B up and a smaller t below 18.4B', () => {
     for (const p of predictions) {
       const device = { ...a100, efficiency };
       const free = planMesh({ model: table1Model(p.row), device, devices: p.row.gpus, globalBatch: p.row.batch }).candidates[0];
       expect(free.stepMs, `${p.row.billions}B`).toBeLessThanOrEqual(p.best.stepMs * (1 + 1e-9));
       if (![1.7, 7.5, 76.1, 145.6, 1008].includes(p.row.billions)) continue;
-      const megatron = planMesh({ model: table1Model(p.row), device, devices: p.row.gpus, globalBatch: p.row.batch, schedules: ['1f1b', 'interleaved-1f1b'], zero: 0 }).candidates[0];
+      const megatron = planMesh({ model: table1Model(p.row), device, devices: p.row.gpus, globalBatch: p.row.batch, schedules: ['1f1b', 'interleaved-1f1b'], zero: 0, recompute: ['none', 'full'] }).candidates[0];
       if (p.row.billions >= 76.1) expect(megatron.tp, `${p.row.billions}B`).toBe(8);
       if (p.row.billions < 18.4) expect(megatron.tp, `${p.row.billions}B`).toBeLessThan(8);
     }

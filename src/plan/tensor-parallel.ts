@@ -14,7 +14,9 @@
  * elements):
  *   layer F: 2 all-reduces (after the attention projection and after the MLP);
  *   layer I: 2 all-reduces (the f operators' backward before QKV and the MLP);
- *     with recomputation the re-run forward adds its 2;
+ *     with full recomputation the re-run forward adds its 2 (selective
+ *     recomputation re-runs only the attention's core, each worker its own
+ *     heads, with none);
  *   embedding F: 1 all-reduce (the vocabulary-parallel lookup's partial sums);
  *   head I: 1 all-reduce (the input gradient of the vocabulary-parallel logits);
  *     head F: 3 all-reduces of b·s fp32 values (the cross-entropy's max, sum
@@ -75,7 +77,7 @@ export function tpAllReduceMs(bytes: number, t: number, device: DeviceSpec): num
   return ringAllReduceTime(bytes, t, device.latIntraUs / 1e3, device.bwIntraGBps * 1e6);
 }
 
-/** The all-reduces of one micro-batch per block kind and op, with their bytes (what the tests and the docs count). */
+/** The all-reduces of one micro-batch per block kind and op, with their bytes (what the tests and the docs count); `recompute`: full recomputation. */
 export function tpCollectives(m: TpModel, b: number, recompute: boolean): { layerF: number; layerI: number; embeddingF: number; headF: number; headI: number; activationBytes: number; lossBytes: number } {
   return {
     layerF: 2,
@@ -88,11 +90,16 @@ export function tpCollectives(m: TpModel, b: number, recompute: boolean): { laye
   };
 }
 
-/** Korthikanti et al.'s activation bytes one layer holds on each of its t workers for b sequences, without recomputation. */
-export function layerActivationBytesTp(m: TpModel, b: number, tp: TensorParallel): number {
+/**
+ * Korthikanti et al.'s activation bytes one layer holds on each of its t workers for b sequences, without
+ * recomputation, or with selective recomputation (`selective`: the attention's core, its scores, softmax,
+ * dropout mask and attention over the values, the (2e + 1)·as²b/t, is recomputed, not kept: their Table 2's
+ * sbh(10 + 24/t), and 34·sbh/t with sequence parallelism).
+ */
+export function layerActivationBytesTp(m: TpModel, b: number, tp: TensorParallel, selective = false): number {
   const e = m.bytesPerElement;
   const sbh = m.seq * b * m.hidden;
-  const as2b = m.heads * m.seq * m.seq * b;
+  const as2b = selective ? 0 : m.heads * m.seq * m.seq * b;
   const split = (12 * e * sbh + (2 * e + 1) * as2b) / tp.t;
   const replicated = (4 * e + 2) * sbh;
   return tp.sequenceParallel ? split + replicated / tp.t : split + replicated;

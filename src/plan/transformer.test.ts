@@ -28,18 +28,24 @@ describe('the analytic transformer against the papers', () => {
     // §4.1: for GPT-3 (a = 96, s = 2048, h = 12288) the attention term 5as/h is 80, over twice the 34.
     const g3 = gpt({ hidden: 12288, heads: 96 });
     expect(layerActivationBytes(g3, 1) / (2048 * 12288) - 34).toBe(80);
+    // §5: selective recomputation keeps the 34sbh and recomputes the 5as²b; full keeps the input, 2sbh.
+    const held = (recompute: 'none' | 'selective' | 'full') => transformerProfile(g3, { microBatch: 1, recompute }, DEVICE_PRESETS.a100).blocks[1].heldBytes;
+    expect(held('none')).toBe(layerActivationBytes(g3, 1));
+    expect(held('selective')).toBe(34 * 2048 * 12288);
+    expect(held('full')).toBe(2 * 2048 * 12288);
   });
 
-  it('sums to Megatron SC’21 eq. 3 FLOPs per step, with and without recomputation', () => {
+  it('sums to Megatron SC’21 eq. 3 FLOPs per step, with and without recomputation; selective recomputation adds the attention core’s forward, 4bs²h a layer', () => {
     const d: DeviceSpec = { ...DEVICE_PRESETS.h100, efficiency: 1 };
     for (const m of [gpt(), gpt({ layers: 4, hidden: 768, heads: 12, seq: 1024 })]) {
-      for (const recompute of [false, true]) {
+      for (const recompute of ['none', 'selective', 'full'] as const) {
         const b = 2;
         const p = transformerProfile(m, { microBatch: b, recompute }, d);
         const msPerFlop = computeSeconds(d, 1, 2) * 1e3;
         const flops = p.blocks.reduce((t, x) => t + x.F + x.I + x.W, 0) / msPerFlop;
         const { seq: s, layers: l, hidden: h, vocab: V } = m;
-        const megatron = recompute ? 96 * b * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) : 72 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+        const plain = 72 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+        const megatron = recompute === 'full' ? 96 * b * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) : recompute === 'selective' ? plain + l * 4 * b * s * s * h : plain;
         expect(flops / megatron).toBeCloseTo(1, 12);
         // B = I + W, and I ≈ W ≈ F for the dense part (attention's two extra matmuls go to I).
         for (const x of p.blocks) expect(x.B).toBeCloseTo(x.I + x.W, 9);
@@ -80,7 +86,8 @@ describe('the analytic transformer against the papers', () => {
     expect(() => checkTransformer(gpt({ layers: 0 }))).toThrow('model.layers = 0');
     expect(() => checkTransformer(gpt({ seq: 1.5 }))).toThrow('model.seq = 1.5');
     expect(() => checkTransformer(gpt({ bytesPerElement: 3 as never }))).toThrow('model.bytesPerElement = 3: must be 2 (bf16 mixed precision) or 4 (fp32)');
-    expect(() => transformerProfile(gpt(), { microBatch: 0, recompute: false }, DEVICE_PRESETS.h100)).toThrow('microBatch = 0');
+    expect(() => transformerProfile(gpt(), { microBatch: 0, recompute: 'none' }, DEVICE_PRESETS.h100)).toThrow('microBatch = 0');
+    expect(() => transformerProfile(gpt(), { microBatch: 1, recompute: true as never }, DEVICE_PRESETS.h100)).toThrow('recompute = true: must be one of none, selective, full');
     expect(() => checkDevice({ ...DEVICE_PRESETS.h100, memoryGB: 0 })).toThrow('device.memoryGB = 0');
     expect(() => checkDevice({ ...DEVICE_PRESETS.h100, efficiency: 1.5 })).toThrow('device.efficiency = 1.5');
     expect(() => checkDevice({ ...DEVICE_PRESETS.h100, devicesPerNode: 0 })).toThrow('device.devicesPerNode = 0');

@@ -14,8 +14,11 @@
  *       operands are activations, have two each (and no weight gradient);
  *   layer W (weight gradient) = 24·b·s·h²; so B = I + W = 2F;
  *   head F = I = W = 2·b·s·h·V; the embedding lookup counts 0.
- * With activation recomputation a layer runs its forward again before its
- * backward: I gains F (the head is not recomputed). Over a whole step of B
+ * With full activation recomputation a layer runs its forward again before its
+ * backward: I gains F (the head is not recomputed). With selective
+ * recomputation (Korthikanti et al. 2022, §5; Megatron's "core attention"
+ * checkpoint) a layer runs only its attention's core again, the scores and the
+ * attention over the values: I gains 4·b·s²·h. Over a whole step of B
  * sequences this is Megatron's F = 96·B·s·l·h²·(1 + s/6h + V/16lh) with
  * recomputation (their eq. 3), 72·B·s·l·h²·(1 + s/6h + V/12lh) without.
  * Time = FLOPs / (peak · efficiency) (device.ts).
@@ -30,7 +33,8 @@
  * 16-bit tensors of 16·sbh + 2·as²b elements plus 1-byte dropout masks of
  * 2·sbh + as²b; at e bytes per element that is sbh·(16e + 2) + as²b·(2e + 1).
  * With full recomputation a layer keeps only its input, e·sbh (the paper's
- * 2sbh). The embedding keeps its dropout mask, sbh; the head the final
+ * 2sbh); with selective recomputation all but the attention's core, whose
+ * as²b·(2e + 1) it recomputes: 34·sbh at 16-bit (the paper's Table 2). The embedding keeps its dropout mask, sbh; the head the final
  * LayerNorm's input e·sbh and the fp32 logits for the loss, 4·sbV.
  *
  * Training state per parameter (Adam): 2 + 2 + 12 = 16 bytes in mixed
@@ -135,18 +139,31 @@ export function modelFlopsPerStep(m: TransformerModel, sequences: number): numbe
   return 3 * (m.layers * layerFlops(m, sequences).F + headFlops(m, sequences).F);
 }
 
+/**
+ * What every layer recomputes in its backward instead of keeping: nothing; its attention's core (selective:
+ * I gains the scores and the attention over the values, a layer keeps all but their as²b·(2e + 1)); its
+ * whole forward (full: I gains F, a layer keeps only its input). The planner tries them in this order.
+ */
+export type Recompute = 'none' | 'selective' | 'full';
+export const RECOMPUTE_MODES: readonly Recompute[] = ['none', 'selective', 'full'];
+
+/** FLOPs of one layer's attention core forward (scores 2bs²h, attention over the values 2bs²h): what selective recomputation runs again. */
+export function attentionCoreFlops(m: TransformerModel, b: number): number {
+  return 4 * b * m.seq * m.seq * m.hidden;
+}
+
 export interface ProfileOptions {
   /** Sequences per micro-batch (b). */
   microBatch: number;
-  /** Full activation recomputation of every layer: I gains the forward, a layer keeps only its input. */
-  recompute: boolean;
+  /** What every layer recomputes in its backward (Recompute). */
+  recompute: Recompute;
   /** Tensor parallelism (tensor-parallel.ts): each block's FLOPs, weights and most activations split t ways, its all-reduces added to its times. */
   tp?: TensorParallel;
 }
 
 /**
  * The Profile (profile.ts) of one micro-batch on `device`, in ms: per block F, I, W, B = I + W and
- * heldBytes (with recompute, the recomputed times and bytes; heldBytesRecompute = heldBytes then).
+ * heldBytes (with recomputation, the recomputed times and bytes; heldBytesRecompute = heldBytes then).
  * comm is 0: the planner prices messages by where the ranks sit (mesh-plan.ts).
  */
 export function transformerProfile(m: TransformerModel, o: ProfileOptions, device: DeviceSpec): Profile {
@@ -157,19 +174,23 @@ export function transformerProfile(m: TransformerModel, o: ProfileOptions, devic
   const e = m.bytesPerElement;
   const ms = (flops: number) => computeSeconds(device, flops / t, e) * 1e3;
   // The stage's tensor-parallel all-reduces (none when t = 1), ms each.
-  const c = tpCollectives(m, b, o.recompute);
+  if (!RECOMPUTE_MODES.includes(o.recompute)) throw new ConfigError('recompute', o.recompute, `must be one of ${RECOMPUTE_MODES.join(', ')}`);
+  const full = o.recompute === 'full';
+  const c = tpCollectives(m, b, full);
   const ar = tpAllReduceMs(c.activationBytes, t, device);
   const arLoss = tpAllReduceMs(c.lossBytes, t, device);
   const sbh = m.seq * b * m.hidden;
   const lf = layerFlops(m, b);
   const inputBytes = tp.sequenceParallel ? layerInputBytes(m, b) / t : layerInputBytes(m, b);
-  const layerHeld = o.recompute ? inputBytes : layerActivationBytesTp(m, b, tp);
+  const layerHeld = full ? inputBytes : layerActivationBytesTp(m, b, tp, o.recompute === 'selective');
+  // The forward FLOPs a layer's backward runs again.
+  const again = full ? lf.F : o.recompute === 'selective' ? attentionCoreFlops(m, b) : 0;
   const layer = (i: number) => ({
     name: `layer${i}`,
     F: ms(lf.F) + c.layerF * ar,
-    I: ms(lf.I + (o.recompute ? lf.F : 0)) + c.layerI * ar,
+    I: ms(lf.I + again) + c.layerI * ar,
     W: ms(lf.W),
-    B: ms(lf.I + lf.W + (o.recompute ? lf.F : 0)) + c.layerI * ar,
+    B: ms(lf.I + lf.W + again) + c.layerI * ar,
     heldBytes: layerHeld,
     heldBytesRecompute: layerHeld,
   });
@@ -185,7 +206,7 @@ export function transformerProfile(m: TransformerModel, o: ProfileOptions, devic
   return {
     version: PROFILE_VERSION,
     unit: 'ms',
-    source: `analytic GPT (${m.layers} layers, hidden ${m.hidden}, ${m.heads} heads, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute ? ', recomputation' : ''}${tpText} on ${device.name}`,
+    source: `analytic GPT (${m.layers} layers, hidden ${m.hidden}, ${m.heads} heads, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute !== 'none' ? `, ${o.recompute} recomputation` : ''}${tpText} on ${device.name}`,
     blocks,
     comm: new Array<number>(blocks.length - 1).fill(0),
   };
