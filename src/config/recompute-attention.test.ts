@@ -1,11 +1,14 @@
 /**
  * Selective recomputation in the run configuration: GPT only, refused by
  * field, value and rule for a model without attention, the same from a URL,
- * written into links only when on, and left off by a switch to such a model.
+ * written into links only when on, left off by a switch to such a model, and
+ * counted by the memory guard (as full recomputation is).
  */
 import { describe, expect, it } from 'vitest';
 import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from './run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
+import { layerActivationsPerRow, layerInCols } from '../nn/model-spec.ts';
+import { stageCut, stageMemory } from './run-limits.ts';
 
 const gpt = (): RunConfig => ({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3) });
 
@@ -38,5 +41,32 @@ describe('recomputeAttention (selective recomputation)', () => {
     expect(withDataset(on, 'spiral').recomputeAttention).toBe(false);
     expect({ ...on, ...namesModelSwitch('char-mlp', 3) }.recomputeAttention).toBe(false);
     expect(withDataset(on, 'text').recomputeAttention).toBe(true);
+  });
+
+  it('is counted by the memory guard: each micro-batch in flight keeps all but its blocks’ probabilities, one micro-batch’s live again in its backward; full recomputation keeps the stage input', () => {
+    // Sixty-four heads on 64 positions: the probabilities (H·T² a row and block) are most of a block's activations.
+    const big: RunConfig = { ...gpt(), blockSize: 64, heads: 64, width: 64, layers: 4, batchSize: 512, microbatches: 16 };
+    const rows = big.batchSize / big.microbatches;
+    const { spec, stageBlocks } = stageCut({ ...big, virtual: 1 });
+    const plain = stageMemory({ ...big, virtual: 1 });
+    const selective = stageMemory({ ...big, virtual: 1, recomputeAttention: true });
+    const full = stageMemory({ ...big, virtual: 1, recompute: true });
+    stageBlocks.forEach(([a, b], s) => {
+      const layers = spec.blocks.slice(a, b).flatMap((x) => x.layers);
+      const widths = layers.reduce((t, l) => t + layerActivationsPerRow(l), 0);
+      const probs = layers.filter((l) => l.kind === 'gpt-block').length * 64 * 64 * 64;
+      expect(plain[s].activations).toBe(4 * rows * big.microbatches * widths);
+      expect(selective[s].activations).toBe(plain[s].activations - 4 * rows * (big.microbatches - 1) * probs);
+      const input = layerInCols(layers[0]);
+      expect(full[s].activations).toBe(4 * rows * (big.microbatches * input + widths - input));
+      expect(selective[s].weights).toBe(plain[s].weights);
+    });
+    // One micro-batch: nothing to save.
+    const one = { ...big, virtual: 1, microbatches: 1 };
+    expect(stageMemory({ ...one, recomputeAttention: true })).toEqual(stageMemory(one));
+    // A run refused for its activations fits with either recomputation.
+    expect(() => validateRunConfig(big)).toThrow(/^batchSize = 512: all ranks together would hold about 2\.\d+ GiB/);
+    expect(() => validateRunConfig({ ...big, recomputeAttention: true })).not.toThrow();
+    expect(() => validateRunConfig({ ...big, recompute: true })).not.toThrow();
   });
 });

@@ -11,12 +11,14 @@
  *  - memory per worker: for each stage it holds, weights, gradients and optimizer
  *    state (AdamW 2, SGD 1 per weight, divided by dp under ZeRO-1; PipeDream
  *    stashes up to `ranks` weight versions, PipeDream-2BW one older version), plus the activations of up to m
- *    micro-batches in flight; all workers: dp times one pipeline's;
+ *    micro-batches in flight: what each keeps (everything; with `recompute` the stage's input alone; with
+ *    `recomputeAttention` all but the GPT blocks' attention probabilities) and, live again while one
+ *    micro-batch's backward recomputes, the rest of one micro-batch's; all workers: dp times one pipeline's;
  *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
@@ -106,14 +108,19 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: nu
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
-    for (const block of cut.spec.blocks.slice(a, b)) {
+    let probs = 0;
+    const blocks = cut.spec.blocks.slice(a, b);
+    for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
         widths += layerActivationsPerRow(l);
+        if (l.kind === 'gpt-block') probs += l.heads * l.blockSize * l.blockSize;
       }
     }
+    // Per row, what a micro-batch in flight keeps for its backward, and what its recomputation makes live again.
+    const kept = cfg.recompute ? (blocks.length > 0 ? layerInCols(blocks[0].layers[0]) : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
-    const activations = 4 * cfg.microbatches * rows * widths;
+    const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
     return { weights, activations, total: weights + activations };
   });
 }
