@@ -4,6 +4,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from safetensors_io import read_safetensors
 from split_backward import recorded
@@ -143,7 +144,10 @@ class GptEmbedding:
 class GptBlock:
     """A pre-LayerNorm block: x + c_proj(causal attention(c_attn(ln_1(x)))), then x + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(x)))).
     Split by tp (Megatron): this process's heads of c_attn (their q, k and v rows) and of c_proj's input columns, its
-    share of mlp.c_fc's rows and of mlp.c_proj's columns; one sum over the group after each c_proj."""
+    share of mlp.c_fc's rows and of mlp.c_proj's columns; one sum over the group after each c_proj.
+    With s["recomputeAttention"] (the run's selective recomputation) the attention's core (scores, softmax, the
+    attention over the values) keeps nothing for the backward, which runs it again from q, k and v
+    (torch.utils.checkpoint); it holds no weights and no collective, so the split backward and tp are unchanged."""
 
     def __init__(self, name, s, device, tp=WHOLE):
         p, C = s["prefix"], s["dim"]
@@ -158,14 +162,21 @@ class GptBlock:
         self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
         self.mask = torch.tril(torch.ones(self.T, self.T, dtype=torch.bool, device=device))
         self.out_shape = (self.T, C)
+        self.recompute_core = bool(s.get("recomputeAttention", False))
+
+    def core(self, q, k, v):
+        """The attention's core: [n, H, T, D] q, k, v -> softmax(causal(q k^T / sqrt(D))) v."""
+        T = q.shape[2]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+        att = F.softmax(att.masked_fill(~self.mask[:T, :T], float("-inf")), dim=-1)
+        return att @ v
 
     def attention(self, x):
         n, T, C, H = x.shape[0], x.shape[1], self.C, self.heads
         q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(n, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # [n, H, T, D]
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
-        att = F.softmax(att.masked_fill(~self.mask[:T, :T], float("-inf")), dim=-1)
-        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(n, T, C))
+        y = checkpoint(self.core, q, k, v, use_reentrant=False) if self.recompute_core else self.core(q, k, v)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(n, T, C))
 
     def __call__(self, x):
         x = x + self.attention(self.ln_1(x))
@@ -209,9 +220,10 @@ def param_slots(layer):
 
 
 class Stage:
-    """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss."""
+    """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss. `recompute_attention`:
+    the run's selective recomputation, in every GPT block (GptBlock)."""
 
-    def __init__(self, index, model, block_range, device, tp=WHOLE):
+    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute_attention=False):
         start, end = block_range
         self.index, self.layers, self.is_last = index, [], False
         for block in model["blocks"][start:end]:
@@ -221,6 +233,8 @@ class Stage:
                     continue
                 if s["kind"] not in LAYERS:
                     raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
+                if recompute_attention and s["kind"] == "gpt-block":
+                    s = dict(s, recomputeAttention=True)
                 self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device, tp))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
@@ -248,7 +262,13 @@ def microbatch_loss(logits, target, scale):
 
 def build_stages(cfg, rank, device, tp=WHOLE):
     """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces)."""
-    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+    selective = recompute_attention(cfg)
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, selective) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+
+
+def recompute_attention(cfg):
+    """The run's selective recomputation (config.json run.recomputeAttention; absent in bundles from before it)."""
+    return bool(cfg["run"].get("recomputeAttention", False))
 
 
 def load_weights(stages, init, who):
