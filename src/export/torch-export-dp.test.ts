@@ -43,6 +43,7 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-2', cfg: { ...charMlp, schedule: 'zb-h1', zero: 2 } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-2, no overlap', cfg: { ...gpt, schedule: '1f1b', zero: 2, overlap: false } },
   { title: 'char-MLP, interleaved-1f1b v 2, dp 2 × p 2, ZeRO-3, reshard per step, prefetch', cfg: { ...charMlp, schedule: 'interleaved-1f1b', virtual: 2, zero: 3, reshard: 'step', prefetch: true } },
+  { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-3, reshard every micro-batch, full recomputation (the forward again on weights gathered for the backward)', cfg: { ...gpt, schedule: '1f1b', zero: 3, reshard: 'microbatch', prefetch: false, recompute: true } },
   { title: 'GPT, zb-h1, dp 2 × p 2, ZeRO-3, reshard every micro-batch (W on freed weights), no prefetch, checkpoint every step and resume', cfg: { ...gpt, schedule: 'zb-h1', zero: 3, reshard: 'microbatch', prefetch: false }, resume: true },
 ];
 

@@ -32,6 +32,7 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'PipeDream, char-MLP, p = 3, m = 4 (up to 3 weight versions a stage), AdamW', cfg: { ...charMlp, schedule: 'pipedream', ranks: 3 } },
   { title: 'PipeDream, GPT, p = 2, SGD with momentum', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, optimizer: 'sgd', lr: 0.1, momentum: 0.9 } },
   { title: 'PipeDream-2BW, char-MLP, p = 2, m = 4, AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 } },
+  { title: 'PipeDream, char-MLP, p = 3, full recomputation (a backward runs its forward again on its own micro-batch’s weight version)', cfg: { ...charMlp, schedule: 'pipedream', ranks: 3, recompute: true } },
   { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },
   { title: 'PipeDream-2BW on replicas, char-MLP, dp 2 × p 2, m = 4 (each block’s gradients all_reduced before its update), AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, dp: 2 } },
   { title: 'PipeDream-2BW with tensor parallelism, GPT, tp 2 × p 2 (each process versions its own pieces), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 2, tp: 2 } },

@@ -37,6 +37,7 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, zb-h1 (I and W split), dp 1 × tp 2 × pp 2', cfg: { ...charMlp, schedule: 'zb-h1', dp: 1, ranks: 2 } },
   { title: 'GPT, gpipe, dp 2 × tp 2 × pp 1, ZeRO-1', cfg: { ...gpt, schedule: 'gpipe', dp: 2, ranks: 1, zero: 1 } },
   { title: 'char-MLP, 1f1b, dp 2 × tp 2 × pp 1', cfg: { ...charMlp, schedule: '1f1b', dp: 2, ranks: 1 } },
+  { title: 'GPT, 1f1b, dp 1 × tp 2 × pp 2, full recomputation (the forward’s all-reduces run again in the backward)', cfg: { ...gpt, schedule: '1f1b', dp: 1, ranks: 2, recompute: true } },
 ];
 
 describe('tp under torchrun equals the float64 single-device loop', () => {

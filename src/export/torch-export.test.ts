@@ -63,6 +63,7 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'gpt, zb-h1, p = 2 (attention blocks, I and W split, boundary [mb, T, C])', cfg: { ...gpt, schedule: 'zb-h1' } },
   { title: 'gpt, 1f1b, p = 2', cfg: { ...gpt, schedule: '1f1b' } },
   { title: 'gpt, zb-h1, p = 2, selective recomputation (the attention core again in I, torch.utils.checkpoint)', cfg: { ...gpt, schedule: 'zb-h1', recomputeAttention: true } },
+  { title: 'gpt, zb-h1, p = 2, full recomputation (each stage’s forward again in I, torch.utils.checkpoint)', cfg: { ...gpt, schedule: 'zb-h1', recompute: true } },
   {
     title: 'your text: the GPT on the first 20,000 characters of Moby-Dick, 1f1b, p = 4 (blocks of 17 characters, the excerpt’s own vocabulary)',
     cfg: { ...withDataset(defaultRunConfig(), 'text', mobyExcerpt.hash), layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 4, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 4, schedule: '1f1b' },

@@ -1,12 +1,14 @@
-"""Probe for src/export/recompute-attention.test.ts (run with PYTHONPATH=src/export/torch, Debian's python3-torch):
-selective recomputation in the exported GPT block (model.GptBlock with recomputeAttention), in float64 on fresh
-random weights and inputs, against the same stage keeping everything:
+"""Probe for src/export/recompute.test.ts (run with PYTHONPATH=src/export/torch, Debian's python3-torch):
+recomputation in the exported program, selective (model.GptBlock with recomputeAttention) and full (model.Stage
+under torch.utils.checkpoint), on a stage of two GPT blocks in float64 on fresh random weights and inputs, against
+the same stage keeping everything:
 
 - the same input and weight gradients, from one full backward and from the split one (I, then W);
 - what autograd saves in the forward (every tensor its hooks pack, by shape): no [n, H, T, T] tensor, the
-  attention probabilities or scores, with recomputation, and some without;
+  attention probabilities or scores, with selective recomputation, and some without; nothing at all with full
+  recomputation (the checkpoint keeps the stage input itself);
 - how often each block's attention core runs: once in the forward either way, and once more in the backward
-  with recomputation only (counted by wrapping GptBlock.core; this Torch's dispatch modes cannot look inside a
+  with either recomputation (counted by wrapping GptBlock.core; this Torch's dispatch modes cannot look inside a
   recomputation).
 Prints one JSON line."""
 import json
@@ -78,22 +80,25 @@ def main():
     n, C, H, T, blocks = 3, 8, 2, 6, 2
     spec = {"blocks": [{"name": f"b{i}", "layers": [{"kind": "gpt-block", "name": "block", "prefix": f"transformer.h.{i}", "dim": C, "heads": H, "blockSize": T}]} for i in range(blocks)]}
     plain = model.Stage(0, spec, [0, blocks], torch.device("cpu"))
-    selective = model.Stage(0, spec, [0, blocks], torch.device("cpu"), recompute_attention=True)
     with torch.no_grad():
-        for name, p in plain.params.items():
+        for p in plain.params.values():
             p.copy_(torch.randn_like(p) * 0.5)
-            selective.params[name].copy_(p)
     x, dy = torch.randn(n, T, C), torch.randn(n, T, C)
     probs = (n, H, T, T)
     out, calls = {"blocks": blocks}, CoreCalls()
-    for split in (False, True):
-        want, saved_plain, fwd_plain, bwd_plain = run(plain, x, dy, split, calls)
-        got, saved_sel, fwd_sel, bwd_sel = run(selective, x, dy, split, calls)
-        key = "split" if split else "full"
-        out[key] = {"diff": max(relative(g, w) for g, w in zip(got, want)),
-                    "probsSavedPlain": saved_plain.count(probs), "probsSavedSelective": saved_sel.count(probs),
-                    "savedPlain": len(saved_plain), "savedSelective": len(saved_sel),
-                    "coreCalls": {"plain": [fwd_plain, bwd_plain], "selective": [fwd_sel, bwd_sel]}}
+    for mode in ("selective", "full"):
+        stage = model.Stage(0, spec, [0, blocks], torch.device("cpu"), recompute=mode)
+        with torch.no_grad():
+            for name, p in plain.params.items():
+                stage.params[name].copy_(p)
+        for split in (False, True):
+            want, saved_plain, fwd_plain, bwd_plain = run(plain, x, dy, split, calls)
+            got, saved_mode, fwd_mode, bwd_mode = run(stage, x, dy, split, calls)
+            out[f"{mode} {'split' if split else 'full'} backward"] = {
+                "diff": max(relative(g, w) for g, w in zip(got, want)),
+                "probsSavedPlain": saved_plain.count(probs), "probsSaved": saved_mode.count(probs),
+                "savedPlain": len(saved_plain), "saved": len(saved_mode),
+                "coreCalls": {"plain": [fwd_plain, bwd_plain], "recomputing": [fwd_mode, bwd_mode]}}
     print(json.dumps(out), flush=True)
 
 

@@ -220,12 +220,14 @@ def param_slots(layer):
 
 
 class Stage:
-    """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss. `recompute_attention`:
-    the run's selective recomputation, in every GPT block (GptBlock)."""
+    """A contiguous run of blocks [start, end) of the model; the last stage ends with the loss. `recompute` (the run's,
+    recompute_mode): "full", the stage's forward runs under torch.utils.checkpoint, keeping its input alone, and its
+    backward runs it again (with the weights bound then: pipeline.py binds a stream's micro-batch's version again
+    before its backward); "selective", every GPT block recomputes its attention's core (GptBlock); None, neither."""
 
-    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute_attention=False):
+    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute=None):
         start, end = block_range
-        self.index, self.layers, self.is_last = index, [], False
+        self.index, self.layers, self.is_last, self.recompute = index, [], False, recompute
         for block in model["blocks"][start:end]:
             for s in block["layers"]:
                 if s["kind"] == "softmax-cross-entropy":
@@ -233,7 +235,7 @@ class Stage:
                     continue
                 if s["kind"] not in LAYERS:
                     raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
-                if recompute_attention and s["kind"] == "gpt-block":
+                if recompute == "selective" and s["kind"] == "gpt-block":
                     s = dict(s, recomputeAttention=True)
                 self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device, tp))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
@@ -250,6 +252,11 @@ class Stage:
             setattr(owner, attr, tensors[name])
 
     def forward(self, x):
+        if self.recompute == "full" and torch.is_grad_enabled():
+            return checkpoint(self.run_layers, x, use_reentrant=False)
+        return self.run_layers(x)
+
+    def run_layers(self, x):
         for layer in self.layers:
             x = layer(x)
         return x
@@ -262,13 +269,15 @@ def microbatch_loss(logits, target, scale):
 
 def build_stages(cfg, rank, device, tp=WHOLE):
     """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces)."""
-    selective = recompute_attention(cfg)
-    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, selective) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+    mode = recompute_mode(cfg)
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, mode) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
 
 
-def recompute_attention(cfg):
-    """The run's selective recomputation (config.json run.recomputeAttention; absent in bundles from before it)."""
-    return bool(cfg["run"].get("recomputeAttention", False))
+def recompute_mode(cfg):
+    """The run's recomputation: "full" (run.recompute), "selective" (run.recomputeAttention, absent in bundles from
+    before it; full recomputation covers it), or None."""
+    run = cfg["run"]
+    return "full" if run.get("recompute") else "selective" if run.get("recomputeAttention") else None
 
 
 def load_weights(stages, init, who):

@@ -160,6 +160,8 @@ class PipelineRank:
             dy = self.take(inbox, ("grad", s, mb), step, col, action)
         needs_input = not self.copies.first(s)  # a copy's first stage takes data, which has no gradient
         ps = list(st.params.values()) if self.versions is None else self.versions.tensors(s, mb)
+        if self.versions is not None and st.recompute == "full":
+            self.versions.bind_again(s, mb)  # the forward runs again inside this backward, on mb's weights
         if op == "B":
             gs = torch.autograd.grad(y, ([x] if needs_input else []) + ps, grad_outputs=dy)
             if needs_input:

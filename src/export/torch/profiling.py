@@ -46,7 +46,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from model import Stage, load_weights, microbatch_loss, recompute_attention
+from model import Stage, load_weights, microbatch_loss, recompute_mode
 from pipeline import wait
 from split_backward import Tape, backward_input, backward_weight
 from tensor_parallel import WHOLE, TensorParallel
@@ -114,7 +114,7 @@ class BlockProbe:
     def __init__(self, proc, b, tp=WHOLE):
         cfg, data = proc.bundle.cfg, proc.data
         self.b, self.first, self.tp = b, b == 0, tp
-        self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device, tp, recompute_attention(cfg))
+        self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device, tp, recompute_mode(cfg))
         load_weights({b: self.stage}, tp.pieces(proc.init), f"rank {proc.rank}")
         self.params = list(self.stage.params.values())
         self.x = data.input(0, 0) if self.first else torch.randn(data.rows, *cfg["blockInShape"][b], device=proc.device)

@@ -93,6 +93,12 @@ class StreamUpdates:
         sv = self.stages[s]
         sv.run_on(mb, self.version(sv, mb))
 
+    def bind_again(self, s, mb):
+        """Binds micro-batch mb's version into the stage again, for a backward that runs its forward again (full
+        recomputation); the stage's other micro-batches may have bound theirs since."""
+        sv = self.stages[s]
+        sv.stage.bind(dict(zip(sv.names, sv.snapshots[sv.of_mb[mb]])))
+
     def tensors(self, s, mb):
         sv = self.stages[s]
         return sv.snapshots[sv.of_mb[mb]]
