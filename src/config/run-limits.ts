@@ -9,17 +9,20 @@
  *  - the largest GPU buffer of a stage: a layer's parameters, or one
  *    micro-batch's activations (rows = batchSize / (dp · m) · widest layer width);
  *  - memory per worker: for each stage it holds, weights, gradients and optimizer
- *    state (AdamW 2, SGD 1 per weight, divided by dp under ZeRO-1; PipeDream
+ *    state (of its share of the weights with tp: tp-params.ts's split ones divided by tp; AdamW 2, SGD 1 per
+ *    weight, divided by dp under ZeRO-1; PipeDream
  *    stashes up to `ranks` weight versions, PipeDream-2BW one older version), plus the activations of up to m
  *    micro-batches in flight: what each keeps (everything; with `recompute` the stage's input alone; with
  *    `recomputeAttention` all but the GPT blocks' attention probabilities) and, live again while one
- *    micro-batch's backward recomputes, the rest of one micro-batch's; all workers: dp times one pipeline's;
+ *    micro-batch's backward recomputes, the rest of one micro-batch's (a GPT block's per tp worker:
+ *    layerActivationsPerRow); all workers: dp · tp times one pipeline's workers';
  *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
 import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
+import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
 import { runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
@@ -53,6 +56,8 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   /** Data-parallel replicas (default 1) and ZeRO stage (default 0). */
   dp?: number;
   zero?: number;
+  /** Tensor-parallel workers per stage (default 1). */
+  tp?: number;
 }
 
 /** Rows of one micro-batch: each replica's batchSize / dp rows, cut into m micro-batches. */
@@ -100,9 +105,16 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
   });
 }
 
-/** Estimated bytes of each stage: weights, gradients, optimizer state and stashed versions; and the activations of up to m micro-batches in flight. */
+/**
+ * Estimated bytes of each stage on one of its workers (one of its tp workers): weights, gradients, optimizer state
+ * and stashed versions; and the activations of up to m micro-batches in flight.
+ */
 export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
   const rows = microbatchRows(cfg);
+  const t = cfg.tp ?? 1;
+  // Per block, the parameters tensor parallelism splits over a stage's t workers.
+  const splitOfBlock = new Array<number>(cut.spec.blocks.length).fill(0);
+  if (t > 1) for (const p of tpParams(cut.spec).values()) splitOfBlock[p.block ?? 0] += p.shape.reduce((a, x) => a * x, 1);
   const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / ((cfg.zero ?? 0) >= 1 ? (cfg.dp ?? 1) : 1);
   const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
   return cut.stageBlocks.map(([a, b]) => {
@@ -113,10 +125,12 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: nu
     for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerActivationsPerRow(l);
-        if (l.kind === 'gpt-block') probs += l.heads * l.blockSize * l.blockSize;
+        widths += layerActivationsPerRow(l, t);
+        if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
     }
+    const split = splitOfBlock.slice(a, b).reduce((x, y) => x + y, 0);
+    params += split / t - split;
     // Per row, what a micro-batch in flight keeps for its backward, and what its recomputation makes live again.
     const kept = cfg.recompute ? (blocks.length > 0 ? layerInCols(blocks[0].layers[0]) : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
@@ -187,23 +201,25 @@ export function checkRunLimits(cfg: LimitInput): void {
   const perStage = stageMemory(cfg, cut);
   const worst = perStage.reduce((a, b) => (b.total > a.total ? b : a));
   const perRank = worst.total * cfg.virtual;
+  const t = cfg.tp ?? 1;
   if (perRank > RUN_LIMITS.rankBytes) {
     const { field, value } = memoryField(cfg, worst.weights, worst.activations);
+    const who = t > 1 ? `each of a rank's ${t} tensor-parallel workers` : 'a rank';
     throw new ConfigError(
       field,
       value,
-      `a rank would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a rank may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
+      `${who} would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a ${t > 1 ? 'worker' : 'rank'} may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
     );
   }
   const dp = cfg.dp ?? 1;
-  const weights = dp * perStage.reduce((s, x) => s + x.weights, 0);
-  const activations = dp * perStage.reduce((s, x) => s + x.activations, 0);
+  const weights = dp * t * perStage.reduce((s, x) => s + x.weights, 0);
+  const activations = dp * t * perStage.reduce((s, x) => s + x.activations, 0);
   if (weights + activations > RUN_LIMITS.totalBytes) {
     const { field, value } = memoryField(cfg, weights, activations);
     throw new ConfigError(
       field,
       value,
-      `all ${dp > 1 ? 'workers' : 'ranks'} together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
+      `all ${dp > 1 || t > 1 ? 'workers' : 'ranks'} together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
     );
   }
   const flops = 3 * cut.spec.blocks.reduce((s, b) => s + b.layers.reduce((t, l) => t + layerFlopsPerRow(l), 0), 0) * cfg.batchSize;

@@ -161,14 +161,18 @@ export function rowsPerExample(spec: ModelSpec): number {
 /**
  * Activation elements one example row keeps at a layer (for memory
  * estimates): its input and output; a GPT block what it saves for backward
- * (the residual stream, LayerNorm outputs, qkv, the MLP's 4C, the H·T² attention).
+ * (the residual stream, LayerNorm outputs, qkv, the MLP's 4C, the H·T² attention), on one worker of a
+ * stage's `tp` tensor-parallel workers (other layers: the same on each).
  */
-export function layerActivationsPerRow(l: LayerSpec): number {
+export function layerActivationsPerRow(l: LayerSpec, tp = 1): number {
   switch (l.kind) {
     case 'gpt-embedding':
       return 2 * l.blockSize + l.blockSize * l.dim;
     case 'gpt-block':
-      return l.blockSize * (16 * l.dim + 4) + l.heads * l.blockSize * l.blockSize;
+      // Per token: x, ln_1's output, x1, ln_2's output and the two LayerNorms' mean and rstd on every worker of its
+      // tp group; its share of qkv (3C), the attention output (C), the MLP's hidden and its GELU (4C each), and of
+      // the attention probabilities (H·T a token).
+      return l.blockSize * (4 * l.dim + 4 + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
     case 'gpt-head':
       return l.blockSize * (2 * l.dim + 2 + l.vocab);
     default:
