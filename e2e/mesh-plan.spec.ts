@@ -48,6 +48,50 @@ test('plans a 64-device GPT in the page, draws the winner on 64 lanes, and names
   expect(errors).toEqual([]);
 });
 
+test('recomputation in the page’s planner: selective where nothing fits without it, full or none when the form says so, the same as the CLI', async ({ page }) => {
+  test.setTimeout(120_000);
+  const { panel, errors } = await openPanel(page);
+  // A 4096-token sequence on 16 heads, four devices of 4 GB: the attention's core is most of what a layer keeps.
+  for (const [label, value] of [['Layers', '4'], ['Hidden size', '1024'], ['Attention heads', '16'], ['Sequence length', '4096'], ['Vocabulary', '32000'], ['Global batch (sequences)', '4'], ['Devices (N)', '4'], ['Memory per device (GB)', '4']]) {
+    await panel.getByLabel(label, { exact: true }).fill(value);
+  }
+  const rows = panel.getByTestId('mesh-plan-candidates').locator('tbody tr');
+  const { planMesh } = await import('../src/plan/mesh-plan.ts');
+  const { DEVICE_PRESETS } = await import('../src/plan/device.ts');
+  const req = { model: { layers: 4, hidden: 1024, heads: 16, seq: 4096, vocab: 32000, bytesPerElement: 2 as const }, device: { ...DEVICE_PRESETS.h100, memoryGB: 4 }, devices: 4, globalBatch: 4 };
+  const { meshSavingLabel } = await import('../src/plan/mesh-labels.ts');
+  for (const [choice, modes] of [
+    ['where needed: selective, then full', undefined],
+    ['where needed: full only (Megatron 2021)', ['none', 'full'] as const],
+  ] as const) {
+    await panel.getByLabel('Recomputation').selectOption({ label: choice });
+    await panel.getByTestId('mesh-plan-run').click();
+    const best = planMesh({ ...req, recompute: modes }).candidates[0];
+    // Selective recomputation wins here; held to full, tensor parallelism without recomputation is faster.
+    expect(best.recompute).toBe(modes ? 'none' : 'selective');
+    await expect(rows.first()).toContainText(meshSavingLabel(best, '—'));
+    await expect(rows.first()).toContainText(`${best.dp} × ${best.tp} × ${best.pp}`);
+  }
+  // Never: tensor parallelism alone must make room (its layout the planner's; no recomputation in its row).
+  await panel.getByLabel('Recomputation').selectOption({ label: 'never' });
+  await panel.getByTestId('mesh-plan-run').click();
+  const never = planMesh({ ...req, recompute: ['none'] }).candidates[0];
+  expect(never.tp).toBeGreaterThan(1);
+  await expect(rows.first()).toContainText(`${never.dp} × ${never.tp} × ${never.pp}`);
+  await expect(rows.first()).not.toContainText('recompute');
+  // At 2 GB nothing fits without recomputation, until sequence parallelism splits what a tp layout keeps.
+  await panel.getByLabel('Memory per device (GB)').fill('2');
+  await panel.getByTestId('mesh-plan-run').click();
+  await expect(panel.getByRole('alert')).toContainText('device.memoryGB = 2: no layout of the 4 devices fits in it');
+  await expect(panel.getByRole('alert')).toContainText('recomputation none tried');
+  await panel.getByLabel('Sequence parallelism').check();
+  await panel.getByTestId('mesh-plan-run').click();
+  const sp = planMesh({ ...req, device: { ...req.device, memoryGB: 2 }, recompute: ['none'], sequenceParallel: true }).candidates[0];
+  expect(sp.tp).toBeGreaterThan(1);
+  await expect(rows.first()).toContainText(`${sp.dp} × ${sp.tp} × ${sp.pp}`);
+  expect(errors).toEqual([]);
+});
+
 test('a 1024-device plan runs off the main thread: the page answers timers within 200 ms, shows the time so far, and Cancel stops it', async ({ page }) => {
   test.setTimeout(180_000);
   const { panel, errors } = await openPanel(page);

@@ -1,6 +1,7 @@
 /**
  * Plan a real model on N devices (src/plan/mesh-plan.ts): an analytic GPT and a device (a preset or typed
- * in), every dp × tp × pp, schedule, micro-batch size, the ZeRO stage (the least of 0–3 that fits) and recomputation; the top candidates as a table,
+ * in), every dp × tp × pp, schedule, micro-batch size, the ZeRO stage (the least of 0–3 that fits) and recomputation (the kinds the
+ * form allows), with sequence parallelism if asked; the top candidates as a table,
  * the same as `pipelab plan --model gpt`, and the winner's step drawn (its first replicas, up to 64 lanes: every replica plays the same step). It plans on
  * the button, not on each keystroke, in a Worker (mesh-plan-client.ts) so that the page stays responsive:
  * "Planning…" with the time so far and a Cancel button while it runs; pressing Plan again restarts it.
@@ -9,9 +10,10 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DevicePreset } from '../../plan/device.ts';
 import type { MeshPlan, MeshPlanRequest } from '../../plan/mesh-plan.ts';
+import type { Recompute } from '../../plan/transformer.ts';
 import { MeshPlanClient, type MeshPlanned } from '../../plan/mesh-plan-client.ts';
 import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../../plan/mesh-labels.ts';
-import { NumberField, SelectField } from '../controls/fields.tsx';
+import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
 import { num, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 
@@ -22,6 +24,14 @@ const TOP = 10;
 interface Planned extends MeshPlanned {
   req: MeshPlanRequest;
 }
+
+/** The recomputation the planner may use: both kinds (selective first), Megatron SC'21's full only, or none. */
+type RecomputeChoice = 'both' | 'full' | 'none';
+const RECOMPUTE_CHOICES: { value: RecomputeChoice; label: string; modes?: Recompute[] }[] = [
+  { value: 'both', label: 'where needed: selective, then full' },
+  { value: 'full', label: 'where needed: full only (Megatron 2021)', modes: ['none', 'full'] },
+  { value: 'none', label: 'never', modes: ['none'] },
+];
 
 /** Seconds, as the status line shows them. */
 const seconds = (ms: number) => `${(ms / 1e3).toFixed(1)} s`;
@@ -76,6 +86,8 @@ export function MeshPlanPanel() {
   const [globalBatch, setGlobalBatch] = useState(512);
   const [preset, setPreset] = useState<DevicePreset>('h100');
   const [memoryGB, setMemoryGB] = useState<number>(DEVICE_PRESETS.h100.memoryGB);
+  const [recompute, setRecompute] = useState<RecomputeChoice>('both');
+  const [sequenceParallel, setSequenceParallel] = useState(false);
   const [planned, setPlanned] = useState<Planned | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
 
@@ -100,6 +112,8 @@ export function MeshPlanPanel() {
       device: { ...DEVICE_PRESETS[preset], devicesPerNode: perNode, memoryGB },
       devices,
       globalBatch,
+      recompute: RECOMPUTE_CHOICES.find((c) => c.value === recompute)?.modes,
+      sequenceParallel: sequenceParallel || undefined,
     };
     setRunning({ startedAt: performance.now() });
     setProblem(null);
@@ -138,7 +152,7 @@ export function MeshPlanPanel() {
         </summary>
         <p className="muted small">
           An analytic GPT (FLOPs per layer, Korthikanti et al.’s activation bytes, Adam’s 16 bytes per parameter) on N devices: every dp × tp × pp (Megatron’s tensor parallelism inside a node), schedule,
-          micro-batch size, the ZeRO stage (the least of 0–3 that fits: ZeRO-2 and 3 shard gradients and weights, at the cost of more collectives) and recomputation, ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
+          micro-batch size, the ZeRO stage (the least of 0–3 that fits: ZeRO-2 and 3 shard gradients and weights, at the cost of more collectives) and recomputation (selective: each layer's attention core again, a few per cent of its FLOPs; full: its whole forward), ranked by the simulated step with the ring all-reduce. The same as <code>pipelab plan --model gpt</code>.
         </p>
         <div className="row2">
           <NumberField label="Layers" name="mesh.layers" integer min={1} max={4096} value={layers} onChange={setLayers} />
@@ -168,6 +182,16 @@ export function MeshPlanPanel() {
             }}
           />
           <NumberField label="Memory per device (GB)" name="mesh.memoryGB" min={0.001} max={1e6} value={memoryGB} onChange={setMemoryGB} />
+        </div>
+        <div>
+          <SelectField<RecomputeChoice> label="Recomputation" name="mesh.recompute" value={recompute} options={RECOMPUTE_CHOICES} onChange={setRecompute} hint="tried only where a layout does not fit without it" />
+          <CheckboxField
+            label="Sequence parallelism"
+            name="mesh.sequenceParallel"
+            checked={sequenceParallel}
+            onChange={setSequenceParallel}
+            hint="with tp > 1, LayerNorm and dropout activations split over the tp devices too (Korthikanti et al. 2022)"
+          />
         </div>
         <button type="button" onClick={() => void run()} data-testid="mesh-plan-run">
           Plan
