@@ -35,6 +35,7 @@ const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, 
 const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, dualpipe, p 2, m 4, AdamW, checkpoint every step and resume', cfg: charMlp, resume: true },
   { title: 'GPT, dualpipe, p 4, m 8', cfg: gpt },
+  { title: 'char-MLP, dualpipe, p 2, m 4, full recomputation (both copies’ forwards again in their backwards)', cfg: { ...charMlp, recompute: true } },
   // On replicas (each stage all_reduced over them, then summed over its copies) and with tp (each tp process its pieces).
   { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4', cfg: { ...charMlp, dp: 2 } },
   { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4, ZeRO-1', cfg: { ...charMlp, dp: 2, zero: 1 } },
