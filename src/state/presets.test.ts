@@ -4,6 +4,7 @@ import { registerCorpus } from '../data/text-registry.ts';
 import { validateRunConfig } from '../config/run-config.ts';
 import { closedForm } from '../schedule/index.ts';
 import { PRESETS, presetQuery } from './presets.ts';
+import { stageMemory } from '../config/run-limits.ts';
 import { readUrlState } from './url-state.ts';
 
 const links = PRESETS.flatMap((p) => [p.first, ...(p.then ? [p.then] : [])]);
@@ -35,6 +36,18 @@ describe('presets', () => {
     // The recomputation preset changes only the recompute switch.
     const r = PRESETS.find((x) => x.id === 'recompute')!;
     expect({ ...r.first.config, recompute: true }).toEqual(r.then!.config);
+    // Selective then full: the same GPT; the estimate of what a stage keeps falls from keeping everything to
+    // selective (all but the probabilities) to full (the stage input), on every stage that holds a block.
+    const sel = PRESETS.find((x) => x.id === 'selective-recompute')!;
+    expect({ ...sel.first.config, recomputeAttention: false, recompute: true }).toEqual(sel.then!.config);
+    const held = (c: typeof sel.first.config) => stageMemory({ ...c }).map((x) => x.activations);
+    const [plain, selective, full] = [held({ ...sel.first.config, recomputeAttention: false }), held(sel.first.config), held(sel.then!.config)];
+    plain.forEach((p, s) => {
+      if (p === selective[s]) return; // the head's stage: no attention
+      expect(selective[s]).toBeLessThan(p);
+      expect(full[s]).toBeLessThan(selective[s]);
+    });
+    expect(selective.some((x, s) => x < plain[s])).toBe(true);
     expect(PRESETS.map((p) => p.first.config.schedule)).toEqual(expect.arrayContaining(['zb-h1', 'pipedream']));
     // The text preset trains the GPT on the example; makemore's preset is its size and recipe on names.
     const text = PRESETS.find((x) => x.id === 'your-text')!.first.config;

@@ -64,6 +64,13 @@ export const PRESETS: readonly Preset[] = [
     then: { label: 'then recompute', config: cfg({ schedule: '1f1b', recompute: true }) },
   },
   {
+    id: 'selective-recompute',
+    title: 'Selective recomputation saves less memory, for almost no time',
+    look: 'Run the GPT recomputing only each block’s attention probabilities (selective), then recomputing whole stages (full). Under “Peak activations held” selective keeps all but the probabilities, full only each stage’s input; on the timeline selective’s B blocks barely grow, full’s grow by a forward.',
+    first: { label: 'GPT, selective recomputation', config: cfg({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), steps: 100, schedule: '1f1b', recomputeAttention: true }) },
+    then: { label: 'then full recomputation', config: cfg({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), steps: 100, schedule: '1f1b', recompute: true }) },
+  },
+  {
     id: 'your-text',
     title: 'A GPT learns a book, or your own text',
     look: 'Moby-Dick (public domain, shipped with the page): the held-out loss falls and the text under “Sampled text” starts to read like Melville. Choose “Your text” as the data set to drop in your own file.',
