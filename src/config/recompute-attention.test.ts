@@ -45,7 +45,8 @@ describe('recomputeAttention (selective recomputation)', () => {
 
   it('is counted by the memory guard: each micro-batch in flight keeps all but its blocks’ probabilities, one micro-batch’s live again in its backward; full recomputation keeps the stage input', () => {
     // Sixty-four heads on 64 positions: the probabilities (H·T² a row and block) are most of a block's activations.
-    const big: RunConfig = { ...gpt(), blockSize: 64, heads: 64, width: 64, layers: 4, batchSize: 512, microbatches: 16 };
+    // GPipe: every micro-batch in flight at once, the rank bound the stage estimate gives.
+    const big: RunConfig = { ...gpt(), schedule: 'gpipe', blockSize: 64, heads: 64, width: 64, layers: 4, batchSize: 512, microbatches: 16 };
     const rows = big.batchSize / big.microbatches;
     const { spec, stageBlocks } = stageCut({ ...big, virtual: 1 });
     const plain = stageMemory({ ...big, virtual: 1 });
@@ -63,7 +64,7 @@ describe('recomputeAttention (selective recomputation)', () => {
     });
     // One micro-batch: nothing to save.
     const one = { ...big, virtual: 1, microbatches: 1 };
-    expect(stageMemory({ ...one, recomputeAttention: true })).toEqual(stageMemory(one));
+    expect(stageMemory({ ...one, recomputeAttention: true }).map((x) => x.total)).toEqual(stageMemory(one).map((x) => x.total));
     // A run refused for its activations fits with either recomputation.
     expect(() => validateRunConfig(big)).toThrow(/^batchSize = 512: all ranks together would hold about 2\.\d+ GiB/);
     expect(() => validateRunConfig({ ...big, recomputeAttention: true })).not.toThrow();

@@ -37,7 +37,8 @@ describe('the memory guard with tensor parallelism', () => {
   });
 
   it('lets a stage too large for one worker run on two, and names the limit each run passes', () => {
-    const single = gpt({ batchSize: 384, ranks: 1 });
+    // GPipe on one rank: all 16 micro-batches in flight at once.
+    const single = gpt({ batchSize: 384, ranks: 1, schedule: 'gpipe' });
     expect(() => validateRunConfig(single)).toThrow(/^batchSize = 384: a rank would hold about 1\.\d+ GiB .*a rank may hold at most 1\.00 GiB$/);
     expect(() => validateRunConfig({ ...single, tp: 2 })).not.toThrow();
     expect(() => validateRunConfig({ ...single, batchSize: 640, tp: 2 })).toThrow(

@@ -12,7 +12,8 @@
  *    state (of its share of the weights with tp: tp-params.ts's split ones divided by tp; AdamW 2, SGD 1 per
  *    weight, divided by dp under ZeRO-1; PipeDream
  *    stashes up to `ranks` weight versions, PipeDream-2BW one older version), plus the activations of up to m
- *    micro-batches in flight: what each keeps (everything; with `recompute` the stage's input alone; with
+ *    micro-batches in flight at the peak of the run's own order (rankMemory: peakMemory over it; 1F1B holds at
+ *    most p, GPipe all m): what each keeps (everything; with `recompute` the stage's input alone; with
  *    `recomputeAttention` all but the GPT blocks' attention probabilities) and, live again while one
  *    micro-batch's backward recomputes, the rest of one micro-batch's (a GPT block's per tp worker:
  *    layerActivationsPerRow); all workers: dp · tp times one pipeline's workers';
@@ -25,7 +26,8 @@ import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
-import { runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
+import { generateWindow, runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
+import { peakMemory } from '../schedule/peak-memory.ts';
 
 const MiB = 1024 * 1024;
 
@@ -105,11 +107,26 @@ export function largestStageBuffers(cfg: LimitInput, cut = stageCut(cfg)): Stage
   });
 }
 
+/** A stage's (or a rank's) estimated bytes on one worker. */
+export interface MemoryEstimate {
+  /** Weights, gradients, optimizer state and stashed weight versions. */
+  weights: number;
+  /** Activations: for a stage, every micro-batch in flight at once (GPipe's bound); for a rank, its schedule's peak. */
+  activations: number;
+  total: number;
+}
+
+/** A stage's estimate, with what one micro-batch keeps for its backward and what its recomputation makes live again. */
+export interface StageMemory extends MemoryEstimate {
+  kept: number;
+  transient: number;
+}
+
 /**
  * Estimated bytes of each stage on one of its workers (one of its tp workers): weights, gradients, optimizer state
  * and stashed versions; and the activations of up to m micro-batches in flight.
  */
-export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: number; activations: number; total: number }[] {
+export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[] {
   const rows = microbatchRows(cfg);
   const t = cfg.tp ?? 1;
   // Per block, the parameters tensor parallelism splits over a stage's t workers.
@@ -135,6 +152,28 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): { weights: nu
     const kept = cfg.recompute ? (blocks.length > 0 ? layerInCols(blocks[0].layers[0]) : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
+    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, transient: 4 * rows * (widths - kept) };
+  });
+}
+
+/**
+ * Estimated bytes of each rank of one pipeline (on one of its tp workers): the weights of every stage it holds
+ * (DualPipe: both copies'), and the activations at the peak of the run's own order (peakMemory: what each
+ * micro-batch in flight keeps, so 1F1B's ranks hold at most p, GPipe's all m) plus one backward's recomputation.
+ * `auto`, planned from the model under its own cap, keeps the bound of every micro-batch at once.
+ */
+export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): MemoryEstimate[] {
+  const per = stageMemory(cfg, cut);
+  const kind = scheduleKind(cfg.schedule);
+  if (kind.fromStageCosts) return per.map(({ weights, activations, total }) => ({ weights, activations, total }));
+  // One step's order (a stream's: two steps', its steady state), whose stage c·k + j is stage j of copy c.
+  const schedule = generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, Math.min(cfg.steps, 2), kind.virtualFor(cfg.virtual));
+  const k = per.length;
+  const peaks = peakMemory(schedule, Float64Array.from({ length: schedule.stages }, (_, s) => per[s % k].kept));
+  return Array.from({ length: cfg.ranks }, (_, r) => {
+    const mine = schedule.stageToRank.flatMap((rank, s) => (rank === r ? [per[s % k]] : []));
+    const weights = mine.reduce((x, m) => x + m.weights, 0);
+    const activations = peaks[r].peakBytes + Math.max(0, ...mine.map((m) => m.transient));
     return { weights, activations, total: weights + activations };
   });
 }
@@ -198,9 +237,9 @@ export function checkRunLimits(cfg: LimitInput): void {
       );
     }
   }
-  const perStage = stageMemory(cfg, cut);
-  const worst = perStage.reduce((a, b) => (b.total > a.total ? b : a));
-  const perRank = worst.total * cfg.virtual;
+  const perRankMemory = rankMemory(cfg, cut);
+  const worst = perRankMemory.reduce((a, b) => (b.total > a.total ? b : a));
+  const perRank = worst.total;
   const t = cfg.tp ?? 1;
   if (perRank > RUN_LIMITS.rankBytes) {
     const { field, value } = memoryField(cfg, worst.weights, worst.activations);
@@ -208,12 +247,12 @@ export function checkRunLimits(cfg: LimitInput): void {
     throw new ConfigError(
       field,
       value,
-      `${who} would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights * cfg.virtual)}, activations ${fmtBytes(worst.activations * cfg.virtual)}); a ${t > 1 ? 'worker' : 'rank'} may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
+      `${who} would hold about ${fmtBytes(perRank)} (weights, gradients and optimizer state ${fmtBytes(worst.weights)}, activations at its schedule's peak ${fmtBytes(worst.activations)}); a ${t > 1 ? 'worker' : 'rank'} may hold at most ${fmtBytes(RUN_LIMITS.rankBytes)}`,
     );
   }
   const dp = cfg.dp ?? 1;
-  const weights = dp * t * perStage.reduce((s, x) => s + x.weights, 0);
-  const activations = dp * t * perStage.reduce((s, x) => s + x.activations, 0);
+  const weights = dp * t * perRankMemory.reduce((s, x) => s + x.weights, 0);
+  const activations = dp * t * perRankMemory.reduce((s, x) => s + x.activations, 0);
   if (weights + activations > RUN_LIMITS.totalBytes) {
     const { field, value } = memoryField(cfg, weights, activations);
     throw new ConfigError(

@@ -129,7 +129,8 @@ describe('limits on the work a run may ask for', () => {
     expect(m).toMatch(/^batchSize = 65536: stage 0's buffer .* activations of one micro-batch \(65536 rows\) would take 1\.00 GiB; a GPU buffer may take at most 128\.0 MiB/);
   });
   it('memory that is mostly activations names batchSize', async () => {
-    const m = await refusedBeforeStart({ ...base(), hidden: 4096, layers: 3, batchSize: 8192, microbatches: 64 });
+    // GPipe: every micro-batch's activations held at once (1F1B would hold ranks of them, and pass).
+    const m = await refusedBeforeStart({ ...base(), schedule: 'gpipe', hidden: 4096, layers: 3, batchSize: 8192, microbatches: 64 });
     expect(m).toMatch(/^batchSize = 8192: all ranks together would hold about [\d.]+ GiB \(weights, gradients and optimizer state [\d.]+ MiB, activations [\d.]+ GiB\); a run may hold at most 2\.00 GiB/);
     // The weights: two 4096² hidden Linears plus the 2→4096 one and the 4096→3 head (3 spiral classes), each kept 4 times (AdamW), float32.
     const weights = 4 * 4 * (2 * (4096 * 4096 + 4096) + (2 * 4096 + 4096) + (4096 * 3 + 3));
