@@ -95,6 +95,8 @@ test('selective recomputation from the page: the same losses, each stage holding
       const cell = await row.getByRole('cell').first().innerText({ timeout: 10_000 });
       const m = /([\d.]+)\s*(B|KiB|MiB)/.exec(cell);
       if (!m) throw new Error(`no bytes in "${cell}"`);
+      // The memory limit's estimate beside the simulated peak: the stash the stage measured, to the byte.
+      await expect(row.getByTestId('stash-estimate')).toHaveText(`· ${m[1]} ${m[2]}`);
       kib.push(Number(m[1]) / (m[2] === 'B' ? 1024 : m[2] === 'MiB' ? 1 / 1024 : 1));
     }
     return { losses: (raw ?? '').split(',').map(Number), kib };

@@ -54,11 +54,12 @@ describe('recomputeAttention (selective recomputation)', () => {
     const full = stageMemory({ ...big, virtual: 1, recompute: true });
     stageBlocks.forEach(([a, b], s) => {
       const layers = spec.blocks.slice(a, b).flatMap((x) => x.layers);
-      const widths = layers.reduce((t, l) => t + layerActivationsPerRow(l), 0);
+      const widths = layers.reduce((t, l) => t + layerActivationsPerRow(l, 1, 64), 0);
       const probs = layers.filter((l) => l.kind === 'gpt-block').length * 64 * 64 * 64;
       expect(plain[s].activations).toBe(4 * rows * big.microbatches * widths);
       expect(selective[s].activations).toBe(plain[s].activations - 4 * rows * (big.microbatches - 1) * probs);
-      const input = layerInCols(layers[0]);
+      // The stage's input (after the embedding, its 64 tokens' rows), and on the last stage the targets, one a token.
+      const input = layerInCols(layers[0]) * (a === 0 ? 1 : 64) + (b === spec.blocks.length ? 64 : 0);
       expect(full[s].activations).toBe(4 * rows * (big.microbatches * input + widths - input));
       expect(selective[s].weights).toBe(plain[s].weights);
     });

@@ -21,7 +21,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerLargestActivationPerRow, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -116,9 +116,19 @@ export interface MemoryEstimate {
   total: number;
 }
 
-/** A stage's estimate, with what one micro-batch keeps for its backward and what its recomputation makes live again. */
+/** A rank's estimate, its activations split: what its micro-batches in flight keep at the peak, and one backward's recomputation. */
+export interface RankMemory extends MemoryEstimate {
+  stash: number;
+  transient: number;
+}
+
+/**
+ * A stage's estimate, with what one micro-batch keeps for its backward, what it keeps between a split backward's I
+ * and W, and what its recomputation makes live again.
+ */
 export interface StageMemory extends MemoryEstimate {
   kept: number;
+  afterInput: number;
   transient: number;
 }
 
@@ -134,25 +144,31 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
   if (t > 1) for (const p of tpParams(cut.spec).values()) splitOfBlock[p.block ?? 0] += p.shape.reduce((a, x) => a * x, 1);
   const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / ((cfg.zero ?? 0) >= 1 ? (cfg.dp ?? 1) : 1);
   const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
+  // Elements a stage's input holds per example row: the model's input, or after the GPT's embedding its tokens' rows.
+  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : rowsPerExample(cut.spec));
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
+    let afterInput = 0;
     let probs = 0;
     const blocks = cut.spec.blocks.slice(a, b);
     for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerActivationsPerRow(l, t);
+        widths += layerActivationsPerRow(l, t, rowsPerExample(cut.spec));
+        afterInput += layerKeptAfterInputPerRow(l, t);
         if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
     }
     const split = splitOfBlock.slice(a, b).reduce((x, y) => x + y, 0);
     params += split / t - split;
     // Per row, what a micro-batch in flight keeps for its backward, and what its recomputation makes live again.
-    const kept = cfg.recompute ? (blocks.length > 0 ? layerInCols(blocks[0].layers[0]) : 0) : cfg.recomputeAttention ? widths - probs : widths;
+    // Full recomputation keeps the stage's input, and on the last stage the targets (one a token).
+    const labels = b === cut.spec.blocks.length ? rowsPerExample(cut.spec) : 0;
+    const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, transient: 4 * rows * (widths - kept) };
+    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, afterInput: 4 * rows * afterInput, transient: 4 * rows * (widths - kept) };
   });
 }
 
@@ -162,19 +178,21 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
  * micro-batch in flight keeps, so 1F1B's ranks hold at most p, GPipe's all m) plus one backward's recomputation.
  * `auto`, planned from the model under its own cap, keeps the bound of every micro-batch at once.
  */
-export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): MemoryEstimate[] {
+export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
   const per = stageMemory(cfg, cut);
   const kind = scheduleKind(cfg.schedule);
-  if (kind.fromStageCosts) return per.map(({ weights, activations, total }) => ({ weights, activations, total }));
+  if (kind.fromStageCosts) return per.map(({ weights, activations, total, kept, transient }) => ({ weights, activations, total, stash: cfg.microbatches * kept, transient }));
   // One step's order (a stream's: two steps', its steady state), whose stage c·k + j is stage j of copy c.
   const schedule = generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, Math.min(cfg.steps, 2), kind.virtualFor(cfg.virtual));
   const k = per.length;
-  const peaks = peakMemory(schedule, Float64Array.from({ length: schedule.stages }, (_, s) => per[s % k].kept));
+  const byStage = (f: (m: StageMemory) => number) => Float64Array.from({ length: schedule.stages }, (_, s) => f(per[s % k]));
+  const peaks = peakMemory(schedule, byStage((m) => m.kept), kind.splitBackward ? byStage((m) => m.afterInput) : undefined);
   return Array.from({ length: cfg.ranks }, (_, r) => {
     const mine = schedule.stageToRank.flatMap((rank, s) => (rank === r ? [per[s % k]] : []));
     const weights = mine.reduce((x, m) => x + m.weights, 0);
-    const activations = peaks[r].peakBytes + Math.max(0, ...mine.map((m) => m.transient));
-    return { weights, activations, total: weights + activations };
+    const transient = Math.max(0, ...mine.map((m) => m.transient));
+    const activations = peaks[r].peakBytes + transient;
+    return { weights, activations, total: weights + activations, stash: peaks[r].peakBytes, transient };
   });
 }
 

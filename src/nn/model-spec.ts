@@ -159,24 +159,62 @@ export function rowsPerExample(spec: ModelSpec): number {
 }
 
 /**
- * Activation elements one example row keeps at a layer (for memory
- * estimates): its input and output; a GPT block what it saves for backward
- * (the residual stream, LayerNorm outputs, qkv, the MLP's 4C, the H·T² attention), on one worker of a
- * stage's `tp` tensor-parallel workers (other layers: the same on each).
+ * Activation elements one example row keeps at a layer for its backward (for memory estimates; the stages'
+ * measured stash is the same, runtime/stash-estimate-cpu.test.ts): a linear, activation or embedding its input; a
+ * LayerNorm its input, mean and rstd; the GPT's embedding its token ids and positions; a GPT block its residual
+ * stream, LayerNorm outputs and statistics, qkv, attention output, the MLP's 4C twice and the H·T² attention, on one
+ * worker of a stage's `tp` tensor-parallel workers (other layers: the same on each); the GPT's head its input,
+ * statistics and normalised input; the loss its logits' gradient, `classes` for each of an example's
+ * `tokensPerRow` activation rows (the GPT: blockSize).
  */
-export function layerActivationsPerRow(l: LayerSpec, tp = 1): number {
+export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1): number {
   switch (l.kind) {
     case 'gpt-embedding':
-      return 2 * l.blockSize + l.blockSize * l.dim;
+      return 2 * l.blockSize;
     case 'gpt-block':
       // Per token: x, ln_1's output, x1, ln_2's output and the two LayerNorms' mean and rstd on every worker of its
       // tp group; its share of qkv (3C), the attention output (C), the MLP's hidden and its GELU (4C each), and of
       // the attention probabilities (H·T a token).
       return l.blockSize * (4 * l.dim + 4 + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
     case 'gpt-head':
-      return l.blockSize * (2 * l.dim + 2 + l.vocab);
+      return l.blockSize * (2 * l.dim + 2);
+    case 'layernorm':
+      return l.dim + 2;
+    case 'softmax-cross-entropy':
+      return l.classes * tokensPerRow;
     default:
-      return layerInCols(l) + layerOutCols(l);
+      return layerInCols(l);
+  }
+}
+
+/**
+ * What a layer keeps per example row between its backward's I and W when the backward is split (the stage keeps
+ * only the layers with weights: their saved tensors as I leaves them and their output gradient; runtime/stage.ts):
+ * a linear its input and output gradient (with tp its own columns of it too); a LayerNorm its input, statistics and
+ * output gradient; an embedding its indices and output gradient; a GPT block what backwardWeight reads (its
+ * input, both LayerNorms' outputs and statistics, x1, the attention output, GELU's output, the gradients at the
+ * MLP's hidden, at ln_2's and ln_1's outputs, at x1 and at qkv) and its output gradient; the GPT's head its input,
+ * statistics, normalised input and its gradient, and the logits' gradient; layers without weights nothing.
+ */
+export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1): number {
+  switch (l.kind) {
+    case 'linear':
+      return l.in + l.out + (tp > 1 ? l.out / tp : 0);
+    case 'layernorm':
+      return 2 * l.dim + 2;
+    case 'embedding':
+      return l.context + l.context * l.dim;
+    case 'gpt-embedding':
+      return 2 * l.blockSize + l.blockSize * l.dim;
+    case 'gpt-block':
+      // Whole on every tp worker: x, ln_1's and ln_2's outputs, x1, the two gradients at the LayerNorms' outputs,
+      // dx1 and the block's output gradient (8C) and the statistics (4); split: o (C), GELU's output and the
+      // gradient at the MLP's hidden (4C each), dqkv (3C).
+      return l.blockSize * (8 * l.dim + 4 + (12 * l.dim) / tp);
+    case 'gpt-head':
+      return l.blockSize * (3 * l.dim + 2 + l.vocab);
+    default:
+      return 0;
   }
 }
 

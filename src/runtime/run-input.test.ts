@@ -130,8 +130,8 @@ describe('limits on the work a run may ask for', () => {
   });
   it('memory that is mostly activations names batchSize', async () => {
     // GPipe: every micro-batch's activations held at once (1F1B would hold ranks of them, and pass).
-    const m = await refusedBeforeStart({ ...base(), schedule: 'gpipe', hidden: 4096, layers: 3, batchSize: 8192, microbatches: 64 });
-    expect(m).toMatch(/^batchSize = 8192: all ranks together would hold about [\d.]+ GiB \(weights, gradients and optimizer state [\d.]+ MiB, activations [\d.]+ GiB\); a run may hold at most 2\.00 GiB/);
+    const m = await refusedBeforeStart({ ...base(), schedule: 'gpipe', hidden: 4096, layers: 3, batchSize: 16384, microbatches: 128 });
+    expect(m).toMatch(/^batchSize = 16384: all ranks together would hold about [\d.]+ GiB \(weights, gradients and optimizer state [\d.]+ MiB, activations [\d.]+ GiB\); a run may hold at most 2\.00 GiB/);
     // The weights: two 4096² hidden Linears plus the 2→4096 one and the 4096→3 head (3 spiral classes), each kept 4 times (AdamW), float32.
     const weights = 4 * 4 * (2 * (4096 * 4096 + 4096) + (2 * 4096 + 4096) + (4096 * 3 + 3));
     expect(m).toContain(`optimizer state ${(weights / 2 ** 20).toFixed(1)} MiB`);

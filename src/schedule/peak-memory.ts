@@ -36,6 +36,8 @@ export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: F
         bytes -= b;
       } else if (a.op === 'I') {
         if (afterInput) bytes -= b - afterInput[a.stage];
+        // What W needs can outweigh what I frees (with recomputation, the forward's tensors are back for W).
+        if (bytes > peakBytes) peakBytes = bytes;
       } else {
         held--;
         bytes -= afterInput ? afterInput[a.stage] : b;

@@ -17,6 +17,7 @@ import { TpRows } from './TpRows.tsx';
 import { CopySumRows } from './CopySumRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct, whole } from '../timeline/format.ts';
+import { rankMemory } from '../../config/run-limits.ts';
 
 export interface RunNumbersProps {
   config: RunConfig;
@@ -54,6 +55,15 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const s = useMemo(() => (simulated ? timelineStats(computeOnly(simulated)) : null), [simulated]);
   const heldMeasured = useMemo(() => (measured ? measuredPeakMicrobatches(measured) : null), [measured]);
   const heldSimulated = useMemo(() => (simulated ? measuredPeakMicrobatches(simulated) : null), [simulated]);
+  // The memory guard's estimate of each rank's stash at its schedule's peak (config/run-limits.ts); none for a
+  // configuration it cannot read (a text not loaded here).
+  const stashEstimate = useMemo(() => {
+    try {
+      return rankMemory(config).map((x) => x.stash);
+    } catch {
+      return null;
+    }
+  }, [config]);
   const closed = prediction?.closed ?? null;
   const closedPeak = prediction?.closedPeak ?? null;
   const predictedPeak = prediction?.result.memory.map((x) => x.peakMicrobatches) ?? null;
@@ -171,7 +181,15 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
                 {heldMeasured ? microbatches(heldMeasured[r]) : '—'}
                 {stageBytes(r) !== null && <span className="muted"> · {bytes(stageBytes(r))}</span>}
               </td>
-              <td>{heldSimulated ? microbatches(heldSimulated[r]) : predictedPeak ? microbatches(predictedPeak[r]) : '—'}</td>
+              <td>
+                {heldSimulated ? microbatches(heldSimulated[r]) : predictedPeak ? microbatches(predictedPeak[r]) : '—'}
+                {stashEstimate && stashEstimate[r] !== undefined && (
+                  <span className="muted" data-testid="stash-estimate" title="The memory guard’s estimate: what each of this rank’s micro-batches in flight keeps for its backward, at the peak of the schedule">
+                    {' '}
+                    · {bytes(stashEstimate[r])}
+                  </span>
+                )}
+              </td>
               <td>{closedPeak ? microbatches(closedPeak[r]) : '—'}</td>
             </tr>
           ))}
@@ -207,7 +225,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
         {report ? ' and the measured time per message' : ', links free'}
         {report?.stepEnd?.simulated ? ', each rank’s end of step (losses read, update) at its measured time after its last action' : ''}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
-        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once{report ? '; bytes: the largest stash measured' : ''}.
+        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once; bytes: {report ? 'the largest stash measured, and ' : ''}the estimate the run’s memory limit checks, what each micro-batch in flight keeps at the schedule’s peak.
       </p>
       {report && <StartLine report={report} />}
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}

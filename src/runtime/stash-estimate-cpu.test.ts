@@ -1,0 +1,46 @@
+/**
+ * The memory guard's estimate of activations (config/run-limits.ts rankMemory: what each layer keeps for its
+ * backward, model-spec.ts layerActivationsPerRow, times the micro-batches in flight at the peak of the run's own
+ * order) against the stash the stages measure (report.peakStashBytes), on the float64 CPU backend with real
+ * workers' code: equal to the byte for the GPT and the MLPs under 1F1B, GPipe and ZB-H1 (the backward split, what
+ * W reads kept from I to W: layerKeptAfterInputPerRow), with and without selective and full recomputation and
+ * with tp = 2.
+ */
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../nn/cpu-backend.ts';
+import { runPipeline } from './coordinator.ts';
+import { InProcessRankHost } from './in-process-host.ts';
+import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
+import { rankMemory } from '../config/run-limits.ts';
+
+const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
+const gpt = (over: Partial<RunConfig>): RunConfig => ({ ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 8, steps: 1, evalEvery: 0, ranks: 4, schedule: '1f1b', ...over });
+const spiral = (over: Partial<RunConfig>): RunConfig => ({ ...defaultRunConfig(), steps: 1, evalEvery: 0, ...over });
+const charMlp = (over: Partial<RunConfig>): RunConfig => ({ ...withDataset(defaultRunConfig(), 'names'), steps: 1, evalEvery: 0, batchSize: 32, ...over });
+
+const measuredByRank = (peak: Readonly<Record<number, number>>, ranks: number) => Array.from({ length: ranks }, (_, r) => peak[r]);
+
+const EXACT: [string, RunConfig][] = [
+  ['GPT, 1F1B', gpt({})],
+  ['GPT, 1F1B, selective recomputation', gpt({ recomputeAttention: true })],
+  ['GPT, 1F1B, full recomputation', gpt({ recompute: true })],
+  ['GPT, GPipe, selective recomputation', gpt({ schedule: 'gpipe', recomputeAttention: true })],
+  ['GPT, 1F1B, tp 2 (one worker’s share)', gpt({ ranks: 2, tp: 2 })],
+  ['spiral MLP, 1F1B', spiral({})],
+  ['spiral MLP, GPipe, full recomputation', spiral({ schedule: 'gpipe', recompute: true })],
+  ['character MLP, 1F1B', charMlp({})],
+  // The backward split: between I and W a stage keeps its weight layers' saved tensors and output gradients.
+  ['GPT, ZB-H1', gpt({ schedule: 'zb-h1' })],
+  ['GPT, ZB-H1, selective recomputation, tp 2', gpt({ schedule: 'zb-h1', ranks: 2, tp: 2, recomputeAttention: true })],
+  ['spiral MLP, ZB-H1', spiral({ schedule: 'zb-h1' })],
+  ['character MLP, ZB-H1, full recomputation', charMlp({ schedule: 'zb-h1', recompute: true })],
+];
+
+describe('the memory guard’s activations equal the stash the stages measure', () => {
+  for (const [title, cfg] of EXACT) {
+    it(title, async () => {
+      const r = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
+      expect(measuredByRank(r.peakStashBytes, cfg.ranks)).toEqual(rankMemory(cfg).map((x) => x.stash));
+    });
+  }
+});
