@@ -28,6 +28,7 @@ import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
 import { generateWindow, runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
 import { peakMemory } from '../schedule/peak-memory.ts';
+import type { Schedule } from '../schedule/types.ts';
 
 const MiB = 1024 * 1024;
 
@@ -182,11 +183,8 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
   const per = stageMemory(cfg, cut);
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) return per.map(({ weights, activations, total, kept, transient }) => ({ weights, activations, total, stash: cfg.microbatches * kept, transient }));
-  // One step's order (a stream's: two steps', its steady state), whose stage c·k + j is stage j of copy c.
-  const schedule = generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, Math.min(cfg.steps, 2), kind.virtualFor(cfg.virtual));
-  const k = per.length;
-  const byStage = (f: (m: StageMemory) => number) => Float64Array.from({ length: schedule.stages }, (_, s) => f(per[s % k]));
-  const peaks = peakMemory(schedule, byStage((m) => m.kept), kind.splitBackward ? byStage((m) => m.afterInput) : undefined);
+  const { schedule, k, held, afterInput } = stashOrder(cfg, per);
+  const peaks = peakMemory(schedule, held, afterInput);
   return Array.from({ length: cfg.ranks }, (_, r) => {
     const mine = schedule.stageToRank.flatMap((rank, s) => (rank === r ? [per[s % k]] : []));
     const weights = mine.reduce((x, m) => x + m.weights, 0);
@@ -194,6 +192,28 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
     const activations = peaks[r].peakBytes + transient;
     return { weights, activations, total: weights + activations, stash: peaks[r].peakBytes, transient };
   });
+}
+
+/** The run's order for the estimate (one step's; a stream's two, its steady state) and each of its stages' bytes: stage c·k + j is stage j of copy c. */
+function stashOrder(cfg: LimitInput, per: readonly StageMemory[]): { schedule: Schedule; k: number; held: Float64Array; afterInput?: Float64Array } {
+  const kind = scheduleKind(cfg.schedule);
+  const schedule = generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, Math.min(cfg.steps, 2), kind.virtualFor(cfg.virtual));
+  const k = per.length;
+  const byStage = (f: (m: StageMemory) => number) => Float64Array.from({ length: schedule.stages }, (_, s) => f(per[s % k]));
+  return { schedule, k, held: byStage((m) => m.kept), afterInput: kind.splitBackward ? byStage((m) => m.afterInput) : undefined };
+}
+
+/**
+ * The estimate's largest stash of each stage of the run's order on its own (what the stages measure, each its own
+ * peak: report.peakStashBytes); null for `auto`, whose order is planned from the model.
+ */
+export function stageStashPeaks(cfg: LimitInput, cut = stageCut(cfg)): { peaks: number[]; stageToRank: readonly number[] } | null {
+  if (scheduleKind(cfg.schedule).fromStageCosts) return null;
+  const { schedule, held, afterInput } = stashOrder(cfg, stageMemory(cfg, cut));
+  // peakMemory with every other stage's bytes zero: the stage's own peak on its rank.
+  const only = (s: number, x?: Float64Array) => x && Float64Array.from(x, (v, j) => (j === s ? v : 0));
+  const peaks = Array.from({ length: schedule.stages }, (_, s) => peakMemory(schedule, only(s, held), only(s, afterInput))[schedule.stageToRank[s]].peakBytes);
+  return { peaks, stageToRank: schedule.stageToRank };
 }
 
 /** The field to name for too much memory: what dominates the estimate. */

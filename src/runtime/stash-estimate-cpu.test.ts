@@ -4,14 +4,14 @@
  * order) against the stash the stages measure (report.peakStashBytes), on the float64 CPU backend with real
  * workers' code: equal to the byte for the GPT and the MLPs under 1F1B, GPipe and ZB-H1 (the backward split, what
  * W reads kept from I to W: layerKeptAfterInputPerRow), with and without selective and full recomputation and
- * with tp = 2.
+ * with tp = 2; and each stage's own peak where a rank holds several (interleaved, DualPipe) or runs a stream.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
 import { InProcessRankHost } from './in-process-host.ts';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { rankMemory } from '../config/run-limits.ts';
+import { rankMemory, stageStashPeaks } from '../config/run-limits.ts';
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
 const gpt = (over: Partial<RunConfig>): RunConfig => ({ ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 8, steps: 1, evalEvery: 0, ranks: 4, schedule: '1f1b', ...over });
@@ -36,7 +36,24 @@ const EXACT: [string, RunConfig][] = [
   ['character MLP, ZB-H1, full recomputation', charMlp({ schedule: 'zb-h1', recompute: true })],
 ];
 
+/** Schedules whose ranks hold several stages (interleaved chunks, DualPipe's two copies) or run a stream (PipeDream, 2BW). */
+const PER_STAGE: [string, RunConfig][] = [
+  ['GPT, interleaved 1F1B, v 2', gpt({ layers: 7, ranks: 2, schedule: 'interleaved-1f1b', virtual: 2 })],
+  ['GPT, DualPipe', gpt({ layers: 7, ranks: 2, schedule: 'dualpipe' })],
+  ['GPT, PipeDream', gpt({ ranks: 2, schedule: 'pipedream', steps: 2 })],
+  ['GPT, PipeDream-2BW', gpt({ ranks: 2, schedule: 'pipedream-2bw', steps: 2 })],
+];
+
 describe('the memory guard’s activations equal the stash the stages measure', () => {
+  for (const [title, cfg] of PER_STAGE) {
+    it(`${title}: each stage’s own peak`, async () => {
+      const r = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
+      const e = stageStashPeaks(cfg)!;
+      expect(e.stageToRank).toEqual(r.schedule.stageToRank);
+      expect(e.peaks.map((_, s) => r.peakStashBytes[s])).toEqual(e.peaks);
+    });
+  }
+
   for (const [title, cfg] of EXACT) {
     it(title, async () => {
       const r = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });

@@ -17,7 +17,7 @@ import { TpRows } from './TpRows.tsx';
 import { CopySumRows } from './CopySumRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct, whole } from '../timeline/format.ts';
-import { rankMemory } from '../../config/run-limits.ts';
+import { stageStashPeaks } from '../../config/run-limits.ts';
 
 export interface RunNumbersProps {
   config: RunConfig;
@@ -55,11 +55,15 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const s = useMemo(() => (simulated ? timelineStats(computeOnly(simulated)) : null), [simulated]);
   const heldMeasured = useMemo(() => (measured ? measuredPeakMicrobatches(measured) : null), [measured]);
   const heldSimulated = useMemo(() => (simulated ? measuredPeakMicrobatches(simulated) : null), [simulated]);
-  // The memory guard's estimate of each rank's stash at its schedule's peak (config/run-limits.ts); none for a
-  // configuration it cannot read (a text not loaded here).
+  // The memory limit's estimate of each rank's stash (config/run-limits.ts), summed over its stages' own peaks as the
+  // measured bytes are; none for `auto` or a configuration it cannot read (a text not loaded here).
   const stashEstimate = useMemo(() => {
     try {
-      return rankMemory(config).map((x) => x.stash);
+      const e = stageStashPeaks(config);
+      if (!e) return null;
+      const out = new Array<number>(config.ranks).fill(0);
+      e.peaks.forEach((b, s) => (out[e.stageToRank[s]] += b));
+      return out;
     } catch {
       return null;
     }
@@ -80,12 +84,13 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const batchesPerWindow = stream ? streamSteps : 1;
   const sps = (makespan: number | null) => (makespan && makespan > 0 ? ((config.batchSize * batchesPerWindow) / makespan) * 1000 : null);
   const ranks = (measured ?? simulated ?? prediction?.result.timeline)?.ranks ?? config.ranks;
-  const stagesPerRank = scheduleKind(config.schedule).virtualFor(config.virtual);
+  // Stages a rank holds: its virtual stages, of each model copy (DualPipe: two).
+  const stagesPerRank = scheduleKind(config.schedule).virtualFor(config.virtual) * scheduleKind(config.schedule).copies;
   const stageBytes = (r: number): number | null => {
     if (!report) return null;
     let sum = 0;
     let any = false;
-    for (let st = 0; st < config.ranks * stagesPerRank; st++) {
+    for (let st = 0; st < report.schedule.stageToRank.length; st++) {
       if (report.schedule.stageToRank[st] !== r) continue;
       const b = report.peakStashBytes[st];
       if (b !== undefined) {
@@ -184,7 +189,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               <td>
                 {heldSimulated ? microbatches(heldSimulated[r]) : predictedPeak ? microbatches(predictedPeak[r]) : '—'}
                 {stashEstimate && stashEstimate[r] !== undefined && (
-                  <span className="muted" data-testid="stash-estimate" title="The memory guard’s estimate: what each of this rank’s micro-batches in flight keeps for its backward, at the peak of the schedule">
+                  <span className="muted" data-testid="stash-estimate" title="The memory limit’s estimate: what each micro-batch in flight keeps for its backward, at each of this rank’s stages’ peak in the schedule">
                     {' '}
                     · {bytes(stashEstimate[r])}
                   </span>
