@@ -122,11 +122,12 @@ export { computeOnly } from '../schedule/timeline.ts';
  * worker of that rank held.
  */
 export function measuredPeakMicrobatches(t: Timeline): number[] {
-  const split = t.intervals.some((iv) => iv.op === 'W');
+  // A micro-batch is held from its F until its B, or its W where its backward is split (a schedule may do both:
+  // DualPipe splits only some backwards), as peakMemory counts the order.
   const events: { lane: number; rank: number; at: number; d: number }[] = [];
   for (const iv of t.intervals) {
     if (iv.op === 'F') events.push({ lane: laneOf(t, iv), rank: iv.rank, at: iv.start, d: 1 });
-    else if ((split && iv.op === 'W') || (!split && iv.op === 'B')) events.push({ lane: laneOf(t, iv), rank: iv.rank, at: iv.end, d: -1 });
+    else if (iv.op === 'B' || iv.op === 'W') events.push({ lane: laneOf(t, iv), rank: iv.rank, at: iv.end, d: -1 });
   }
   // Frees before holds at the same instant.
   events.sort((a, b) => a.at - b.at || a.d - b.d);

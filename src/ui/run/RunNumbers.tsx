@@ -230,7 +230,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
         {report ? ' and the measured time per message' : ', links free'}
         {report?.stepEnd?.simulated ? ', each rank’s end of step (losses read, update) at its measured time after its last action' : ''}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
-        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once; bytes: {report ? 'the largest stash measured, and ' : ''}the estimate the run’s memory limit checks, what each micro-batch in flight keeps at the schedule’s peak.
+        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once; bytes: {report ? 'the largest stash measured, and ' : ''}the estimate the run’s memory limit checks, what each micro-batch in flight keeps at the schedule’s peak{stagesPerRank > 1 ? ' (a rank of several stages: each stage’s own peak, summed)' : ''}.
       </p>
       {report && <StartLine report={report} />}
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
