@@ -154,6 +154,18 @@ describe('peak activation memory', () => {
     );
   });
 
+  it('zb-v holds 2p half-stage chunks on every rank once m ≥ 2p − 1 (1F1B’s first rank’s p stages, spread evenly), and has no closed form below', () => {
+    for (let p = 1; p <= 10; p++) {
+      for (let m = 1; m <= 4 * p + 5; m++) {
+        const got = simulate(generateSchedule('zb-v', p, m, 2)).memory.map((x) => x.peakMicrobatches);
+        const want = closedFormPeakActivations('zb-v', p, m, 2);
+        if (m >= 2 * p - 1) expect(got, `p ${p}, m ${m}`).toEqual(new Array(p).fill(2 * p));
+        else expect(want, `p ${p}, m ${m}`).toBeNull();
+        if (want) expect(got).toEqual(want);
+      }
+    }
+  });
+
   it('interleaved-zb holds at most interleaved 1F1B’s peak + r on rank r (its deferred W’s), the same worst rank', () => {
     for (let p = 1; p <= 8; p++) {
       for (let m = 1; m <= 3 * p + 2; m++) {

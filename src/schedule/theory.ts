@@ -132,6 +132,10 @@ export function closedFormBubble(name: ScheduleName | string, p: number, m: numb
  * min(2(p−r−1) + (v−1)·g + 1, v·m) chunk activations, each 1/v of a stage's,
  * g the first round's micro-batches (p when m is a multiple of p).
  * DualPipe holds p + 1 on every rank (its README's PP + 1), over its two copies' stages.
+ * ZB-V holds 2p chunk activations on every rank once m ≥ 2p − 1 (the regime of its bubble's closed form): each
+ * chunk half a stage's, so p stages' worth everywhere: 1F1B's first rank's, on every rank (the zero-bubble paper
+ * presents the V shape as keeping 1F1B's peak memory, balanced); below that it varies by rank and is left to the
+ * simulator.
  * The interleaved zero bubble holds interleaved 1F1B's plus its r deferred W's on rank r,
  * min(2p − r − 1 + (v−1)·g, v·m): rank 0's, the most, is interleaved 1F1B's.
  */
@@ -146,6 +150,8 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
       return v === 1 ? ranks.map(() => Math.min(p, m)) : null;
     case 'dualpipe':
       return v === 1 && closedForm(name, p, m, v) ? ranks.map(() => p + 1) : null;
+    case 'zb-v':
+      return v === 2 && m >= 2 * p - 1 ? ranks.map(() => 2 * p) : null;
     case 'interleaved-1f1b':
       return ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * interleavedRounds(p, m)[0] + 1, v * m));
     case 'interleaved-zb':
