@@ -4,8 +4,8 @@
  * candidates as a table or JSON.
  */
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
-import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type PlanSchedule, type ZeroChoice } from '../plan/mesh-plan.ts';
-import { RECOMPUTE_MODES, TRANSFORMER_LIMITS, type Recompute, type TransformerModel } from '../plan/transformer.ts';
+import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type ZeroChoice } from '../plan/mesh-plan.ts';
+import { RECOMPUTE_MODES, TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
 import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../plan/mesh-labels.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
@@ -100,6 +100,16 @@ function row(c: MeshCandidate, rank: number): (string | number)[] {
   ];
 }
 
+/** A comma-separated flag of names among `allowed`; undefined when absent; a name not among them is refused, naming it. */
+function listFlag<T extends string>(a: ReturnType<typeof parseArgs>, name: string, allowed: readonly T[]): T[] | undefined {
+  const raw = stringFlag(a, name);
+  if (raw === undefined) return undefined;
+  const names = raw.split(',').map((x) => x.trim());
+  const bad = names.find((x) => !(allowed as readonly string[]).includes(x));
+  if (bad !== undefined) throw new UsageError(`--${name}`, raw, `names ${JSON.stringify(bad)}; each must be one of ${allowed.join(', ')}`);
+  return names as T[];
+}
+
 export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const a = parseArgs(argv, FLAGS, 'plan');
   if (boolFlag(a, 'help')) {
@@ -138,20 +148,8 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   override('latIntraUs', numberFlag(a, 'lat-intra', 0));
   override('latInterUs', numberFlag(a, 'lat-inter', 0));
   override('devicesPerNode', intFlag(a, 'devices-per-node', 1, 1 << 20));
-  const schedulesRaw = stringFlag(a, 'schedules');
-  let schedules: PlanSchedule[] | undefined;
-  if (schedulesRaw !== undefined) {
-    schedules = schedulesRaw.split(',').map((x) => x.trim()) as PlanSchedule[];
-    const bad = schedules.find((x) => !(PLAN_SCHEDULES as readonly string[]).includes(x));
-    if (bad !== undefined) throw new UsageError('--schedules', schedulesRaw, `names ${JSON.stringify(bad)}; each must be one of ${PLAN_SCHEDULES.join(', ')}`);
-  }
-  const recomputeRaw = stringFlag(a, 'recompute');
-  let recompute: Recompute[] | undefined;
-  if (recomputeRaw !== undefined) {
-    recompute = recomputeRaw.split(',').map((x) => x.trim()) as Recompute[];
-    const bad = recompute.find((x) => !RECOMPUTE_MODES.includes(x));
-    if (bad !== undefined) throw new UsageError('--recompute', recomputeRaw, `names ${JSON.stringify(bad)}; each must be one of ${RECOMPUTE_MODES.join(', ')}`);
-  }
+  const schedules = listFlag(a, 'schedules', PLAN_SCHEDULES);
+  const recompute = listFlag(a, 'recompute', RECOMPUTE_MODES);
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
   const tp = intFlag(a, 'tp', 1, 1 << 16);
   const sequenceParallel = boolFlag(a, 'sequence-parallel') || undefined;

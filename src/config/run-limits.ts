@@ -27,7 +27,7 @@ import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
 import { generateWindow, runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
-import { peakMemory } from '../schedule/peak-memory.ts';
+import { peakMemory, stagePeakBytes } from '../schedule/peak-memory.ts';
 import type { Schedule } from '../schedule/types.ts';
 
 const MiB = 1024 * 1024;
@@ -145,8 +145,9 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
   if (t > 1) for (const p of tpParams(cut.spec).values()) splitOfBlock[p.block ?? 0] += p.shape.reduce((a, x) => a * x, 1);
   const optimizerCopies = (cfg.optimizer === 'sgd' ? 1 : 2) / ((cfg.zero ?? 0) >= 1 ? (cfg.dp ?? 1) : 1);
   const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
-  // Elements a stage's input holds per example row: the model's input, or after the GPT's embedding its tokens' rows.
-  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : rowsPerExample(cut.spec));
+  // Activation rows an example becomes (the GPT: its tokens); a stage's input per example: the model's input, or those rows'.
+  const tokens = rowsPerExample(cut.spec);
+  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : tokens);
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
@@ -156,7 +157,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerActivationsPerRow(l, t, rowsPerExample(cut.spec));
+        widths += layerActivationsPerRow(l, t, tokens);
         afterInput += layerKeptAfterInputPerRow(l, t);
         if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
@@ -165,7 +166,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     params += split / t - split;
     // Per row, what a micro-batch in flight keeps for its backward, and what its recomputation makes live again.
     // Full recomputation keeps the stage's input, and on the last stage the targets (one a token).
-    const labels = b === cut.spec.blocks.length ? rowsPerExample(cut.spec) : 0;
+    const labels = b === cut.spec.blocks.length ? tokens : 0;
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
@@ -210,10 +211,7 @@ function stashOrder(cfg: LimitInput, per: readonly StageMemory[]): { schedule: S
 export function stageStashPeaks(cfg: LimitInput, cut = stageCut(cfg)): { peaks: number[]; stageToRank: readonly number[] } | null {
   if (scheduleKind(cfg.schedule).fromStageCosts) return null;
   const { schedule, held, afterInput } = stashOrder(cfg, stageMemory(cfg, cut));
-  // peakMemory with every other stage's bytes zero: the stage's own peak on its rank.
-  const only = (s: number, x?: Float64Array) => x && Float64Array.from(x, (v, j) => (j === s ? v : 0));
-  const peaks = Array.from({ length: schedule.stages }, (_, s) => peakMemory(schedule, only(s, held), only(s, afterInput))[schedule.stageToRank[s]].peakBytes);
-  return { peaks, stageToRank: schedule.stageToRank };
+  return { peaks: stagePeakBytes(schedule, held, afterInput), stageToRank: schedule.stageToRank };
 }
 
 /** The field to name for too much memory: what dominates the estimate. */

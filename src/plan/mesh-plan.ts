@@ -30,8 +30,9 @@
  * see allreduce-cost.ts; ZeRO-2 and 3 cost more, see zero.ts), or the stage the
  * request fixes; recomputation, which only adds time, is tried where nothing
  * fits without it: selective first (the attention's core, a few per cent of a
- * layer's FLOPs, Korthikanti et al. 2022), then full (the whole forward again). `auto` (the memory-capped builder, generators/auto.ts, one
- * stage per rank) runs on the best few layouts.
+ * layer's FLOPs, Korthikanti et al. 2022), then full (the whole forward
+ * again). `auto` (the memory-capped builder, generators/auto.ts, one stage per
+ * rank) runs on the best few layouts.
  */
 import { generateSchedule, autoSchedule, peakMemory, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';

@@ -34,8 +34,9 @@
  * 2·sbh + as²b; at e bytes per element that is sbh·(16e + 2) + as²b·(2e + 1).
  * With full recomputation a layer keeps only its input, e·sbh (the paper's
  * 2sbh); with selective recomputation all but the attention's core, whose
- * as²b·(2e + 1) it recomputes: 34·sbh at 16-bit (the paper's Table 2). The embedding keeps its dropout mask, sbh; the head the final
- * LayerNorm's input e·sbh and the fp32 logits for the loss, 4·sbV.
+ * as²b·(2e + 1) it recomputes: 34·sbh at 16-bit (the paper's Table 2). The
+ * embedding keeps its dropout mask, sbh; the head the final LayerNorm's input
+ * e·sbh and the fp32 logits for the loss, 4·sbV.
  *
  * Training state per parameter (Adam): 2 + 2 + 12 = 16 bytes in mixed
  * precision (bf16 weights and gradients, fp32 master weights, m and v); 4 + 4
@@ -80,7 +81,7 @@ export interface OpFlops {
 export function layerFlops(m: TransformerModel, b: number): OpFlops {
   const { seq: s, hidden: h } = m;
   const dense = 24 * b * s * h * h;
-  const attn = 4 * b * s * s * h;
+  const attn = attentionCoreFlops(m, b);
   return { F: dense + attn, I: dense + 2 * attn, W: dense };
 }
 

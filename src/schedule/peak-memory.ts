@@ -18,7 +18,19 @@ export interface RankMemory {
 
 /** Peak activations per rank: held from F until B, or until W when the backward is split (all but `afterInput` freed at I). */
 export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): RankMemory[] {
-  const out: RankMemory[] = [];
+  return walk(s, heldBytes, afterInput).ranks;
+}
+
+/** Each stage's own peak bytes, the other stages on its rank aside (what a stage measures of its stash). */
+export function stagePeakBytes(s: Schedule, heldBytes: Float64Array, afterInput?: Float64Array): number[] {
+  return walk(s, heldBytes, afterInput).stages;
+}
+
+/** One pass over every rank's order: the rank's peaks, and each stage's own peak bytes. */
+function walk(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): { ranks: RankMemory[]; stages: number[] } {
+  const ranks: RankMemory[] = [];
+  const stageBytes = new Float64Array(s.stages);
+  const stages = new Array<number>(s.stages).fill(0);
   for (let r = 0; r < s.ranks; r++) {
     let held = 0;
     let bytes = 0;
@@ -26,24 +38,28 @@ export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: F
     let peakBytes = 0;
     for (const a of s.order[r]) {
       const b = heldBytes ? heldBytes[a.stage] : 0;
+      // The bytes this action adds (F; I where W keeps more than I frees) or frees.
+      let d: number;
       if (a.op === 'F') {
         held++;
-        bytes += b;
+        d = b;
         if (held > peakHeld) peakHeld = held;
-        if (bytes > peakBytes) peakBytes = bytes;
       } else if (a.op === 'B') {
         held--;
-        bytes -= b;
+        d = -b;
       } else if (a.op === 'I') {
-        if (afterInput) bytes -= b - afterInput[a.stage];
         // What W needs can outweigh what I frees (with recomputation, the forward's tensors are back for W).
-        if (bytes > peakBytes) peakBytes = bytes;
+        d = afterInput ? afterInput[a.stage] - b : 0;
       } else {
         held--;
-        bytes -= afterInput ? afterInput[a.stage] : b;
+        d = -(afterInput ? afterInput[a.stage] : b);
       }
+      bytes += d;
+      stageBytes[a.stage] += d;
+      if (bytes > peakBytes) peakBytes = bytes;
+      if (stageBytes[a.stage] > stages[a.stage]) stages[a.stage] = stageBytes[a.stage];
     }
-    out.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });
+    ranks.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });
   }
-  return out;
+  return { ranks, stages };
 }
