@@ -221,6 +221,15 @@ export function linkDelayOf(c: ResolvedCosts): (from: number, to: number, bounda
  * (see validate.ts) or a cost is. O(actions) time and memory.
  */
 export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
+  return simulateDrawn(s, costs, true);
+}
+
+/**
+ * simulate(), drawing every replica's copy of the pipeline and of its collectives (`replicas`) or replica 0's
+ * alone: the step's numbers are the same, and simulateStep needs no more (a ring's collectives drawn on every
+ * replica are dp² intervals each: 76.1B's planner search spent most of its time building and collecting them).
+ */
+function simulateDrawn(s: Schedule, costs: CostModel, replicas: boolean): SimulationResult {
   const c = resolveCosts(costs, s.stages);
   const m = resolveMesh(costs, s.stages);
   const ends = stepEndTimes(s.ranks, costs);
@@ -281,9 +290,9 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
     if (!m.present) {
       return { timeline, makespan: stats.makespan, busy: stats.perRank.map((u) => u.busy), idle: stats.perRank.map((u) => u.idle), bubble: stats.bubble, memory };
     }
-    if (zero) return zeroResult(s, m, zero, timeline, stats, memory);
+    if (zero) return zeroResult(s, m, zero, timeline, stats, memory, replicas);
     const step = meshStep(s, result, m);
-    return meshResult(m, timeline, stats, memory, collectiveIntervals(s, m, step), step.computeMakespan, step.step, {
+    return meshResult(m, timeline, stats, memory, replicas ? collectiveIntervals(s, m, step) : [], step.computeMakespan, step.step, replicas, {
       time: [...step.allReduceTime],
       start: [...step.start],
       end: [...step.end],
@@ -348,6 +357,7 @@ function meshResult(
   collectives: Interval[],
   computeMakespan: number,
   stepEnd: number,
+  replicas: boolean,
   perStage: { time: number[]; start: number[]; end: number[] },
 ): SimulationResult {
   const makespan = Math.max(stats.makespan, stepEnd);
@@ -355,7 +365,7 @@ function meshResult(
   for (let d = 0; d < m.dp; d++) for (const u of stats.perRank) busy.push(u.busy);
   const exposedAllReduce = Math.max(0, makespan - computeMakespan);
   return {
-    timeline: { ...timeline, dp: m.dp, intervals: [...timeline.intervals, ...replicaCopies(timeline.intervals, m.dp), ...collectives] },
+    timeline: { ...timeline, dp: m.dp, intervals: replicas ? [...timeline.intervals, ...replicaCopies(timeline.intervals, m.dp), ...collectives] : timeline.intervals },
     makespan,
     busy,
     idle: busy.map((b) => makespan - b),
@@ -374,10 +384,10 @@ function meshResult(
 }
 
 /** The step of a play with collectives between its actions (ZeRO-2/3, a stream's blocks): compute and collectives, every replica's worker drawn. */
-function zeroResult(s: Schedule, m: ResolvedMesh, zero: CollectivePlay, timeline: Timeline, stats: ReturnType<typeof timelineStats>, memory: RankMemory[]): SimulationResult {
+function zeroResult(s: Schedule, m: ResolvedMesh, zero: CollectivePlay, timeline: Timeline, stats: ReturnType<typeof timelineStats>, memory: RankMemory[], replicas: boolean): SimulationResult {
   const { end, collectives } = zero.finish();
   const msh = mesh(m.dp, s.ranks);
-  const drawn = zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r)));
+  const drawn = replicas ? zeroIntervals(m, collectives, (d, r) => ringNext(msh, workerOf(msh, d, r))) : [];
   const time = new Array<number>(s.stages).fill(0);
   const first = new Array<number>(s.stages).fill(Infinity);
   const last = new Array<number>(s.stages).fill(0);
@@ -388,7 +398,7 @@ function zeroResult(s: Schedule, m: ResolvedMesh, zero: CollectivePlay, timeline
     first[c.stage] = Math.min(first[c.stage], c.start);
     last[c.stage] = Math.max(last[c.stage], c.end);
   }
-  return meshResult(m, timeline, stats, memory, drawn, stats.makespan, end, { time, start: first.map((x) => (Number.isFinite(x) ? x : 0)), end: last });
+  return meshResult(m, timeline, stats, memory, drawn, stats.makespan, end, replicas, { time, start: first.map((x) => (Number.isFinite(x) ? x : 0)), end: last });
 }
 
 export interface StepSummary {
@@ -408,7 +418,7 @@ export interface StepSummary {
 export function simulateStep(s: Schedule, costs: CostModel = {}): StepSummary {
   const c = resolveCosts(costs, s.stages);
   if (c.lanes / (costs.dp ?? 1) < s.ranks || ((costs.dp ?? 1) > 1 && costs.allReduce?.every !== undefined)) {
-    const r = simulate(s, costs);
+    const r = simulateDrawn(s, costs, false);
     const computeMakespan = r.dp?.computeMakespan ?? r.makespan;
     return { makespan: r.makespan, computeMakespan, bubble: r.bubble, exposedAllReduce: r.dp?.exposedAllReduce ?? 0, allReduceShare: r.dp?.allReduceShare ?? 0 };
   }
