@@ -57,6 +57,12 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * parallel, outputs gathered) are split over the stage's tp workers.
    */
   tp: number;
+  /**
+   * Sequence parallelism (Korthikanti et al. 2022), with tp ≥ 2 and the GPT: between a stage's layers and from
+   * stage to stage each tp worker holds its block of the micro-batch's token rows instead of all of them; the
+   * all-reduces become reduce-scatters and all-gathers. Absent: off.
+   */
+  sequenceParallel?: boolean;
   /** ZeRO: 1 each stage's optimizer state sharded across its dp replicas, 2 its gradients too, 3 its weights too (FSDP); 0: every replica holds all of it. */
   zero: ZeroStage;
   /** ZeRO-3: gathered weights kept for the step ('step', the default with a pipeline) or re-gathered for every action ('microbatch'). */
@@ -167,7 +173,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, tp: _tp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
+  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -250,6 +256,7 @@ function validateMeshFields(cfg: RunConfig, schedule: RunScheduleName): void {
  */
 function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void {
   const tp = requireInt('tp', cfg.tp, 1, MAX_RUN_RANKS);
+  validateSequenceParallel(cfg, tp);
   if (tp === 1) return;
   const workers = cfg.dp * tp * cfg.ranks;
   if (workers > MAX_RUN_RANKS) {
@@ -264,11 +271,28 @@ function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void
   }
 }
 
+/**
+ * Sequence parallelism: a boolean; on only with tp ≥ 2 and the GPT (its LayerNorms and residuals are what it
+ * splits), and with each micro-batch's token rows (batchSize / (dp · microbatches) sequences of blockSize
+ * tokens) divisible by tp.
+ */
+function validateSequenceParallel(cfg: RunConfig, tp: number): void {
+  if (cfg.sequenceParallel === undefined || cfg.sequenceParallel === false) return;
+  if (cfg.sequenceParallel !== true) throw new ConfigError('sequenceParallel', cfg.sequenceParallel, 'must be true or false');
+  if (tp < 2) throw new ConfigError('sequenceParallel', true, `splits the token rows over a stage's tp workers; it needs tp ≥ 2 (tp = ${tp})`);
+  if (cfg.model !== 'gpt') throw new ConfigError('sequenceParallel', true, `splits a transformer's LayerNorms and residuals by token; it needs the GPT (model = ${cfg.model})`);
+  const perMb = cfg.batchSize / (cfg.dp * cfg.microbatches);
+  const rows = perMb * (cfg.blockSize ?? 0);
+  if (Number.isInteger(perMb) && Number.isInteger(rows) && rows > 0 && rows % tp !== 0) {
+    throw new ConfigError('sequenceParallel', true, `splits each micro-batch's ${perMb} × ${cfg.blockSize} = ${rows} token rows over tp = ${tp} workers; they must divide evenly`);
+  }
+}
+
 type Field = keyof RunConfig;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
-  'ranks', 'dp', 'tp', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
+  'ranks', 'dp', 'tp', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
 
@@ -278,7 +302,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { recomputeAttention: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -293,6 +317,7 @@ export function configToQuery(cfg: RunConfig): string {
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
   if (field === 'checkpointEvery') return parseQueryNumber(field, raw);
+  if (field === 'sequenceParallel') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;

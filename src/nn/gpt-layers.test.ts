@@ -58,7 +58,7 @@ describe('GPT layers match finite differences', () => {
       ['transformer.wpe.weight', [4, 3]],
     ]);
     const idx = be.tensor([0, 2, 2, 5, 0, 0, 1, 3], [2, 4], 'i32');
-    const y = await layer.forward(idx, false).y;
+    const { y } = await layer.forward(idx, false);
     expect(y.shape).toEqual([8, 3]);
     // Row b·T + t = wte[idx] + wpe[t], from the tables directly.
     const wte = cpuData(layer.wte.value), wpe = cpuData(layer.wpe.value), Y = cpuData(y);

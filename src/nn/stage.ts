@@ -40,6 +40,12 @@ export interface StageOptions {
    * the head and embeddings are whole on every member. Absent: the stage alone (SOLO).
    */
   tp?: TpGroup;
+  /**
+   * Sequence parallelism over `tp` (GPT; no effect with one worker): between its layers, and from stage to stage,
+   * each tp worker holds its block of the token rows (gpt-block.ts). The embedding hands on its rows; the head
+   * gathers them back, so the logits, the loss and the labels are whole on every worker.
+   */
+  sequenceParallel?: boolean;
 }
 
 export type ParamValues = Record<string, Float32Array | Float64Array>;
@@ -72,8 +78,10 @@ export class Stage {
   /** Columns of the output activation (the last stage: the logits' width, for infer). */
   readonly outCols: number;
   readonly recompute: boolean;
-  /** Output rows per input row: the GPT's first stage turns a sequence into its tokens' rows; else 1. */
+  /** Output rows per input row: the GPT's first stage turns a sequence into its tokens' rows; else 1 (before sequence parallelism's split: outputRows). */
   readonly rowFactor: number;
+  /** Sequence parallelism's split of the token rows between layers: the tp group's size, or 1. */
+  readonly rowSplit: number;
   /** The tensor-parallel group this stage's split layers share. */
   readonly tp: TpGroup;
 
@@ -102,11 +110,16 @@ export class Stage {
     this.recompute = opts.recompute ?? false;
     this.tp = opts.tp ?? SOLO;
     const blocks = model.blocks.slice(start, end);
+    const sequenceParallel = (opts.sequenceParallel ?? false) && this.tp.size > 1;
+    if (sequenceParallel && !model.blocks.some((b) => b.layers.some((l) => l.kind === 'gpt-block'))) {
+      throw new ConfigError('sequenceParallel', true, "splits a GPT's token rows over its tp workers; this model has no transformer blocks");
+    }
+    this.rowSplit = sequenceParallel ? this.tp.size : 1;
     const layers: Layer[] = [];
     blocks.forEach((b, i) => {
-      // The head (the model's last block) stays whole on every tp worker.
-      const tp = start + i === nb - 1 ? undefined : this.tp;
-      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp, { recomputeAttention: opts.recomputeAttention }));
+      // The head (the model's last block) stays whole on every tp worker; with sequence parallelism it gathers the rows.
+      const tp = start + i === nb - 1 && !sequenceParallel ? undefined : this.tp;
+      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp, { recomputeAttention: opts.recomputeAttention, sequenceParallel }));
     });
     this.layers = layers;
     this.params = layers.flatMap((l) => [...l.params]);
@@ -117,12 +130,23 @@ export class Stage {
     this.rowFactor = this.isFirst ? layerRowFactor(blocks[0].layers[0]) : 1;
   }
 
+  /**
+   * Rows of the output for `inputRows` rows of input: rowFactor's, and with sequence parallelism this worker's
+   * block of them, but on the last stage (the head gathers the whole rows back).
+   */
+  outputRows(inputRows: number): number {
+    const rows = inputRows * this.rowFactor;
+    if (this.isFirst && !this.isLast) return rows / this.rowSplit;
+    if (this.isLast && !this.isFirst) return rows * this.rowSplit;
+    return rows;
+  }
+
   async forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Promise<Tensor> {
     requireInt('mb', mb, 0);
     if (this.stashes.has(mb)) {
       throw new ConfigError('mb', mb, `stage ${this.index} already holds the forward of this micro-batch (run its backward first)`);
     }
-    const n = this.checkInput(input) * this.rowFactor;
+    const n = this.outputRows(this.checkInput(input));
     if (this.isLast) this.checkLossArgs(n, labels, lossScale);
     const save = !this.recompute;
     const { out, saved } = await this.run(input, save);

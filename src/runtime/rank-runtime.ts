@@ -253,7 +253,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
 
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
-    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, recomputeAttention: config.recomputeAttention, tp: tp.groupFor(s) }));
+    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, recomputeAttention: config.recomputeAttention, tp: tp.groupFor(s), sequenceParallel: config.sequenceParallel }));
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const windows = UPDATE_WINDOWS[kind.update];
@@ -304,10 +304,12 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
   const dryStep = async (update: boolean) => {
     for (const st of stages.values()) {
-      // One example: one row on the first stage, its rows (the GPT: one per token) after it.
-      const rows = rowsPerExample(spec);
-      const input = st.inDType === 'i32' ? be.zeros([1, st.inCols], 'i32') : be.zeros([st.isFirst ? 1 : rows, st.inCols]);
-      const labels = st.isLast ? be.zeros([rows], 'i32') : undefined;
+      // One example: one row on the first stage, its rows (the GPT: one per token) after it; with sequence
+      // parallelism one per tp worker, each holding one example's rows.
+      const examples = st.rowSplit;
+      const inRows = st.isFirst ? examples : (rowsPerExample(spec) * examples) / st.rowSplit;
+      const input = be.zeros([inRows, st.inCols], st.inDType);
+      const labels = st.isLast ? be.zeros([st.outputRows(inRows)], 'i32') : undefined;
       const out = await st.forward(WARM_UP_MB, input, labels, 1);
       if (labels) be.dispose(labels);
       const dOut = st.isLast ? null : be.zeros([...out.shape]);

@@ -85,7 +85,7 @@ export function runTpMessages(plan: RunPlan): TpOpMessages[] {
   return stageTpLayers(spec, plan.stageBlocks).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
 }
 
-const isTp = (iv: Interval): boolean => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather');
+const isTp = (iv: Interval): boolean => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather' || iv.coll === 'tp-reduce-scatter');
 
 /**
  * Fits t = α + x / β to points (least squares weighted by how many collectives each point stands for, so the

@@ -76,6 +76,21 @@ describe('dp × tp × pp on the CPU reference equals one device', () => {
     await expectEqualsOneDevice(gpt({ tp: 2, recompute: true, schedule: 'gpipe' }));
   });
 
+  it('GPT with sequence parallelism: 1F1B tp 2 and ZB-H1 tp 4 at p 2, one stage at tp 2, dp 2 with ZeRO-3, full and selective recomputation', async () => {
+    const sp = { sequenceParallel: true } as const;
+    const r = await expectEqualsOneDevice(gpt({ ...sp, tp: 2 }));
+    // Each block's forward: two gathers and two reduce-scatters; its backward: three gathers (dy, and the LayerNorm outputs, in one), two reduce-scatters and the LayerNorms' sum.
+    const kinds = new Map<string, number>();
+    for (const iv of r.timeline.intervals) if (iv.op === 'collective' && iv.coll?.startsWith('tp-')) kinds.set(iv.coll, (kinds.get(iv.coll) ?? 0) + 1);
+    expect(kinds.get('tp-reduce-scatter')).toBeGreaterThan(0);
+    expect(kinds.get('tp-all-gather')).toBeGreaterThan(0);
+    await expectEqualsOneDevice(gpt({ ...sp, tp: 4, schedule: 'zb-h1' }));
+    await expectEqualsOneDevice(gpt({ ...sp, tp: 2, ranks: 1 }));
+    await expectEqualsOneDevice(gpt({ ...sp, dp: 2, tp: 2, zero: 3 }));
+    await expectEqualsOneDevice(gpt({ ...sp, tp: 2, recompute: true, schedule: 'gpipe' }));
+    await expectEqualsOneDevice(gpt({ ...sp, tp: 2, recomputeAttention: true }));
+  });
+
   for (const model of ['mlp', 'char-mlp'] as const) {
     it(`${model}: 1F1B tp=2 p=2, ZB-H1 tp=4 p=2, dp=2 tp=2 p=2 ZeRO-1`, async () => {
       const data = model === 'mlp' ? {} : { dataset: 'names' as const, model, context: 3, embedDim: 4 };

@@ -224,11 +224,7 @@ export function simulate(s: Schedule, costs: CostModel = {}): SimulationResult {
   return simulateDrawn(s, costs, true);
 }
 
-/**
- * simulate(), drawing every replica's copy of the pipeline and of its collectives (`replicas`) or replica 0's
- * alone: the step's numbers are the same, and simulateStep needs no more (a ring's collectives drawn on every
- * replica are dp² intervals each: 76.1B's planner search spent most of its time building and collecting them).
- */
+/** simulate(), drawing every replica (`replicas`) or replica 0 alone, as simulateStep needs (a ring collective drawn on every replica is dp² intervals). */
 function simulateDrawn(s: Schedule, costs: CostModel, replicas: boolean): SimulationResult {
   const c = resolveCosts(costs, s.stages);
   const m = resolveMesh(costs, s.stages);

@@ -21,9 +21,12 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * Tensor parallelism's collectives inside a stage, between its layers, are their
  * own kinds: `tp-all-reduce` (Megatron's g forward, f backward: partial sums of a
  * row-parallel layer or of a column-parallel layer's input gradient) and
- * `tp-all-gather` (a column-parallel layer's output columns), `mb` the micro-batch.
+ * `tp-all-gather` (a column-parallel layer's output columns; with sequence
+ * parallelism, the token rows before one) and `tp-reduce-scatter` (sequence
+ * parallelism: a row-parallel layer's partial sums, each member keeping its
+ * rows), `mb` the micro-batch.
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */

@@ -14,6 +14,8 @@ import { Linear } from './linear.ts';
 /**
  * `tp`: the stage's tensor-parallel group, for the layers it splits (GPT blocks, the MLPs' hidden linears; tp-shard.ts);
  * absent for the head's. `recomputeAttention`: GPT blocks recompute their attention probabilities in the backward.
+ * `sequenceParallel`: the GPT's token rows are split over `tp` between its layers (gpt-block.ts): its embedding,
+ * blocks and head take the group for that.
  */
 export function buildLayer(
   be: Backend,
@@ -21,9 +23,10 @@ export function buildLayer(
   spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>,
   seed: number,
   tp?: TpGroup,
-  opts: { recomputeAttention?: boolean } = {},
+  opts: { recomputeAttention?: boolean; sequenceParallel?: boolean } = {},
 ): Layer {
   const name = `${blockName}.${spec.name}`;
+  const sp = opts.sequenceParallel && tp ? tp : undefined;
   switch (spec.kind) {
     case 'embedding':
       return new Embedding(be, name, spec, seed);
@@ -34,10 +37,10 @@ export function buildLayer(
     case 'activation':
       return new ActivationLayer(be, name, spec.fn);
     case 'gpt-embedding':
-      return new GptEmbedding(be, name, spec, seed);
+      return new GptEmbedding(be, name, spec, seed, sp);
     case 'gpt-block':
-      return new GptBlock(be, name, spec, seed, tp, opts.recomputeAttention);
+      return new GptBlock(be, name, spec, seed, tp, opts.recomputeAttention, opts.sequenceParallel);
     case 'gpt-head':
-      return new GptHead(be, name, spec, seed);
+      return new GptHead(be, name, spec, seed, sp);
   }
 }

@@ -32,7 +32,8 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['gather-grads', 'scatter-back'], label: 'gradients GPU → CPU, result CPU → GPU' },
   { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
   { kinds: ['tp-all-reduce'], label: 'tp all-reduce: a stage’s tp workers sum activations between layers (Megatron’s f / g)' },
-  { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined' },
+  { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined (sequence parallelism: the token rows, before one)' },
+  { kinds: ['tp-reduce-scatter'], label: 'tp reduce-scatter (sequence parallelism): a row-parallel layer’s partial sums, each tp worker keeping its token rows' },
   { kinds: ['copy-sum'], label: 'DualPipe: a stage’s gradients summed with its other model copy’s before the update' },
 ];
 

@@ -45,6 +45,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'tp-all-reduce': '#c084fc',
   'tp-all-gather': '#e879f9',
   'copy-sum': '#fbbf24',
+  'tp-reduce-scatter': '#a78bfa',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
@@ -56,6 +57,7 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'tp-all-reduce': 'tp all-reduce (between layers)',
   'tp-all-gather': 'tp all-gather (between layers)',
   'copy-sum': 'sum over the model copies (DualPipe)',
+  'tp-reduce-scatter': 'tp reduce-scatter (sequence parallelism)',
 };
 
 export const THEME = {
@@ -90,7 +92,7 @@ export function opColor(op: Op, chunk: number): string {
  * lane index stores these indices so drawing never builds a colour string.
  */
 const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
-const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [
