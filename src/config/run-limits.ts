@@ -21,7 +21,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -61,6 +61,8 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   zero?: number;
   /** Tensor-parallel workers per stage (default 1). */
   tp?: number;
+  /** Sequence parallelism over them (GPT): the LayerNorms', residuals' and stage inputs' rows split t ways. */
+  sequenceParallel?: boolean;
 }
 
 /** Rows of one micro-batch: each replica's batchSize / dp rows, cut into m micro-batches. */
@@ -147,18 +149,22 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
   const copies = 2 + optimizerCopies + UPDATE_WINDOWS[scheduleKind(cfg.schedule).update].extraWeightVersions(cfg.ranks);
   // Activation rows an example becomes (the GPT: its tokens); a stage's input per example: the model's input, or those rows'.
   const tokens = rowsPerExample(cut.spec);
-  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : tokens);
+  // Sequence parallelism: a stage after the first takes its tp worker's share of the token rows.
+  const sp = (cfg.sequenceParallel ?? false) && t > 1;
+  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : tokens / (sp ? t : 1));
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
     let afterInput = 0;
+    let afterInputFixed = 0;
     let probs = 0;
     const blocks = cut.spec.blocks.slice(a, b);
     for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerActivationsPerRow(l, t, tokens);
-        afterInput += layerKeptAfterInputPerRow(l, t);
+        widths += layerActivationsPerRow(l, t, tokens, sp);
+        afterInput += layerKeptAfterInputPerRow(l, t, sp);
+        afterInputFixed += layerKeptAfterInputPerMicrobatch(l, t, sp);
         if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
     }
@@ -170,7 +176,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, afterInput: 4 * rows * afterInput, transient: 4 * rows * (widths - kept) };
+    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
   });
 }
 

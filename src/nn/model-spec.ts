@@ -167,15 +167,15 @@ export function rowsPerExample(spec: ModelSpec): number {
  * statistics and normalised input; the loss its logits' gradient, `classes` for each of an example's
  * `tokensPerRow` activation rows (the GPT: blockSize).
  */
-export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1): number {
+export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, sequenceParallel = false): number {
   switch (l.kind) {
     case 'gpt-embedding':
       return 2 * l.blockSize;
     case 'gpt-block':
       // Per token: x, ln_1's output, x1, ln_2's output and the two LayerNorms' mean and rstd on every worker of its
-      // tp group; its share of qkv (3C), the attention output (C), the MLP's hidden and its GELU (4C each), and of
-      // the attention probabilities (H·T a token).
-      return l.blockSize * (4 * l.dim + 4 + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
+      // tp group (with sequence parallelism its rows' share); its share of qkv (3C), the attention output (C), the
+      // MLP's hidden and its GELU (4C each), and of the attention probabilities (H·T a token).
+      return l.blockSize * ((4 * l.dim + 4) / (sequenceParallel ? tp : 1) + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
     case 'gpt-head':
       return l.blockSize * (2 * l.dim + 2);
     case 'layernorm':
@@ -196,7 +196,8 @@ export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1): 
  * MLP's hidden, at ln_2's and ln_1's outputs, at x1 and at qkv) and its output gradient; the GPT's head its input,
  * statistics, normalised input and its gradient, and the logits' gradient; layers without weights nothing.
  */
-export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1): number {
+export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, sequenceParallel = false): number {
+  const sp = sequenceParallel && tp > 1;
   switch (l.kind) {
     case 'linear':
       return l.in + l.out + (tp > 1 ? l.out / tp : 0);
@@ -205,8 +206,13 @@ export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1): number {
     case 'embedding':
       return l.context + l.context * l.dim;
     case 'gpt-embedding':
-      return 2 * l.blockSize + l.blockSize * l.dim;
+      // With sequence parallelism: the whole rows of its output gradient gathered, beside its own.
+      return 2 * l.blockSize + l.blockSize * l.dim * (sp ? 1 + 1 / tp : 1);
     case 'gpt-block':
+      // Sequence parallelism: the whole rows gathered again of ln_1's and ln_2's outputs, of dy and of dx1 (4C), the
+      // block's own rows of dy (C/t), and its split o, GELU's output, hidden gradient and dqkv (12C/t); the summed
+      // LayerNorm gradients are 4C a micro-batch (layerKeptAfterInputPerMicrobatch).
+      if (sp) return l.blockSize * (4 * l.dim + (13 * l.dim) / tp);
       // Whole on every tp worker: x, ln_1's and ln_2's outputs, x1, the two gradients at the LayerNorms' outputs,
       // dx1 and the block's output gradient (8C) and the statistics (4); split: o (C), GELU's output and the
       // gradient at the MLP's hidden (4C each), dqkv (3C).
@@ -216,6 +222,11 @@ export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1): number {
     default:
       return 0;
   }
+}
+
+/** What a layer keeps between I and W per micro-batch whatever its rows: a sequence-parallel GPT block's summed LayerNorm gradients (4C). */
+export function layerKeptAfterInputPerMicrobatch(l: LayerSpec, tp = 1, sequenceParallel = false): number {
+  return l.kind === 'gpt-block' && sequenceParallel && tp > 1 ? 4 * l.dim : 0;
 }
 
 /** Elements of a layer's largest single activation buffer per example row. */

@@ -15,6 +15,7 @@ import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/r
 import { CheckpointStore } from './checkpoint-store.ts';
 import { runDurably, type DurableRunner } from './durable-run.ts';
 import { MemoryShelf } from './memory-shelf.ts';
+import { fewerWorkers } from './recut.ts';
 
 /** The runner, counting the workers each attempt starts. */
 function countingRunner(workers: number[]): DurableRunner {
@@ -130,6 +131,16 @@ describe("recovery = 'fewer' on the CPU host", () => {
     expect(report.recovery?.recut).toMatch(/^each stage's layers re-split over 1 tensor-parallel worker instead of 2: the same 2-rank pipeline$/);
     expect(report.config).toMatchObject({ tp: 1, ranks: 2 });
     expectSameRunRel(report, full);
+  });
+
+  it('sequence parallelism survives a tp group halved to 2 and is turned off, saying so, when it halves to one worker', () => {
+    const gpt: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 3, heads: 4, width: 16, blockSize: 16, ranks: 2, batchSize: 8, microbatches: 2, sequenceParallel: true };
+    const four = fewerWorkers({ ...gpt, tp: 4 });
+    expect(four.config).toMatchObject({ tp: 2, sequenceParallel: true });
+    const two = fewerWorkers({ ...gpt, tp: 2 });
+    expect(two.config.tp).toBe(1);
+    expect(two.config.sequenceParallel).toBeUndefined();
+    expect(two.how).toMatch(/instead of 2, sequence parallelism off: the same 2-rank pipeline/);
   });
 
   it('GPT dp 2 × tp 2 × p 1 with ZeRO-1 and recovery = fresh: the same mesh restarts from the checkpoint (tp pieces and ZeRO shards joined by name, cut again)', async () => {

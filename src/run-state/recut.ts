@@ -77,9 +77,12 @@ export function fewerWorkers(run: RunConfig): Recut {
   // Next, a tp group half the size: each stage's layers split over fewer workers (a checkpoint holds whole tensors: any tp resumes it).
   const tp = cfg.tp ?? 1;
   if (tp > 1 && tp % 2 === 0) {
-    const halved: RunConfig = { ...cfg, tp: tp / 2 };
+    // Sequence parallelism splits rows over a tp group: one worker has none to split.
+    const { sequenceParallel, ...rest } = cfg;
+    const spOff = sequenceParallel === true && tp / 2 === 1;
+    const halved: RunConfig = spOff ? { ...rest, tp: 1 } : { ...cfg, tp: tp / 2 };
     validateRunConfig(halved);
-    return { config: halved, before, after: meshShape(halved), how: `each stage's layers re-split over ${tp / 2} tensor-parallel worker${tp / 2 === 1 ? '' : 's'} instead of ${tp}${because}: the same ${cfg.ranks}-rank pipeline${cfg.dp > 1 ? ` in each of the ${cfg.dp} replicas` : ''}` };
+    return { config: halved, before, after: meshShape(halved), how: `each stage's layers re-split over ${tp / 2} tensor-parallel worker${tp / 2 === 1 ? '' : 's'} instead of ${tp}${spOff ? ', sequence parallelism off' : ''}${because}: the same ${cfg.ranks}-rank pipeline${cfg.dp > 1 ? ` in each of the ${cfg.dp} replicas` : ''}` };
   }
   if (cfg.ranks <= 1) {
     throw new RunError(`no smaller mesh to recover on: the run has ranks = 1${cfg.dp > 1 ? ` and dp = ${cfg.dp}${because}` : ' and dp = 1, one worker'}`);

@@ -4,7 +4,7 @@
  * order) against the stash the stages measure (report.peakStashBytes), on the float64 CPU backend with real
  * workers' code: equal to the byte for the GPT and the MLPs under 1F1B, GPipe and ZB-H1 (the backward split, what
  * W reads kept from I to W: layerKeptAfterInputPerRow), with and without selective and full recomputation and
- * with tp = 2; and each stage's own peak where a rank holds several (interleaved, DualPipe) or runs a stream.
+ * with tp = 2 (and sequence parallelism); and each stage's own peak where a rank holds several (interleaved, DualPipe) or runs a stream.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -33,6 +33,10 @@ const EXACT: [string, RunConfig][] = [
   ['GPT, ZB-H1', gpt({ schedule: 'zb-h1' })],
   ['GPT, ZB-H1, selective recomputation, tp 2', gpt({ schedule: 'zb-h1', ranks: 2, tp: 2, recomputeAttention: true })],
   ['spiral MLP, ZB-H1', spiral({ schedule: 'zb-h1' })],
+  // Sequence parallelism: the LayerNorms', residuals' and stage inputs' rows 1/t; between I and W the gathered whole rows.
+  ['GPT, 1F1B, tp 2, sequence parallelism', gpt({ ranks: 2, tp: 2, sequenceParallel: true })],
+  ['GPT, ZB-H1, tp 2, sequence parallelism, selective recomputation', gpt({ schedule: 'zb-h1', ranks: 2, tp: 2, sequenceParallel: true, recomputeAttention: true })],
+  ['GPT, GPipe, tp 2, sequence parallelism, full recomputation', gpt({ schedule: 'gpipe', ranks: 2, tp: 2, sequenceParallel: true, recompute: true })],
   ['character MLP, ZB-H1, full recomputation', charMlp({ schedule: 'zb-h1', recompute: true })],
 ];
 
