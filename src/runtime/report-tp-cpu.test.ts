@@ -74,6 +74,26 @@ describe('tp collectives in the run report', () => {
     for (const s of report.tensorParallel?.perStage ?? []) expect(s.perMicrobatch).toEqual({ F: 2 * s.splitLayers, I: 2 * s.splitLayers, W: 0 });
   }, 60_000);
 
+  it('GPT tp = 2 with sequence parallelism, ZB-H1: per block 2 gathers and 2 reduce-scatters in F, 5 in I (the LayerNorm sum among them), none in W; the embedding’s I and the head’s F gather rows; the sizes the model counts', async () => {
+    const cfg = gpt({ schedule: 'zb-h1', steps: 2, sequenceParallel: true });
+    const report = await runPipeline(cfg, { hostFactory: cpuHosts(), recvTimeoutMs: 10000 });
+    const tp = report.tensorParallel;
+    if (!tp) throw new Error('no tp figures');
+    // Stage 0: the embedding and a block; stage 1: a block and the head.
+    expect(tp.perStage.map((s) => s.splitLayers)).toEqual([2, 1]);
+    expect(tp.perStage[0].perMicrobatch).toEqual({ F: 4 * 2, I: 5 * 2 + 1, W: 0 });
+    expect(tp.perStage[1].perMicrobatch).toEqual({ F: 4 + 1, I: 5, W: 0 });
+    const rows = (cfg.batchSize / cfg.microbatches) * 16;
+    const share = (rows / 2) * 16 * 8; // one worker's rows of a [rows, 16] float64 tensor, to its one peer
+    expect(new Set(tp.points.map((p) => p.bytes))).toEqual(new Set([share, 3 * share, 4 * 16 * 8]));
+    expect(tp.bytesPerElement).toBe(8);
+    const kinds = new Set(report.timeline.intervals.filter((iv) => iv.op === 'collective').map((iv) => iv.coll));
+    expect(kinds).toEqual(new Set(['tp-all-gather', 'tp-reduce-scatter', 'tp-all-reduce']));
+    // The simulated timeline draws the same kinds, as many on each lane.
+    const count = (tl: typeof report.timeline) => tl.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'tp-reduce-scatter').length;
+    expect(count(report.simulatedTimeline)).toBe(count(report.timeline));
+  }, 60_000);
+
   it('MLP tp = 2: an all-gather of out/t columns forward and an all-reduce of dx backward per hidden linear', async () => {
     const cfg: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 8, batchSize: 16, microbatches: 2, ranks: 2, tp: 2, steps: 2, optimizer: 'adamw', lr: 0.01, evalEvery: 0 };
     validateRunConfig(cfg);

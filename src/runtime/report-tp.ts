@@ -22,7 +22,7 @@
  *   group's action ends with its slowest member, and the simulator plays the group
  *   as one lane.
  */
-import { tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
+import { isSplitTpLayer, tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
 import { isCompute, laneOf, makespan, type Interval, type Timeline } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
 import type { ModelSpec } from '../nn/model-spec.ts';
@@ -66,15 +66,21 @@ export interface TpFigures {
   simulated?: { stepMs: number; share: number; exposedMs: number };
 }
 
-/** The layers of each stage that tp splits: every GPT block and hidden linear except in the model's last block (the head stays whole). */
-export function stageTpLayers(spec: ModelSpec, stageBlocks: readonly (readonly [number, number])[]): TpLayer[][] {
+/**
+ * The layers of each stage that tp splits: every GPT block and hidden linear except in the model's last block (the
+ * head stays whole); with sequence parallelism, the GPT's embedding and head too, whose rows it gathers.
+ */
+export function stageTpLayers(spec: ModelSpec, stageBlocks: readonly (readonly [number, number])[], sequenceParallel = false): TpLayer[][] {
   const last = spec.blocks.length - 1;
+  const layer = (l: ModelSpec['blocks'][number]['layers'][number]): TpLayer[] => {
+    if (l.kind === 'gpt-block') return [{ kind: 'gpt-block', width: l.dim, sequenceParallel }];
+    if (l.kind === 'linear') return [{ kind: 'linear', in: l.in, out: l.out }];
+    if (sequenceParallel && l.kind === 'gpt-embedding') return [{ kind: 'sp-embedding', width: l.dim }];
+    if (sequenceParallel && l.kind === 'gpt-head') return [{ kind: 'sp-head', width: l.dim }];
+    return [];
+  };
   return stageBlocks.map(([a, b]) =>
-    spec.blocks.slice(a, b).flatMap((blk, i) =>
-      a + i === last
-        ? []
-        : blk.layers.flatMap((l): TpLayer[] => (l.kind === 'gpt-block' ? [{ kind: 'gpt-block', width: l.dim }] : l.kind === 'linear' ? [{ kind: 'linear', in: l.in, out: l.out }] : [])),
-    ),
+    spec.blocks.slice(a, b).flatMap((blk, i) => (a + i === last ? (sequenceParallel ? blk.layers.filter((l) => l.kind === 'gpt-head').flatMap(layer) : []) : blk.layers.flatMap(layer))),
   );
 }
 
@@ -82,7 +88,12 @@ export function stageTpLayers(spec: ModelSpec, stageBlocks: readonly (readonly [
 export function runTpMessages(plan: RunPlan): TpOpMessages[] {
   const { config, spec } = plan;
   const rows = (config.batchSize / (config.dp * config.microbatches)) * rowsPerExample(spec);
-  return stageTpLayers(spec, plan.stageBlocks).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
+  return stageTpLayers(spec, plan.stageBlocks, sequenceParallelOf(config)).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
+}
+
+/** Whether the run splits its token rows over its tp groups (a GPT with tp ≥ 2 and sequenceParallel). */
+function sequenceParallelOf(config: RunPlan['config']): boolean {
+  return (config.sequenceParallel ?? false) && (config.tp ?? 1) > 1;
 }
 
 const isTp = (iv: Interval): boolean => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather' || iv.coll === 'tp-reduce-scatter');
@@ -197,7 +208,7 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
     steps.push(makespan(tl));
   }
   const mean = (xs: number[]) => (xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-  const layers = stageTpLayers(plan.spec, plan.stageBlocks);
+  const layers = stageTpLayers(plan.spec, plan.stageBlocks, sequenceParallelOf(plan.config)).map((ls) => ls.filter(isSplitTpLayer));
   const perStage = Array.from({ length: stages }, (_, s): TpStageFigures => {
     const perMicrobatch: Partial<Record<Op, number>> = {};
     for (const [op, n] of Object.entries(actions[s]) as [Op, number][]) perMicrobatch[op] = (count[s][op] ?? 0) / n;

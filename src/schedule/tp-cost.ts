@@ -13,6 +13,13 @@
  * - an MLP's hidden linear (in → out), column-parallel with gathered outputs:
  *   an all-gather of its rows·out/t output columns in the forward, an all-reduce
  *   of its rows·in input gradient in the backward (B, or I).
+ * - with sequence parallelism (Korthikanti et al. 2022), a GPT block: forward, an
+ *   all-gather of rows before each column-parallel linear and a reduce-scatter
+ *   after each row-parallel one (4, each member posting rows·C/t to each other);
+ *   backward, one all-gather of dy and both LayerNorm outputs (3·rows·C/t), a
+ *   reduce-scatter, an all-gather of dx1, a reduce-scatter, and an all-reduce of
+ *   the LayerNorms' weight gradients (4C): 5. The embedding's backward gathers
+ *   its output gradient's rows (rows·C/t); the head's forward gathers its input's.
  * With recomputation the backward (B, or I) runs the forward again, its
  * collectives included.
  *
@@ -33,9 +40,19 @@ import { ConfigError, requireFinite } from '../util/errors.ts';
 import type { Op } from './types.ts';
 
 /** A layer tp splits, as its collectives see it. */
-export type TpLayer = { kind: 'gpt-block'; width: number } | { kind: 'linear'; in: number; out: number };
+export type TpLayer =
+  | { kind: 'gpt-block'; width: number; sequenceParallel?: boolean }
+  | { kind: 'linear'; in: number; out: number }
+  /** Sequence parallelism's ends: the embedding (its backward gathers rows) and the head (its forward gathers rows); not split layers. */
+  | { kind: 'sp-embedding'; width: number }
+  | { kind: 'sp-head'; width: number };
 
-export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather';
+export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather' | 'tp-reduce-scatter';
+
+/** Whether a TpLayer is one of the layers tp splits (a GPT block, a hidden linear), not sequence parallelism's ends. */
+export function isSplitTpLayer(l: TpLayer): boolean {
+  return l.kind === 'gpt-block' || l.kind === 'linear';
+}
 
 /** One collective: its kind and the elements of the part one member posts to each other member. */
 export interface TpMessage {
@@ -49,6 +66,17 @@ export type TpOpMessages = Record<Op, TpMessage[]>;
 /** A split layer's collectives for one micro-batch of `rows` rows over t workers: forward, and backward (input half). */
 export function tpLayerMessages(layer: TpLayer, rows: number, t: number): { forward: TpMessage[]; backward: TpMessage[] } {
   if (t <= 1) return { forward: [], backward: [] };
+  if (layer.kind === 'sp-embedding') return { forward: [], backward: [{ coll: 'tp-all-gather', elements: (rows * layer.width) / t }] };
+  if (layer.kind === 'sp-head') return { forward: [{ coll: 'tp-all-gather', elements: (rows * layer.width) / t }], backward: [] };
+  if (layer.kind === 'gpt-block' && layer.sequenceParallel) {
+    const rowsC = (rows * layer.width) / t;
+    const ag: TpMessage = { coll: 'tp-all-gather', elements: rowsC };
+    const rs: TpMessage = { coll: 'tp-reduce-scatter', elements: rowsC };
+    return {
+      forward: [ag, rs, { ...ag }, { ...rs }],
+      backward: [{ coll: 'tp-all-gather', elements: 3 * rowsC }, { ...rs }, { ...ag }, { ...rs }, { coll: 'tp-all-reduce', elements: 4 * layer.width }],
+    };
+  }
   if (layer.kind === 'gpt-block') {
     const ar: TpMessage = { coll: 'tp-all-reduce', elements: rows * layer.width };
     return { forward: [ar, { ...ar }], backward: [{ ...ar }, { ...ar }] };

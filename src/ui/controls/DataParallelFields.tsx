@@ -43,7 +43,10 @@ function tpHint(cfg: RunConfig): string {
   const tp = cfg.tp ?? 1;
   if (tp === 1) return 'workers sharing each stage’s layers (Megatron)';
   const workers = `${cfg.dp} × ${tp} × ${cfg.ranks} = ${cfg.dp * tp * cfg.ranks} workers`;
-  if (cfg.model === 'gpt' && typeof cfg.heads === 'number') return `${workers}; each holds ${cfg.heads / tp} of ${cfg.heads} heads and 1/${tp} of the MLP; 4 all-reduces per block per micro-batch`;
+  if (cfg.model === 'gpt' && typeof cfg.heads === 'number') {
+    const talk = cfg.sequenceParallel ? '4 reduce-scatters, 4 all-gathers and a LayerNorm gradients’ all-reduce per block per micro-batch' : '4 all-reduces per block per micro-batch';
+    return `${workers}; each holds ${cfg.heads / tp} of ${cfg.heads} heads and 1/${tp} of the MLP; ${talk}`;
+  }
   return `${workers}; each holds ${cfg.hidden / tp} of ${cfg.hidden} columns of every hidden layer`;
 }
 
@@ -101,10 +104,24 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
         min={1}
         max={MAX_RUN_RANKS}
         value={cfg.tp ?? 1}
-        onChange={(tp) => set({ tp })}
+        // One worker has no rows to split: sequence parallelism goes off with it.
+        onChange={(tp) => set(tp === 1 ? { tp, sequenceParallel: undefined } : { tp })}
         error={errorFor('tp')}
         hint={tpHint(cfg)}
       />
+      {cfg.model === 'gpt' && ((cfg.tp ?? 1) > 1 || cfg.sequenceParallel) && (
+        <CheckboxField
+          label="Sequence parallelism"
+          name="sequenceParallel"
+          checked={cfg.sequenceParallel ?? false}
+          onChange={(on) => set({ sequenceParallel: on ? true : undefined })}
+          hint={
+            cfg.sequenceParallel
+              ? `each tp worker keeps 1/${cfg.tp} of the token rows between layers and stages: LayerNorms, residuals and their stash split too`
+              : 'LayerNorms and residuals whole on every tp worker (Korthikanti et al.: split them by token)'
+          }
+        />
+      )}
       <SelectField
         label="Shard across replicas"
         name="zero"
@@ -137,9 +154,9 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           />
         </div>
       )}
-      {errorFor('zero', 'overlap', 'prefetch') && (
+      {errorFor('sequenceParallel', 'zero', 'overlap', 'prefetch') && (
         <p className="field-error" role="alert">
-          {errorFor('zero', 'overlap', 'prefetch')}
+          {errorFor('sequenceParallel', 'zero', 'overlap', 'prefetch')}
         </p>
       )}
     </>

@@ -23,7 +23,7 @@ export function TpRows({ report }: { report: RunReport }) {
   if (!tp) return null;
   const isGpt = report.config.model === 'gpt';
   // Megatron's count per split layer and micro-batch: forward + backward.
-  const paper = isGpt ? tpLayerMessages({ kind: 'gpt-block', width: 1 }, 1, tp.t) : tpLayerMessages({ kind: 'linear', in: 1, out: tp.t }, 1, tp.t);
+  const paper = isGpt ? tpLayerMessages({ kind: 'gpt-block', width: 1, sequenceParallel: report.config.sequenceParallel ?? false }, 1, tp.t) : tpLayerMessages({ kind: 'linear', in: 1, out: tp.t }, 1, tp.t);
   const perLayer = [...new Set(tp.perStage.filter((s) => s.splitLayers > 0).map((s) => s.perLayer))];
   const price = (b: number) => tpExchangeTime(b / Math.max(1, tp.t - 1), tp.t, tp.fit.latencyMs, tp.fit.bytesPerMs ?? Infinity);
   return (
