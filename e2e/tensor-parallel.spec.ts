@@ -14,7 +14,7 @@ async function open(page: Page, query = ''): Promise<void> {
   await page.waitForFunction(() => !!window.pipelab);
 }
 
-test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H1, interleaved; tp 2 and 4; dp and ZeRO-1)', async ({ page }) => {
+test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H1, interleaved; tp 2 and 4; dp and ZeRO-1; sequence parallelism)', async ({ page }) => {
   test.setTimeout(300_000);
   await open(page);
   const results = await page.evaluate(async () => {
@@ -29,6 +29,7 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
       { label: 'GPT ZB-H1 tp 4 × p 1', base: gpt, over: { schedule: 'zb-h1' as const, tp: 4, ranks: 1 } },
       { label: 'GPT interleaved v 2, tp 2 × p 2', base: gpt, over: { schedule: 'interleaved-1f1b' as const, tp: 2, ranks: 2, virtual: 2 } },
       { label: 'GPT dp 2 × tp 2 × p 2, ZeRO-1', base: gpt, over: { schedule: '1f1b' as const, tp: 2, ranks: 2, dp: 2, zero: 1 as const } },
+      { label: 'GPT ZB-H1 tp 2 × p 2, sequence parallelism', base: gpt, over: { schedule: 'zb-h1' as const, tp: 2, ranks: 2, sequenceParallel: true } },
       { label: 'char-MLP ZB-H1 tp 2 × p 2', base: mlp, over: { schedule: 'zb-h1' as const, tp: 2, ranks: 2 } },
     ];
     const out = [];
@@ -41,9 +42,11 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
       const plain = (w: Record<string, ArrayLike<number>>) => Object.fromEntries(Object.entries(w).map(([k, v]) => [k, Array.from(v)]));
       const t = rep.timeline;
       const lanes = new Set(t.intervals.map((iv) => ((iv.replica ?? 0) * t.ranks + iv.rank) * (t.tp ?? 1) + (iv.tpRank ?? 0))).size;
-      const tpCollectives = t.intervals.filter((iv) => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather')).length;
+      const tpCollectives = t.intervals.filter((iv) => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather' || iv.coll === 'tp-reduce-scatter')).length;
+      const reduceScatters = t.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'tp-reduce-scatter').length;
       const workers = (c.over.dp ?? 1) * c.over.tp * c.over.ranks;
-      out.push({ label: c.label, losses: rep.losses, refLosses: ref.losses, weights: plain(rep.weights ?? {}), params: plain(ref.params), lanes, workers, tpCollectives, leaked: rep.leakedBuffers });
+      const sp = 'sequenceParallel' in c.over;
+      out.push({ label: c.label, losses: rep.losses, refLosses: ref.losses, weights: plain(rep.weights ?? {}), params: plain(ref.params), lanes, workers, tpCollectives, reduceScatters, sp, leaked: rep.leakedBuffers });
     }
     return out;
   });
@@ -59,6 +62,8 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
     expect(maxWeight, r.label).toBeLessThan(1e-5);
     expect(r.lanes, r.label).toBe(r.workers);
     expect(r.tpCollectives, r.label).toBeGreaterThan(0);
+    // Sequence parallelism's reduce-scatters are there exactly when it is on.
+    expect(r.reduceScatters > 0, r.label).toBe(r.sp);
     // Whole tensors by name, as one device holds them (the tp pieces joined).
     expect(Object.keys(r.weights).sort(), r.label).toEqual(names.sort());
     expect(r.leaked, r.label).toBe(0);
@@ -78,10 +83,20 @@ test('the page: tp = 2 from the field trains a GPT on 4 workers, draws tp lanes 
   // Before the run the prediction is drawn in the mesh's lanes, and says how many workers the run takes.
   await expect(page.getByTestId('run-timeline').getByRole('group')).toHaveAttribute('data-lanes', '4');
   await expect(page.getByText(/Press Run to measure it on 4 WebGPU workers/)).toBeVisible();
+  // Sequence parallelism, offered once tp ≥ 2: in the link, in the hint, and the PyTorch export says it cannot carry it.
+  const sp = page.getByLabel('Sequence parallelism', { exact: true });
+  await sp.check();
+  await expect(page).toHaveURL(/[?&]sequenceParallel=true/);
+  await expect(page.getByText('each tp worker keeps 1/2 of the token rows between layers and stages', { exact: false })).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Export for PyTorch (zip)' })).toBeDisabled();
+  await expect(page.getByTestId('torch-export-refused')).toContainText('sequenceParallel = true: is not in the PyTorch export');
+  await sp.uncheck();
+  await expect(page.getByRole('button', { name: 'Export for PyTorch (zip)' })).toBeEnabled();
   await page.getByRole('button', { name: '▶ Run' }).click();
   const timeline = page.getByRole('group', { name: /measured timeline, 2 ranks × 2 tensor-parallel workers = 4 workers/ });
   await expect(timeline).toBeVisible({ timeout: 180_000 });
   await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('tp all-reduce');
+
 
   // heads = 2: tp = 4 leaves no whole head per worker.
   await field.fill('4');
@@ -93,4 +108,11 @@ test('a link with a bad tp is reported by field, value and rule, and the page ke
   await open(page, '?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&tp=3');
   await expect(page.getByTestId('url-problems')).toContainText("tp = 3: must divide the GPT's heads = 2");
   await expect(page.getByLabel('Tensor parallel (tp)', { exact: true })).toHaveValue('1');
+});
+
+test('a link asking for sequence parallelism without tp is refused by field, value and rule', async ({ page }) => {
+  await open(page, '?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&sequenceParallel=true');
+  await expect(page.getByTestId('url-problems')).toContainText('sequenceParallel = true: splits the token rows over a stage’s tp workers; it needs tp ≥ 2 (tp = 1)'.replace('’', "'"));
+  // The page keeps it off: with tp = 1 the box is not offered.
+  await expect(page.getByLabel('Sequence parallelism', { exact: true })).toHaveCount(0);
 });
