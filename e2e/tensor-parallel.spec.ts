@@ -83,15 +83,13 @@ test('the page: tp = 2 from the field trains a GPT on 4 workers, draws tp lanes 
   // Before the run the prediction is drawn in the mesh's lanes, and says how many workers the run takes.
   await expect(page.getByTestId('run-timeline').getByRole('group')).toHaveAttribute('data-lanes', '4');
   await expect(page.getByText(/Press Run to measure it on 4 WebGPU workers/)).toBeVisible();
-  // Sequence parallelism, offered once tp ≥ 2: in the link, in the hint, and the PyTorch export says it cannot carry it.
+  // Sequence parallelism, offered once tp ≥ 2: in the link and in the hint.
   const sp = page.getByLabel('Sequence parallelism', { exact: true });
   await sp.check();
   await expect(page).toHaveURL(/[?&]sequenceParallel=true/);
   await expect(page.getByText('each tp worker keeps 1/2 of the token rows between layers and stages', { exact: false })).toBeVisible();
-  await expect(page.getByRole('button', { name: 'Export for PyTorch (zip)' })).toBeDisabled();
-  await expect(page.getByTestId('torch-export-refused')).toContainText('sequenceParallel = true: is not in the PyTorch export');
   await sp.uncheck();
-  await expect(page.getByRole('button', { name: 'Export for PyTorch (zip)' })).toBeEnabled();
+  await expect(page).not.toHaveURL(/sequenceParallel/);
   await page.getByRole('button', { name: '▶ Run' }).click();
   const timeline = page.getByRole('group', { name: /measured timeline, 2 ranks × 2 tensor-parallel workers = 4 workers/ });
   await expect(timeline).toBeVisible({ timeout: 180_000 });

@@ -12,14 +12,22 @@ function zeroText(run: RunConfig): string {
 }
 
 /** The mesh paragraph's opening with tensor parallelism. */
-function tpText(D: number, T: number, P: number, W: number): string {
+function tpText(D: number, T: number, P: number, W: number, sp: boolean): string {
   return `The world size is dp × tp × ranks = ${D} × ${T} × ${P} = ${W}, numbered as the page's workers: process g is
 replica g // ${T * P}, pipeline rank (g // ${T}) % ${P}, tp rank g % ${T}. The ${T} processes of one pipeline rank (its tp
 group, a \`torch.distributed\` group) hold its stages split as Megatron-LM splits them (\`tensor_parallel.py\`): GPT blocks
 by heads (\`c_attn\` column-parallel, q, k and v of the process's heads; \`c_proj\` row-parallel, its bias added once after
 an \`all_reduce\`; the MLP likewise), the MLPs' hidden linears by output columns (\`all_gather\`ed after); embeddings,
 LayerNorms and heads are whole on each. Activations go from tp rank j of one stage to tp rank j of the next, and the
-replicas of each tp piece form the data-parallel groups. Checkpoints and \`trained.safetensors\` hold whole tensors.`;
+replicas of each tp piece form the data-parallel groups. Checkpoints and \`trained.safetensors\` hold whole tensors.${
+    sp
+      ? `
+Sequence parallelism is on: between the layers and stages each tp process holds its block of the ${T}-way split token
+rows; an \`all_gather\` of rows comes before each column-parallel linear, an \`all_reduce\` then its own rows (gloo has no
+\`reduce_scatter\`) after each row-parallel one, and the LayerNorms' and row-parallel biases' gradients are summed over the
+group. \`--profile\` refuses it (it times whole rows): profile the same run with sequenceParallel off.`
+      : ''
+  }`;
 }
 
 /** The mesh paragraph's addition for a schedule with model copies (DualPipe): the copies' stages and their gradient sum. */
@@ -90,7 +98,7 @@ torchrun --nproc_per_node=${W} train.py --backend nccl    # one CUDA GPU per pro
 torchrun --nproc_per_node=${W} train.py --profile         # no training: profile.json for \`pipelab plan --profile\`
 \`\`\`
 
-${T > 1 ? tpText(D, T, P, W) : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
+${T > 1 ? tpText(D, T, P, W, run.sequenceParallel === true) : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
 replica g // ${P}, pipeline rank g % ${P}.`} Every replica runs the whole schedule on its own rows of each step's batch
 (replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
 group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its

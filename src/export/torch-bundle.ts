@@ -141,22 +141,8 @@ function examplesFile(ex: Examples, leading: number[]): Uint8Array {
   });
 }
 
-/**
- * Why the bundle cannot carry `config` (null: it can). Sequence parallelism is the tab's alone: train.py's tp
- * sums whole rows (Debian's gloo has no reduce-scatter), so the same run with it off is the one to export — it
- * computes the same numbers.
- */
-export function torchExportRefusal(config: Pick<RunConfig, 'sequenceParallel'>): ConfigError | null {
-  if (config.sequenceParallel) {
-    return new ConfigError('sequenceParallel', true, "is not in the PyTorch export (train.py's tensor parallelism keeps whole token rows); export the same run with sequenceParallel off: it computes the same losses");
-  }
-  return null;
-}
-
 /** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
 export function buildTorchBundle(config: RunConfig, program: TorchProgram): BundleFile[] {
-  const refused = torchExportRefusal(config);
-  if (refused) throw refused;
   const { fault: _fault, ...run } = config;
   const plan = planRun(run);
   const { spec, schedule, stageBlocks, windows } = plan;

@@ -38,6 +38,9 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'GPT, gpipe, dp 2 × tp 2 × pp 1, ZeRO-1', cfg: { ...gpt, schedule: 'gpipe', dp: 2, ranks: 1, zero: 1 } },
   { title: 'char-MLP, 1f1b, dp 2 × tp 2 × pp 1', cfg: { ...charMlp, schedule: '1f1b', dp: 2, ranks: 1 } },
   { title: 'GPT, 1f1b, dp 1 × tp 2 × pp 2, full recomputation (the forward’s all-reduces run again in the backward)', cfg: { ...gpt, schedule: '1f1b', dp: 1, ranks: 2, recompute: true } },
+  // Sequence parallelism: token rows split between layers and stages, the LayerNorms' gradients summed over the group.
+  { title: 'GPT, zb-h1, dp 1 × tp 2 × pp 2, sequence parallelism (I and W split)', cfg: { ...gpt, schedule: 'zb-h1', dp: 1, ranks: 2, sequenceParallel: true } },
+  { title: 'GPT, 1f1b, dp 2 × tp 2 × pp 1, ZeRO-3, sequence parallelism, full recomputation', cfg: { ...gpt, schedule: '1f1b', dp: 2, ranks: 1, zero: 3, sequenceParallel: true, recompute: true } },
 ];
 
 describe('tp under torchrun equals the float64 single-device loop', () => {
@@ -142,5 +145,13 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
       expect(r.code).not.toBe(0);
       expect(r.output).toContain(`rank ${rank}: world size = 3, but this run was exported for dp x tp x ranks = 1 x 2 x 2 = 4 processes: start it with torchrun --nproc_per_node=4`);
     }
+  }, 60_000);
+
+  it('a sequence-parallel bundle says so in its README, and --profile refuses it before any process group starts', () => {
+    const { dir, files } = writeTempBundle({ ...gpt, schedule: '1f1b', dp: 1, ranks: 2, steps: 1, sequenceParallel: true });
+    expect(files.find((f) => f.path === 'README.md')!.data as string).toContain('Sequence parallelism is on');
+    const r = runPython(dir, { RANK: '0', WORLD_SIZE: '4', LOCAL_RANK: '0', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '1' }, ['--profile']);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('--profile times tensor parallelism without sequence parallelism');
   }, 60_000);
 });

@@ -101,24 +101,29 @@ class TorchLinear:
             self.decay[f"{name}.bias"] = False
 
     def __call__(self, x):
+        # With sequence parallelism x and the row-parallel output are this process's token rows (tensor_parallel.py).
         if self.split == "row":
-            y = self.tp.reduce(recorded(F.linear(x, self.weight), [self.weight]))
-            return y if self.bias is None else recorded(y + self.bias, [self.bias])
+            y = self.tp.reduce_scatter_rows(recorded(F.linear(x, self.weight), [self.weight]))
+            # The whole bias added to this process's rows: its gradient over them is summed over the group.
+            return y if self.bias is None else recorded(y + self.tp.summed_grad(self.bias), [self.bias])
         if self.split == "column":
-            x = self.tp.copy(x)
+            x = self.tp.gather_rows(x) if self.tp.sequence_parallel else self.tp.copy(x)
         return recorded(F.linear(x, self.weight, self.bias), [self.weight, self.bias])
 
 
 class TorchLayerNorm:
-    """torch.nn.LayerNorm's parameters, named {name}.weight (1) / {name}.bias (0); eps 1e-5."""
+    """torch.nn.LayerNorm's parameters, named {name}.weight (1) / {name}.bias (0); eps 1e-5. Given a tp with
+    sequence parallelism (a GPT block's), its input is this process's token rows and its weights' gradients are
+    summed over the group."""
 
-    def __init__(self, name, dim, device):
-        self.weight, self.bias, self.dim = weight((dim,), device, 1.0), weight((dim,), device), dim
+    def __init__(self, name, dim, device, tp=WHOLE):
+        self.weight, self.bias, self.dim, self.tp = weight((dim,), device, 1.0), weight((dim,), device), dim, tp
         self.params = {f"{name}.weight": self.weight, f"{name}.bias": self.bias}
         self.decay = {f"{name}.weight": False, f"{name}.bias": False}
 
     def __call__(self, x):
-        return recorded(F.layer_norm(x, (self.dim,), self.weight, self.bias, 1e-5), [self.weight, self.bias])
+        w, b = self.tp.summed_grad(self.weight), self.tp.summed_grad(self.bias)
+        return recorded(F.layer_norm(x, (self.dim,), w, b, 1e-5), [self.weight, self.bias])
 
 
 def gathered(parts):
@@ -135,10 +140,13 @@ class GptEmbedding:
         self.params = {"transformer.wte.weight": self.wte, "transformer.wpe.weight": self.wpe}
         self.decay = {"transformer.wte.weight": True, "transformer.wpe.weight": True}
         self.out_shape = (s["blockSize"], s["dim"])
+        self.tp = tp
 
     def __call__(self, idx):
         pos = torch.arange(idx.shape[1], device=idx.device)
-        return recorded(self.wte[idx.long()] + self.wpe[pos].unsqueeze(0), [self.wte, self.wpe])
+        y = recorded(self.wte[idx.long()] + self.wpe[pos].unsqueeze(0), [self.wte, self.wpe])
+        # Sequence parallelism: this process's block of the token rows goes on.
+        return self.tp.own_rows(y.reshape(-1, y.shape[-1])) if self.tp.sequence_parallel else y
 
 
 class GptBlock:
@@ -153,10 +161,11 @@ class GptBlock:
         p, C = s["prefix"], s["dim"]
         t = tp.size if tp.splits(f"{p}.attn.c_attn.weight") else 1
         self.heads, self.C, self.T = s["heads"] // t, C // t, s["blockSize"]  # this process's heads and their width
-        self.ln_1 = TorchLayerNorm(f"{p}.ln_1", C, device)
+        sp = tp if tp.sequence_parallel else WHOLE
+        self.ln_1 = TorchLayerNorm(f"{p}.ln_1", C, device, sp)
         self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device, tp=tp)
         self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device, tp=tp)
-        self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device)
+        self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device, sp)
         self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device, tp=tp)
         self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device, tp=tp)
         self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
@@ -172,11 +181,14 @@ class GptBlock:
         return att @ v
 
     def attention(self, x):
-        n, T, C, H = x.shape[0], x.shape[1], self.C, self.heads
-        q, k, v = self.c_attn(x).split(C, dim=2)
+        C, H, T = self.C, self.heads, self.T
+        qkv = self.c_attn(x)  # [n, T, 3C/t]; with sequence parallelism [n*T, 3C/t], its rows gathered
+        n = qkv.shape[0] // T if qkv.dim() == 2 else qkv.shape[0]
+        q, k, v = qkv.view(n, T, 3 * C).split(C, dim=2)
         q, k, v = (t.view(n, T, H, C // H).transpose(1, 2) for t in (q, k, v))  # [n, H, T, D]
         y = checkpoint(self.core, q, k, v, use_reentrant=False) if self.recompute_core else self.core(q, k, v)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(n, T, C))
+        y = y.transpose(1, 2).contiguous()
+        return self.c_proj(y.view(n * T, C) if qkv.dim() == 2 else y.view(n, T, C))
 
     def __call__(self, x):
         x = x + self.attention(self.ln_1(x))
@@ -184,15 +196,19 @@ class GptBlock:
 
 
 class GptHead:
-    """transformer.ln_f, then lm_head (no bias): [n, T, C] -> logits [n, T, vocab]."""
+    """transformer.ln_f, then lm_head (no bias): [n, T, C] -> logits [n, T, vocab]. With sequence parallelism its
+    input is this process's token rows [n*T/t, C], gathered first: every process computes the whole logits."""
 
     def __init__(self, name, s, device, tp=WHOLE):
         self.ln_f = TorchLayerNorm("transformer.ln_f", s["dim"], device)
         self.lm_head = TorchLinear("lm_head", s["dim"], s["vocab"], device, bias=False)
         self.params, self.decay = gathered([self.ln_f, self.lm_head])
         self.out_shape = (s["blockSize"], s["vocab"])
+        self.tp = tp
 
     def __call__(self, x):
+        if self.tp.sequence_parallel:
+            x = self.tp.gather_rows(x, whole=True)
         return self.lm_head(self.ln_f(x))
 
 

@@ -10,6 +10,7 @@ each parameter's .grad; the flush (collectives.py) sums them over the replicas a
 and 3 collectives.py also acts around each action (before_action, after_action): it reduce-scatters a backward's
 gradients, and with ZeRO-3 gathers a stage's weights before its F, B or I and frees them after.
 """
+import math
 import time
 
 import torch
@@ -42,15 +43,18 @@ def accumulate(params, grads):
 class PipelineRank:
     """Pipeline rank `prank` of replica `replica` (tp rank `tp_rank` of it): its stages, its actions, the messages of a step."""
 
-    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None, versions=None):
+    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None, versions=None, tp=None):
         """`on_stage_done(s)`: stage s has all of its step's weight gradients. `around`: an object whose
         before_action(step, col, s, op) and after_action(step, col, s, op) run around each action of this rank
         (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing. `versions`: a
-        stream's weight versions and updates (stream.StreamUpdates: PipeDream, PipeDream-2BW), or None (a flush)."""
+        stream's weight versions and updates (stream.StreamUpdates: PipeDream, PipeDream-2BW), or None (a flush).
+        `tp`: the stages' tensor_parallel.TensorParallel (with sequence parallelism, messages hold token rows)."""
         cfg, mesh = bundle.cfg, bundle.mesh
         self.cfg, self.mesh, self.replica, self.prank, self.tp_rank = cfg, mesh, replica, prank, tp_rank
         self.rank = mesh.process(replica, prank, tp_rank)
         self.stages, self.data, self.device, self.timeout = stages, data, device, timeout
+        # The stages' tp (every stage of a process shares it): with sequence parallelism, messages hold token rows.
+        self.stages_tp = tp
         self.on_stage_done = on_stage_done or (lambda s: None)
         self.around, self.versions = around, versions
         # Micro-batches of one window: a step's, or every step's for a stream (numbered across steps).
@@ -97,12 +101,21 @@ class PipelineRank:
             elif dst == self.prank:
                 peer = self.mesh.process(self.replica, src, self.tp_rank)
                 shape = self.cfg["stageInShape"][to_stage] if kind == "act" else self.stages[to_stage].out_shape
-                inbox[key] = torch.empty(self.data.rows, *shape, device=self.device)
+                inbox[key] = torch.empty(*self.boundary_shape(shape), device=self.device)
                 ops.append(dist.P2POp(dist.irecv, inbox[key], peer, tag=tag))
                 waits.append(f"{self.who(step, col)}: no {kind} of micro-batch {mb} for stage {to_stage} from rank {peer} within {self.timeout.total_seconds()} s")
         if ops:
             for work, message in zip(dist.batch_isend_irecv(ops), waits):
                 wait(work, self.timeout, message)
+
+    def boundary_shape(self, shape):
+        """A message's shape between stages: the micro-batch's rows of `shape` ([rows, T, C] for the GPT); with sequence
+        parallelism this process's block of its token rows, [rows*T/t, C] (tensor_parallel.py)."""
+        tp = self.stages_tp
+        if tp is None or not tp.sequence_parallel:
+            return (self.data.rows, *shape)
+        tokens = self.data.rows * math.prod(shape[:-1])
+        return (tokens // tp.size, shape[-1])
 
     def take(self, inbox, key, step, col, action):
         if key not in inbox:

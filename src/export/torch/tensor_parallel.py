@@ -20,6 +20,21 @@ The GPT block does two reduces forward (attention's c_proj, the MLP's c_proj; ea
 and two sums backward (at ln_1's and ln_2's outputs). Every tp process computes the same whole activations between
 the split layers, the same loss and the same gradients for its whole parameters, so those stay equal without any
 exchange. A checkpoint holds whole tensors: join() puts the pieces back; sliced() cuts a whole state again.
+
+With sequence parallelism (the run's sequenceParallel; Korthikanti et al. 2022) the GPT's token rows, flattened
+to [n*T, C], are split between the layers and stages: tp rank j holds rows [j*R/t, (j+1)*R/t), as the tab splits
+them. Then:
+
+  gather_rows(x)          before a column-parallel linear: the row blocks joined forward; the gradient summed over
+                          the group and this member's rows kept, backward (a reduce-scatter)
+  reduce_scatter_rows(y)  after a row-parallel matmul: the sum over the group, this member's rows, forward (gloo has
+                          no reduce_scatter: an all_reduce, then the rows); the rows joined backward
+  own_rows(x)             the GPT embedding's output, which every member computes whole: this member's rows
+                          forward, the gradient's rows joined backward
+  gather_rows(x, whole=True)  the head's input: joined forward; this member's rows of the gradient backward (every
+                          member computes the same whole gradient after it)
+  summed_grad(w)          a LayerNorm's weight inside the split region: its gradient over this member's rows is
+                          summed over the group, so every member's copy takes the same update
 """
 import torch
 import torch.distributed as dist
@@ -108,14 +123,63 @@ class _Gather(torch.autograd.Function):
         return g[..., j * w:(j + 1) * w].contiguous(), None
 
 
+def _rows(x, tp):
+    """This member's block of x's rows (dim 0)."""
+    n = x.shape[0] // tp.size
+    return x[tp.index * n:(tp.index + 1) * n].contiguous()
+
+
+class _GatherRows(torch.autograd.Function):
+    """Rows joined forward; backward, the gradient summed over the group and this member's rows (or, when every
+    member computed the same whole gradient, this member's rows alone)."""
+
+    @staticmethod
+    def forward(ctx, x, tp, whole):
+        ctx.tp, ctx.whole = tp, whole
+        return tp.all_gather_rows(x.contiguous())
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.whole:
+            return _rows(g, ctx.tp), None, None
+        return _rows(ctx.tp.all_reduce(g.clone(memory_format=torch.contiguous_format), "the gradient's reduce-scatter of rows"), ctx.tp), None, None
+
+
+class _ReduceScatterRows(torch.autograd.Function):
+    """The sum over the group, this member's rows, forward; the rows joined backward."""
+
+    @staticmethod
+    def forward(ctx, y, tp):
+        ctx.tp = tp
+        return _rows(tp.all_reduce(y.clone(memory_format=torch.contiguous_format), "the activation's reduce-scatter of rows"), tp)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.tp.all_gather_rows(g.contiguous()), None
+
+
+class _OwnRows(torch.autograd.Function):
+    """This member's rows of a tensor every member holds whole, forward; the gradient's rows joined backward."""
+
+    @staticmethod
+    def forward(ctx, x, tp):
+        ctx.tp = tp
+        return _rows(x, tp)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.tp.all_gather_rows(g.contiguous()), None
+
+
 class TensorParallel:
     """This process's place in its tp group (index j of size t), the split rules, and the collectives on the group.
     With t = 1 (WHOLE) every layer is whole and every collective is the identity."""
 
-    def __init__(self, size=1, index=0, group=None, rules=None, timeout=None, who=""):
+    def __init__(self, size=1, index=0, group=None, rules=None, timeout=None, who="", sequence_parallel=False):
         self.size, self.index, self.group = size, index, group
         self.rules = rules or {}
         self.timeout, self.who = timeout, who
+        self.sequence_parallel = sequence_parallel and size > 1
 
     def rule(self, name):
         """The split of parameter `name`, or None when it is whole."""
@@ -156,6 +220,25 @@ class TensorParallel:
         wait(dist.all_gather(parts, y, group=self.group, async_op=True), self.timeout,
              f"{self.who}: the all_gather of a layer's columns over the tp group did not finish within {self.timeout.total_seconds()} s")
         return torch.cat(parts, dim=-1)
+
+    def all_gather_rows(self, x):
+        from pipeline import wait
+        parts = [torch.empty_like(x) for _ in range(self.size)]
+        wait(dist.all_gather(parts, x, group=self.group, async_op=True), self.timeout,
+             f"{self.who}: the all_gather of token rows over the tp group did not finish within {self.timeout.total_seconds()} s")
+        return torch.cat(parts, dim=0)
+
+    def gather_rows(self, x, whole=False):
+        return _GatherRows.apply(x, self, whole) if self.sequence_parallel else x
+
+    def reduce_scatter_rows(self, y):
+        return _ReduceScatterRows.apply(y, self) if self.sequence_parallel else self.reduce(y)
+
+    def own_rows(self, x):
+        return _OwnRows.apply(x, self) if self.sequence_parallel else x
+
+    def summed_grad(self, w):
+        return _Copy.apply(w, self) if self.sequence_parallel else w
 
     def copy(self, x):
         return _Copy.apply(x, self) if self.size > 1 else x

@@ -96,7 +96,8 @@ class Process:
         else:
             self.device = torch.device("cpu")
         self.timeout = datetime.timedelta(seconds=args.timeout)
-        self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}")
+        sp = bool(cfg["run"].get("sequenceParallel", False))  # absent in bundles from before it
+        self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}", sp)
         self.stages = build_stages(cfg, self.prank, self.device, self.tp)
         self.init = read_safetensors(bundle.path("init.safetensors"))  # whole (--profile times whole blocks)
         load_weights(self.stages, self.tp.pieces(self.init), f"rank {self.rank}")
@@ -140,7 +141,7 @@ def train(proc, args, steps, resumed):
     run = cfg.get("run", {})
     flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True),
                          proc.timeout, proc.bundle.order[proc.prank], run.get("reshard", "step"), run.get("prefetch", True))
-    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush, tp=proc.tp)
     start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
     if resumed:  # the whole weights (this tp piece of them) into the parameters; the flush's shards take their chunks (ZeRO-3 then frees them)
         mine = proc.tp.sliced(resumed)
@@ -184,7 +185,7 @@ def train_stream(proc, args, steps):
     cfg = proc.bundle.cfg
     who = f"rank {proc.rank}"
     updates = StreamUpdates(cfg, proc.stages, proc.group, proc.timeout, who)
-    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates, tp=proc.tp)
     t0 = time.perf_counter()
     pipe.run_step(0, 10 * args.timeout if args.test_stall_rank == proc.rank else 0.0)
     proc.synchronize()
@@ -296,6 +297,10 @@ def main():
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
+    if args.profile and proc.tp.sequence_parallel:
+        raise SystemExit("--profile times tensor parallelism without sequence parallelism (whole token rows on every tp "
+                         "process): export the run with sequenceParallel off to profile it; the plan weighs sequence "
+                         "parallelism itself (pipelab plan --model gpt --sequence-parallel)")
     proc.start(args.backend)
     if args.profile:
         from profiling import profile_cluster

@@ -4,7 +4,6 @@ import type { RunReport } from '../../runtime/report-types.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
 import { meshOfRun, workerCount } from '../../schedule/mesh.ts';
-import { torchExportRefusal } from '../../export/torch-bundle.ts';
 import { csvFile, download, reportFile, safetensorsFile, slug, torchBundleFile, traceFile, type ExportFile } from './export-files.ts';
 
 export interface ExportPanelProps {
@@ -39,7 +38,6 @@ function Button({ label, hint, make, disabled }: { label: string; hint: ReactNod
 export function ExportPanel({ title, timeline, schedule, report = null, config = null }: ExportPanelProps) {
   const base = `pipelab-${slug(title)}`;
   const weights = report?.weights;
-  const torchRefused = config ? torchExportRefusal(config) : null;
   return (
     <section className="panel" aria-labelledby="export-title">
       <h2 id="export-title">Export</h2>
@@ -58,15 +56,11 @@ export function ExportPanel({ title, timeline, schedule, report = null, config =
             <Button
               label="Export for PyTorch (zip)"
               hint={
-                torchRefused ? (
-                  <span data-testid="torch-export-refused">{torchRefused.message}</span>
-                ) : (
-                  <>
-                    train.py for torchrun <code className="flag">--nproc_per_node={workerCount(meshOfRun(config))}</code>: same model, schedule, weights and batches
-                  </>
-                )
+                <>
+                  train.py for torchrun <code className="flag">--nproc_per_node={workerCount(meshOfRun(config))}</code>: same model, schedule, weights and batches
+                </>
               }
-              disabled={torchRefused !== null}
+              disabled={false}
               make={() => torchBundleFile(config, base)}
             />
           </>
