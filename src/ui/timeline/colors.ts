@@ -45,7 +45,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'tp-all-reduce': '#c084fc',
   'tp-all-gather': '#e879f9',
   'copy-sum': '#fbbf24',
-  'tp-reduce-scatter': '#a78bfa',
+  'tp-reduce-scatter': '#6366f1',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
