@@ -25,6 +25,8 @@ export interface ScheduleBenchCase {
   dp?: number;
   /** Tensor-parallel workers per stage (default 1): each stage's layers split over tp workers. */
   tp?: number;
+  /** The GPT with tp ≥ 2: its token rows split over each stage's tp workers too (sequence parallelism). */
+  sequenceParallel?: boolean;
   zero?: RunConfig['zero'];
   reshard?: RunConfig['reshard'];
   overlap?: boolean;
@@ -60,6 +62,8 @@ export const GPT_BENCH_MICROBATCH = 8;
 
 export interface ScheduleBenchRow {
   schedule: string;
+  /** The run split its token rows over the tp workers (sequence parallelism). */
+  sequenceParallel?: true;
   dataset: string;
   p: number;
   m: number;
@@ -127,6 +131,7 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     ranks: c.ranks,
     dp,
     tp: c.tp ?? 1,
+    ...(c.sequenceParallel ? { sequenceParallel: true } : {}),
     zero: c.zero ?? 0,
     reshard: c.reshard ?? 'step',
     overlap: c.overlap ?? true,
@@ -164,6 +169,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     commShare: r.commShare,
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
+    ...(cfg.sequenceParallel ? { sequenceParallel: true as const } : {}),
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
     ...(r.tensorParallel ? { tp: r.tensorParallel } : {}),
     ...(c.dp !== undefined || r.allReduce

@@ -17,9 +17,11 @@ describe('the tp grid', () => {
     expect(tpShapes(4).every((s) => s.dp * s.tp * s.pp === 4)).toBe(true);
   });
 
-  it('runs each shape on the char-MLP and the GPT with the same model and global batch, each a valid run', () => {
+  it('runs each shape on the char-MLP and the GPT with the same model and global batch, each a valid run; the GPT’s tp ≥ 2 shapes again with sequence parallelism', () => {
     const grid = tpGrid();
-    expect(grid).toHaveLength(12);
+    expect(grid).toHaveLength(15);
+    expect(grid.filter((c) => c.sequenceParallel).map((c) => `${c.dp}×${c.tp}×${c.ranks}`)).toEqual(['1×2×2', '1×4×1', '2×2×1']);
+    expect(benchConfig(grid[14], 4).sequenceParallel).toBe(true);
     const batches = new Set<string>();
     for (const c of grid) {
       const cfg = benchConfig(c, 4);

@@ -1,7 +1,8 @@
 /**
  * The tensor-parallel grid (issue 27): the same model and the same global batch
  * on 4 workers as every (dp, tp, pp) with dp · tp · pp = 4 (1 × 1 × 4 … 4 × 1 × 1),
- * 1F1B, on the char-MLP and the GPT. Each row: the measured step beside the
+ * 1F1B, on the char-MLP and the GPT, and the GPT's shapes with tp ≥ 2 again with
+ * sequence parallelism (+ SP: its token rows split over the tp workers too). Each row: the measured step beside the
  * run report's own simulated step (the simulator fed with the run's mean op
  * times; a tp action's time holds its collectives' waits), the error and
  * whether it is within 10%, and the tp collectives of the step (count, sizes,
@@ -28,6 +29,8 @@ export interface TpShape {
   dp: number;
   tp: number;
   pp: number;
+  /** Sequence parallelism on. */
+  sp?: true;
 }
 
 /** Every (dp, tp, pp) of `workers` workers, tp-major then pp descending: 1×1×4, 1×2×2, 1×4×1, 2×1×2, 2×2×1, 4×1×1 for 4. */
@@ -42,14 +45,12 @@ export function tpShapes(workers: number): TpShape[] {
   return out;
 }
 
-/** The grid: every shape for the char-MLP and for the GPT (quick too: the runs are small; it takes fewer steps). */
+/** The grid: every shape for the char-MLP and for the GPT, then the GPT's with tp ≥ 2 with sequence parallelism (quick too: the runs are small; it takes fewer steps). */
 export function tpGrid(): ScheduleBenchCase[] {
   const grid: ScheduleBenchCase[] = [];
-  for (const model of ['char-mlp', 'gpt'] as const) {
-    for (const s of tpShapes(TP_WORKERS)) {
-      grid.push({ schedule: '1f1b', ranks: s.pp, dp: s.dp, tp: s.tp, microbatches: GLOBAL_MICROBATCHES / s.dp, layers: LAYERS, ...(model === 'gpt' ? { model: 'gpt' } : {}) });
-    }
-  }
+  const at = (s: TpShape): ScheduleBenchCase => ({ schedule: '1f1b', ranks: s.pp, dp: s.dp, tp: s.tp, microbatches: GLOBAL_MICROBATCHES / s.dp, layers: LAYERS });
+  for (const model of ['char-mlp', 'gpt'] as const) for (const s of tpShapes(TP_WORKERS)) grid.push({ ...at(s), ...(model === 'gpt' ? { model: 'gpt' } : {}) });
+  for (const s of tpShapes(TP_WORKERS)) if (s.tp > 1) grid.push({ ...at(s), model: 'gpt', sequenceParallel: true });
   return grid;
 }
 
@@ -105,7 +106,7 @@ export type TpGridRow = ScheduleBenchRow & {
 export function tpRow(r: ScheduleBenchRow, fits: Record<number, AlphaBeta>): TpGridRow {
   const m = r.mesh;
   const t = r.tp?.t ?? 1;
-  const shape = { dp: m?.dp ?? 1, tp: t, pp: r.p };
+  const shape: TpShape = { dp: m?.dp ?? 1, tp: t, pp: r.p, ...(r.sequenceParallel ? { sp: true as const } : {}) };
   const measured = m?.stepMs ?? r.makespanMeasuredMs;
   const simulated = m?.stepSimulatedMs ?? r.makespanSimulatedMs;
   const fit = fits[t];
@@ -115,7 +116,7 @@ export function tpRow(r: ScheduleBenchRow, fits: Record<number, AlphaBeta>): TpG
   return { ...r, shape, error: measured > 0 ? (simulated - measured) / measured : 0, computeError, ...(tpSizes ? { tpSizes } : {}) };
 }
 
-const shapeLabel = (s: TpShape) => `${s.dp}×${s.tp}×${s.pp}`;
+export const shapeLabel = (s: TpShape) => `${s.dp}×${s.tp}×${s.pp}${s.sp ? ' + SP' : ''}`;
 const pct = (v: number) => `${v >= 0 ? '+' : ''}${(100 * v).toFixed(1)}%`;
 
 /** The rows whose prediction misses the target, said in words with what the row shows of why (for the notes). */
@@ -176,7 +177,7 @@ export async function tpSuite(ctx: GptBenchContext): Promise<GptSuiteResult> {
       `the same model (${LAYERS} blocks) and the same global batch (${GLOBAL_MICROBATCHES} micro-batches of 64 rows for the char-MLP, 8 sequences for the GPT) on ${TP_WORKERS} workers as dp × tp × pp: dp replicas of a pp-stage pipeline whose stages are each split over tp workers (Megatron's column/row split of the GPT block, the char-MLP's column-parallel hidden linears), each replica ${GLOBAL_MICROBATCHES}/dp micro-batches, 1F1B; ${steps} steps, the first left out of the means.`,
       `step: measured, the mesh's first start to its last end; simulated: the run report's own (src/runtime/report.ts, report-tp.ts): the simulator fed with the run's mean op times less the own time of the tp collectives inside each action (the waits for slower members stay in them), the tp collectives priced on top by the α–β line fitted to the run's own collective times (src/schedule/tp-cost.ts), with dp > 1 the α–β ring fitted to the run's own gradient all-reduces. ${tpMisses(rows)}`,
       exchangeNote(rows, micro.fits),
-      `tp figures: the run report's (src/runtime/report-tp.ts): collectives per split layer and micro-batch (Megatron's 4 per GPT block: 2 all-reduces forward, 2 backward; 2 per column-parallel MLP linear: an all-gather forward, an all-reduce backward), the share of the step a worker spent in them measured and simulated, and per tensor size the own time of one in the run (the member that waited least: the GPU readback, the exchange, the upload) beside the micro-benchmark's α–β model of the exchange alone at that size; the run's own α–β fit beside the micro-benchmark's.`,
+      `tp figures: the run report's (src/runtime/report-tp.ts): collectives per split layer and micro-batch (Megatron's 4 per GPT block: 2 all-reduces forward, 2 backward; 2 per column-parallel MLP linear: an all-gather forward, an all-reduce backward; + SP, sequence parallelism: 9 per GPT block, 4 forward — a gather of rows before each column-parallel linear, a reduce-scatter after each row-parallel one — and 5 backward, the LayerNorms' gradient sum among them, plus the embedding's and head's row gathers), the share of the step a worker spent in them measured and simulated, and per tensor size the own time of one in the run (the member that waited least: the GPU readback, the exchange, the upload) beside the micro-benchmark's α–β model of the exchange alone at that size; the run's own α–β fit beside the micro-benchmark's.`,
       `tp all-reduce micro-benchmark: t dedicated workers (src/bench/ring-bench-worker.ts), a MessageChannel between every pair, run the runtime's TpChannel (src/runtime/tp-collective.ts: each member posts its whole tensor to every other one and sums the t parts in member order) on float32 tensors of 1 KiB … 1 MiB and at the GPT's block size (rows · C · 4${block ? ` = ${block.rows} · ${block.width} · 4 = ${(block.bytes / 1024).toFixed(0)} KiB` : ''}); a repetition (up to 64 collectives back to back for the small tensors, about 256 KiB sent, timed together: the page's clock has a 0.1 ms grain) is timed on each member, the slowest member's kept; median of ${ctx.quick ? 5 : 15} repetitions after 2 untimed. α–β fit of one round of direct exchange (src/plan/allreduce-fit.ts's relative least squares; the model of src/schedule/tp-cost.ts): time = α + (t − 1) · bytes / β; ${fitText}.`,
     ],
   };

@@ -1,6 +1,6 @@
 /** The tp suite's tables (tp-suite.ts): the grid's steps measured beside simulated, its tp collectives, and the micro-benchmark. */
 import type { AlphaBeta } from '../../plan/allreduce-fit.ts';
-import type { TpGridRow, TpMicroRow } from '../tp-suite.ts';
+import { shapeLabel, type TpGridRow, type TpMicroRow } from '../tp-suite.ts';
 import type { SuiteResult } from './suites.ts';
 
 const f = (x: number, d = 1) => x.toFixed(d);
@@ -29,7 +29,7 @@ export function tpTable(res: SuiteResult): string {
       const fit = tp?.fit;
       return [
         r.model,
-        `${r.shape.dp} × ${r.shape.tp} × ${r.shape.pp}`,
+        shapeLabel(r.shape).replace(/×/g, ' × '),
         String(r.m),
         f(r.mesh?.stepMs ?? r.makespanMeasuredMs),
         f(r.mesh?.stepSimulatedMs ?? r.makespanSimulatedMs),

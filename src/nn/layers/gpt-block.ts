@@ -174,15 +174,7 @@ export class GptBlock implements Layer {
     const dx1 = be.add(dy, dln2); // the gradient split: the residual and the branch
     be.dispose(dln2);
     // Attention branch: x1 = x + proj(attn(qkv)).
-    const dout = torchLinearBackwardInput(be, this.proj, dx1);
-    const P = this.recomputeAttention ? this.probs(s[F.qkv]) : s[F.P];
-    const dP = be.attentionProbsGrad(s[F.qkv], dout, this.heads, this.T);
-    const dS = be.causalSoftmaxBackward(P, dP);
-    be.dispose(dP);
-    const dqkv = be.attentionQkvGrad(s[F.qkv], P, dS, dout, this.heads, this.scale);
-    be.dispose(dS);
-    be.dispose(dout);
-    if (this.recomputeAttention) be.dispose(P);
+    const dqkv = this.attentionBackward(s, dx1);
     const da = await this.tp.allReduce(torchLinearBackwardInput(be, this.attn, dqkv));
     const dln1 = be.layerNormBackwardInput(s[F.x], this.ln1.weight.value, s[F.m1], s[F.r1], da);
     const dx = be.add(dx1, dln1);
