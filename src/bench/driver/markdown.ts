@@ -25,7 +25,7 @@ interface Report {
   packages: Record<string, string>;
   /** Suites still to run: present while a run is under way (results.json is written after every suite). */
   pending?: string[];
-  /** Set where one table gathers the suites of several runs of the same build on the same machine (bench/chrome-vulkan). */
+  /** Set where one table gathers the suites of several runs on the same machine (bench/chrome-vulkan; `--suite` laid over the file: merge-report.ts). */
   runs?: { date: string; seconds: number; suites: string[] }[];
   /** Suites that threw, with the first line of their error. */
   failures?: Record<string, string>;
@@ -249,7 +249,7 @@ export function renderMarkdown(r: Report): string {
   out.push(`Measured ${r.date} by \`npm run bench${flags ? ` -- ${flags}` : ''}\` in ${r.seconds} s.`);
   if (r.runs?.length) {
     out.push('');
-    out.push(`Gathered from ${r.runs.length} runs of the same build on the same machine and browser: ${r.runs.map((x) => `${x.date} (${x.suites.join(', ')}; ${x.seconds} s)`).join('; ')}.`);
+    out.push(`Gathered from ${r.runs.length} runs on the same machine and browser: ${r.runs.map((x) => `${x.date} (${x.suites.join(', ')}; ${x.seconds} s)`).join('; ')}.`);
   }
   out.push('');
   out.push(`- Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, ${r.machine.platform}, Node ${r.machine.node}`);

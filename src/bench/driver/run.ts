@@ -6,7 +6,8 @@
  *
  *   npm run bench                  every suite, full grid
  *   npm run bench -- --quick       a small grid (a few minutes)
- *   npm run bench -- --suite kernels,schedules
+ *   npm run bench -- --suite kernels,schedules    (laid over the results already in --out when they are this
+ *                                                 machine's, browser's and grid's: merge-report.ts)
  *   npm run bench -- --no-build    serve the dist/ already there
  *   npm run bench -- --big         for real GPUs: the kernels suite adds 1024³, 2048³ and 4096³
  *                                  (batches of ~100 GFLOP), and the makemore preset is
@@ -20,7 +21,8 @@
  * a benchmark does not rebuild a dist/ that someone else is serving.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mergeRefusal, mergeReports, type MergeableReport } from './merge-report.ts';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { browserGpu } from '../../../e2e/chromium.ts';
@@ -36,6 +38,8 @@ interface Args {
   quick: boolean;
   big: boolean;
   suites: SuiteName[];
+  /** The suites were named (--suite): the run is laid over the results already in `out`. */
+  named: boolean;
   build: boolean;
   out: string;
 }
@@ -45,7 +49,7 @@ function usage(): string {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, big: false, suites: [], build: true, out: join(root, 'bench') };
+  const args: Args = { quick: false, big: false, suites: [], named: false, build: true, out: join(root, 'bench') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
@@ -59,6 +63,7 @@ function parseArgs(argv: string[]): Args {
         throw new Error(`--suite = ${JSON.stringify(v)}: must be a comma-separated list of ${Object.keys(SUITES).join(', ')}`);
       }
       args.suites = names as SuiteName[];
+      args.named = true;
     } else if (a === '--out') args.out = resolve(argv[++i] ?? '');
     else if (a === '--help' || a === '-h') {
       console.log(usage());
@@ -143,8 +148,11 @@ async function main(): Promise<void> {
       packages: Object.fromEntries(['vite', 'playwright', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-webgpu', 'react', 'zustand', 'comlink'].map((p) => [p, packageVersion(p)])),
       pipelab: JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version as string,
     };
+    // Some suites named: laid over the results already there when they are this machine's, browser's and grid's.
+    const prevPath = join(args.out, 'results.json');
+    const prev = args.named && existsSync(prevPath) ? (JSON.parse(readFileSync(prevPath, 'utf8')) as MergeableReport) : null;
     const write = (done: boolean) => {
-      const report = {
+      const own = {
         date: new Date().toISOString(),
         seconds: Math.round((Date.now() - t0) / 1000),
         ...fixed,
@@ -152,6 +160,9 @@ async function main(): Promise<void> {
         failures,
         results,
       };
+      const refused = prev ? mergeRefusal(prev, own) : null;
+      if (done && prev && refused) console.log(`bench: ${prevPath} is not laid over (${refused}): its suites ${Object.keys(prev.results).join(', ')} are replaced by this run's`);
+      const report = prev && !refused ? mergeReports(prev, own) : own;
       mkdirSync(args.out, { recursive: true });
       writeFileSync(join(args.out, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
       const md = renderMarkdown(report);
