@@ -37,7 +37,7 @@ const base: RunConfig = {
   embedDim: 16,
   batchSize: 512,
   microbatches: 8,
-  steps: 8,
+  steps: 6,
   evalEvery: 0,
   ranks: 2,
   schedule: '1f1b',
@@ -49,7 +49,7 @@ async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; pr
   const tp = cfg.tp ?? 1;
   const world = dp * tp * cfg.ranks;
   const { dir } = writeTempBundle(cfg);
-  const p = await runTorchrun(dir, world, ['--profile', '--profile-repeats', '10'], 240_000);
+  const p = await runTorchrun(dir, world, ['--profile', '--profile-repeats', '6'], 240_000);
   expect(p.code, p.output).toBe(0);
   const file = join(dir, 'profile.json');
   const profile: Profile = profileFromJson(readFileSync(file, 'utf8'));
