@@ -91,6 +91,13 @@ describe('dp × tp × pp on the CPU reference equals one device', () => {
     await expectEqualsOneDevice(gpt({ ...sp, tp: 2, recomputeAttention: true }));
   });
 
+  it('GPT with sequence parallelism on the schedules whose ranks hold several stages: interleaved v 2, ZB-V, DualPipe (copies summed per tp worker)', async () => {
+    const sp = { sequenceParallel: true, tp: 2 } as const;
+    await expectEqualsOneDevice(gpt({ ...sp, schedule: 'interleaved-1f1b', virtual: 2 }));
+    await expectEqualsOneDevice(gpt({ ...sp, schedule: 'zb-v', virtual: 2 }));
+    await expectEqualsOneDevice(gpt({ ...sp, schedule: 'dualpipe', layers: 3, microbatches: 4 }));
+  });
+
   for (const model of ['mlp', 'char-mlp'] as const) {
     it(`${model}: 1F1B tp=2 p=2, ZB-H1 tp=4 p=2, dp=2 tp=2 p=2 ZeRO-1`, async () => {
       const data = model === 'mlp' ? {} : { dataset: 'names' as const, model, context: 3, embedDim: 4 };
@@ -140,11 +147,14 @@ describe('tp beside the streams without a flush (PipeDream-2BW, PipeDream)', () 
     for (const w of Object.values(report.weightStash ?? {})) expect(w.versions).toBeGreaterThanOrEqual(cfg.schedule === 'pipedream-2bw' ? 2 : 1);
   }
 
-  it('GPT 2BW tp=2 p=2, and dp=2 × tp=2 × p=2 (8 workers), equal the one-device stale rule', async () => {
+  it('GPT 2BW tp=2 p=2 (and with sequence parallelism), and dp=2 × tp=2 × p=2 (8 workers), equal the one-device stale rule', async () => {
     const cfg = gpt({ schedule: 'pipedream-2bw', tp: 2, steps: 3 });
     await expectClose(cfg, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(cfg)));
     const mesh = gpt({ schedule: 'pipedream-2bw', tp: 2, dp: 2, steps: 3, batchSize: 16 });
     await expectClose(mesh, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(mesh)));
+    // Sequence parallelism on the stream: each tp worker's weight versions, its rows.
+    const sp = gpt({ schedule: 'pipedream-2bw', tp: 2, steps: 3, sequenceParallel: true });
+    await expectClose(sp, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(sp)));
   });
 
   it('char-MLP PipeDream tp=2 p=2 equals the same run with whole layers', async () => {
