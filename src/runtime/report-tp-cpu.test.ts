@@ -83,6 +83,8 @@ describe('tp collectives in the run report', () => {
     expect(tp.perStage.map((s) => s.splitLayers)).toEqual([2, 1]);
     expect(tp.perStage[0].perMicrobatch).toEqual({ F: 4 * 2, I: 5 * 2 + 1, W: 0 });
     expect(tp.perStage[1].perMicrobatch).toEqual({ F: 4 + 1, I: 5, W: 0 });
+    // Per block: 9, the embedding's and head's gathers left to their stage.
+    expect(tp.perStage.map((s) => s.perLayer)).toEqual([9, 9]);
     const rows = (cfg.batchSize / cfg.microbatches) * 16;
     const share = (rows / 2) * 16 * 8; // one worker's rows of a [rows, 16] float64 tensor, to its one peer
     expect(new Set(tp.points.map((p) => p.bytes))).toEqual(new Set([share, 3 * share, 4 * 16 * 8]));

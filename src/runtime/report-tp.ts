@@ -22,7 +22,7 @@
  *   group's action ends with its slowest member, and the simulator plays the group
  *   as one lane.
  */
-import { isSplitTpLayer, tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
+import { isSplitTpLayer, tpLayerMessages, tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
 import { isCompute, laneOf, makespan, type Interval, type Timeline } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
 import type { ModelSpec } from '../nn/model-spec.ts';
@@ -34,7 +34,7 @@ export interface TpStageFigures {
   splitLayers: number;
   /** Collectives one worker ran per micro-batch, by op (mean over its actions of that op). */
   perMicrobatch: Partial<Record<Op, number>>;
-  /** Collectives per split layer and micro-batch, over all ops (4 for a GPT block). */
+  /** Collectives per split layer and micro-batch, over all ops (4 for a GPT block; 9 with sequence parallelism, whose embedding and head gathers are the stage's, not counted here). */
   perLayer: number;
   /** Bytes a worker sent in one collective, mean. */
   bytes: number;
@@ -208,14 +208,17 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
     steps.push(makespan(tl));
   }
   const mean = (xs: number[]) => (xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-  const layers = stageTpLayers(plan.spec, plan.stageBlocks, sequenceParallelOf(plan.config)).map((ls) => ls.filter(isSplitTpLayer));
+  const all = stageTpLayers(plan.spec, plan.stageBlocks, sequenceParallelOf(plan.config));
+  const layers = all.map((ls) => ls.filter(isSplitTpLayer));
+  // Sequence parallelism's ends (the embedding's and the head's row gathers) are a stage's, not a block's.
+  const ends = all.map((ls) => ls.filter((l) => !isSplitTpLayer(l)).reduce((a, l) => { const m = tpLayerMessages(l, 1, t); return a + m.forward.length + m.backward.length; }, 0));
   const perStage = Array.from({ length: stages }, (_, s): TpStageFigures => {
     const perMicrobatch: Partial<Record<Op, number>> = {};
     for (const [op, n] of Object.entries(actions[s]) as [Op, number][]) perMicrobatch[op] = (count[s][op] ?? 0) / n;
     // Per layer and micro-batch: F's plus the backward's (B, or I; W none).
     const perMb = (perMicrobatch.F ?? 0) + (perMicrobatch.B ?? 0) + (perMicrobatch.I ?? 0) + (perMicrobatch.W ?? 0);
     const n = layers[s]?.length ?? 0;
-    return { splitLayers: n, perMicrobatch, perLayer: n > 0 ? perMb / n : 0, bytes: mean(bytes[s]), ownMs: mean(own[s]), waitMs: mean(wait[s]) };
+    return { splitLayers: n, perMicrobatch, perLayer: n > 0 ? (perMb - ends[s]) / n : 0, bytes: mean(bytes[s]), ownMs: mean(own[s]), waitMs: mean(wait[s]) };
   });
   const points = [...bySize.entries()].sort((a, b) => a[0] - b[0]).map(([b, ms]) => ({ bytes: b, ms: ms.reduce((x, y) => x + y, 0) / Math.max(ms.length, 1), n: ms.length }));
   const stepMs = mean(steps);
