@@ -28,6 +28,7 @@ import type { TrainConfig } from '../nn/train-config.ts';
 import { rangesOfCut, validateCut } from './explicit-cut.ts';
 import { generateWindow, runsAsStream, scheduleKind, UPDATE_WINDOWS, type RunScheduleName } from '../schedule/registry.ts';
 import { peakMemory, stagePeakBytes } from '../schedule/peak-memory.ts';
+import { tokenRowSplit } from '../schedule/mesh.ts';
 import type { Schedule } from '../schedule/types.ts';
 
 const MiB = 1024 * 1024;
@@ -150,8 +151,8 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
   // Activation rows an example becomes (the GPT: its tokens); a stage's input per example: the model's input, or those rows'.
   const tokens = rowsPerExample(cut.spec);
   // Sequence parallelism: a stage after the first takes its tp worker's share of the token rows.
-  const sp = (cfg.sequenceParallel ?? false) && t > 1;
-  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : tokens / (sp ? t : 1));
+  const rowSplit = tokenRowSplit(cfg);
+  const inputPerRow = (a: number) => layerInCols(cut.spec.blocks[a].layers[0]) * (a === 0 ? 1 : tokens / rowSplit);
   return cut.stageBlocks.map(([a, b]) => {
     let params = 0;
     let widths = 0;
@@ -162,9 +163,9 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     for (const block of blocks) {
       for (const l of block.layers) {
         params += layerParamCount(l);
-        widths += layerActivationsPerRow(l, t, tokens, sp);
-        afterInput += layerKeptAfterInputPerRow(l, t, sp);
-        afterInputFixed += layerKeptAfterInputPerMicrobatch(l, t, sp);
+        widths += layerActivationsPerRow(l, t, tokens, rowSplit);
+        afterInput += layerKeptAfterInputPerRow(l, t, rowSplit);
+        afterInputFixed += layerKeptAfterInputPerMicrobatch(l, rowSplit);
         if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
     }

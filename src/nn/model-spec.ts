@@ -167,7 +167,7 @@ export function rowsPerExample(spec: ModelSpec): number {
  * statistics and normalised input; the loss its logits' gradient, `classes` for each of an example's
  * `tokensPerRow` activation rows (the GPT: blockSize).
  */
-export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, sequenceParallel = false): number {
+export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, rowSplit = 1): number {
   switch (l.kind) {
     case 'gpt-embedding':
       return 2 * l.blockSize;
@@ -175,7 +175,7 @@ export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, s
       // Per token: x, ln_1's output, x1, ln_2's output and the two LayerNorms' mean and rstd on every worker of its
       // tp group (with sequence parallelism its rows' share); its share of qkv (3C), the attention output (C), the
       // MLP's hidden and its GELU (4C each), and of the attention probabilities (H·T a token).
-      return l.blockSize * ((4 * l.dim + 4) / (sequenceParallel ? tp : 1) + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
+      return l.blockSize * ((4 * l.dim + 4) / rowSplit + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
     case 'gpt-head':
       return l.blockSize * (2 * l.dim + 2);
     case 'layernorm':
@@ -196,8 +196,8 @@ export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, s
  * MLP's hidden, at ln_2's and ln_1's outputs, at x1 and at qkv) and its output gradient; the GPT's head its input,
  * statistics, normalised input and its gradient, and the logits' gradient; layers without weights nothing.
  */
-export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, sequenceParallel = false): number {
-  const sp = sequenceParallel && tp > 1;
+export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, rowSplit = 1): number {
+  const sp = rowSplit > 1;
   switch (l.kind) {
     case 'linear':
       return l.in + l.out + (tp > 1 ? l.out / tp : 0);
@@ -225,8 +225,8 @@ export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, sequenceParallel
 }
 
 /** What a layer keeps between I and W per micro-batch whatever its rows: a sequence-parallel GPT block's summed LayerNorm gradients (4C). */
-export function layerKeptAfterInputPerMicrobatch(l: LayerSpec, tp = 1, sequenceParallel = false): number {
-  return l.kind === 'gpt-block' && sequenceParallel && tp > 1 ? 4 * l.dim : 0;
+export function layerKeptAfterInputPerMicrobatch(l: LayerSpec, rowSplit = 1): number {
+  return l.kind === 'gpt-block' && rowSplit > 1 ? 4 * l.dim : 0;
 }
 
 /** Elements of a layer's largest single activation buffer per example row. */

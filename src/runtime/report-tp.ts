@@ -22,6 +22,7 @@
  *   group's action ends with its slowest member, and the simulator plays the group
  *   as one lane.
  */
+import { tokenRowSplit } from '../schedule/mesh.ts';
 import { isSplitTpLayer, tpLayerMessages, tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
 import { isCompute, laneOf, makespan, type Interval, type Timeline } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
@@ -88,12 +89,7 @@ export function stageTpLayers(spec: ModelSpec, stageBlocks: readonly (readonly [
 export function runTpMessages(plan: RunPlan): TpOpMessages[] {
   const { config, spec } = plan;
   const rows = (config.batchSize / (config.dp * config.microbatches)) * rowsPerExample(spec);
-  return stageTpLayers(spec, plan.stageBlocks, sequenceParallelOf(config)).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
-}
-
-/** Whether the run splits its token rows over its tp groups (a GPT with tp ≥ 2 and sequenceParallel). */
-function sequenceParallelOf(config: RunPlan['config']): boolean {
-  return (config.sequenceParallel ?? false) && (config.tp ?? 1) > 1;
+  return stageTpLayers(spec, plan.stageBlocks, tokenRowSplit(config) > 1).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
 }
 
 const isTp = (iv: Interval): boolean => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather' || iv.coll === 'tp-reduce-scatter');
@@ -208,7 +204,7 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
     steps.push(makespan(tl));
   }
   const mean = (xs: number[]) => (xs.length > 0 ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-  const all = stageTpLayers(plan.spec, plan.stageBlocks, sequenceParallelOf(plan.config));
+  const all = stageTpLayers(plan.spec, plan.stageBlocks, tokenRowSplit(plan.config) > 1);
   const layers = all.map((ls) => ls.filter(isSplitTpLayer));
   // Sequence parallelism's ends (the embedding's and the head's row gathers) are a stage's, not a block's.
   const ends = all.map((ls) => ls.filter((l) => !isSplitTpLayer(l)).reduce((a, l) => { const m = tpLayerMessages(l, 1, t); return a + m.forward.length + m.backward.length; }, 0));

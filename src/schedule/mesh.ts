@@ -48,6 +48,15 @@ export function meshOfRun(cfg: { readonly dp: number; readonly ranks: number; re
   return mesh(cfg.dp, cfg.ranks, cfg.tp ?? 1);
 }
 
+/**
+ * How many ways a run splits its token rows between layers and stages: its tp with sequence parallelism (the GPT,
+ * tp ≥ 2), else 1. The one reading of `sequenceParallel` that the memory estimate and the report share.
+ */
+export function tokenRowSplit(cfg: { readonly tp?: number; readonly sequenceParallel?: boolean }): number {
+  const t = cfg.tp ?? 1;
+  return cfg.sequenceParallel === true && t > 1 ? t : 1;
+}
+
 /** Workers in the mesh: dp × ranks × tp. */
 export function workerCount(m: Mesh): number {
   return m.dp * m.ranks * (m.tp ?? 1);
