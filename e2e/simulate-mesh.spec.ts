@@ -1,7 +1,7 @@
 /**
  * Simulate at scale with the third axis and full sharding: tp lanes drawn with
- * their all-reduces (the step and the tp share worked by hand against the
- * closed form), the ZeRO stage chosen in the page, and bad values refused by
+ * their all-reduces or, with sequence parallelism, their reduce-scatters and
+ * all-gathers (the step and the tp share worked by hand against the closed form), the ZeRO stage chosen in the page, and bad values refused by
  * field, value and rule. Screenshots at 1400 and 390 wide go to
  * test-results/screens/.
  */
@@ -25,7 +25,25 @@ test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-r
   await expect(page.getByText(/actions on 32 workers simulated and drawn in/)).toBeVisible();
   await keepScreenshot(page, info, 'simulate-tp4x8');
 
-  // The field: tp 2 halves the lanes; a value past the limit is refused under the field.
+  // Sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather of 1/4 of the activation.
+  // Per layer 4 forward at α 0.01 + 3 · 0.25 MB / (100 MB per ms) = 0.0175; backward the gather of dy and both
+  // LayerNorm outputs 0.0325, three more at 0.0175, the LayerNorms' sum 0.01 + 12 bytes: 0.09500012. 4 layers:
+  // F = 0.25 + 0.28, B = 0.5 + 0.38000048; step 23 · 1.41000048 = 32.43; each rank 16 · 0.66000048 in tp: 32.56%.
+  const sp = page.locator('input[name="sim.sequenceParallel"]');
+  await sp.check();
+  await expect(plot).toHaveAttribute('data-intervals', String(32 * 16 * 2 + 32 * 16 * 36));
+  await expect(share.getByRole('cell')).toHaveText(['32.56%', '32.56%']);
+  await expect(page.getByRole('row', { name: /Makespan/ }).getByRole('cell')).toHaveText(['32.43', '32.43']);
+  await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('tp reduce-scatter');
+  expect(page.url()).toContain('sim.sequenceParallel=true');
+  await keepScreenshot(page, info, 'simulate-tp4x8-sp');
+
+  // The field: tp 2 halves the lanes; a value past the limit is refused under the field. tp 1 turns sequence
+  // parallelism off with it.
+  await page.getByLabel('Tensor parallel (tp)').fill('1');
+  await expect(sp).not.toBeChecked();
+  await expect(sp).toBeDisabled();
+  expect(page.url()).not.toContain('sim.sequenceParallel');
   await page.getByLabel('Tensor parallel (tp)').fill('2');
   await expect(plot).toHaveAttribute('data-lanes', '16');
   await page.getByLabel('Layers per rank').fill('0');

@@ -4,17 +4,8 @@
  * costs.tp), and their lines of text and JSON. The dp flags stay in
  * simulate-command.ts.
  */
-import {
-  tpClosedForm,
-  tpExchangeTime,
-  tpStageMessages,
-  type AllReduceCosts,
-  type Schedule,
-  type SimulationResult,
-  type TpCosts,
-  type TpLayer,
-} from '../schedule/index.ts';
-import { intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
+import { abstractTpMessages, tpClosedForm, tpExchangeTime, type AllReduceCosts, type Schedule, type SimulationResult, type TpCosts } from '../schedule/index.ts';
+import { boolFlag, intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
 import { fmt } from './format.ts';
 
 /** Most tp workers per stage the CLI takes. */
@@ -39,11 +30,16 @@ export const MESH_FLAGS: FlagSpec[] = [
   { name: 'tp', value: 'T', help: `tensor-parallel workers per stage (default 1, at most ${MAX_CLI_TP}): dp × ranks × T workers; --costs then give one tp worker's compute, collectives excluded` },
   { name: 'tp-layers', value: 'L', help: `transformer layers per stage (default 1, at most ${MAX_TP_LAYERS}): each runs 2 tp all-reduces in F and 2 in B (or I), Megatron's g and f` },
   { name: 'tp-bytes', value: 'BYTES', help: 'bytes of one tp all-reduce (a layer\'s activations for one micro-batch; default 0)' },
+  {
+    name: 'sequence-parallel',
+    boolean: true,
+    help: 'sequence parallelism (Korthikanti et al. 2022) on every layer: 4 collectives in F (all-gather, reduce-scatter, twice) and 5 in B (or I), each gather or scatter posting BYTES / T, the first gather of B 3·BYTES / T, and the LayerNorms\' sum (α)',
+  },
   { name: 'tp-latency', value: 'T', help: 'tp: fixed time of one collective (α, default 0)' },
   { name: 'tp-bandwidth', value: 'BYTES', help: 'tp: bytes per time unit one worker sends (β, default inf: free); a collective takes α + (T − 1)·bytes/β' },
 ];
 
-const TP_DETAIL_FLAGS = ['tp-layers', 'tp-bytes', 'tp-latency', 'tp-bandwidth'] as const;
+const TP_DETAIL_FLAGS = ['tp-layers', 'tp-bytes', 'tp-latency', 'tp-bandwidth', 'sequence-parallel'] as const;
 
 export interface MeshFlags {
   zero: 0 | 1 | 2 | 3;
@@ -54,6 +50,7 @@ export interface MeshFlags {
   bytes: number;
   latency: number;
   bandwidth: number;
+  sequenceParallel: boolean;
 }
 
 /** The ZeRO flags, checked against each other and against dp; throws UsageError naming the flag, the value and the rule. */
@@ -71,7 +68,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
   const tp = intFlag(a, 'tp', 1, MAX_CLI_TP) ?? 1;
   if (tp === 1) {
     for (const f of TP_DETAIL_FLAGS) {
-      if (a.flags.has(f)) throw new UsageError(`--${f}`, stringFlag(a, f), 'prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)');
+      if (a.flags.has(f)) throw new UsageError(`--${f}`, a.flags.get(f), 'prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)');
     }
   }
   return {
@@ -82,6 +79,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
     bytes: numberFlag(a, 'tp-bytes', 0) ?? 0,
     latency: numberFlag(a, 'tp-latency', 0) ?? 0,
     bandwidth: numberFlag(a, 'tp-bandwidth', Number.MIN_VALUE, true) ?? Infinity,
+    sequenceParallel: boolFlag(a, 'sequence-parallel'),
   };
 }
 
@@ -90,19 +88,18 @@ export function zeroCosts(f: Pick<MeshFlags, 'zero' | 'reshard'>): Pick<AllReduc
   return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
 }
 
-/** costs.tp: every stage runs L GPT blocks of width BYTES over one row, one byte per element; undefined with t = 1. */
+/** costs.tp: every stage runs L GPT blocks whose activation is BYTES, one byte per element (abstractTpMessages); undefined with t = 1. */
 export function tpCosts(f: MeshFlags, stages: number): TpCosts | undefined {
   if (f.tp <= 1) return undefined;
-  const layers: TpLayer[] = Array.from({ length: f.layers }, () => ({ kind: 'gpt-block', width: f.bytes }));
-  const messages = tpStageMessages(layers, 1, f.tp);
+  const messages = abstractTpMessages(f.layers, f.bytes, f.tp, f.sequenceParallel);
   return { t: f.tp, latency: f.latency, bandwidth: f.bandwidth, bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
 }
 
 const num = (x: number) => (Number.isFinite(x) ? fmt(x) : 'inf');
 
-/** One tp all-reduce's time, α + (t − 1)·bytes/β. */
+/** One tp all-reduce's time, α + (t − 1)·bytes/β; with sequence parallelism one gather's or scatter's, α + (t − 1)·(bytes / t)/β. */
 export function tpEach(f: MeshFlags): number {
-  return tpExchangeTime(f.bytes, f.tp, f.latency, f.bandwidth);
+  return tpExchangeTime(f.sequenceParallel ? f.bytes / f.tp : f.bytes, f.tp, f.latency, f.bandwidth);
 }
 
 export interface TpClosed {
@@ -130,10 +127,12 @@ export function meshLines(s: Schedule, f: MeshFlags, r: SimulationResult, closed
   if (r.tp) {
     const dp = r.dp?.dp ?? 1;
     const per = tpCosts(f, 1)!.messages[0];
-    const each = `α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
+    const each = f.sequenceParallel
+      ? `each gather or scatter α + (t − 1)·(bytes/t)/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes / f.tp)}/${num(f.bandwidth)} = ${num(tpEach(f))}, B's first gather 3·bytes/t, the LayerNorms' sum α`
+      : `each α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
     lines.push(
-      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage, --costs per tp worker; ` +
-        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), each ${each}; share of the step ${fmt(100 * r.tp.share, 2)}%`,
+      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +
+        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), ${each}; share of the step ${fmt(100 * r.tp.share, 2)}%`,
     );
     if (closed) {
       const what = r.dp ? 'the compute; the step adds the exposed all-reduce' : 'the step';
@@ -157,6 +156,7 @@ export function tpJson(f: MeshFlags, r: SimulationResult, closed: TpClosed | nul
     bytes: f.bytes,
     latency: f.latency,
     bandwidth: Number.isFinite(f.bandwidth) ? f.bandwidth : 'inf',
+    sequenceParallel: f.sequenceParallel,
     collectiveTime: tpEach(f),
     closedForm: closed ? { step: closed.step, tpPerRank: closed.tpPerRank, share: closed.share, formula: closed.formula } : null,
   };

@@ -58,6 +58,30 @@ describe('pipelab simulate --tp', () => {
     expect(r.out).toContain('closed form assumes default costs, no tp collectives and free links');
   });
 
+  it('--sequence-parallel: 4 collectives per F and 5 per B, each gather or scatter posting bytes / t, by hand', () => {
+    // t = 2, bytes 1000: a gather or scatter 0.1 + 1·500/10000 = 0.15; F: 4 · 0.15 = 0.6. B: the gather of dy and both
+    // LayerNorm outputs 0.1 + 1500/10000 = 0.25, three more at 0.15, the LayerNorms' sum 0.1 + 4/10000: 0.8004.
+    // 1F1B p 2 m 4: (m + p − 1)(F + τF + B + τB) = 5 · (1.6 + 2.8004) = 22.002; each rank 4 · 1.4004 in tp.
+    const r = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel', '--json');
+    expect(r.code, r.err).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.makespan).toBeCloseTo(22.002, 12);
+    const tp = j.tensorParallel;
+    expect(tp.opTime[0].F).toBeCloseTo(0.6, 12);
+    expect(tp.opTime[0].B).toBeCloseTo(0.8004, 12);
+    expect(tp.opTime[0].W).toBe(0);
+    expect(tp.sequenceParallel).toBe(true);
+    expect(tp.collectiveTime).toBeCloseTo(0.15, 12);
+    expect(tp.closedForm.step).toBeCloseTo(22.002, 12);
+    expect(tp.closedForm.share).toBeCloseTo((4 * 1.4004) / 22.002, 12);
+    const text = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel');
+    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 5 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1000 + 1·500/10000 = 0.1500');
+    // The trace draws the reduce-scatters beside the all-gathers.
+    const traced = run(...P2M4, ...TP, '--sequence-parallel', '--trace', 'sp.json');
+    const kinds = new Set(trace(traced, 'sp.json').traceEvents.filter((e) => e.cat === 'collective').map((e) => String(e.args?.kind)));
+    expect([...kinds].sort()).toEqual(['tp-all-gather', 'tp-all-reduce', 'tp-reduce-scatter']);
+  });
+
   it('--tp-layers L runs 2L all-reduces per F and per B; α + (t − 1)·bytes/β with t = 4', () => {
     // Each: 0.5 + 3·20/10 = 6.5; F = 1 + 4·6.5 = 27, B = 2 + 26 = 28; GPipe p 3 m 2: (m + p − 1)(F + B) = 4 · 55 = 220.
     const j = JSON.parse(run('simulate', '--schedule', 'gpipe', '--ranks', '3', '--microbatches', '2', '--tp', '4', '--tp-layers', '2', '--tp-bytes', '20', '--tp-latency', '0.5', '--tp-bandwidth', '10', '--json').out);
@@ -190,6 +214,8 @@ describe('pipelab simulate --tp/--zero refusals', () => {
       [['--tp', '1', '--tp-bytes', '100'], '--tp-bytes = "100": prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)'],
       [['--tp-latency', '0.1'], '--tp-latency = "0.1": prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)'],
       [['--tp-bandwidth', 'inf'], '--tp-bandwidth = "inf": prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)'],
+      [['--sequence-parallel'], '--sequence-parallel = true: prices tensor parallelism\'s collectives: it needs --tp 2 or more (got --tp 1)'],
+      [['--tp', '2', '--sequence-parallel=yes'], '--sequence-parallel = "yes": takes no value'],
       [['--tp', '2', '--tp-layers', '0'], '--tp-layers = "0": must be an integer between 1 and 256'],
       [['--tp', '2', '--tp-bytes', '-1'], '--tp-bytes = "-1": must be a number at least 0'],
       [['--tp', '2', '--tp-bytes', 'inf'], '--tp-bytes = "inf": must be a number at least 0'],
@@ -209,7 +235,7 @@ describe('pipelab simulate --tp/--zero refusals', () => {
     const h = run('simulate', '--help').out;
     expect(h).toContain('[--zero 0|1|2|3 [--reshard step|action]]');
     expect(h).toContain('--tp 4 [--tp-layers 2]');
-    for (const f of ['--zero Z', '--reshard step|action', '--tp T', '--tp-layers L', '--tp-bytes BYTES', '--tp-latency T', '--tp-bandwidth BYTES']) expect(h).toContain(f);
+    for (const f of ['--zero Z', '--reshard step|action', '--tp T', '--tp-layers L', '--tp-bytes BYTES', '--tp-latency T', '--tp-bandwidth BYTES', '--sequence-parallel']) expect(h).toContain(f);
     expect(h).toContain('with --tp, on one of its tp workers, collectives excluded');
   });
 });

@@ -100,6 +100,18 @@ export function tpStageMessages(layers: readonly TpLayer[], rows: number, t: num
   return { F, B, I: [...B], W: [] };
 }
 
+/**
+ * The collectives of `layers` abstract GPT blocks for one micro-batch whose activation between layers is `bytes` bytes
+ * (one byte an element): what Simulate at scale and `pipelab simulate --tp` price. Plain, each block's 4 all-reduces
+ * post all of it; with sequence parallelism each gather and scatter posts bytes / t and the backward's first gather
+ * 3 · bytes / t. The model knows the bytes, not the rows and the width apart: it reads them as `bytes` rows of width 1,
+ * so the LayerNorms' weight-gradient sum (4 · width numbers, a few KB beside the activations' MB) costs its α and 4 bytes.
+ */
+export function abstractTpMessages(layers: number, bytes: number, t: number, sequenceParallel = false): TpOpMessages {
+  const block: TpLayer = sequenceParallel ? { kind: 'gpt-block', width: 1, sequenceParallel: true } : { kind: 'gpt-block', width: bytes };
+  return tpStageMessages(Array.from({ length: layers }, () => block), sequenceParallel ? bytes : 1, t);
+}
+
 /** One collective's time: α + (t − 1) · bytes / β; 0 with t ≤ 1. */
 export function tpExchangeTime(bytes: number, t: number, latency: number, bandwidth: number): number {
   if (t <= 1) return 0;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.ts';
-import { defaultSimParams, simParamsFromQuery, simParamsToQuery, validateSimParams, type SimParams } from './sim-params.ts';
+import { defaultSimParams, simParamsFromQuery, simParamsToQuery, simTpCollectivesPerMicrobatch, validateSimParams, type SimParams } from './sim-params.ts';
 import { runSimulation } from './simulation.ts';
 
 function refusal(p: Partial<SimParams>): string {
@@ -120,6 +120,47 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     const off = runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8 });
     expect(off.closedTp).toBeNull();
     expect(off.result.makespan).toBe(33);
+  });
+
+  it('1F1B p 4 m 8 at tp 2 with sequence parallelism, worked by hand: 4 collectives forward and 5 backward per layer', () => {
+    // Each gather or scatter posts half of 1 MB: α 0.01 + 0.5 MB / 100 GB/s = 0.015 ms; forward 4 per layer: 0.06.
+    // Backward per layer: the gather of dy and both LayerNorm outputs 0.01 + 1.5 MB / 100 GB/s = 0.025, three more
+    // at 0.015, and the LayerNorms' sum (4 bytes: its α) 0.01 + 4e-8: 0.08000004. 4 layers: τF 0.24, τB 0.32000016.
+    // F = 0.5 + 0.24, B = 1 + 0.32000016: step 11 · 2.06000016; each rank 8 · 0.56000016 of it in tp.
+    const o = runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, tp: 2, sequenceParallel: true });
+    expect(o.result.makespan).toBeCloseTo(11 * 2.06000016, 9);
+    expect(o.result.tp?.share).toBeCloseTo((8 * 0.56000016) / (11 * 2.06000016), 9);
+    expect(o.closedTp?.step).toBeCloseTo(11 * 2.06000016, 9);
+    expect(o.closedTp?.share).toBeCloseTo((8 * 0.56000016) / (11 * 2.06000016), 9);
+    const colls = o.result.timeline.intervals.filter((iv) => iv.op === 'collective');
+    const count = (k: string) => colls.filter((iv) => iv.coll === k).length;
+    // 8 workers × 8 micro-batches × 4 layers × (forward 2 + backward 2 gathers; 2 + 2 scatters; 1 all-reduce).
+    expect(count('tp-all-gather')).toBe(8 * 8 * 4 * 4);
+    expect(count('tp-reduce-scatter')).toBe(8 * 8 * 4 * 4);
+    expect(count('tp-all-reduce')).toBe(8 * 8 * 4);
+    expect(colls.length).toBe(8 * 8 * simTpCollectivesPerMicrobatch({ tp: 2, tpLayers: 4, sequenceParallel: true }));
+    // At tp 2 each gather and scatter posts half of what an all-reduce posts: the same bytes in twice the rounds, so
+    // it is slower than plain tp (20.02); at tp 8 with free latency it posts 1/8 per round where the all-reduce posts all.
+    expect(o.result.makespan).toBeGreaterThan(20.02);
+    const wide = { ...defaultSimParams(), ranks: 4, microbatches: 8, tp: 8, tpLatencyMs: 0 };
+    expect(runSimulation({ ...wide, sequenceParallel: true }).result.makespan).toBeLessThan(runSimulation(wide).result.makespan);
+  });
+
+  it('refuses sequence parallelism without tp and round-trips it through the URL', () => {
+    expect(refusal({ sequenceParallel: true })).toBe("sim.sequenceParallel = true: splits each layer's token rows over a stage's tp workers; it needs tp ≥ 2 (tp = 1)");
+    expect(refusal({ tp: 2, sequenceParallel: 'yes' as unknown as boolean })).toBe('sim.sequenceParallel = "yes": must be true or false');
+    const p: SimParams = { ...defaultSimParams(), ranks: 8, microbatches: 16, tp: 4, sequenceParallel: true };
+    const q = new URLSearchParams();
+    simParamsToQuery(p, q);
+    expect(q.get('sim.sequenceParallel')).toBe('true');
+    expect(simParamsFromQuery(q)).toEqual({ params: p, errors: [] });
+    // Off is the default: not written, so older links stay as they were.
+    const off = new URLSearchParams();
+    simParamsToQuery({ ...p, sequenceParallel: false }, off);
+    expect(off.has('sim.sequenceParallel')).toBe(false);
+    const bad = simParamsFromQuery(new URLSearchParams('sim.sequenceParallel=true'));
+    expect(bad.errors.map((e) => e.message)).toEqual(["sim.sequenceParallel = true: splits each layer's token rows over a stage's tp workers; it needs tp ≥ 2 (tp = 1)"]);
+    expect(bad.params.sequenceParallel).toBe(false);
   });
 
   it('dp 2 × tp 2: each tp worker\'s ring moves 1/tp of the stage\'s gradients; ZeRO-2 and ZeRO-3 play their collectives', () => {

@@ -51,6 +51,11 @@ export interface SimParams {
   tpLatencyMs: number;
   /** The bytes per second one tp worker sends, MB/s. */
   tpBandwidthMBs: number;
+  /**
+   * Sequence parallelism (Korthikanti et al. 2022) on every layer: each all-reduce becomes a reduce-scatter and an
+   * all-gather of 1/tp of tpActKB each, and the backward sums the LayerNorms' weight gradients (tp-cost.ts). Needs tp ≥ 2.
+   */
+  sequenceParallel: boolean;
 }
 
 /** Sizes the browser cannot train but draws at once. */
@@ -58,7 +63,7 @@ export function defaultSimParams(): SimParams {
   return {
     schedule: '1f1b', ranks: 64, microbatches: 512, steps: 4, virtual: 1, costF: 1, costB: 2, costI: 1, costW: 1, latency: 0,
     dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: 0, zeroPerAction: false,
-    tp: 1, tpLayers: 4, tpActKB: 1000, tpLatencyMs: 0.01, tpBandwidthMBs: 100_000,
+    tp: 1, tpLayers: 4, tpActKB: 1000, tpLatencyMs: 0.01, tpBandwidthMBs: 100_000, sequenceParallel: false,
   };
 }
 
@@ -85,9 +90,12 @@ export function simHasTp(p: SimParams): boolean {
   return p.tp > 1;
 }
 
-/** The tp collectives one pipeline worker's tp group runs per micro-batch: 2 per layer forward, 2 backward (B or I). */
-export function simTpCollectivesPerMicrobatch(p: SimParams): number {
-  return p.tp > 1 ? 4 * p.tpLayers : 0;
+/**
+ * The tp collectives one pipeline worker's tp group runs per micro-batch: per layer 2 all-reduces forward and 2 backward
+ * (B or I); with sequence parallelism 4 forward (all-gather, reduce-scatter, twice) and 5 backward (tp-cost.ts).
+ */
+export function simTpCollectivesPerMicrobatch(p: Pick<SimParams, 'tp' | 'tpLayers' | 'sequenceParallel'>): number {
+  return p.tp > 1 ? (p.sequenceParallel ? 9 : 4) * p.tpLayers : 0;
 }
 
 /** Throws ConfigError naming the first bad field. */
@@ -125,6 +133,8 @@ export function validateSimParams(p: SimParams): void {
   requireFinite('sim.tpActKB', p.tpActKB, { min: 0 });
   requireFinite('sim.tpLatencyMs', p.tpLatencyMs, { min: 0 });
   requireFinite('sim.tpBandwidthMBs', p.tpBandwidthMBs, { min: 0, exclusiveMin: true });
+  if (typeof p.sequenceParallel !== 'boolean') throw new ConfigError('sim.sequenceParallel', p.sequenceParallel, 'must be true or false');
+  if (p.sequenceParallel && p.tp < 2) throw new ConfigError('sim.sequenceParallel', p.sequenceParallel, `splits each layer's token rows over a stage's tp workers; it needs tp ≥ 2 (tp = ${p.tp})`);
   requireFinite('sim.gradMB', p.gradMB, { min: 0 });
   requireFinite('sim.arLatencyMs', p.arLatencyMs, { min: 0 });
   requireFinite('sim.arBandwidthMBs', p.arBandwidthMBs, { min: 0, exclusiveMin: true });
@@ -158,9 +168,9 @@ export function validateSimParams(p: SimParams): void {
 }
 
 const NUMERIC = ['ranks', 'microbatches', 'steps', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'zero', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs'] as const;
-const BOOLEAN = ['overlap', 'zeroPerAction'] as const;
+const BOOLEAN = ['overlap', 'zeroPerAction', 'sequenceParallel'] as const;
 /** The stream's steps and the data-parallel and tp keys, written only when they differ from their defaults (older links stay as they were). */
-const MESH_KEYS: ReadonlySet<string> = new Set(['steps', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs']);
+const MESH_KEYS: ReadonlySet<string> = new Set(['steps', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs', 'sequenceParallel']);
 
 export function simParamsToQuery(p: SimParams, params: URLSearchParams): void {
   params.set('sim.schedule', p.schedule);

@@ -2,7 +2,7 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpStageMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, abstractTpMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
 import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
@@ -52,13 +52,13 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
 
 /**
  * The tp part of the cost model: t workers per stage, each stage's tpLayers / (stages per rank) layers with
- * Megatron's 2 all-reduces forward and 2 backward of tpActKB each (one "element" read as one byte), priced as the
- * tab's transport runs them (α + (t − 1)·bytes/β, tp-cost.ts). Nothing when tp = 1.
+ * Megatron's 2 all-reduces forward and 2 backward of tpActKB each, or with sequence parallelism its reduce-scatters and
+ * all-gathers (tp-cost.ts abstractTpMessages), priced as the tab's transport runs them (α + (t − 1)·bytes/β).
+ * Nothing when tp = 1.
  */
 export function simTpCosts(p: SimParams, stages: number, stagesPerRank: number): TpCosts | null {
   if (!simHasTp(p)) return null;
-  const layers = Array.from({ length: p.tpLayers / stagesPerRank }, () => ({ kind: 'gpt-block' as const, width: p.tpActKB * 1e3 }));
-  const messages = tpStageMessages(layers, 1, p.tp);
+  const messages = abstractTpMessages(p.tpLayers / stagesPerRank, p.tpActKB * 1e3, p.tp, p.sequenceParallel);
   return { t: p.tp, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
 }
 

@@ -88,19 +88,57 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           min={1}
           max={SIM_LIMITS.tp}
           value={sim.tp}
-          onChange={(tp) => patchSim({ tp })}
+          onChange={(tp) => patchSim(tp > 1 ? { tp } : { tp, sequenceParallel: false })}
           error={errorFor('tp')}
-          hint={sim.tp > 1 ? `each stage split over ${sim.tp} workers: each computes 1/${sim.tp} of F and B, then waits for ${simTpCollectivesPerMicrobatch(sim)} all-reduces per micro-batch` : 'workers per stage (Megatron): compute divided, all-reduces between layers'}
+          hint={
+            sim.tp > 1
+              ? `each stage split over ${sim.tp} workers: each computes 1/${sim.tp} of F and B, then waits for ${simTpCollectivesPerMicrobatch(sim)} ${sim.sequenceParallel ? 'collectives' : 'all-reduces'} per micro-batch`
+              : 'workers per stage (Megatron): compute divided, all-reduces between layers'
+          }
         />
         <div className="row2">
-          <NumberField label="Layers per rank" name="sim.tpLayers" integer min={1} max={SIM_LIMITS.tpLayers} value={sim.tpLayers} onChange={(tpLayers) => patchSim({ tpLayers })} error={errorFor('tpLayers')} disabled={tpOff} hint="2 all-reduces forward, 2 backward each" />
-          <NumberField label="All-reduce size, KB" name="sim.tpActKB" min={0} step={64} value={sim.tpActKB} onChange={(tpActKB) => patchSim({ tpActKB })} error={errorFor('tpActKB')} disabled={tpOff} hint="rows × width × bytes" />
+          <NumberField
+            label="Layers per rank"
+            name="sim.tpLayers"
+            integer
+            min={1}
+            max={SIM_LIMITS.tpLayers}
+            value={sim.tpLayers}
+            onChange={(tpLayers) => patchSim({ tpLayers })}
+            error={errorFor('tpLayers')}
+            disabled={tpOff}
+            hint={sim.sequenceParallel ? '4 collectives forward, 5 backward each' : '2 all-reduces forward, 2 backward each'}
+          />
+          <NumberField
+            label={sim.sequenceParallel ? 'Activation size, KB' : 'All-reduce size, KB'}
+            name="sim.tpActKB"
+            min={0}
+            step={64}
+            value={sim.tpActKB}
+            onChange={(tpActKB) => patchSim({ tpActKB })}
+            error={errorFor('tpActKB')}
+            disabled={tpOff}
+            hint={sim.sequenceParallel ? `rows × width × bytes; each gather or scatter posts 1/${sim.tp} of it` : 'rows × width × bytes'}
+          />
         </div>
+        <CheckboxField
+          label="Sequence parallelism"
+          name="sim.sequenceParallel"
+          checked={sim.sequenceParallel}
+          onChange={(sequenceParallel) => patchSim({ sequenceParallel })}
+          disabled={tpOff}
+          hint={
+            tpOff
+              ? 'needs tp ≥ 2'
+              : `each all-reduce becomes a reduce-scatter and an all-gather, each posting 1/${sim.tp} of the activation (Korthikanti et al. 2022): twice the rounds; the backward also sums the LayerNorms' weight gradients`
+          }
+        />
+        {errorFor('sequenceParallel') && <p className="field-error">{errorFor('sequenceParallel')}</p>}
         <div className="row2">
           <NumberField label="tp α, ms" name="sim.tpLatencyMs" min={0} step={0.01} value={sim.tpLatencyMs} onChange={(tpLatencyMs) => patchSim({ tpLatencyMs })} error={errorFor('tpLatencyMs')} disabled={tpOff} hint="latency of one collective" />
           <NumberField label="tp β, MB/s" name="sim.tpBandwidthMBs" min={0} step={1000} value={sim.tpBandwidthMBs} onChange={(tpBandwidthMBs) => patchSim({ tpBandwidthMBs })} error={errorFor('tpBandwidthMBs')} disabled={tpOff} hint="what one worker sends per second" />
         </div>
-        <p className="muted small">One collective: α + (tp − 1) · size / β, one round of direct exchange as the tab runs it; nothing overlaps it.</p>
+        <p className="muted small">One collective: α + (tp − 1) · part / β, the part what each worker posts to each other (an all-reduce’s is the whole size; a gather’s or scatter’s 1/tp of it), one round of direct exchange as the tab runs it; nothing overlaps it.</p>
       </fieldset>
     </>
   );
