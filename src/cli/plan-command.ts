@@ -128,7 +128,7 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
         : []),
       ...(plan.tp && profile.tpAllReduce
         ? [
-            `tp         ${tp} workers per stage (${workers} in all), planned as one of them computes; collectives per micro-batch and stage: ` +
+            `tp         ${tp} workers per stage (${workers} in all)${profile.tp?.sequenceParallel ? ' with sequence parallelism (each sends its block of the token rows)' : ''}, planned as one of them computes; collectives per micro-batch and stage: ` +
               `F ${plan.tp.forward.map((x) => fmt(x)).join(', ')}${unit}, B ${plan.tp.backward.map((x) => fmt(x)).join(', ')}${unit} ` +
               `(ring fitted over ${profile.tpAllReduce.replicas}: ${fmt(profile.tpAllReduce.latency)}${unit} per exchange, ${fmt(profile.tpAllReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'})`,
           ]

@@ -10,7 +10,8 @@
  * checkpoint every step, whole tensors by name, and a tp = 1 bundle of the same
  * run resumes its step-1 file to the same losses and weights; `train.py
  * --profile` fits the tp group's all-reduce and measures one tp worker's blocks
- * with their collectives, which `pipelab plan --tp 2` plans from. Then the CLI's
+ * with their collectives, which `pipelab plan --tp 2` plans from, with sequence
+ * parallelism too (reduce-scatters, row blocks across the boundaries). Then the CLI's
  * --tp and what it refuses, and a launch of the wrong world size. Needs Debian's
  * python3-torch.
  */
@@ -147,11 +148,36 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
     }
   }, 60_000);
 
-  it('a sequence-parallel bundle says so in its README, and --profile refuses it before any process group starts', () => {
+  it('train.py --profile on a sequence-parallel bundle lists its reduce-scatters and gathers and times its row blocks across the boundaries; plan --tp 2 plans it', async () => {
     const { dir, files } = writeTempBundle({ ...gpt, schedule: '1f1b', dp: 1, ranks: 2, steps: 1, sequenceParallel: true });
     expect(files.find((f) => f.path === 'README.md')!.data as string).toContain('Sequence parallelism is on');
-    const r = runPython(dir, { RANK: '0', WORLD_SIZE: '4', LOCAL_RANK: '0', MASTER_ADDR: '127.0.0.1', MASTER_PORT: '1' }, ['--profile']);
-    expect(r.code).not.toBe(0);
-    expect(r.output).toContain('--profile times tensor parallelism without sequence parallelism');
-  }, 60_000);
+    const r = await runTorchrun(dir, 4, ['--profile', '--profile-repeats', '1']);
+    expect(r.code, r.output).toBe(0);
+    const profile = parseProfile(JSON.parse(readFileSync(join(dir, 'profile.json'), 'utf8')));
+    const parts = profile.tp!;
+    expect(parts.sequenceParallel).toBe(true);
+    expect(parts.comm).toHaveLength(gpt.layers);
+    // One micro-batch is 4 rows × 16 tokens × 8 floats = 2048 bytes whole; each worker holds half of its token rows.
+    // A GPT block forward: the LayerNorm's rows gathered, the projection's sum reduce-scattered, twice. Backward (torch's
+    // order aside): each of those reversed, and the gradients of both LayerNorms' weight and bias and of both
+    // row-parallel biases (8 floats each) summed. Block 0's embedding gathers its gradient's rows; the head gathers its
+    // input's rows and nothing back.
+    const ag = { coll: 'tp-all-gather', bytes: 2048 };
+    const rs = { coll: 'tp-reduce-scatter', bytes: 2048 };
+    const lnSum = { coll: 'tp-all-reduce', bytes: 32 };
+    const sorted = (l: readonly { coll: string; bytes: number }[]) => [...l].sort((a, b) => `${a.coll}${a.bytes}`.localeCompare(`${b.coll}${b.bytes}`));
+    const block = [ag, ag, rs, rs];
+    const back = sorted([...block, ...Array.from({ length: 6 }, () => lnSum)]);
+    expect(parts.blocks.map((b) => b.forward)).toEqual([[ag, rs, ag, rs], [ag, rs, ag, rs], [ag, rs, ag, rs], [ag]]);
+    expect(parts.blocks.map((b) => sorted(b.backward))).toEqual([sorted([...back, ag]), back, back, []]);
+    // Each GPT block keeps less for its backward than the whole block (a tp worker's heads and columns and, between the
+    // layers, its rows); the head keeps more: the rows it gathered besides its own block. A later block's input is its
+    // block of the rows: 1024 bytes.
+    for (let b = 0; b < gpt.layers; b++) expect(parts.blocks[b].heldBytes).toBeLessThan(profile.blocks[b].heldBytes);
+    expect(parts.blocks[gpt.layers].heldBytes).toBe(profile.blocks[gpt.layers].heldBytes + 1024);
+    expect(parts.blocks.slice(1).map((b) => b.heldBytesRecompute)).toEqual([1024, 1024, 1024]);
+    const plan = run('plan', '--profile', join(dir, 'profile.json'), '--ranks', '2', '--microbatches', '4', '--mem-cap', '4', '--tp', '2');
+    expect(plan.code, plan.err).toBe(0);
+    expect(plan.out).toContain('tp         2 workers per stage (4 in all) with sequence parallelism (each sends its block of the token rows)');
+  }, 120_000);
 });

@@ -68,6 +68,27 @@ describe('planning tp from a cluster profile (profile.tp, profile-tp.ts)', () =>
     expect(dp.costs.gradBytes).toEqual(dp.partition.ranges.map(([a, b]) => raw.tp.blocks.slice(a, b).reduce((s, blk) => s + blk.paramBytes, 0)));
   });
 
+  it('with sequence parallelism: reduce-scatters priced as half a ring, the boundaries at a worker\'s block of the rows', () => {
+    // t = 2, α 0.25, β 1000 bytes/ms: a gather or scatter of 2000 bytes 1.25, an all-reduce of the LayerNorms' 32 bytes
+    // 2 · (0.25 + 0.5 · 0.032) = 0.532. A block: 4 forward (5 ms); backward 2 + 2 (5 ms) and 6 sums (3.192 ms).
+    const gs = (coll: 'tp-all-gather' | 'tp-reduce-scatter') => ({ coll, bytes: 2000 });
+    expect(tpCollectiveTime(gs('tp-reduce-scatter'), fit)).toBeCloseTo(1.25, 12);
+    const forward = [gs('tp-all-gather'), gs('tp-reduce-scatter'), gs('tp-all-gather'), gs('tp-reduce-scatter')];
+    const backward = [...forward, ...Array.from({ length: 6 }, () => ar(32))];
+    const sp = { ...raw, tp: { ...raw.tp, sequenceParallel: true, comm: [0.2, 0.3], blocks: raw.tp.blocks.map((b, i) => (i < 2 ? { ...b, forward, backward } : b)) } };
+    const profile = parseProfile(sp);
+    expect(profileFromJson(profileToJson(profile))).toEqual(profile);
+    const p = tpWorkerProfile(profile, 2);
+    expect(p.blocks[1].F).toBeCloseTo(1.2 + 5, 12);
+    expect(p.blocks[1].I).toBeCloseTo(1.2 + 5 + 6 * 0.532, 12);
+    expect(p.comm).toEqual([0.2, 0.3]);
+    expect(p.source).toBe('test; one worker of a tp group of 2 with sequence parallelism');
+    // tp = 1 from the same profile keeps the whole boundaries.
+    expect(tpWorkerProfile(profile, 1).comm).toEqual([0.5, 0.5]);
+    const plan = makePlan({ profile, ranks: 2, microbatches: 4, cap: { microbatches: 4 }, tp: 2 });
+    expect(plan.costs.comm).toEqual([plan.partition.ranges[0][1] === 1 ? 0.2 : 0.3, 0]);
+  });
+
   it('refuses a tp it has no measurements for, naming the field, the value and how to measure it', () => {
     const profile = parseProfile(raw);
     expect(() => tpWorkerProfile(profile, 4)).toThrow('tp = 4: must be the tp the profile was measured with (profile.tp.t = 2); for tp = 4, profile with train.py --profile on a bundle exported with --tp 4');
@@ -84,10 +105,14 @@ describe('planning tp from a cluster profile (profile.tp, profile-tp.ts)', () =>
       [{ ...raw.tp, t: 1 }, 'profile.tp.t = 1: must be a whole number ≥ 2'],
       [{ ...raw.tp, t: 4 }, 'profile.tp.t = 4: must be the tp group tpAllReduce was measured over (replicas = 2)'],
       [{ ...raw.tp, blocks: raw.tp.blocks.slice(1) }, 'profile.tp.blocks.length = 2: must list one entry per block of the profile, 3'],
-      [{ ...raw.tp, blocks: [{ ...raw.tp.blocks[0], forward: [{ coll: 'broadcast', bytes: 1 }] }, ...raw.tp.blocks.slice(1)] }, 'profile.tp.blocks[0].forward[0].coll = "broadcast": must be one of tp-all-reduce, tp-all-gather'],
+      [{ ...raw.tp, blocks: [{ ...raw.tp.blocks[0], forward: [{ coll: 'broadcast', bytes: 1 }] }, ...raw.tp.blocks.slice(1)] }, 'profile.tp.blocks[0].forward[0].coll = "broadcast": must be one of tp-all-reduce, tp-all-gather, tp-reduce-scatter'],
       [{ ...raw.tp, blocks: [{ ...raw.tp.blocks[0], backward: undefined }, ...raw.tp.blocks.slice(1)] }, 'profile.tp.blocks[0].backward = undefined: must be a list of {coll, bytes}'],
       [{ ...raw.tp, blocks: [{ ...raw.tp.blocks[0], F: -1 }, ...raw.tp.blocks.slice(1)] }, 'profile.tp.blocks[0].F = -1: must be at least 0'],
       [{ ...raw.tp, extra: 1 }, "profile.tp.extra = 1: is not a field of a profile's tp part"],
+      [{ ...raw.tp, sequenceParallel: 'yes' }, 'profile.tp.sequenceParallel = "yes": must be true or false'],
+      [{ ...raw.tp, comm: [0.1, 0.1] }, 'profile.tp.comm = [0.1, 0.1]: is for sequence parallelism (a tp worker sends its block of the rows): it needs sequenceParallel: true'],
+      [{ ...raw.tp, sequenceParallel: true, comm: [0.1] }, 'profile.tp.comm.length = 1: must list one time per boundary between blocks, 2 for 3 blocks'],
+      [{ ...raw.tp, sequenceParallel: true, comm: [0.1, -1] }, 'profile.tp.comm[1] = -1: must be at least 0'],
     ];
     for (const [tp, message] of bad) expect(() => parseProfile({ ...raw, tp }), message).toThrow(message);
   });

@@ -13,9 +13,12 @@
  * kernel):
  *   all-reduce of n bytes: 2(t − 1)·α + 2(t − 1)/t · n / β (the ring),
  *   all-gather to n bytes: (t − 1)·α + (t − 1)/t · n / β (the ring's second half),
+ *   reduce-scatter of n bytes: the same (the ring's first half),
  * the forward's in F, the backward's in B and in I (the input gradient sums;
  * W runs none). Held and weight bytes are the piece's: a data-parallel plan's
- * rings move 1/t of the stage's gradients each.
+ * rings move 1/t of the stage's gradients each. A profile measured with
+ * sequence parallelism gives the boundaries' times for a worker's block of the
+ * rows (profile.tp.comm): the pipeline sends 1/t of the activation.
  */
 import { ConfigError } from '../util/errors.ts';
 import type { AllReduceProfile, Profile, TpCollectiveProfile } from './profile.ts';
@@ -51,5 +54,6 @@ export function tpWorkerProfile(p: Profile, tp: number): Profile {
     const out = { name: b.name, F: b.F + fwd, I: b.I + back, W: b.W, B: b.B + back, heldBytes: b.heldBytes, heldBytesRecompute: b.heldBytesRecompute };
     return b.paramBytes === undefined ? out : { ...out, paramBytes: b.paramBytes };
   });
-  return { ...p, blocks, source: `${p.source ? `${p.source}; ` : ''}one worker of a tp group of ${tp}` };
+  const sp = p.tp.sequenceParallel === true;
+  return { ...p, blocks, comm: p.tp.comm ?? p.comm, source: `${p.source ? `${p.source}; ` : ''}one worker of a tp group of ${tp}${sp ? ' with sequence parallelism' : ''}` };
 }

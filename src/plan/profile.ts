@@ -44,8 +44,11 @@
  *                         (its pieces of the split layers), the fields of a
  *                         block above plus `forward` and `backward`, the
  *                         collectives that worker waits for in one forward and
- *                         one backward ({coll: tp-all-reduce | tp-all-gather,
- *                         bytes: the whole tensor's}); `pipelab plan --tp t`
+ *                         one backward ({coll: tp-all-reduce | tp-all-gather |
+ *                         tp-reduce-scatter, bytes: the whole tensor's});
+ *                         with sequence parallelism (`sequenceParallel`: true)
+ *                         also `comm`, each boundary's time for the block of
+ *                         token rows one tp worker sends; `pipelab plan --tp t`
  *                         plans from it (profile-tp.ts).
  *
  * `parseProfile` checks an unknown value and throws a ConfigError naming the
@@ -90,7 +93,7 @@ export interface Profile {
   tp?: TpProfile;
 }
 
-export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather';
+export type TpCollectiveKind = 'tp-all-reduce' | 'tp-all-gather' | 'tp-reduce-scatter';
 
 /** One collective a tp worker waits for: its kind and the bytes of the whole tensor (summed or gathered). */
 export interface TpCollectiveProfile {
@@ -109,6 +112,10 @@ export interface TpProfile {
   t: number;
   /** One per block of the profile, in order. */
   blocks: TpBlockProfile[];
+  /** Measured with sequence parallelism: each tp worker holds its block of the token rows between layers and stages. */
+  sequenceParallel?: boolean;
+  /** With sequence parallelism: comm[i], the time across boundary i for one tp worker's block of the rows. */
+  comm?: number[];
 }
 
 export interface ProfileModel {
@@ -133,9 +140,9 @@ export interface AllReduceProfile {
 
 const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes'] as const;
 const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce', 'tpAllReduce', 'tp'] as const;
-const TP_KEYS = ['t', 'blocks'] as const;
+const TP_KEYS = ['t', 'blocks', 'sequenceParallel', 'comm'] as const;
 const TP_BLOCK_KEYS = [...BLOCK_KEYS, 'forward', 'backward'] as const;
-const TP_COLLECTIVES: readonly TpCollectiveKind[] = ['tp-all-reduce', 'tp-all-gather'];
+const TP_COLLECTIVES: readonly TpCollectiveKind[] = ['tp-all-reduce', 'tp-all-gather', 'tp-reduce-scatter'];
 const MODEL_KEYS = ['name', 'digest', 'blocks'] as const;
 const ALL_REDUCE_KEYS = ['replicas', 'latency', 'bandwidth', 'samples'] as const;
 
@@ -230,7 +237,19 @@ function parseTp(x: unknown, blocks: readonly BlockProfile[], fit: AllReduceProf
     const r = b as Record<string, unknown>;
     return { ...blk, name: r.name === undefined ? blocks[i].name : blk.name, forward: parseCollectives(`${f}.forward`, r.forward), backward: parseCollectives(`${f}.backward`, r.backward) };
   });
-  return { t: x.t, blocks: tpBlocks };
+  const out: TpProfile = { t: x.t, blocks: tpBlocks };
+  if (x.sequenceParallel !== undefined) {
+    if (typeof x.sequenceParallel !== 'boolean') throw new ConfigError(`${field}.sequenceParallel`, x.sequenceParallel, 'must be true or false');
+    out.sequenceParallel = x.sequenceParallel;
+  }
+  if (x.comm !== undefined) {
+    if (!out.sequenceParallel) throw new ConfigError(`${field}.comm`, x.comm, 'is for sequence parallelism (a tp worker sends its block of the rows): it needs sequenceParallel: true');
+    if (!Array.isArray(x.comm) || x.comm.length !== blocks.length - 1) {
+      throw new ConfigError(`${field}.comm.length`, Array.isArray(x.comm) ? x.comm.length : x.comm, `must list one time per boundary between blocks, ${blocks.length - 1} for ${blocks.length} blocks`);
+    }
+    out.comm = x.comm.map((c, i) => cost(`${field}.comm[${i}]`, c));
+  }
+  return out;
 }
 
 /** Checks `x` is a profile; fills defaults (B = I + W, names, comm 0, heldBytesRecompute = heldBytes). */
@@ -293,6 +312,11 @@ export function profileFromJson(text: string): Profile {
   return parseProfile(value);
 }
 
+/** The tp part's sequence-parallel fields as JSON members (empty without them). */
+function tpExtras(tp: TpProfile): string {
+  return `${tp.sequenceParallel === undefined ? '' : `, "sequenceParallel": ${tp.sequenceParallel}`}${tp.comm === undefined ? '' : `, "comm": ${JSON.stringify(tp.comm)}`}`;
+}
+
 /** JSON with one line per block, readable in a terminal or a diff; profileFromJson reads it back. */
 export function profileToJson(p: Profile): string {
   const rows = p.blocks.map((b) => `    ${JSON.stringify(Object.fromEntries(BLOCK_KEYS.map((k) => [k, b[k]])))}`);
@@ -307,7 +331,7 @@ export function profileToJson(p: Profile): string {
     `  "comm": ${JSON.stringify(p.comm)}${p.lanes === undefined ? '' : `,\n  "lanes": ${p.lanes}`}` +
       `${p.model === undefined ? '' : `,\n  "model": ${JSON.stringify(p.model)}`}${p.allReduce === undefined ? '' : `,\n  "allReduce": ${JSON.stringify(p.allReduce)}`}` +
       `${p.tpAllReduce === undefined ? '' : `,\n  "tpAllReduce": ${JSON.stringify(p.tpAllReduce)}`}` +
-      `${p.tp === undefined ? '' : `,\n  "tp": {"t": ${p.tp.t}, "blocks": [\n${p.tp.blocks.map((b) => `    ${JSON.stringify(Object.fromEntries(TP_BLOCK_KEYS.map((k) => [k, b[k]])))}`).join(',\n')}\n  ]}`}`,
+      `${p.tp === undefined ? '' : `,\n  "tp": {"t": ${p.tp.t}${tpExtras(p.tp)}, "blocks": [\n${p.tp.blocks.map((b) => `    ${JSON.stringify(Object.fromEntries(TP_BLOCK_KEYS.map((k) => [k, b[k]])))}`).join(',\n')}\n  ]}`}`,
     '}',
     '',
   ].join('\n');

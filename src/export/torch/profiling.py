@@ -31,9 +31,10 @@ read unchanged:
   tp                     with tp >= 2: {"t": tp, "blocks": [...]}, each block as one tp worker computes it (tp rank
                          0's pieces of its split layers, the collectives played locally: the sum returns its input, the
                          gather repeats the columns), timed as above, with the collectives that worker waits for:
-                         "forward" and "backward", each a list of {"coll": "tp-all-reduce" | "tp-all-gather", "bytes":
-                         the whole tensor's bytes}, counted in one forward and one backward. `pipelab plan --tp`
-                         plans from these.
+                         "forward" and "backward", each a list of {"coll": "tp-all-reduce" | "tp-all-gather" |
+                         "tp-reduce-scatter", "bytes": the whole tensor's bytes}, counted in one forward and one
+                         backward. With sequence parallelism, "sequenceParallel": true and "comm": each boundary's
+                         time for one tp worker's block of the token rows. `pipelab plan --tp` plans from these.
   model                  config.json's "profileModel": the planner refuses the profile for another model.
 """
 import json
@@ -85,11 +86,13 @@ class Clock:
 class LocalTp(TensorParallel):
     """One tp worker's pieces of the layers (tp rank 0's of the group `tp`), its collectives played on this process
     alone and written down while `log` is a list: the sum returns its input, the gather repeats the member's
-    columns t times (the shapes and copies of the real ones, without the exchange). What --profile times as the
-    compute of one worker of a tp group, and counts as the collectives that worker waits for."""
+    columns (or, with sequence parallelism, token rows) t times (the shapes and copies of the real ones, without the
+    exchange). What --profile times as the compute of one worker of a tp group, and counts as the collectives that
+    worker waits for. A reduce-scatter of rows runs here as an all-reduce and this member's rows (gloo has no
+    reduce_scatter, tensor_parallel.py), and is written down as the reduce-scatter it stands for."""
 
     def __init__(self, tp):
-        super().__init__(tp.size, 0, None, tp.rules, tp.timeout, tp.who)
+        super().__init__(tp.size, 0, None, tp.rules, tp.timeout, tp.who, tp.sequence_parallel)
         self.log = None
 
     def note(self, coll, t):
@@ -97,13 +100,27 @@ class LocalTp(TensorParallel):
             self.log.append({"coll": coll, "bytes": t.numel() * t.element_size()})
 
     def all_reduce(self, x, what):
-        self.note("tp-all-reduce", x)
+        self.note("tp-reduce-scatter" if "reduce-scatter" in what else "tp-all-reduce", x)
         return x
 
     def all_gather(self, y):
         out = torch.cat([y] * self.size, dim=-1)
         self.note("tp-all-gather", out)
         return out
+
+    def all_gather_rows(self, x):
+        out = torch.cat([x] * self.size, dim=0)
+        self.note("tp-all-gather", out)
+        return out
+
+
+def block_input_shape(proc, b, tp):
+    """The shape of one micro-batch's input to block b > 0: [rows, *blockInShape]; with sequence parallelism one tp
+    worker's block of its token rows, [rows * T / t, C] (pipeline.py boundary_shape)."""
+    shape = proc.bundle.cfg["blockInShape"][b]
+    if not tp.sequence_parallel:
+        return (proc.data.rows, *shape)
+    return (proc.data.rows * math.prod(shape[:-1]) // tp.size, shape[-1])
 
 
 class BlockProbe:
@@ -117,7 +134,7 @@ class BlockProbe:
         self.stage = Stage(b, cfg["model"], [b, b + 1], proc.device, tp, recompute_mode(cfg))
         load_weights({b: self.stage}, tp.pieces(proc.init), f"rank {proc.rank}")
         self.params = list(self.stage.params.values())
-        self.x = data.input(0, 0) if self.first else torch.randn(data.rows, *cfg["blockInShape"][b], device=proc.device)
+        self.x = data.input(0, 0) if self.first else torch.randn(*block_input_shape(proc, b, tp), device=proc.device)
         self.target = data.target(0, 0) if self.stage.is_last else None
         self.scale = data.loss_scale[0]
 
@@ -227,15 +244,16 @@ def exchange(buf, peer, send_first, timeout, who):
         wait(op(buf, peer), timeout, f"{who}: the profile's round trip with rank {peer} did not finish within {timeout.total_seconds()} s")
 
 
-def boundary_times(proc, clock, repeats):
-    """One-way time across each block boundary: half a round trip of that boundary's activation, between process 0
-    and the next pipeline rank's (process 1 when there is one rank, or tp = 1)."""
+def boundary_times(proc, clock, repeats, tp=WHOLE):
+    """One-way time across each block boundary: half a round trip of that boundary's activation (with a sequence-
+    parallel tp, one tp worker's block of its rows), between process 0 and the next pipeline rank's (process 1 when
+    there is one rank, or tp = 1)."""
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     n = len(cfg["model"]["blocks"])
     peer = mesh.process(0, 1, 0) if mesh.ranks > 1 else 1
     out = []
     for b in range(n - 1):
-        buf = torch.zeros(proc.data.rows, *cfg["blockInShape"][b + 1], device=proc.device)
+        buf = torch.zeros(*block_input_shape(proc, b + 1, tp), device=proc.device)
         who = f"rank {proc.rank}: boundary {b}"
         if proc.rank == 0:
             out.append(clock.median(repeats, lambda: None, lambda _: exchange(buf, peer, True, proc.timeout, who)) / 2)
@@ -369,6 +387,9 @@ def profile_cluster(proc, args):
     dist.barrier()
     comm = boundary_times(proc, clock, repeats) if mesh.world >= 2 else [0.0] * (len(cfg["model"]["blocks"]) - 1)
     dist.barrier()
+    # With sequence parallelism a tp worker sends its block of the token rows across each boundary.
+    sp_comm = boundary_times(proc, clock, repeats, proc.tp) if proc.tp.sequence_parallel else None
+    dist.barrier()
     reduce = all_reduce_times(proc, clock, repeats) if mesh.dp >= 2 else None
     tp_reduce = tp_all_reduce_times(proc, clock, repeats) if mesh.tp >= 2 else None
     lanes, lane_cap = lanes_of(proc, probes, clock, args.threads) if mesh.world >= 2 else (None, None)
@@ -390,6 +411,8 @@ def profile_cluster(proc, args):
         profile["tpAllReduce"] = tp_reduce
     if tp_times is not None:
         profile["tp"] = {"t": mesh.tp, "blocks": [tp_times[b] for b in range(len(blocks))]}
+        if sp_comm is not None:
+            profile["tp"].update({"sequenceParallel": True, "comm": sp_comm})
     os.makedirs(os.path.dirname(os.path.abspath(args.profile_out)), exist_ok=True)
     tmp = args.profile_out + ".tmp"
     with open(tmp, "w") as f:

@@ -297,10 +297,6 @@ def main():
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
-    if args.profile and proc.tp.sequence_parallel:
-        raise SystemExit("--profile times tensor parallelism without sequence parallelism (whole token rows on every tp "
-                         "process): export the run with sequenceParallel off to profile it; the plan weighs sequence "
-                         "parallelism itself (pipelab plan --model gpt --sequence-parallel)")
     proc.start(args.backend)
     if args.profile:
         from profiling import profile_cluster
