@@ -24,6 +24,22 @@ describe('profiling pass', () => {
     expect(() => profilingConfig({ ...cfg, layers: 40 })).toThrow(/^layers = 40: gives \d+ blocks; the profiling pass runs one block per rank, at most 16/);
   });
 
+  it('times whole blocks on one device per stage whatever mesh the run has: the rows of one replica\'s micro-batch, no dp, tp or ZeRO', async () => {
+    // dp 2 × 4 micro-batches of a 16-row batch: 2 rows per micro-batch on each replica; tp and sequence parallelism
+    // split a block, which the planner adds from a cluster profile's tp part, not from these whole blocks.
+    const gpt: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 4, ranks: 2, steps: 2, evalEvery: 0 };
+    const mesh: RunConfig = { ...gpt, dp: 2, tp: 2, sequenceParallel: true, zero: 1 };
+    const p = profilingConfig(mesh);
+    expect(p).toMatchObject({ dp: 1, tp: 1, zero: 0, batchSize: 2, microbatches: 1 });
+    expect(p.sequenceParallel).toBeUndefined();
+    expect(lanesProbeConfig(mesh)).toMatchObject({ dp: 1, tp: 1, zero: 0, ranks: 2, microbatches: 2, batchSize: 4 });
+    // The bytes a block holds do not depend on the clock: the mesh's profile holds what the one pipeline's does.
+    const measured = await measureProfile(mesh, runCpu);
+    const onePipeline = await measureProfile({ ...gpt, batchSize: 8 }, runCpu);
+    expect(measured.blocks.map((b) => [b.heldBytes, b.heldBytesRecompute])).toEqual(onePipeline.blocks.map((b) => [b.heldBytes, b.heldBytesRecompute]));
+    expect(measured.source).toContain('2 rows per micro-batch');
+  });
+
   it('measures a valid profile: every block timed, one micro-batch of activations held, comm per boundary', async () => {
     const profile = await measureProfile(cfg, runCpu);
     const spec = planRun({ ...cfg, ranks: 1 }).spec;

@@ -2,7 +2,9 @@
  * The profiling pass: a short real run with one block per stage and one stage
  * per rank under ZB-H1 (so F, I and W are each timed apart) and one
  * micro-batch per step (so the ranks take turns and an op's time is its own,
- * not shared), read back as a Profile:
+ * not shared), on one device per stage whatever the run's mesh (whole blocks,
+ * as a profile's `blocks` are: the planner adds replicas and tp), read back as
+ * a Profile:
  *
  *   F, I, W      the run's mean time per stage and op: the GPU's own time from
  *                timestamp queries where the adapter has them, wall time
@@ -44,14 +46,31 @@ export function modelSpecOf(cfg: RunConfig): ModelSpec {
   return planRun({ ...withoutCut(cfg), schedule: '1f1b', ranks: 1, virtual: 1 }).spec;
 }
 
-/** The run that profiles `cfg`'s model: ZB-H1, one block per rank, one micro-batch of cfg's micro-batch size. */
+/**
+ * Rows of one micro-batch of `cfg` on one pipeline: the global batch over its dp replicas and m micro-batches (what
+ * one worker computes at a time; tp workers share those rows), as the PyTorch bundle's rowsPerMicrobatch.
+ */
+export function rowsPerMicrobatch(cfg: RunConfig): number {
+  return Math.max(1, Math.floor(cfg.batchSize / (cfg.dp * cfg.microbatches)));
+}
+
+/**
+ * `cfg` on one device per stage: no replicas, no tp, no sharding. A profile times whole blocks (what the planner's
+ * `blocks` are): the data-parallel and tp collectives and pieces are the plan's to add (profile.ts), so the
+ * profiling runs leave them out, whatever mesh the Train view is set to.
+ */
+function onOneDevicePerStage(cfg: RunConfig): RunConfig {
+  const { sequenceParallel: _sp, ...rest } = withoutCut(cfg);
+  return { ...rest, dp: 1, tp: 1, zero: 0 };
+}
+
+/** The run that profiles `cfg`'s model: ZB-H1, one block per rank, one micro-batch of cfg's micro-batch size, no dp or tp. */
 export function profilingConfig(cfg: RunConfig): RunConfig {
   const blocks = modelSpecOf(cfg).blocks.length;
   if (blocks > MAX_RUN_RANKS) {
     throw new ConfigError('layers', cfg.layers, `gives ${blocks} blocks; the profiling pass runs one block per rank, at most ${MAX_RUN_RANKS}`);
   }
-  const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
-  return { ...withoutCut(cfg), schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rows, steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
+  return { ...onOneDevicePerStage(cfg), schedule: 'zb-h1', ranks: blocks, virtual: 1, microbatches: 1, batchSize: rowsPerMicrobatch(cfg), steps: PROFILE_STEPS, evalEvery: 0, recompute: false };
 }
 
 /** Steps of the lanes probe; the first warms caches and is left out. */
@@ -60,12 +79,14 @@ export const LANES_PROBE_STEPS = 6;
 /**
  * The run that measures the device's lanes: the configured model on the
  * configured ranks (effective lanes fall as more workers share the machine, so
- * they are measured with as many as the run will have), one stage per rank,
- * under GPipe with as many micro-batches (of the configured size) as ranks.
+ * they are measured with as many ranks as the run will have), one stage per
+ * rank, under GPipe with as many micro-batches (of the configured size) as
+ * ranks, on one pipeline: the fit replays the pipeline alone
+ * (prediction-check.ts), with no replicas' or tp workers' collectives in it.
  */
 export function lanesProbeConfig(cfg: RunConfig): RunConfig {
-  const rows = Math.max(1, Math.floor(cfg.batchSize / cfg.microbatches));
-  return { ...withoutCut(cfg), schedule: 'gpipe', virtual: 1, microbatches: cfg.ranks, batchSize: rows * cfg.ranks, steps: LANES_PROBE_STEPS, evalEvery: 0, recompute: false };
+  const rows = rowsPerMicrobatch(cfg);
+  return { ...onOneDevicePerStage(cfg), schedule: 'gpipe', virtual: 1, microbatches: cfg.ranks, batchSize: rows * cfg.ranks, steps: LANES_PROBE_STEPS, evalEvery: 0, recompute: false };
 }
 
 /** The lanes that make the shared-device play of `report` (a run of lanesProbeConfig) take its measured makespan. */

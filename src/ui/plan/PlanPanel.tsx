@@ -233,7 +233,7 @@ export function PlanPanel() {
           <button type="button" onClick={measure} disabled={measuring || busy || !spec} data-testid="plan-measure">
             {measuring ? 'Profiling…' : 'Profile this model'}
           </button>
-          <p className="field-hint">a short ZB-H1 run, one block per rank</p>
+          <p className="field-hint">a short ZB-H1 run, one block per rank on one device each (whole blocks: the plan adds dp and tp), one replica’s micro-batch</p>
         </div>
       </div>
       {source === 'pasted' && (
