@@ -33,6 +33,13 @@ describe('dp × tp × pp at 8 workers on the Train model', () => {
     expect(got?.skipped.filter((s) => s.includes('×4×')).every((s) => s.includes('heads = 2'))).toBe(true);
     expect(dpTpPpShapes({ ...defaultRunConfig(), hidden: 63 }, 2)).toBeNull();
   });
+
+  it('keeps the Train view’s sequence parallelism on the tp shapes and runs the tp = 1 shapes without it', () => {
+    const gpt: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'gpt', layers: 7, heads: 2, width: 16, blockSize: 16, batchSize: 32, tp: 2, sequenceParallel: true };
+    const got = dpTpPpShapes(gpt, 2);
+    expect(got?.shapes.map((s) => s.key)).toEqual(['1×1×8', '1×2×4', '2×1×4', '2×2×2', '4×1×2', '4×2×1', '8×1×1']);
+    for (const s of got!.shapes) expect(s.config.sequenceParallel, s.key).toBe(s.tp > 1 ? true : undefined);
+  });
 });
 
 describe('the dp × tp × pp sentence', () => {

@@ -41,9 +41,11 @@ export interface MeshPresetShapes {
  * The shapes of 8 workers that fit `train`'s model, dp-major then tp: every dp × tp × pp = 8 with tp in
  * PRESET_TPS, each validated as a run (validateRunConfig: tp divides the heads / hidden width, at most 16
  * workers) and with pp at most the model's blocks; null when none with tp > 1 fits, or the model is not valid (dp × pp stays).
+ * The Train view's sequence parallelism is kept on the shapes with tp > 1.
  */
 export function dpTpPpShapes(train: RunConfig, steps = 2): MeshPresetShapes | null {
-  const { fault: _f, cut: _c, ...rest } = train;
+  // Sequence parallelism, where the Train view has it, goes to the shapes with tp ≥ 2 only (it splits a tp group's rows).
+  const { fault: _f, cut: _c, sequenceParallel, ...rest } = train;
   let blocks: number;
   try {
     blocks = stageCut({ ...rest, ranks: 1, virtual: 1, partition: 'flops' }).spec.blocks.length;
@@ -67,7 +69,7 @@ export function dpTpPpShapes(train: RunConfig, steps = 2): MeshPresetShapes | nu
         skipped.push(`${key}: dp = ${dp} does not divide the batch of ${train.batchSize} into micro-batches of ${rows} rows`);
         continue;
       }
-      const config: RunConfig = { ...base, dp, tp, ranks, microbatches: train.batchSize / dp / rows };
+      const config: RunConfig = { ...base, dp, tp, ranks, microbatches: train.batchSize / dp / rows, ...(sequenceParallel && tp > 1 ? { sequenceParallel } : {}) };
       try {
         validateRunConfig(config);
       } catch (e) {

@@ -33,7 +33,8 @@ export function DpTpPpPanel({ steps, mesh }: { steps: number; mesh: MeshPresetSh
       </h2>
       <p className="muted small">
         The Train view’s {model}, global batch {cfg.batchSize} and micro-batches of {microbatchRows} rows on {DP_PP_WORKERS} workers as replicas × tensor-parallel workers ×
-        pipeline ranks (dp×tp×pp): each replica takes {cfg.batchSize} / dp rows; each stage’s layers are split over its tp workers, which sum their activations every layer.
+        pipeline ranks (dp×tp×pp): each replica takes {cfg.batchSize} / dp rows; each stage’s layers are split over its tp workers, which sum their activations every layer
+        {cfg.sequenceParallel ? ' (with sequence parallelism, as the Train view has it: reduce-scattered and gathered, each tp worker holding its block of the token rows between layers)' : ''}.
         1F1B, {steps} steps each.
       </p>
       <PresetMeasure label={`▶ Measure the ${shapes.length} shapes`} comparing={comparing} why={why} onMeasure={() => void measureDpPp(shapes)} />
