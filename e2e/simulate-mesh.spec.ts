@@ -27,13 +27,14 @@ test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-r
 
   // Sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather of 1/4 of the activation.
   // Per layer 4 forward at α 0.01 + 3 · 0.25 MB / (100 MB per ms) = 0.0175; backward the gather of dy and both
-  // LayerNorm outputs 0.0325, three more at 0.0175, the LayerNorms' sum 0.01 + 12 bytes: 0.09500012. 4 layers:
-  // F = 0.25 + 0.28, B = 0.5 + 0.38000048; step 23 · 1.41000048 = 32.43; each rank 16 · 0.66000048 in tp: 32.56%.
+  // LayerNorm outputs 0.0325 and three more at 0.0175: 0.085. 4 layers: F = 0.25 + 0.28, B = 0.5 + 0.34; each stage's
+  // LayerNorm gradients summed at its last B, τG = 0.01 + 3 · 16 bytes: 0.01000048. Step 23 · 1.37 + 8 · τG = 31.59;
+  // each rank 16 · 0.62 + τG in tp: 31.43%.
   const sp = page.locator('input[name="sim.sequenceParallel"]');
   await sp.check();
-  await expect(plot).toHaveAttribute('data-intervals', String(32 * 16 * 2 + 32 * 16 * 36));
-  await expect(share.getByRole('cell')).toHaveText(['32.56%', '32.56%']);
-  await expect(page.getByRole('row', { name: /Makespan/ }).getByRole('cell')).toHaveText(['32.43', '32.43']);
+  await expect(plot).toHaveAttribute('data-intervals', String(32 * 16 * 2 + 32 * (16 * 32 + 1)));
+  await expect(share.getByRole('cell')).toHaveText(['31.43%', '31.43%']);
+  await expect(page.getByRole('row', { name: /Makespan/ }).getByRole('cell')).toHaveText(['31.59', '31.59']);
   await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('tp reduce-scatter');
   expect(page.url()).toContain('sim.sequenceParallel=true');
   await keepScreenshot(page, info, 'simulate-tp4x8-sp');

@@ -4,7 +4,7 @@
  * costs.tp), and their lines of text and JSON. The dp flags stay in
  * simulate-command.ts.
  */
-import { abstractTpMessages, tpClosedForm, tpExchangeTime, type AllReduceCosts, type Schedule, type SimulationResult, type TpCosts } from '../schedule/index.ts';
+import { abstractTpCosts, tpClosedForm, tpExchangeTime, tpGradSumTime, type AllReduceCosts, type Schedule, type SimulationResult, type TpCosts } from '../schedule/index.ts';
 import { boolFlag, intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
 import { fmt } from './format.ts';
 
@@ -88,11 +88,14 @@ export function zeroCosts(f: Pick<MeshFlags, 'zero' | 'reshard'>): Pick<AllReduc
   return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
 }
 
-/** costs.tp: every stage runs L GPT blocks whose activation is BYTES, one byte per element (abstractTpMessages); undefined with t = 1. */
-export function tpCosts(f: MeshFlags, stages: number): TpCosts | undefined {
+/**
+ * costs.tp: every stage runs L GPT blocks whose activation is BYTES, one byte per element (abstractTpCosts); with
+ * sequence parallelism each stage's LayerNorm gradient sum ends its backward `every` (gradSumEvery; absent: once a
+ * step). Undefined with t = 1.
+ */
+export function tpCosts(f: MeshFlags, stages: number, every?: number): TpCosts | undefined {
   if (f.tp <= 1) return undefined;
-  const messages = abstractTpMessages(f.layers, f.bytes, f.tp, f.sequenceParallel);
-  return { t: f.tp, latency: f.latency, bandwidth: f.bandwidth, bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
+  return abstractTpCosts({ t: f.tp, layers: f.layers, bytes: f.bytes, latency: f.latency, bandwidth: f.bandwidth, sequenceParallel: f.sequenceParallel, ...(every === undefined ? {} : { every }) }, stages);
 }
 
 const num = (x: number) => (Number.isFinite(x) ? fmt(x) : 'inf');
@@ -115,9 +118,11 @@ export interface TpClosed {
  */
 export function tpClosed(s: Schedule, virtual: number, freeLinks: boolean, f: MeshFlags, r: SimulationResult, op: { F: number; B: number }): TpClosed | null {
   if (!r.tp || !freeLinks || virtual !== 1 || f.zero >= 2 || (s.name !== 'gpipe' && s.name !== '1f1b')) return null;
-  const tau = { F: r.tp.opTime[0].F, B: r.tp.opTime[0].B };
+  const G = f.sequenceParallel ? tpGradSumTime(tpCosts(f, 1) as TpCosts, 0) : 0;
+  const tau = { F: r.tp.opTime[0].F, B: r.tp.opTime[0].B, G };
   const cf = tpClosedForm(s.ranks, s.microbatches, op, tau);
-  const formula = `(m + p − 1)·(F + τF + B + τB) = ${s.microbatches + s.ranks - 1}·(${num(op.F)} + ${num(tau.F)} + ${num(op.B)} + ${num(tau.B)})`;
+  const sum = G > 0 ? ` + p·τG = ${s.microbatches + s.ranks - 1}·(${num(op.F)} + ${num(tau.F)} + ${num(op.B)} + ${num(tau.B)}) + ${s.ranks}·${num(G)}` : '';
+  const formula = G > 0 ? `(m + p − 1)·(F + τF + B + τB)${sum}` : `(m + p − 1)·(F + τF + B + τB) = ${s.microbatches + s.ranks - 1}·(${num(op.F)} + ${num(tau.F)} + ${num(op.B)} + ${num(tau.B)})`;
   return { ...cf, formula };
 }
 
@@ -128,7 +133,7 @@ export function meshLines(s: Schedule, f: MeshFlags, r: SimulationResult, closed
     const dp = r.dp?.dp ?? 1;
     const per = tpCosts(f, 1)!.messages[0];
     const each = f.sequenceParallel
-      ? `each gather or scatter α + (t − 1)·(bytes/t)/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes / f.tp)}/${num(f.bandwidth)} = ${num(tpEach(f))}, B's first gather 3·bytes/t, the LayerNorms' sum α`
+      ? `each gather or scatter α + (t − 1)·(bytes/t)/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes / f.tp)}/${num(f.bandwidth)} = ${num(tpEach(f))}, B's first gather 3·bytes/t; each stage's LayerNorm gradients summed (4 bytes a layer: α) where the update reads them, once a step under a flush`
       : `each α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
     lines.push(
       `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +

@@ -58,28 +58,35 @@ describe('pipelab simulate --tp', () => {
     expect(r.out).toContain('closed form assumes default costs, no tp collectives and free links');
   });
 
-  it('--sequence-parallel: 4 collectives per F and 5 per B, each gather or scatter posting bytes / t, by hand', () => {
+  it('--sequence-parallel: 4 collectives per F and 4 per B, each gather or scatter posting bytes / t, and the LayerNorms\' sum once a step, by hand', () => {
     // t = 2, bytes 1000: a gather or scatter 0.1 + 1·500/10000 = 0.15; F: 4 · 0.15 = 0.6. B: the gather of dy and both
-    // LayerNorm outputs 0.1 + 1500/10000 = 0.25, three more at 0.15, the LayerNorms' sum 0.1 + 4/10000: 0.8004.
-    // 1F1B p 2 m 4: (m + p − 1)(F + τF + B + τB) = 5 · (1.6 + 2.8004) = 22.002; each rank 4 · 1.4004 in tp.
+    // LayerNorm outputs 0.1 + 1500/10000 = 0.25, three more at 0.15: 0.7. Each stage's LayerNorm gradients summed at its
+    // last B of the step: 0.1 + 4/10000 = 0.1004. 1F1B p 2 m 4: (m + p − 1)(F + τF + B + τB) + p·τG = 5 · 4.3 + 2 · 0.1004
+    // (the ranks' last B's are the step's tail); each rank 4 · 1.3 + 0.1004 in tp.
     const r = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel', '--json');
     expect(r.code, r.err).toBe(0);
     const j = JSON.parse(r.out);
-    expect(j.makespan).toBeCloseTo(22.002, 12);
+    expect(j.makespan).toBeCloseTo(21.7008, 12);
     const tp = j.tensorParallel;
     expect(tp.opTime[0].F).toBeCloseTo(0.6, 12);
-    expect(tp.opTime[0].B).toBeCloseTo(0.8004, 12);
+    expect(tp.opTime[0].B).toBeCloseTo(0.7, 12);
     expect(tp.opTime[0].W).toBe(0);
+    for (const x of tp.perRank) expect(x).toBeCloseTo(5.3004, 12);
     expect(tp.sequenceParallel).toBe(true);
     expect(tp.collectiveTime).toBeCloseTo(0.15, 12);
-    expect(tp.closedForm.step).toBeCloseTo(22.002, 12);
-    expect(tp.closedForm.share).toBeCloseTo((4 * 1.4004) / 22.002, 12);
+    expect(tp.closedForm.step).toBeCloseTo(21.7008, 12);
+    expect(tp.closedForm.share).toBeCloseTo(5.3004 / 21.7008, 12);
     const text = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel');
-    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 5 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1000 + 1·500/10000 = 0.1500');
-    // The trace draws the reduce-scatters beside the all-gathers.
+    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 4 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1000 + 1·500/10000 = 0.1500');
+    expect(text.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) + p·τG = 5·(1 + 0.6000 + 2 + 0.7000) + 2·0.1004 = 21.7008');
+    // The trace draws the reduce-scatters beside the all-gathers, and one sum per worker.
     const traced = run(...P2M4, ...TP, '--sequence-parallel', '--trace', 'sp.json');
-    const kinds = new Set(trace(traced, 'sp.json').traceEvents.filter((e) => e.cat === 'collective').map((e) => String(e.args?.kind)));
-    expect([...kinds].sort()).toEqual(['tp-all-gather', 'tp-all-reduce', 'tp-reduce-scatter']);
+    const colls = trace(traced, 'sp.json').traceEvents.filter((e) => e.cat === 'collective');
+    expect([...new Set(colls.map((e) => String(e.args?.kind)))].sort()).toEqual(['tp-all-gather', 'tp-all-reduce', 'tp-reduce-scatter']);
+    expect(colls.filter((e) => e.args?.kind === 'tp-all-reduce')).toHaveLength(4);
+    // ZeRO-2 over replicas reads the gradients after every backward: a sum at each, m per stage.
+    const z2 = JSON.parse(run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel', ...DP, '--zero', '2', '--json').out);
+    for (const x of z2.tensorParallel.perRank) expect(x).toBeCloseTo(4 * 1.3 + 4 * 0.1004, 12);
   });
 
   it('--tp-layers L runs 2L all-reduces per F and per B; α + (t − 1)·bytes/β with t = 4', () => {

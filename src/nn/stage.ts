@@ -84,6 +84,11 @@ export class Stage {
   readonly rowSplit: number;
   /** The tensor-parallel group this stage's split layers share. */
   readonly tp: TpGroup;
+  /**
+   * Sequence parallelism: the parameters whose gradients hold this worker's rows' part only (its GPT blocks'
+   * LayerNorms), summed over the tp group by sumGradsOverTp before the update policy reads them; else empty.
+   */
+  readonly gradsSummedOverTp: readonly Param[];
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
@@ -123,6 +128,7 @@ export class Stage {
     });
     this.layers = layers;
     this.params = layers.flatMap((l) => [...l.params]);
+    this.gradsSummedOverTp = layers.flatMap((l) => [...(l.gradsSummedOverTp ?? [])]);
     this.loss = this.isLast ? new SoftmaxCrossEntropy(be, `${model.blocks[nb - 1].name}.loss`) : null;
     this.inCols = this.isFirst ? model.input.cols : blockInCols(blocks[0]);
     this.inDType = this.isFirst ? model.input.dtype : 'f32';
@@ -245,6 +251,23 @@ export class Stage {
     });
     for (const t of this.tensorsOf(st)) this.be.dispose(t);
     this.stashes.delete(mb);
+  }
+
+  /**
+   * Sums gradsSummedOverTp's gradients over the tp group in one exchange, in member order, so every member's copy
+   * holds the same bits (Megatron's all-reduce of the sequence-parallel LayerNorms' gradients before the optimizer).
+   * The executor calls it after the backward where the update policy next reads the stage's gradients
+   * (tp-grad-sum.ts): once a step under a flush. Nothing without such parameters.
+   */
+  async sumGradsOverTp(): Promise<void> {
+    const ps = this.gradsSummedOverTp;
+    if (ps.length === 0) return;
+    // The collective takes its inputs: it gets copies, and the sums are written back into the gradients.
+    const sums = await this.tp.allReduceMany(ps.map((p) => this.be.clone(p.grad)));
+    ps.forEach((p, i) => {
+      this.be.copyInto(p.grad, sums[i]);
+      this.be.dispose(sums[i]);
+    });
   }
 
   async backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null> {

@@ -28,6 +28,8 @@ export interface StageLike {
   backwardInput(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
   backwardWeight(mb: number): void;
   backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
+  /** Sums the gradients this worker holds in part (sequence parallelism's LayerNorms) over its tp group (stage.ts). */
+  sumGradsOverTp?(): Promise<void>;
   stashBytes(): number;
   liveStashes(): number;
 }
@@ -73,6 +75,11 @@ export interface RankParts {
   gpuSpan?: GpuSpanStart;
   /** Asked before each action whether it runs (a stream ended early skips those past its end: stream-end.ts). */
   admit?: (a: Action) => Promise<boolean>;
+  /**
+   * With sequence parallelism: whether the update policy reads the stage's gradients after action `a`
+   * (grad-read-points.ts); if so the action ends with the stage's sum of its partial gradients over its tp group.
+   */
+  sumsGradsAfter?: (a: Action) => boolean;
 }
 
 /** Told each action of the step as it completes (its update policy's part included). */
@@ -165,13 +172,29 @@ export class RankExecutor implements StepRunner {
       transport.send(log, 'act', a.stage + 1, a.mb, out, a);
     } else if (a.op === 'B' || a.op === 'I') {
       const dOut = stage.isLast ? null : await transport.receive(log, 'grad', a, a.stage + 1);
-      const dIn = await this.timed(log, a, () => policy.apply(a, () => (a.op === 'B' ? stage.backward(a.mb, dOut) : stage.backwardInput(a.mb, dOut))));
+      const dIn = await this.timed(log, a, () =>
+        policy.apply(a, async () => {
+          const dx = await (a.op === 'B' ? stage.backward(a.mb, dOut) : stage.backwardInput(a.mb, dOut));
+          await this.sumGradsOverTp(a, stage);
+          return dx;
+        }),
+      );
       if (dIn && !stage.isFirst) transport.send(log, 'grad', a.stage - 1, a.mb, dIn, a);
       else if (dIn) be.dispose(dIn);
     } else {
-      await this.timed(log, a, () => policy.apply(a, async () => stage.backwardWeight(a.mb)));
+      await this.timed(log, a, () =>
+        policy.apply(a, async () => {
+          stage.backwardWeight(a.mb);
+          await this.sumGradsOverTp(a, stage);
+        }),
+      );
     }
     return null;
+  }
+
+  /** Inside action `a`, before its policy's update or collective: the stage's partial gradients summed over its tp group where they are read next. */
+  private async sumGradsOverTp(a: Action, stage: StageLike): Promise<void> {
+    if (stage.sumGradsOverTp && this.p.sumsGradsAfter?.(a)) await stage.sumGradsOverTp();
   }
 
   /** Issues an action's kernels, waits for them and logs the action (with the GPU's own time where timestamp queries give it). */

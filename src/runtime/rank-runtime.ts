@@ -18,6 +18,7 @@ import { laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup
 import { TpChannel } from './tp-collective.ts';
 import { forwardingPolicy, type UpdatePolicy } from './policy.ts';
 import type { Fault } from '../config/fault-spec.ts';
+import { gradReadPoints } from './grad-read-points.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
@@ -285,6 +286,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
     gpuSpan: hooks.gpuSpan,
     ...(streamEnd ? { admit: (a: Action) => streamEnd.admit(a) } : {}),
+    // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
+    ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0)
+      ? { sumsGradsAfter: gradReadPoints(kind.update, m.dp > 1 && (config.zero ?? 0) >= 2, schedule.order[rank], config.microbatches) }
+      : {}),
   });
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
   // One worker tells a stream's progress: the one whose backwards end each micro-batch (stage 0), of replica 0, tp rank 0.

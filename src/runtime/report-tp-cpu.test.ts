@@ -74,20 +74,32 @@ describe('tp collectives in the run report', () => {
     for (const s of report.tensorParallel?.perStage ?? []) expect(s.perMicrobatch).toEqual({ F: 2 * s.splitLayers, I: 2 * s.splitLayers, W: 0 });
   }, 60_000);
 
-  it('GPT tp = 2 with sequence parallelism, ZB-H1: per block 2 gathers and 2 reduce-scatters in F, 5 in I (the LayerNorm sum among them), none in W; the embedding’s I and the head’s F gather rows; the sizes the model counts', async () => {
+  it('GPT tp = 2 with sequence parallelism, ZB-H1: per block 2 gathers and 2 reduce-scatters in F, 4 in I, none in W; the embedding’s I and the head’s F gather rows; each stage’s LayerNorm gradients summed once a step, ending its last W; the sizes the model counts', async () => {
     const cfg = gpt({ schedule: 'zb-h1', steps: 2, sequenceParallel: true });
     const report = await runPipeline(cfg, { hostFactory: cpuHosts(), recvTimeoutMs: 10000 });
     const tp = report.tensorParallel;
     if (!tp) throw new Error('no tp figures');
     // Stage 0: the embedding and a block; stage 1: a block and the head.
     expect(tp.perStage.map((s) => s.splitLayers)).toEqual([2, 1]);
-    expect(tp.perStage[0].perMicrobatch).toEqual({ F: 4 * 2, I: 5 * 2 + 1, W: 0 });
-    expect(tp.perStage[1].perMicrobatch).toEqual({ F: 4 + 1, I: 5, W: 0 });
-    // Per block: 9, the embedding's and head's gathers left to their stage.
-    expect(tp.perStage.map((s) => s.perLayer)).toEqual([9, 9]);
+    expect(tp.perStage[0].perMicrobatch).toEqual({ F: 4 * 2, I: 4 * 2 + 1, W: 0 });
+    expect(tp.perStage[1].perMicrobatch).toEqual({ F: 4 + 1, I: 4, W: 0 });
+    // Per block: 8, the embedding's and head's gathers and the LayerNorm sums left to their stage: one a step each.
+    expect(tp.perStage.map((s) => s.perLayer)).toEqual([8, 8]);
+    expect(tp.perStage.map((s) => s.gradSumsPerStep)).toEqual([1, 1]);
     const rows = (cfg.batchSize / cfg.microbatches) * 16;
     const share = (rows / 2) * 16 * 8; // one worker's rows of a [rows, 16] float64 tensor, to its one peer
-    expect(new Set(tp.points.map((p) => p.bytes))).toEqual(new Set([share, 3 * share, 4 * 16 * 8]));
+    // The sums: 4C per block, float64: stage 0 holds 2 blocks, stage 1 one.
+    expect(new Set(tp.points.map((p) => p.bytes))).toEqual(new Set([share, 3 * share, 2 * 4 * 16 * 8, 4 * 16 * 8]));
+    // Each worker's last W of the step ends with its stage's sum, and only that W (ZB-H1 defers W's to the step's end).
+    const sumsOf = (tl: typeof report.timeline) => tl.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'tp-all-reduce');
+    const lanes = new Set(report.timeline.intervals.map((iv) => `${iv.rank}:${iv.tpRank ?? 0}`)).size;
+    expect(sumsOf(report.timeline)).toHaveLength(lanes);
+    expect(sumsOf(report.simulatedTimeline)).toHaveLength(lanes);
+    for (const iv of sumsOf(report.timeline)) {
+      const lastW = report.timeline.intervals.filter((x) => x.op === 'W' && x.rank === iv.rank && (x.tpRank ?? 0) === (iv.tpRank ?? 0)).sort((a, b) => a.start - b.start).at(-1)!;
+      expect(iv.start).toBeGreaterThanOrEqual(lastW.start);
+      expect(iv.end).toBeLessThanOrEqual(lastW.end);
+    }
     expect(tp.bytesPerElement).toBe(8);
     const kinds = new Set(report.timeline.intervals.filter((iv) => iv.op === 'collective').map((iv) => iv.coll));
     expect(kinds).toEqual(new Set(['tp-all-gather', 'tp-reduce-scatter', 'tp-all-reduce']));

@@ -23,7 +23,8 @@
  *   as one lane.
  */
 import { tokenRowSplit } from '../schedule/mesh.ts';
-import { isSplitTpLayer, tpLayerMessages, tpStageMessages, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
+import { gradSumEvery } from '../schedule/registry.ts';
+import { gradSumActions, gradSumKey, isSplitTpLayer, tpLayerMessages, tpStageGradSum, tpStageMessages, type TpCosts, type TpLayer, type TpOpMessages } from '../schedule/tp-cost.ts';
 import { isCompute, laneOf, makespan, type Interval, type Timeline } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
 import type { ModelSpec } from '../nn/model-spec.ts';
@@ -35,8 +36,13 @@ export interface TpStageFigures {
   splitLayers: number;
   /** Collectives one worker ran per micro-batch, by op (mean over its actions of that op). */
   perMicrobatch: Partial<Record<Op, number>>;
-  /** Collectives per split layer and micro-batch, over all ops (4 for a GPT block; 9 with sequence parallelism, whose embedding and head gathers are the stage's, not counted here). */
+  /**
+   * Collectives per split layer and micro-batch, over all ops (4 for a GPT block; 8 with sequence parallelism, whose
+   * embedding and head gathers and LayerNorm gradient sums are the stage's, not counted here).
+   */
   perLayer: number;
+  /** Sequence parallelism: the stage's sums of its LayerNorms' gradients over the group per step of m micro-batches (1 under a flush). */
+  gradSumsPerStep?: number;
   /** Bytes a worker sent in one collective, mean. */
   bytes: number;
   /** Mean own time of one collective (the member that waited least), ms; waitMs the mean the others waited on top. */
@@ -92,6 +98,15 @@ export function runTpMessages(plan: RunPlan): TpOpMessages[] {
   return stageTpLayers(spec, plan.stageBlocks, tokenRowSplit(config) > 1).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
 }
 
+/** With sequence parallelism, each stage's sum of its LayerNorms' gradients over the tp group and where the run plays it (grad-read-points.ts); else undefined. */
+export function runTpGradSum(plan: RunPlan): TpCosts['gradSum'] {
+  const { config } = plan;
+  if (tokenRowSplit(config) <= 1) return undefined;
+  const messages = stageTpLayers(plan.spec, plan.stageBlocks, true).map((layers) => tpStageGradSum(layers, config.tp ?? 1));
+  const every = gradSumEvery(plan.kind.update, config.dp > 1 && config.zero >= 2, config.microbatches);
+  return every === undefined ? { messages } : { messages, every };
+}
+
 const isTp = (iv: Interval): boolean => iv.op === 'collective' && (iv.coll === 'tp-all-reduce' || iv.coll === 'tp-all-gather' || iv.coll === 'tp-reduce-scatter');
 
 /**
@@ -142,6 +157,10 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
   let sentBytes = 0;
   let sentElements = 0;
   const messages = runTpMessages(plan);
+  // Sequence parallelism: the stage's gradient sum ends the actions after which the policy reads the gradients, the last collective in them.
+  const gradSum = runTpGradSum(plan);
+  const sumAt = gradSum ? gradSumActions(plan.schedule.order, gradSum.every) : null;
+  const sums = new Array<number>(stages).fill(0);
   for (const tl of timelines) {
     const lanes = new Map<number, { compute: Interval[]; coll: Interval[] }>();
     for (const iv of tl.intervals) {
@@ -178,10 +197,12 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
         const inside = coll.filter((c) => c.stage === a.stage && c.start >= a.start && c.end <= a.end);
         computeMs.set(a, a.end - a.start - inside.reduce((s, c) => s + ownOf(c), 0));
         const op = a.op as Op;
-        count[a.stage][op] = (count[a.stage][op] ?? 0) + inside.length;
+        const sum = sumAt?.has(gradSumKey({ stage: a.stage, op, mb: a.mb })) ? gradSum?.messages[a.stage] ?? null : null;
+        if (sum) sums[a.stage]++;
+        count[a.stage][op] = (count[a.stage][op] ?? 0) + inside.length - (sum ? 1 : 0);
         actions[a.stage][op] = (actions[a.stage][op] ?? 0) + 1;
         for (const c of inside) sentBytes += c.bytes ?? 0;
-        sentElements += (t - 1) * messages[a.stage][op].reduce((s, m) => s + m.elements, 0);
+        sentElements += (t - 1) * (messages[a.stage][op].reduce((s, m) => s + m.elements, 0) + (sum ? sum.elements : 0));
       }
     }
     const laneCount = lanes.size;
@@ -214,7 +235,9 @@ export function tpFigures(timelines: readonly Timeline[], plan: RunPlan): { figu
     // Per layer and micro-batch: F's plus the backward's (B, or I; W none).
     const perMb = (perMicrobatch.F ?? 0) + (perMicrobatch.B ?? 0) + (perMicrobatch.I ?? 0) + (perMicrobatch.W ?? 0);
     const n = layers[s]?.length ?? 0;
-    return { splitLayers: n, perMicrobatch, perLayer: n > 0 ? (perMb - ends[s]) / n : 0, bytes: mean(bytes[s]), ownMs: mean(own[s]), waitMs: mean(wait[s]) };
+    const figures: TpStageFigures = { splitLayers: n, perMicrobatch, perLayer: n > 0 ? (perMb - ends[s]) / n : 0, bytes: mean(bytes[s]), ownMs: mean(own[s]), waitMs: mean(wait[s]) };
+    if (gradSum?.messages[s]) figures.gradSumsPerStep = (sums[s] / Math.max(1, actions[s].F ?? 0)) * plan.config.microbatches;
+    return figures;
   });
   const points = [...bySize.entries()].sort((a, b) => a[0] - b[0]).map(([b, ms]) => ({ bytes: b, ms: ms.reduce((x, y) => x + y, 0) / Math.max(ms.length, 1), n: ms.length }));
   const stepMs = mean(steps);

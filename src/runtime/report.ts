@@ -18,7 +18,7 @@ import type { RunPlan } from './run-plan.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
 import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.ts';
 import { stepEndFigures } from './report-step-end.ts';
-import { runTpMessages, tpFigures } from './report-tp.ts';
+import { runTpGradSum, runTpMessages, tpFigures } from './report-tp.ts';
 
 export type { RunReport } from './report-types.ts';
 
@@ -190,7 +190,7 @@ export function buildReport(input: ReportInput): RunReport {
   const ends = stepEndFigures(measured);
   const sim = simulate(schedule, {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
-    ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan) } } : {}),
+    ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan), gradSum: runTpGradSum(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
     // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
     ...dpCosts,

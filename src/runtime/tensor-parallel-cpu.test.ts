@@ -157,10 +157,14 @@ describe('tp beside the streams without a flush (PipeDream-2BW, PipeDream)', () 
     await expectClose(sp, await trainDoubleBuffered(new CpuBackend(), toTrainConfig(sp)));
   });
 
-  it('char-MLP PipeDream tp=2 p=2 equals the same run with whole layers', async () => {
+  it('char-MLP PipeDream tp=2 p=2, and the GPT with sequence parallelism, equal the same run with whole layers', async () => {
     const cfg = mlp({ dataset: 'names', model: 'char-mlp', context: 3, embedDim: 4, schedule: 'pipedream', tp: 2, microbatches: 4, steps: 3 });
     const whole = await runPipeline({ ...cfg, tp: 1 }, { hostFactory: cpuHosts(), readWeights: true, recvTimeoutMs: 5000 });
     await expectClose(cfg, { losses: whole.losses, params: whole.weights ?? {} });
+    // PipeDream updates after every backward: the LayerNorms' partial gradients are summed over the tp group each time.
+    const sp = gpt({ schedule: 'pipedream', tp: 2, microbatches: 4, steps: 3, sequenceParallel: true });
+    const spWhole = await runPipeline({ ...sp, tp: 1, sequenceParallel: false }, { hostFactory: cpuHosts(), readWeights: true, recvTimeoutMs: 5000 });
+    await expectClose(sp, { losses: spWhole.losses, params: spWhole.weights ?? {} });
   });
 });
 

@@ -21,6 +21,7 @@ export {
   MAX_RANKS,
   MAX_VIRTUAL,
   runsAsStream,
+  gradSumEvery,
   type RunScheduleName,
   type ScheduleKind,
   type ScheduleName,
@@ -56,7 +57,7 @@ export {
 } from './simulate.ts';
 export { checkAllReduceCosts, linkWindows, ringAllReduceTime, ringExchangeTime, type AllReduceCosts } from './allreduce-cost.ts';
 export { MAX_SIM_DP } from './simulate-mesh.ts';
-export { abstractTpMessages, tpClosedForm, tpExchangeTime, tpLayerMessages, tpOpTimes, tpSentBytes, tpSplitCompute, tpStageMessages, type TpCosts, type TpLayer, type TpMessage, type TpOpMessages } from './tp-cost.ts';
+export { abstractTpCosts, tpClosedForm, tpGradSumTime, tpExchangeTime, tpLayerMessages, tpOpTimes, tpSentBytes, tpSplitCompute, tpStageMessages, type TpCosts, type TpLayer, type TpMessage, type TpOpMessages } from './tp-cost.ts';
 export { closedForm, closedFormBubble, closedFormPeakActivations, meshClosedForm, streamMeshClosedForm, type ClosedForm, type MeshClosedForm, type MeshCosts } from './theory.ts';
 export { CSV_LIMITS, CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
 export { toChromeTrace, type ChromeTrace, type TraceEvent } from './chrome-trace.ts';

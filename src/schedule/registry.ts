@@ -61,6 +61,18 @@ export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> =
   'double-buffered': { windows: () => 1, microbatches: (m, steps) => m * steps, stream: true, extraWeightVersions: () => 1, lossOver: 'step' },
 };
 
+/**
+ * The backwards (B or W) of a stage between two reads of its gradients by the update policy `update`, the
+ * `every` of tp-cost.ts gradSumActions: undefined for once a step (a flush), 1 when `sharded` (ZeRO-2/3 over replicas:
+ * reduce-scattered after every backward) or under PipeDream (an update after every backward), a block of
+ * `microbatches` under PipeDream-2BW.
+ */
+export function gradSumEvery(update: UpdatePolicyName, sharded: boolean, microbatches: number): number | undefined {
+  if (update === 'double-buffered') return microbatches;
+  if (update === 'stash-and-update-after-backward' || sharded) return 1;
+  return undefined;
+}
+
 /** Whether a run of this schedule is one stream of all its steps (PipeDream, PipeDream-2BW) rather than a window per step. */
 export function runsAsStream(name: RunScheduleName): boolean {
   return UPDATE_WINDOWS[scheduleKind(name).update].stream;

@@ -18,10 +18,49 @@
  * rank, mesh.ts) are copied too, their `peer` renumbered into the mesh with
  * tp. Point-to-point transfers keep their `peer` (a pipeline rank).
  */
+import { ConfigError } from '../util/errors.ts';
 import { mesh, placeOf, workerOf } from './mesh.ts';
-import { tpExchangeTime, tpSentBytes, type TpCosts } from './tp-cost.ts';
+import { gradSumActions, gradSumKey, tpExchangeTime, tpOpTimes, tpSentBytes, type TpCosts, type TpMessage } from './tp-cost.ts';
 import type { Interval, Timeline } from './timeline.ts';
-import type { Op } from './types.ts';
+import type { Action, Op, Schedule } from './types.ts';
+
+export interface TensorParallelStep {
+  t: number;
+  /** Per stage, the time its tp collectives add to each op, per micro-batch. */
+  opTime: Record<Op, number>[];
+  /** Per pipeline rank, the time its actions spend in tp collectives in the step (each of its t workers the same). */
+  perRank: number[];
+  /** Mean over the ranks of perRank / makespan: nothing overlaps them, so all of it is exposed. */
+  share: number;
+}
+
+/** The time the stage gradient sum (TpCosts.gradSum) adds to an action: its sum's time where it ends the action, else 0. */
+export type GradSumPlay = (a: Pick<Action, 'stage' | 'op' | 'mb'>) => number;
+
+/** gradSum's play on `s` (checked: one entry per stage, `every` a whole number ≥ 1); null without one. */
+export function tpGradSumPlay(s: Schedule, tp: TpCosts | undefined): GradSumPlay | null {
+  const g = tp?.gradSum;
+  if (!tp || !g) return null;
+  if (!Array.isArray(g.messages) || g.messages.length !== s.stages) throw new ConfigError('costs.tp.gradSum.messages', g.messages, `must list ${s.stages} stages' sums, one per stage (null for none)`);
+  if (g.every !== undefined && (!Number.isInteger(g.every) || g.every < 1)) throw new ConfigError('costs.tp.gradSum.every', g.every, 'must be a whole number ≥ 1 (backwards between sums), or absent for once a step');
+  const time = g.messages.map((m) => (m ? tpExchangeTime(m.elements * tp.bytesPerElement, tp.t, tp.latency, tp.bandwidth) : 0));
+  if (time.every((x) => x === 0)) return null;
+  const at = gradSumActions(s.order, g.every);
+  return (a) => (at.has(gradSumKey(a)) ? time[a.stage] : 0);
+}
+
+/** The tp collectives' part of a step: each stage's time per op and micro-batch, each rank's sum over its actions (the gradient sums too), the mean rank's share of the step. */
+export function tpStep(s: Schedule, tp: TpCosts, makespan: number, gradSum: GradSumPlay | null): TensorParallelStep {
+  const op = tpOpTimes(tp, s.stages);
+  const perRank = s.order.map((list) => list.reduce((a, x) => a + op[x.op][x.stage] + (gradSum ? gradSum(x) : 0), 0));
+  const mean = perRank.reduce((a, b) => a + b, 0) / Math.max(1, perRank.length);
+  return {
+    t: tp.t,
+    opTime: Array.from({ length: s.stages }, (_, st) => ({ F: op.F[st], B: op.B[st], I: op.I[st], W: op.W[st] })),
+    perRank,
+    share: makespan > 0 ? mean / makespan : 0,
+  };
+}
 
 const isComputeOp = (op: Interval['op']): op is Op => op === 'F' || op === 'B' || op === 'I' || op === 'W';
 
@@ -43,7 +82,7 @@ function onTpRank(iv: Interval, j: number, peer: number | undefined): Interval {
  * drawn. `opTime[op][stage]` is the action's nominal time, compute and collectives (what the play was given); the
  * timeline unchanged when t ≤ 1.
  */
-export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, Float64Array>): Timeline {
+export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, Float64Array>, gradSum: GradSumPlay | null = null): Timeline {
   const t = tp.t;
   if (t <= 1) return timeline;
   const dp = timeline.dp ?? 1;
@@ -61,14 +100,17 @@ export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, 
     }
     return per;
   });
+  // The stage's gradient sum, drawn last in the actions it ends.
+  const sums = tp.gradSum?.messages.map((m: TpMessage | null) => (m ? { coll: m.coll, time: tpExchangeTime(m.elements * tp.bytesPerElement, t, tp.latency, tp.bandwidth), bytes: tpSentBytes(m, t, tp.bytesPerElement) } : null));
   const out: Interval[] = [];
   for (const iv of timeline.intervals) {
     const ringPeer = iv.op === 'collective' && iv.peer !== undefined ? placeOf(before, iv.peer) : null;
-    const msgs = isComputeOp(iv.op) ? parts[iv.stage][iv.op] : [];
+    const summed = gradSum && isComputeOp(iv.op) && gradSum({ stage: iv.stage, op: iv.op, mb: iv.mb }) > 0 ? sums?.[iv.stage] ?? null : null;
+    const msgs = isComputeOp(iv.op) ? (summed ? [...parts[iv.stage][iv.op], summed] : parts[iv.stage][iv.op]) : [];
     const drawn: Interval[] = [];
     if (msgs.length > 0) {
       const dur = iv.end - iv.start;
-      const nominal = opTime[iv.op as Op][iv.stage];
+      const nominal = opTime[iv.op as Op][iv.stage] + (summed ? summed.time : 0);
       const scale = nominal > 0 ? dur / nominal : 0;
       let coll = 0;
       for (const m of msgs) coll += m.time * scale;

@@ -64,7 +64,8 @@ import { zeroIntervals, zeroPlay, type CollectivePlay } from './simulate-zero.ts
 import { blockPlay } from './simulate-blocks.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
-import { withTpLanes } from './simulate-tp.ts';
+import { tpGradSumPlay, tpStep, withTpLanes, type TensorParallelStep } from './simulate-tp.ts';
+export type { TensorParallelStep } from './simulate-tp.ts';
 import { copySumIntervals, copySumTimes, playCopySum, type CopySumPlay } from './simulate-copies.ts';
 import { playStepEnd, stepEndTimes, type StepEndPlay } from './simulate-step-end.ts';
 import { validateAndPlay } from './validate.ts';
@@ -106,16 +107,6 @@ export interface SimulationResult {
   copySum?: CopySumPlay;
   /** Each rank's end of step after everything drawn (costs.stepEnd: the losses read back, the update), present when given. */
   stepEnd?: StepEndPlay;
-}
-
-export interface TensorParallelStep {
-  t: number;
-  /** Per stage, the time its tp collectives add to each op, per micro-batch. */
-  opTime: Record<Op, number>[];
-  /** Per pipeline rank, the time its actions spend in tp collectives in the step (each of its t workers the same). */
-  perRank: number[];
-  /** Mean over the ranks of perRank / makespan: nothing overlaps them, so all of it is exposed. */
-  share: number;
 }
 
 export interface DataParallelStep {
@@ -230,7 +221,9 @@ function simulateDrawn(s: Schedule, costs: CostModel, replicas: boolean): Simula
   const m = resolveMesh(costs, s.stages);
   const ends = stepEndTimes(s.ranks, costs);
   const transfers: Interval[] = [];
-  const duration = (a: Action) => c.op[a.op][a.stage];
+  // Sequence parallelism: the stage's gradient sum over its tp group ends the actions after which it is read (tp-cost.ts).
+  const gradSum = tpGradSumPlay(s, costs.tp);
+  const duration = gradSum ? (a: Action) => c.op[a.op][a.stage] + gradSum(a) : (a: Action) => c.op[a.op][a.stage];
   const linkDelay = linkDelayOf(c);
   const costsOfPlay: PlayCosts = {
     duration,
@@ -298,8 +291,8 @@ function simulateDrawn(s: Schedule, costs: CostModel, replicas: boolean): Simula
   withCopySum(s, costs, m, r);
   if (ends) r.stepEnd = playStepEnd(r.timeline, ends);
   if (costs.tp) {
-    r.tp = tpStep(s, costs.tp, r.makespan);
-    r.timeline = withTpLanes(r.timeline, costs.tp, c.op);
+    r.tp = tpStep(s, costs.tp, r.makespan, gradSum);
+    r.timeline = withTpLanes(r.timeline, costs.tp, c.op, gradSum);
   }
   return r;
 }
@@ -326,19 +319,6 @@ function withCopySum(s: Schedule, costs: CostModel, m: ResolvedMesh, r: Simulati
   r.makespan = Math.max(r.makespan, ...cs.end);
   r.idle = r.busy.map((b) => r.makespan - b);
   r.copySum = cs;
-}
-
-/** The tp collectives' part of a step: each stage's time per op and micro-batch, each rank's sum over its actions, the mean rank's share of the step. */
-function tpStep(s: Schedule, tp: NonNullable<CostModel['tp']>, makespan: number): TensorParallelStep {
-  const op = tpOpTimes(tp, s.stages);
-  const perRank = s.order.map((list) => list.reduce((a, x) => a + op[x.op][x.stage], 0));
-  const mean = perRank.reduce((a, b) => a + b, 0) / Math.max(1, perRank.length);
-  return {
-    t: tp.t,
-    opTime: Array.from({ length: s.stages }, (_, st) => ({ F: op.F[st], B: op.B[st], I: op.I[st], W: op.W[st] })),
-    perRank,
-    share: makespan > 0 ? mean / makespan : 0,
-  };
 }
 
 /**

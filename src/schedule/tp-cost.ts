@@ -17,9 +17,12 @@
  *   all-gather of rows before each column-parallel linear and a reduce-scatter
  *   after each row-parallel one (4, each member posting rows·C/t to each other);
  *   backward, one all-gather of dy and both LayerNorm outputs (3·rows·C/t), a
- *   reduce-scatter, an all-gather of dx1, a reduce-scatter, and an all-reduce of
- *   the LayerNorms' weight gradients (4C): 5. The embedding's backward gathers
- *   its output gradient's rows (rows·C/t); the head's forward gathers its input's.
+ *   reduce-scatter, an all-gather of dx1, a reduce-scatter: 4. The embedding's
+ *   backward gathers its output gradient's rows (rows·C/t); the head's forward
+ *   gathers its input's. The LayerNorms' weight gradients then cover each
+ *   worker's rows only: a stage sums them over the group (4C per block, one
+ *   all-reduce for all its blocks) where its update policy next reads them,
+ *   not per micro-batch (`gradSum`: once a step under a flush, as Megatron).
  * With recomputation the backward (B, or I) runs the forward again, its
  * collectives included.
  *
@@ -37,7 +40,7 @@
  * a split share s of the stage's time.
  */
 import { ConfigError, requireFinite } from '../util/errors.ts';
-import type { Op } from './types.ts';
+import type { Action, Op } from './types.ts';
 
 /** A layer tp splits, as its collectives see it. */
 export type TpLayer =
@@ -72,10 +75,7 @@ export function tpLayerMessages(layer: TpLayer, rows: number, t: number): { forw
     const rowsC = (rows * layer.width) / t;
     const ag: TpMessage = { coll: 'tp-all-gather', elements: rowsC };
     const rs: TpMessage = { coll: 'tp-reduce-scatter', elements: rowsC };
-    return {
-      forward: [ag, rs, { ...ag }, { ...rs }],
-      backward: [{ coll: 'tp-all-gather', elements: 3 * rowsC }, { ...rs }, { ...ag }, { ...rs }, { coll: 'tp-all-reduce', elements: 4 * layer.width }],
-    };
+    return { forward: [ag, rs, { ...ag }, { ...rs }], backward: [{ coll: 'tp-all-gather', elements: 3 * rowsC }, { ...rs }, { ...ag }, { ...rs }] };
   }
   if (layer.kind === 'gpt-block') {
     const ar: TpMessage = { coll: 'tp-all-reduce', elements: rows * layer.width };
@@ -100,17 +100,73 @@ export function tpStageMessages(layers: readonly TpLayer[], rows: number, t: num
   return { F, B, I: [...B], W: [] };
 }
 
-/**
- * The collectives of `layers` abstract GPT blocks for one micro-batch whose activation between layers is `bytes` bytes
- * (one byte an element): what Simulate at scale and `pipelab simulate --tp` price. Plain, each block's 4 all-reduces
- * post all of it; with sequence parallelism each gather and scatter posts bytes / t and the backward's first gather
- * 3 · bytes / t. The model knows the bytes, not the rows and the width apart: it reads them as `bytes` rows of width 1,
- * so the LayerNorms' weight-gradient sum (4 · width numbers, a few KB beside the activations' MB) costs its α and 4 bytes.
- */
-export function abstractTpMessages(layers: number, bytes: number, t: number, sequenceParallel = false): TpOpMessages {
-  const block: TpLayer = sequenceParallel ? { kind: 'gpt-block', width: 1, sequenceParallel: true } : { kind: 'gpt-block', width: bytes };
-  return tpStageMessages(Array.from({ length: layers }, () => block), sequenceParallel ? bytes : 1, t);
+/** What Simulate at scale and `pipelab simulate --tp` know of a stage's tp collectives: abstractTpCosts' input. */
+export interface AbstractTp {
+  /** Workers per stage. */
+  t: number;
+  /** GPT blocks per stage. */
+  layers: number;
+  /** Bytes of the activation between layers for one micro-batch (one byte an element). */
+  bytes: number;
+  latency: number;
+  bandwidth: number;
+  sequenceParallel: boolean;
+  /** gradSumActions' `every` for the LayerNorms' gradient sum (gradSumEvery; absent: once a step). */
+  every?: number;
 }
+
+/**
+ * The tp costs of `stages` stages of `layers` abstract GPT blocks. Plain, each block's 4 all-reduces post all of the
+ * activation; with sequence parallelism each gather and scatter posts bytes / t and the backward's first gather
+ * 3 · bytes / t, and each stage sums its LayerNorms' gradients where they are read. The model knows the bytes, not the
+ * rows and the width apart: it reads them as `bytes` rows of width 1, so that sum (4 · width numbers a block, a few KB
+ * beside the activations' MB) costs its α and 4 bytes a block.
+ */
+export function abstractTpCosts(a: AbstractTp, stages: number): TpCosts {
+  const block: TpLayer = a.sequenceParallel ? { kind: 'gpt-block', width: 1, sequenceParallel: true } : { kind: 'gpt-block', width: a.bytes };
+  const layers = Array.from({ length: a.layers }, () => block);
+  const messages = tpStageMessages(layers, a.sequenceParallel ? a.bytes : 1, a.t);
+  const sum = tpStageGradSum(layers, a.t);
+  const per = <T>(x: T) => Array.from({ length: stages }, () => x);
+  const costs: TpCosts = { t: a.t, latency: a.latency, bandwidth: a.bandwidth, bytesPerElement: 1, messages: per(messages) };
+  if (sum) costs.gradSum = a.every === undefined ? { messages: per(sum) } : { messages: per(sum), every: a.every };
+  return costs;
+}
+
+/**
+ * The sum over the group of the gradients a stage's workers hold in part (sequence parallelism's LayerNorms: 4C
+ * per GPT block), one all-reduce for the whole stage; null when it has none or t ≤ 1.
+ */
+export function tpStageGradSum(layers: readonly TpLayer[], t: number): TpMessage | null {
+  if (t <= 1) return null;
+  const elements = layers.reduce((a, l) => a + (l.kind === 'gpt-block' && l.sequenceParallel ? 4 * l.width : 0), 0);
+  return elements > 0 ? { coll: 'tp-all-reduce', elements } : null;
+}
+
+/**
+ * Which actions end with their stage's gradient sum (`TpCosts.gradSum`): per stage, every `every`-th action that
+ * writes weight gradients (B or W) in its rank's order, or with `every` absent the last of the order (a flush's
+ * step). Keys `${stage}${op}${mb}`.
+ */
+export function gradSumActions(order: readonly (readonly Action[])[], every?: number): Set<string> {
+  const out = new Set<string>();
+  for (const list of order) {
+    const seen = new Map<number, number>();
+    const last = new Map<number, string>();
+    for (const a of list) {
+      if (a.op !== 'B' && a.op !== 'W') continue;
+      const key = gradSumKey(a);
+      const n = (seen.get(a.stage) ?? 0) + 1;
+      seen.set(a.stage, n);
+      if (every === undefined) last.set(a.stage, key);
+      else if (n % every === 0) out.add(key);
+    }
+    for (const k of last.values()) out.add(k);
+  }
+  return out;
+}
+
+export const gradSumKey = (a: Pick<Action, 'stage' | 'op' | 'mb'>): string => `${a.stage}${a.op}${a.mb}`;
 
 /** One collective's time: α + (t − 1) · bytes / β; 0 with t ≤ 1. */
 export function tpExchangeTime(bytes: number, t: number, latency: number, bandwidth: number): number {
@@ -140,6 +196,11 @@ export interface TpCosts {
   bytesPerElement: number;
   /** Per stage, its collectives per op and micro-batch (tpStageMessages). */
   messages: readonly TpOpMessages[];
+  /**
+   * Per stage, the sum of the gradients its workers hold in part (tpStageGradSum; null: none), ending the actions
+   * gradSumActions(order, every) picks: every `every`-th B or W of the stage, or without `every` its last of the step.
+   */
+  gradSum?: { messages: readonly (TpMessage | null)[]; every?: number };
 }
 
 /** The time the tp collectives add to each stage's op, per micro-batch: out[stage][op]. Checks the costs; throws ConfigError naming costs.tp.<field>. */
@@ -160,13 +221,22 @@ export function tpOpTimes(c: TpCosts, stages: number): Record<Op, Float64Array> 
   return out;
 }
 
+/** The time of stage `stage`'s gradient sum (TpCosts.gradSum), 0 without one. */
+export function tpGradSumTime(c: TpCosts, stage: number): number {
+  const m = c.gradSum?.messages[stage];
+  return m ? tpExchangeTime(m.elements * c.bytesPerElement, c.t, c.latency, c.bandwidth) : 0;
+}
+
 /**
  * The closed form of GPipe and 1F1B with tp on p ranks of equal stages and m micro-batches: each F takes
  * F + τF and each B takes B + τB (τ the op's collectives, tpOpTimes), so the step is (m + p − 1)·(F + τF + B + τB)
- * and every rank spends m·(τF + τB) of it in tp collectives.
+ * and every rank spends m·(τF + τB) of it in tp collectives. With sequence parallelism each stage's gradient sum
+ * τG once a step ends its last B: the ranks' last B's are the step's tail, each waiting for the one after it, so the
+ * step grows by p·τG and each rank's tp time by τG.
  */
-export function tpClosedForm(p: number, m: number, op: { F: number; B: number }, tau: { F: number; B: number }): { step: number; tpPerRank: number; share: number } {
-  const step = (m + p - 1) * (op.F + tau.F + op.B + tau.B);
-  const tpPerRank = m * (tau.F + tau.B);
+export function tpClosedForm(p: number, m: number, op: { F: number; B: number }, tau: { F: number; B: number; G?: number }): { step: number; tpPerRank: number; share: number } {
+  const G = tau.G ?? 0;
+  const step = (m + p - 1) * (op.F + tau.F + op.B + tau.B) + p * G;
+  const tpPerRank = m * (tau.F + tau.B) + G;
   return { step, tpPerRank, share: step > 0 ? tpPerRank / step : 0 };
 }

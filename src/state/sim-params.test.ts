@@ -122,23 +122,35 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(off.result.makespan).toBe(33);
   });
 
-  it('1F1B p 4 m 8 at tp 2 with sequence parallelism, worked by hand: 4 collectives forward and 5 backward per layer', () => {
+  it('1F1B p 4 m 8 at tp 2 with sequence parallelism, worked by hand: 4 collectives forward and 4 backward per layer, the LayerNorms\' sum once a step', () => {
     // Each gather or scatter posts half of 1 MB: α 0.01 + 0.5 MB / 100 GB/s = 0.015 ms; forward 4 per layer: 0.06.
-    // Backward per layer: the gather of dy and both LayerNorm outputs 0.01 + 1.5 MB / 100 GB/s = 0.025, three more
-    // at 0.015, and the LayerNorms' sum (4 bytes: its α) 0.01 + 4e-8: 0.08000004. 4 layers: τF 0.24, τB 0.32000016.
-    // F = 0.5 + 0.24, B = 1 + 0.32000016: step 11 · 2.06000016; each rank 8 · 0.56000016 of it in tp.
+    // Backward per layer: the gather of dy and both LayerNorm outputs 0.01 + 1.5 MB / 100 GB/s = 0.025, three more at
+    // 0.015: 0.07. 4 layers: τF 0.24, τB 0.28. Each stage's LayerNorm gradients (4 bytes a layer) summed at its last B:
+    // τG = 0.01 + 16 bytes / 100 GB/s = 0.01000016. Step 11 · (0.5 + 0.24 + 1 + 0.28) + 4 · τG (the ranks' last B's are
+    // the tail); each rank 8 · 0.52 + τG of it in tp.
+    const G = 0.01000016;
+    const step = 11 * 2.02 + 4 * G;
     const o = runSimulation({ ...defaultSimParams(), ranks: 4, microbatches: 8, tp: 2, sequenceParallel: true });
-    expect(o.result.makespan).toBeCloseTo(11 * 2.06000016, 9);
-    expect(o.result.tp?.share).toBeCloseTo((8 * 0.56000016) / (11 * 2.06000016), 9);
-    expect(o.closedTp?.step).toBeCloseTo(11 * 2.06000016, 9);
-    expect(o.closedTp?.share).toBeCloseTo((8 * 0.56000016) / (11 * 2.06000016), 9);
+    expect(o.result.makespan).toBeCloseTo(step, 9);
+    expect(o.result.tp?.share).toBeCloseTo((8 * 0.52 + G) / step, 9);
+    expect(o.closedTp?.step).toBeCloseTo(step, 9);
+    expect(o.closedTp?.share).toBeCloseTo((8 * 0.52 + G) / step, 9);
     const colls = o.result.timeline.intervals.filter((iv) => iv.op === 'collective');
     const count = (k: string) => colls.filter((iv) => iv.coll === k).length;
-    // 8 workers × 8 micro-batches × 4 layers × (forward 2 + backward 2 gathers; 2 + 2 scatters; 1 all-reduce).
+    // 8 workers × 8 micro-batches × 4 layers × (forward 2 + backward 2 gathers; 2 + 2 scatters), and one sum per worker.
     expect(count('tp-all-gather')).toBe(8 * 8 * 4 * 4);
     expect(count('tp-reduce-scatter')).toBe(8 * 8 * 4 * 4);
-    expect(count('tp-all-reduce')).toBe(8 * 8 * 4);
-    expect(colls.length).toBe(8 * 8 * simTpCollectivesPerMicrobatch({ tp: 2, tpLayers: 4, sequenceParallel: true }));
+    expect(count('tp-all-reduce')).toBe(8);
+    expect(colls.length).toBe(8 * 8 * simTpCollectivesPerMicrobatch({ tp: 2, tpLayers: 4, sequenceParallel: true }) + 8);
+    // The sum closes each worker's last backward.
+    for (const sum of colls.filter((iv) => iv.coll === 'tp-all-reduce')) {
+      const lastB = o.result.timeline.intervals.filter((iv) => iv.op === 'B' && iv.rank === sum.rank && (iv.tpRank ?? 0) === (sum.tpRank ?? 0)).sort((a, b) => a.start - b.start).at(-1)!;
+      expect(sum.end).toBeCloseTo(lastB.end, 12);
+    }
+    // GPipe: the same tail, p · τG.
+    const gpipe = runSimulation({ ...defaultSimParams(), schedule: 'gpipe', ranks: 4, microbatches: 8, tp: 2, sequenceParallel: true });
+    expect(gpipe.result.makespan).toBeCloseTo(step, 9);
+    expect(gpipe.closedTp?.step).toBeCloseTo(step, 9);
     // At tp 2 each gather and scatter posts half of what an all-reduce posts: the same bytes in twice the rounds, so
     // it is slower than plain tp (20.02); at tp 8 with free latency it posts 1/8 per round where the all-reduce posts all.
     expect(o.result.makespan).toBeGreaterThan(20.02);

@@ -53,7 +53,8 @@ export interface SimParams {
   tpBandwidthMBs: number;
   /**
    * Sequence parallelism (Korthikanti et al. 2022) on every layer: each all-reduce becomes a reduce-scatter and an
-   * all-gather of 1/tp of tpActKB each, and the backward sums the LayerNorms' weight gradients (tp-cost.ts). Needs tp ≥ 2.
+   * all-gather of 1/tp of tpActKB each, and each stage sums its LayerNorms' weight gradients where its update reads
+   * them (tp-cost.ts). Needs tp ≥ 2.
    */
   sequenceParallel: boolean;
 }
@@ -92,10 +93,11 @@ export function simHasTp(p: SimParams): boolean {
 
 /**
  * The tp collectives one pipeline worker's tp group runs per micro-batch: per layer 2 all-reduces forward and 2 backward
- * (B or I); with sequence parallelism 4 forward (all-gather, reduce-scatter, twice) and 5 backward (tp-cost.ts).
+ * (B or I); with sequence parallelism 4 forward (all-gather, reduce-scatter, twice) and 4 backward, and each stage's
+ * LayerNorm gradient sum where its update reads them (tp-cost.ts), not counted here.
  */
 export function simTpCollectivesPerMicrobatch(p: Pick<SimParams, 'tp' | 'tpLayers' | 'sequenceParallel'>): number {
-  return p.tp > 1 ? (p.sequenceParallel ? 9 : 4) * p.tpLayers : 0;
+  return p.tp > 1 ? (p.sequenceParallel ? 8 : 4) * p.tpLayers : 0;
 }
 
 /** Throws ConfigError naming the first bad field. */

@@ -2,7 +2,7 @@
  * Simulate-only: generate a schedule, play it against the cost model, and put
  * the closed form beside it. Pure; the views memoise it per parameter set.
  */
-import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, abstractTpMessages, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
+import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpGradSumTime, abstractTpCosts, gradSumEvery, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { SimParams } from './sim-params.ts';
 import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
@@ -53,13 +53,16 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
 /**
  * The tp part of the cost model: t workers per stage, each stage's tpLayers / (stages per rank) layers with
  * Megatron's 2 all-reduces forward and 2 backward of tpActKB each, or with sequence parallelism its reduce-scatters and
- * all-gathers (tp-cost.ts abstractTpMessages), priced as the tab's transport runs them (α + (t − 1)·bytes/β).
- * Nothing when tp = 1.
+ * all-gathers and each stage's LayerNorm gradient sum where the schedule's update reads it (tp-cost.ts
+ * abstractTpCosts), priced as the tab's transport runs them (α + (t − 1)·bytes/β). Nothing when tp = 1.
  */
 export function simTpCosts(p: SimParams, stages: number, stagesPerRank: number): TpCosts | null {
   if (!simHasTp(p)) return null;
-  const messages = abstractTpMessages(p.tpLayers / stagesPerRank, p.tpActKB * 1e3, p.tp, p.sequenceParallel);
-  return { t: p.tp, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), bytesPerElement: 1, messages: Array.from({ length: stages }, () => messages) };
+  const every = gradSumEvery(scheduleKind(p.schedule).update, p.dp > 1 && p.zero >= 2, p.microbatches);
+  return abstractTpCosts(
+    { t: p.tp, layers: p.tpLayers / stagesPerRank, bytes: p.tpActKB * 1e3, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), sequenceParallel: p.sequenceParallel, ...(every === undefined ? {} : { every }) },
+    stages,
+  );
 }
 
 /**
@@ -106,7 +109,7 @@ export function runSimulation(p: SimParams): SimOutcome {
   let closedTp: SimOutcome['closedTp'] = null;
   if (tpCosts && (kind.theoryAs === 'gpipe' || kind.theoryAs === '1f1b') && schedule.stages === schedule.ranks && p.latency === 0 && p.dp === 1) {
     const tau = tpOpTimes(tpCosts, schedule.stages);
-    const c = tpClosedForm(p.ranks, m, { F: p.costF / p.tp, B: p.costB / p.tp }, { F: tau.F[0], B: tau.B[0] });
+    const c = tpClosedForm(p.ranks, m, { F: p.costF / p.tp, B: p.costB / p.tp }, { F: tau.F[0], B: tau.B[0], G: tpGradSumTime(tpCosts, 0) });
     closedTp = { step: c.step, share: c.share };
   }
   return { params: p, schedule, result, closed, closedPeak, closedMesh, closedTp, tookMs: performance.now() - t0 };

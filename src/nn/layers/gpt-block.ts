@@ -27,8 +27,10 @@
  * gradients of c_fc and c_attn are reduce-scattered; the LayerNorm outputs were kept as row blocks and are
  * gathered again (with dy, in one exchange) for the weight gradients, as Megatron does, so everything the
  * forward keeps is 1/t. A LayerNorm's weight gradient sums over rows, which are now split: each worker's
- * partial sums are added over the group (one all-reduce of 4C numbers) at the end of backwardInput, so
- * every worker's copy of the LayerNorms stays the same. The forward gives the same bits as without it.
+ * gradients hold its rows' part only (`gradsSummedOverTp`), and its stage adds them over the group once,
+ * where its update policy next reads the gradients (Megatron's LayerNorm all-reduce before the optimizer;
+ * stage.ts sumGradsOverTp), so every worker's copy of the LayerNorms stays the same. The forward gives the
+ * same bits as without it.
  *
  * Selective recomputation (Korthikanti et al. 2022, §5; `recomputeAttention`):
  * forward keeps everything but the attention probabilities P [B·H·T, T], the
@@ -51,7 +53,7 @@ const FULL = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9
 const FS = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: -1, o: 5, x1: 6, m2: 7, r2: 8, c: 9, h: 10, g: 11 } as const;
 /** Indices into `saved` after backwardInput (what backwardWeight reads). */
 const Wd = { x: 0, m1: 1, r1: 2, a: 3, o: 4, x1: 5, m2: 6, r2: 7, c: 8, g: 9, dh: 10, dc: 11, dx1: 12, dqkv: 13, da: 14 } as const;
-/** The same with sequence parallelism: whole rows gathered again, and the LayerNorms' gradients already summed over the group. */
+/** The same with sequence parallelism: whole rows gathered again, and the LayerNorms' gradients over this worker's rows. */
 const Ws = { a: 0, o: 1, c: 2, g: 3, dh: 4, dy: 5, dx1: 6, dqkv: 7, dw1: 8, db1: 9, dw2: 10, db2: 11 } as const;
 
 export class GptBlock implements Layer {
@@ -95,6 +97,11 @@ export class GptBlock implements Layer {
     this.heads = spec.heads / tp.size;
     this.T = spec.blockSize;
     this.scale = 1 / Math.sqrt(C / spec.heads);
+  }
+
+  /** With sequence parallelism, the parameters whose gradients hold this worker's rows' part only: the LayerNorms'. */
+  get gradsSummedOverTp(): readonly Param[] {
+    return this.sp ? [this.ln1.weight, this.ln1.bias, this.ln2.weight, this.ln2.bias] : [];
   }
 
   /** The causal attention probabilities [B·H·T, T] of this worker's heads from qkv. */
@@ -220,14 +227,13 @@ export class GptBlock implements Layer {
     const dln1 = be.layerNormBackwardInput(s[F.x], this.ln1.weight.value, s[F.m1], s[F.r1], da);
     const dx = be.add(dx1, dln1);
     be.dispose(dln1);
-    // The LayerNorms' weight gradients over this worker's rows, summed over the group's rows.
+    // The LayerNorms' weight gradients over this worker's rows (its stage sums them over the group later).
     const C = this.ln1.weight.value.shape[0];
     const parts = [be.zeros([C]), be.zeros([C]), be.zeros([C]), be.zeros([C])];
     be.layerNormBackwardWeightAcc(parts[0], parts[1], s[F.x], s[F.m1], s[F.r1], da);
     be.layerNormBackwardWeightAcc(parts[2], parts[3], s[F.x1], s[F.m2], s[F.r2], dc);
     for (const t of [dx1, dc, da]) be.dispose(t);
-    const sums = await this.tp.allReduceMany(parts);
-    saved.splice(0, saved.length, aAll, s[F.o], cAll, s[F.g], dh, dyAll, dx1All, dqkv, ...sums);
+    saved.splice(0, saved.length, aAll, s[F.o], cAll, s[F.g], dh, dyAll, dx1All, dqkv, ...parts);
     return dx;
   }
 

@@ -34,4 +34,9 @@ export interface Layer {
   backwardWeight?(saved: readonly Tensor[], dy: Tensor): void;
   /** backwardInput prepares what backwardWeight reads (a tp layer's own columns of dy): the stage runs it even where dx is not wanted. */
   readonly needsBackwardInput?: boolean;
+  /**
+   * Parameters whose gradients this worker computes over its part of the rows only (sequence parallelism: a
+   * LayerNorm's), to be summed over the tp group before they are read (Stage.sumGradsOverTp).
+   */
+  readonly gradsSummedOverTp?: readonly Param[];
 }

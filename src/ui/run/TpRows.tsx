@@ -31,7 +31,7 @@ export function TpRows({ report }: { report: RunReport }) {
       <tr className="group-start" data-testid="tp-per-layer">
         <th scope="row">
           <span className="group-label">Tensor parallel (tp = {tp.t})</span>
-          <span title={report.config.sequenceParallel ? "Forward and backward, on one worker; closed form: the count of this tab's sequence-parallel block (2 all-gathers and 2 reduce-scatters forward; backward, dy gathered with both LayerNorm outputs in one exchange, dx1 gathered, 2 reduce-scatters and the LayerNorm gradients' all-reduce)" : "Forward and backward, on one worker; closed form: Megatron's count"}>tp collectives per {isGpt ? 'block' : 'linear'} and micro-batch</span>
+          <span title={report.config.sequenceParallel ? "Forward and backward, on one worker; closed form: the count of this tab's sequence-parallel block (2 all-gathers and 2 reduce-scatters forward; backward, dy gathered with both LayerNorm outputs in one exchange, dx1 gathered, 2 reduce-scatters). The LayerNorms' gradients are summed apart, once per stage where its update reads them (the stage rows)" : "Forward and backward, on one worker; closed form: Megatron's count"}>tp collectives per {isGpt ? 'block' : 'linear'} and micro-batch</span>
         </th>
         <td>{perLayer.length > 0 ? perLayer.map((x) => x.toFixed(x % 1 ? 2 : 0)).join(' · ') : '—'}</td>
         <td>—</td>
@@ -50,6 +50,7 @@ export function TpRows({ report }: { report: RunReport }) {
                 .join(', ')}{' '}
               <span className="muted">
                 · {bytes(s.bytes)} · {ms(s.ownMs)} +{ms(s.waitMs)} wait
+                {s.gradSumsPerStep !== undefined ? ` · LayerNorm gradients summed ${s.gradSumsPerStep.toFixed(s.gradSumsPerStep % 1 ? 1 : 0)}× a step` : ''}
               </span>
             </td>
             <td>{ms(price(s.bytes))}</td>

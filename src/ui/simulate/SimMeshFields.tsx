@@ -107,7 +107,7 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
             onChange={(tpLayers) => patchSim({ tpLayers })}
             error={errorFor('tpLayers')}
             disabled={tpOff}
-            hint={sim.sequenceParallel ? '4 collectives forward, 5 backward each' : '2 all-reduces forward, 2 backward each'}
+            hint={sim.sequenceParallel ? '4 collectives forward, 4 backward each; the LayerNorms’ gradients summed once a step' : '2 all-reduces forward, 2 backward each'}
           />
           <NumberField
             label={sim.sequenceParallel ? 'Activation size, KB' : 'All-reduce size, KB'}
@@ -130,7 +130,7 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           hint={
             tpOff
               ? 'needs tp ≥ 2'
-              : `each all-reduce becomes a reduce-scatter and an all-gather, each posting 1/${sim.tp} of the activation (Korthikanti et al. 2022): twice the rounds; the backward also sums the LayerNorms' weight gradients`
+              : `each all-reduce becomes a reduce-scatter and an all-gather, each posting 1/${sim.tp} of the activation (Korthikanti et al. 2022): twice the rounds; each stage sums its LayerNorms' weight gradients where its update reads them (once a step under a flush)`
           }
         />
         {errorFor('sequenceParallel') && <p className="field-error">{errorFor('sequenceParallel')}</p>}
