@@ -20,7 +20,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { mesh, placeOf, workerOf } from './mesh.ts';
-import { gradSumActions, gradSumKey, tpExchangeTime, tpOpTimes, tpSentBytes, type TpCosts, type TpMessage } from './tp-cost.ts';
+import { gradSumActions, gradSumKey, tpExchangeTime, tpGradSumTime, tpOpTimes, tpSentBytes, type TpCosts, type TpMessage } from './tp-cost.ts';
 import type { Interval, Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
 
@@ -43,7 +43,7 @@ export function tpGradSumPlay(s: Schedule, tp: TpCosts | undefined): GradSumPlay
   if (!tp || !g) return null;
   if (!Array.isArray(g.messages) || g.messages.length !== s.stages) throw new ConfigError('costs.tp.gradSum.messages', g.messages, `must list ${s.stages} stages' sums, one per stage (null for none)`);
   if (g.every !== undefined && (!Number.isInteger(g.every) || g.every < 1)) throw new ConfigError('costs.tp.gradSum.every', g.every, 'must be a whole number ≥ 1 (backwards between sums), or absent for once a step');
-  const time = g.messages.map((m) => (m ? tpExchangeTime(m.elements * tp.bytesPerElement, tp.t, tp.latency, tp.bandwidth) : 0));
+  const time = g.messages.map((_, stage) => tpGradSumTime(tp, stage));
   if (time.every((x) => x === 0)) return null;
   const at = gradSumActions(s.order, g.every);
   return (a) => (at.has(gradSumKey(a)) ? time[a.stage] : 0);
@@ -101,7 +101,7 @@ export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, 
     return per;
   });
   // The stage's gradient sum, drawn last in the actions it ends.
-  const sums = tp.gradSum?.messages.map((m: TpMessage | null) => (m ? { coll: m.coll, time: tpExchangeTime(m.elements * tp.bytesPerElement, t, tp.latency, tp.bandwidth), bytes: tpSentBytes(m, t, tp.bytesPerElement) } : null));
+  const sums = tp.gradSum?.messages.map((m: TpMessage | null, stage) => (m ? { coll: m.coll, time: tpGradSumTime(tp, stage), bytes: tpSentBytes(m, t, tp.bytesPerElement) } : null));
   const out: Interval[] = [];
   for (const iv of timeline.intervals) {
     const ringPeer = iv.op === 'collective' && iv.peer !== undefined ? placeOf(before, iv.peer) : null;
