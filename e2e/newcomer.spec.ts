@@ -65,10 +65,10 @@ for (const size of SIZES) {
         await expect(page.getByRole('term').filter({ hasText: new RegExp(`^${term.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`) })).toBeVisible();
       }
       expect(await glossary.count()).toBeGreaterThanOrEqual(12);
-      // Six lessons and two training presets (a book or your text; makemore's GPT), each a link.
+      // Seven lessons and two training presets (a book or your text; makemore's GPT), each a link.
       const presets = intro.getByRole('list', { name: 'Presets' }).getByRole('listitem');
-      await expect(presets).toHaveCount(8);
-      for (const lesson of ['micro-batches grow', 'Interleaving cuts the bubble', 'Zero bubble splits the backward', 'PipeDream never flushes', 'Recomputation trades time for memory', 'Selective recomputation saves less memory']) {
+      await expect(presets).toHaveCount(9);
+      for (const lesson of ['micro-batches grow', 'Interleaving cuts the bubble', 'Zero bubble splits the backward', 'PipeDream never flushes', 'Recomputation trades time for memory', 'Selective recomputation saves less memory', 'Tensor parallelism splits each layer']) {
         await expect(presets.filter({ hasText: lesson }).getByRole('link').first()).toHaveAttribute('href', /^\?.*schedule=/);
       }
       for (const lesson of ['A GPT learns a book', 'makemore’s GPT']) {

@@ -49,6 +49,13 @@ describe('presets', () => {
     });
     expect(selective.some((x, s) => x < plain[s])).toBe(true);
     expect(PRESETS.map((p) => p.first.config.schedule)).toEqual(expect.arrayContaining(['zb-h1', 'pipedream']));
+    // Tensor then sequence parallelism: the same GPT on the same 4 workers; each stage's stash estimate falls with the
+    // token rows split between the layers.
+    const tp = PRESETS.find((x) => x.id === 'tensor-parallel')!;
+    expect(tp.first.config).toMatchObject({ model: 'gpt', tp: 2, ranks: 2 });
+    expect({ ...tp.first.config, sequenceParallel: true }).toEqual(tp.then!.config);
+    const [tpHeld, spHeld] = [held(tp.first.config), held(tp.then!.config)];
+    spHeld.forEach((x, s) => expect(x, `stage ${s}`).toBeLessThan(tpHeld[s]));
     // The text preset trains the GPT on the example; makemore's preset is its size and recipe on names.
     const text = PRESETS.find((x) => x.id === 'your-text')!.first.config;
     expect(text).toMatchObject({ dataset: 'text', textHash: MOBY_DICK.hash, model: 'gpt', ranks: 4 });

@@ -71,6 +71,13 @@ export const PRESETS: readonly Preset[] = [
     then: { label: 'then full recomputation', config: cfg({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), steps: 100, schedule: '1f1b', recompute: true }) },
   },
   {
+    id: 'tensor-parallel',
+    title: 'Tensor parallelism splits each layer; sequence parallelism splits what it leaves whole',
+    look: 'The GPT on 2 ranks × 2 tensor-parallel workers (lanes R0·t0 and R0·t1): each worker computes half of every block’s heads and MLP, and the pair meets in tp all-reduces twice a block each way. With sequence parallelism they become reduce-scatters and all-gathers, each worker keeps only its half of the token rows between layers, and “Peak activations held” falls; the losses stay the same.',
+    first: { label: 'GPT, 2 ranks × tp 2', config: cfg({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), steps: 100, schedule: '1f1b', ranks: 2, tp: 2 }) },
+    then: { label: 'then sequence parallelism', config: cfg({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), steps: 100, schedule: '1f1b', ranks: 2, tp: 2, sequenceParallel: true }) },
+  },
+  {
     id: 'your-text',
     title: 'A GPT learns a book, or your own text',
     look: 'Moby-Dick (public domain, shipped with the page): the held-out loss falls and the text under “Sampled text” starts to read like Melville. Choose “Your text” as the data set to drop in your own file.',
