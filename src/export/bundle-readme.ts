@@ -25,7 +25,7 @@ replicas of each tp piece form the data-parallel groups. Checkpoints and \`train
 Sequence parallelism is on: between the layers and stages each tp process holds its block of the ${T}-way split token
 rows; an \`all_gather\` of rows comes before each column-parallel linear, an \`all_reduce\` then its own rows (gloo has no
 \`reduce_scatter\`) after each row-parallel one, and the LayerNorms' and row-parallel biases' gradients are summed over the
-group. \`--profile\` times each block as one tp process computes its rows, with these collectives, and each boundary
+group where the update reads them (once a step under a flush). \`--profile\` times each block as one tp process computes its rows, with these collectives, and each boundary
 for one process's block of the rows, so \`pipelab plan --tp ${T}\` plans this run.`
       : ''
   }`;

@@ -81,6 +81,11 @@ class PipelineRank:
         for (c, s, op, mb) in order[prank]:
             if op in ("B", "W"):
                 self.grads_done_at[s] = max(c, self.grads_done_at.get(s, -1))
+        # Sequence parallelism under a flush: where the update next reads a stage's gradients (after its last B or W
+        # of the step; after every one when ZeRO-2/3 reduce-scatters them), the parts this process holds are summed
+        # over its tp group first (tensor_parallel.py sum_partial_grads).
+        self.sums_partial = tp is not None and tp.defer_partial_grads
+        self.sharded = getattr(around, "zero", 0) >= 2
 
     def who(self, step, col):
         return f"rank {self.rank}: step {step} column {col + 1}"
@@ -136,6 +141,8 @@ class PipelineRank:
                 if self.around is not None:
                     self.around.before_action(step, col, s, op)
                 step_loss += self.act(step, col, s, op, mb, held, outbox, inbox)
+                if self.sums_partial and op in ("B", "W") and (self.sharded or self.grads_done_at.get(s) == col):
+                    self.stages_tp.sum_partial_grads(self.stages[s].params.values())
                 if self.around is not None:
                     self.around.after_action(step, col, s, op)
                 if self.grads_done_at.get(s) == col:

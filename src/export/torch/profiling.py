@@ -92,7 +92,7 @@ class LocalTp(TensorParallel):
     reduce_scatter, tensor_parallel.py), and is written down as the reduce-scatter it stands for."""
 
     def __init__(self, tp):
-        super().__init__(tp.size, 0, None, tp.rules, tp.timeout, tp.who, tp.sequence_parallel)
+        super().__init__(tp.size, 0, None, tp.rules, tp.timeout, tp.who, tp.sequence_parallel, tp.defer_partial_grads)
         self.log = None
 
     def note(self, coll, t):

@@ -175,11 +175,17 @@ class TensorParallel:
     """This process's place in its tp group (index j of size t), the split rules, and the collectives on the group.
     With t = 1 (WHOLE) every layer is whole and every collective is the identity."""
 
-    def __init__(self, size=1, index=0, group=None, rules=None, timeout=None, who="", sequence_parallel=False):
+    def __init__(self, size=1, index=0, group=None, rules=None, timeout=None, who="", sequence_parallel=False, defer_partial_grads=False):
         self.size, self.index, self.group = size, index, group
         self.rules = rules or {}
         self.timeout, self.who = timeout, who
         self.sequence_parallel = sequence_parallel and size > 1
+        # With sequence parallelism the gradients of the LayerNorms inside the blocks and of the row-parallel biases
+        # hold this process's rows' part. Under a flush they are summed over the group once, where the update next
+        # reads them (sum_partial_grads, called by pipeline.py), as Megatron does and the page's workers do; a stream
+        # (PipeDream, 2BW) sums them in every backward (summed_grad's _Copy).
+        self.defer_partial_grads = defer_partial_grads and self.sequence_parallel
+        self.partial = {}  # id -> a parameter whose gradient is summed later (deferred)
 
     def rule(self, name):
         """The split of parameter `name`, or None when it is whole."""
@@ -238,7 +244,27 @@ class TensorParallel:
         return _OwnRows.apply(x, self) if self.sequence_parallel else x
 
     def summed_grad(self, w):
-        return _Copy.apply(w, self) if self.sequence_parallel else w
+        if not self.sequence_parallel:
+            return w
+        if self.defer_partial_grads:
+            self.partial[id(w)] = w
+            return w
+        return _Copy.apply(w, self)
+
+    def sum_partial_grads(self, params):
+        """The gradients of `params` that hold this process's rows' part (summed_grad, deferred), summed over the
+        group in one all_reduce, in place."""
+        ps = [p for p in params if id(p) in self.partial and p.grad is not None]
+        if not ps:
+            return
+        with torch.no_grad():
+            flat = torch.cat([p.grad.reshape(-1) for p in ps])
+            self.all_reduce(flat, "the sum of the LayerNorms' and row-parallel biases' gradients")
+            at = 0
+            for p in ps:
+                n = p.grad.numel()
+                p.grad.copy_(flat[at:at + n].view_as(p.grad))
+                at += n
 
     def copy(self, x):
         return _Copy.apply(x, self) if self.size > 1 else x

@@ -97,7 +97,9 @@ class Process:
             self.device = torch.device("cpu")
         self.timeout = datetime.timedelta(seconds=args.timeout)
         sp = bool(cfg["run"].get("sequenceParallel", False))  # absent in bundles from before it
-        self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}", sp)
+        # Under a flush the parts of the gradients sequence parallelism splits are summed where the update reads them.
+        flush = cfg.get("update", "flush") == "flush"
+        self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}", sp, flush)
         self.stages = build_stages(cfg, self.prank, self.device, self.tp)
         self.init = read_safetensors(bundle.path("init.safetensors"))  # whole (--profile times whole blocks)
         load_weights(self.stages, self.tp.pieces(self.init), f"rank {self.rank}")
