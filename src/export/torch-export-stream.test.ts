@@ -36,6 +36,10 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },
   { title: 'PipeDream-2BW on replicas, char-MLP, dp 2 × p 2, m = 4 (each block’s gradients all_reduced before its update), AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, dp: 2 } },
   { title: 'PipeDream-2BW with tensor parallelism, GPT, tp 2 × p 2 (each process versions its own pieces), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 2, tp: 2 } },
+  // A stream sums the sequence-parallel LayerNorm gradients in every backward (a flush: once, where the update reads them).
+  // SGD: AdamW's per-element step turns float32's different sums over tp pieces into lr-sized steps on the near-zero
+  // gradients of PipeDream's 16 updates (6e-4 apart with tp 2, with or without SP; 3e-7 with SGD).
+  { title: 'PipeDream with sequence parallelism, GPT, tp 2 × p 2 (the LayerNorms’ row parts summed in each backward), SGD with momentum', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, tp: 2, sequenceParallel: true, optimizer: 'sgd', lr: 0.1, momentum: 0.9 } },
 ];
 
 describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
