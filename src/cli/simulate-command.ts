@@ -188,7 +188,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   if (meshAsked) Object.assign(costs, { dp, gradBytes, allReduce: { latency: arLatency ?? 0, bandwidth: arBandwidth ?? Infinity, overlap, ...zeroCosts(mf), ...(streamBlock !== undefined ? { every: streamBlock } : {}) } });
   // Sequence parallelism's LayerNorm gradient sum: once a step under a flush, each block of a stream's (2BW), every backward under PipeDream or ZeRO-2/3.
   const update = streamSteps === undefined ? 'flush' : fromFile ? 'double-buffered' : scheduleKind(s.name).update;
-  costs.tp = tpCosts(mf, s.stages, gradSumEvery(update, dp > 1 && mf.zero >= 2, streamSteps === undefined ? s.microbatches : s.microbatches / streamSteps));
+  costs.tp = tpCosts(mf, s.stages, gradSumEvery(update, { dp, zero: mf.zero }, streamSteps === undefined ? s.microbatches : s.microbatches / streamSteps));
   const stepEndRaw = stringFlag(a, 'step-end');
   if (stepEndRaw !== undefined) costs.stepEnd = parsePerList('--step-end', stepEndRaw, s.ranks, 'a time', 'rank');
   const r = simulate(s, costs);

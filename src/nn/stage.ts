@@ -257,7 +257,7 @@ export class Stage {
    * Sums gradsSummedOverTp's gradients over the tp group in one exchange, in member order, so every member's copy
    * holds the same bits (Megatron's all-reduce of the sequence-parallel LayerNorms' gradients before the optimizer).
    * The executor calls it after the backward where the update policy next reads the stage's gradients
-   * (tp-grad-sum.ts): once a step under a flush. Nothing without such parameters.
+   * (schedule/registry.ts gradSumEvery): once a step under a flush. Nothing without such parameters.
    */
   async sumGradsOverTp(): Promise<void> {
     const ps = this.gradsSummedOverTp;

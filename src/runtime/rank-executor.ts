@@ -77,7 +77,7 @@ export interface RankParts {
   admit?: (a: Action) => Promise<boolean>;
   /**
    * With sequence parallelism: whether the update policy reads the stage's gradients after action `a`
-   * (grad-read-points.ts); if so the action ends with the stage's sum of its partial gradients over its tp group.
+   * (registry.ts gradSumEvery); if so the action ends with the stage's sum of its partial gradients over its tp group.
    */
   sumsGradsAfter?: (a: Action) => boolean;
 }

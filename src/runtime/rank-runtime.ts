@@ -13,12 +13,12 @@ import type { Backend, Tensor } from '../nn/backend.ts';
 import { rowsPerExample } from '../nn/model-spec.ts';
 import { Stage } from '../nn/stage.ts';
 import { createOptimizer } from '../nn/optimizer.ts';
-import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
+import { gradSumEvery, scheduleKind, UPDATE_WINDOWS, type UpdatePolicyName } from '../schedule/registry.ts';
+import { gradSumActions, gradSumKey } from '../schedule/tp-cost.ts';
 import { laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../schedule/mesh.ts';
 import { TpChannel } from './tp-collective.ts';
 import { forwardingPolicy, type UpdatePolicy } from './policy.ts';
 import type { Fault } from '../config/fault-spec.ts';
-import { gradReadPoints } from './grad-read-points.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
@@ -220,6 +220,12 @@ function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
   };
 }
 
+/** Whether the update policy reads a stage's gradients after action `a` of this worker's order (registry.ts gradSumEvery). */
+function gradReadAt(update: UpdatePolicyName, mesh: { dp: number }, order: readonly Action[], config: { zero: number; microbatches: number }): (a: Action) => boolean {
+  const at = gradSumActions([order], gradSumEvery(update, { dp: mesh.dp, zero: config.zero }, config.microbatches));
+  return (a) => at.has(gradSumKey(a));
+}
+
 /**
  * The steps of a stream done as stage 0's backwards finish: after the backward of micro-batch k·m − 1 every
  * micro-batch of the first k steps has finished (a stream's stage 0 ends its micro-batches in order).
@@ -287,9 +293,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     gpuSpan: hooks.gpuSpan,
     ...(streamEnd ? { admit: (a: Action) => streamEnd.admit(a) } : {}),
     // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
-    ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0)
-      ? { sumsGradsAfter: gradReadPoints(kind.update, m.dp > 1 && (config.zero ?? 0) >= 2, schedule.order[rank], config.microbatches) }
-      : {}),
+    ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),
   });
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
   // One worker tells a stream's progress: the one whose backwards end each micro-batch (stage 0), of replica 0, tp rank 0.

@@ -98,12 +98,12 @@ export function runTpMessages(plan: RunPlan): TpOpMessages[] {
   return stageTpLayers(spec, plan.stageBlocks, tokenRowSplit(config) > 1).map((layers) => tpStageMessages(layers, rows, config.tp ?? 1, config.recompute ?? false));
 }
 
-/** With sequence parallelism, each stage's sum of its LayerNorms' gradients over the tp group and where the run plays it (grad-read-points.ts); else undefined. */
+/** With sequence parallelism, each stage's sum of its LayerNorms' gradients over the tp group and where the run plays it (registry.ts gradSumEvery); else undefined. */
 export function runTpGradSum(plan: RunPlan): TpCosts['gradSum'] {
   const { config } = plan;
   if (tokenRowSplit(config) <= 1) return undefined;
   const messages = stageTpLayers(plan.spec, plan.stageBlocks, true).map((layers) => tpStageGradSum(layers, config.tp ?? 1));
-  const every = gradSumEvery(plan.kind.update, config.dp > 1 && config.zero >= 2, config.microbatches);
+  const every = gradSumEvery(plan.kind.update, config, config.microbatches);
   return every === undefined ? { messages } : { messages, every };
 }
 

@@ -62,14 +62,19 @@ export const UPDATE_WINDOWS: Readonly<Record<UpdatePolicyName, UpdateWindows>> =
 };
 
 /**
- * The backwards (B or W) of a stage between two reads of its gradients by the update policy `update`, the
- * `every` of tp-cost.ts gradSumActions: undefined for once a step (a flush), 1 when `sharded` (ZeRO-2/3 over replicas:
- * reduce-scattered after every backward) or under PipeDream (an update after every backward), a block of
- * `microbatches` under PipeDream-2BW.
+ * After which backwards of a stage its update policy next reads the weight gradients (to sum them over the
+ * replicas, shard them or step the optimizer): the `every` of tp-cost.ts gradSumActions. Gradients a worker holds
+ * in part must be whole by then: sequence parallelism's LayerNorm gradients, each tp worker's over its block of the
+ * token rows, are summed over the tp group there (Stage.sumGradsOverTp, as Megatron does once before the
+ * optimizer), and the simulator and the PyTorch export play the sum at the same actions.
+ * - 'flush' (ZeRO 0 and 1): undefined, the stage's last B or W of the step (flush.ts);
+ * - 'flush' with ZeRO-2 or 3 beside replicas: 1, every B and W (sharded-step.ts reduce-scatters each);
+ * - 'stash-and-update-after-backward' (PipeDream): 1, every B (its update);
+ * - 'double-buffered' (PipeDream-2BW): `microbatches`, each block's last B.
  */
-export function gradSumEvery(update: UpdatePolicyName, sharded: boolean, microbatches: number): number | undefined {
+export function gradSumEvery(update: UpdatePolicyName, mesh: { dp: number; zero: number }, microbatches: number): number | undefined {
   if (update === 'double-buffered') return microbatches;
-  if (update === 'stash-and-update-after-backward' || sharded) return 1;
+  if (update === 'stash-and-update-after-backward' || (mesh.dp > 1 && mesh.zero >= 2)) return 1;
   return undefined;
 }
 

@@ -58,7 +58,7 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
  */
 export function simTpCosts(p: SimParams, stages: number, stagesPerRank: number): TpCosts | null {
   if (!simHasTp(p)) return null;
-  const every = gradSumEvery(scheduleKind(p.schedule).update, p.dp > 1 && p.zero >= 2, p.microbatches);
+  const every = gradSumEvery(scheduleKind(p.schedule).update, p, p.microbatches);
   return abstractTpCosts(
     { t: p.tp, layers: p.tpLayers / stagesPerRank, bytes: p.tpActKB * 1e3, latency: p.tpLatencyMs, bandwidth: bytesPerUnit(p.tpBandwidthMBs), sequenceParallel: p.sequenceParallel, ...(every === undefined ? {} : { every }) },
     stages,
