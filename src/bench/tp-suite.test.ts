@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { validateRunConfig } from '../config/run-config.ts';
 import type { TpFigures } from '../runtime/report-tp.ts';
 import { benchConfig } from './schedules-suite.ts';
-import { fitTpExchange, tpGrid, tpMisses, tpModelMs, tpRow, tpShapes, type TpGridRow } from './tp-suite.ts';
+import { exchangeNote, fitTpExchange, tpGrid, tpMisses, tpModelMs, tpRow, tpShapes, type TpGridRow } from './tp-suite.ts';
 import type { ScheduleBenchRow } from './schedules-suite.ts';
 
 describe('the tp grid', () => {
@@ -60,5 +60,17 @@ describe('the tp all-reduce model', () => {
     expect(r.tpSizes).toEqual([{ bytes: 16384, runMs: 1, benchMs: 1.1 }]);
     expect(tpMisses([r])).toContain('1 of 1 rows miss the 10% target: gpt 1×2×2 -15.0% (compute-only makespan -10.0%; tp collectives 20.0% of the step measured (10.0% their own time, the rest waits for slower members, 0.5 ms per collective at most), 12.0% simulated)');
     expect(tpMisses([{ ...r, error: 0.05 } as TpGridRow])).toContain('within 10%');
+  });
+
+  it('says how a collective in the run compares with the exchange alone, in words that follow the ratio', () => {
+    const row = (runMs: number, benchMs: number) => ({ model: 'gpt', shape: { dp: 1, tp: 2, pp: 2 }, tpSizes: [{ bytes: 2048, runMs: 0.1, benchMs: 0.1 }, { bytes: 16384, runMs, benchMs }] }) as unknown as TpGridRow;
+    const fits = { 2: { latencyMs: 0.05, bytesPerMs: 16384 } };
+    const slow = exchangeNote([row(1.2, 0.3), row(0.9, 0.3), row(0.6, 0.3)], fits);
+    expect(slow).toContain('gpt 1×2×2 16 KiB: 1.20 ms in the run, 0.300 ms exchanged alone (4.0×)');
+    expect(slow).toContain('takes 3.0× the exchange alone (median over the rows): the rest is reading the tensor off the device');
+    expect(slow).toContain('t = 2: α = 0.050 ms');
+    const near = exchangeNote([row(0.35, 0.3)], fits);
+    expect(near).toContain('takes about the exchange alone (1.2×, median over the rows)');
+    expect(exchangeNote([], fits)).toBe('no tp row measured a collective (the exchange alone: t = 2: α = 0.050 ms).');
   });
 });

@@ -138,16 +138,23 @@ function missReason(r: TpGridRow): string {
 }
 
 /**
- * What a tp collective costs in the run against the exchange alone: at each GPT row's size, the run's own time over the
- * micro-benchmark's model (the rest is reading the tensor off the device, waking the worker and uploading the result).
+ * What a tp collective costs in the run against the exchange alone: at each row's largest size, the run's own time
+ * (timed from the device's end of the kernels before it: tp-collective.ts) over the micro-benchmark's model; the
+ * words follow the ratio (the rest of a collective in the run: reading the tensor off the device, the message
+ * between two busy workers, the upload of the result).
  */
-function exchangeNote(rows: readonly TpGridRow[], fits: Record<number, AlphaBeta>): string {
-  const parts = rows.filter((r) => r.tpSizes?.length).map((r) => {
-    const x = r.tpSizes!.reduce((a, b) => (b.bytes > a.bytes ? b : a));
-    return `${r.model} ${shapeLabel(r.shape)} ${(x.bytes / 1024).toFixed(0)} KiB: ${x.runMs.toFixed(2)} ms in the run, ${x.benchMs.toFixed(3)} ms exchanged (${(x.runMs / Math.max(x.benchMs, 1e-9)).toFixed(0)}×)`;
-  });
+export function exchangeNote(rows: readonly TpGridRow[], fits: Record<number, AlphaBeta>): string {
+  const sized = rows.filter((r) => r.tpSizes?.length).map((r) => ({ r, x: r.tpSizes!.reduce((a, b) => (b.bytes > a.bytes ? b : a)) }));
+  const ratio = ({ x }: (typeof sized)[number]): number => x.runMs / Math.max(x.benchMs, 1e-9);
+  const parts = sized.map((s) => `${s.r.model} ${shapeLabel(s.r.shape)} ${(s.x.bytes / 1024).toFixed(0)} KiB: ${s.x.runMs.toFixed(2)} ms in the run, ${s.x.benchMs.toFixed(3)} ms exchanged alone (${ratio(s).toFixed(1)}×)`);
   const f = Object.entries(fits).map(([t, a]) => `t = ${t}: α = ${a.latencyMs.toFixed(3)} ms`).join(', ');
-  return `the tp collectives are latency-bound here: ${parts.length ? parts.join('; ') : 'no tp row'}. The MessagePort exchange itself (${f}) is a small part of a collective's time in the run; the rest is the device round trip around it (the tensor read back from the GPU, the worker woken, the sum uploaded) and the wait for the group, paid 2 times per GPT block forward and 2 backward, every micro-batch.`;
+  if (!sized.length) return `no tp row measured a collective (the exchange alone: ${f}).`;
+  const median = sized.map(ratio).sort((a, b) => a - b)[Math.floor(sized.length / 2)];
+  const reading =
+    median >= 2
+      ? `a collective in the run takes ${median.toFixed(1)}× the exchange alone (median over the rows): the rest is reading the tensor off the device, the message between busy workers and the upload of the result`
+      : `a collective in the run takes about the exchange alone (${median.toFixed(1)}×, median over the rows): reading the tensor back and uploading the result add little`;
+  return `the tp collectives, each timed from the end of the kernels before it: ${parts.join('; ')}. The MessagePort exchange alone (${f}); ${reading}. Paid 2 times per GPT block forward and 2 backward (8 in all with sequence parallelism), every micro-batch.`;
 }
 
 export async function tpSuite(ctx: GptBenchContext): Promise<GptSuiteResult> {
