@@ -19,9 +19,9 @@ import { Mailbox } from '../runtime/mailbox.ts';
 import { allReduce } from '../runtime/ring-allreduce.ts';
 import { portRing } from '../runtime/ring-link.ts';
 import { epochMs } from '../runtime/clock.ts';
-import { TpChannel } from '../runtime/tp-collective.ts';
+import { TpChannel, type TpBackend } from '../runtime/tp-collective.ts';
 import { StepLog } from '../runtime/transport.ts';
-import type { Backend, Tensor } from '../nn/backend.ts';
+import type { Tensor } from '../nn/backend.ts';
 
 export type RingBenchMessage =
   | { type: 'init'; mode: 'ring'; position: number; size: number; toNext: MessagePort; fromPrev: MessagePort }
@@ -47,13 +47,14 @@ interface HostTensor extends Tensor {
 
 const host = (data: Float32Array, shape: readonly number[]): HostTensor => ({ shape: [...shape], dtype: 'f32', size: data.length, data });
 
-/** The four calls TpChannel makes of its backend, on host vectors. */
-const hostBackend = {
+/** The calls TpChannel makes of its backend, on host vectors (nothing is ever queued: sync has nothing to wait for). */
+const hostBackend: TpBackend = {
   tensor: (data: ArrayLike<number>, shape: readonly number[]) => host(data instanceof Float32Array ? data : Float32Array.from(data), shape),
   zeros: (shape: readonly number[]) => host(new Float32Array(shape.reduce((a, b) => a * b, 1)), shape),
   read: async (t: Tensor) => (t as HostTensor).data,
   dispose: () => {},
-} as unknown as Backend;
+  sync: async () => {},
+};
 
 /** One collective: sums `x` (position + 1 everywhere) over the group; whether every element came out the sum. */
 async function once(m: Member, x: Float32Array, step: number): Promise<boolean> {

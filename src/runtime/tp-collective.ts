@@ -32,8 +32,11 @@ import { epochMs } from './clock.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
 
+/** The calls a TpChannel makes of its backend: the tensors it reads, makes and frees, and the wait for queued work. */
+export type TpBackend = Pick<Backend, 'tensor' | 'zeros' | 'read' | 'dispose' | 'sync'>;
+
 export interface TpChannelOptions {
-  be: Backend;
+  be: TpBackend;
   /** This worker's place in its group, and the group's size. */
   index: number;
   size: number;
