@@ -59,7 +59,7 @@ export function TpRows({ report }: { report: RunReport }) {
         ) : null,
       )}
       <tr data-testid="tp-exposed">
-        <th scope="row" title="Nothing overlaps a tp collective: a layer waits for the sum before its next kernel. Waits for a slower member of the group included.">
+        <th scope="row" title="Nothing overlaps a tp collective: a layer waits for the sum before its next kernel. Each is timed from the moment the device finished the kernels before it (the layer's compute is not tp time) to the moment its result is on the device. Waits for a slower member of the group included.">
           tp time per worker, waits included
         </th>
         <td>
