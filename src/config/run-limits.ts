@@ -64,6 +64,8 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   tp?: number;
   /** Sequence parallelism over them (GPT): the LayerNorms', residuals' and stage inputs' rows split t ways. */
   sequenceParallel?: boolean;
+  /** `auto`'s cap on the micro-batches a rank holds at once (0 or absent: 1F1B's p). */
+  memCap?: number;
 }
 
 /** Rows of one micro-batch: each replica's batchSize / dp rows, cut into m micro-batches. */
@@ -185,12 +187,20 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
  * Estimated bytes of each rank of one pipeline (on one of its tp workers): the weights of every stage it holds
  * (DualPipe: both copies'), and the activations at the peak of the run's own order (peakMemory: what each
  * micro-batch in flight keeps, so 1F1B's ranks hold at most p, GPipe's all m) plus one backward's recomputation.
- * `auto`, planned from the model under its own cap, keeps the bound of every micro-batch at once.
+ * `auto` is planned from the model (too slow to plan on every keystroke), one stage a rank, and no order it picks
+ * holds more than its cap of micro-batches on a rank (memCap; 0: 1F1B's p): the bound is that many, each what it keeps
+ * until its I, or what its W reads after it, whichever is more.
  */
 export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
   const per = stageMemory(cfg, cut);
   const kind = scheduleKind(cfg.schedule);
-  if (kind.fromStageCosts) return per.map(({ weights, activations, total, kept, transient }) => ({ weights, activations, total, stash: cfg.microbatches * kept, transient }));
+  if (kind.fromStageCosts) {
+    const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
+    return per.map(({ weights, kept, afterInput, transient }) => {
+      const stash = held * Math.max(kept, afterInput);
+      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient };
+    });
+  }
   const { schedule, k, held, afterInput } = stashOrder(cfg, per);
   const peaks = peakMemory(schedule, held, afterInput);
   return Array.from({ length: cfg.ranks }, (_, r) => {

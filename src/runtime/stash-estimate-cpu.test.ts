@@ -64,4 +64,24 @@ describe('the memory guard’s activations equal the stash the stages measure', 
       expect(measuredByRank(r.peakStashBytes, cfg.ranks)).toEqual(rankMemory(cfg).map((x) => x.stash));
     });
   }
+
+  // auto's order is planned from the model; the guard bounds it by its cap: what the stages measure stays within it.
+  const AUTO: [string, RunConfig][] = [
+    ['GPT, auto, 1F1B’s memory', gpt({ schedule: 'auto', microbatches: 8 })],
+    ['GPT, auto, memCap 2', gpt({ schedule: 'auto', microbatches: 8, memCap: 2 })],
+    ['GPT, auto, memCap 6, full recomputation', gpt({ schedule: 'auto', microbatches: 8, memCap: 6, recompute: true })],
+    ['spiral MLP, auto, memCap 8 of 16', spiral({ schedule: 'auto', microbatches: 16, memCap: 8 })],
+  ];
+  for (const [title, cfg] of AUTO) {
+    it(`${title}: the stash measured is within the bound, and the bound is the cap's`, async () => {
+      const r = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
+      const est = rankMemory(cfg);
+      const measured = measuredByRank(r.peakStashBytes, cfg.ranks);
+      measured.forEach((bytes, rank) => expect(bytes).toBeLessThanOrEqual(est[rank].stash));
+      // The bound is the cap's micro-batches, not all m of them.
+      const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
+      expect(Math.max(...measured)).toBeGreaterThan(0);
+      expect(rankMemory({ ...cfg, memCap: cfg.microbatches })[0].stash * held).toBeCloseTo(est[0].stash * cfg.microbatches, 6);
+    });
+  }
 });
