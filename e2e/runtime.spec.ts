@@ -328,23 +328,36 @@ test('the page shows PipeDream-2BW\'s two weight versions per stage after a run'
   expect(Math.abs(sps - (4 * batch * 1000) / ms)).toBeLessThanOrEqual(1 + 0.01 * sps);
 });
 
-test('a PipeDream-2BW stream shows its progress while it runs, cannot be paused, and ■ Stop ends it at a step boundary, keeping its steps', async ({ page }) => {
+test('a PipeDream-2BW stream shows its progress while it runs, pauses (every worker held between its actions) and resumes, and ■ Stop ends it at a step boundary, keeping its steps', async ({ page }) => {
   await page.goto('./?schedule=pipedream-2bw&ranks=4&microbatches=8&steps=1000&evalEvery=0');
   await page.waitForFunction(() => !!window.pipelab);
   await page.getByRole('button', { name: '▶ Run' }).click();
   const bar = page.getByRole('progressbar', { name: 'Training progress' });
+  const done = async () => Number(await bar.getAttribute('aria-valuenow'));
   // The steps move while the one window runs (before, they all landed at its end).
-  await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 120_000 }).toBeGreaterThanOrEqual(20);
-  await expect(page.getByRole('button', { name: '❚❚ Pause' })).toHaveAttribute('aria-disabled', 'true');
+  await expect.poll(done, { timeout: 120_000 }).toBeGreaterThanOrEqual(20);
   // Said beside the buttons while it runs, not only in a tooltip.
-  await expect(page.getByTestId('run-hint')).toHaveText('One stream: no step to pause at; ■ Stop ends it at the next step boundary');
+  await expect(page.getByTestId('run-hint')).toHaveText('One stream: ❚❚ Pause holds every worker between actions; ■ Stop ends it at the next step boundary');
   // Its losses are drawn as they land (before, the loss read "—" until the stream's end).
   const lossFigure = page.locator('.progress-stats div').filter({ has: page.locator('dt', { hasText: /^loss$/ }) }).locator('dd');
   await expect(lossFigure).toHaveText(/^\d+\.\d{4}$/);
   expect(await page.evaluate(() => window.pipelab.liveWorkers())).toBeGreaterThan(0);
+
+  // Pause: the workers hold (the steps stop moving) for as long as it lasts, far past a worker's wait for a message.
+  const status = page.getByTestId('status-line').getByRole('status');
+  await page.getByRole('button', { name: '❚❚ Pause' }).click();
+  await expect(status).toHaveAttribute('data-status', 'paused');
+  await expect(status).toHaveText(/^Paused at step \d+ of 1000: every worker holds before its next action\.$/);
+  await page.waitForTimeout(500);
+  const held = await done();
+  await page.waitForTimeout(3000);
+  expect(await done()).toBe(held);
+  await page.getByRole('button', { name: '▶ Resume' }).click();
+  await expect(status).toHaveAttribute('data-status', 'running');
+  await expect.poll(done, { timeout: 60_000 }).toBeGreaterThan(held + 2);
+
   const t0 = Date.now();
   await page.getByRole('button', { name: /Stop/ }).click();
-  const status = page.getByTestId('status-line').getByRole('status');
   await expect(status).toHaveAttribute('data-status', 'stopped', { timeout: 60_000 });
   const stoppedInMs = Date.now() - t0;
   const text = await status.innerText();

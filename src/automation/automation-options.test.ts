@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runOptionsOf } from './automation.ts';
+import { PauseState } from '../runtime/stream-pause.ts';
 
 describe("window.pipelab.run's options are checked, naming option, value and rule", () => {
   it('accepts the documented options', () => {
@@ -10,6 +11,8 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     expect(runOptionsOf({ onStreamProgress })).toEqual({ onStreamProgress });
     const onStreamLoss = () => {};
     expect(runOptionsOf({ onStreamLoss, onStreamProgress })).toEqual({ onStreamLoss, onStreamProgress });
+    const pause = new PauseState();
+    expect(runOptionsOf({ pause })).toEqual({ pause });
     expect(runOptionsOf(undefined)).toEqual({});
   });
   it.each([
@@ -20,8 +23,10 @@ describe("window.pipelab.run's options are checked, naming option, value and rul
     [{ resume: 'yes' }, 'options.resume = "yes": must be true or false'],
     [{ onStreamProgress: 'yes' }, 'options.onStreamProgress = "yes": must be a function'],
     [{ onStreamLoss: 1 }, 'options.onStreamLoss = 1: must be a function'],
+    [{ pause: true }, 'options.pause = true: must be a switch from window.pipelab.pauseSwitch()'],
+    [{ pause: { isPaused: false, watch: () => () => {} } }, 'options.pause = "an object": must be a switch from window.pipelab.pauseSwitch()'],
     [{ onstep: () => {} }, 'options.onstep = a function: is not a known run option; the nearest is "onStep"'],
-    [5, 'options = 5: must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
+    [5, 'options = 5: must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, pause?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}'],
   ])('%o', (opts, message) => {
     expect(() => runOptionsOf(opts)).toThrow(message);
   });

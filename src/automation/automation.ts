@@ -49,6 +49,7 @@ import { unknownKeyRule } from '../util/nearest.ts';
 import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
+import { PauseState } from '../runtime/stream-pause.ts';
 import { runDurably } from '../run-state/durable-run.ts';
 import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 
@@ -60,7 +61,9 @@ export interface PipelabAutomation {
    * The configuration is read once into a plain-JSON copy and validated before
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
-  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep' | 'onStreamProgress' | 'onStreamLoss'> & { resume?: boolean }): Promise<RunReport>;
+  run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep' | 'onStreamProgress' | 'onStreamLoss' | 'pause'> & { resume?: boolean }): Promise<RunReport>;
+  /** A switch for run's `pause` option: set(true) holds a running stream's workers between their actions, set(false) lets them go on (runtime/stream-pause.ts). */
+  pauseSwitch(): PauseState;
   /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
   prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;
   runSingleDevice(config: RunConfig): Promise<TrainResult>;
@@ -110,8 +113,8 @@ type RunOpts = NonNullable<Parameters<PipelabAutomation['run']>[1]>;
 /** The run options, each read once and checked, naming the option, its value and the rule. */
 export function runOptionsOf(input: unknown): RunOpts {
   if (input === undefined || input === null) return {};
-  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
-  const known = ['signal', 'onStep', 'onStreamProgress', 'onStreamLoss', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
+  if (typeof input !== 'object') throw new ConfigError('options', input, 'must be an object {signal?, onStep?, onStreamProgress?, onStreamLoss?, pause?, readWeights?, resume?, recvTimeoutMs?, stepTimeoutMs?}');
+  const known = ['signal', 'onStep', 'onStreamProgress', 'onStreamLoss', 'pause', 'readWeights', 'resume', 'recvTimeoutMs', 'stepTimeoutMs'];
   const out: RunOpts = {};
   for (const key of Object.keys(input)) {
     const value: unknown = (input as Record<string, unknown>)[key];
@@ -127,6 +130,9 @@ export function runOptionsOf(input: unknown): RunOpts {
       if (typeof value !== 'function') throw new ConfigError(`options.${key}`, value, 'must be a function');
       if (key === 'onStreamProgress') out.onStreamProgress = value as RunOpts['onStreamProgress'];
       else out.onStreamLoss = value as RunOpts['onStreamLoss'];
+    } else if (key === 'pause') {
+      if (!(value instanceof PauseState)) throw new ConfigError('options.pause', typeof value === 'object' ? 'an object' : value, 'must be a switch from window.pipelab.pauseSwitch()');
+      out.pause = value;
     } else if (key === 'readWeights' || key === 'resume') {
       if (typeof value !== 'boolean') throw new ConfigError(`options.${key}`, value, 'must be true or false');
       out[key] = value;
@@ -174,6 +180,7 @@ export function installAutomation(opts: AutomationOptions = {}): void {
   const gate = opts.session ?? ownRunsGate();
   window.pipelab = {
     defaultConfig: defaultRunConfig,
+    pauseSwitch: () => new PauseState(),
     urlConfig: () => readUrl(window.location.search),
     async run(config, runOpts) {
       const { resume, ...checked } = runOptionsOf(runOpts);

@@ -8,6 +8,8 @@
  * worker and rejects with a message naming the replica, rank, stage and action
  * (or collective); it never hangs.
  */
+import { PausableTimers } from './pausable-timers.ts';
+import { cutPauses, StreamPauses, type PauseSwitch } from './stream-pause.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
@@ -49,6 +51,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Awaited before each step (pause and single-step). */
   beforeStep?: (step: number) => Promise<void>;
+  /** A stream has no step to pause at: this switch holds its workers between their actions while on (stream-pause.ts). */
+  pause?: PauseSwitch;
   readWeights?: boolean;
   /**
    * Every this many steps (not after the last one, whose weights come with the
@@ -190,12 +194,13 @@ async function endStreamEarly(plan: RunPlan, hosts: readonly RankHost[]): Promis
   return steps;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, message: () => string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+/** `p`, or a RunError after `ms` of time the timers were not suspended (a paused stream's). */
+function withTimeout<T>(p: Promise<T>, ms: number, message: () => string, timers = new PausableTimers()): Promise<T> {
+  let cancel = () => {};
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RunError(message())), ms);
+    cancel = timers.start(ms, () => reject(new RunError(message())));
   });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+  return Promise.race([p, t]).finally(() => cancel());
 }
 
 /** Plans `input` (one plain-JSON copy, validated once, before any worker starts), then runs it. */
@@ -264,11 +269,12 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const t0 = performance.now();
     const windows = windowCount;
     let streamCut: Promise<number | null> | null = null;
+    let pauses: StreamPauses | null = null;
     let reportPlan = plan;
     const lastStageRank = schedule.stageToRank[schedule.stageToRank.length - 1];
     const lossWorkers = hosts.map((_, w) => w).filter((w) => placeOf(m, w).rank === lastStageRank && placeOf(m, w).tpRank === 0);
     const progressWorker = workerOf(m, 0, schedule.stageToRank[0], 0);
-    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, progressWorker, t0 }) : undefined;
+    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, progressWorker, t0, pausedMs: () => pauses?.pausedMs() ?? 0 }) : undefined;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (step > start && opts.progressNow?.()) await emitProgress(step);
@@ -276,7 +282,10 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       if (opts.signal?.aborted) break;
       const pending = new Set(hosts.map((h) => h.rank));
       // A stop during a stream ends it at a step boundary (stream-end.ts) rather than after all its steps.
+      const timers = new PausableTimers();
+      if (stream && opts.pause) pauses = new StreamPauses(hosts, opts.pause, timers);
       const stopStream = () => {
+        pauses?.release();
         streamCut ??= endStreamEarly(plan, hosts).catch(() => null);
       };
       if (stream) opts.signal?.addEventListener('abort', stopStream, { once: true });
@@ -295,11 +304,15 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         windowTimeoutMs,
         () =>
           `${plan.windows.stream ? `the ${plan.kind.name} stream of ${config.steps} steps` : `step ${step}`}: ${workerCount(m) > m.ranks ? 'worker' : 'rank'} ${[...pending].map((w) => (workerCount(m) > m.ranks ? `${w} (${laneLabel(m, w)})` : String(w))).join(', ')} did not finish within ${(windowTimeoutMs / 1000).toFixed(0)} s`,
-      ).finally(() => opts.signal?.removeEventListener('abort', stopStream));
+        timers,
+      ).finally(() => {
+        opts.signal?.removeEventListener('abort', stopStream);
+        pauses?.release();
+      });
       const cutTo = streamCut ? await streamCut : null;
       // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
       if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };
-      const rec = stepTimeline(reportPlan, step, results);
+      const rec = stepTimeline(reportPlan, step, pauses ? cutPauses(results, pauses.pauses) : results);
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
@@ -319,7 +332,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
         opts.onWeights(step, w);
       }
     }
-    const wallMs = performance.now() - t0;
+    const wallMs = performance.now() - t0 - (pauses?.pausedMs() ?? 0);
     if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
     if (records.length > 0) await emitProgress(start + records.length);
 

@@ -39,6 +39,14 @@ export class InProcessRankHost implements RankHost {
     this.need().endStreamAt(microbatches);
   }
 
+  async pauseStream(): Promise<void> {
+    this.need().pauseStream();
+  }
+
+  async resumeStream(): Promise<void> {
+    this.need().resumeStream();
+  }
+
   readWeights(): Promise<Weights> {
     return this.need().readWeights();
   }

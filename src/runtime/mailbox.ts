@@ -6,6 +6,7 @@
  * run instead of hanging it.
  */
 import { epochMs } from './clock.ts';
+import { PausableTimers } from './pausable-timers.ts';
 
 /**
  * An activation or a gradient between pipeline stages, a chunk of a data-parallel ring collective (ring-allreduce.ts),
@@ -62,13 +63,16 @@ interface Waiter {
   mb: number;
   resolve: (p: Payload) => void;
   reject: (e: Error) => void;
-  timer: ReturnType<typeof setTimeout>;
+  /** Stops its timeout. */
+  cancel: () => void;
 }
 
 export class Mailbox {
   private readonly items = new Map<string, Payload>();
   private readonly waiters = new Map<string, Waiter>();
   private failure: Error | null = null;
+  /** The takes' timeouts: a paused stream suspends them (stream-pause.ts). */
+  readonly timers = new PausableTimers();
 
   constructor(
     rank: number,
@@ -96,7 +100,7 @@ export class Mailbox {
     const w = this.waiters.get(key);
     if (w) {
       this.waiters.delete(key);
-      clearTimeout(w.timer);
+      w.cancel();
       w.resolve(p);
     } else {
       this.items.set(key, p);
@@ -113,11 +117,11 @@ export class Mailbox {
       return Promise.resolve(have);
     }
     return new Promise<Payload>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const cancel = this.timers.start(timeoutMs, () => {
         this.waiters.delete(key);
         reject(new Error(`${this.who} waited ${(timeoutMs / 1000).toFixed(1)} s for ${what} and it never came`));
-      }, timeoutMs);
-      this.waiters.set(key, { kind, mb, resolve, reject, timer });
+      });
+      this.waiters.set(key, { kind, mb, resolve, reject, cancel });
     });
   }
 
@@ -125,7 +129,7 @@ export class Mailbox {
   fail(e: Error): void {
     if (!this.failure) this.failure = e;
     for (const [k, w] of this.waiters) {
-      clearTimeout(w.timer);
+      w.cancel();
       w.reject(this.failure);
       this.waiters.delete(k);
     }
@@ -135,7 +139,7 @@ export class Mailbox {
   cancelFrom(from: number, e: Error): void {
     for (const [k, w] of this.waiters) {
       if ((w.kind !== 'act' && w.kind !== 'grad') || w.mb < from) continue;
-      clearTimeout(w.timer);
+      w.cancel();
       w.reject(e);
       this.waiters.delete(k);
     }

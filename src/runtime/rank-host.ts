@@ -90,6 +90,9 @@ export interface RankHost {
   holdStream(): Promise<number>;
   /** Step 2, on every worker: the stream runs micro-batches below `microbatches` only. */
   endStreamAt(microbatches: number): Promise<void>;
+  /** Pausing a stream (stream-pause.ts): the worker holds before its next action, its timeouts suspended, until resumeStream. */
+  pauseStream(): Promise<void>;
+  resumeStream(): Promise<void>;
   readWeights(): Promise<Weights>;
   /** Its stages' weights and its optimizer state, between steps (a checkpoint). */
   readState(): Promise<RankState>;

@@ -22,6 +22,7 @@ import type { Fault } from '../config/fault-spec.ts';
 import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from './clock.ts';
 import { Mailbox } from './mailbox.ts';
+import { StreamPause } from './stream-pause.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../schedule/types.ts';
 import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
@@ -57,6 +58,9 @@ export interface RankRuntime {
   holdStream(): number;
   /** A stream ended early, step 2 (every worker): it runs micro-batches below `microbatches` only. */
   endStreamAt(microbatches: number): void;
+  /** A stream paused: the worker holds before its next action, its waits' timeouts suspended, until resumeStream (stream-pause.ts). */
+  pauseStream(): void;
+  resumeStream(): void;
   readWeights(): Promise<Weights>;
   readState(): Promise<RankState>;
   loadState(state: Parameters<RankHost['loadState']>[0]): void;
@@ -280,6 +284,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
   let current = 0;
   const streamEnd = windows.stream ? new StreamEnd(mailbox) : null;
+  const streamPause = windows.stream ? new StreamPause(mailbox.timers) : null;
   const executor = new RankExecutor({
     rank,
     replica,
@@ -291,7 +296,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     transport,
     policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
     gpuSpan: hooks.gpuSpan,
-    ...(streamEnd ? { admit: (a: Action) => streamEnd.admit(a) } : {}),
+    ...(streamEnd && streamPause ? { admit: (a: Action) => streamPause.admit().then(() => streamEnd.admit(a)) } : {}),
     // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
     ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),
   });
@@ -358,6 +363,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     },
     holdStream: () => streamEnd?.hold() ?? 0,
     endStreamAt: (microbatches) => streamEnd?.endAt(microbatches),
+    pauseStream: () => streamPause?.pause(),
+    resumeStream: () => streamPause?.resume(),
     readWeights,
     async readState() {
       const [params, optimizer] = await Promise.all([readWeights(), policy.readOptimizer()]);

@@ -98,6 +98,12 @@ const api = {
   async endStreamAt(microbatches: number): Promise<void> {
     need().endStreamAt(microbatches);
   },
+  async pauseStream(): Promise<void> {
+    need().pauseStream();
+  },
+  async resumeStream(): Promise<void> {
+    need().resumeStream();
+  },
   readWeights(): Promise<Weights> {
     return need().readWeights();
   },

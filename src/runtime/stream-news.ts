@@ -44,6 +44,8 @@ export interface StreamShape {
   progressWorker: number;
   /** The run's start, performance.now() ms. */
   t0: number;
+  /** Milliseconds the stream was paused so far (stream-pause.ts): not elapsed. */
+  pausedMs?: () => number;
 }
 
 /**
@@ -53,6 +55,7 @@ export interface StreamShape {
 export function streamNews(listeners: StreamListeners, shape: StreamShape): (worker: number) => StreamNews | undefined {
   const { onStreamProgress, onStreamLoss } = listeners;
   const { steps, microbatches: m, lossOver, lossWorkers, progressWorker, t0 } = shape;
+  const elapsed = () => performance.now() - t0 - (shape.pausedMs?.() ?? 0);
   /** Per step not yet told: each loss worker's micro-batch losses, in worker order. */
   const told = new Map<number, (MbLoss[] | undefined)[]>();
   let next = 0;
@@ -60,13 +63,13 @@ export function streamNews(listeners: StreamListeners, shape: StreamShape): (wor
     for (let parts = told.get(next); parts && lossWorkers.every((_, i) => parts?.[i]); parts = told.get(next)) {
       told.delete(next);
       const [loss] = streamStepLosses(parts.map((losses) => ({ losses: losses ?? [] })), m, lossOver);
-      onStreamLoss?.({ step: next, steps, loss, elapsedMs: performance.now() - t0 });
+      onStreamLoss?.({ step: next, steps, loss, elapsedMs: elapsed() });
       next++;
     }
   };
   const hear = (worker: number, news: Parameters<StreamNews>[0]) => {
     if ('stepsDone' in news) {
-      onStreamProgress?.({ stepsDone: news.stepsDone, steps, elapsedMs: performance.now() - t0 });
+      onStreamProgress?.({ stepsDone: news.stepsDone, steps, elapsedMs: elapsed() });
       return;
     }
     const i = lossWorkers.indexOf(worker);

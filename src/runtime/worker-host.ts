@@ -63,6 +63,14 @@ export class WorkerRankHost implements RankHost {
     return this.call(this.api.endStreamAt(microbatches));
   }
 
+  pauseStream(): Promise<void> {
+    return this.call(this.api.pauseStream());
+  }
+
+  resumeStream(): Promise<void> {
+    return this.call(this.api.resumeStream());
+  }
+
   readWeights(): Promise<Weights> {
     return this.call(this.api.readWeights());
   }

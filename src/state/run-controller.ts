@@ -100,6 +100,8 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
         );
       },
       onStarted: (_plan, adapter) => patchRun({ adapter, status: 'running' }),
+      // A stream has no step to pause at: its workers watch the gate and hold between their actions.
+      pause: run.gate,
       // A pause saves the run's state first (as a stop does at the end).
       progressNow: () => run.gate.wouldHold && !run.abort.signal.aborted,
       beforeStep: async () => {
@@ -267,8 +269,16 @@ export function setSampleTemperature(t: number): void {
 }
 
 export function pauseRun(): void {
-  activeRun()?.gate.pause();
-  // The status turns to 'paused' when the step in flight ends and the gate holds.
+  const active = activeRun();
+  if (!active) return;
+  active.gate.pause();
+  // The status turns to 'paused' when the step in flight ends and the gate holds; a stream's workers hold at once,
+  // each before its next action.
+  const { run } = usePipeLab.getState();
+  if (run.status === 'running' && runsAsStream(run.config?.schedule ?? usePipeLab.getState().config.schedule)) {
+    active.meter.reset();
+    patchRun({ status: 'paused' });
+  }
 }
 
 export function resumeRun(): void {

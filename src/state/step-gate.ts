@@ -1,16 +1,23 @@
 /**
  * Pause and single-step for a run: the runtime awaits `wait()` before every
  * step. While paused it waits for a resume or for one step's credit; an abort
- * releases it at once.
+ * releases it at once. A stream, which has no step to wait at, watches it
+ * instead (runtime/stream-pause.ts: its workers hold between their actions).
  */
-export class StepGate {
-  private paused: boolean;
+import { PauseState, type PauseSwitch } from '../runtime/stream-pause.ts';
+
+export class StepGate implements PauseSwitch {
+  private readonly state: PauseState;
   private credits = 0;
   private waiters: (() => void)[] = [];
 
   constructor(paused = false, credits = 0) {
-    this.paused = paused;
+    this.state = new PauseState(paused);
     this.credits = credits;
+  }
+
+  private get paused(): boolean {
+    return this.state.isPaused;
   }
 
   get isPaused(): boolean {
@@ -23,19 +30,27 @@ export class StepGate {
   }
 
   pause(): void {
-    this.paused = true;
+    this.set(true);
   }
 
   resume(): void {
-    this.paused = false;
+    this.set(false);
     this.release();
   }
 
   /** Lets exactly one more step run, staying paused after it. */
   stepOnce(): void {
-    this.paused = true;
+    this.set(true);
     this.credits++;
     this.release();
+  }
+
+  watch(onChange: (paused: boolean) => void): () => void {
+    return this.state.watch(onChange);
+  }
+
+  private set(paused: boolean): void {
+    this.state.set(paused);
   }
 
   private release(): void {

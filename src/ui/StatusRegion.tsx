@@ -27,7 +27,7 @@ function statusText(s: PipeLabState): string {
     case 'running':
       return `Training ${what}.`;
     case 'paused':
-      return `Paused after step ${r.step} of ${r.steps}.`;
+      return runsAsStream(cfg.schedule) ? `Paused at step ${r.step} of ${r.steps}: every worker holds before its next action.` : `Paused after step ${r.step} of ${r.steps}.`;
     case 'stopping':
       return runsAsStream(cfg.schedule) ? 'Stopping the stream at the next step boundary (its micro-batches in flight finish)…' : 'Stopping after the step in flight…';
     case 'done':

@@ -17,11 +17,12 @@ export function RunControls() {
   const activeRun = isActive(run.status);
   const paused = run.status === 'paused';
   const frac = run.steps > 0 ? run.step / run.steps : 0;
-  // PipeDream and 2BW run all their steps as one window: nothing to pause at or step through; Stop ends it at a step boundary.
+  // PipeDream and 2BW run all their steps as one window: Pause holds every worker between its actions, there is no step
+  // to step through, and Stop ends it at a step boundary.
   const formSchedule = usePipeLab((s) => s.config.schedule);
   const shownSchedule = run.config?.schedule ?? formSchedule;
   const stream = runsAsStream(shownSchedule);
-  const streamNote = `${scheduleLabel(shownSchedule)} runs all its steps as one stream, with no step between to pause at or step through; ■ Stop ends it at the next step boundary`;
+  const streamNote = `${scheduleLabel(shownSchedule)} runs all its steps as one stream, with no step between to step through; ❚❚ Pause holds every worker before its next action, ■ Stop ends the stream at the next step boundary`;
 
   return (
     <div className="run-controls" id="run-controls" tabIndex={-1} aria-label="Run controls" role="group">
@@ -32,9 +33,9 @@ export function RunControls() {
           className={!activeRun || paused ? 'primary' : ''}
           onClick={() => toggleRun()}
           disabled={!activeRun && reason !== null}
-          aria-disabled={activeRun && !paused && (run.status !== 'running' || stream) ? true : undefined}
+          aria-disabled={activeRun && !paused && run.status !== 'running' ? true : undefined}
           aria-keyshortcuts="R"
-          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : stream ? streamNote : 'Pause after the step in flight (R)'}
+          title={!activeRun ? (reason ?? 'Train with this configuration (R)') : paused ? 'Resume (R)' : stream ? 'Hold every worker before its next action (R)' : 'Pause after the step in flight (R)'}
         >
           {!activeRun ? '▶ Run' : paused ? '▶ Resume' : '❚❚ Pause'}
         </button>
@@ -57,9 +58,9 @@ export function RunControls() {
           ■ Stop
         </button>
         <span className="shortcut-hint muted small" data-testid="run-hint">
-          {/* While a stream runs, the pause it cannot take is said here, not only in a tooltip. */}
+          {/* While a stream runs, what its pause and stop do is said here, not only in a tooltip. */}
           {stream && activeRun && !paused ? (
-            <>One stream: no step to pause at; ■ Stop ends it at the next step boundary</>
+            <>One stream: ❚❚ Pause holds every worker between actions; ■ Stop ends it at the next step boundary</>
           ) : (
             <>
               <kbd>R</kbd> runs, pauses, resumes

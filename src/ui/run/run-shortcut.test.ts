@@ -3,7 +3,7 @@ import type { RunStatus } from '../../state/store.ts';
 import { isTyping, toggleAction } from './run-shortcut.ts';
 
 describe('the R shortcut', () => {
-  it('runs from any resting status, pauses a running run, resumes a paused one, and waits while workers start or stop', () => {
+  it('runs from any resting status, pauses a running run (a stream too: its workers hold between actions), resumes a paused one, and waits while workers start or stop', () => {
     const table: Record<RunStatus, ReturnType<typeof toggleAction>> = {
       idle: 'start',
       done: 'start',
@@ -15,11 +15,6 @@ describe('the R shortcut', () => {
       stopping: null,
     };
     for (const [status, action] of Object.entries(table)) expect(toggleAction(status as RunStatus), status).toBe(action);
-  });
-
-  it('does not pause a stream (PipeDream, 2BW: one window of all its steps), and starts one as any run', () => {
-    expect(toggleAction('running', true)).toBeNull();
-    expect(toggleAction('idle', true)).toBe('start');
   });
 
   it('is not taken from a field being typed in', () => {

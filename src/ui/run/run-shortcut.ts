@@ -5,13 +5,12 @@
  */
 import { pauseRun, resumeRun, startRun } from '../../state/run-controller.ts';
 import { usePipeLab, type RunStatus } from '../../state/store.ts';
-import { runsAsStream } from '../../schedule/registry.ts';
 
 /**
- * What R (or the primary button) does in a status; null: nothing now (workers starting, or stopping, or a stream
- * running: PipeDream and 2BW run all their steps as one window, with no step between to pause at).
+ * What R (or the primary button) does in a status; null: nothing now (workers starting, or stopping). A stream
+ * (PipeDream, 2BW: one window of all its steps) pauses too: its workers hold between their actions.
  */
-export function toggleAction(status: RunStatus, stream = false): 'start' | 'pause' | 'resume' | null {
+export function toggleAction(status: RunStatus): 'start' | 'pause' | 'resume' | null {
   switch (status) {
     case 'idle':
     case 'done':
@@ -19,7 +18,7 @@ export function toggleAction(status: RunStatus, stream = false): 'start' | 'paus
     case 'error':
       return 'start';
     case 'running':
-      return stream ? null : 'pause';
+      return 'pause';
     case 'paused':
       return 'resume';
     default:
@@ -28,8 +27,7 @@ export function toggleAction(status: RunStatus, stream = false): 'start' | 'paus
 }
 
 export function toggleRun(): void {
-  const { run, config } = usePipeLab.getState();
-  const action = toggleAction(run.status, runsAsStream((run.config ?? config).schedule));
+  const action = toggleAction(usePipeLab.getState().run.status);
   if (action === 'start') void startRun();
   else if (action === 'pause') pauseRun();
   else if (action === 'resume') resumeRun();
