@@ -32,6 +32,11 @@ describe('dp × tp × pp preset on the CPU host', () => {
       if (!tp) throw new Error('no tp figures');
       const meas = meshMeasured(report);
       const sim = meshSimulated(report);
+      // Each worker's compute: the actions of the last step at their mean times, less its tp collectives.
+      const workers = s.dp * s.tp * s.ranks;
+      const computeSum = report.timeline.intervals.filter((iv) => iv.op === 'F' || iv.op === 'B').reduce((a, iv) => a + (report.meanOpMs[iv.stage]?.[iv.op as 'F' | 'B'] ?? 0), 0);
+      expect(meas.computeMs).toBeCloseTo((computeSum - tp.perWorker.ms * workers) / workers, 9);
+      expect(meas.computeMs).toBeGreaterThan(0);
       expect(meas.tpShare).toBe(tp.ownShare);
       expect(sim.tpShare).toBe(tp.simulated?.share);
       // Megatron's count for a column-parallel linear: an all-gather forward, an all-reduce backward.

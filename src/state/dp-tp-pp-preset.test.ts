@@ -77,6 +77,28 @@ describe('the dp × tp × pp sentence', () => {
   });
 });
 
+describe('the sentence on where the fastest tp shape’s step went', () => {
+  const mk = (key: string, stepMs: number, computeMs?: number): MeshRow => {
+    const [dp, tp, ranks] = key.split('×').map(Number);
+    const r: MeshRow = { key, dp, tp, ranks, measured: { bubble: 0, allReduceShare: 0.1, stepMs, tpShare: 0.03, ...(computeMs === undefined ? {} : { computeMs }) } };
+    if (tp > 1) r.tpFigures = { points: [{ bytes: 1024, ms: 0.3, n: 8 }] } as unknown as MeshRow['tpFigures'];
+    return r;
+  };
+
+  it('puts each worker’s compute beside its step, and says why it grew when it did', () => {
+    const s = meshSentence([mk('8×1×1', 70, 50), mk('4×2×1', 245, 200)]) ?? '';
+    expect(s).toContain(
+      " Per worker, 4×2×1 computed for 200.0 ms of its 245.0 ms step and 8×1×1 for 50.0 of 70.0, the same examples through the same layers (a tp worker repeats the parts tp does not split): 4.00× the compute, for the tab's workers share one device",
+    );
+    expect(s.endsWith('each tp collective first waits for the device to finish the kernels before it.')).toBe(true);
+    // About the same compute: no reason given for a growth there was not.
+    expect(meshSentence([mk('8×1×1', 70, 50), mk('4×2×1', 90, 52)])).toMatch(/8×1×1 for 50\.0 of 70\.0, the same examples through the same layers \(a tp worker repeats the parts tp does not split\)\.$/);
+    // A tp shape the fastest, or no compute figure: no such sentence.
+    expect(meshSentence([mk('8×1×1', 90, 50), mk('4×2×1', 70, 60)])).not.toContain('Per worker');
+    expect(meshSentence([mk('8×1×1', 70), mk('4×2×1', 245)])).not.toContain('Per worker');
+  });
+});
+
 describe('the sentence when the time does not grow with the size', () => {
   it('says there is no bandwidth term rather than quoting an unmeasurable β', () => {
     const mk = (key: string, stepMs: number, points: { bytes: number; ms: number; n: number }[]): MeshRow => {

@@ -12,6 +12,8 @@
 import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { stageCut } from '../config/run-limits.ts';
 import type { RunReport } from '../runtime/report-types.ts';
+import { isCompute } from '../schedule/timeline.ts';
+import type { Op } from '../schedule/types.ts';
 import { tpFit } from '../runtime/report-tp.ts';
 import { DP_PP_WORKERS, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpFigures } from './dp-pp-preset.ts';
 
@@ -85,10 +87,33 @@ export function dpTpPpShapes(train: RunConfig, steps = 2): MeshPresetShapes | nu
 /** One shape's figures: DpPpFigures and the tp collectives' share of the step (the exchanges themselves; measured: the least-waiting member's time). */
 export interface MeshFigures extends DpPpFigures {
   tpShare: number;
+  /** Measured: one worker's compute in a step, ms (workerComputeMs over the workers). */
+  computeMs?: number;
 }
 
 export function meshMeasured(report: RunReport): MeshFigures {
-  return { ...measuredFigures(report), tpShare: report.tensorParallel?.ownShare ?? 0 };
+  const workers = report.config.dp * (report.config.tp ?? 1) * report.config.ranks;
+  return { ...measuredFigures(report), tpShare: report.tensorParallel?.ownShare ?? 0, computeMs: workerComputeMs(report) / workers };
+}
+
+/**
+ * The workers' compute in a step, summed over them (worker-ms): as many actions of each stage and op as a step runs
+ * (the last step's timeline counts them), each at its mean measured time, less the time of the tp collectives inside
+ * them (their waits included): what the device took for the kernels.
+ */
+export function workerComputeMs(report: RunReport): number {
+  const count = new Map<string, { stage: number; op: Op; n: number }>();
+  for (const iv of report.timeline.intervals) {
+    if (!isCompute(iv)) continue;
+    const k = `${iv.stage}${iv.op}`;
+    const c = count.get(k) ?? { stage: iv.stage, op: iv.op as Op, n: 0 };
+    c.n++;
+    count.set(k, c);
+  }
+  let ms = 0;
+  for (const { stage, op, n } of count.values()) ms += n * (report.meanOpMs[stage]?.[op] ?? 0);
+  const tp = report.tensorParallel;
+  return ms - (tp ? tp.perWorker.ms * report.config.dp * tp.t * report.config.ranks : 0);
 }
 
 export function meshSimulated(report: RunReport): MeshFigures {
@@ -154,5 +179,15 @@ export function meshSentence(rows: readonly MeshRow[]): string | null {
   const mostTp = withTp.reduce((a, b) => (b.measured.tpShare > a.measured.tpShare ? b : a));
   const widest = rows.filter((r) => r.tp === 1).reduce<MeshRow | null>((a, b) => (!a || b.dp > a.dp ? b : a), null);
   const third = `${mostTp.key} spent ${pctText(mostTp.measured.tpShare)} of its step in tp exchanges${widest && widest.dp > 1 ? `, ${widest.key} ${pctText(widest.measured.allReduceShare)} in its all-reduce` : ''}.`;
-  return `${first} ${second} ${third}`;
+  // Where the rest of the fastest tp shape's step went, beside the fastest shape's: each worker's compute.
+  const [cTp, cFast] = [fastestTp.measured.computeMs, fastest.measured.computeMs];
+  const fourth =
+    fastest !== fastestTp && cTp !== undefined && cFast !== undefined && cFast > 0
+      ? ` Per worker, ${fastestTp.key} computed for ${cTp.toFixed(1)} ms of its ${fastestTp.measured.stepMs.toFixed(1)} ms step and ${fastest.key} for ${cFast.toFixed(1)} of ${fastest.measured.stepMs.toFixed(1)}, the same examples through the same layers (a tp worker repeats the parts tp does not split)${
+          cTp > 1.1 * cFast
+            ? `: ${(cTp / cFast).toFixed(2)}× the compute, for the tab's workers share one device, where a layer split over tp workers runs no faster, and each tp collective first waits for the device to finish the kernels before it.`
+            : '.'
+        }`
+      : '';
+  return `${first} ${second} ${third}${fourth}`;
 }
