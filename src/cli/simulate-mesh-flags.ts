@@ -33,7 +33,7 @@ export const MESH_FLAGS: FlagSpec[] = [
   {
     name: 'sequence-parallel',
     boolean: true,
-    help: 'sequence parallelism (Korthikanti et al. 2022) on every layer: 4 collectives in F (all-gather, reduce-scatter, twice) and 5 in B (or I), each gather or scatter posting BYTES / T, the first gather of B 3·BYTES / T, and the LayerNorms\' sum (α)',
+    help: 'sequence parallelism (Korthikanti et al. 2022) on every layer: 4 collectives in F (all-gather, reduce-scatter, twice) and 4 in B (or I), each gather or scatter posting BYTES / T, the first gather of B 3·BYTES / T; and each stage\'s LayerNorm gradients summed (α) where its update reads them, once a step under a flush',
   },
   { name: 'tp-latency', value: 'T', help: 'tp: fixed time of one collective (α, default 0)' },
   { name: 'tp-bandwidth', value: 'BYTES', help: 'tp: bytes per time unit one worker sends (β, default inf: free); a collective takes α + (T − 1)·bytes/β' },
