@@ -4,6 +4,7 @@
  * the stream's ÷ its steps, and the what-wins sweep takes them by their stream's steady step. And DualPipe beside
  * 1F1B: its step with the sum over its copies, which its compute makespan leaves out.
  */
+import { readFileSync } from 'node:fs';
 import { test, expect } from '@playwright/test';
 import { keepScreenshot } from './screens.ts';
 import { watchErrors } from './page-errors.ts';
@@ -36,6 +37,20 @@ test('Compare measures PipeDream-2BW beside 1F1B: the stream of the measured ste
   expect(Number(await row.getByRole('cell').nth(7).innerText())).toBeGreaterThan(0);
   expect(Number(await row.getByRole('cell').nth(8).innerText())).toBeGreaterThan(0);
   await keepScreenshot(page, info, 'compare-2bw-stream');
+
+  // The table leaves the tab as CSV: a row per schedule with the figures shown and the configuration each ran.
+  const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('compare-csv').click()]);
+  expect(file.suggestedFilename()).toBe('pipelab-compare-spiral-4x8.csv');
+  const csv = readFileSync((await file.path())!, 'utf8').trim().split('\n');
+  const header = csv[0].split(',');
+  expect(csv).toHaveLength(3);
+  const rowOf = (name: string) => Object.fromEntries(csv.find((l) => l.startsWith(`${name},`))!.split(',').map((v, i) => [header[i], v]));
+  const bw = rowOf('pipedream-2bw');
+  expect(bw.status).toBe('done');
+  expect(Number(bw.bubble_simulated)).toBeCloseTo(3 / 27, 9);
+  expect(Math.abs(Number(bw.makespan_ms) - perStep)).toBeLessThanOrEqual(0.06 * perStep);
+  expect([bw.ranks, bw.microbatches, bw.steps]).toEqual(['4', '8', '3']);
+  expect(rowOf('1f1b').steps).toBe(String(await page.evaluate(() => window.pipelab.defaultConfig().steps)));
 
   // The sweep over m takes a stream by its steady step (no fill or drain of its own), and says what its win means.
   await page.goto('./?view=compare&compare.preset=wins&compare.schedules=1f1b,pipedream&hidden=16');

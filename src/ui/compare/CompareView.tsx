@@ -3,34 +3,19 @@
  * timelines stacked on one time scale and their numbers in one table.
  */
 import { useMemo, useState } from 'react';
-import { makespan, runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
+import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
 import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
-import { usePipeLab, type CompareMeasurement } from '../../state/store.ts';
+import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
-import { computeOnly } from '../../state/derived.ts';
+import { compareCsv, compareRow, lastStep, perStep } from '../../state/compare-table.ts';
+import { download } from '../exports/export-files.ts';
 import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
 import { WhatWinsPanel } from './WhatWinsPanel.tsx';
-
-/**
- * The last measured step's figures, counted as its panel's badge counts them: compute only, and the whole step with
- * its collectives (the replicas' all-reduce, tp's, DualPipe's sum over its copies) where it has any.
- */
-function lastStep(m: CompareMeasurement): { bubble: number; makespan: number; withCollectives: number | null } | null {
-  if (!m.timeline) return null;
-  const st = timelineStats(computeOnly(m.timeline));
-  const collectives = m.timeline.intervals.some((iv) => iv.op === 'collective');
-  return { bubble: st.bubble, makespan: st.makespan, withCollectives: collectives ? makespan(m.timeline) : null };
-}
-
-/** A figure of the last measured step; a stream's (one window of all its steps) ÷ its steps, to stand beside a step's. */
-function perStep(figure: number | null | undefined, name: RunScheduleName, steps: number): number | undefined {
-  return figure == null ? undefined : runsAsStream(name) ? figure / steps : figure;
-}
 
 export function CompareView() {
   const config = usePipeLab((s) => s.config);
@@ -191,6 +176,22 @@ export function CompareView() {
               ))}
             </tbody>
           </table>
+          </div>
+          <div className="buttons">
+            <button
+              type="button"
+              data-testid="compare-csv"
+              title="The table as CSV, a row per schedule with the configuration it ran: simulated figures always, measured ones once measured"
+              onClick={() =>
+                download({
+                  name: `pipelab-compare-${config.dataset}-${config.ranks}x${config.microbatches}.csv`,
+                  type: 'text/csv',
+                  data: compareCsv(drawn.map(({ e, m }) => compareRow(e, m)), new Map(entries.map((e) => [e.name, e.config]))),
+                })
+              }
+            >
+              Download the table (CSV)
+            </button>
           </div>
           <p className="muted small">Simulated at equal model cost: a rank’s share costs F = 1, B = 2 whatever its number of chunks. Measured: the last of the measured steps, the step its timeline below draws (the same figures as its badge); samples/s: the mean over the measured steps. Gap: how much of the distance from the closed form comes from uneven stage costs, from communication, and from ranks sharing one device (the rest), each from a simulation with the measured op and message times. The synchronous schedules compute the same update, so their losses agree.
             {anyCollectives && ' Step with collectives: the makespan and what follows the compute (the replicas’ all-reduce, tp’s collectives, DualPipe’s sum of its two model copies’ gradients), as the timeline’s badge counts it.'}
