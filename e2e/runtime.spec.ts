@@ -217,6 +217,40 @@ test.describe('faults end the run with a message, never a hang', () => {
   });
 });
 
+test('a PipeDream-2BW stream on 2 replicas paused through automation for 2.5 s, 10× a worker\'s wait for a message: the same losses and weights as without the pause', async ({ page }) => {
+  await open(page);
+  const r = await page.evaluate(async () => {
+    const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream-2bw' as const, dp: 2, ranks: 2, microbatches: 4, hidden: 16, steps: 40, evalEvery: 0 };
+    const plain = await window.pipelab.run(cfg, { readWeights: true });
+    const sw = window.pipelab.pauseSwitch();
+    let pausedAt = 0;
+    let doneWhilePaused = 0;
+    const t0 = performance.now();
+    const paused = await window.pipelab.run(cfg, {
+      readWeights: true,
+      recvTimeoutMs: 250,
+      pause: sw,
+      onStreamProgress: ({ stepsDone }) => {
+        if (!pausedAt && stepsDone >= 3) {
+          pausedAt = performance.now();
+          sw.set(true);
+          setTimeout(() => sw.set(false), 2500);
+        } else if (sw.isPaused && performance.now() - pausedAt > 300) doneWhilePaused++;
+      },
+    });
+    const wall = performance.now() - t0;
+    const same = (a: Record<string, ArrayLike<number>>, b: Record<string, ArrayLike<number>>) => Object.keys(a).every((k) => Array.from(a[k]).every((v, i) => v === b[k][i]));
+    return { pausedAt, doneWhilePaused, lossesEqual: plain.losses.every((l, i) => l === paused.losses[i]), weightsEqual: same(plain.weights!, paused.weights!), wall, streamMs: paused.makespanMs.measured, plainMs: plain.makespanMs.measured };
+  });
+  console.log(`2BW dp 2 × p 2 paused 2.5 s: the stream took ${r.streamMs.toFixed(0)} ms (${r.wall.toFixed(0)} ms wall), unpaused ${r.plainMs.toFixed(0)} ms`);
+  expect(r.pausedAt).toBeGreaterThan(0);
+  expect(r.doneWhilePaused).toBe(0);
+  expect(r.lossesEqual).toBe(true);
+  expect(r.weightsEqual).toBe(true);
+  // The pause is cut out of the stream's makespan: about the unpaused stream's, not 2.5 s more.
+  expect(r.streamMs).toBeLessThan(r.plainMs + 1250);
+});
+
 test('bad configurations are rejected before any worker starts', async ({ page }) => {
   await open(page);
   const r = await page.evaluate(async () => {

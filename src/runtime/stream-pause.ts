@@ -110,10 +110,12 @@ export class StreamPauses {
       // A worker that died is named by the run's own failure path; its refusal here adds nothing.
       for (const w of this.workers) void w.pauseStream().catch(() => {});
     } else if (!paused && this.open !== null) {
-      for (const w of this.workers) void w.resumeStream().catch(() => {});
-      this.timers.resume();
+      // The resume's time is taken before any worker hears of it: a worker thread goes on at once, and its first
+      // interval must not end inside the pause it closes.
       this.windows.push({ from: this.open, to: epochMs() });
       this.open = null;
+      for (const w of this.workers) void w.resumeStream().catch(() => {});
+      this.timers.resume();
     }
   }
 
