@@ -81,7 +81,7 @@ function field(v: string | number | undefined): string {
   return /[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
-/** The rows as CSV, each with the configuration it ran (`configs`, by schedule): a header line, then a line per row. */
+/** The rows as CSV, each with the configuration it is measured with (`configs`, by schedule: compare.ts measuredConfig): a header line, then a line per row. */
 export function compareCsv(rows: readonly CompareRow[], configs: ReadonlyMap<RunScheduleName, RunConfig>): string {
   const lines = [HEADER.join(',')];
   for (const r of rows) {

@@ -121,11 +121,16 @@ export function stopSession(kind: 'comparing' | 'planning'): void {
   if (c?.kind === kind) c.abort.abort();
 }
 
+/** The configuration an entry is measured with: its own, trained for the `steps` measured, no evaluation. */
+export function measuredConfig(e: CompareSimulated, steps: number): RunConfig {
+  return { ...e.config, steps, evalEvery: 0 };
+}
+
 /** Trains every runnable entry for `steps` steps, one after the other (the store's 'comparing' session). */
 export async function measureAll(entries: readonly CompareSimulated[], steps: number): Promise<void> {
   if (cannotMeasureReason() !== null) return;
   usePipeLab.setState({ compare: {} });
-  const jobs = entries.filter((e) => e.problem === null).map((e) => ({ key: e.name, config: { ...e.config, steps, evalEvery: 0 } }));
+  const jobs = entries.filter((e) => e.problem === null).map((e) => ({ key: e.name, config: measuredConfig(e, steps) }));
   await measureEach('comparing', jobs, (name, ev) => {
     if (ev.status !== 'done') return setMeasurement(name, ev);
     const report = ev.report;

@@ -4,7 +4,7 @@
  */
 import { useMemo, useState } from 'react';
 import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
-import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, simulateAll, stopMeasuring } from '../../state/compare.ts';
+import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
 import { usePipeLab } from '../../state/store.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
@@ -181,12 +181,12 @@ export function CompareView() {
             <button
               type="button"
               data-testid="compare-csv"
-              title="The table as CSV, a row per schedule with the configuration it ran: simulated figures always, measured ones once measured"
+              title="The table as CSV, a row per schedule with the configuration it is measured with: simulated figures always, measured ones once measured"
               onClick={() =>
                 download({
                   name: `pipelab-compare-${config.dataset}-${config.ranks}x${config.microbatches}.csv`,
                   type: 'text/csv',
-                  data: compareCsv(drawn.map(({ e, m }) => compareRow(e, m)), new Map(entries.map((e) => [e.name, e.config]))),
+                  data: compareCsv(drawn.map(({ e, m }) => compareRow(e, m)), new Map(entries.map((e) => [e.name, measuredConfig(e, steps)]))),
                 })
               }
             >
