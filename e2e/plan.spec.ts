@@ -93,6 +93,25 @@ test('a run named auto keeps within its memCap; a run may cut by block count', a
   expect(r.live).toBe(0);
 });
 
+test('the Train view shows auto\'s memory bound beside each stage: its cap of micro-batches, and the stash each stage measured within it', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.goto('./?schedule=auto&memCap=2&ranks=4&microbatches=8&steps=2&evalEvery=0');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('status')).toHaveAttribute('data-status', 'done', { timeout: 150_000 });
+  const toBytes = (n: string, unit: string) => Number(n) * (unit === 'MiB' ? 1024 * 1024 : unit === 'KiB' ? 1024 : 1);
+  for (const stage of [0, 1, 2, 3]) {
+    const row = page.getByTestId('run-numbers').getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`stage ${stage}$`) }) });
+    const measured = /([\d.]+)\s*(B|KiB|MiB)/.exec(await row.getByRole('cell').first().innerText());
+    const bound = /^· ≤ ([\d.]+) (B|KiB|MiB)$/.exec((await row.getByTestId('stash-estimate').innerText()).trim());
+    expect(measured, `stage ${stage}`).not.toBeNull();
+    expect(bound, `stage ${stage}`).not.toBeNull();
+    // One decimal of rounding on each side.
+    expect(toBytes(measured![1], measured![2])).toBeLessThanOrEqual(toBytes(bound![1], bound![2]) * 1.01);
+    // The cap held: at most 2 micro-batches' activations on any stage.
+    expect(await row.getByRole('cell').first().innerText()).toMatch(/^[12] micro-batch/);
+  }
+});
+
 test('the Plan panel runs each cut for real and shows its measured makespan; "Use this cut" sets the cut and the link keeps it', async ({ page }) => {
   test.setTimeout(300_000);
   page.on('pageerror', (e) => console.log('pageerror:', e.message));

@@ -17,7 +17,7 @@ import { TpRows } from './TpRows.tsx';
 import { CopySumRows } from './CopySumRows.tsx';
 import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
 import { bytes, ms, num, pct, whole } from '../timeline/format.ts';
-import { stageStashPeaks } from '../../config/run-limits.ts';
+import { rankMemory, stageStashPeaks } from '../../config/run-limits.ts';
 
 export interface RunNumbersProps {
   config: RunConfig;
@@ -56,14 +56,16 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
   const heldMeasured = useMemo(() => (measured ? measuredPeakMicrobatches(measured) : null), [measured]);
   const heldSimulated = useMemo(() => (simulated ? measuredPeakMicrobatches(simulated) : null), [simulated]);
   // The memory limit's estimate of each rank's stash (config/run-limits.ts), summed over its stages' own peaks as the
-  // measured bytes are; none for `auto` or a configuration it cannot read (a text not loaded here).
-  const stashEstimate = useMemo(() => {
+  // measured bytes are; for `auto`, planned from the model, its bound (its cap of micro-batches); none for a
+  // configuration it cannot read (a text not loaded here).
+  const stashEstimate = useMemo((): { bytes: number[]; bound: boolean } | null => {
     try {
+      if (scheduleKind(config.schedule).fromStageCosts) return { bytes: rankMemory(config).map((x) => x.stash), bound: true };
       const e = stageStashPeaks(config);
       if (!e) return null;
       const out = new Array<number>(config.ranks).fill(0);
       e.peaks.forEach((b, s) => (out[e.stageToRank[s]] += b));
-      return out;
+      return { bytes: out, bound: false };
     } catch {
       return null;
     }
@@ -188,10 +190,19 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
               </td>
               <td>
                 {heldSimulated ? microbatches(heldSimulated[r]) : predictedPeak ? microbatches(predictedPeak[r]) : '—'}
-                {stashEstimate && stashEstimate[r] !== undefined && (
-                  <span className="muted" data-testid="stash-estimate" title="The memory limit’s estimate: what each micro-batch in flight keeps for its backward, at each of this rank’s stages’ peak in the schedule">
+                {stashEstimate && stashEstimate.bytes[r] !== undefined && (
+                  <span
+                    className="muted"
+                    data-testid="stash-estimate"
+                    title={
+                      stashEstimate.bound
+                        ? 'The memory limit’s bound for auto, whose order is planned from the model: its cap of micro-batches on a rank (memCap; 0: 1F1B’s p), each at most what it keeps before its I or what its W reads after'
+                        : 'The memory limit’s estimate: what each micro-batch in flight keeps for its backward, at each of this rank’s stages’ peak in the schedule'
+                    }
+                  >
                     {' '}
-                    · {bytes(stashEstimate[r])}
+                    · {stashEstimate.bound ? '≤ ' : ''}
+                    {bytes(stashEstimate.bytes[r])}
                   </span>
                 )}
               </td>
@@ -230,7 +241,7 @@ export function RunNumbers({ config, measured, simulated, prediction, report }: 
         Simulated: the schedule played with {report || measured ? 'the measured mean time of each op' : 'unit costs (F = 1, B = 2 per rank) before a run'}
         {report ? ' and the measured time per message' : ', links free'}
         {report?.stepEnd?.simulated ? ', each rank’s end of step (losses read, update) at its measured time after its last action' : ''}. Closed form: identical stages, F = 1, B = 2, free links. Unit time (u): a
-        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once; bytes: {report ? 'the largest stash measured, and ' : ''}the estimate the run’s memory limit checks, what each micro-batch in flight keeps at the schedule’s peak{stagesPerRank > 1 ? ' (a rank of several stages: each stage’s own peak, summed)' : ''}.
+        rank’s share of the model costs F = 1, B = 2. Peak activations: how many micro-batches’ activations a rank holds at once; bytes: {report ? 'the largest stash measured, and ' : ''}the estimate the run’s memory limit checks, what each micro-batch in flight keeps at the schedule’s peak{stagesPerRank > 1 ? ' (a rank of several stages: each stage’s own peak, summed)' : ''}{stashEstimate?.bound ? ' (auto, whose order is planned from the model: a bound, ≤, its cap of micro-batches each at its most)' : ''}.
       </p>
       {report && <StartLine report={report} />}
       {report && <GapAttributionTable report={report} closedBubble={bubbleClosed} />}
