@@ -12,6 +12,7 @@
 import { validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { stageCut } from '../config/run-limits.ts';
 import type { RunReport } from '../runtime/report-types.ts';
+import { meshOfRun, workerCount } from '../schedule/mesh.ts';
 import { isCompute } from '../schedule/timeline.ts';
 import type { Op } from '../schedule/types.ts';
 import { tpFit } from '../runtime/report-tp.ts';
@@ -92,8 +93,7 @@ export interface MeshFigures extends DpPpFigures {
 }
 
 export function meshMeasured(report: RunReport): MeshFigures {
-  const workers = report.config.dp * (report.config.tp ?? 1) * report.config.ranks;
-  return { ...measuredFigures(report), tpShare: report.tensorParallel?.ownShare ?? 0, computeMs: workerComputeMs(report) / workers };
+  return { ...measuredFigures(report), tpShare: report.tensorParallel?.ownShare ?? 0, computeMs: workerComputeMs(report) / workerCount(meshOfRun(report.config)) };
 }
 
 /**
@@ -113,7 +113,7 @@ export function workerComputeMs(report: RunReport): number {
   let ms = 0;
   for (const { stage, op, n } of count.values()) ms += n * (report.meanOpMs[stage]?.[op] ?? 0);
   const tp = report.tensorParallel;
-  return ms - (tp ? tp.perWorker.ms * report.config.dp * tp.t * report.config.ranks : 0);
+  return ms - (tp ? tp.perWorker.ms * workerCount(meshOfRun(report.config)) : 0);
 }
 
 export function meshSimulated(report: RunReport): MeshFigures {
