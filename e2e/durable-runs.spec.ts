@@ -101,26 +101,33 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.live).toBe(0);
 });
 
-test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its start on fresh workers, the losses of the uninterrupted stream', async ({ page }) => {
+test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its last checkpoint inside it on fresh workers, the losses of the uninterrupted stream', async ({ page }) => {
   await open(page);
   const r = await page.evaluate(
     async ({ small }) => {
-      const cfg = { ...window.pipelab.defaultConfig(), ...small, schedule: 'pipedream-2bw' as const, lrSchedule: 'constant' as const };
-      const full = await window.pipelab.run(cfg);
-      // Micro-batch 9 of the stream's 6 × 2: in its fifth step.
+      const cfg = { ...window.pipelab.defaultConfig(), ...small, schedule: 'pipedream-2bw' as const, lrSchedule: 'constant' as const, checkpointEvery: 2 };
+      await window.pipelab.checkpoints.remove(cfg);
+      const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
+      // Micro-batch 9 of the stream's 6 × 2: in its fifth step, after the saves of steps 2 and 4 (the last perhaps not yet whole).
       const crashed = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker', action: '1F9', step: 0 } }, { recvTimeoutMs: 20_000 });
-      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, live: window.pipelab.liveWorkers() };
+      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, saves: crashed.checkpointSaves?.steps, live: window.pipelab.liveWorkers() };
     },
     { small: SMALL },
   );
-  expect(r.recovery?.fromStep).toBe(0);
+  expect([2, 4]).toContain(r.recovery?.fromStep);
   expect(r.recovery?.failedAtStep).toBeGreaterThanOrEqual(3);
+  expect(r.recovery?.stepsRedone).toBe((r.recovery?.failedAtStep ?? 0) - (r.recovery?.fromStep ?? 0));
   expect(r.recovery?.failure).toMatch(/crashed/);
+  // Saved inside the streams (the first's up to the crash, the recovered one's from where it started) and at the end.
+  expect(r.saves).toContain(4);
+  expect(r.saves?.at(-1)).toBe(6);
   expect(r.losses).toHaveLength(6);
   expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-6);
   expect(r.live).toBe(0);
   await page.goto('./?schedule=pipedream-2bw&microbatches=8');
-  await expect(page.getByText('Restarts from the start (a stream saves no checkpoint inside it) on fresh workers, the same mesh.')).toBeVisible();
+  await expect(page.getByText('Restarts from the last checkpoint (or the start) on fresh workers, the same mesh.')).toBeVisible();
+  await page.goto('./?schedule=pipedream');
+  await expect(page.getByText('Restarts from the start (PipeDream’s stream saves no checkpoint inside it) on fresh workers, the same mesh.')).toBeVisible();
 });
 
 test('recovery = fewer: a 3-rank run whose worker crashes at step k+1 with checkpointEvery = k finishes re-cut onto 2 workers, the losses of the uninterrupted 3-rank run', async ({ page }) => {

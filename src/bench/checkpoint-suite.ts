@@ -4,7 +4,10 @@
  * checkpoint's size, the state read on the workers' path per save and the
  * encode and store beside training, each beside the run's own mean step time;
  * and a run whose worker crashes after its first checkpoint: the recovery's
- * time (failure to the first step after it) beside the step time.
+ * time (failure to the first step after it) beside the step time. And a
+ * PipeDream-2BW stream saving inside it every 2 steps beside the same stream
+ * saving only at its end (runs alternated: without, with, without): the
+ * stream's time per step with saves against without.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
 import type { RunReport } from '../runtime/report-types.ts';
@@ -16,7 +19,7 @@ import { benchConfig } from './schedules-suite.ts';
 
 export interface CheckpointBenchRow {
   model: string;
-  kind: 'save' | 'recovery';
+  kind: 'save' | 'recovery' | 'stream-save';
   steps: number;
   /** The run's mean step time (wall, steps after the first), ms: the peer of every figure here. */
   stepMs: number;
@@ -34,6 +37,8 @@ export interface CheckpointBenchRow {
   recoveryMs?: number;
   recoverySteps?: number;
   stepsRedone?: number;
+  /** Stream rows: the stream's wall time per step saving inside it (stepMs) and, its peer, saving only at its end (mean of the runs before and after). */
+  peerStepMs?: number;
 }
 
 const OPTS = { recvTimeoutMs: 120_000, stepTimeoutMs: 300_000 };
@@ -79,5 +84,23 @@ export async function benchCheckpoint(steps: number): Promise<CheckpointBenchRow
   const cfg: RunConfig = { ...base, checkpointEvery: 2, fault: { kind: 'crash-worker', action: '1F0', step: 3 } };
   rows.push(row(model, 'recovery', await runDurably(cfg, OPTS, { store }, runInBrowser)));
   await store.delete(cfg);
+  for (const [model, base] of models) rows.push(await streamRow(store, model, { ...base, schedule: 'pipedream-2bw' }));
   return rows;
+}
+
+/** A 2BW stream saving every 2 steps inside it, beside the same stream saving only at its end (before and after it). */
+async function streamRow(store: CheckpointStore, model: string, base: RunConfig): Promise<CheckpointBenchRow> {
+  const perStep = (r: RunReport) => r.wallMs / Math.max(1, r.losses.length);
+  const once = async (every: number) => {
+    const cfg = { ...base, checkpointEvery: every };
+    await store.delete(cfg);
+    const r = await runDurably(cfg, OPTS, { store }, runInBrowser);
+    await store.delete(cfg);
+    return r;
+  };
+  const before = await once(base.steps);
+  const saving = await once(2);
+  const after = await once(base.steps);
+  const out = row(model, 'stream-save', saving);
+  return { ...out, stepMs: perStep(saving), peerStepMs: (perStep(before) + perStep(after)) / 2, stallSteps: saving.stateReads ? saving.stateReads.meanMs / perStep(saving) : 0 };
 }

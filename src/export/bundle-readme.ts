@@ -63,7 +63,7 @@ forward ran on (stashed until then: up to ranks − r versions on rank r)`;
 \`${run.schedule}\` has no flush: schedule.csv is the whole run as one stream of steps × ${m} = ${run.steps * m} micro-batches
 (numbered across steps: micro-batch k is step k // ${m}'s micro-batch k % ${m}), walked once (\`stream.py\`): ${rule}, as the page
 does. Each step's loss is printed when the stream ends; no checkpoint is written, and \`--steps\`, \`--save-every\` and
-\`--resume\` are refused (a stream has no step to stop or resume at; the page keeps no run state for it either).`;
+\`--resume\` are refused: train.py runs a stream whole (the page saves a PipeDream-2BW stream inside it; a synchronous run here resumes such a checkpoint from its latest weights).`;
 }
 
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {

@@ -26,10 +26,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
-import { trainSingleDevice } from '../nn/train.ts';
+import { trainSingleDevice, type TrainProgress } from '../nn/train.ts';
+import { runPipeline } from '../runtime/coordinator.ts';
+import { InProcessRankHost } from '../runtime/in-process-host.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import { CheckpointError } from '../run-state/checkpoint-error.ts';
-import { decodeRunState, encodeRunState, slotTensorName } from '../run-state/codec.ts';
+import { decodeRunState, encodeRunState, previousTensorName, slotTensorName } from '../run-state/codec.ts';
 import { MAX_CHECKPOINT_BYTES, runStateOf, type RunState } from '../run-state/run-state.ts';
 import { editHeader, editMetadata, type Header } from '../run-state/testing/edit-file.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
@@ -165,6 +167,25 @@ describe('checkpoint.py and the TS codec read each other', () => {
       expect(r.refused, name).toContain(`bad-${name}.safetensors: `);
     }
     expect(got[files.length]).toEqual({ ok: true });
+  }, 120_000);
+
+  it("a PipeDream-2BW state from inside its stream loads in Python: its latest weights are the parameters, its previous version (previous.*) kept aside, checked", async () => {
+    const cfg: RunConfig = { ...spiral, schedule: 'pipedream-2bw', ranks: 2, microbatches: 2, steps: 6 };
+    const saved: TrainProgress[] = [];
+    await runPipeline(cfg, { hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()), progressEvery: 2, onProgress: (p) => saved.push(p) });
+    const s = runStateOf(cfg, saved[0]);
+    expect(s.stepsDone).toBe(2);
+    const bytes = encodeRunState(s);
+    const path = join(dir, 'page-2bw.safetensors');
+    writeFileSync(path, bytes);
+    const first = Object.keys(s.params)[0];
+    const bad = join(dir, 'bad-2bw.safetensors');
+    // The previous version of the first parameter flattened: the same values, another shape.
+    writeFileSync(bad, editHeader(bytes, (h) => void ((h[previousTensorName(first)] as { shape: number[] }).shape = [s.params[first].length])));
+    const [d, refused] = probe(dir, [{ op: 'dump', path }, { op: 'read', path: bad }]) as [Dump, { refused?: string }];
+    expect(Object.keys(d.params)).toEqual(Object.keys(s.params));
+    for (const [p, v] of Object.entries(s.params)) expect(d.params[p]).toEqual(Array.from(v));
+    expect(refused.refused).toMatch(/bad-2bw\.safetensors: corrupted checkpoint: tensor previous\..* is \[\d+\]; its parameter is \[\d+, \d+\]/);
   }, 120_000);
 
   it('200 mutated files the TS codec refuses are each refused by checkpoint.py with a CheckpointError', () => {

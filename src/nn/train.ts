@@ -62,6 +62,8 @@ export interface TrainProgress<V extends ArrayLike<number> = Float32Array | Floa
   losses: number[];
   /** The evaluations so far (every evalEvery steps; not the one a stop adds). */
   evals: EvalReport[];
+  /** PipeDream-2BW: the weight version before the latest, W(t − 1), by name (its stream's next block runs on it); after its first step. */
+  previous?: Record<string, V>;
 }
 
 export interface TrainOptions {

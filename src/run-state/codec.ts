@@ -6,6 +6,8 @@
  *     state-dict names for the GPT), F64 from the CPU reference, F32 from WebGPU;
  *   - the optimizer's state per parameter as `optimizer.<param>.<slot>`
  *     (AdamW: exp_avg, exp_avg_sq; SGD: momentum_buffer), same dtype;
+ *   - PipeDream-2BW after its first step: the weight version before the
+ *     latest as `previous.<param>` (its stream's next block runs on it);
  *   - in `__metadata__`: format "pipelab-run-state", version "1", the
  *     fields of ./state-fields.ts (configuration, steps done, optimizer name and
  *     step count, next lr, data position and seed, losses, evaluations), and
@@ -37,6 +39,16 @@ const PLACEHOLDER = '00000000';
 /** The tensor holding optimizer slot `slot` of parameter `param`. */
 export function slotTensorName(param: string, slot: string): string {
   return `optimizer.${param}.${slot}`;
+}
+
+/** The tensor holding PipeDream-2BW's previous weight version of parameter `param`. */
+export function previousTensorName(param: string): string {
+  return `previous.${param}`;
+}
+
+/** Whether a state of `config` after `stepsDone` steps holds a previous weight version: PipeDream-2BW's, once it has updated. */
+export function holdsPrevious(config: Pick<RunConfig, 'schedule'>, stepsDone: number): boolean {
+  return config.schedule === 'pipedream-2bw' && stepsDone > 0;
 }
 
 function modelOf(config: RunConfig): ModelSpec {
@@ -90,6 +102,11 @@ export function encodeRunState(state: RunState): Uint8Array {
     const own = Object.hasOwn(state.optimizer.slots, name) ? state.optimizer.slots[name] : {};
     for (const slot of OPTIMIZER_SLOTS[config.optimizer]) take(slotTensorName(name, slot), shape, Object.hasOwn(own, slot) ? own[slot] : undefined);
   }
+  const previous = state.previous;
+  if (holdsPrevious(config, state.stepsDone) !== (previous !== undefined)) {
+    throw new CheckpointError('mismatch', previous ? `a state of ${config.schedule} after ${state.stepsDone} steps holds no previous weight version; this one has one` : `a PipeDream-2BW state after ${state.stepsDone} steps needs its previous weight version; this one has none`);
+  }
+  if (previous) for (const [name, shape] of shapes) take(previousTensorName(name), shape, Object.hasOwn(previous, name) ? previous[name] : undefined);
   const bytes = writeSafetensors(tensors, { format: RUN_STATE_FORMAT, version: String(RUN_STATE_VERSION), ...stateMetadata({ ...state, config }), crc32: PLACEHOLDER });
   sealChecksum(bytes);
   return bytes;
@@ -134,14 +151,14 @@ function checkEnvelope(bytes: Uint8Array, file: ParsedSafetensors): void {
  * F32 or F64. `expectedValues` (the model's parameter count × (1 + slots)) is
  * checked first, so a hostile configuration builds no model larger than the file.
  */
-function checkTensors(file: ParsedSafetensors, spec: ModelSpec, slots: readonly string[]): Map<string, number[]> {
-  const want = paramCount(spec) * (1 + slots.length);
+function checkTensors(file: ParsedSafetensors, spec: ModelSpec, slots: readonly string[], previous: boolean): Map<string, number[]> {
+  const want = paramCount(spec) * (1 + slots.length + (previous ? 1 : 0));
   const have = Object.values(file.tensors).reduce((s, t) => s + t.data.length, 0);
-  if (have !== want) throw new CheckpointError('corrupt', `corrupted checkpoint: its tensors hold ${have} values; the configuration's model and its optimizer state hold ${want}`);
+  if (have !== want) throw new CheckpointError('corrupt', `corrupted checkpoint: its tensors hold ${have} values; the configuration's model and its optimizer state${previous ? ' and its previous weight version (PipeDream-2BW)' : ''} hold ${want}`);
   const shapes = paramShapes(spec);
   const names = new Set<string>();
   for (const [name, shape] of shapes) {
-    for (const t of [name, ...slots.map((s) => slotTensorName(name, s))]) {
+    for (const t of [name, ...slots.map((s) => slotTensorName(name, s)), ...(previous ? [previousTensorName(name)] : [])]) {
       names.add(t);
       const got = Object.hasOwn(file.tensors, t) ? file.tensors[t] : undefined;
       if (!got) throw new CheckpointError('corrupt', `corrupted checkpoint: tensor ${t} (${shapeText(shape)} in the configuration's model) is missing`);
@@ -172,18 +189,21 @@ export function decodeRunState(bytes: Uint8Array, expect?: StateExpectation): Ru
   const fields = readStateFields(file.metadata);
   const spec = modelOf(fields.config);
   const slots = OPTIMIZER_SLOTS[fields.optimizer.name];
-  const shapes = checkTensors(file, spec, slots);
+  const withPrevious = holdsPrevious(fields.config, fields.stepsDone);
+  const shapes = checkTensors(file, spec, slots, withPrevious);
   if (expect) {
     const wantSpec = modelOf(stateConfig(expect.config));
     checkExpected(fields.config, shapes, JSON.stringify(wantSpec) === JSON.stringify(spec) ? shapes : paramShapes(wantSpec), expect);
   }
   const params: Record<string, StateArray> = {};
   const slotValues: Record<string, Record<string, StateArray>> = {};
+  const previous: Record<string, StateArray> = {};
   for (const name of shapes.keys()) {
     params[name] = file.tensors[name].data as StateArray;
     slotValues[name] = Object.fromEntries(slots.map((s) => [s, file.tensors[slotTensorName(name, s)].data as StateArray]));
+    if (withPrevious) previous[name] = file.tensors[previousTensorName(name)].data as StateArray;
   }
-  return { ...fields, params, optimizer: { ...fields.optimizer, slots: slotValues } };
+  return { ...fields, params, optimizer: { ...fields.optimizer, slots: slotValues }, ...(withPrevious ? { previous } : {}) };
 }
 
 /** What a checkpoint file is read from: a File or Blob (the page), or anything with the same three members. */

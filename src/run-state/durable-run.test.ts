@@ -140,7 +140,31 @@ describe('durable runs on the CPU host', () => {
     }
   });
 
-  it('a stream (PipeDream-2BW, PipeDream) that fails inside it recovers from step 0, its steps done while it ran its progress: the uninterrupted run, exactly', async () => {
+  it('a PipeDream-2BW stream saves inside the stream: a failure in it recovers from its last checkpoint, and a stop resumes there; the uninterrupted run, exactly', async () => {
+    const cfg = config({ schedule: 'pipedream-2bw', checkpointEvery: 2, steps: 8 });
+    const full = await cpuRunner(cfg, { readWeights: true });
+    let store = new CheckpointStore(new MemoryShelf());
+    // Micro-batch 11 of the stream's 8 × 2: in its sixth step, after the saves of steps 2 and 4 (the last one perhaps not yet whole).
+    const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '1B11', step: 0 } }, { readWeights: true }, { store }, cpuRunner);
+    expect([2, 4]).toContain(report.recovery?.fromStep);
+    expect(report.recovery?.failedAtStep).toBeGreaterThanOrEqual(4);
+    expect(report.recovery?.stepsRedone).toBe((report.recovery?.failedAtStep ?? 0) - (report.recovery?.fromStep ?? 0));
+    expect(report.losses).toHaveLength(8);
+    expectSameRun(report, full);
+
+    // Stopped during the stream (at a step boundary), then resumed from the state saved at the stop.
+    store = new CheckpointStore(new MemoryShelf());
+    const stop = new AbortController();
+    const first = await runDurably(cfg, { signal: stop.signal, onStreamProgress: (p) => (p.stepsDone >= 3 ? stop.abort() : undefined) }, { store }, cpuRunner);
+    expect(first.losses.length).toBeGreaterThanOrEqual(3);
+    expect(first.losses.length).toBeLessThan(8);
+    expect(first.checkpointSaves?.steps.at(-1)).toBe(first.losses.length);
+    const resumed = await runDurably(cfg, { readWeights: true }, { store, resume: true }, cpuRunner);
+    expect(resumed.resumedFrom).toBe(first.losses.length);
+    expectSameRun(resumed, full);
+  });
+
+  it('a stream that fails before its first checkpoint (PipeDream-2BW), or PipeDream, which saves none inside its stream, recovers from step 0, its steps done while it ran its progress: the uninterrupted run, exactly', async () => {
     for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
       const store = new CheckpointStore(new MemoryShelf());
       const cfg = config({ schedule, lrSchedule: 'constant' });

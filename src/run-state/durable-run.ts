@@ -75,7 +75,7 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
         opts.onStep?.(p);
       },
       // A stream's (PipeDream, 2BW) onStep calls all come at its end: its steps done while it runs are its progress,
-      // so a failure inside it recovers (from step 0: a stream saves no checkpoint inside it).
+      // so a failure inside it recovers (from 2BW's last checkpoint inside it; PipeDream, which saves none, from step 0).
       onStreamProgress: (p) => {
         if (stepsThisRun++ === 0) onFirstStep?.();
         stepsDone = p.stepsDone;

@@ -45,8 +45,8 @@ export function stateConfig(config: RunConfig): RunConfig {
 
 /** The state of a run of `config` at `progress` (the single-device loop's, or gathered from the ranks). */
 export function runStateOf(config: RunConfig, progress: TrainProgress<StateArray>, producer = 'PipeLab'): RunState {
-  const { stepsDone, params, optimizer, losses, evals } = progress;
-  return { config: stateConfig(config), stepsDone, params, optimizer, losses, evals, lrNext: lrAt(config, stepsDone), data: { seed: config.seed, nextBatch: stepsDone }, producer };
+  const { stepsDone, params, optimizer, losses, evals, previous } = progress;
+  return { config: stateConfig(config), stepsDone, params, optimizer, losses, evals, ...(previous ? { previous } : {}), lrNext: lrAt(config, stepsDone), data: { seed: config.seed, nextBatch: stepsDone }, producer };
 }
 
 /** The state of a run of `config` before its first step: the seeded initial weights (float64), zero optimizer slots. */

@@ -13,9 +13,11 @@ import { cutPauses, StreamPauses, type PauseSwitch } from './stream-pause.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './mesh-control.ts';
+import { copyDifference, replicaDifference } from './weight-agreement.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
-import { gatherProgress, wholeWeights } from './gather-state.ts';
+import { gatherProgress, joinProgress, stateReaders, wholeWeights } from './gather-state.ts';
+import { StreamCheckpoints } from './stream-checkpoint.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import { tpView } from './tp-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
@@ -77,7 +79,8 @@ export interface RunOptions {
    * every worker loads its weights and optimizer state from it before the
    * first step, the first step is from.stepsDone (its learning rate and batch
    * follow from the step), and the report's losses begin with from.losses.
-   * Synchronous schedules only (a stream is one window).
+   * Synchronous schedules and PipeDream-2BW (a new stream of the steps left,
+   * from.previous its older weight version: stream-checkpoint.ts); not PipeDream.
    */
   from?: TrainProgress<ArrayLike<number>>;
   /**
@@ -85,8 +88,9 @@ export interface RunOptions {
    * run's end or its stop), the run's progress (weights and optimizer state
    * gathered from the workers — ZeRO-1 shards joined — losses and steps done)
    * is handed to onProgress between steps. 0 or absent: only at the end.
-   * Synchronous schedules only. onProgress is not awaited: encoding and storing
-   * it stay off the workers' path.
+   * Synchronous schedules, and PipeDream-2BW, whose stream is checkpointed as
+   * its stages end each such step's block (stream-checkpoint.ts); not PipeDream.
+   * onProgress is not awaited: encoding and storing it stay off the workers' path.
    */
   progressEvery?: number;
   onProgress?: (p: TrainProgress) => void;
@@ -132,42 +136,6 @@ function channelsFor(plan: RunPlan): [number, number][] {
   return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
-/**
- * The largest difference between two workers' values of the same weight among the workers of one tp rank (each tp
- * rank holds its own pieces under the weights' names): DualPipe's copies of a stage, and its replicas with dp.
- */
-function copyDifference(m: Mesh, byWorker: Weights[]): number {
-  let worst = 0;
-  const first = new Map<string, ArrayLike<number>>();
-  byWorker.forEach((ws, w) => {
-    const { tpRank } = placeOf(m, w);
-    for (const [name, v] of Object.entries(ws)) {
-      const key = `${tpRank}/${name}`;
-      const r = first.get(key);
-      if (!r) first.set(key, v);
-      else if (r.length !== v.length) worst = Infinity;
-      else for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
-    }
-  });
-  return worst;
-}
-
-/** The largest difference between a weight of any replica and the same weight of replica 0 (`byWorker`: each worker's weights, in worker order). */
-function replicaDifference(m: Mesh, byWorker: Weights[]): number {
-  let worst = 0;
-  byWorker.forEach((ws, w) => {
-    const { replica, rank, tpRank } = placeOf(m, w);
-    if (replica === 0) return;
-    const ref = byWorker[workerOf(m, 0, rank, tpRank)];
-    for (const [name, v] of Object.entries(ws)) {
-      const r = ref[name];
-      if (!r || r.length !== v.length) return void (worst = Infinity);
-      for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
-    }
-  });
-  return worst;
-}
-
 /** A worker's death named by its place in the mesh and what it was doing (its last status), e.g. inside an all-reduce. */
 function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null): Error {
   const msg = e instanceof Error ? e.message : String(e);
@@ -189,7 +157,8 @@ async function endStreamEarly(plan: RunPlan, hosts: readonly RankHost[]): Promis
   const m = meshOf(plan);
   const entry = hosts.filter((_, w) => placeOf(m, w).rank === schedule.stageToRank[0]);
   const entered = await Promise.all(entry.map((h) => h.holdStream()));
-  const steps = Math.min(config.steps, Math.max(1, Math.ceil(Math.max(...entered) / config.microbatches)));
+  // The window's steps (a resumed stream's: those left).
+  const steps = Math.min(schedule.microbatches / config.microbatches, Math.max(1, Math.ceil(Math.max(...entered) / config.microbatches)));
   await Promise.all(hosts.map((h) => h.endStreamAt(steps * config.microbatches)));
   return steps;
 }
@@ -209,8 +178,20 @@ export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<R
 }
 
 /** Runs a plan made by planRun. */
-export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunReport> {
+export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunReport> {
+  const { from } = opts;
+  const { stream } = whole.windows;
+  // A stream keeps a state between its steps only under PipeDream-2BW (two weight versions, updated per block).
+  const streamState = stream && whole.kind.update === 'double-buffered';
+  if (from && stream && !streamState) throw new RunError(`a run of ${whole.kind.name} cannot start from a saved state: its weight stash is one per micro-batch in flight (use PipeDream-2BW or a synchronous schedule)`);
+  if (from) checkStart(toTrainConfig(whole.config), from);
+  if (from && stream && from.stepsDone > 0 && !from.previous) throw new RunError(`a PipeDream-2BW stream resumed at step ${from.stepsDone} needs the weight version before the latest (the checkpoint has none)`);
+  // A resumed stream is a new window of the steps left, its micro-batches numbered from its own start (run-plan.ts).
+  const firstStep = stream ? (from?.stepsDone ?? 0) : 0;
+  const plan: RunPlan = firstStep > 0 ? { ...whole, schedule: windowOrder(whole.config, whole.config.steps - firstStep) } : whole;
   const { schedule, config } = plan;
+  const windowSteps = config.steps - firstStep;
+  const streamEvery = streamState && opts.onProgress ? (opts.progressEvery ?? 0) : 0;
   const recvTimeoutMs = opts.recvTimeoutMs ?? 60_000;
   const stepTimeoutMs = opts.stepTimeoutMs ?? 120_000;
   // A window may hold several steps (a stream holds all of them): each step gets the same time.
@@ -228,7 +209,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
   };
   const tStart = performance.now();
   try {
-    const started = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs);
+    const started = await startRanks(plan, opts.hostFactory, hosts, recvTimeoutMs, stream ? { firstStep, checkpointEvery: streamEvery } : undefined);
     const { up, fatal } = started;
     hub = started.hub;
     deaths = started.deaths;
@@ -238,23 +219,21 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
 
-    const { stream } = plan.windows;
-    const { from } = opts;
     if (from) {
-      if (stream) throw new RunError(`a run of ${plan.kind.name} cannot start from a saved state: its steps are one stream (use a synchronous schedule)`);
-      checkStart(toTrainConfig(config), from);
-      const state = { params: from.params, optimizer: from.optimizer };
+      // PipeDream-2BW's older version goes to its stream; a synchronous schedule resumes from the latest alone.
+      const state = { params: from.params, optimizer: from.optimizer, ...(from.previous && streamState ? { previous: from.previous } : {}) };
       // Each tp worker loads its pieces of the whole state (a checkpoint holds whole tensors: any mesh resumes it).
       await Promise.race([Promise.all(hosts.map((h, w) => h.loadState(tpView(state, rules, m.tp, placeOf(m, w).tpRank)))), fatal]);
     }
-    const start = from?.stepsDone ?? 0;
+    // The first window: a step of a synchronous schedule; a stream has one.
+    const start = stream ? 0 : (from?.stepsDone ?? 0);
     /** Every step's loss so far, from the start of the run (a resumed run's earlier ones first). */
     const allLosses = [...(from?.losses ?? [])];
     const evals = [...(from?.evals ?? [])];
     let lastProgress = -1;
     const stateReadMs: number[] = [];
     const emitProgress = async (stepsDone: number) => {
-      if (!opts.onProgress || stream || stepsDone === lastProgress) return;
+      if (!opts.onProgress || (stream && !streamState) || stepsDone === lastProgress) return;
       lastProgress = stepsDone;
       const tRead = performance.now();
       const p = await Promise.race([gatherProgress(m, config.zero, hosts, stepsDone, allLosses, evals, rules), fatal]);
@@ -274,7 +253,18 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
     const lastStageRank = schedule.stageToRank[schedule.stageToRank.length - 1];
     const lossWorkers = hosts.map((_, w) => w).filter((w) => placeOf(m, w).rank === lastStageRank && placeOf(m, w).tpRank === 0);
     const progressWorker = workerOf(m, 0, schedule.stageToRank[0], 0);
-    const news = stream ? streamNews(opts, { steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, progressWorker, t0, pausedMs: () => pauses?.pausedMs() ?? 0 }) : undefined;
+    // PipeDream-2BW with checkpoints: replica 0's workers tell their states as their stages end a saved step's block.
+    const readers = stateReaders(m, config.zero);
+    const inStream = streamEvery > 0 && opts.onProgress
+      ? new StreamCheckpoints({ readers, prior: allLosses, join: (states, done, losses) => joinProgress(m, config.zero, states, done, losses, evals, rules), onProgress: opts.onProgress })
+      : null;
+    const listeners = inStream ? { ...opts, onStreamLoss: (p: Parameters<NonNullable<RunOptions['onStreamLoss']>>[0]) => (inStream.loss(p.step, p.loss), opts.onStreamLoss?.(p)) } : opts;
+    const news = stream
+      ? streamNews(listeners, {
+          steps: config.steps, microbatches: config.microbatches, lossOver: plan.windows.lossOver, lossWorkers, progressWorker, t0, pausedMs: () => pauses?.pausedMs() ?? 0, firstStep,
+          ...(inStream ? { stateWorkers: hosts.map((_, w) => w).slice(0, readers), onState: (w: number, st: Parameters<StreamCheckpoints['state']>[1]) => inStream.state(w, st) } : {}),
+        })
+      : undefined;
     for (let step = start; step < windows; step++) {
       if (opts.signal?.aborted) break;
       if (step > start && opts.progressNow?.()) await emitProgress(step);
@@ -311,21 +301,25 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       });
       const cutTo = streamCut ? await streamCut : null;
       // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
-      if (cutTo !== null && cutTo < config.steps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };
+      if (cutTo !== null && cutTo < windowSteps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };
+      else if (firstStep > 0) reportPlan = { ...plan, config: { ...config, steps: windowSteps } };
+      if (inStream?.error) throw new RunError(`a checkpoint inside the stream: ${inStream.error.message}`);
       const rec = stepTimeline(reportPlan, step, pauses ? cutPauses(results, pauses.pauses) : results);
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
+      // A stream's steps are the run's from its first (a resumed one's checkpoint step).
+      const first = stream ? firstStep : step;
       losses.forEach((loss, i) => {
         if (!Number.isFinite(loss)) {
-          throw new RunError(`step ${step + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
+          throw new RunError(`step ${first + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
         }
       });
       records.push(rec);
       firstStepMs ??= performance.now() - tStart;
-      losses.forEach((loss, i) => opts.onStep?.({ step: step + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
+      losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       allLosses.push(...losses);
       const progressEvery = opts.progressEvery ?? 0;
-      if (progressEvery > 0 && (step + 1) % progressEvery === 0 && step + 1 < config.steps) await emitProgress(step + 1);
+      if (!stream && progressEvery > 0 && (step + 1) % progressEvery === 0 && step + 1 < config.steps) await emitProgress(step + 1);
       const every = opts.weightsEvery ?? 0;
       if (opts.onWeights && every > 0 && !stream && (step + 1) % every === 0 && step + 1 < config.steps) {
         const w = wholeWeights(m, config.zero, await Promise.race([Promise.all(weightHosts.map((h) => h.readWeights())), fatal]), rules);
@@ -333,8 +327,10 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
       }
     }
     const wallMs = performance.now() - t0 - (pauses?.pausedMs() ?? 0);
+    // A stream's saves inside it: each read on its workers' path.
+    if (inStream) stateReadMs.unshift(...inStream.readMs);
     if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');
-    if (records.length > 0) await emitProgress(start + records.length);
+    if (records.length > 0) await emitProgress(stream ? firstStep + (stepLosses?.length ?? 0) : start + records.length);
 
     let weights: Weights | undefined;
     let replicaMismatch: number | undefined;
@@ -370,7 +366,7 @@ export async function runPlan(plan: RunPlan, opts: RunOptions): Promise<RunRepor
  * `hosts` so the caller can end them), wires their channels (and, with dp > 1,
  * the control hub) and awaits every init (device, stages, warm-up).
  */
-async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHost, hosts: RankHost[], recvTimeoutMs: number) {
+async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHost, hosts: RankHost[], recvTimeoutMs: number, stream?: RankInit['stream']) {
   const { schedule, config } = plan;
   const m = meshOf(plan);
   const workers = workerCount(m);
@@ -395,7 +391,7 @@ async function startRanks(plan: RunPlan, hostFactory: (worker: number) => RankHo
     ports[b].peers.set(a, ch.port2);
   }
   const inits = hosts.map((h, w) => {
-    const init: RankInit = { config, spec: plan.spec, rank: placeOf(m, w).rank, worker: w, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault, ...(plan.corpus ? { corpus: plan.corpus } : {}) };
+    const init: RankInit = { config, spec: plan.spec, rank: placeOf(m, w).rank, worker: w, schedule, stageBlocks: plan.stageBlocks, recvTimeoutMs, fault: config.fault, ...(plan.corpus ? { corpus: plan.corpus } : {}), ...(stream ? { stream } : {}) };
     return h.init(init, ports[w]);
   });
   try {

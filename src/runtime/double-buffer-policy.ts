@@ -34,18 +34,33 @@
  * on the one before), but the optimizer writes the live weights, which an
  * action running on the older version has exchanged out; so nothing overlaps
  * here, and the simulator plays it the same way (simulate-blocks.ts).
+ *
+ * Nothing here depends on when an action runs, only on its micro-batch: so a
+ * stage's state as it ends block B − 1 (W(B), W(B − 1), the optimizer's) is a
+ * checkpoint a new stream of steps B, B + 1, … resumes exactly
+ * (stream-checkpoint.ts; StreamStart below, readPrevious and loadPrevious).
  */
 import type { Backend, Tensor } from '../nn/backend.ts';
-import { createOptimizer, optimizerStateBytes, type Optimizer } from '../nn/optimizer.ts';
+import { createOptimizer, optimizerStateBytes, type Optimizer, type OptimizerState } from '../nn/optimizer.ts';
 import type { Param } from '../nn/param.ts';
 import { lrAt, type TrainConfig } from '../nn/train-config.ts';
 import type { Action } from '../schedule/types.ts';
 import { sumOverReplicas, type DataParallelParts } from './flush.ts';
 import type { StepLog } from './transport.ts';
-import type { OptimizerPieces, PolicyReport, UpdatableStage, UpdatePolicy } from './policy.ts';
+import { wholePieces, type OptimizerPieces, type PolicyReport, type UpdatableStage, type UpdatePolicy } from './policy.ts';
 import type { VersionRecord } from './weight-stash.ts';
 
-const NO_ASYNC_STATE = "a run's state is kept for synchronous schedules only (PipeDream-2BW's stream and its two weight versions are not)";
+/**
+ * Where a stream starts and when it is told of its block ends. A stream resumed from a checkpoint of step B
+ * (stream-checkpoint.ts) starts at block `firstStep` = B: its micro-batches are numbered from 0 in its own window,
+ * and mb of the window is micro-batch B·m + mb of the run, whose version, learning rate and update follow from that.
+ */
+export interface StreamStart {
+  /** The run's step the window's first block is (0 for a stream from the start). */
+  firstStep: number;
+  /** After the update that ends block stepsDone − 1 on a stage (its state is then step stepsDone's); awaited. */
+  blockEnded?: (stepsDone: number) => Promise<void>;
+}
 
 /** The weight version micro-batch `mb` (0-based over the stream) runs forward and backward with: the one before its block's. */
 export function doubleBufferedVersion(mb: number, microbatchesPerStep: number): number {
@@ -83,8 +98,15 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     private readonly microbatchesPerStep: number,
     /** dp > 1: the replicas' ring, over which each block's gradients are summed before its update. */
     private readonly replicas: DataParallelParts | null = null,
+    private readonly start: StreamStart = { firstStep: 0 },
   ) {
-    for (const [s, stage] of stages) this.perStage.set(s, { stage, opt: createOptimizer(be, stage.params, train), latest: 0, older: null, forward: new Map() });
+    // A resumed stream's stages hold version firstStep (loadPrevious gives them the one before it).
+    for (const [s, stage] of stages) this.perStage.set(s, { stage, opt: createOptimizer(be, stage.params, train), latest: start.firstStep, older: null, forward: new Map() });
+  }
+
+  /** Micro-batch `mb` of the window as the run's: its blocks are numbered from the window's first step. */
+  private runMb(mb: number): number {
+    return this.start.firstStep * this.microbatchesPerStep + mb;
   }
 
   async apply<T>(a: Action, compute: () => Promise<T>): Promise<T> {
@@ -92,7 +114,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     if (!own) throw new Error(`stage ${a.stage} is not held by this rank`);
     if (a.op !== 'F' && a.op !== 'B') throw new Error('the PipeDream-2BW runtime takes full backwards (B) only');
     const m = this.microbatchesPerStep;
-    const v = doubleBufferedVersion(a.mb, m);
+    const v = doubleBufferedVersion(this.runMb(a.mb), m);
     const result = await this.withVersion(own, a, v, compute);
     if (a.op === 'F') {
       own.forward.set(a.mb, v);
@@ -110,9 +132,11 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     const m = this.microbatchesPerStep;
     if (a.op !== 'B' || a.mb % m !== m - 1) return;
     const own = this.perStage.get(a.stage) as OwnStage;
-    const block = Math.floor(a.mb / m);
+    const block = Math.floor(this.runMb(a.mb) / m);
     if (this.replicas) await sumOverReplicas(this.be, this.replicas, a.stage, own.stage.params, block, log);
     this.update(own, a.stage, block);
+    // Every stage of a rank has ended the block (2BW runs one stage per rank): the rank's state is step block + 1's.
+    if ([...this.perStage.values()].every((o) => o.latest > block)) await this.start.blockEnded?.(block + 1);
   }
 
   /** Runs `compute` with version `v` in the parameters: the latest as they are, the one before exchanged in for it. */
@@ -146,12 +170,43 @@ export class DoubleBufferPolicy implements UpdatePolicy {
 
   endStep(): void {}
 
-  readOptimizer(): Promise<OptimizerPieces> {
-    return Promise.reject(new Error(NO_ASYNC_STATE));
+  /** Between blocks: every stage's optimizer state (its step count is the updates applied, the blocks done). */
+  async readOptimizer(): Promise<OptimizerPieces> {
+    const parts = await Promise.all([...this.perStage.values()].map((own) => wholePieces(own.opt, own.stage.params)));
+    return { name: parts[0].name, steps: parts[0].steps, pieces: parts.flatMap((p) => p.pieces) };
   }
 
-  loadOptimizer(): void {
-    throw new Error(NO_ASYNC_STATE);
+  loadOptimizer(state: OptimizerState<ArrayLike<number>>): void {
+    for (const own of this.perStage.values()) own.opt.loadState(state);
+  }
+
+  /** The version before the latest, by parameter name (none before the first update). */
+  async readPrevious(): Promise<Record<string, Float32Array | Float64Array> | null> {
+    const out: Record<string, Float32Array | Float64Array> = {};
+    for (const own of this.perStage.values()) {
+      if (!own.older) return null;
+      const older = own.older;
+      const values = await Promise.all(older.map((t) => this.be.read(t)));
+      own.stage.params.forEach((p, i) => {
+        const v = values[i];
+        out[p.name] = v instanceof Int32Array ? Float64Array.from(v) : v;
+      });
+    }
+    return out;
+  }
+
+  /** A resumed stream (firstStep ≥ 1): the version before the one its parameters were loaded with, by name; checked whole before anything is set. */
+  loadPrevious(previous: Readonly<Record<string, ArrayLike<number>>>): void {
+    for (const own of this.perStage.values()) {
+      for (const p of own.stage.params) {
+        const v = Object.hasOwn(previous, p.name) ? previous[p.name] : undefined;
+        if (!v || v.length !== p.value.size) throw new Error(`the previous weight version of "${p.name}" holds ${v ? v.length : 'no'} values; the stage's parameter has ${p.value.size}`);
+      }
+    }
+    for (const own of this.perStage.values()) {
+      for (const t of own.older ?? []) this.be.dispose(t);
+      own.older = own.stage.params.map((p) => this.be.tensor(previous[p.name], p.value.shape));
+    }
   }
 
   /**

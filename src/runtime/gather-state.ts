@@ -65,7 +65,7 @@ export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights
  */
 function tpRankOnce(m: Mesh, w: number, s: RankState): RankState {
   if (m.tp === 1 || placeOf(m, w).tpRank === 0) return s;
-  return { params: splitOnly(s.params), optimizer: { ...s.optimizer, pieces: s.optimizer.pieces.filter((p) => isSplit(p.param)) } };
+  return { params: splitOnly(s.params), optimizer: { ...s.optimizer, pieces: s.optimizer.pieces.filter((p) => isSplit(p.param)) }, ...(s.previous ? { previous: splitOnly(s.previous) } : {}) };
 }
 
 /** Whether a parameter (or its ZeRO piece `name[lo:hi]`) is a tp piece `name@tpJ/T`. */
@@ -111,7 +111,37 @@ export function joinOptimizer(parts: readonly RankState['optimizer'][], params: 
   return { name: first.name, steps: first.steps, slots };
 }
 
-/** The progress after `stepsDone` steps: `hosts` in worker order (replica-major), `losses` one per step done. */
+/** How many workers' states make the run's (the first that many in worker order): replica 0's, or with ZeRO every worker's shards. */
+export function stateReaders(m: Mesh, zero: ZeroStage): number {
+  return zero > 0 ? workerCount(m) : m.ranks * m.tp;
+}
+
+/** The progress after `stepsDone` steps from the readers' states (stateReaders, in worker order), `losses` one per step done. */
+export function joinProgress(
+  m: Mesh,
+  zero: ZeroStage,
+  read: readonly RankState[],
+  stepsDone: number,
+  losses: readonly number[],
+  evals: readonly EvalReport[],
+  rules: ReadonlyMap<string, TpParam>,
+): TrainProgress {
+  const states = read.map((s, w) => tpRankOnce(m, w, s));
+  const params = joinWeights(m, zero, states.map((s) => s.params));
+  const optimizer = joinOptimizer(
+    states.map((s) => s.optimizer),
+    params,
+  );
+  // PipeDream-2BW's version before the latest: every worker gives it once its stream has updated, or none does.
+  const withPrevious = states.filter((s) => s.previous).length;
+  if (withPrevious > 0 && withPrevious < states.length) throw new Error(`${withPrevious} of the ${states.length} workers gave a previous weight version`);
+  const previous = withPrevious > 0 ? joinWeights(m, zero, states.map((s) => s.previous as Weights)) : undefined;
+  const tail = { stepsDone, losses: losses.slice(0, stepsDone), evals: [...evals] };
+  if (m.tp === 1) return { ...tail, params, optimizer, ...(previous ? { previous } : {}) };
+  return { ...tail, params: joinTpWeights(params, rules), optimizer: joinTpOptimizer(optimizer, rules), ...(previous ? { previous: joinTpWeights(previous, rules) } : {}) };
+}
+
+/** The progress after `stepsDone` steps, read from the workers between steps: `hosts` in worker order (replica-major). */
 export async function gatherProgress(
   m: Mesh,
   zero: ZeroStage,
@@ -122,13 +152,6 @@ export async function gatherProgress(
   rules: ReadonlyMap<string, TpParam>,
 ): Promise<TrainProgress> {
   // Replica 0 holds every weight and, without ZeRO, every optimizer slot; with it, each worker holds a shard.
-  const readers = zero > 0 ? hosts.slice(0, workerCount(m)) : hosts.slice(0, m.ranks * m.tp);
-  const states = (await Promise.all(readers.map((h) => h.readState()))).map((s, w) => tpRankOnce(m, w, s));
-  const params = joinWeights(m, zero, states.map((s) => s.params));
-  const optimizer = joinOptimizer(
-    states.map((s) => s.optimizer),
-    params,
-  );
-  if (m.tp === 1) return { stepsDone, params, optimizer, losses: losses.slice(0, stepsDone), evals: [...evals] };
-  return { stepsDone, params: joinTpWeights(params, rules), optimizer: joinTpOptimizer(optimizer, rules), losses: losses.slice(0, stepsDone), evals: [...evals] };
+  const read = await Promise.all(hosts.slice(0, stateReaders(m, zero)).map((h) => h.readState()));
+  return joinProgress(m, zero, read, stepsDone, losses, evals, rules);
 }

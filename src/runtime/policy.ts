@@ -75,6 +75,10 @@ export interface UpdatePolicy {
   readOptimizer(): Promise<OptimizerPieces>;
   /** Sets the optimizer state it holds from a run's whole state, by parameter name (before the first step: a resume). */
   loadOptimizer(state: OptimizerState<ArrayLike<number>>): void;
+  /** PipeDream-2BW: the weight version before the latest, by parameter name (a stream's checkpoint; null before its first update). */
+  readPrevious?(): Promise<Record<string, Float32Array | Float64Array> | null>;
+  /** PipeDream-2BW resumed: that version, by parameter name, before the first action. */
+  loadPrevious?(previous: Readonly<Record<string, ArrayLike<number>>>): void;
   /** ZeRO-3: the weights this worker owns, as pieces `name[lo:hi]` (its device holds none between steps); absent or null elsewhere. */
   ownedWeights?(): Promise<Record<string, Float32Array | Float64Array> | null>;
   dispose(): void;
@@ -97,6 +101,8 @@ export function forwardingPolicy(inner: UpdatePolicy): UpdatePolicy {
     readOptimizer: () => inner.readOptimizer(),
     loadOptimizer: (state) => inner.loadOptimizer(state),
     ownedWeights: inner.ownedWeights ? () => inner.ownedWeights?.() ?? Promise.resolve(null) : undefined,
+    readPrevious: inner.readPrevious ? () => inner.readPrevious?.() ?? Promise.resolve(null) : undefined,
+    loadPrevious: inner.loadPrevious ? (previous) => inner.loadPrevious?.(previous) : undefined,
     dispose: () => inner.dispose(),
   };
 }

@@ -29,6 +29,12 @@ export interface RankInit {
   fault?: Fault;
   /** A run on "your text": the text, which stays in the page and its workers (the configuration names it by hash). */
   corpus?: TextCorpus;
+  /**
+   * A PipeDream-2BW stream: the run's step its window starts at (a resume from a checkpoint inside the stream; 0 from
+   * the start) and, every `checkpointEvery` steps (0: never), each worker of replica 0 tells its state as its stage
+   * ends that step's block (stream-checkpoint.ts).
+   */
+  stream?: { firstStep: number; checkpointEvery: number };
 }
 
 /** A worker's lines to the others. */
@@ -72,13 +78,17 @@ export type Weights = Record<string, Float32Array | Float64Array>;
 export interface RankState {
   params: Weights;
   optimizer: OptimizerPieces;
+  /** PipeDream-2BW: the weight version before the latest (after the stream's first update). */
+  previous?: Weights;
 }
 
 /**
  * A stream's news while it runs, never awaited: how many of its steps are done (every micro-batch's backward through
- * stage 0), or one step's micro-batch losses as a worker holding the last stage computed them.
+ * stage 0), or one step's micro-batch losses as a worker holding the last stage computed them (both numbered in the
+ * window: a resumed stream's from its own start), or a worker's state as its stage ended the block of the run's step
+ * stepsDone − 1 (PipeDream-2BW with checkpoints: stream-checkpoint.ts).
  */
-export type StreamNews = (news: { stepsDone: number } | { losses: { mb: number; loss: number }[] }) => unknown;
+export type StreamNews = (news: { stepsDone: number } | { losses: { mb: number; loss: number }[] } | { state: RankState & { stepsDone: number; readMs: number } }) => unknown;
 
 export interface RankHost {
   /** The worker's index in the mesh (the pipeline rank with one pipeline). */
@@ -101,7 +111,7 @@ export interface RankHost {
    * run's whole state by name, before its first step (a resume): checked whole
    * first, a missing or misshapen entry throws naming it.
    */
-  loadState(state: { params: Readonly<Record<string, ArrayLike<number>>>; optimizer: OptimizerState<ArrayLike<number>> }): Promise<void>;
+  loadState(state: { params: Readonly<Record<string, ArrayLike<number>>>; optimizer: OptimizerState<ArrayLike<number>>; previous?: Readonly<Record<string, ArrayLike<number>>> }): Promise<void>;
   stats(): Promise<RankStats>;
   /**
    * Frees the stages, then the device; reports GPU buffers still alive after the

@@ -100,6 +100,8 @@ class SampledMicrobatches implements MicrobatchSource {
     private readonly lossOver: 'step' | 'microbatch',
     /** The replica's rows [lo, hi) of every batch (the whole batch with one pipeline). */
     private readonly rows: [number, number],
+    /** A stream resumed at this step: its window's micro-batch 0 is the first of this step's batch. */
+    private readonly firstStep = 0,
   ) {}
 
   /**
@@ -116,7 +118,7 @@ class SampledMicrobatches implements MicrobatchSource {
   }
 
   private examples(step: number, mb: number): Examples {
-    const s = this.streaming ? Math.floor(mb / this.microbatches) : step;
+    const s = this.streaming ? this.firstStep + Math.floor(mb / this.microbatches) : step;
     const i = this.streaming ? mb % this.microbatches : mb;
     if (!this.cached || this.cached.step !== s) {
       const batch = this.sampler.batch(s);
@@ -268,7 +270,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const windows = UPDATE_WINDOWS[kind.update];
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica));
+  const firstStep = init.stream?.firstStep ?? 0;
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica), firstStep);
 
   const control = ports.control ? new MeshControlClient(ports.control, init.recvTimeoutMs) : null;
 
@@ -278,7 +281,17 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const transport = fault ? new FaultyTransport(transportOptions, fault) : new Transport(transportOptions);
   // Model copies (DualPipe): each stage's gradients are summed over its copies, after the dp all-reduces and before the update (copy-sum.ts).
   const copies = (schedule.copies ?? 1) > 1 ? { be, rank, schedule, stages, ports: roles.pipeline, mailbox, recvTimeoutMs: init.recvTimeoutMs } : null;
-  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined);
+  // A stream with checkpoints: each worker of replica 0 tells its state as its stage ends a block of a step saved at.
+  let onStreamNow: StreamNews | undefined;
+  const every = (replica ?? 0) === 0 ? (init.stream?.checkpointEvery ?? 0) : 0;
+  const blockEnded = async (stepsDone: number) => {
+    if (every <= 0 || stepsDone % every !== 0 || stepsDone >= config.steps || !onStreamNow) return;
+    const tell = onStreamNow;
+    const t0 = epochMs();
+    const state = await readState();
+    void Promise.resolve(tell({ state: { ...state, stepsDone, readMs: epochMs() - t0 } })).catch(() => {});
+  };
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded });
   const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
@@ -313,6 +326,11 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     // Every stage's read begun at once: one wait for the device's queue.
     const parts = await Promise.all([...stages.values()].map((st) => st.readParams()));
     return Object.assign({}, ...parts) as Weights;
+  };
+  /** Its weights and optimizer state (and, PipeDream-2BW, the version before the latest): between steps, or as a stream's stage ends a block. */
+  const readState = async (): Promise<RankState> => {
+    const [params, optimizer, previous] = await Promise.all([readWeights(), policy.readOptimizer(), policy.readPrevious?.() ?? null]);
+    return { params, optimizer, ...(previous ? { previous } : {}) };
   };
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
@@ -355,6 +373,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     },
     step: (step, onStream) => {
       current = step;
+      onStreamNow = onStream;
       return runner.runStep(
         step,
         onStream && reportsStreamSteps ? streamStepsDone(config.microbatches, onStream) : undefined,
@@ -366,14 +385,14 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     pauseStream: () => streamPause?.pause(),
     resumeStream: () => streamPause?.resume(),
     readWeights,
-    async readState() {
-      const [params, optimizer] = await Promise.all([readWeights(), policy.readOptimizer()]);
-      return { params, optimizer };
-    },
+    readState,
     loadState(state) {
       // Every check before any write: the stages' weights, then the optimizer's (which checks its own whole before it sets anything).
       for (const st of stages.values()) st.checkParams(state.params);
+      if (firstStep > 0 && !state.previous) throw new Error(`a PipeDream-2BW stream resumed at step ${firstStep} needs the weight version before the latest (the checkpoint's previous.*)`);
+      if (state.previous && !policy.loadPrevious) throw new Error(`only a PipeDream-2BW stream loads a previous weight version; ${config.schedule} keeps one`);
       policy.loadOptimizer(state.optimizer);
+      if (state.previous) policy.loadPrevious?.(state.previous);
       for (const st of stages.values()) st.loadParams(state.params);
     },
     stats() {

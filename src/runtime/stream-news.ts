@@ -7,7 +7,7 @@
  * A step's loss is computed by one function, `streamStepLosses`, for the live ones and for the report's, from the
  * workers' losses in worker order: the two are the same numbers.
  */
-import type { StreamNews } from './rank-host.ts';
+import type { RankState, StreamNews } from './rank-host.ts';
 
 type MbLoss = { mb: number; loss: number };
 
@@ -18,6 +18,9 @@ export interface StreamListeners {
   /** A step's loss, as soon as every replica computed it; the same number as the report's and onStep's at the end. */
   onStreamLoss?: (p: { step: number; steps: number; loss: number; elapsedMs: number }) => void;
 }
+
+/** The coordinator's own listener: a worker's state as its stage ended a block (a checkpoint inside the stream). */
+export type StreamStateListener = (worker: number, state: RankState & { stepsDone: number; readMs: number }) => void;
 
 /**
  * The loss of each step of a stream, from the losses its workers computed (`results` in worker order): per-micro-batch
@@ -46,6 +49,11 @@ export interface StreamShape {
   t0: number;
   /** Milliseconds the stream was paused so far (stream-pause.ts): not elapsed. */
   pausedMs?: () => number;
+  /** A resumed stream's first step: the window's steps are told as the run's (this many later). */
+  firstStep?: number;
+  /** The workers whose state a checkpoint inside the stream joins, and who hears it (stream-checkpoint.ts). */
+  stateWorkers?: readonly number[];
+  onState?: StreamStateListener;
 }
 
 /**
@@ -54,7 +62,9 @@ export interface StreamShape {
  */
 export function streamNews(listeners: StreamListeners, shape: StreamShape): (worker: number) => StreamNews | undefined {
   const { onStreamProgress, onStreamLoss } = listeners;
-  const { steps, microbatches: m, lossOver, lossWorkers, progressWorker, t0 } = shape;
+  const { steps, microbatches: m, lossOver, lossWorkers, progressWorker, t0, onState } = shape;
+  const first = shape.firstStep ?? 0;
+  const stateWorkers = onState ? (shape.stateWorkers ?? []) : [];
   const elapsed = () => performance.now() - t0 - (shape.pausedMs?.() ?? 0);
   /** Per step not yet told: each loss worker's micro-batch losses, in worker order. */
   const told = new Map<number, (MbLoss[] | undefined)[]>();
@@ -63,13 +73,17 @@ export function streamNews(listeners: StreamListeners, shape: StreamShape): (wor
     for (let parts = told.get(next); parts && lossWorkers.every((_, i) => parts?.[i]); parts = told.get(next)) {
       told.delete(next);
       const [loss] = streamStepLosses(parts.map((losses) => ({ losses: losses ?? [] })), m, lossOver);
-      onStreamLoss?.({ step: next, steps, loss, elapsedMs: elapsed() });
+      onStreamLoss?.({ step: first + next, steps, loss, elapsedMs: elapsed() });
       next++;
     }
   };
   const hear = (worker: number, news: Parameters<StreamNews>[0]) => {
+    if ('state' in news) {
+      if (stateWorkers.includes(worker)) onState?.(worker, news.state);
+      return;
+    }
     if ('stepsDone' in news) {
-      onStreamProgress?.({ stepsDone: news.stepsDone, steps, elapsedMs: elapsed() });
+      onStreamProgress?.({ stepsDone: first + news.stepsDone, steps, elapsedMs: elapsed() });
       return;
     }
     const i = lossWorkers.indexOf(worker);
@@ -81,7 +95,7 @@ export function streamNews(listeners: StreamListeners, shape: StreamShape): (wor
     tellLosses();
   };
   return (worker) => {
-    const asked = (onStreamProgress && worker === progressWorker) || (onStreamLoss && lossWorkers.includes(worker));
+    const asked = (onStreamProgress && worker === progressWorker) || (onStreamLoss && lossWorkers.includes(worker)) || stateWorkers.includes(worker);
     return asked ? (news) => hear(worker, news) : undefined;
   };
 }

@@ -40,7 +40,9 @@ export function tpView<S extends { params: Readonly<Record<string, ArrayLike<num
     for (const [slot, v] of Object.entries(own)) o[slot] = piece(v, r);
     return o;
   });
-  return { ...state, params, optimizer: { ...state.optimizer, slots } };
+  // PipeDream-2BW's previous weight version is cut as the weights are.
+  const previous = (state as { previous?: Readonly<Record<string, ArrayLike<number>>> }).previous;
+  return { ...state, params, optimizer: { ...state.optimizer, slots }, ...(previous ? { previous: cut(previous, (_n, v, r) => piece(v, r)) } : {}) };
 }
 
 /** Groups the piece names of `rec` by parameter; every split parameter must come with all t pieces. */

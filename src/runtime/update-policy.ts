@@ -22,7 +22,7 @@ import type { UpdatePolicyName } from '../schedule/registry.ts';
 import { Flush, type DataParallelParts, type SumCopies } from './flush.ts';
 import { ShardedStep } from './sharded-step.ts';
 import { StashPolicy } from './pipedream-policy.ts';
-import { DoubleBufferPolicy } from './double-buffer-policy.ts';
+import { DoubleBufferPolicy, type StreamStart } from './double-buffer-policy.ts';
 import type { UpdatableStage, UpdatePolicy } from './policy.ts';
 
 export function createUpdatePolicy(
@@ -33,6 +33,8 @@ export function createUpdatePolicy(
   dataParallel?: DataParallelParts,
   /** A schedule with model copies (DualPipe): the flush's sum over them before its update (copy-sum.ts sumCopies). */
   sumCopies?: SumCopies,
+  /** A stream's start (a resumed one's first step) and its block-end hook (double-buffered only). */
+  stream?: StreamStart,
 ): UpdatePolicy {
   if (sumCopies && name !== 'flush') throw new Error(`model copies are summed at a flush; the ${name} policy has none`);
   switch (name) {
@@ -42,6 +44,6 @@ export function createUpdatePolicy(
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);
     case 'double-buffered':
-      return new DoubleBufferPolicy(be, stages, train, train.microbatches, dataParallel && dataParallel.dp > 1 ? dataParallel : null);
+      return new DoubleBufferPolicy(be, stages, train, train.microbatches, dataParallel && dataParallel.dp > 1 ? dataParallel : null, stream);
   }
 }

@@ -21,6 +21,7 @@ export {
   MAX_RANKS,
   MAX_VIRTUAL,
   runsAsStream,
+  savesCheckpoints,
   gradSumEvery,
   type RunScheduleName,
   type ScheduleKind,

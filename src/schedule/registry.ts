@@ -83,6 +83,15 @@ export function runsAsStream(name: RunScheduleName): boolean {
   return UPDATE_WINDOWS[scheduleKind(name).update].stream;
 }
 
+/**
+ * Whether a run of this schedule saves checkpoints: every synchronous schedule between its steps, PipeDream-2BW inside
+ * its stream (as its stages end a saved step's block: runtime/stream-checkpoint.ts); not PipeDream, whose stages hold a
+ * weight version per micro-batch in flight and never meet at a step.
+ */
+export function savesCheckpoints(name: RunScheduleName): boolean {
+  return scheduleKind(name).update !== 'stash-and-update-after-backward';
+}
+
 /** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
 export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
 

@@ -202,7 +202,9 @@ async function checkpoint(ctx: BenchContext): Promise<SuiteResult> {
     ctx.log(
       r.kind === 'save'
         ? `checkpoint ${r.model}: ${(r.bytes / 1024).toFixed(0)} KiB, ${r.saves} saves; state read ${r.stateReadMs.toFixed(1)} ms on the workers' path = ${r.stallSteps.toFixed(2)} steps of ${r.stepMs.toFixed(1)} ms; encode ${r.encodeMs.toFixed(1)} ms + store ${r.storeMs.toFixed(1)} ms beside training`
-        : `recovery ${r.model}: ${(r.recoveryMs ?? 0).toFixed(0)} ms from the crash to the first step after it = ${(r.recoverySteps ?? 0).toFixed(1)} steps of ${r.stepMs.toFixed(1)} ms; ${r.stepsRedone} steps redone`,
+        : r.kind === 'stream-save'
+          ? `2BW stream ${r.model}: ${r.saves} saves (${r.saves - 1} inside it); ${r.stepMs.toFixed(1)} ms a step saving every 2 steps against ${(r.peerStepMs ?? 0).toFixed(1)} ms saving at its end = ${(r.stepMs / (r.peerStepMs ?? r.stepMs)).toFixed(3)}×; state read ${r.stateReadMs.toFixed(1)} ms on a worker's path`
+          : `recovery ${r.model}: ${(r.recoveryMs ?? 0).toFixed(0)} ms from the crash to the first step after it = ${(r.recoverySteps ?? 0).toFixed(1)} steps of ${r.stepMs.toFixed(1)} ms; ${r.stepsRedone} steps redone`,
     );
   }
   return {
@@ -211,6 +213,7 @@ async function checkpoint(ctx: BenchContext): Promise<SuiteResult> {
       "benchConfig's char-MLP and GPT on 2 ranks, 1F1B, 4 micro-batches, checkpointEvery 2, saved into this page's IndexedDB (float32 from WebGPU); stepMs: the run's mean measured step (makespan), the first step left out.",
       "stateReadMs: the only part of a save on the workers' path (the weights and optimizer state read back between two steps); stallSteps = stateReadMs / stepMs (target ≤ 1 step). Encoding and the IndexedDB write run beside the next steps.",
       'recovery: the char-MLP with a worker crashing in step 3 (after the checkpoint of step 2): recoveryMs from the failure to the first step after it on fresh workers (new workers, devices and kernels), beside the step time.',
+      "stream-save: the same models as a PipeDream-2BW stream (no flush), saving inside it every 2 steps as each stage ends a saved step's block (src/runtime/stream-checkpoint.ts), beside the same stream saving only at its end, run before and after it (peerStepMs, their mean); stepMs and peerStepMs are the stream's wall time per step. stateReadMs: the mean of the saves' reads, each the longest of its workers' (on that worker's path; the stream's other stages go on).",
     ],
   };
 }

@@ -201,7 +201,14 @@ def decode_run_state(data):
     _envelope(data, meta, n)
     f = _fields(meta)
     slots = SLOTS[f["optimizer"]]
-    params = {k: t for k, t in tensors.items() if not k.startswith("optimizer.")}
+    # PipeDream-2BW's weight version before the latest (a checkpoint inside its stream): train.py runs streams whole,
+    # and a synchronous run resumes from the latest weights, so it is checked and kept aside.
+    previous = {k[len("previous."):]: t for k, t in tensors.items() if k.startswith("previous.")}
+    params = {k: t for k, t in tensors.items() if not k.startswith(("optimizer.", "previous."))}
+    for name, t in previous.items():
+        if name not in params or t.shape != params[name].shape:
+            raise CheckpointError(f"corrupted checkpoint: tensor previous.{name[:80]} is {list(t.shape)}; "
+                                  + (f"its parameter is {list(params[name].shape)}" if name in params else "no parameter has that name"))
     state_slots = {}
     for name, p in params.items():
         state_slots[name] = {}
@@ -211,7 +218,7 @@ def decode_run_state(data):
                 got = "missing" if t is None else list(t.shape)
                 raise CheckpointError(f"corrupted checkpoint: tensor {slot_name(name, s)} is {got}; its parameter {name} is {list(p.shape)}")
             state_slots[name][s] = t
-    extra = sorted(set(tensors) - set(params) - {slot_name(n, s) for n in params for s in slots})
+    extra = sorted(set(tensors) - set(params) - {slot_name(n, s) for n in params for s in slots} - {f"previous.{n}" for n in previous})
     if extra:
         raise CheckpointError(f"corrupted checkpoint: tensor {extra[0][:80]} is neither a parameter nor {f['optimizer']}'s state of one")
     return RunState(params=params, slots=state_slots, **f)

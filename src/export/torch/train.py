@@ -24,7 +24,9 @@ names and layouts) and prints the held-out loss.
 PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
 schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
 (after every backward on stashed versions, or every m micro-batches one version stale, on replicas after an all_reduce
-of the block's gradients: stream.py); each step's loss is printed when the stream ends, and no checkpoint is written (the page keeps no run state for a stream either).
+of the block's gradients: stream.py); each step's loss is printed when the stream ends, and no checkpoint is written
+(the page saves 2BW's stream inside it, with its older weight version as previous.*; a synchronous run here resumes
+such a file from its latest weights).
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
@@ -294,8 +296,8 @@ def main():
         for flag, given in (("--resume", args.resume), ("--save-every", args.save_every), ("--steps", args.steps not in (None, cfg["steps"]))):
             if given:
                 raise SystemExit(f"{flag}: schedule {cfg['schedule']} runs its {cfg['steps']} steps as one stream of "
-                                 f"{cfg['windowMicrobatches']} micro-batches with no flush, so it has no step to stop, save or resume at "
-                                 "(the page keeps no run state for a stream either); run it whole, without " + flag)
+                                 f"{cfg['windowMicrobatches']} micro-batches with no flush, so train.py has no step to stop, save or resume it at "
+                                 "(the page saves and resumes a PipeDream-2BW stream inside it); run it whole, without " + flag)
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None

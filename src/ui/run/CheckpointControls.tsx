@@ -8,15 +8,15 @@ import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoi
 import { cannotRunReason, startRun } from '../../state/run-controller.ts';
 import { checkpointKey } from '../../run-state/checkpoint-store.ts';
 import { isActive, usePipeLab } from '../../state/store.ts';
-import { runsAsStream } from '../../schedule/index.ts';
+import { savesCheckpoints } from '../../schedule/index.ts';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 
 const RECOVERY_LABELS: Record<RecoveryMode, string> = { fresh: 'a fresh worker in its place', fewer: 'the workers that remain' };
 
 /** One line: what a failure after a step does with `config`'s recovery choice (before the first checkpoint, the last checkpoint is the run's start). */
 function recoveryHint(config: RunConfig): string {
-  // A stream (PipeDream, 2BW) saves no checkpoint inside it: a failure in it restarts it from its start.
-  const from = runsAsStream(config.schedule) ? 'the start (a stream saves no checkpoint inside it)' : 'the last checkpoint (or the start)';
+  // PipeDream's stream saves no checkpoint inside it: a failure in it restarts it from its start.
+  const from = savesCheckpoints(config.schedule) ? 'the last checkpoint (or the start)' : 'the start (PipeDream’s stream saves no checkpoint inside it)';
   if (recoveryOf(config) === 'fresh') return `Restarts from ${from} on fresh workers, the same mesh.`;
   try {
     const r = fewerWorkers(config);
@@ -50,8 +50,8 @@ export function CheckpointControls() {
       <button type="button" onClick={() => void downloadCheckpoint()} disabled={latest === null} title={
           latest !== null
             ? `The checkpoint of step ${latest} as a file PyTorch reads`
-            : runsAsStream(config.schedule)
-              ? `${SCHEDULE_LABELS[config.schedule]} runs all its steps as one stream: it saves no checkpoint`
+            : !savesCheckpoints(config.schedule)
+              ? `${SCHEDULE_LABELS[config.schedule]} runs all its steps as one stream, a weight version per micro-batch in flight: it saves no checkpoint`
               : 'No checkpoint is stored for this configuration'
         }>
         Download checkpoint
