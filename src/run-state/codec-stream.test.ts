@@ -9,9 +9,9 @@ import type { TrainProgress } from '../nn/train.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { CheckpointError } from './checkpoint-error.ts';
 import { decodeRunState, encodeRunState, previousTensorName } from './codec.ts';
 import { runStateOf } from './run-state.ts';
+import { refusal } from './testing/refusal.ts';
 import { editHeader, headerOf } from './testing/edit-file.ts';
 
 const cfg: RunConfig = { ...defaultRunConfig(), hidden: 8, layers: 3, batchSize: 16, schedule: 'pipedream-2bw', ranks: 2, microbatches: 2, steps: 6, evalEvery: 0 };
@@ -22,15 +22,6 @@ async function streamStates(): Promise<TrainProgress[]> {
   return saved;
 }
 
-function refusal(f: () => unknown): CheckpointError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof CheckpointError) return e;
-    throw e;
-  }
-  throw new Error('expected a CheckpointError; the call returned');
-}
 
 describe("PipeDream-2BW's previous weight version in the run-state file", () => {
   it('is written as previous.<param> and read back equal; a 2BW state needs it and another state may not hold it', async () => {

@@ -14,6 +14,7 @@ import { writeSafetensors } from '../util/safetensors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
 import { decodeRunState, encodeRunState, readRunStateFile, slotTensorName, type CheckpointSource } from './codec.ts';
 import { initialRunState, MAX_CHECKPOINT_BYTES, runStateOf, type RunState } from './run-state.ts';
+import { refusal } from './testing/refusal.ts';
 import { editHeader, editMetadata, headerOf } from './testing/edit-file.ts';
 
 const cpu = new CpuBackend();
@@ -21,15 +22,6 @@ const spiral: RunConfig = { ...defaultRunConfig(), hidden: 8, layers: 3, batchSi
 const names: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), hidden: 16, embedDim: 4, layers: 3, batchSize: 16, microbatches: 2, steps: 4, evalEvery: 0 };
 const gpt: RunConfig = { ...names, ...namesModelSwitch('gpt', 3), width: 8, heads: 2, blockSize: 16, batchSize: 8, microbatches: 2 };
 
-function refusal(f: () => unknown): CheckpointError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof CheckpointError) return e;
-    throw e;
-  }
-  throw new Error('expected a CheckpointError; the call returned');
-}
 
 /** The state with every array as float32, as a WebGPU run reads it back. */
 function asFloat32(s: RunState): RunState {
