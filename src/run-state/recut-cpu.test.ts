@@ -76,6 +76,18 @@ describe("recovery = 'fewer' on the CPU host", () => {
     });
   }
 
+  it('pipedream-2bw: p = 3 crashes inside its stream, restarts from its checkpoint inside it re-cut onto p = 2, the older weight version loaded by name: the losses and weights of the uninterrupted p = 3 stream', async () => {
+    const cfg = config({ schedule: 'pipedream-2bw', microbatches: 4 });
+    const store = new CheckpointStore(new MemoryShelf());
+    const full = await countingRunner([])(cfg, { readWeights: true });
+    const workers: number[] = [];
+    // Micro-batch 13 of the stream's 6 × 4: in its fourth step, after the save of step 2.
+    const report = await runDurably({ ...cfg, fault: { kind: 'throw', action: '2B13', step: 0 } }, { readWeights: true }, { store }, countingRunner(workers));
+    expect(workers).toEqual([3, 2]);
+    expect(report.recovery).toMatchObject({ mode: 'fewer', fromStep: 2, meshBefore: { ranks: 3, schedule: 'pipedream-2bw' }, meshAfter: { ranks: 2, schedule: 'pipedream-2bw' } });
+    expectSameRunRel(report, full);
+  });
+
   it('a crash before the first checkpoint (checkpointEvery 50) restarts from step 0 on p = 2: the losses and weights of the uninterrupted p = 3 run', async () => {
     const cfg = config({ checkpointEvery: 50 });
     const { full, report, workers } = await crashAndRecover(cfg, '2F1');
