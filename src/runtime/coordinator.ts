@@ -185,6 +185,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
   const streamState = stream && whole.kind.update === 'double-buffered';
   if (from && stream && !streamState) throw new RunError(`a run of ${whole.kind.name} cannot start from a saved state: its weight stash is one per micro-batch in flight (use PipeDream-2BW or a synchronous schedule)`);
   if (from) checkStart(toTrainConfig(whole.config), from);
+  if (from && stream && from.stepsDone >= whole.config.steps) throw new RunError(`nothing to run: the saved state is of step ${from.stepsDone}, the stream's last (steps = ${whole.config.steps})`);
   if (from && stream && from.stepsDone > 0 && !from.previous) throw new RunError(`a PipeDream-2BW stream resumed at step ${from.stepsDone} needs the weight version before the latest (the checkpoint has none)`);
   // A resumed stream is a new window of the steps left, its micro-batches numbered from its own start (run-plan.ts).
   const firstStep = stream ? (from?.stepsDone ?? 0) : 0;

@@ -56,5 +56,6 @@ describe('a PipeDream-2BW stream saves its state inside the stream and resumes f
     const { previous: _previous, ...bare } = saved[0];
     await expect(runPipeline(cfg, { hostFactory, from: bare })).rejects.toThrow(/resumed at step 2 needs the weight version before the latest/);
     await expect(runPipeline({ ...cfg, schedule: 'pipedream' }, { hostFactory, from: bare })).rejects.toThrow(/a run of .* cannot start from a saved state: its weight stash/);
+    await expect(runPipeline(cfg, { hostFactory, from: saved.at(-1) })).rejects.toThrow(/^nothing to run: the saved state is of step 4, the stream's last/);
   }, 30_000);
 });
