@@ -101,7 +101,7 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.live).toBe(0);
 });
 
-test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its last checkpoint inside it on fresh workers, the losses of the uninterrupted stream', async ({ page }) => {
+test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its last checkpoint inside it on fresh workers; a stopped stream resumes from its stop; the losses of the uninterrupted stream', async ({ page }) => {
   await open(page);
   const r = await page.evaluate(
     async ({ small }) => {
@@ -110,7 +110,15 @@ test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts f
       const full = await window.pipelab.run({ ...cfg, checkpointEvery: 0 });
       // Micro-batch 9 of the stream's 6 × 2: in its fifth step, after the saves of steps 2 and 4 (the last perhaps not yet whole).
       const crashed = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker', action: '1F9', step: 0 } }, { recvTimeoutMs: 20_000 });
-      return { full: full.losses, losses: crashed.losses, recovery: crashed.recovery, saves: crashed.checkpointSaves?.steps, live: window.pipelab.liveWorkers() };
+      // Stopped inside the stream (at a step boundary, saved there), then resumed from that save.
+      await window.pipelab.checkpoints.remove(cfg);
+      const stop = new AbortController();
+      const stopped = await window.pipelab.run({ ...cfg, checkpointEvery: 50 }, { signal: stop.signal, onStreamProgress: (p) => (p.stepsDone >= 2 ? stop.abort() : undefined) });
+      const resumed = await window.pipelab.run({ ...cfg, checkpointEvery: 50 }, { resume: true });
+      return {
+        full: full.losses, losses: crashed.losses, recovery: crashed.recovery, saves: crashed.checkpointSaves?.steps, live: window.pipelab.liveWorkers(),
+        stopped: stopped.losses.length, resumedFrom: resumed.resumedFrom, resumed: resumed.losses,
+      };
     },
     { small: SMALL },
   );
@@ -124,6 +132,10 @@ test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts f
   expect(r.losses).toHaveLength(6);
   expect(worstRelErr(r.losses, r.full)).toBeLessThanOrEqual(1e-6);
   expect(r.live).toBe(0);
+  expect(r.stopped).toBeGreaterThanOrEqual(2);
+  expect(r.stopped).toBeLessThan(6);
+  expect(r.resumedFrom).toBe(r.stopped);
+  expect(worstRelErr(r.resumed, r.full)).toBeLessThanOrEqual(1e-6);
   await page.goto('./?schedule=pipedream-2bw&microbatches=8');
   await expect(page.getByText('Restarts from the last checkpoint (or the start) on fresh workers, the same mesh.')).toBeVisible();
   await page.goto('./?schedule=pipedream');
