@@ -300,6 +300,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
         opts.signal?.removeEventListener('abort', stopStream);
         pauses?.release();
       });
+      inStream?.close();
       const cutTo = streamCut ? await streamCut : null;
       // The window ran the stream's first cutTo steps: the report's schedule and counts are theirs (its config keeps the run's).
       if (cutTo !== null && cutTo < windowSteps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };

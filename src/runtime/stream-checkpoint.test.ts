@@ -48,6 +48,13 @@ describe('StreamCheckpoints', () => {
     // A worker outside the readers is not one of them.
     c.state(2, { ...state(2), stepsDone: 6 });
     expect(out).toHaveLength(2);
+    // After the window's end, a state still on its way is dropped.
+    c.loss(4, 1.2);
+    c.loss(5, 1.1);
+    c.state(1, { ...state(1), stepsDone: 6 });
+    c.close();
+    c.state(0, { ...state(0), stepsDone: 6 });
+    expect(out).toHaveLength(2);
   });
 
   it("a resumed stream's steps follow its checkpoint's losses; a failing join is kept, and nothing else is handed on", () => {

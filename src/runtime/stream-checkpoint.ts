@@ -32,6 +32,7 @@ export class StreamCheckpoints {
   readonly readMs: number[] = [];
   /** The first join that failed: the run ends with it (coordinator). */
   error: Error | null = null;
+  private closed = false;
 
   constructor(private readonly shape: StreamCheckpointShape) {
     this.losses = [...shape.prior];
@@ -39,12 +40,21 @@ export class StreamCheckpoints {
 
   /** Worker `worker`'s state as its stage ended step stepsDone − 1's block. */
   state(worker: number, s: RankState & { stepsDone: number; readMs: number }): void {
-    if (worker < 0 || worker >= this.shape.readers) return;
+    if (this.closed || worker < 0 || worker >= this.shape.readers) return;
     const { stepsDone, ...state } = s;
     const parts = this.states.get(stepsDone) ?? Array.from({ length: this.shape.readers }, () => undefined);
     parts[worker] = state;
     this.states.set(stepsDone, parts);
     this.handOn();
+  }
+
+  /**
+   * The stream's window has ended: a state still on its way (its message crossed the window's end) is not handed on,
+   * so nothing is saved after the run's own end-of-stream save.
+   */
+  close(): void {
+    this.closed = true;
+    this.states.clear();
   }
 
   /** The loss of the run's step `step` (told in step order). */
