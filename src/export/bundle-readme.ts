@@ -62,8 +62,8 @@ forward ran on (stashed until then: up to ranks − r versions on rank r)`;
 
 \`${run.schedule}\` has no flush: schedule.csv is the whole run as one stream of steps × ${m} = ${run.steps * m} micro-batches
 (numbered across steps: micro-batch k is step k // ${m}'s micro-batch k % ${m}), walked once (\`stream.py\`): ${rule}, as the page
-does. Each step's loss is printed when the stream ends; no checkpoint is written, and \`--steps\`, \`--save-every\` and
-\`--resume\` are refused: train.py runs a stream whole (the page saves a PipeDream-2BW stream inside it; a synchronous run here resumes such a checkpoint from its latest weights).`;
+does. Each step's loss is printed when the stream ends; no checkpoint is written, and \`--steps\` and \`--save-every\` are
+refused. ${run.schedule === 'pipedream-2bw' ? "\`--resume FILE\` continues the page's checkpoint from inside the stream (step B, its older weight version as previous.*): the walk runs the actions of micro-batches B × m and later, the page's numbers." : "\`--resume\` is refused: a version is stashed per micro-batch in flight, so the stream resumes nowhere but its start."}`;
 }
 
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {

@@ -16,7 +16,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
-import { trainSingleDevice } from '../nn/train.ts';
+import { trainSingleDevice, type TrainProgress } from '../nn/train.ts';
+import { encodeRunState } from '../run-state/codec.ts';
+import { runStateOf } from '../run-state/run-state.ts';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
@@ -80,13 +84,41 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     }, 300_000);
   }
 
-  it('refuses --steps, --save-every and --resume for a stream before any process group starts, naming the flag and why', () => {
-    const cfg: RunConfig = { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 };
-    const { dir } = writeTempBundle(cfg);
-    for (const args of [['--steps', '2'], ['--save-every', '1'], ['--resume', 'nowhere.safetensors']]) {
-      const r = runPython(dir, { RANK: '0', WORLD_SIZE: '2' }, args);
-      expect(r.code, r.output).not.toBe(0);
-      expect(r.output).toContain(`${args[0]}: schedule pipedream-2bw runs its 4 steps as one stream of 16 micro-batches with no flush`);
+  it('refuses --steps and --save-every for a stream, and --resume for PipeDream, before any process group starts, naming the flag and why', () => {
+    for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
+      const { dir } = writeTempBundle({ ...charMlp, schedule, ranks: 2 });
+      const flags = [['--steps', '2'], ['--save-every', '1'], ...(schedule === 'pipedream' ? [['--resume', 'nowhere.safetensors']] : [])];
+      for (const args of flags) {
+        const r = runPython(dir, { RANK: '0', WORLD_SIZE: '2' }, args);
+        expect(r.code, r.output).not.toBe(0);
+        expect(r.output).toContain(`${args[0]}: schedule ${schedule} runs its 4 steps as one stream of 16 micro-batches with no flush`);
+      }
     }
   });
+
+  it("PipeDream-2BW: the page's checkpoint inside its stream continues under torchrun --resume (walked from micro-batch B·m) to the page's uninterrupted losses and weights", async () => {
+    const cfg: RunConfig = { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, steps: 6 };
+    const saved: TrainProgress[] = [];
+    const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, progressEvery: 3, onProgress: (p) => saved.push(p) });
+    expect(saved[0].stepsDone).toBe(3);
+    const { dir } = writeTempBundle(cfg);
+    const file = join(dir, 'page-2bw.safetensors');
+    writeFileSync(file, encodeRunState(runStateOf(cfg, saved[0])));
+    const r = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
+    expect(r.code, r.output).toBe(0);
+    expect(r.output).toContain(`resumed from ${file} at step 3`);
+    expect(r.losses.slice(0, 3).every((x) => x === undefined), r.output).toBe(true);
+    const lossDiff = maxRelativeDiff(r.losses.slice(3), page.losses.slice(3));
+    const weightDiff = maxWeightDiff(readTrainedWeights(dir), page.weights ?? {});
+    console.log(`PipeDream-2BW resumed at step 3 under torchrun: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
+    expect(lossDiff).toBeLessThan(1e-4);
+    expect(weightDiff).toBeLessThan(1e-4);
+    // A checkpoint without the older version (a synchronous run's) cannot continue a 2BW stream.
+    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
+    delete sync.previous;
+    writeFileSync(file, encodeRunState(sync));
+    const refused = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toContain('a PipeDream-2BW stream resumed at step 3 needs the checkpoint');
+  }, 300_000);
 });

@@ -47,12 +47,15 @@ class CheckpointError(ValueError):
 
 class RunState:
     """A run's state at a step: config (the page's RunConfig, a dict), steps_done, params {name: tensor},
-    optimizer name and step count, slots {name: {slot: tensor}}, lr_next, seed, losses, evals and producer."""
+    optimizer name and step count, slots {name: {slot: tensor}}, lr_next, seed, losses, evals and producer; and
+    previous {name: tensor}: PipeDream-2BW's weight version before the latest (a checkpoint inside its stream; {}
+    otherwise)."""
 
-    def __init__(self, config, steps_done, params, optimizer, optimizer_steps, slots, lr_next, losses, evals=(), producer="PipeLab train.py"):
+    def __init__(self, config, steps_done, params, optimizer, optimizer_steps, slots, lr_next, losses, evals=(), producer="PipeLab train.py", previous=None):
         self.config, self.steps_done, self.params = config, steps_done, params
         self.optimizer, self.optimizer_steps, self.slots = optimizer, optimizer_steps, slots
         self.lr_next, self.losses, self.evals, self.producer = lr_next, list(losses), list(evals), producer
+        self.previous = previous or {}
 
     @property
     def seed(self):
@@ -221,7 +224,7 @@ def decode_run_state(data):
     extra = sorted(set(tensors) - set(params) - {slot_name(n, s) for n in params for s in slots} - {f"previous.{n}" for n in previous})
     if extra:
         raise CheckpointError(f"corrupted checkpoint: tensor {extra[0][:80]} is neither a parameter nor {f['optimizer']}'s state of one")
-    return RunState(params=params, slots=state_slots, **f)
+    return RunState(params=params, slots=state_slots, previous=previous, **f)
 
 
 def read_run_state(path):

@@ -43,12 +43,14 @@ def accumulate(params, grads):
 class PipelineRank:
     """Pipeline rank `prank` of replica `replica` (tp rank `tp_rank` of it): its stages, its actions, the messages of a step."""
 
-    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None, versions=None, tp=None):
+    def __init__(self, bundle, replica, prank, tp_rank, stages, data, device, timeout, on_stage_done=None, around=None, versions=None, tp=None, first_mb=0):
         """`on_stage_done(s)`: stage s has all of its step's weight gradients. `around`: an object whose
         before_action(step, col, s, op) and after_action(step, col, s, op) run around each action of this rank
         (ZeRO-2/3's gathers, reduce-scatters and frees: collectives.DataParallel); None for nothing. `versions`: a
         stream's weight versions and updates (stream.StreamUpdates: PipeDream, PipeDream-2BW), or None (a flush).
-        `tp`: the stages' tensor_parallel.TensorParallel (with sequence parallelism, messages hold token rows)."""
+        `tp`: the stages' tensor_parallel.TensorParallel (with sequence parallelism, messages hold token rows).
+        `first_mb`: a resumed PipeDream-2BW stream walks the actions of micro-batches first_mb and later only (the
+        others' columns pass with nothing to do; every rank drops the same micro-batches, so no message is missed)."""
         cfg, mesh = bundle.cfg, bundle.mesh
         self.cfg, self.mesh, self.replica, self.prank, self.tp_rank = cfg, mesh, replica, prank, tp_rank
         self.rank = mesh.process(replica, prank, tp_rank)
@@ -60,7 +62,8 @@ class PipelineRank:
         # Micro-batches of one window: a step's, or every step's for a stream (numbered across steps).
         self.M, self.copies = cfg.get("windowMicrobatches", cfg["microbatches"]), bundle.copies
         self.mb_losses = {}  # the last stage's loss share of each micro-batch of the window
-        stage_to_rank, order = cfg["stageToRank"], bundle.order
+        stage_to_rank = cfg["stageToRank"]
+        order = [[a for a in row if a[3] >= first_mb] for row in bundle.order] if first_mb > 0 else bundle.order
         # The messages of a step, from the whole schedule (every process reads every row): what column t sends.
         # An F of stage s sends its output to stage s + 1; a B or I of stage s sends the input gradient to stage
         # s - 1, inside its own model copy (DualPipe: bundle.Copies; with one copy, s < S - 1 and s > 0).

@@ -13,6 +13,11 @@ walked once with no flush (pipeline.py), and each stage updates its own weights 
   every micro-batch, and the block's gradients are first summed over the stage's replicas with all_reduce (the
   process waits for it, as the page's worker does), so every replica takes the same update.
 
+A PipeDream-2BW stream resumes from a checkpoint of step B (the page's, saved inside its stream; resume()): what it
+computes depends on each micro-batch's number only, so the stages start at version B with W(B - 1) beside it, and
+the walk runs schedule.csv's actions of micro-batches B * m and later (pipeline.py first_mb): the numbers of the
+stream that went on.
+
 A version is a snapshot: a copy of the stage's weights as leaf tensors, bound into the stage's layers for a
 micro-batch's forward (model.Stage.bind). The micro-batch's autograd graph then holds its own version while the
 optimizer moves the live weights on in place, and its backward's gradients (with respect to the snapshot) become the
@@ -76,6 +81,23 @@ class StreamUpdates:
         if self.policy == "double-buffered":
             for sv in self.stages.values():
                 sv.take_snapshot()  # version 0: the initial weights
+
+    def resume(self, state, load):
+        """PipeDream-2BW from `state` (this process's pieces of a checkpoint after step B = state.steps_done): each stage's
+        weights and optimizer state loaded (`load(state, params, optimizer)`: checkpoint.load_run_state), its latest
+        version B, and W(B - 1), the checkpoint's previous.*, the snapshot its block B runs on."""
+        if self.policy != "double-buffered":
+            raise SystemExit(f"--resume: {self.policy} keeps a weight version per micro-batch in flight; only a PipeDream-2BW stream resumes")
+        b = state.steps_done
+        for sv in self.stages.values():
+            load(state, dict(zip(sv.names, sv.live)), sv.optimizer)
+            missing = [n for n in sv.names if n not in state.previous]
+            if b > 0 and missing:
+                raise SystemExit(f"--resume: a PipeDream-2BW stream resumed at step {b} needs the checkpoint's previous weight version; it has no previous.{missing[0]}")
+            sv.latest, sv.snapshots = b, {}
+            if b > 0:
+                sv.snapshots[b - 1] = [state.previous[n].detach().clone().to(p.device, p.dtype).requires_grad_(True) for n, p in zip(sv.names, sv.live)]
+            sv.take_snapshot()
 
     def version(self, sv, mb):
         """The version micro-batch mb runs on: the stage's latest (PipeDream), or the one before its block's (2BW)."""

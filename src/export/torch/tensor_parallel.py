@@ -209,7 +209,7 @@ class TensorParallel:
             return state
         return RunState(state.config, state.steps_done, self.pieces(state.params), state.optimizer, state.optimizer_steps,
                         {n: {k: tp_slice(v, self.rule(n), self.size, self.index) for k, v in s.items()} for n, s in state.slots.items()},
-                        state.lr_next, state.losses, state.evals, state.producer)
+                        state.lr_next, state.losses, state.evals, state.producer, self.pieces(state.previous))
 
     # The collectives ----------------------------------------------------------------------------------------------
 

@@ -24,9 +24,9 @@ names and layouts) and prints the held-out loss.
 PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
 schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
 (after every backward on stashed versions, or every m micro-batches one version stale, on replicas after an all_reduce
-of the block's gradients: stream.py); each step's loss is printed when the stream ends, and no checkpoint is written
-(the page saves 2BW's stream inside it, with its older weight version as previous.*; a synchronous run here resumes
-such a file from its latest weights).
+of the block's gradients: stream.py); each step's loss is printed when the stream ends, and no checkpoint is written.
+The page saves a 2BW stream inside it (its older weight version as previous.*): --resume continues such a checkpoint
+of step B as a 2BW stream walked from micro-batch B x m (a synchronous run resumes it from its latest weights).
 
 Checkpoints (checkpoint.py) are PipeLab's run-state files, the same the page downloads and loads: at the end of
 the run and every --save-every N steps rank 0 writes out/checkpoint-stepK.safetensors (weights, the optimizer's
@@ -184,20 +184,27 @@ def train(proc, args, steps, resumed):
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
 
 
-def train_stream(proc, args, steps):
-    """PipeDream's or PipeDream-2BW's one stream of every step's micro-batches (stream.py), then the weights out."""
+def train_stream(proc, args, steps, resumed=None):
+    """PipeDream's or PipeDream-2BW's one stream of every step's micro-batches (stream.py), then the weights out;
+    resumed (PipeDream-2BW): a checked checkpoint of step B, the stream walked from micro-batch B * m."""
     cfg = proc.bundle.cfg
     who = f"rank {proc.rank}"
     updates = StreamUpdates(cfg, proc.stages, proc.group, proc.timeout, who)
-    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates, tp=proc.tp)
+    first = resumed.steps_done if resumed else 0
+    if resumed:
+        updates.resume(proc.tp.sliced(resumed), load_run_state)
+        if proc.rank == 0:
+            print(f"resumed from {args.resume} at step {first}", flush=True)
+    pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, versions=updates, tp=proc.tp,
+                        first_mb=first * cfg["microbatches"])
     t0 = time.perf_counter()
     pipe.run_step(0, 10 * args.timeout if args.test_stall_rank == proc.rank else 0.0)
     proc.synchronize()
-    ms = (time.perf_counter() - t0) * 1000 / steps  # a stream has no step boundary: its mean time per step
+    ms = (time.perf_counter() - t0) * 1000 / (steps - first)  # a stream has no step boundary: its mean time per step
     if cfg["stages"] - 1 in proc.stages:  # the whole batch's loss: every replica's share (its last stage's group)
         losses = stream_step_losses(pipe.mb_losses, cfg["microbatches"], cfg["lossOver"], proc.group, proc.timeout, who)
         if proc.replica == 0 and proc.tp_rank == 0:
-            for step, loss in enumerate(losses):
+            for step, loss in enumerate(losses, start=first):
                 print(f"step {step} loss {loss:.9g} ms {ms:.2f}", flush=True)
     peak = ", ".join(f"stage {s} {n}" for s, n in sorted(updates.peak_versions().items()))
     print(f"rank {proc.rank}: weight versions held at most: {peak}", flush=True)
@@ -293,11 +300,15 @@ def main():
     steps = args.steps if args.steps is not None else cfg["steps"]
     stream = cfg.get("update", "flush") != "flush"
     if stream:  # PipeDream, PipeDream-2BW: schedule.csv is the whole run's one stream
-        for flag, given in (("--resume", args.resume), ("--save-every", args.save_every), ("--steps", args.steps not in (None, cfg["steps"]))):
+        # A PipeDream-2BW stream resumes (the page's checkpoint inside it: stream.py); PipeDream's does not.
+        resumable = cfg["update"] == "double-buffered"
+        for flag, given in (("--resume", args.resume and not resumable), ("--save-every", args.save_every), ("--steps", args.steps not in (None, cfg["steps"]))):
             if given:
+                why = ("its weight stash holds a version per micro-batch in flight, so it resumes nowhere but its start (a "
+                       "PipeDream-2BW stream resumes from the page's checkpoint inside it)") if flag == "--resume" else \
+                      "so train.py has no step to stop or save it at (the page saves a PipeDream-2BW stream inside it)"
                 raise SystemExit(f"{flag}: schedule {cfg['schedule']} runs its {cfg['steps']} steps as one stream of "
-                                 f"{cfg['windowMicrobatches']} micro-batches with no flush, so train.py has no step to stop, save or resume it at "
-                                 "(the page saves and resumes a PipeDream-2BW stream inside it); run it whole, without " + flag)
+                                 f"{cfg['windowMicrobatches']} micro-batches with no flush, {why}; run it without " + flag)
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
@@ -306,7 +317,7 @@ def main():
         from profiling import profile_cluster
         profile_cluster(proc, args)
     elif stream:
-        train_stream(proc, args, steps)
+        train_stream(proc, args, steps, resumed)
     else:
         train(proc, args, steps, resumed)
     dist.barrier()
