@@ -58,8 +58,8 @@ import type { VersionRecord } from './weight-stash.ts';
 export interface StreamStart {
   /** The run's step the window's first block is (0 for a stream from the start). */
   firstStep: number;
-  /** After the update that ends block stepsDone − 1 on a stage (its state is then step stepsDone's); awaited. */
-  blockEnded?: (stepsDone: number) => Promise<void>;
+  /** After the update that ends block stepsDone − 1 on a stage (its state is then step stepsDone's; `a` its last backward); awaited. */
+  blockEnded?: (stepsDone: number, a: Action, log: StepLog) => Promise<void>;
 }
 
 /** The weight version micro-batch `mb` (0-based over the stream) runs forward and backward with: the one before its block's. */
@@ -136,7 +136,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     if (this.replicas) await sumOverReplicas(this.be, this.replicas, a.stage, own.stage.params, block, log);
     this.update(own, a.stage, block);
     // Every stage of a rank has ended the block (2BW runs one stage per rank): the rank's state is step block + 1's.
-    if ([...this.perStage.values()].every((o) => o.latest > block)) await this.start.blockEnded?.(block + 1);
+    if ([...this.perStage.values()].every((o) => o.latest > block)) await this.start.blockEnded?.(block + 1, a, log);
   }
 
   /** Runs `compute` with version `v` in the parameters: the latest as they are, the one before exchanged in for it. */

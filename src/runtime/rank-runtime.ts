@@ -28,7 +28,7 @@ import type { Action } from '../schedule/types.ts';
 import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../config/run-config.ts';
-import { Transport } from './transport.ts';
+import { Transport, type StepLog } from './transport.ts';
 import { createUpdatePolicy } from './update-policy.ts';
 import { sumCopies, withCopyState } from './copy-sum.ts';
 import type { DataParallelParts } from './flush.ts';
@@ -284,12 +284,15 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   // A stream with checkpoints: each worker of replica 0 tells its state as its stage ends a block of a step saved at.
   let onStreamNow: StreamNews | undefined;
   const every = (replica ?? 0) === 0 ? (init.stream?.checkpointEvery ?? 0) : 0;
-  const blockEnded = async (stepsDone: number) => {
+  const blockEnded = async (stepsDone: number, a: Action, log: StepLog) => {
     if (every <= 0 || stepsDone % every !== 0 || stepsDone >= config.steps || !onStreamNow) return;
     const tell = onStreamNow;
     const t0 = epochMs();
     const state = await readState();
-    void Promise.resolve(tell({ state: { ...state, stepsDone, readMs: epochMs() - t0 } })).catch(() => {});
+    const t1 = epochMs();
+    // On the timeline: the read holds this worker between its block's last backward and its next action.
+    log.comm(a.stage, a.mb, 'state-read', t0, t1);
+    void Promise.resolve(tell({ state: { ...state, stepsDone, readMs: t1 - t0 } })).catch(() => {});
   };
   const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded });
   const summed = copies ? withCopyState(base, copies) : base;

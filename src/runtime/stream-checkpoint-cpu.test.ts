@@ -29,6 +29,10 @@ describe('a PipeDream-2BW stream saves its state inside the stream and resumes f
       expect(saved.map((p) => p.stepsDone)).toEqual([3, 6, cfg.steps]);
       // Every save's read of the state is counted: the two inside the stream, on the workers' path, and the end's.
       expect(plain.stateReads?.count).toBe(3);
+      // Each read inside the stream is on its worker's lane of the timeline (replica 0's workers: ranks × tp).
+      const reads = plain.timeline.intervals.filter((iv) => iv.op === 'comm' && iv.comm === 'state-read');
+      expect(reads).toHaveLength(2 * cfg.ranks * cfg.tp);
+      expect(reads.every((iv) => (iv.replica ?? 0) === 0 && iv.end >= iv.start)).toBe(true);
       const last = saved.at(-1) as TrainProgress;
       expect(last.params).toEqual(plain.weights);
       expect(last.losses).toEqual(plain.losses);

@@ -8,9 +8,11 @@ import { mesh, type Mesh } from './mesh.ts';
 /**
  * Communication as seen from one rank: `send` posting a message, `recv-wait`
  * blocked on one, `readback` GPU to CPU, `upload` CPU to GPU, `transfer` a
- * message in flight on the link (drawn on the receiving rank, `peer` the sender).
+ * message in flight on the link (drawn on the receiving rank, `peer` the sender),
+ * `state-read` a checkpoint's read of the worker's state off the device inside a
+ * stream (PipeDream-2BW: runtime/stream-checkpoint.ts; not a cost the simulator plays).
  */
-export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer';
+export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer' | 'state-read';
 
 /**
  * The data-parallel collective at a step's flush (src/schedule/mesh.ts), one

@@ -23,6 +23,7 @@ const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
   { kinds: ['transfer'], label: `${COMM_NAMES.transfer} (between ranks)` },
   { kinds: ['recv-wait'], label: `${COMM_NAMES['recv-wait']} (blocked on a neighbour)` },
   { kinds: ['readback', 'upload'], label: `${COMM_NAMES.readback} / ${COMM_NAMES.upload} copies` },
+  { kinds: ['state-read'], label: `${COMM_NAMES['state-read']} (a save inside a PipeDream-2BW stream, on the worker's path)` },
 ];
 
 /** The all-reduce's parts; reading off and writing back the device share a colour, so they share an entry. */

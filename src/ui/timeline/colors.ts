@@ -25,6 +25,7 @@ export const COMM_COLORS: Readonly<Record<CommKind, string>> = {
   'recv-wait': '#f87171',
   readback: '#a3b1c6',
   upload: '#a3b1c6',
+  'state-read': '#f8fafc',
 };
 
 export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
@@ -33,6 +34,7 @@ export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
   'recv-wait': 'waiting to receive',
   readback: 'GPU → CPU',
   upload: 'CPU → GPU',
+  'state-read': 'checkpoint: state GPU → CPU',
 };
 
 /** The data-parallel collective (the all-reduce at the flush): greens, one shade per part. */
@@ -91,7 +93,7 @@ export function opColor(op: Op, chunk: number): string {
  * at 2·o, on an odd chunk at 2·o + 1; communication kinds from 8 on. The
  * lane index stores these indices so drawing never builds a colour string.
  */
-const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload'];
+const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read'];
 const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
