@@ -393,7 +393,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       // Every check before any write: the stages' weights, then the optimizer's (which checks its own whole before it sets anything).
       for (const st of stages.values()) st.checkParams(state.params);
       if (firstStep > 0 && !state.previous) throw new Error(`a PipeDream-2BW stream resumed at step ${firstStep} needs the weight version before the latest (the checkpoint's previous.*)`);
-      if (state.previous && !policy.loadPrevious) throw new Error(`only a PipeDream-2BW stream loads a previous weight version; ${config.schedule} keeps one`);
+      if (state.previous && !policy.loadPrevious) throw new Error(`only a PipeDream-2BW stream loads a previous weight version; ${config.schedule} keeps no older version beside its weights`);
       policy.loadOptimizer(state.optimizer);
       if (state.previous) policy.loadPrevious?.(state.previous);
       for (const st of stages.values()) st.loadParams(state.params);
