@@ -24,6 +24,7 @@ import { paramCount, type ModelSpec } from '../nn/model-spec.ts';
 import { OPTIMIZER_SLOTS } from '../nn/optimizer.ts';
 import { paramShapes } from '../nn/param-shapes.ts';
 import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
+import { keepsPreviousVersion } from '../schedule/registry.ts';
 import { crc32 } from '../util/crc32.ts';
 import { headerLengthOf, readSafetensors, SafetensorsError, writeSafetensors, type NamedTensor, type ParsedSafetensors } from '../util/safetensors.ts';
 import { CheckpointError } from './checkpoint-error.ts';
@@ -48,7 +49,7 @@ export function previousTensorName(param: string): string {
 
 /** Whether a state of `config` after `stepsDone` steps holds a previous weight version: PipeDream-2BW's, once it has updated. */
 export function holdsPrevious(config: Pick<RunConfig, 'schedule'>, stepsDone: number): boolean {
-  return config.schedule === 'pipedream-2bw' && stepsDone > 0;
+  return keepsPreviousVersion(config.schedule) && stepsDone > 0;
 }
 
 function modelOf(config: RunConfig): ModelSpec {

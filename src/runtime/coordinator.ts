@@ -23,6 +23,7 @@ import { tpView } from './tp-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 import { planRun, windowOrder, type RunPlan } from './run-plan.ts';
+import { keepsPreviousVersion } from '../schedule/registry.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
 import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
@@ -182,7 +183,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
   const { from } = opts;
   const { stream } = whole.windows;
   // A stream keeps a state between its steps only under PipeDream-2BW (two weight versions, updated per block).
-  const streamState = stream && whole.kind.update === 'double-buffered';
+  const streamState = keepsPreviousVersion(whole.config.schedule);
   if (from && stream && !streamState) throw new RunError(`a run of ${whole.kind.name} cannot start from a saved state: its weight stash is one per micro-batch in flight (use PipeDream-2BW or a synchronous schedule)`);
   if (from) checkStart(toTrainConfig(whole.config), from);
   if (from && stream && from.stepsDone >= whole.config.steps) throw new RunError(`nothing to run: the saved state is of step ${from.stepsDone}, the stream's last (steps = ${whole.config.steps})`);

@@ -22,6 +22,7 @@ export {
   MAX_VIRTUAL,
   runsAsStream,
   savesCheckpoints,
+  keepsPreviousVersion,
   gradSumEvery,
   type RunScheduleName,
   type ScheduleKind,

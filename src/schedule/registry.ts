@@ -92,6 +92,11 @@ export function savesCheckpoints(name: RunScheduleName): boolean {
   return scheduleKind(name).update !== 'stash-and-update-after-backward';
 }
 
+/** Whether a run's state holds a weight version beside its latest (PipeDream-2BW's W(t − 1), after its first update): its stream resumes from it. */
+export function keepsPreviousVersion(name: RunScheduleName): boolean {
+  return scheduleKind(name).update === 'double-buffered';
+}
+
 /** The stage costs the registry's `auto` plans for: equal stages, B = I + W. */
 export const DEFAULT_AUTO_COSTS = { F: 1, I: 1, W: 1, B: 2 } as const;
 
