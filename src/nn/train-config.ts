@@ -96,7 +96,8 @@ export type GptSize = 'small' | 'makemore';
  * 64, lr 2e-3 cosine, weight decay 0.1, 3,000 steps. The app's own loop with it
  * ended at 1.988 nats/char held-out on an H100 (Dawn, bench/GPU.md; 1.993 at step
  * 2,000 of that schedule); PyTorch on one CPU thread 1.986. A 2,000-step schedule
- * ended at 2.005 in the page on an H200 (bench/chrome-vulkan): short of 2.00.
+ * ended at 2.005 in the page on an H200 (bench/chrome-vulkan): short of 2.00; this
+ * 3,000-step one ended at 1.983 there, 372 s from the Run click.
  */
 export const MAKEMORE_RECIPE = { optimizer: 'adamw', batchSize: 64, lr: 2e-3, weightDecay: 0.1, lrSchedule: 'cosine', steps: 3000 } as const;
 

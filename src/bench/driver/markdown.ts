@@ -249,7 +249,7 @@ export function renderMarkdown(r: Report): string {
   out.push(`Measured ${r.date} by \`npm run bench${flags ? ` -- ${flags}` : ''}\` in ${r.seconds} s.`);
   if (r.runs?.length) {
     out.push('');
-    out.push(`Gathered from ${r.runs.length} runs on the same machine and browser: ${r.runs.map((x) => `${x.date} (${x.suites.join(', ')}; ${x.seconds} s)`).join('; ')}.`);
+    out.push(`Gathered from ${r.runs.length} runs on machines of one kind with the same browser and adapter: ${r.runs.map((x) => `${x.date} (${x.suites.join(', ')}; ${x.seconds} s)`).join('; ')}.`);
   }
   out.push('');
   out.push(`- Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, ${r.machine.platform}, Node ${r.machine.node}`);
