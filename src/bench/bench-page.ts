@@ -16,6 +16,7 @@ import { installAutomation } from '../automation/automation.ts';
 import { probePageAndWorker, type ProbeOptions } from '../gpu/adapter-probe.ts';
 import { requestAdapterRetrying } from '../gpu/request-adapter.ts';
 import { benchAllReduce, benchTpAllReduce } from './allreduce-bench.ts';
+import { benchSync, type SyncBenchOptions } from './sync-suite.ts';
 
 type ProbeSizes = Omit<ProbeOptions, 'gpu'>;
 
@@ -85,6 +86,11 @@ const api = {
     const rows = GPT_BENCH_MICROBATCH * (cfg.blockSize as number);
     const width = cfg.width as number;
     return { rows, width, bytes: rows * width * 4 };
+  },
+  /** What waiting for the GPU costs, nudged and not (sync-suite.ts). */
+  async syncLatency(o: Omit<SyncBenchOptions, 'gpu'>) {
+    say('sync: waits for the GPU, nudged and not');
+    return benchSync(o);
   },
   async training(c: TrainingBenchCase) {
     say(`training ${c.dataset}`);

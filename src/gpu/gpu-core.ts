@@ -11,6 +11,7 @@ import type { DType, Tensor } from '../nn/backend.ts';
 import { checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool, type PoolStats } from './buffer-pool.ts';
+import { defaultNudgeMs, WaitNudger } from './wait-nudge.ts';
 import { DeviceLostError, isSoftwareAdapter, type AcquiredDevice, type AdapterSummary } from './device.ts';
 import { describeTensor, GpuTensor } from './gpu-tensor.ts';
 import { K, WG1D } from './kernels.ts';
@@ -35,6 +36,11 @@ export interface GpuCoreOptions {
    * full subgroup (the tests check that path so).
    */
   subgroupSize?: number;
+  /**
+   * Milliseconds between the empty submits sent while a wait for the GPU is pending (src/gpu/wait-nudge.ts);
+   * 0: none. Default: defaultNudgeMs (0.25 on a hardware adapter in a browser, else 0).
+   */
+  nudgeWaitsMs?: number;
 }
 
 export interface GpuStats {
@@ -46,6 +52,8 @@ export interface GpuStats {
   pipelines: number;
   submits: number;
   dispatches: number;
+  /** Empty submits sent while waiting for the GPU (nudgeWaitsMs). */
+  nudges: number;
 }
 
 /** A kernel binding: a tensor, a raw buffer, or nothing (binding 0 is the uniforms). */
@@ -82,6 +90,8 @@ export class GpuCore {
   private readonly usageStorage: number;
   /** Cap on the workgroups of the elementwise (grid-stride) kernels. */
   private readonly maxGroups: number;
+  /** Sends empty submits while a wait is pending (null: waits are not nudged). */
+  private readonly nudger: WaitNudger | null;
 
   /** Builds a backend on an already acquired device (see acquireDevice). */
   constructor(acq: AcquiredDevice, opts: GpuCoreOptions = {}) {
@@ -97,6 +107,9 @@ export class GpuCore {
     }
     this.isSoftware = isSoftwareAdapter(acq.adapterInfo);
     this.maxGroups = this.isSoftware ? 256 : 16384;
+    const nudgeMs = opts.nudgeWaitsMs ?? defaultNudgeMs(this.isSoftware);
+    if (!(nudgeMs >= 0)) throw new ConfigError('nudgeWaitsMs', nudgeMs, 'must be 0 (off) or a positive number of milliseconds');
+    this.nudger = nudgeMs > 0 ? new WaitNudger(() => this.device.queue.submit([]), nudgeMs) : null;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes);
     this.pipelines = new PipelineCache(this.device);
@@ -318,7 +331,7 @@ export class GpuCore {
       throw new DeviceLostError(m);
     });
     try {
-      return await Promise.race([p, lost]);
+      return await Promise.race([this.nudger ? this.nudger.during(p, this.lost) : p, lost]);
     } catch (e) {
       if (e instanceof DeviceLostError) throw e;
       const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
@@ -336,6 +349,7 @@ export class GpuCore {
       pipelines: this.pipelines.size,
       submits: s.submits,
       dispatches: s.dispatches,
+      nudges: this.nudger?.nudges ?? 0,
     };
   }
 

@@ -9,6 +9,7 @@ import type { AllReduceBenchRow } from '../allreduce-bench.ts';
 import { probeMarkdown, type PageAndWorkerProbe } from './gpu-probe-report.ts';
 import { tpTable } from './tp-markdown.ts';
 import { MAKEMORE_GOAL, type MakemorePageRow } from '../makemore-page-suite.ts';
+import type { SyncBenchRow } from '../sync-suite.ts';
 
 interface Report {
   date: string;
@@ -228,7 +229,16 @@ function makemoreTable(res: SuiteResult): string {
   return [head, '', '| after step | held-out nats/char | seen at |', '| --- | --- | --- |', ...rows, '', end].join('\n');
 }
 
+function syncTable(res: SuiteResult): string {
+  const rows = res.rows as SyncBenchRow[];
+  return table(
+    ['work', 'its GPU time ms', 'wait', 'devices in the page', 'nudged every', 'issue to wait end, median ms', 'p90 ms', 'median − GPU time ms', 'nudges per wait'],
+    rows.map((r) => [r.work, `${f(r.workMs, 3)}${r.workSource === 'wall' ? ' (wall)' : ''}`, r.wait, String(r.devices), r.nudgeMs ? `${r.nudgeMs} ms` : 'not nudged', f(r.medianMs, 2), f(r.p90Ms, 2), f(r.medianMs - r.workMs, 2), f(r.nudgesPerWait, 1)]),
+  );
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
+  sync: syncTable,
   makemore: makemoreTable,
   allreduce: allReduceTable,
   mesh: meshTable,

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { defaultNudgeMs, macrotask, WaitNudger } from './wait-nudge.ts';
+
+/** A wait that ends when `end` is called. */
+function wait<T = void>(): { p: Promise<T>; end: (v: T) => void; fail: (e: unknown) => void } {
+  let end!: (v: T) => void;
+  let fail!: (e: unknown) => void;
+  const p = new Promise<T>((res, rej) => {
+    end = res;
+    fail = rej;
+  });
+  return { p, end, fail };
+}
+
+describe('WaitNudger', () => {
+  it('nudges while a wait is pending, and stops when none is', async () => {
+    let sent = 0;
+    const n = new WaitNudger(() => sent++, 1e-9);
+    const w = wait<number>();
+    const out = n.during(w.p);
+    for (let i = 0; i < 20; i++) await macrotask();
+    expect(sent).toBeGreaterThan(5);
+    w.end(7);
+    expect(await out).toBe(7);
+    for (let i = 0; i < 3; i++) await macrotask();
+    const after = sent;
+    for (let i = 0; i < 20; i++) await macrotask();
+    expect(sent).toBe(after);
+    expect(n.nudges).toBe(sent);
+  });
+
+  it('one loop for overlapping waits, running until the last ends; a failed wait still fails', async () => {
+    let sent = 0;
+    const n = new WaitNudger(() => sent++, 1e-9);
+    const a = wait();
+    const b = wait();
+    const pa = n.during(a.p);
+    const pb = n.during(b.p);
+    for (let i = 0; i < 10; i++) await macrotask();
+    a.end();
+    await pa;
+    const mid = sent;
+    for (let i = 0; i < 10; i++) await macrotask();
+    expect(sent).toBeGreaterThan(mid);
+    b.fail(new Error('map failed'));
+    await expect(pb).rejects.toThrow('map failed');
+    for (let i = 0; i < 3; i++) await macrotask();
+    const end = sent;
+    for (let i = 0; i < 10; i++) await macrotask();
+    expect(sent).toBe(end);
+  });
+
+  it('keeps its interval between nudges', async () => {
+    const at: number[] = [];
+    const n = new WaitNudger(() => at.push(performance.now()), 2);
+    const w = wait();
+    const out = n.during(w.p);
+    await new Promise((r) => setTimeout(r, 30));
+    w.end();
+    await out;
+    expect(at.length).toBeGreaterThan(2);
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(1.9); // each gap measured at the nudge, a little after the check
+  });
+
+  it('stops at the device loss even if the wait never ends, and a throwing nudge stops nothing', async () => {
+    let sent = 0;
+    const n = new WaitNudger(() => {
+      sent++;
+      throw new Error('device destroyed');
+    }, 1e-9);
+    const lost = wait();
+    void n.during(new Promise(() => {}), lost.p);
+    for (let i = 0; i < 10; i++) await macrotask();
+    expect(sent).toBeGreaterThan(3);
+    lost.end();
+    for (let i = 0; i < 3; i++) await macrotask();
+    const end = sent;
+    for (let i = 0; i < 10; i++) await macrotask();
+    expect(sent).toBe(end);
+  });
+
+  it('refuses an interval that is not positive', () => {
+    expect(() => new WaitNudger(() => {}, 0)).toThrow(/intervalMs must be > 0, got 0/);
+  });
+
+  it('is off by default outside a browser and on software adapters', () => {
+    expect(defaultNudgeMs(false)).toBe(0); // Node: Dawn's own loop polls
+    expect(defaultNudgeMs(true)).toBe(0);
+  });
+});
