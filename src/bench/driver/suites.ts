@@ -256,7 +256,8 @@ async function sync(ctx: BenchContext): Promise<SuiteResult> {
   };
 }
 
-export const SUITES = { sync, schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint, makemore: makemorePage } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+// sync last: it makes and destroys several devices in the page, which the suites after it should not meet.
+export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint, makemore: makemorePage, sync } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;
 
 /** Suites a plain `npm run bench` leaves out: a GPU's jobs, run with --big or when named. */
