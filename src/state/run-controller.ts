@@ -65,6 +65,20 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
     ...noRunResults(),
   });
+  // The held-out loss of the untrained model (the seed's initial weights): the validation curve's first point, asked for
+  // once the first step has landed (not at Run, where the workers start), so that a long run's curve starts with it.
+  let untrainedAsked = false;
+  const showUntrained = () => {
+    if (untrainedAsked) return;
+    untrainedAsked = true;
+    void validationLoss(config, null).then(
+      (loss) => {
+        const now = activeRun();
+        if (now === run || now === null) addValidation(0, loss);
+      },
+      (e: unknown) => console.warn('PipeLab: validation loss of the initial weights failed:', e),
+    );
+  };
   try {
     const report = await runDurably(config, {
       signal: run.abort.signal,
@@ -113,6 +127,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
         if (!run.abort.signal.aborted) patchRun({ status: 'running' });
       },
       onStep: (p) => {
+        showUntrained();
         const now = performance.now();
         run.meter.mark(now, p.step + 1);
         usePipeLab.setState((s) => {
@@ -129,6 +144,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
       },
       // A stream's losses as they land, while its one window runs: the curve and the loss figure move.
       onStreamLoss: (p) => {
+        showUntrained();
         usePipeLab.setState((s) => (s.losses.length === p.step ? { losses: [...s.losses, p.loss] } : {}));
       },
       // A stream's steps as they are done, while its one window runs: the bar, steps/s and time left move.
