@@ -50,16 +50,17 @@ describe('WaitNudger', () => {
     expect(sent).toBe(end);
   });
 
-  it('keeps its interval between nudges', async () => {
+  it('keeps its interval between nudges (on its clock: here one that moves 0.5 ms a turn)', async () => {
+    let clock = 0;
     const at: number[] = [];
-    const n = new WaitNudger(() => at.push(performance.now()), 2);
+    const n = new WaitNudger(() => at.push(clock), 2, macrotask, () => (clock += 0.5));
     const w = wait();
     const out = n.during(w.p);
-    await new Promise((r) => setTimeout(r, 30));
+    for (let i = 0; i < 40; i++) await macrotask();
     w.end();
     await out;
-    expect(at.length).toBeGreaterThan(2);
-    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBeGreaterThanOrEqual(1.9); // each gap measured at the nudge, a little after the check
+    expect(at.length).toBeGreaterThan(5);
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBe(2);
   });
 
   it('stops at the device loss even if the wait never ends, and a throwing nudge stops nothing', async () => {

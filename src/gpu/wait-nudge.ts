@@ -45,6 +45,7 @@ export class WaitNudger {
     /** Milliseconds between nudges at least; > 0. */
     readonly intervalMs: number,
     private readonly turn: () => Promise<void> = macrotask,
+    private readonly clock: () => number = now,
   ) {
     if (!(intervalMs > 0)) throw new RangeError(`WaitNudger intervalMs must be > 0, got ${intervalMs}`);
   }
@@ -78,7 +79,7 @@ export class WaitNudger {
     try {
       while (this.pending > 0) {
         await this.turn();
-        const t = now();
+        const t = this.clock();
         if (this.pending > 0 && t - this.last >= this.intervalMs) {
           this.last = t;
           this.nudges++;
