@@ -221,7 +221,8 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     if (seed === report.config.seed && usePipeLab.getState().report === report) {
       const last = report.losses.length - 1;
       addValidation(last, await validationLoss(report.config, w));
-      addValidation(0, await validationLoss(report.config, null));
+      // The untrained model's point is usually there already (asked for at the first step): not computed twice.
+      if (!usePipeLab.getState().validation.some((v) => v.step === 0)) addValidation(0, await validationLoss(report.config, null));
     }
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);
