@@ -11,6 +11,7 @@
 import { GpuBackend } from '../gpu/gpu-backend.ts';
 import type { Tensor } from '../nn/backend.ts';
 import { DEFAULT_NUDGE_MS } from '../gpu/wait-nudge.ts';
+import { median } from './matmul-bench.ts';
 
 export interface SyncBenchRow {
   work: string;
@@ -38,7 +39,6 @@ export interface SyncBenchOptions {
   gpu?: GPU;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))];
 
 interface Work {
