@@ -125,7 +125,7 @@ test('a run is cancelled through its signal and leaves no worker', async ({ page
   expect(r.afterSteps).toBe(0);
   expect(r.message).toBe('the run was cancelled before its first step finished');
   expect(r.live).toBe(0);
-  // The cancelled run ended cleanly: the second run took its 4 warm workers (src/runtime/warm-workers.ts) and ended them.
+  // The cancelled run ended cleanly: the second run took its 4 warm workers (src/runtime/executor/warm-workers.ts) and ended them.
   expect(r.started).toBe(4);
 });
 

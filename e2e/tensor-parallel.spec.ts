@@ -20,7 +20,7 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
   const results = await page.evaluate(async () => {
     // SGD with momentum: linear in the gradients, so float32 rounding stays at 1e-7. AdamW's first step is lr·sign(g),
     // which turns a gradient element near zero whose sign the summation order flips into a 2·lr difference — the
-    // optimizer's property, not tp's; AdamW is checked exactly (1e-12) on the float64 CPU host (src/runtime/tensor-parallel-cpu.test.ts).
+    // optimizer's property, not tp's; AdamW is checked exactly (1e-12) on the float64 CPU host (src/runtime/one-device/tensor-parallel-cpu.test.ts).
     const sgd = { optimizer: 'sgd' as const, momentum: 0.9, lr: 0.1 };
     const gpt = { ...window.pipelab.defaultConfig(), ...sgd, dataset: 'names' as const, model: 'gpt' as const, layers: 3, heads: 4, width: 16, blockSize: 16, batchSize: 8, microbatches: 2, steps: 2, evalEvery: 0 };
     const mlp = { ...window.pipelab.defaultConfig(), ...sgd, dataset: 'names' as const, model: 'char-mlp' as const, layers: 3, hidden: 16, context: 3, embedDim: 4, batchSize: 16, microbatches: 2, steps: 2, evalEvery: 0 };

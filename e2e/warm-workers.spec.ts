@@ -1,5 +1,5 @@
 /**
- * Warm workers between runs (src/runtime/warm-workers.ts): a second run takes
+ * Warm workers between runs (src/runtime/executor/warm-workers.ts): a second run takes
  * the first run's workers with their devices and compiled kernels — it starts
  * no worker and compiles no kernel — yet computes exactly what a fresh run
  * computes (fresh weights, optimizer state and data; no leaked buffer). A run

@@ -4,9 +4,13 @@
  * under src/ (tests included), resolves each relative import (`import type` and
  * `export … from` count: a type import still ties two modules' meaning), and
  * checks the graph. The layers, lowest first, are docs/architecture.md's table.
+ *
+ * Inside a layer, a folder with an index.ts is a room (src/runtime/policies/, src/state/store/store/, …): its
+ * index.ts is its face, and a module outside the room imports the face, never a module behind it. Tests
+ * may reach inside, as they may reach up.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
+import { basename, dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -105,7 +109,33 @@ export function circles(edges: ReadonlyMap<string, readonly string[]>): string[]
 }
 
 const rel = (f: string): string => relative(SRC, f);
-const isTest = (f: string): boolean => /\.test\.tsx?$/.test(f);
+
+/** The room a file sits in: the folder below its layer that holds an index.ts (a face), or null. */
+export function roomOf(file: string, hasFace: (dir: string) => boolean): string | null {
+  const parts = relative(SRC, file).split(/[\\/]/);
+  for (let depth = parts.length - 1; depth >= 2; depth--) {
+    const dir = join(SRC, ...parts.slice(0, depth));
+    if (hasFace(dir)) return dir;
+  }
+  return null;
+}
+
+/** Imports of a room's insides from outside it: `from → to (room)`, for modules (tests may reach in). */
+export function insideImports(edges: ReadonlyMap<string, readonly string[]>, hasFace: (dir: string) => boolean): string[] {
+  const out: string[] = [];
+  for (const [f, deps] of edges) {
+    if (isTest(f)) continue;
+    const mine = roomOf(f, hasFace);
+    for (const d of deps) {
+      const theirs = roomOf(d, hasFace);
+      if (theirs && theirs !== mine && d !== join(theirs, 'index.ts')) out.push(`${rel(f)} → ${rel(d)} (import ${rel(join(theirs, 'index.ts'))}, the room's face)`);
+    }
+  }
+  return out;
+}
+function isTest(f: string): boolean {
+  return /\.test\.tsx?$/.test(f);
+}
 
 describe('the shape of the code', () => {
   const g = readGraph();
@@ -145,6 +175,22 @@ describe('the shape of the code', () => {
       for (const d of deps) if (rank.get(layerOf(d))! > rank.get(layerOf(f))!) upward.push(`${rel(f)} → ${rel(d)} (${layerOf(f)} imports ${layerOf(d)}, a layer above it)`);
     }
     expect(upward, upward.join('\n')).toEqual([]);
+  });
+
+  it('has every room entered through its face (checked on made-up rooms, then on src)', () => {
+    const faces = new Set([join(SRC, 'runtime', 'comm'), join(SRC, 'runtime', 'policies')]);
+    const has = (d: string): boolean => faces.has(d);
+    const f = (p: string): string => join(SRC, p);
+    const made = new Map([
+      [f('runtime/policies/flush.ts'), [f('runtime/comm/index.ts'), f('runtime/policies/policy.ts')]],
+      [f('runtime/coordinator.ts'), [f('runtime/policies/flush.ts')]],
+      [f('runtime/policies/flush.test.ts'), [f('runtime/comm/mailbox.ts')]],
+    ]);
+    expect(insideImports(made, has)).toEqual(['runtime/coordinator.ts → runtime/policies/flush.ts (import runtime/policies/index.ts, the room\'s face)']);
+    const rooms = new Set(g.files.filter((x) => basename(x) === 'index.ts' && relative(SRC, x).split(/[\\/]/).length >= 3).map(dirname));
+    expect(rooms.size, 'rooms found (runtime and state have them)').toBeGreaterThanOrEqual(8);
+    const inside = insideImports(g.edges, (d) => rooms.has(d));
+    expect(inside, inside.join('\n')).toEqual([]);
   });
 
   it(`has no module over ${MAX_LINES} lines`, () => {

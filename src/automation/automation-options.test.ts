@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runOptionsOf } from './automation.ts';
-import { PauseState } from '../runtime/stream-pause.ts';
+import { PauseState } from '../runtime/executor/stream-pause.ts';
 
 describe("window.pipelab.run's options are checked, naming option, value and rule", () => {
   it('accepts the documented options', () => {

@@ -37,11 +37,11 @@
  *                                           inspect, store, remove, reference (src/run-state/checkpoint-automation.ts)
  */
 import type { TrainResult } from '../nn/train.ts';
-import type { RunReport } from '../runtime/report-types.ts';
+import type { RunReport } from '../runtime/report/index.ts';
 import { defaultRunConfig, configFromQuery, type RunConfig } from '../config/run-config.ts';
 import { hasWebGpu, prepareWorkers, runInBrowser, runSingleDevice, type BrowserRunOptions } from '../runtime/browser-run.ts';
-import { WorkerRankHost } from '../runtime/worker-host.ts';
-import { warmWorkers } from '../runtime/warm-workers.ts';
+import { WorkerRankHost } from '../runtime/executor/index.ts';
+import { warmWorkers } from '../runtime/executor/index.ts';
 import { measureProfile } from '../runtime/measure-profile.ts';
 import type { Profile } from '../plan/profile.ts';
 import { ConfigError, requireFinite } from '../util/errors.ts';
@@ -49,7 +49,7 @@ import { unknownKeyRule } from '../util/nearest.ts';
 import { corpusFromText, describeCorpus } from '../data/text-corpus.ts';
 import { registerCorpus } from '../data/text-registry.ts';
 import { checkpointAutomation, type CheckpointAutomation } from '../run-state/checkpoint-automation.ts';
-import { PauseState } from '../runtime/stream-pause.ts';
+import { PauseState } from '../runtime/executor/index.ts';
 import { runDurably } from '../run-state/durable-run.ts';
 import { pageCheckpoints } from '../run-state/page-checkpoints.ts';
 
@@ -62,7 +62,7 @@ export interface PipelabAutomation {
    * any worker starts; a refusal rejects with `field = value: rule`.
    */
   run(config: RunConfig, opts?: Pick<BrowserRunOptions, 'readWeights' | 'recvTimeoutMs' | 'stepTimeoutMs' | 'signal' | 'onStep' | 'onStreamProgress' | 'onStreamLoss' | 'pause'> & { resume?: boolean }): Promise<RunReport>;
-  /** A switch for run's `pause` option: set(true) holds a running stream's workers between their actions, set(false) lets them go on (runtime/stream-pause.ts). */
+  /** A switch for run's `pause` option: set(true) holds a running stream's workers between their actions, set(false) lets them go on (runtime/executor/stream-pause.ts). */
   pauseSwitch(): PauseState;
   /** Prepares warm workers for `config` (default configuration when absent) without training; { kept: 0 } when workers are warm or being prepared already. */
   prepareWorkers(config?: RunConfig): Promise<{ kept: number }>;

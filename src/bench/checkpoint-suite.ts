@@ -10,7 +10,7 @@
  * stream's time per step with saves against without.
  */
 import { runInBrowser } from '../runtime/browser-run.ts';
-import type { RunReport } from '../runtime/report-types.ts';
+import type { RunReport } from '../runtime/report/index.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { CheckpointStore } from '../run-state/checkpoint-store.ts';
 import { runDurably } from '../run-state/durable-run.ts';

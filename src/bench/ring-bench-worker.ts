@@ -15,12 +15,12 @@
  *
  * A repetition may run several collectives back to back (`inner`); its time is their mean.
  */
-import { Mailbox } from '../runtime/mailbox.ts';
-import { allReduce } from '../runtime/ring-allreduce.ts';
-import { portRing } from '../runtime/ring-link.ts';
-import { epochMs } from '../runtime/clock.ts';
-import { TpChannel, type TpBackend } from '../runtime/tp-collective.ts';
-import { StepLog } from '../runtime/transport.ts';
+import { Mailbox } from '../runtime/comm/index.ts';
+import { allReduce } from '../runtime/comm/index.ts';
+import { portRing } from '../runtime/comm/index.ts';
+import { epochMs } from '../runtime/comm/index.ts';
+import { TpChannel, type TpBackend } from '../runtime/comm/index.ts';
+import { StepLog } from '../runtime/comm/index.ts';
 import type { Tensor } from '../nn/backend.ts';
 
 export type RingBenchMessage =

@@ -8,8 +8,8 @@ import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
-import type { AllReduceFigures } from '../runtime/report-collectives.ts';
-import type { TpFigures } from '../runtime/report-tp.ts';
+import type { AllReduceFigures } from '../runtime/report/index.ts';
+import type { TpFigures } from '../runtime/report/index.ts';
 
 export interface ScheduleBenchCase {
   schedule: RunConfig['schedule'];

@@ -14,7 +14,7 @@
  */
 import { prepareWorkers, runInBrowser } from '../runtime/browser-run.ts';
 import { defaultRunConfig } from '../config/run-config.ts';
-import { warmWorkers } from '../runtime/warm-workers.ts';
+import { warmWorkers } from '../runtime/executor/index.ts';
 
 export type StartupRunKind = 'cold' | 'prepared' | 'again';
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { validateRunConfig } from '../config/run-config.ts';
-import type { TpFigures } from '../runtime/report-tp.ts';
+import type { TpFigures } from '../runtime/report/report-tp.ts';
 import { benchConfig } from './schedules-suite.ts';
 import { exchangeNote, fitTpExchange, tpGrid, tpMisses, tpModelMs, tpRow, tpShapes, type TpGridRow } from './tp-suite.ts';
 import type { ScheduleBenchRow } from './schedules-suite.ts';

@@ -14,10 +14,10 @@ import { partitionBlocks } from '../nn/partition.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { cutOfRanges, parseCutText, rangesOfCut } from './explicit-cut.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, withoutCut, type RunConfig } from './run-config.ts';
 import { stageCut } from './run-limits.ts';
-import { planRun } from '../runtime/run-plan.ts';
+import { planRun } from '../runtime/executor/run-plan.ts';
 
 /** The names char-MLP: 3 hidden blocks and a heavy head (the vocabulary), 4 blocks in all. */
 const names: RunConfig = { ...defaultRunConfig(), dataset: 'names', model: 'char-mlp', context: 3, embedDim: 8, layers: 3, hidden: 16, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, ranks: 3 };

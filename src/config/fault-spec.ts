@@ -3,7 +3,7 @@
  * fires, at which action (or data-parallel collective), in which step and on
  * which replica, and the check that it names an action the run has. The
  * runtime's wrappers that
- * inject it are src/runtime/faults.ts.
+ * inject it are src/runtime/executor/faults.ts.
  */
 import { parseAction } from '../schedule/action-text.ts';
 import { UPDATE_WINDOWS, type ScheduleKind } from '../schedule/registry.ts';

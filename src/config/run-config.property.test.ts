@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
 import { defaultRunConfig, RUN_SCHEDULES, type RunConfig } from './run-config.ts';
 
 /** Values that break one rule or another: wrong types, non-finite, huge, negative, fractional, empty. */

@@ -28,7 +28,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice, type TrainProgress } from '../nn/train.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import { CheckpointError } from '../run-state/checkpoint-error.ts';
 import { decodeRunState, encodeRunState, previousTensorName, slotTensorName } from '../run-state/codec.ts';

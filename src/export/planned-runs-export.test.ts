@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-config.ts';
-import { planRun } from '../runtime/run-plan.ts';
+import { planRun } from '../runtime/executor/run-plan.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeBundle } from './testing/torchrun.ts';
 import { buildTorchBundle, type TorchBundleConfig } from './torch-bundle.ts';
 import { readTorchProgram } from './torch-program-disk.ts';

@@ -23,7 +23,7 @@ import { profileFromJson, type Profile } from '../plan/profile.ts';
 import { checkProfileModel } from '../plan/profile-model.ts';
 import { cutOfRanges } from '../config/explicit-cut.ts';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { planRun } from '../runtime/run-plan.ts';
+import { planRun } from '../runtime/executor/run-plan.ts';
 import { simulate } from '../schedule/index.ts';
 import { runTorchrun, writeBundle } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';

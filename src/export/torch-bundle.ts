@@ -23,7 +23,7 @@ import { ADAMW_DEFAULTS } from '../nn/optimizer.ts';
 import { blockInCols, type BlockSpec } from '../nn/model-spec.ts';
 import { StageChain } from '../nn/stage-chain.ts';
 import { lrAt } from '../nn/train-config.ts';
-import { planRun } from '../runtime/run-plan.ts';
+import { planRun } from '../runtime/executor/index.ts';
 import { toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { toCsv } from '../schedule/csv.ts';
 import { ConfigError } from '../util/errors.ts';

@@ -1,6 +1,6 @@
 /**
  * DualPipe's two model copies under torchrun (CPU, gloo) against the float64
- * single-device loop (src/nn/train.ts), as src/runtime/dualpipe-cpu.test.ts
+ * single-device loop (src/nn/train.ts), as src/runtime/one-device/dualpipe-cpu.test.ts
  * checks the page's workers: rank r holds copy 0's stage r and copy 1's stage
  * p − 1 − r, each copy trains its half of the micro-batches, and at the flush
  * each stage's gradients are summed over its two copies (copies.py) before the

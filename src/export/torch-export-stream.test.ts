@@ -23,7 +23,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';

@@ -2,7 +2,7 @@
  * The collectives a tensor-parallel layer needs from the workers that share
  * its stage (its tp group), as Megatron-LM's f and g operators use them. The
  * layers call them between their kernels; the runtime implements them over
- * MessageChannels (src/runtime/tp-collective.ts); one worker alone (tp = 1)
+ * MessageChannels (src/runtime/comm/tp-collective.ts); one worker alone (tp = 1)
  * has SOLO, which returns its input.
  *
  * Sequence parallelism (Korthikanti et al. 2022, §4.2.2) splits the residual

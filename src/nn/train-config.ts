@@ -87,7 +87,7 @@ export function defaultTrainConfig(dataset: DatasetName = 'spiral'): TrainConfig
 /**
  * The page's default GPT: 'small' (GPT_DEFAULTS, what trains best in a tab on
  * software WebGPU) or 'makemore' (makemore's 4 × 4 × 64 with its recipe, for a
- * hardware GPU; src/state/gpt-sizing.ts decides from the adapter).
+ * hardware GPU; src/state/run/gpt-sizing.ts decides from the adapter).
  */
 export type GptSize = 'small' | 'makemore';
 

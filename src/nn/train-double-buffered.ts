@@ -1,7 +1,7 @@
 /**
  * The single-device reference of PipeDream-2BW's update rule (Narayanan et
  * al., ICML 2021, §3.1), which the pipeline's 'double-buffered' policy
- * (runtime/double-buffer-policy.ts) must reproduce: the same model, batches,
+ * (runtime/policies/double-buffer-policy.ts) must reproduce: the same model, batches,
  * micro-batches and order as trainSingleDevice (train.ts), but step t's
  * micro-batches run forward and backward on the weights of one step before,
  * W(max(t − 1, 0)), and their accumulated gradient is applied to the latest

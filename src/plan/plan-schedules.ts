@@ -17,7 +17,7 @@
  *    twice the parameters on every device, the copies' activations by the
  *    simulator, and after the flush each stage's gradients summed over its
  *    copies, a ring of `copies` workers over the pipeline link between them
- *    (runtime/copy-sum.ts), which the simulator plays after each rank's
+ *    (runtime/policies/copy-sum.ts), which the simulator plays after each rank's
  *    data-parallel collectives (schedule/simulate-copies.ts), never hidden.
  *  - weight versions (PipeDream-2BW: one more, double-buffered): that many
  *    extra copies of each device's weights, at the model's bytes per element.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planRun } from '../runtime/run-plan.ts';
+import { planRun } from '../runtime/executor/run-plan.ts';
 import { defaultRunConfig } from '../config/run-config.ts';
 import { autoSchedule, simulate, validateSchedule } from '../schedule/index.ts';
 import { flopsProfile } from './flops-profile.ts';

@@ -21,7 +21,7 @@
  * Communication per stage per step (§7), a reduce-scatter or an all-gather of
  * a stage's G bytes over a ring of n = N_d workers sending (n − 1)/n · G each
  * (half an all-reduce), with m micro-batches under gradient accumulation, as
- * this repo's runtime runs them (src/runtime/flush.ts, sharded-step.ts):
+ * this repo's runtime runs them (src/runtime/policies/flush.ts, sharded-step.ts):
  *   stage 0  one all-reduce at the flush                       2·G·(n − 1)/n
  *   stage 1  one reduce-scatter, shard update, one all-gather  2·G·(n − 1)/n
  *   stage 2  a reduce-scatter after every backward, one

@@ -8,7 +8,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { TrainProgress } from '../nn/train.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
 import { decodeRunState, encodeRunState, previousTensorName } from './codec.ts';
 import { runStateOf } from './run-state.ts';
 import { refusal } from './testing/refusal.ts';

@@ -18,7 +18,7 @@
  */
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
 import { RunError, type RunOptions } from '../runtime/coordinator.ts';
-import type { MeshShape, RecoveryFigures, RunReport } from '../runtime/report-types.ts';
+import type { MeshShape, RecoveryFigures, RunReport } from '../runtime/report/index.ts';
 import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
 import { CheckpointError } from './checkpoint-error.ts';

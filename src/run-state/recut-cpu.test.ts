@@ -9,8 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
-import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import type { RunReport } from '../runtime/report-types.ts';
+import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
+import type { RunReport } from '../runtime/report/report-types.ts';
 import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { CheckpointStore } from './checkpoint-store.ts';
 import { runDurably, type DurableRunner } from './durable-run.ts';

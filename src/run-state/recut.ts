@@ -19,7 +19,7 @@
  */
 import { RunError } from '../runtime/coordinator.ts';
 import { validateRunConfig, withoutCut, type RunConfig } from '../config/run-config.ts';
-import type { MeshShape } from '../runtime/report-types.ts';
+import type { MeshShape } from '../runtime/report/index.ts';
 import { ConfigError } from '../util/errors.ts';
 
 export interface Recut {

@@ -6,7 +6,7 @@
  * saves after it are still tried; what was stored stays as it was.
  */
 import type { TrainProgress } from '../nn/train.ts';
-import type { CheckpointSaves } from '../runtime/report-types.ts';
+import type { CheckpointSaves } from '../runtime/report/index.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import type { CheckpointStore } from './checkpoint-store.ts';
 import { encodeRunState } from './codec.ts';

@@ -8,10 +8,10 @@ import { GpuBackend } from '../gpu/gpu-backend.ts';
 import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
 import { meshOf, prepareRanks, runPlan, RunError, type RunOptions } from './coordinator.ts';
 import { workerCount } from '../schedule/mesh.ts';
-import type { RunReport } from './report-types.ts';
+import type { RunReport } from './report/index.ts';
 import { toTrainConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
-import { planRun } from './run-plan.ts';
-import { warmWorkers } from './warm-workers.ts';
+import { planRun } from './executor/index.ts';
+import { warmWorkers } from './executor/index.ts';
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
 
 export function hasWebGpu(): boolean {

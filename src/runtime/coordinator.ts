@@ -8,24 +8,24 @@
  * worker and rejects with a message naming the replica, rank, stage and action
  * (or collective); it never hangs.
  */
-import { PausableTimers } from './pausable-timers.ts';
-import { cutPauses, StreamPauses, type PauseSwitch } from './stream-pause.ts';
+import { PausableTimers } from './comm/index.ts';
+import { cutPauses, StreamPauses, type PauseSwitch } from './executor/index.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
-import { MeshControlHub } from './mesh-control.ts';
-import { copyDifference, replicaDifference } from './weight-agreement.ts';
+import { MeshControlHub } from './comm/index.ts';
+import { copyDifference, replicaDifference } from './report/index.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
 import { gatherProgress, joinProgress, stateReaders, wholeWeights } from './gather-state.ts';
 import { StreamCheckpoints } from './stream-checkpoint.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import { tpView } from './tp-state.ts';
-import type { RankHost, RankInit, RankPorts, Weights } from './rank-host.ts';
-import type { StepResult } from './rank-executor.ts';
-import { planRun, windowOrder, type RunPlan } from './run-plan.ts';
+import type { RankHost, RankInit, RankPorts, Weights } from './executor/index.ts';
+import type { StepResult } from './executor/index.ts';
+import { planRun, windowOrder, type RunPlan } from './executor/index.ts';
 import { keepsPreviousVersion } from '../schedule/registry.ts';
 import type { RunConfig } from '../config/run-config.ts';
-import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report.ts';
+import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report/index.ts';
 import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
 
 export interface StepProgress {

@@ -9,9 +9,9 @@
 import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
 import { placeOf, workerCount, type Mesh } from '../schedule/mesh.ts';
-import type { RankHost, RankState, Weights } from './rank-host.ts';
+import type { RankHost, RankState, Weights } from './executor/index.ts';
 import type { ZeroStage } from '../config/run-config.ts';
-import { parsePieceName } from './zero-shard.ts';
+import { parsePieceName } from './policies/index.ts';
 import { parseTpPieceName, type TpParam } from '../nn/tp-shard.ts';
 import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
 

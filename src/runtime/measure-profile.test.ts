@@ -2,14 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
-import { planRun } from './run-plan.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
+import { planRun } from './executor/run-plan.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { blockInCols } from '../nn/model-spec.ts';
 import { lanesFromReport, lanesProbeConfig, measureProfile, profileFromReport, profilingConfig } from './measure-profile.ts';
 import { generateSchedule, simulate } from '../schedule/index.ts';
 import { meanOpTimesOf } from '../plan/calibrate.ts';
-import type { RunReport } from './report-types.ts';
+import type { RunReport } from './report/report-types.ts';
 import { parseProfile } from '../plan/profile.ts';
 import { planPartition } from '../plan/partition.ts';
 

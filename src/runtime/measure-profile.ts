@@ -28,9 +28,9 @@
  * CPU runtime in tests), so it runs wherever a pipeline runs.
  */
 import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
-import type { RunReport } from './report-types.ts';
+import type { RunReport } from './report/index.ts';
 import { MAX_RUN_RANKS, withoutCut, type RunConfig } from '../config/run-config.ts';
-import { planRun } from './run-plan.ts';
+import { planRun } from './executor/index.ts';
 import type { Op } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { PROFILE_VERSION, type BlockProfile, type Profile } from '../plan/profile.ts';

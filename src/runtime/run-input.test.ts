@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
-import { InProcessRankHost } from './in-process-host.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
 import { defaultRunConfig, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { RUN_LIMITS } from '../config/run-limits.ts';
 import { editDistance, nearestName } from '../util/nearest.ts';

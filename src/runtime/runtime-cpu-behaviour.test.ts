@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import type { Fault } from '../config/fault-spec.ts';
 import { CountingReads } from '../nn/testing/counting-reads.ts';
@@ -70,8 +70,8 @@ describe('PipeDream asynchronous 1F1B with weight stashing', () => {
 
   it('records the version ids: forward = backward, and the stash mattered', async () => {
     const { CpuBackend: Cpu } = await import('../nn/cpu-backend.ts');
-    const { planRun } = await import('./run-plan.ts');
-    const { createRankRuntime } = await import('./rank-runtime.ts');
+    const { planRun } = await import('./executor/run-plan.ts');
+    const { createRankRuntime } = await import('./executor/rank-runtime.ts');
     const cfg = tiny({ schedule: 'pipedream', ranks: 2, microbatches: 4, steps: 3 });
     const plan = planRun(cfg);
     const ch = new MessageChannel();

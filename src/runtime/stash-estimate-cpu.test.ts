@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { rankMemory, stageStashPeaks } from '../config/run-limits.ts';
 

@@ -9,7 +9,7 @@ import { CpuBackend } from '../nn/cpu-backend.ts';
 import type { TrainProgress } from '../nn/train.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
 
 const hostFactory = (w: number) => new InProcessRankHost(w, new CpuBackend());
 const GPT = { dataset: 'names', model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16 } as const;

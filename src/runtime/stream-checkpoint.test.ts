@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TrainProgress } from '../nn/train.ts';
-import type { RankState } from './rank-host.ts';
+import type { RankState } from './executor/rank-host.ts';
 import { StreamCheckpoints } from './stream-checkpoint.ts';
 
 const state = (tag: number): RankState & { readMs: number } => ({ params: { [`w${tag}`]: new Float64Array([tag]) }, optimizer: { name: 'sgd', steps: tag, pieces: [] }, readMs: tag + 1 });

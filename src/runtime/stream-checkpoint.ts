@@ -13,7 +13,7 @@
  * step some worker never reached (the stream stopped or failed first) is never handed on.
  */
 import type { TrainProgress } from '../nn/train.ts';
-import type { RankState } from './rank-host.ts';
+import type { RankState } from './executor/index.ts';
 
 export interface StreamCheckpointShape {
   /** How many workers give a state (replica 0's): worker w's state is the w-th. */

@@ -7,7 +7,7 @@
  * A step's loss is computed by one function, `streamStepLosses`, for the live ones and for the report's, from the
  * workers' losses in worker order: the two are the same numbers.
  */
-import type { RankState, StreamNews } from './rank-host.ts';
+import type { RankState, StreamNews } from './executor/index.ts';
 
 type MbLoss = { mb: number; loss: number };
 

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
-import { PauseState } from './stream-pause.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
+import { PauseState } from './executor/stream-pause.ts';
 
 const hostFactory = (w: number) => new InProcessRankHost(w, new CpuBackend());
 const RECV_TIMEOUT_MS = 300;

@@ -10,9 +10,9 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { runPipeline, type RunOptions } from './coordinator.ts';
-import { InProcessRankHost } from './in-process-host.ts';
-import type { StepResult } from './rank-executor.ts';
-import type { StreamNews } from './rank-host.ts';
+import { InProcessRankHost } from './executor/in-process-host.ts';
+import type { StepResult } from './executor/rank-executor.ts';
+import type { StreamNews } from './executor/rank-host.ts';
 import { relErr } from '../util/rel-err.ts';
 
 /** In-process hosts that note when each finished its window. */

@@ -8,7 +8,7 @@
  */
 import type { OptimizerState } from '../nn/optimizer.ts';
 import { joinTpPieces, parseTpPieceName, tpPieceName, tpSlice, type TpParam } from '../nn/tp-shard.ts';
-import type { Weights } from './rank-host.ts';
+import type { Weights } from './executor/index.ts';
 
 type Values = Float32Array | Float64Array;
 

@@ -11,7 +11,7 @@
  *   w = d · ranks + r.
  * - The workers of one (d, r) form its tp group: they run the same actions on
  *   the same micro-batches, each on its slice of the stage's layers, and sum or
- *   gather activations between layers (src/runtime/tp-collective.ts).
+ *   gather activations between layers (src/runtime/comm/tp-collective.ts).
  * - Every replica runs the same Schedule on its own slice of the step's batch:
  *   replica d takes rows [d·B/dp, (d+1)·B/dp) of the batch of B rows.
  * - A stage's group is the dp workers that hold it (one per replica), in replica

@@ -134,7 +134,7 @@ export interface ScheduleKind {
   /**
    * Copies of the whole model it runs (Schedule.copies; DualPipe: 2, the others 1): the model is cut into
    * ranks × virtual stages and each rank holds copies × virtual of them; the copies' gradients of a stage are
-   * summed at the flush (runtime/copy-sum.ts).
+   * summed at the flush (runtime/policies/copy-sum.ts).
    */
   copies: number;
   placement: Placement;

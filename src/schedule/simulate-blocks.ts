@@ -2,7 +2,7 @@
  * The simulator's PipeDream-2BW on dp replicas (a stream, no flush): after a
  * stage's every-th backward (the end of each block of m micro-batches) its
  * gradients are summed over its replicas by a ring all-reduce before the
- * stage's update, as the runtime does (src/runtime/double-buffer-policy.ts):
+ * stage's update, as the runtime does (src/runtime/policies/double-buffer-policy.ts):
  * the worker reads them off the device (`readback`), the ring runs its n − 1
  * reduce-scatter and n − 1 all-gather exchanges on the worker's one link
  * (α + (bytes / n) / β each), the sum is written back (`write`), and only then

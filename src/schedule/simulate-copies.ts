@@ -1,6 +1,6 @@
 /**
  * The sum over a schedule's model copies at the step's end (DualPipe holds 2:
- * copies.ts), played as the runtime runs it (runtime/copy-sum.ts, flush.ts).
+ * copies.ts), played as the runtime runs it (runtime/policies/copy-sum.ts, flush.ts).
  *
  * A rank is free for it once its step is done: its last compute action and,
  * with replicas, its stages' data-parallel collectives. It then walks its

@@ -2,10 +2,10 @@
  * The end of a step the timeline does not draw, simulated: after a rank's last
  * action, its collectives and its copies' sum, its workers read the step's
  * losses back (the ranks holding a last stage), update their weights and wait
- * for the device (runtime/rank-executor.ts, flush.ts); the next step starts
+ * for the device (runtime/executor/rank-executor.ts, flush.ts); the next step starts
  * when every worker is done. `costs.stepEnd` gives each pipeline rank's time
  * for it (the Train view passes each rank's measured time after its last drawn
- * interval: runtime/report-step-end.ts); each rank plays it once it is free
+ * interval: runtime/report/report-step-end.ts); each rank plays it once it is free
  * (replica 0's lanes: every replica plays the same), and the step on the
  * workers' clocks ends with the last of them. Nothing is drawn and the
  * makespan stays the drawn step's, as in the measured timeline.

@@ -2,7 +2,7 @@
  * The simulator's ZeRO-2 and ZeRO-3 (FSDP): their collectives run between a
  * step's actions, so they are played with the pipeline, not after it
  * (simulate-mesh.ts plays ZeRO 0/1's all-reduce at the flush). The rules are
- * the runtime's (src/runtime/sharded-step.ts), on each worker's one link, in
+ * the runtime's (src/runtime/policies/sharded-step.ts), on each worker's one link, in
  * the order the worker issues them (replicas are identical, so one pipeline's
  * play stands for all):
  *

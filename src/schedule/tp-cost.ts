@@ -26,7 +26,7 @@
  * With recomputation the backward (B, or I) runs the forward again, its
  * collectives included.
  *
- * Time of one collective (src/runtime/tp-collective.ts: one round of direct
+ * Time of one collective (src/runtime/comm/tp-collective.ts: one round of direct
  * exchange, each member posts its part to the t − 1 others and waits for
  * theirs): α + (t − 1) · bytes / β, bytes the part one member posts (for an
  * all-reduce the whole tensor, for an all-gather its columns), α the fixed

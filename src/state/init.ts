@@ -3,12 +3,12 @@
  * WebGPU detection, and from then on every change of the configuration,
  * simulation parameters or view written back into the URL.
  */
-import { checkRunConfig, checkSimParams } from './config-actions.ts';
-import { usePipeLab } from './store.ts';
-import { readUrlState, urlQueryFor } from './url-state.ts';
-import { detectWebGpu, webGpuForcedOff } from './webgpu-support.ts';
-import { prepareWhenWebGpuFound } from './prepare-workers.ts';
-import { holdLinkText } from './text-source.ts';
+import { checkRunConfig, checkSimParams } from './store/index.ts';
+import { usePipeLab } from './store/index.ts';
+import { readUrlState, urlQueryFor } from './store/index.ts';
+import { detectWebGpu, webGpuForcedOff } from './store/index.ts';
+import { prepareWhenWebGpuFound } from './run/index.ts';
+import { holdLinkText } from './text/index.ts';
 
 export function initStateFromUrl(): void {
   const { config, sim, compare, view, problems } = readUrlState(window.location.search);

@@ -5,7 +5,7 @@ import { validateRunConfig } from '../config/run-config.ts';
 import { closedForm } from '../schedule/index.ts';
 import { PRESETS, presetQuery } from './presets.ts';
 import { stageMemory } from '../config/run-limits.ts';
-import { readUrlState } from './url-state.ts';
+import { readUrlState } from './store/url-state.ts';
 
 const links = PRESETS.flatMap((p) => [p.first, ...(p.then ? [p.then] : [])]);
 

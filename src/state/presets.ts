@@ -6,8 +6,8 @@
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { MOBY_DICK } from '../data/moby-dick.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
-import { defaultSimParams } from './sim-params.ts';
-import { urlQueryFor } from './url-state.ts';
+import { defaultSimParams } from './store/index.ts';
+import { urlQueryFor } from './store/index.ts';
 
 export interface PresetLink {
   label: string;

@@ -4,8 +4,8 @@
  */
 import { generateWindow, runsAsStream, streamMeshClosedForm, scheduleKind, costsPerStage, simulate, type SimulationResult, closedForm, closedFormPeakActivations, meshClosedForm, tpClosedForm, tpOpTimes, tpGradSumTime, abstractTpCosts, gradSumEvery, type ClosedForm, type MeshClosedForm, type Schedule, type CostModel, type TpCosts } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
-import type { SimParams } from './sim-params.ts';
-import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './sim-params.ts';
+import type { SimParams } from './store/index.ts';
+import { bytesPerUnit, simHasMesh, simHasTp, simWindowMicrobatches, validateSimParams } from './store/index.ts';
 
 export interface SimOutcome {
   params: SimParams;

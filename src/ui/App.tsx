@@ -1,6 +1,6 @@
 /** The page: skip link, title bar with the views, the first-visit explanation, the view, and the run status line. */
 import { useEffect } from 'react';
-import { usePipeLab } from '../state/store.ts';
+import { usePipeLab } from '../state/store/index.ts';
 import { CompareView } from './compare/CompareView.tsx';
 import { Header } from './Header.tsx';
 import { onShortcutKey } from './run/run-shortcut.ts';

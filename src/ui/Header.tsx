@@ -1,7 +1,7 @@
 /** The title bar: name, the three views as tabs, and whether WebGPU is here. */
 import { useRef, type KeyboardEvent } from 'react';
 import { useOnboarding } from '../state/onboarding.ts';
-import { usePipeLab, VIEWS, type View } from '../state/store.ts';
+import { usePipeLab, VIEWS, type View } from '../state/store/index.ts';
 
 const VIEW_LABELS: Record<View, string> = { run: 'Train', compare: 'Compare schedules', simulate: 'Simulate at scale' };
 

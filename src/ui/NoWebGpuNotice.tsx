@@ -2,7 +2,7 @@
  * What a person without WebGPU sees: why training is off, how to turn WebGPU
  * on (Chrome on Linux included), and that simulation still works.
  */
-import type { WebGpuSupport } from '../state/webgpu-support.ts';
+import type { WebGpuSupport } from '../state/store/index.ts';
 
 export function NoWebGpuNotice({ support, onSimulate }: { support: Extract<WebGpuSupport, { state: 'unavailable' }>; onSimulate: () => void }) {
   return (

@@ -1,6 +1,6 @@
 /** The run's status in words, in a role="status" live region that screen readers announce. */
 import { scheduleLabel } from './controls/schedule-labels.ts';
-import { usePipeLab, type PipeLabState } from '../state/store.ts';
+import { usePipeLab, type PipeLabState } from '../state/store/index.ts';
 import { runsAsStream } from '../schedule/registry.ts';
 
 /** The workers the page prepared at load, in words (nothing once a run has used them). */

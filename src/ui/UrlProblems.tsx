@@ -1,5 +1,5 @@
 /** Values from the address that broke a rule: named, replaced by defaults, the rest kept. */
-import { usePipeLab } from '../state/store.ts';
+import { usePipeLab } from '../state/store/index.ts';
 
 export function UrlProblems() {
   const problems = usePipeLab((s) => s.urlProblems);

@@ -146,8 +146,8 @@ async function startup(ctx: BenchContext): Promise<SuiteResult> {
     meta: { targetMs: STARTUP_TARGET_MS, withinTarget: rows.map((r) => r.firstStepMs <= STARTUP_TARGET_MS) },
     notes: [
       'default configuration (spiral MLP, 4 ranks, 1F1B, 8 micro-batches), 3 steps per run, runs one after another in the bench page; firstStepMs: from runInBrowser (what Run calls) to the first onStep, measured in the page (the page draws that step in the next frame).',
-      "'prepared' is what a visitor's first Run gets: the page prepares its configuration's workers as soon as WebGPU is found (src/state/prepare-workers.ts; prepareMs is that preparation, which runs while the visitor reads the page), and a Run pressed during it waits for it rather than starting a second set; 'cold' is a Run with no warm worker at all (what every first Run paid before).",
-      "a clean run's workers stay warm (src/runtime/warm-workers.ts): a later run with no more ranks takes them with their devices and compiled kernels, so its 'compiled' is 0 and its device time ~0; the first run of the page starts them.",
+      "'prepared' is what a visitor's first Run gets: the page prepares its configuration's workers as soon as WebGPU is found (src/state/run/prepare-workers.ts; prepareMs is that preparation, which runs while the visitor reads the page), and a Run pressed during it waits for it rather than starting a second set; 'cold' is a Run with no warm worker at all (what every first Run paid before).",
+      "a clean run's workers stay warm (src/runtime/executor/warm-workers.ts): a later run with no more ranks takes them with their devices and compiled kernels, so its 'compiled' is 0 and its device time ~0; the first run of the page starts them.",
       `before (one worker and device per rank started for every run; warm-up compiling by a dry forward and backward, one synchronous createComputePipeline at a time, the optimizer's kernel compiled inside step 0), measured on 2 shared cores at load average 4–7: runInBrowser to first step 4.1–8.6 s, ranks up after 3.9–8.4 s; the page's Run click to the first drawn step (5 steps) 4.0–4.6 s for a first run and 4.5–5.0 s for a second, both alike. After, same machine, same hour: first run 4.3–5.9 s (no gain measurable at that load: compiling ~10 kernels per rank on SwiftShader is CPU-bound, async or not), second run 150–240 ms (warm workers). The issue measured 3.8 s on the built page on a quieter machine. Target: ${STARTUP_TARGET_MS} ms.`,
     ],
   };
@@ -230,7 +230,7 @@ async function allreduce(ctx: BenchContext): Promise<SuiteResult> {
     rows,
     meta: { fits },
     notes: [
-      `dp dedicated workers (src/bench/ring-bench-worker.ts) in a ring of MessageChannels run the runtime's own ring all-reduce (src/runtime/ring-allreduce.ts over ring-link.ts and a Mailbox, as the stage workers do at a step's flush) on float32 vectors; a repetition's time is the slowest worker's; median of ${repeats} after 2 untimed.`,
+      `dp dedicated workers (src/bench/ring-bench-worker.ts) in a ring of MessageChannels run the runtime's own ring all-reduce (src/runtime/comm/ring-allreduce.ts over ring-link.ts and a Mailbox, as the stage workers do at a step's flush) on float32 vectors; a repetition's time is the slowest worker's; median of ${repeats} after 2 untimed.`,
       `α–β fit (src/plan/allreduce-fit.ts): t = 2(n − 1)·α + 2(n − 1)/n · bytes / β; ${Object.entries(fits).map(([dp, f]) => `dp = ${dp}: α = ${f.latencyMs.toFixed(3)} ms, β = ${(f.bytesPerMs / 1000).toFixed(0)} MB/s`).join('; ')}.`,
       'per link MB/s: the bytes each worker sends in the ring (2(n − 1)/n · vector) per second of the median.',
     ],

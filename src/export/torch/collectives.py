@@ -12,14 +12,14 @@ stages: all replicas apply the same update to the same weights.
 
 ZeRO-1, 2 and 3 cut a stage's parameters, as one flat vector (the stage's order), into dp chunks as the page's ring
 cuts it (chunkBounds in src/schedule/mesh.ts: sizes differ by at most one, the first n mod dp one longer). Replica d
-owns chunk (d + 1) mod dp (ownedChunk in src/runtime/ring-allreduce.ts: the chunk the ring's reduce-scatter leaves
+owns chunk (d + 1) mod dp (ownedChunk in src/runtime/comm/ring-allreduce.ts: the chunk the ring's reduce-scatter leaves
 summed on it) and keeps the optimizer state of that chunk only, with the chunk's master copy of the weights. The
 update is the optimizer's own per-element rule (AdamW and SGD are element-wise), so every ZeRO stage trains the
 weights plain AdamW or SGD would: only the order in which the gradients are summed differs (rounding).
 
 - ZeRO-1 (the optimizer state): the flush sums the gradients as ZeRO-0 does; each replica updates its chunk and an
   all_gather gives every replica the whole updated vector.
-- ZeRO-2 (and the gradients; src/runtime/sharded-step.ts on the page): after every action that leaves weight
+- ZeRO-2 (and the gradients; src/runtime/policies/sharded-step.ts on the page): after every action that leaves weight
   gradients (B, or W where the backward is split) the stage's gradient vector is reduce-scattered over the group,
   the replica adds its chunk of the sum to its own accumulator and drops the full gradient (p.grad = None): one
   reduce-scatter per micro-batch, as DeepSpeed's ZeRO-2 with gradient accumulation. At the flush it updates its
@@ -64,7 +64,7 @@ def chunk_bounds(n, dp):
 
 
 def owned_chunk(replica, dp):
-    """The chunk replica `replica` owns: ownedChunk in src/runtime/ring-allreduce.ts."""
+    """The chunk replica `replica` owns: ownedChunk in src/runtime/comm/ring-allreduce.ts."""
     return (replica + 1) % dp
 
 

@@ -1,4 +1,4 @@
-"""The flush of a schedule with model copies (DualPipe, config.json "copies" = 2; the page's src/runtime/copy-sum.ts).
+"""The flush of a schedule with model copies (DualPipe, config.json "copies" = 2; the page's src/runtime/policies/copy-sum.ts).
 
 Each pipeline rank holds one stage of each copy (rank r: copy 0's stage r and copy 1's stage p - 1 - r; bundle.Copies
 numbers them), built from the same initial weights by name, and each copy runs its own half of the step's

@@ -1,7 +1,7 @@
 """PipeDream's and PipeDream-2BW's weight updates (config.json "update"), for a run that is one stream: schedule.csv
 holds every step's micro-batches (config.json "windowMicrobatches" = steps x microbatches, numbered across steps),
 walked once with no flush (pipeline.py), and each stage updates its own weights as the page's policies do
-(src/runtime/pipedream-policy.ts and double-buffer-policy.ts):
+(src/runtime/policies/pipedream-policy.ts and double-buffer-policy.ts):
 
 - 'stash-and-update-after-backward' (PipeDream, Narayanan et al., SOSP 2019): a stage steps its optimizer after
   every backward, at the learning rate of the micro-batch's step; a micro-batch's backward runs on the weight version

@@ -1,6 +1,6 @@
 /** Test helper: two run reports with the same losses and every weight equal, bit for bit. */
 import { expect } from 'vitest';
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 
 export function expectSameRun(a: Pick<RunReport, 'losses' | 'weights'>, b: Pick<RunReport, 'losses' | 'weights'>): void {
   expect(a.losses).toEqual(b.losses);

@@ -4,12 +4,12 @@
  */
 import { useMemo, useState } from 'react';
 import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
-import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare.ts';
-import { COMPARE_LIMITS, type CompareParams } from '../../state/compare-params.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare/index.ts';
+import { COMPARE_LIMITS, type CompareParams } from '../../state/store/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
-import { compareCsv, compareRow, lastStep, perStep } from '../../state/compare-table.ts';
+import { compareCsv, compareRow, lastStep, perStep } from '../../state/compare/index.ts';
 import { download } from '../exports/export-files.ts';
 import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';

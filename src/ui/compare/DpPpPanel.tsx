@@ -6,12 +6,12 @@
  * and a sentence read off the measured numbers.
  */
 import { useMemo } from 'react';
-import { DP_PP_BATCH, DP_PP_MICROBATCH_ROWS, DP_PP_WORKERS, dpPpSentence, dpPpShapes, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpRow } from '../../state/dp-pp-preset.ts';
-import { measureDpPp } from '../../state/dp-pp-measure.ts';
+import { DP_PP_BATCH, DP_PP_MICROBATCH_ROWS, DP_PP_WORKERS, dpPpSentence, dpPpShapes, measuredFigures, memoryPerWorker, simulatedFigures, type DpPpRow } from '../../state/compare/index.ts';
+import { measureDpPp } from '../../state/compare/index.ts';
 import { PresetMeasure } from './PresetMeasure.tsx';
 import { MeshShapesTable, useShapeRows } from './MeshShapesTable.tsx';
-import { usePipeLab } from '../../state/store.ts';
-import { dpTpPpShapes } from '../../state/dp-tp-pp-preset.ts';
+import { usePipeLab } from '../../state/store/index.ts';
+import { dpTpPpShapes } from '../../state/compare/index.ts';
 import { DpTpPpPanel } from './DpTpPpPanel.tsx';
 
 /** The preset on the Train view's model: dp × tp × pp where tp fits it, else dp × pp on the character MLP. */

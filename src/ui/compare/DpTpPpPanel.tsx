@@ -1,14 +1,14 @@
 /**
  * The Compare preset grown to the third axis, "dp × tp × pp at 8 workers"
- * (state/dp-tp-pp-preset.ts): the Train model's shapes of 8 workers side by
+ * (state/compare/dp-tp-pp-preset.ts): the Train model's shapes of 8 workers side by
  * side, each row measured beside the simulator fed with the run's own op times,
  * its all-reduce's α–β ring and its tp collectives' α–β line; the tp
  * collectives' share of the step (the exchanges themselves), memory per worker,
  * the shapes that do not fit and why, and a sentence read off the measured numbers.
  */
-import { DP_PP_WORKERS } from '../../state/dp-pp-preset.ts';
-import { meshMeasured, meshMemoryPerWorker, meshSentence, meshSimulated, type MeshPresetShapes, type MeshRow } from '../../state/dp-tp-pp-preset.ts';
-import { measureDpPp } from '../../state/dp-pp-measure.ts';
+import { DP_PP_WORKERS } from '../../state/compare/index.ts';
+import { meshMeasured, meshMemoryPerWorker, meshSentence, meshSimulated, type MeshPresetShapes, type MeshRow } from '../../state/compare/index.ts';
+import { measureDpPp } from '../../state/compare/index.ts';
 import { PresetMeasure } from './PresetMeasure.tsx';
 import { MeshShapesTable, useShapeRows } from './MeshShapesTable.tsx';
 

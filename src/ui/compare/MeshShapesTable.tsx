@@ -4,13 +4,13 @@
  * share, step time), memory per worker, the runs that failed, and each shape's timeline once measured.
  */
 import { useMemo } from 'react';
-import type { DpPpFigures } from '../../state/dp-pp-preset.ts';
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { DpPpFigures } from '../../state/compare/index.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import type { RunConfig } from '../../config/run-config.ts';
-import { cannotMeasureReason } from '../../state/compare.ts';
-import { predictRun } from '../../state/derived.ts';
-import { useDpPpRuns, type DpPpMeasurement as Measurement } from '../../state/dp-pp-measure.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { cannotMeasureReason } from '../../state/compare/index.ts';
+import { predictRun } from '../../state/store/index.ts';
+import { useDpPpRuns, type DpPpMeasurement as Measurement } from '../../state/compare/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { PresetErrors } from './PresetMeasure.tsx';
 import { bytes, ms, pct } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';

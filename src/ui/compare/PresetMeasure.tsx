@@ -2,7 +2,7 @@
  * The Compare presets' measure control: "▶ Measure …" when the workers are free (its reason when not), "■ Stop
  * measuring" while the preset's runs go on (dp-pp-measure.ts runs them one after another).
  */
-import { stopDpPp } from '../../state/dp-pp-measure.ts';
+import { stopDpPp } from '../../state/compare/index.ts';
 
 export function PresetMeasure({ label, comparing, why, onMeasure }: { label: string; comparing: boolean; why: string | null; onMeasure: () => void }) {
   return (

@@ -9,8 +9,8 @@
  */
 import { useMemo, useState } from 'react';
 import { runsAsStream, type RunScheduleName } from '../../schedule/index.ts';
-import { usePipeLab } from '../../state/store.ts';
-import { measuredWinner, sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/what-wins.ts';
+import { usePipeLab } from '../../state/store/index.ts';
+import { measuredWinner, sweepMicrobatches, sweepSentence, whatWins, type Sweep } from '../../state/compare/index.ts';
 import { NumberField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 import { bytes, pct } from '../timeline/format.ts';

@@ -6,11 +6,11 @@
  * run's timeline (ZeRO-3's all-gathers fill it).
  */
 import { useMemo } from 'react';
-import { cannotMeasureReason } from '../../state/compare.ts';
-import { measureDpPp, useDpPpRuns } from '../../state/dp-pp-measure.ts';
+import { cannotMeasureReason } from '../../state/compare/index.ts';
+import { measureDpPp, useDpPpRuns } from '../../state/compare/index.ts';
 import { PresetErrors, PresetMeasure } from './PresetMeasure.tsx';
-import { usePipeLab } from '../../state/store.ts';
-import { ZERO_PRESET_DP, ZERO_PRESET_RANKS, zeroFigures, zeroSentence, zeroShapes, type ZeroFigures } from '../../state/zero-preset.ts';
+import { usePipeLab } from '../../state/store/index.ts';
+import { ZERO_PRESET_DP, ZERO_PRESET_RANKS, zeroFigures, zeroSentence, zeroShapes, type ZeroFigures } from '../../state/compare/index.ts';
 import { bytes, ms } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 

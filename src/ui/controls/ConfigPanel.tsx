@@ -10,15 +10,15 @@ import { OPTIMIZERS, type OptimizerName } from '../../nn/optimizer.ts';
 import { LR_SCHEDULES, namesModelSwitch, type LrSchedule } from '../../nn/train-config.ts';
 import { MAX_RUN_RANKS, PARTITIONS, RUN_SCHEDULES, runStages, withDataset, type Partition, type RunConfig, type RunScheduleName } from '../../config/run-config.ts';
 import { runsAsStream, scheduleKind } from '../../schedule/index.ts';
-import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/config-actions.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/store/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
 import { SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
 import { TextSource } from '../text/TextSource.tsx';
-import { currentTextHash } from '../../state/text-source.ts';
-import { gptSizingLine, pageGptSize } from '../../state/gpt-sizing.ts';
+import { currentTextHash } from '../../state/text/index.ts';
+import { gptSizingLine, pageGptSize } from '../../state/run/index.ts';
 import { DataParallelFields } from './DataParallelFields.tsx';
 
 const DATASET_LABELS: Record<DatasetName, string> = {

@@ -3,10 +3,10 @@
  * replicas of the pipeline (dp), tensor-parallel workers per stage (tp,
  * Megatron's split of each layer), how much of each stage the replicas shard
  * (ZeRO 0–3; ZeRO-3's reshard and prefetch) and whether the collectives overlap
- * the compute (src/schedule/mesh.ts, src/runtime/flush.ts,
- * src/runtime/sharded-step.ts, src/runtime/tp-collective.ts). PipeDream-2BW on
+ * the compute (src/schedule/mesh.ts, src/runtime/policies/flush.ts,
+ * src/runtime/policies/sharded-step.ts, src/runtime/comm/tp-collective.ts). PipeDream-2BW on
  * replicas all-reduces each block as it ends, without ZeRO: both fields are
- * fixed there (src/runtime/double-buffer-policy.ts).
+ * fixed there (src/runtime/policies/double-buffer-policy.ts).
  */
 import { MAX_RUN_RANKS, type ReshardMode, type RunConfig, type ZeroStage } from '../../config/run-config.ts';
 import { scheduleKind } from '../../schedule/registry.ts';

@@ -1,6 +1,6 @@
 /** Buttons that download what is on screen: trace, schedule CSV, report JSON, weights, the run for PyTorch. */
 import type { ReactNode } from 'react';
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { Schedule, Timeline } from '../../schedule/index.ts';
 import { meshOfRun, workerCount } from '../../schedule/mesh.ts';

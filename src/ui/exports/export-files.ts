@@ -6,10 +6,10 @@
  */
 import { buildTorchBundle } from '../../export/torch-bundle.ts';
 import type { TorchProgram } from '../../export/torch-program.ts';
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
-import { parameterShapes } from '../../state/trained-model.ts';
+import { parameterShapes } from '../../state/run/index.ts';
 import { writeSafetensors, type NamedTensor } from '../../util/safetensors.ts';
 import { writeZip } from '../../util/zip.ts';
 

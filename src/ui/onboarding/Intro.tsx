@@ -5,12 +5,12 @@
  */
 import type { MouseEvent } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
-import { setConfig } from '../../state/config-actions.ts';
+import { setConfig } from '../../state/store/index.ts';
 import { useOnboarding } from '../../state/onboarding.ts';
 import { PRESETS, presetQuery, type PresetLink } from '../../state/presets.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { Glossary } from './Glossary.tsx';
-import { holdLinkText } from '../../state/text-source.ts';
+import { holdLinkText } from '../../state/text/index.ts';
 
 /** A preset link: a plain link (open it in a new tab, copy it); a plain click loads it in place. */
 function PresetAnchor({ link, busy }: { link: PresetLink; busy: boolean }) {

@@ -3,15 +3,15 @@
  * with its per-stage cost bars under the profile; "Use this cut" sets the run
  * configuration to that cut (partition 'cut'); "Run each cut" trains the
  * current configuration for a few steps once per distinct cut and fills in
- * the measured makespan and bubble beside the planned costs (src/state/cut-runs.ts).
+ * the measured makespan and bubble beside the planned costs (src/state/compare/cut-runs.ts).
  */
 import type { SplitView } from '../../plan/splits.ts';
 import { cutOfRanges, cutText } from '../../config/explicit-cut.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import { runsAsStream } from '../../schedule/registry.ts';
-import { cannotMeasureReason } from '../../state/compare.ts';
-import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/cut-runs.ts';
-import { usePipeLab, type CutMeasurement } from '../../state/store.ts';
+import { cannotMeasureReason } from '../../state/compare/index.ts';
+import { applyCut, CUT_RUN_STEPS, cutMismatch, cutRunKey, cutRunSteps, distinctCuts, runEachCut, stopCutRuns } from '../../state/compare/index.ts';
+import { usePipeLab, type CutMeasurement } from '../../state/store/index.ts';
 import { num, pct } from '../timeline/format.ts';
 import { Bars } from './Bar.tsx';
 

@@ -16,7 +16,7 @@ import { profileFromJson, profileToJson, type Profile } from '../../plan/profile
 import { checkProfileModel } from '../../plan/profile-model.ts';
 import { splitsOf, type SplitView } from '../../plan/splits.ts';
 import { runInBrowser } from '../../runtime/browser-run.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { download } from '../exports/export-files.ts';
 import { Bars } from './Bar.tsx';

@@ -6,7 +6,7 @@
 import { useEffect, useState } from 'react';
 import type { AttentionPatterns } from '../../nn/attention-patterns.ts';
 import type { RunConfig } from '../../config/run-config.ts';
-import { trainedAttention, type WeightMap } from '../../state/trained-model.ts';
+import { trainedAttention, type WeightMap } from '../../state/run/index.ts';
 
 const CELL = 12;
 

@@ -1,6 +1,6 @@
 /** The trained classifier's decision regions over the plane, with the training points on top. */
 import { useEffect, useRef } from 'react';
-import type { BoundaryGrid } from '../../state/store.ts';
+import type { BoundaryGrid } from '../../state/store/index.ts';
 
 const CLASS_COLORS: readonly [number, number, number][] = [
   [91, 156, 255],

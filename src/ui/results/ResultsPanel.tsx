@@ -1,6 +1,6 @@
 /** What the trained model learned: the decision boundary (2-D sets) or fresh names (names). */
 import { isTwoD } from '../../data/datasets.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { DecisionBoundary } from './DecisionBoundary.tsx';
 import { SampledNames } from './SampledNames.tsx';
 import { AttentionPatternsView } from './AttentionPatternsView.tsx';

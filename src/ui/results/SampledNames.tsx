@@ -1,7 +1,7 @@
 /** Names the trained character model makes up, with a button to draw more. */
 import { useState } from 'react';
-import { deriveResults } from '../../state/run-controller.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { deriveResults } from '../../state/run/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 
 export function SampledNames({ names }: { names: readonly string[] }) {
   const report = usePipeLab((s) => s.report);

@@ -7,7 +7,7 @@
  * (weights, gradients, optimizer state at rest; stashed activations; ZeRO-2/3's
  * transient buffers) beside the ZeRO paper's formula in the closed-form column.
  */
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import { runsAsStream } from '../../schedule/registry.ts';
 import { copiesOf, copyOfStage, modelStage } from '../../schedule/copies.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';

@@ -1,13 +1,13 @@
 /** "Resume run from step k" for the last checkpoint of the form's configuration, Download checkpoint, Load checkpoint, how a failed run recovers, and what the saves said. */
 import { useEffect } from 'react';
-import { patchConfig } from '../../state/config-actions.ts';
+import { patchConfig } from '../../state/store/index.ts';
 import { fewerWorkers, meshText } from '../../run-state/recut.ts';
 import { recoveryOf, RECOVERY_MODES, type RecoveryMode, type RunConfig } from '../../config/run-config.ts';
 import { SelectField } from '../controls/fields.tsx';
-import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/checkpoint-actions.ts';
-import { cannotRunReason, startRun } from '../../state/run-controller.ts';
+import { downloadCheckpoint, loadCheckpointFile, refreshCheckpoints, useCheckpoints } from '../../state/run/index.ts';
+import { cannotRunReason, startRun } from '../../state/run/index.ts';
 import { checkpointKey } from '../../run-state/checkpoint-store.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { savesCheckpoints } from '../../schedule/index.ts';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 

@@ -8,7 +8,7 @@
  * measured time once both its ranks are done (schedule/simulate-copies.ts):
  * the steps agree when the pairs wait as the simulator says.
  */
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import { bytes, ms, whole } from '../timeline/format.ts';
 
 /** The two step rows: measured beside simulated. */

@@ -1,11 +1,11 @@
 /**
  * Where the measured bubble's distance from the closed form comes from, in
  * steps a person can check: each row adds one measured effect to a simulation
- * (see state/explain.ts), the last row is what is left.
+ * (see state/store/explain.ts), the last row is what is left.
  */
 import { useMemo } from 'react';
-import type { RunReport } from '../../runtime/report-types.ts';
-import { attributeGap } from '../../state/explain.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
+import { attributeGap } from '../../state/store/index.ts';
 import { ms, pct, pp } from '../timeline/format.ts';
 
 

@@ -1,6 +1,6 @@
 /** Run, pause/resume, single-step and stop, with the progress bar, speed and time left. */
-import { cannotRunReason, stepRun, stopRun } from '../../state/run-controller.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { cannotRunReason, stepRun, stopRun } from '../../state/run/index.ts';
+import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { duration, num } from '../timeline/format.ts';
 import { toggleRun } from './run-shortcut.ts';
 import { runsAsStream } from '../../schedule/registry.ts';

@@ -6,16 +6,16 @@
  * drawn above or the mean of the measured steps.
  */
 import { useMemo } from 'react';
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import { runsAsStream, scheduleKind, timelineStats, type Timeline } from '../../schedule/index.ts';
-import { computeOnly } from '../../state/derived.ts';
-import { closedMakespanInPredictionUnits } from '../../state/explain.ts';
+import { computeOnly } from '../../state/store/index.ts';
+import { closedMakespanInPredictionUnits } from '../../state/store/index.ts';
 import { GapAttributionTable } from './GapAttribution.tsx';
 import { AllReduceRows } from './AllReduceRows.tsx';
 import { TpRows } from './TpRows.tsx';
 import { CopySumRows } from './CopySumRows.tsx';
-import { measuredPeakMicrobatches, type Prediction } from '../../state/derived.ts';
+import { measuredPeakMicrobatches, type Prediction } from '../../state/store/index.ts';
 import { bytes, ms, num, pct, whole } from '../timeline/format.ts';
 import { rankMemory, stageStashPeaks } from '../../config/run-limits.ts';
 

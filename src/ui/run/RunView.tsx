@@ -5,9 +5,9 @@
  */
 import { useMemo } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
-import { predict, runWindowSchedule, simulateWithMeasured } from '../../state/derived.ts';
+import { predict, runWindowSchedule, simulateWithMeasured } from '../../state/store/index.ts';
 import { meshOfRun, runsAsStream, scheduleKind, workerCount } from '../../schedule/index.ts';
-import { isActive, usePipeLab } from '../../state/store.ts';
+import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { LossChart } from '../charts/LossChart.tsx';
 import { ConfigPanel } from '../controls/ConfigPanel.tsx';
 import { scheduleLabel } from '../controls/schedule-labels.ts';
@@ -18,7 +18,7 @@ import { ResultsPanel } from '../results/ResultsPanel.tsx';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { RunControls } from './RunControls.tsx';
 import { RunNumbers } from './RunNumbers.tsx';
-import { useCheckpoints, type CheckpointView } from '../../state/checkpoint-actions.ts';
+import { useCheckpoints, type CheckpointView } from '../../state/run/index.ts';
 import type { StepMark } from '../charts/LossChart.tsx';
 
 /** The recoveries on the loss curve: where the run failed, and the checkpoint it went back to, for each. */

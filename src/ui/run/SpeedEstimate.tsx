@@ -1,8 +1,8 @@
 /** "Steps per second" before Run: measure the configuration's first steps and say what the whole run will take here. */
 import { configToQuery } from '../../config/run-config.ts';
-import { cannotRunReason } from '../../state/run-controller.ts';
-import { ESTIMATE_STEPS, estimateSpeed } from '../../state/speed-estimate.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { cannotRunReason } from '../../state/run/index.ts';
+import { ESTIMATE_STEPS, estimateSpeed } from '../../state/run/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { duration, num } from '../timeline/format.ts';
 
 export function SpeedEstimate() {

@@ -6,7 +6,7 @@
  * spent in them (waits for the group included, and the exchanges alone beside
  * the simulator's priced share) and the fit itself.
  */
-import type { RunReport } from '../../runtime/report-types.ts';
+import type { RunReport } from '../../runtime/report/index.ts';
 import { tpExchangeTime, tpLayerMessages } from '../../schedule/tp-cost.ts';
 import { bytes, ms, pct } from '../timeline/format.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../state/store.ts';
+import type { RunStatus } from '../../state/store/store.ts';
 import { isTyping, toggleAction } from './run-shortcut.ts';
 
 describe('the R shortcut', () => {

@@ -3,8 +3,8 @@
  * running run and resumes a paused one, unless the person is typing in a
  * field. The same action the primary run button performs.
  */
-import { pauseRun, resumeRun, startRun } from '../../state/run-controller.ts';
-import { usePipeLab, type RunStatus } from '../../state/store.ts';
+import { pauseRun, resumeRun, startRun } from '../../state/run/index.ts';
+import { usePipeLab, type RunStatus } from '../../state/store/index.ts';
 
 /**
  * What R (or the primary button) does in a status; null: nothing now (workers starting, or stopping). A stream

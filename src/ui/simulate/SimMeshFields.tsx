@@ -4,8 +4,8 @@
  * tab's one-round exchange).
  */
 import { runsAsStream, takesNoReplicas } from '../../schedule/index.ts';
-import { patchSim } from '../../state/config-actions.ts';
-import { SIM_LIMITS, simTpCollectivesPerMicrobatch, type SimParams } from '../../state/sim-params.ts';
+import { patchSim } from '../../state/store/index.ts';
+import { SIM_LIMITS, simTpCollectivesPerMicrobatch, type SimParams } from '../../state/store/index.ts';
 import { CheckboxField, NumberField, SelectField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS } from '../controls/schedule-labels.ts';
 

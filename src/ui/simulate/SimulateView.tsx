@@ -5,10 +5,10 @@
  */
 import { useMemo } from 'react';
 import { RUN_SCHEDULE_NAMES, runsAsStream, SCHEDULES, type RunScheduleName } from '../../schedule/index.ts';
-import { patchSim } from '../../state/config-actions.ts';
-import { SIM_LIMITS, simWindowMicrobatches } from '../../state/sim-params.ts';
+import { patchSim } from '../../state/store/index.ts';
+import { SIM_LIMITS, simWindowMicrobatches } from '../../state/store/index.ts';
 import { runSimulation, type SimOutcome } from '../../state/simulation.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import { NumberField, SelectField } from '../controls/fields.tsx';
 import { SCHEDULE_LABELS, SCHEDULE_MENU_LABELS } from '../controls/schedule-labels.ts';
 import { num, pct } from '../timeline/format.ts';

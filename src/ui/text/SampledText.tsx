@@ -4,8 +4,8 @@
  * and a button for another draw.
  */
 import { useState } from 'react';
-import { sampleTextAgain, setSampleTemperature } from '../../state/run-controller.ts';
-import { usePipeLab } from '../../state/store.ts';
+import { sampleTextAgain, setSampleTemperature } from '../../state/run/index.ts';
+import { usePipeLab } from '../../state/store/index.ts';
 import './text.css';
 
 export function SampledText() {

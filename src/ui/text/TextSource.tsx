@@ -7,8 +7,8 @@
 import { useState, type DragEvent } from 'react';
 import { MOBY_DICK } from '../../data/moby-dick.ts';
 import { formatBytes, TEXT_LIMITS } from '../../data/text-corpus.ts';
-import { usePipeLab } from '../../state/store.ts';
-import { forgetKeptTexts, loadExampleText, loadPastedText, loadTextFile } from '../../state/text-source.ts';
+import { usePipeLab } from '../../state/store/index.ts';
+import { forgetKeptTexts, loadExampleText, loadPastedText, loadTextFile } from '../../state/text/index.ts';
 import './text.css';
 
 export function TextSource({ disabled }: { disabled: boolean }) {

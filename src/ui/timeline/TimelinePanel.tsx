@@ -3,8 +3,8 @@
  * bubble and makespan in the corner, and the legend.
  */
 import { useId, useMemo, type ReactNode } from 'react';
-import { computeOnly, scaleOnto } from '../../state/derived.ts';
-import type { TimelineMode } from '../../state/store.ts';
+import { computeOnly, scaleOnto } from '../../state/store/index.ts';
+import type { TimelineMode } from '../../state/store/index.ts';
 import { isCompute, laneCount, makespan, timelineStats, type CollectiveKind, type CommKind, type Op, type Timeline } from '../../schedule/index.ts';
 import { ms, num, pct } from './format.ts';
 import { TimelineCanvas } from './TimelineCanvas.tsx';

@@ -1,0 +1,159 @@
+/**
+ * The data plane of one rank as the executor sees it: take a micro-batch's
+ * activation or gradient (from a stage on this same rank, or from a peer's
+ * port through the mailbox) and send one on, recording every wait, readback,
+ * transfer, upload and send as a communication interval of the step.
+ * Sends do not block the next action; `drain` waits for them at the end.
+ */
+import type { Backend, Tensor } from '../../nn/backend.ts';
+import type { Action } from '../../schedule/types.ts';
+import type { CollectiveKind, Interval } from '../../schedule/timeline.ts';
+import { ActionError } from './action-error.ts';
+import { epochMs } from './clock.ts';
+import type { Mailbox, Payload, PayloadKind } from './mailbox.ts';
+
+/** One step's measured intervals (compute, communication, collectives) on one worker. */
+export class StepLog {
+  readonly intervals: Interval[] = [];
+
+  constructor(
+    readonly rank: number,
+    readonly step: number,
+    /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+    readonly replica?: number,
+    /** The worker's place in its tp group (absent with tp = 1). */
+    readonly tpRank?: number,
+  ) {}
+
+  private push(iv: Interval): void {
+    if (this.replica !== undefined) iv.replica = this.replica;
+    if (this.tpRank !== undefined) iv.tpRank = this.tpRank;
+    this.intervals.push(iv);
+  }
+
+  comm(stage: number, mb: number, kind: Interval['comm'], start: number, end: number, peer?: number): void {
+    this.push({ rank: this.rank, stage, op: 'comm', mb, start, end, comm: kind, peer });
+  }
+
+  compute(a: Action, start: number, gpuMs: number | undefined): void {
+    const iv: Interval = { rank: this.rank, stage: a.stage, op: a.op, mb: a.mb, start, end: epochMs() };
+    if (gpuMs !== undefined) iv.gpuMs = gpuMs;
+    this.push(iv);
+  }
+
+  /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange); a tp collective: the micro-batch. */
+  collective(stage: number, coll: CollectiveKind, exchange: number, start: number, end: number, bytes: number, peer?: number): void {
+    const iv: Interval = { rank: this.rank, stage, op: 'collective', mb: exchange, start, end, coll, bytes };
+    if (peer !== undefined) iv.peer = peer;
+    this.push(iv);
+  }
+}
+
+export interface TransportOptions {
+  rank: number;
+  /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+  replica?: number;
+  be: Backend;
+  stageToRank: readonly number[];
+  /** Ports to peer ranks, by peer rank. */
+  ports: ReadonlyMap<number, MessagePort>;
+  mailbox: Mailbox;
+  recvTimeoutMs: number;
+}
+
+function actionText(a: Action): string {
+  return `${a.stage}${a.op}${a.mb}`;
+}
+
+export class Transport {
+  /** Tensors handed from one stage to the next on this same rank (interleaved, V-shapes). */
+  private readonly local = new Map<string, Tensor>();
+  private sends: Promise<void>[] = [];
+  private sendError: Error | null = null;
+
+  constructor(protected readonly o: TransportOptions) {}
+
+  /** Waits for micro-batch `a.mb`'s input of `kind` to action `a`, coming from stage `fromStage`. */
+  async receive(log: StepLog, kind: PayloadKind, a: Action, fromStage: number): Promise<Tensor> {
+    const key = `${kind}:${a.stage}:${a.mb}`;
+    const mine = this.local.get(key);
+    if (mine) {
+      this.local.delete(key);
+      return mine;
+    }
+    const peer = this.o.stageToRank[fromStage];
+    const what = `the ${kind === 'act' ? 'activation' : 'gradient'} of micro-batch ${a.mb} from rank ${peer} (stage ${fromStage}) for ${actionText(a)}`;
+    const t0 = epochMs();
+    const p: Payload = await this.o.mailbox.take(kind, a.stage, a.mb, log.step, this.o.recvTimeoutMs, what);
+    const t1 = epochMs();
+    const arrived = p.receivedAt ?? t1;
+    if (arrived > t0) log.comm(a.stage, a.mb, 'recv-wait', t0, Math.min(arrived, t1), peer);
+    log.comm(a.stage, a.mb, 'transfer', p.sentAt, arrived, peer);
+    const data = p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer);
+    const t2 = epochMs();
+    const t = this.o.be.tensor(data, p.shape);
+    log.comm(a.stage, a.mb, 'upload', t2, epochMs(), peer);
+    return t;
+  }
+
+  /** Sends `t` (and gives up ownership of it) to stage `toStage`; `from` is the action that made it. */
+  send(log: StepLog, kind: PayloadKind, toStage: number, mb: number, t: Tensor, from: Action): void {
+    const { rank, be } = this.o;
+    const peer = this.o.stageToRank[toStage];
+    if (peer === rank) {
+      this.local.set(`${kind}:${toStage}:${mb}`, t);
+      return;
+    }
+    const port = this.o.ports.get(peer);
+    if (!port) throw new Error(`no channel from rank ${rank} to rank ${peer} (stage ${toStage})`);
+    const shape = [...t.shape];
+    const t0 = epochMs();
+    const p = be.read(t).then((arr) => {
+      be.dispose(t);
+      const t1 = epochMs();
+      log.comm(from.stage, mb, 'readback', t0, t1, peer);
+      const copy = arr instanceof Float64Array || arr instanceof Float32Array ? arr : Float32Array.from(arr);
+      const buffer = copy.buffer.byteLength === copy.byteLength ? copy.buffer : copy.slice().buffer;
+      const msg: Payload = {
+        kind,
+        stage: toStage,
+        mb,
+        step: log.step,
+        shape,
+        dtype: copy instanceof Float64Array ? 'f64' : 'f32',
+        buffer: buffer as ArrayBuffer,
+        sentAt: t1,
+        from: rank,
+      };
+      if (this.post(port, msg, from, log.step)) log.comm(from.stage, mb, 'send', t1, epochMs(), peer);
+    });
+    this.sends.push(
+      p.catch((e: unknown) => {
+        this.sendError = new ActionError(rank, from, log.step, e, this.o.replica);
+        this.o.mailbox.fail(this.sendError);
+      }),
+    );
+  }
+
+  /**
+   * Posts a message on a peer's port, transferring its buffer; returns whether
+   * it was posted as it is (fault injection overrides this).
+   */
+  protected post(port: MessagePort, msg: Payload, _from: Action, _step: number): boolean {
+    port.postMessage(msg, [msg.buffer]);
+    return true;
+  }
+
+  /** Throws the first failed send's error, if any. */
+  check(): void {
+    if (this.sendError) throw this.sendError;
+  }
+
+  /** Waits for every send of the step; throws the first failure. */
+  async drain(): Promise<void> {
+    const sends = this.sends;
+    this.sends = [];
+    await Promise.all(sends);
+    this.check();
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * What one rank does in a step: walk its action list (F, B, I, W), take inputs
+ * from the data set or through the transport, run its stages' kernels under
+ * the update policy, send outputs on, and record every action as a measured
+ * interval (the transport records the transfers).
+ *
+ * It knows nothing of Workers or WebGPU: in the browser it runs inside a stage
+ * worker on a GpuBackend; in Node tests it runs on the float64 CpuBackend over
+ * real MessageChannels, which checks the pipeline logic exactly.
+ */
+import type { Backend, Tensor } from '../../nn/backend.ts';
+import type { Action } from '../../schedule/types.ts';
+import type { Interval } from '../../schedule/timeline.ts';
+import { ActionError } from '../comm/index.ts';
+import { epochMs } from '../comm/index.ts';
+import { StepLog, type Transport } from '../comm/index.ts';
+import { StreamEndedError } from './stream-end.ts';
+import type { PolicyReport, UpdatePolicy } from '../policies/index.ts';
+
+export { ActionError } from '../comm/index.ts';
+
+/** The part of a model stage (src/nn/stage.ts) the executor drives. */
+export interface StageLike {
+  readonly index: number;
+  readonly isFirst: boolean;
+  readonly isLast: boolean;
+  forward(mb: number, input: Tensor, labels?: Tensor, lossScale?: number): Promise<Tensor>;
+  backwardInput(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
+  backwardWeight(mb: number): void;
+  backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
+  /** Sums the gradients this worker holds in part (sequence parallelism's LayerNorms) over its tp group (stage.ts). */
+  sumGradsOverTp?(): Promise<void>;
+  stashBytes(): number;
+  liveStashes(): number;
+}
+
+/** Where a rank gets a micro-batch's inputs (first stage) and labels (last stage). */
+export interface MicrobatchSource {
+  inputs(step: number, mb: number): Tensor;
+  labels(step: number, mb: number): Tensor;
+  /** 1 / (targets that take a loss in the whole step): makes micro-batch accumulation exact. */
+  lossScale(step: number, mb: number): number;
+}
+
+export interface StepResult extends PolicyReport {
+  rank: number;
+  /** Epoch-ms intervals (the coordinator normalises them). */
+  intervals: Interval[];
+  /** Loss of each micro-batch this rank computed (last stage only), in micro-batch order. */
+  losses: { mb: number; loss: number }[];
+  /** Largest stash held at any point of the step, per stage. */
+  peakStashBytes: Record<number, number>;
+  /** Time spent in the optimizer at the flush, ms. */
+  optimizerMs: number;
+  stepStart: number;
+  stepEnd: number;
+}
+
+/** GPU timing of an action's kernels (a GpuBackend with timestamp queries); its end waits for them like sync(). */
+export type GpuSpanStart = () => { end(): Promise<{ ms: number; source: 'timestamp' | 'wall' }> };
+
+/** What a rank's executor drives. */
+export interface RankParts {
+  rank: number;
+  /** The worker's replica in a data-parallel mesh (absent with one pipeline). */
+  replica?: number;
+  /** The worker's place in its tp group (absent with tp = 1): only tp rank 0 reports the losses its group computes alike. */
+  tpRank?: number;
+  be: Backend;
+  order: readonly Action[];
+  stages: ReadonlyMap<number, StageLike>;
+  data: MicrobatchSource;
+  transport: Transport;
+  policy: UpdatePolicy;
+  gpuSpan?: GpuSpanStart;
+  /** Asked before each action whether it runs (a stream ended early skips those past its end: stream-end.ts). */
+  admit?: (a: Action) => Promise<boolean>;
+  /**
+   * With sequence parallelism: whether the update policy reads the stage's gradients after action `a`
+   * (registry.ts gradSumEvery); if so the action ends with the stage's sum of its partial gradients over its tp group.
+   */
+  sumsGradsAfter?: (a: Action) => boolean;
+}
+
+/** Told each action of the step as it completes (its update policy's part included). */
+export type ActionDone = (a: Action) => void;
+
+/**
+ * A stream's losses while it runs (a worker holding the last stage): as the loss of micro-batch k·m − 1 lands,
+ * the losses of micro-batches (k − 1)·m … k·m − 1 are read back and told, so the page draws a step's loss
+ * before the stream ends. Told, never awaited; the step's result carries the same values.
+ */
+export interface LossesEvery {
+  microbatches: number;
+  tell: (losses: { mb: number; loss: number }[]) => void;
+}
+
+/** One step of one rank. */
+export interface StepRunner {
+  runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult>;
+}
+
+export class RankExecutor implements StepRunner {
+  constructor(private readonly p: RankParts) {}
+
+  async runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult> {
+    const { be, rank, transport, stages } = this.p;
+    const log = new StepLog(rank, step, this.p.replica, this.p.tpRank);
+    /** The loss tensors of the last stage's forwards; `value` once a read of it has begun (lossesEvery). */
+    const losses: { mb: number; loss: Tensor; value?: Promise<number> }[] = [];
+    let unread = 0;
+    const peak: Record<number, number> = {};
+    const stepStart = epochMs();
+
+    for (const a of this.p.order) {
+      try {
+        if (this.p.admit && !(await this.p.admit(a))) continue;
+        transport.check();
+        const stage = stages.get(a.stage);
+        if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
+        await this.p.policy.beforeAction?.(a, log);
+        const out = await this.act(log, a, stage);
+        await this.p.policy.afterAction?.(a, log);
+        onActionDone?.(a);
+        if (out && (this.p.tpRank ?? 0) === 0) {
+          losses.push({ mb: a.mb, loss: out });
+          if (lossesEvery && (a.mb + 1) % lossesEvery.microbatches === 0) unread = tellLosses(be, losses.slice(unread), lossesEvery) + unread;
+        } else if (out) be.dispose(out);
+        for (const [s, st] of stages) peak[s] = Math.max(peak[s] ?? 0, st.stashBytes());
+      } catch (e) {
+        if (e instanceof ActionError) throw e;
+        // Its input was past the stream's end and will never come: the action is skipped, as a later one would be.
+        if (e instanceof StreamEndedError) continue;
+        throw new ActionError(rank, a, step, e, this.p.replica);
+      }
+    }
+    await transport.drain();
+
+    // Every loss read at once: one wait for the queue, not one per micro-batch (m of them on the last stage's rank).
+    const read = await Promise.allSettled(losses.map(({ loss, value }) => value ?? be.read(loss).then((v) => v[0])));
+    for (const { loss } of losses) be.dispose(loss);
+    const failed = read.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (read[i] as PromiseFulfilledResult<number>).value }));
+    lossValues.sort((x, y) => x.mb - y.mb);
+
+    const o0 = epochMs();
+    try {
+      await this.p.policy.endStep(step, log);
+      await be.sync();
+    } catch (e) {
+      throw new ActionError(rank, null, step, e, this.p.replica);
+    }
+    const o1 = epochMs();
+    for (const st of stages.values()) {
+      if (st.liveStashes() !== 0) {
+        throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
+      }
+    }
+    return { rank, intervals: log.intervals, losses: lossValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
+  }
+
+  /** Runs one action; returns the loss tensor when it is a last stage's forward. */
+  private async act(log: StepLog, a: Action, stage: StageLike): Promise<Tensor | null> {
+    const { be, data, transport, policy } = this.p;
+    if (a.op === 'F') {
+      const input = stage.isFirst ? data.inputs(log.step, a.mb) : await transport.receive(log, 'act', a, a.stage - 1);
+      const labels = stage.isLast ? data.labels(log.step, a.mb) : undefined;
+      const out = await this.timed(log, a, () => policy.apply(a, () => stage.forward(a.mb, input, labels, data.lossScale(log.step, a.mb))));
+      if (labels) be.dispose(labels);
+      if (stage.isLast) return out;
+      transport.send(log, 'act', a.stage + 1, a.mb, out, a);
+    } else if (a.op === 'B' || a.op === 'I') {
+      const dOut = stage.isLast ? null : await transport.receive(log, 'grad', a, a.stage + 1);
+      const dIn = await this.timed(log, a, () =>
+        policy.apply(a, async () => {
+          const dx = await (a.op === 'B' ? stage.backward(a.mb, dOut) : stage.backwardInput(a.mb, dOut));
+          await this.sumGradsOverTp(a, stage);
+          return dx;
+        }),
+      );
+      if (dIn && !stage.isFirst) transport.send(log, 'grad', a.stage - 1, a.mb, dIn, a);
+      else if (dIn) be.dispose(dIn);
+    } else {
+      await this.timed(log, a, () =>
+        policy.apply(a, async () => {
+          stage.backwardWeight(a.mb);
+          await this.sumGradsOverTp(a, stage);
+        }),
+      );
+    }
+    return null;
+  }
+
+  /** Inside action `a`, before its policy's update or collective: the stage's partial gradients summed over its tp group where they are read next. */
+  private async sumGradsOverTp(a: Action, stage: StageLike): Promise<void> {
+    if (stage.sumGradsOverTp && this.p.sumsGradsAfter?.(a)) await stage.sumGradsOverTp();
+  }
+
+  /** Issues an action's kernels, waits for them and logs the action (with the GPU's own time where timestamp queries give it). */
+  private async timed<T>(log: StepLog, a: Action, issue: () => Promise<T>): Promise<T> {
+    const t0 = epochMs();
+    const span = this.p.gpuSpan?.();
+    const result = await issue();
+    let gpuMs: number | undefined;
+    if (span) {
+      const r = await span.end();
+      if (r.source === 'timestamp') gpuMs = r.ms;
+    } else {
+      await this.p.be.sync();
+    }
+    log.compute(a, t0, gpuMs);
+    return result;
+  }
+}
+
+/** Begins reading the losses not read yet (one step's: a stream's last stage computes them in order) and tells them once read; returns how many. */
+function tellLosses(be: Backend, fresh: { mb: number; loss: Tensor; value?: Promise<number> }[], every: LossesEvery): number {
+  for (const l of fresh) l.value = be.read(l.loss).then((v) => v[0]);
+  // A failed read fails the step where its value is awaited (the end of the window); here it is only not told.
+  void Promise.all(fresh.map((l) => l.value))
+    .then((values) => every.tell(fresh.map((l, i) => ({ mb: l.mb, loss: values[i] as number }))))
+    .catch(() => {});
+  return fresh.length;
+}

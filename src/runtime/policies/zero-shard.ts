@@ -1,0 +1,186 @@
+/**
+ * ZeRO's shard of one stage on one worker (ZeRO-1, 2 and 3 alike): the stage's parameters laid end to
+ * end as one vector (their order in the stage), cut into dp chunks as the ring
+ * cuts it (mesh.ts chunkBounds); this worker owns chunk ownedChunk(replica, dp),
+ * the one its reduce-scatter leaves summed. It keeps the optimizer state (AdamW
+ * moments, SGD velocity) and a master copy of the weights for that chunk only,
+ * as pieces of the parameters it crosses, so the update is the optimizer's own
+ * per-element rule, the same as on one device: ZeRO-1 changes where the state
+ * lives, not the numbers. ZeRO-3 also starts its all-gathers from this
+ * master copy (placeOwn) and saves it as pieces (weightPieces).
+ */
+import { chunkBounds } from '../../schedule/mesh.ts';
+import type { Backend, Tensor } from '../../nn/backend.ts';
+import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../../nn/optimizer.ts';
+import { ConfigError } from '../../util/errors.ts';
+import type { OptimizerPieces } from './policy.ts';
+import type { Param } from '../../nn/param.ts';
+import type { TrainConfig } from '../../nn/train-config.ts';
+import { ownedChunk, type Vector } from '../comm/index.ts';
+
+interface Segment {
+  /** The parameter it is a piece of, and the piece [lo, hi) of its values. */
+  param: Param;
+  lo: number;
+  hi: number;
+  /** Where the piece sits in the stage's vector. */
+  at: number;
+  /** The piece as a parameter the optimizer updates (its own value and grad tensors). */
+  piece: Param;
+}
+
+/** Offsets of each parameter in the stage's vector, and the vector's length. */
+export function paramOffsets(params: readonly Param[]): { offsets: number[]; total: number } {
+  const offsets: number[] = [];
+  let total = 0;
+  for (const p of params) {
+    offsets.push(total);
+    total += p.value.size;
+  }
+  return { offsets, total };
+}
+
+/** The key of the piece [lo, hi) of parameter `name` among a worker's ZeRO-3 weights. */
+export function pieceName(name: string, lo: number, hi: number): string {
+  return `${name}[${lo}:${hi}]`;
+}
+
+/** Splits a piece key into its parameter and range; null for a whole parameter's name. */
+export function parsePieceName(key: string): { name: string; lo: number; hi: number } | null {
+  const m = /^(.*)\[(\d+):(\d+)\]$/.exec(key);
+  return m ? { name: m[1], lo: Number(m[2]), hi: Number(m[3]) } : null;
+}
+
+export class ZeroShard {
+  private readonly segments: Segment[] = [];
+  private readonly opt: Optimizer;
+  private loaded = false;
+  /** The owned chunk's weights on the host (the master copy's values), once loaded. */
+  private host: Vector | null = null;
+  /** The chunk this worker owns: [lo, hi) of the stage's vector. */
+  readonly lo: number;
+  readonly hi: number;
+
+  constructor(
+    private readonly be: Backend,
+    params: readonly Param[],
+    train: TrainConfig,
+    replica: number,
+    dp: number,
+  ) {
+    const { offsets, total } = paramOffsets(params);
+    const bounds = chunkBounds(total, dp);
+    const c = ownedChunk(replica, dp);
+    this.lo = bounds[c];
+    this.hi = bounds[c + 1];
+    params.forEach((param, i) => {
+      const lo = Math.max(this.lo, offsets[i]) - offsets[i];
+      const hi = Math.min(this.hi, offsets[i] + param.value.size) - offsets[i];
+      if (hi <= lo) return;
+      const piece: Param = { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay };
+      this.segments.push({ param, lo, hi, at: offsets[i] + lo, piece });
+    });
+    this.opt = createOptimizer(be, this.segments.map((s) => s.piece), train);
+  }
+
+  /** The optimizer-state parameters of this shard (its pieces). */
+  get pieces(): readonly Param[] {
+    return this.segments.map((s) => s.piece);
+  }
+
+  /**
+   * One optimizer step on the owned chunk: `x` holds the summed gradients there
+   * (after the reduce-scatter); afterwards it holds the updated weights there.
+   * The first call reads the chunk's weights off the device (every replica holds
+   * the same); later steps keep them here.
+   */
+  async update(x: Vector, lr: number): Promise<void> {
+    const { be } = this;
+    await this.ensureLoaded();
+    for (const s of this.segments) this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
+    this.opt.lr = lr;
+    this.opt.step(1);
+    const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
+    this.segments.forEach((s, k) => x.set(updated[k], s.at));
+    this.host = x.slice(this.lo, this.hi);
+  }
+
+  /**
+   * Takes the owned chunk's weights off the device into the master copy, once
+   * (every replica holds the same weights until ZeRO-3 frees them; a resume
+   * writes the saved weights onto the device and calls `reload` first).
+   */
+  async ensureLoaded(): Promise<void> {
+    if (this.loaded) return;
+    const values = await Promise.all(this.segments.map((s) => this.be.read(s.param.value)));
+    this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+    const host = values[0] instanceof Float64Array || values.length === 0 ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo);
+    this.segments.forEach((s, k) => host.set(values[k].subarray(s.lo, s.hi), s.at - this.lo));
+    this.host = host;
+    this.loaded = true;
+  }
+
+  /** The next ensureLoaded reads the device again (its weights were just loaded from a saved state). */
+  reload(): void {
+    this.loaded = false;
+    this.host = null;
+  }
+
+  /** A zeroed host vector of `n` values, of the device's precision (known once loaded). */
+  vector(n: number): Vector {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    return this.host instanceof Float64Array ? new Float64Array(n) : new Float32Array(n);
+  }
+
+  /** Puts the owned chunk's weights at [lo, hi) of the stage vector `x` (the part an all-gather starts from). */
+  placeOwn(x: Vector): void {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    x.set(this.host, this.lo);
+  }
+
+  /** The owned chunk's weights, as pieces of whole parameters: `name[lo:hi]` → values (ZeRO-3's part of a checkpoint). */
+  weightPieces(): Record<string, Vector> {
+    if (!this.host) throw new Error('the shard is read before its weights were loaded');
+    const out: Record<string, Vector> = {};
+    for (const s of this.segments) out[pieceName(s.param.name, s.lo, s.hi)] = this.host.slice(s.at - this.lo, s.at - this.lo + s.hi - s.lo);
+    return out;
+  }
+
+  /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
+  async readState(): Promise<OptimizerPieces> {
+    const { name, steps, slots } = await this.opt.readState();
+    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.piece.name] })) };
+  }
+
+  /** Sets this shard's optimizer state from a run's whole state (by parameter name): its pieces of each slot. Checked whole first. */
+  loadState(state: OptimizerState<ArrayLike<number>>): void {
+    const names = OPTIMIZER_SLOTS[this.opt.name];
+    const slots: OptimizerState<ArrayLike<number>>['slots'] = {};
+    for (const s of this.segments) {
+      const own = state.slots[s.param.name];
+      const piece: Record<string, ArrayLike<number>> = {};
+      for (const slot of names) {
+        const v = own?.[slot];
+        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${this.opt.name} keeps ${names.join(' and ')})`);
+        if (v.length !== s.param.value.size) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}.length`, v.length, `must be ${s.param.value.size} (shape [${s.param.value.shape.join(', ')}])`);
+        piece[slot] = ArrayBuffer.isView(v) ? (v as Float64Array).subarray(s.lo, s.hi) : Array.prototype.slice.call(v, s.lo, s.hi);
+      }
+      slots[s.piece.name] = piece;
+    }
+    this.opt.loadState({ name: state.name, steps: state.steps, slots });
+  }
+
+  private write(dst: Tensor, values: ArrayLike<number>): void {
+    const t = this.be.tensor(values, dst.shape);
+    this.be.copyInto(dst, t);
+    this.be.dispose(t);
+  }
+
+  dispose(): void {
+    this.opt.dispose();
+    for (const s of this.segments) {
+      this.be.dispose(s.piece.value);
+      this.be.dispose(s.piece.grad);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * What each worker of a run held, by kind, measured (the update policy's and
+ * the stages' own counts, policy.ts HeldBytes) beside the ZeRO paper's formula
+ * for its model states (Rajbhandari et al. 2020, §5, here in float32: 4 bytes
+ * a weight and a gradient, K = 8 for AdamW's two moments, 4 for SGD's
+ * velocity): with P the parameters of the worker's stages and N_d = dp,
+ * weights 4P, gradients 4P, optimizer KP; ZeRO-1 divides the optimizer state
+ * by N_d, ZeRO-2 the gradients too, ZeRO-3 the weights too.
+ *
+ * And the bytes a worker's ring sends in a step, counted from the schedule:
+ * each ring collective over a vector of N values sends (N_d − 1)/N_d · N
+ * values from every worker, and a stage's step runs, per its sharding, an
+ * all-reduce (two such halves: ZeRO 0 and 1); a reduce-scatter after every
+ * backward that leaves weight gradients (B, W) and one all-gather of the
+ * weights (ZeRO-2, and ZeRO-3 gathering once a step); or those reduce-scatters
+ * and an all-gather before every action that reads the weights (F, B, I:
+ * ZeRO-3 re-gathering per action; sharded-step.ts).
+ */
+import { layerParamCount } from '../../nn/model-spec.ts';
+import { tpParams } from '../../nn/tp-params.ts';
+import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
+import type { RunPlan } from '../executor/index.ts';
+import type { RunReport } from './report-types.ts';
+import type { StepResult } from '../executor/index.ts';
+
+type Held = RunReport['heldBytesPerWorker'][number];
+
+/** The formula's bytes at rest for `params` parameters at ZeRO stage `zero` over `dp` replicas. */
+export function zeroStateBytes(params: number, zero: number, dp: number, optimizer: 'adamw' | 'sgd'): Held['formula'] {
+  const k = optimizer === 'adamw' ? 8 : 4;
+  const n = zero > 0 ? dp : 1;
+  return { weights: (4 * params) / (zero >= 3 ? n : 1), grads: (4 * params) / (zero >= 2 ? n : 1), optimizer: (k * params) / (zero >= 1 ? n : 1) };
+}
+
+/** Values one worker of rank `rank` sends over its ring in a step (a stream: in the run), by the schedule's actions (before the (N_d − 1)/N_d and the bytes a value). */
+function ringValues(plan: RunPlan, perStage: readonly number[], rank: number): number {
+  const { config, schedule } = plan;
+  const order = schedule.order[rank];
+  let values = 0;
+  schedule.stageToRank.forEach((owner, s) => {
+    if (owner !== rank) return;
+    const mine = order.filter((a) => a.stage === s);
+    const reduces = mine.filter((a) => a.op === 'B' || a.op === 'W').length;
+    const reads = mine.filter((a) => a.op === 'F' || a.op === 'B' || a.op === 'I').length;
+    // A stream (PipeDream-2BW on replicas) all-reduces once per block: its one window holds `steps` of them.
+    const flushes = plan.windows.stream ? config.steps : 1;
+    const collectives = config.zero <= 1 ? 2 * flushes : config.zero === 2 || config.reshard === 'step' ? reduces + 1 : reduces + reads;
+    values += collectives * perStage[s];
+  });
+  return values;
+}
+
+/** The formula's bytes the busiest worker's ring sends in a step (`bytesPerValue` 4: the page's float32). */
+export function ringBytesFormula(plan: RunPlan, bytesPerValue = 4): number {
+  const { dp, ranks } = plan.config;
+  if (dp < 2) return 0;
+  const perStage = stageParams(plan);
+  let most = 0;
+  for (let r = 0; r < ranks; r++) most = Math.max(most, ringValues(plan, perStage, r));
+  return (bytesPerValue * most * (dp - 1)) / dp;
+}
+
+/** Parameters of each stage of the run that one worker holds: with tp, 1/tp of those tensor parallelism splits (nn/tp-params.ts) and all of the rest. */
+function stageParams(plan: RunPlan): number[] {
+  const tp = plan.config.tp ?? 1;
+  const split = tp > 1 ? [...tpParams(plan.spec).values()] : [];
+  return plan.stageBlocks.map(([a, b]) => {
+    const whole = plan.spec.blocks.slice(a, b).reduce((n, block) => n + block.layers.reduce((m, l) => m + layerParamCount(l), 0), 0);
+    const splitCount = split.filter((r) => (r.block ?? -1) >= a && (r.block ?? -1) < b).reduce((n, r) => n + r.shape.reduce((x, y) => x * y, 1), 0);
+    return whole - splitCount + splitCount / tp;
+  });
+}
+
+/** Each worker's most bytes held in any step, by kind, with the formula beside it (worker order). */
+export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: StepResult[] }[]): RunReport['heldBytesPerWorker'] {
+  const { config, schedule } = plan;
+  const m = meshOfRun(config);
+  const perStage = stageParams(plan);
+  const out: Held[] = [];
+  for (const rec of records) {
+    rec.results.forEach((r, w) => {
+      const stash = Object.values(r.peakStashBytes).reduce((a, b) => a + b, 0);
+      const h = r.held ?? { weights: 0, grads: 0, optimizer: r.optimizerBytes ?? 0, transient: 0 };
+      if (!out[w]) {
+        const { rank } = placeOf(m, w);
+        const params = schedule.stageToRank.reduce((n, owner, s) => (owner === rank ? n + perStage[s] : n), 0);
+        out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula: zeroStateBytes(params, config.zero, config.dp, config.optimizer) };
+      }
+      const o = out[w];
+      o.weights = Math.max(o.weights, h.weights);
+      o.grads = Math.max(o.grads, h.grads);
+      o.optimizer = Math.max(o.optimizer, h.optimizer);
+      o.transient = Math.max(o.transient, h.transient);
+      o.stash = Math.max(o.stash, stash);
+    });
+  }
+  return out;
+}
