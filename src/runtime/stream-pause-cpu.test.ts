@@ -12,8 +12,8 @@ import { InProcessRankHost } from './executor/in-process-host.ts';
 import { PauseState } from './executor/stream-pause.ts';
 
 const hostFactory = (w: number) => new InProcessRankHost(w, new CpuBackend());
-const RECV_TIMEOUT_MS = 300;
-const PAUSE_MS = 1500;
+const RECV_TIMEOUT_MS = 1000;
+const PAUSE_MS = 3000;
 
 /** The largest stretch in which none of `intervals` runs. */
 function largestHole(intervals: readonly { start: number; end: number }[]): number {
