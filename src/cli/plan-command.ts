@@ -25,7 +25,7 @@ const FLAGS: FlagSpec[] = [
 ];
 
 export const PLAN_HELP = helpFor(
-  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D [--zero Z [--reshard step|action]]] [--tp T] [--recompute] [--format text|csv|json]',
+  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D [--zero Z [--reshard step|microbatch]]] [--tp T] [--recompute] [--format text|csv|json]',
   'Plan a pipeline from a profile: the contiguous split that minimises the slowest stage (compute and\n' +
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
@@ -82,7 +82,7 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   const { zero, reshard } = parseZeroFlags(a, dp);
   let plan;
   try {
-    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp, zero, reshard: reshard === 'action' ? 'microbatch' : 'step' });
+    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp, zero, reshard });
   } catch (e) {
     // Errors about the request are the flags' errors; those about the profile stay the file's.
     if (e instanceof ConfigError && (e.field === 'ranks' || e.field === 'tp' || e.field.startsWith('memCap'))) {

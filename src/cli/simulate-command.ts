@@ -49,7 +49,7 @@ const FLAGS: FlagSpec[] = [
 
 export const SIMULATE_HELP = helpFor(
   'pipelab simulate --schedule 1f1b --ranks 4 --microbatches 8 [--virtual 2] [--costs F=1,B=2,I=1,W=1] [--json]\n' +
-    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|action]]\n' +
+    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|microbatch]]\n' +
     '       pipelab simulate ... --tp 4 [--tp-layers 2] [--tp-bytes 3.2e6] [--tp-latency 0.01] [--tp-bandwidth 1e8] [--sequence-parallel]\n' +
     '       pipelab simulate --file schedule.csv [--costs ...] [--json]',
   'Play a schedule against a cost model (costs are per stage) and report the makespan, the bubble fraction\n' +

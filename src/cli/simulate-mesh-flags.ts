@@ -22,7 +22,7 @@ export const ZERO_FLAGS: FlagSpec[] = [
       'ZeRO stage 0, 1, 2 or 3 (default 0; 1 or more needs --dp 2 or more). 1: reduce-scatter and all-gather at the flush (the all-reduce\'s time); ' +
       '2: reduce-scatter each stage\'s gradients after every B and W, all-gather its weights at the end; 3: also all-gather a stage\'s weights before the actions that read them',
   },
-  { name: 'reshard', value: 'step|action', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or gather them before every action (action)' },
+  { name: 'reshard', value: 'step|microbatch', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or free them after every action and gather them again before the next (microbatch); the run configuration\'s reshard' },
 ];
 
 export const MESH_FLAGS: FlagSpec[] = [
@@ -43,8 +43,8 @@ const TP_DETAIL_FLAGS = ['tp-layers', 'tp-bytes', 'tp-latency', 'tp-bandwidth', 
 
 export interface MeshFlags {
   zero: 0 | 1 | 2 | 3;
-  /** As given: 'action' is the simulator's 'microbatch'. */
-  reshard: 'step' | 'action';
+  /** The run configuration's word: 'microbatch' gathers before every action. */
+  reshard: 'step' | 'microbatch';
   tp: number;
   layers: number;
   bytes: number;
@@ -57,7 +57,7 @@ export interface MeshFlags {
 export function parseZeroFlags(a: ParsedArgs, dp: number): Pick<MeshFlags, 'zero' | 'reshard'> {
   const zero = (intFlag(a, 'zero', 0, 3) ?? 0) as MeshFlags['zero'];
   if (zero >= 1 && dp < 2) throw new UsageError('--zero', stringFlag(a, 'zero'), `ZeRO-${zero} shards over the data-parallel replicas: it needs --dp 2 or more (got --dp ${dp})`);
-  const reshard = oneOfFlag(a, 'reshard', ['step', 'action'] as const);
+  const reshard = oneOfFlag(a, 'reshard', ['step', 'microbatch'] as const);
   if (reshard !== undefined && zero !== 3) throw new UsageError('--reshard', reshard, `applies to ZeRO-3 only: it needs --zero 3 (got --zero ${zero})`);
   return { zero, reshard: reshard ?? 'step' };
 }
@@ -85,7 +85,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
 
 /** The ZeRO fields of costs.allReduce (nothing for ZeRO-0, so a plain dp run is what it was). */
 export function zeroCosts(f: Pick<MeshFlags, 'zero' | 'reshard'>): Pick<AllReduceCosts, 'zero' | 'reshard'> {
-  return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
+  return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard };
 }
 
 /**
