@@ -280,7 +280,7 @@ describe('pipelab (in process)', () => {
     const out = join(dir, 'bundle');
     const r = spawn('export-torch', '--schedule', 'zb-h1', '--ranks', '2', '--microbatches', '4', '--batchSize', '32', '--steps', '3', '--dataset', 'names', '--out', out);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain('torchrun --nproc_per_node=2 train.py');
+    expect(r.out).toContain('torchrun --redirects 1 --tee 1 --nproc_per_node=2 train.py');
     for (const f of ['train.py', 'config.json', 'schedule.csv', 'init.safetensors', 'batches.safetensors', 'heldout.safetensors', 'README.md']) {
       expect(existsSync(join(out, f)), f).toBe(true);
     }
