@@ -35,7 +35,7 @@ describe('export-torch with data parallelism', () => {
     const r2 = run('export-torch', ...small, '--dp', '2', '--zero', '2', '--out', two);
     expect(r2.code, r2.err).toBe(0);
     expect(configJson(r2.files, two).run).toMatchObject({ dp: 2, zero: 2, reshard: 'step', prefetch: true, overlap: true });
-    expect(r2.files.get(join(two, 'README.md'))).toContain('2 data-parallel replica(s) with ZeRO-2: 4 processes');
+    expect(r2.files.get(join(two, 'README.md'))).toContain('2 data-parallel replicas with ZeRO-2: 4 processes');
     const three = join(dir, 'zero3');
     const r3 = run('export-torch', ...small, '--dp', '2', '--zero', '3', '--reshard', 'microbatch', '--prefetch', 'false', '--out', three);
     expect(r3.code, r3.err).toBe(0);

@@ -6,7 +6,7 @@
  */
 import { abstractTpCosts, tpClosedForm, tpExchangeTime, tpGradSumTime, type AllReduceCosts, type Schedule, type SimulationResult, type TpCosts } from '../schedule/index.ts';
 import { boolFlag, intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
-import { fmt } from './format.ts';
+import { count, fmt } from './format.ts';
 
 /** Most tp workers per stage the CLI takes. */
 export const MAX_CLI_TP = 64;
@@ -136,12 +136,12 @@ export function meshLines(s: Schedule, f: MeshFlags, r: SimulationResult, closed
       ? `each gather or scatter α + (t − 1)·(bytes/t)/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes / f.tp)}/${num(f.bandwidth)} = ${num(tpEach(f))}, B's first gather 3·bytes/t; each stage's LayerNorm gradients summed (4 bytes a layer: α) where the update reads them, once a step under a flush`
       : `each α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
     lines.push(
-      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +
-        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), ${each}; share of the step ${fmt(100 * r.tp.share, 2)}%`,
+      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${count(s.ranks, 'rank')} × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${count(f.layers, 'layer')} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +
+        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), ${each}; share of the step ${fmt(100 * r.tp.share, 3)}%`,
     );
     if (closed) {
       const what = r.dp ? 'the compute; the step adds the exposed all-reduce' : 'the step';
-      lines.push(`tp closed form ${closed.formula} = ${num(closed.step)} (${what}); m·(τF + τB) = ${num(closed.tpPerRank)} per rank in tp collectives, ${fmt(100 * closed.share, 2)}% of it`);
+      lines.push(`tp closed form ${closed.formula} = ${num(closed.step)} (${what}); m·(τF + τB) = ${num(closed.tpPerRank)} per rank in tp collectives, ${fmt(100 * closed.share, 3)}% of it`);
     }
   }
   if (f.zero >= 2) {

@@ -51,9 +51,9 @@ describe('pipelab simulate --tp', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('makespan   19\n');
     expect(r.out).toContain(
-      'tp         t = 2 workers per stage (2 ranks × 2 = 4 workers), 1 layer per stage, --costs per tp worker; tp collectives 2 per F, 2 per B (or I), each α + (t − 1)·bytes/β = 0.1000 + 1·1000/10000 = 0.2000; share of the step 16.84%',
+      'tp         t = 2 workers per stage (2 ranks × 2 = 4 workers), 1 layer per stage, --costs per tp worker; tp collectives 2 per F, 2 per B (or I), each α + (t − 1)·bytes/β = 0.1 + 1·1000/10000 = 0.2; share of the step 16.8%',
     );
-    expect(r.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) = 5·(1 + 0.4000 + 2 + 0.4000) = 19 (the step); m·(τF + τB) = 3.2000 per rank in tp collectives, 16.84% of it');
+    expect(r.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) = 5·(1 + 0.4 + 2 + 0.4) = 19 (the step); m·(τF + τB) = 3.2 per rank in tp collectives, 16.8% of it');
     expect(r.out).toMatch(/rank \(each tp worker\) +busy +idle +tp collectives/);
     expect(r.out).toContain('closed form assumes default costs, no tp collectives and free links');
   });
@@ -77,8 +77,8 @@ describe('pipelab simulate --tp', () => {
     expect(tp.closedForm.step).toBeCloseTo(21.7008, 12);
     expect(tp.closedForm.share).toBeCloseTo(5.3004 / 21.7008, 12);
     const text = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel');
-    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 4 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1000 + 1·500/10000 = 0.1500');
-    expect(text.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) + p·τG = 5·(1 + 0.6000 + 2 + 0.7000) + 2·0.1004 = 21.7008');
+    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 4 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1 + 1·500/10000 = 0.15');
+    expect(text.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) + p·τG = 5·(1 + 0.6 + 2 + 0.7) + 2·0.1004 = 21.7');
     // The trace draws the reduce-scatters beside the all-gathers, and one sum per worker.
     const traced = run(...P2M4, ...TP, '--sequence-parallel', '--trace', 'sp.json');
     const colls = trace(traced, 'sp.json').traceEvents.filter((e) => e.cat === 'collective');

@@ -5,6 +5,7 @@ import { SCHEDULES, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 import { torchrunLine } from './torchrun-command.ts';
+import { count } from '../util/count.ts';
 
 /** The mesh line's ZeRO part: which stage, and ZeRO-3's reshard and prefetch. */
 function zeroText(run: RunConfig): string {
@@ -75,9 +76,9 @@ export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
   return `# A PipeLab run, exported for PyTorch
 
-Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
-${D} data-parallel replica(s)${D > 1 ? zeroText(run) : ''}${T > 1 ? `, tensor parallelism tp = ${T}` : ''}: ${W} processes in all,
-${run.microbatches} micro-batches of ${run.batchSize / (D * run.microbatches)} rows per step and replica, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
+Model \`${run.model}\` on \`${run.dataset}\`, ${count(P, 'rank')} × ${count(run.virtual, 'stage')} per rank, schedule \`${run.schedule}\`,
+${count(D, 'data-parallel replica')}${D > 1 ? zeroText(run) : ''}${T > 1 ? `, tensor parallelism tp = ${T}` : ''}: ${count(W, 'process', 'processes')} in all,
+${count(run.microbatches, 'micro-batch', 'micro-batches')} of ${count(run.batchSize / (D * run.microbatches), 'row')} per step and replica, ${count(run.steps, 'step')}, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
 The page's link for the same run: \`?${configToQuery(run)}\`
 
 | file | holds |
