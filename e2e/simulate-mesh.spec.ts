@@ -67,6 +67,9 @@ test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-r
   await expect(page.getByLabel(/Free gathered weights after every action/)).toBeVisible();
   await expect.poll(async () => Number(await plot.getAttribute('data-intervals'))).toBeGreaterThan(before);
   expect(page.url()).toContain('sim.zero=3');
+  // Re-sharding after every action is the run configuration's reshard = microbatch, in the link as in the run's.
+  await page.getByLabel(/Free gathered weights after every action/).check();
+  await expect.poll(() => page.url()).toContain('sim.reshard=microbatch');
   await page.setViewportSize({ width: 390, height: 844 });
   await keepScreenshot(page, info, 'simulate-tp-zero3-phone');
   expect(errors).toEqual([]);

@@ -200,7 +200,7 @@ describe('pipelab (in process)', () => {
     expect(t.out).toContain("all-reduce per stage 8 (its 2 blocks); exposed 4, 20% of the stream");
     // Its own closed form (theory.ts streamMeshClosedForm): 3(S·m + p − 1) + S·A = 12 + 8; the bubble over its compute, 1 − 12/16.
     expect(t.out).toContain('closed form stream 20 = 3(S·m+p−1) + S·A, S = 2 (A = 4 per stage and block)');
-    expect(t.out).toContain('bubble     0.2500 simulated; 0.2500 closed form 1 − 3S·m/(3(S·m+p−1) + (S−1)·A)');
+    expect(t.out).toContain('bubble     0.25 simulated; 0.25 closed form 1 − 3S·m/(3(S·m+p−1) + (S−1)·A)');
     expect(JSON.parse(run('simulate', ...flags, '--json').out).bubble.closedForm).toBe(0.25);
     // Other costs: none claimed.
     const b3 = run('simulate', ...flags, '--costs', 'B=3').out;
@@ -216,8 +216,8 @@ describe('pipelab (in process)', () => {
     const one = run('simulate', '--schedule', 'pipedream-2bw', '--ranks', '4', '--microbatches', '4', '--steps', '3');
     expect(free.out).toContain('makespan   45 (the stream: compute 45 + exposed all-reduce 0)');
     expect(one.out).toContain('makespan   45\n');
-    expect(free.out).toContain('bubble     0.2000 simulated; 0.2000 closed form 1 − 3S·m/(3(S·m+p−1) + (S−1)·A)'); // (p−1)/(S·m+p−1) at A = 0
-    expect(one.out).toContain('bubble     0.2000 simulated; 0.2000 closed form (p−1)/(m+p−1)');
+    expect(free.out).toContain('bubble     0.2 simulated; 0.2 closed form 1 − 3S·m/(3(S·m+p−1) + (S−1)·A)'); // (p−1)/(S·m+p−1) at A = 0
+    expect(one.out).toContain('bubble     0.2 simulated; 0.2 closed form (p−1)/(m+p−1)');
   });
 
   it('simulates a shared device with --lanes: 1F1B, p = 2, m = 2 on one lane takes all 12 units of work', () => {
@@ -280,7 +280,7 @@ describe('pipelab (in process)', () => {
     const out = join(dir, 'bundle');
     const r = spawn('export-torch', '--schedule', 'zb-h1', '--ranks', '2', '--microbatches', '4', '--batchSize', '32', '--steps', '3', '--dataset', 'names', '--out', out);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain('torchrun --nproc_per_node=2 train.py');
+    expect(r.out).toContain('torchrun --redirects 1 --tee 1 --nproc_per_node=2 train.py');
     for (const f of ['train.py', 'config.json', 'schedule.csv', 'init.safetensors', 'batches.safetensors', 'heldout.safetensors', 'README.md']) {
       expect(existsSync(join(out, f)), f).toBe(true);
     }

@@ -9,6 +9,7 @@
 import { join } from 'node:path';
 import { buildTorchBundle } from '../export/torch-bundle.ts';
 import { readTorchProgram } from '../export/torch-program-disk.ts';
+import { torchrunLine } from '../export/torchrun-command.ts';
 import { configFromQuery, defaultRunConfig, URL_FIELDS } from '../config/run-config.ts';
 import { fieldHelp } from '../config/field-docs.ts';
 import { meshOfRun, workerCount } from '../schedule/mesh.ts';
@@ -39,7 +40,8 @@ const FLAGS: FlagSpec[] = [
 export const EXPORT_TORCH_HELP = helpFor(
   'pipelab export-torch [--schedule 1f1b --ranks 4 --microbatches 8 --steps 20 --dp 2 --tp 2 --zero 0|1|2|3 --reshard step ...] --out DIR',
   'Write a run as a PyTorch program (train.py and its modules) with its model, stages, schedule, initial weights\n' +
-    'and batches; `torchrun --nproc_per_node=DP×TP×RANKS train.py` in DIR replays it with the same losses\n' +
+    'and batches; `torchrun --redirects 1 --tee 1 --nproc_per_node=DP×TP×RANKS train.py` in DIR replays it with the same\n' +
+    'losses (the two flags are for PyTorch 1.13 on Python 3.11, whose torchrun fails without them; newer torch takes them too)\n' +
     '(`train.py --profile` measures the cluster for `pipelab plan` instead). Configuration flags are\n' +
     "the page's URL fields; absent ones take the page's defaults.",
   FLAGS,
@@ -91,7 +93,7 @@ export function exportTorchCommand(argv: readonly string[], io: CliIo): number {
   for (const f of files) io.writeFile(join(out, f.path), f.data);
   io.out(
     `wrote ${files.map((f) => f.path).join(', ')} to ${out}\n` +
-      `run it: cd ${out} && torchrun --nproc_per_node=${workerCount(meshOfRun(config))} train.py   (see README.md there)\n`,
+      `run it: cd ${out} && ${torchrunLine(workerCount(meshOfRun(config)))}   (see README.md there)\n`,
   );
   return EXIT_OK;
 }

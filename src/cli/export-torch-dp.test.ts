@@ -22,7 +22,7 @@ describe('export-torch with data parallelism', () => {
     const out = join(dir, 'dp');
     const r = run('export-torch', ...small, '--dp', '2', '--zero', '1', '--no-overlap', '--out', out);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain('torchrun --nproc_per_node=4 train.py');
+    expect(r.out).toContain('torchrun --redirects 1 --tee 1 --nproc_per_node=4 train.py');
     const cfg = configJson(r.files, out);
     expect({ dp: cfg.dp, ranks: cfg.ranks, world: cfg.world, rows: cfg.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: 32 / (2 * 4) });
     expect(cfg.run).toMatchObject({ dp: 2, zero: 1, overlap: false });
@@ -35,11 +35,11 @@ describe('export-torch with data parallelism', () => {
     const r2 = run('export-torch', ...small, '--dp', '2', '--zero', '2', '--out', two);
     expect(r2.code, r2.err).toBe(0);
     expect(configJson(r2.files, two).run).toMatchObject({ dp: 2, zero: 2, reshard: 'step', prefetch: true, overlap: true });
-    expect(r2.files.get(join(two, 'README.md'))).toContain('2 data-parallel replica(s) with ZeRO-2: 4 processes');
+    expect(r2.files.get(join(two, 'README.md'))).toContain('2 data-parallel replicas with ZeRO-2: 4 processes');
     const three = join(dir, 'zero3');
     const r3 = run('export-torch', ...small, '--dp', '2', '--zero', '3', '--reshard', 'microbatch', '--prefetch', 'false', '--out', three);
     expect(r3.code, r3.err).toBe(0);
-    expect(r3.out).toContain('torchrun --nproc_per_node=4 train.py');
+    expect(r3.out).toContain('torchrun --redirects 1 --tee 1 --nproc_per_node=4 train.py');
     expect(configJson(r3.files, three).run).toMatchObject({ dp: 2, zero: 3, reshard: 'microbatch', prefetch: false });
     expect(r3.files.get(join(three, 'README.md'))).toContain('with ZeRO-3 (reshard microbatch, no prefetch)');
   });

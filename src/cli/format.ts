@@ -1,5 +1,8 @@
 /** Text and JSON renderings of schedules for the terminal. */
 import { formatAction, type Schedule } from '../schedule/index.ts';
+import { count } from '../util/count.ts';
+
+export { count };
 
 /** JSON with one line per rank's action list, so a schedule stays readable in a terminal or diff. */
 export function scheduleToJson(s: Schedule): string {
@@ -27,7 +30,7 @@ export function scheduleToText(s: Schedule): string {
   const actions = s.order.reduce((n, l) => n + l.length, 0);
   const v = s.stages / s.ranks;
   const lines = [
-    `${s.name}: ${s.ranks} ranks × ${Number.isInteger(v) ? v : v.toFixed(2)} stage${v === 1 ? '' : 's'} per rank = ${s.stages} stages, ${s.microbatches} micro-batches, ${actions} actions`,
+    `${s.name}: ${count(s.ranks, 'rank')} × ${Number.isInteger(v) ? v : v.toFixed(2)} stage${v === 1 ? '' : 's'} per rank = ${count(s.stages, 'stage')}, ${count(s.microbatches, 'micro-batch', 'micro-batches')}, ${count(actions, 'action')}`,
   ];
   const copies = s.copies ?? 1;
   if (copies > 1) {
@@ -51,7 +54,14 @@ export function table(header: string[], rows: (string | number)[][]): string {
   return cells.map((r) => r.map((x, c) => x.padEnd(widths[c])).join('  ').trimEnd()).join('\n') + '\n';
 }
 
+/**
+ * A number as a person reads it: `digits` significant digits (4 by default), never fewer than its whole part
+ * (19638.62958 → 19639, 23.87976 → 23.88, 0.0123456 → 0.01235), no trailing zeros, integers as they are.
+ */
 export function fmt(x: number, digits = 4): string {
-  if (!Number.isFinite(x)) return String(x);
-  return Number.isInteger(x) ? String(x) : x.toFixed(digits);
+  if (!Number.isFinite(x) || Number.isInteger(x)) return String(x);
+  const magnitude = Math.floor(Math.log10(Math.abs(x)));
+  if (magnitude < -6) return String(Number(x.toPrecision(digits)));
+  return String(Number(x.toFixed(Math.min(20, Math.max(0, digits - 1 - magnitude)))));
 }
+

@@ -228,11 +228,11 @@ describe('pipelab plan --dp D --zero Z (ZeRO on the cluster’s ring)', () => {
   });
 
   it('prints the stage, the states and why this machine is not predicted at ZeRO-2/3 (lanes shared)', () => {
-    const r = run('plan', '--profile', zeroFile, ...flags, '--zero', '3', '--reshard', 'action');
+    const r = run('plan', '--profile', zeroFile, ...flags, '--zero', '3', '--reshard', 'microbatch');
     expect(r.code, r.err).toBe(0);
     const p = plan(3, 'microbatch');
     expect(r.out).toContain(`schedule   auto (${p.auto.candidate}): makespan ${fmt(p.auto.simulation.makespan)} ms`);
-    expect(r.out).toContain("zero       ZeRO-3 over the 2 replicas on the same ring: each stage's gradients reduce-scattered after every B and W, its weights all-gathered before the actions that read them (reshard action)");
+    expect(r.out).toContain("zero       ZeRO-3 over the 2 replicas on the same ring: each stage's gradients reduce-scattered after every B and W, its weights all-gathered before the actions that read them (reshard microbatch)");
     expect(r.out).toContain("states     one worker's weights, gradients and AdamW state (fp32) per stage: 12000, 30000, 14000 bytes at ZeRO-3");
     expect(r.out).toContain('reduce-scatters and all-gathers per stage');
     expect(r.out).toContain("predicted  this machine: not simulated: ZeRO-3's collectives between the actions are simulated on independent devices only; this machine's 4 lanes are shared by 6 workers");
@@ -244,8 +244,11 @@ describe('pipelab plan --dp D --zero Z (ZeRO on the cluster’s ring)', () => {
     const none = run('plan', '--profile', zeroFile, '--ranks', '3', '--microbatches', '8', '--mem-cap', '3', '--zero', '2');
     expect(none.code).toBe(2);
     expect(none.err).toContain('--zero = "2": ZeRO-2 shards over the data-parallel replicas: it needs --dp 2 or more (got --dp 1)');
-    const reshard = run('plan', '--profile', zeroFile, ...flags, '--zero', '2', '--reshard', 'action');
-    expect(reshard.err).toContain('--reshard = "action": applies to ZeRO-3 only: it needs --zero 3 (got --zero 2)');
+    const reshard = run('plan', '--profile', zeroFile, ...flags, '--zero', '2', '--reshard', 'microbatch');
+    expect(reshard.err).toContain('--reshard = "microbatch": applies to ZeRO-3 only: it needs --zero 3 (got --zero 2)');
+    // One word for one thing: the run configuration's (export-torch, the URL); the old word is refused.
+    const old = run('plan', '--profile', zeroFile, ...flags, '--zero', '3', '--reshard', 'action');
+    expect(old.err).toContain('--reshard = "action": must be one of step, microbatch');
     expect(() => makePlan({ profile: zeroProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 1, zero: 1 })).toThrow('zero = 1: ZeRO-1 shards over the data-parallel replicas: it needs dp ≥ 2 (got dp = 1)');
     expect(() => makePlan({ profile: zeroProfile, ranks: 3, microbatches: 8, cap: { microbatches: 3 }, dp: 2, zero: 4 as never })).toThrow('zero = 4: must be 0, 1, 2 or 3 (the ZeRO stage)');
   });

@@ -4,7 +4,7 @@ import { profileFromJson, type Profile } from '../plan/profile.ts';
 import { MAX_MICROBATCHES, MAX_RANKS, MAX_SIM_DP, toCsv, type MemoryCap } from '../schedule/index.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
-import { fmt, scheduleToJson, table } from './format.ts';
+import { count, fmt, scheduleToJson, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 import { planMeshCommand } from './plan-mesh-command.ts';
 import { MAX_CLI_TP, parseZeroFlags, ZERO_FLAGS } from './simulate-mesh-flags.ts';
@@ -25,7 +25,7 @@ const FLAGS: FlagSpec[] = [
 ];
 
 export const PLAN_HELP = helpFor(
-  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D [--zero Z [--reshard step|action]]] [--tp T] [--recompute] [--format text|csv|json]',
+  'pipelab plan --profile FILE --ranks P --microbatches M --mem-cap C [--dp D [--zero Z [--reshard step|microbatch]]] [--tp T] [--recompute] [--format text|csv|json]',
   'Plan a pipeline from a profile: the contiguous split that minimises the slowest stage (compute and\n' +
     'communication), then the fastest schedule found whose live activations stay within the cap on every rank,\n' +
     'set beside 1F1B, ZB-H1 and GPipe under the same costs.',
@@ -82,7 +82,7 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   const { zero, reshard } = parseZeroFlags(a, dp);
   let plan;
   try {
-    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp, zero, reshard: reshard === 'action' ? 'microbatch' : 'step' });
+    plan = makePlan({ profile, ranks, microbatches, cap, recompute, dp, tp, zero, reshard });
   } catch (e) {
     // Errors about the request are the flags' errors; those about the profile stay the file's.
     if (e instanceof ConfigError && (e.field === 'ranks' || e.field === 'tp' || e.field.startsWith('memCap'))) {
@@ -103,19 +103,19 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   }
   const sim = plan.auto.simulation;
   const unit = profile.unit === 'ms' ? ' ms' : '';
-  const capWords = [cap.microbatches !== undefined ? `${cap.microbatches} micro-batches` : '', cap.bytes !== undefined ? `${fmt(cap.bytes)} bytes` : ''].filter(Boolean).join(' and ');
+  const capWords = [cap.microbatches !== undefined ? count(cap.microbatches, 'micro-batch', 'micro-batches') : '', cap.bytes !== undefined ? `${fmt(cap.bytes)} bytes` : ''].filter(Boolean).join(' and ');
   io.out(
     [
-      `profile    ${path}: ${profile.blocks.length} blocks${profile.source ? ` (${profile.source})` : ''}`,
+      `profile    ${path}: ${count(profile.blocks.length, 'block')}${profile.source ? ` (${profile.source})` : ''}`,
       `split      ${plan.partition.ranges.map(([x, y], st) => `stage ${st}: blocks ${x}–${y - 1}`).join('; ')}`,
       `slowest    ${fmt(plan.partition.bottleneck)}${unit} per micro-batch (F + B + communication at its cuts)`,
       `cap        ${capWords} per rank${recompute ? ', with recomputation' : ''}`,
       `schedule   auto (${plan.auto.candidate}): makespan ${fmt(sim.makespan)}${unit}, bubble ${fmt(sim.bubble)}`,
       ...(sim.dp && profile.allReduce
         ? [
-            `mesh       ${dp} replicas × ${ranks} rank${ranks === 1 ? '' : 's'}; ${zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
+            `mesh       ${dp} replicas × ${count(ranks, 'rank')}; ${zero >= 2 ? 'reduce-scatters and all-gathers' : 'all-reduce'} per stage ${sim.dp.allReduceTime.map((t) => fmt(t)).join(', ')}${unit} ` +
               `(ring fitted over ${profile.allReduce.replicas} replicas: ${fmt(profile.allReduce.latency)}${unit} per exchange, ${fmt(profile.allReduce.bandwidth)} bytes per ${profile.unit === 'ms' ? 'ms' : 'unit'}), ` +
-              `${fmt(100 * sim.dp.allReduceShare, 2)}% of the step exposed`,
+              `${fmt(100 * sim.dp.allReduceShare, 3)}% of the step exposed`,
           ]
         : []),
       ...(zero > 0
@@ -150,8 +150,8 @@ export function planCommand(argv: readonly string[], io: CliIo): number {
   if (plan.predictions) {
     const { thisMachine, independent } = plan.predictions;
     io.out(
-      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 2)} lanes shared by ${workers} ${workers > ranks ? 'workers' : 'ranks'}): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
-        `           ${workers} independent GPUs: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
+      `\npredicted  this machine (${fmt(profile.lanes ?? Infinity, 3)} lanes shared by ${count(workers, workers > ranks ? 'worker' : 'rank')}): makespan ${fmt(thisMachine.makespan)}${unit}, bubble ${fmt(thisMachine.bubble)}\n` +
+        `           ${count(workers, 'independent GPU')}: makespan ${fmt(independent.makespan)}${unit}, bubble ${fmt(independent.bubble)}\n`,
     );
   }
   return EXIT_OK;

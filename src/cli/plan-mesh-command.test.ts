@@ -44,13 +44,16 @@ describe('pipelab plan --model gpt', () => {
   });
 
   it('--zero: the least ZeRO stage that fits (auto), or a fixed one; ZeRO-2 and ZeRO-3 in the table', () => {
-    // Two wide layers with one head: pp ≤ 2, tp = 1, so at 0.9 GB only ZeRO-3 over 32 replicas fits.
+    // Two wide layers with one head: pp ≤ 2, tp = 1, so at 0.9 GB only ZeRO-3 fits, on 32 × 1 × 1 or 16 × 1 × 2 (docs/planner.md).
     const wide = ['--model', 'gpt', '--layers', '2', '--hidden', '4096', '--heads', '1', '--seq', '256', '--vocab', '32000', '--devices', '32', '--global-batch', '256'];
     const tight = run('plan', ...wide, '--memory-gb', '0.9', '--top', '3');
     expect(tight.code, tight.err).toBe(0);
     const rows = tight.out.trim().split('\n').filter((l) => /^\d+\s/.test(l));
     expect(rows).toHaveLength(3);
     for (const r of rows) expect(r).toContain('ZeRO-3');
+    const all = JSON.parse(run('plan', ...wide, '--memory-gb', '0.9', '--top', '1000', '--format', 'json').out) as { candidates: { dp: number; tp: number; pp: number; zero: number }[] };
+    expect(all.candidates.every((c) => c.zero === 3)).toBe(true);
+    expect(new Set(all.candidates.map((c) => `${c.dp} × ${c.tp} × ${c.pp}`))).toEqual(new Set(['32 × 1 × 1', '16 × 1 × 2']));
     const two = run('plan', ...wide, '--memory-gb', '80', '--zero', '2', '--format', 'json');
     expect(two.code, two.err).toBe(0);
     expect(JSON.parse(two.out).candidates.every((c: { dp: number; zero: number }) => c.zero === (c.dp > 1 ? 2 : 0))).toBe(true);

@@ -9,7 +9,7 @@ import { RECOMPUTE_MODES, TRANSFORMER_LIMITS, type TransformerModel } from '../p
 import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../plan/mesh-labels.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
-import { fmt, table } from './format.ts';
+import { count, fmt, table } from './format.ts';
 import { EXIT_OK, type CliIo } from './io.ts';
 
 const MODELS = ['gpt'] as const;
@@ -92,7 +92,7 @@ function row(c: MeshCandidate, rank: number): (string | number)[] {
     meshScheduleLabel(c),
     `${c.microBatch} × ${c.microbatches}`,
     meshSavingLabel(c, '–'),
-    fmt(c.stepMs, 5),
+    fmt(c.stepMs),
     fmt(c.bubble, 3),
     fmt(c.allReduceShare, 3),
     (c.memoryBytes / 1e9).toFixed(1),
@@ -175,12 +175,12 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const best = shown[0];
   io.out(
     [
-      `model      GPT: ${model.layers} layers, hidden ${model.hidden}, ${model.heads} heads, seq ${model.seq}, vocab ${model.vocab}, ${precision}`,
+      `model      GPT: ${count(model.layers, 'layer')}, hidden ${model.hidden}, ${count(model.heads, 'head')}, seq ${model.seq}, vocab ${model.vocab}, ${precision}`,
       `devices    ${devices} × ${device.name} (${device.peakTflops} TFLOP/s peak at ${device.efficiency} efficiency, ${device.memoryGB} GB), ${device.devicesPerNode} per node; ` +
         `links ${device.bwIntraGBps} GB/s inside a node, ${device.bwInterGBps} GB/s across`,
-      `batch      ${globalBatch} sequences per step`,
-      `searched   ${plan.evaluated} candidates in ${fmt(ms / 1e3, 3)} s; ${plan.dropped} did not fit ${device.memoryGB} GB; ${plan.skipped.length} layouts skipped`,
-      `best       dp × tp × pp = ${meshLayoutLabel(best)}, ${meshScheduleLabel(best)}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs, 5)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
+      `batch      ${count(globalBatch, 'sequence')} per step`,
+      `searched   ${count(plan.evaluated, 'candidate')} in ${fmt(ms / 1e3, 3)} s; ${plan.dropped} did not fit ${device.memoryGB} GB; ${count(plan.skipped.length, 'layout')} skipped`,
+      `best       dp × tp × pp = ${meshLayoutLabel(best)}, ${meshScheduleLabel(best)}, micro-batch ${best.microBatch}: step ${fmt(best.stepMs)} ms, MFU ${(100 * best.mfu).toFixed(1)}%`,
       '',
       '',
     ].join('\n'),

@@ -20,7 +20,7 @@ import {
   type SimulationResult,
 } from '../schedule/index.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, parseArgs, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
-import { fmt, table } from './format.ts';
+import { count, fmt, table } from './format.ts';
 import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile } from './load-file.ts';
 import { SCHEDULE_FLAGS, scheduleFromFlags, type PickedSchedule } from './schedule-flags.ts';
@@ -49,7 +49,7 @@ const FLAGS: FlagSpec[] = [
 
 export const SIMULATE_HELP = helpFor(
   'pipelab simulate --schedule 1f1b --ranks 4 --microbatches 8 [--virtual 2] [--costs F=1,B=2,I=1,W=1] [--json]\n' +
-    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|action]]\n' +
+    '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|microbatch]]\n' +
     '       pipelab simulate ... --tp 4 [--tp-layers 2] [--tp-bytes 3.2e6] [--tp-latency 0.01] [--tp-bandwidth 1e8] [--sequence-parallel]\n' +
     '       pipelab simulate --file schedule.csv [--costs ...] [--json]',
   'Play a schedule against a cost model (costs are per stage) and report the makespan, the bubble fraction\n' +
@@ -234,7 +234,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   }
   const costText = OP_KEYS.map((op) => `${op}=${opCosts[op]}`).join(' ');
   const lines = [
-    `schedule   ${s.name}: ${s.ranks} ranks × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${s.stages} stages, ${s.microbatches} micro-batches${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
+    `schedule   ${s.name}: ${count(s.ranks, 'rank')} × ${fmt(virtual, 2)} stage${virtual === 1 ? '' : 's'} per rank${(s.copies ?? 1) > 1 ? ` × ${s.copies} model copies` : ''} = ${count(s.stages, 'stage')}, ${count(s.microbatches, 'micro-batch', 'micro-batches')}${streamSteps !== undefined ? ` (one stream: ${streamSteps} step${streamSteps === 1 ? '' : 's'} × ${s.microbatches / streamSteps}, no flush between them)` : ''}`,
     `costs      per stage ${costText}; links: latency ${latency}, bandwidth ${Number.isFinite(bandwidth) ? bandwidth : 'inf'}, activation ${bytes} bytes${Number.isFinite(lanes) ? `; one device, ${lanes} lanes` : ''}`,
     `makespan   ${fmt(r.makespan)}${makespanParts(r, streamBlock !== undefined, mf.zero)}`,
     `bubble     ${fmt(r.bubble)} simulated; ${closed ? `${fmt(closed.bubble)} closed form ${closed.formula}` : cf ? `closed form assumes default costs${noTpTime ? '' : ', no tp collectives'}${computeFree ? '' : streamWaits ? ', equal gradient bytes on every stage' : `, no ZeRO-${mf.zero} waits`} and free links` : 'no closed form known'}`,
@@ -243,12 +243,12 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
     const arTimes = r.dp.allReduceTime.map((t) => fmt(t));
     const between = mf.zero >= 2;
     const when = streamBlock !== undefined
-      ? `each stage's all-reduce after its last backward of each block of ${streamBlock} micro-batches (a step), before the block's update; the worker waits for it`
+      ? `each stage's all-reduce after its last backward of each block of ${count(streamBlock, 'micro-batch', 'micro-batches')} (a step), before the block's update; the worker waits for it`
       : between ? `ZeRO-${mf.zero} collectives between the actions${overlap ? ', overlapped with the compute' : ', each waited for'}` : `${mf.zero === 1 ? 'ZeRO-1 ' : ''}all-reduce ${overlap ? 'overlapped with the backward' : 'after the last compute'}`;
     lines.push(
-      `mesh       dp = ${r.dp.dp} replicas × ${s.ranks} ranks = ${r.dp.dp * s.ranks} workers; ${when}`,
+      `mesh       dp = ${count(r.dp.dp, 'replica')} × ${count(s.ranks, 'rank')} = ${count(r.dp.dp * s.ranks, 'worker')}; ${when}`,
       `closed form ${streamBlock !== undefined ? (streamCf ? `stream ${fmt(streamCf.step)} = ${streamCf.formula} (A = ${fmt(streamCf.allReduce)} per stage and block)` : theoryAs !== scheduleKind('pipedream-2bw').theoryAs ? "none known for this order (PipeDream-2BW's stream is 1F1B's order over all its micro-batches)" : `assumes default costs, free links${noTpTime ? '' : ', no tp collectives'} and equal gradient bytes on every stage`) : stepClosed(s, theoryAs, virtual, closed !== null, dp, gradBytes, arLatency ?? 0, arBandwidth ?? Infinity, overlap, mf.zero)}`,
-      `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 2)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
+      `${between ? 'collectives' : 'all-reduce'} per stage ${arTimes.length <= 16 ? arTimes.join(', ') : `${arTimes.slice(0, 16).join(', ')}, … (${arTimes.length} stages)`}${streamSteps !== undefined && streamBlock !== undefined ? ` (its ${streamSteps} blocks)` : ''}; exposed ${fmt(r.dp.exposedAllReduce)}, ${fmt(100 * r.dp.allReduceShare, 3)}% of the ${streamBlock !== undefined ? 'stream' : 'step'}`,
     );
   }
   if (r.copySum) {

@@ -6,7 +6,7 @@
  */
 import { abstractTpCosts, tpClosedForm, tpExchangeTime, tpGradSumTime, type AllReduceCosts, type Schedule, type SimulationResult, type TpCosts } from '../schedule/index.ts';
 import { boolFlag, intFlag, numberFlag, oneOfFlag, stringFlag, UsageError, type FlagSpec, type ParsedArgs } from './args.ts';
-import { fmt } from './format.ts';
+import { count, fmt } from './format.ts';
 
 /** Most tp workers per stage the CLI takes. */
 export const MAX_CLI_TP = 64;
@@ -22,7 +22,7 @@ export const ZERO_FLAGS: FlagSpec[] = [
       'ZeRO stage 0, 1, 2 or 3 (default 0; 1 or more needs --dp 2 or more). 1: reduce-scatter and all-gather at the flush (the all-reduce\'s time); ' +
       '2: reduce-scatter each stage\'s gradients after every B and W, all-gather its weights at the end; 3: also all-gather a stage\'s weights before the actions that read them',
   },
-  { name: 'reshard', value: 'step|action', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or gather them before every action (action)' },
+  { name: 'reshard', value: 'step|microbatch', help: 'ZeRO-3 only: keep a stage\'s gathered weights from its first action of the step to its last (step, default), or free them after every action and gather them again before the next (microbatch); the run configuration\'s reshard' },
 ];
 
 export const MESH_FLAGS: FlagSpec[] = [
@@ -43,8 +43,8 @@ const TP_DETAIL_FLAGS = ['tp-layers', 'tp-bytes', 'tp-latency', 'tp-bandwidth', 
 
 export interface MeshFlags {
   zero: 0 | 1 | 2 | 3;
-  /** As given: 'action' is the simulator's 'microbatch'. */
-  reshard: 'step' | 'action';
+  /** The run configuration's word: 'microbatch' gathers before every action. */
+  reshard: 'step' | 'microbatch';
   tp: number;
   layers: number;
   bytes: number;
@@ -57,7 +57,7 @@ export interface MeshFlags {
 export function parseZeroFlags(a: ParsedArgs, dp: number): Pick<MeshFlags, 'zero' | 'reshard'> {
   const zero = (intFlag(a, 'zero', 0, 3) ?? 0) as MeshFlags['zero'];
   if (zero >= 1 && dp < 2) throw new UsageError('--zero', stringFlag(a, 'zero'), `ZeRO-${zero} shards over the data-parallel replicas: it needs --dp 2 or more (got --dp ${dp})`);
-  const reshard = oneOfFlag(a, 'reshard', ['step', 'action'] as const);
+  const reshard = oneOfFlag(a, 'reshard', ['step', 'microbatch'] as const);
   if (reshard !== undefined && zero !== 3) throw new UsageError('--reshard', reshard, `applies to ZeRO-3 only: it needs --zero 3 (got --zero ${zero})`);
   return { zero, reshard: reshard ?? 'step' };
 }
@@ -85,7 +85,7 @@ export function parseMeshFlags(a: ParsedArgs, dp: number): MeshFlags {
 
 /** The ZeRO fields of costs.allReduce (nothing for ZeRO-0, so a plain dp run is what it was). */
 export function zeroCosts(f: Pick<MeshFlags, 'zero' | 'reshard'>): Pick<AllReduceCosts, 'zero' | 'reshard'> {
-  return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard === 'action' ? 'microbatch' : 'step' };
+  return f.zero === 0 ? {} : { zero: f.zero, reshard: f.reshard };
 }
 
 /**
@@ -136,12 +136,12 @@ export function meshLines(s: Schedule, f: MeshFlags, r: SimulationResult, closed
       ? `each gather or scatter α + (t − 1)·(bytes/t)/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes / f.tp)}/${num(f.bandwidth)} = ${num(tpEach(f))}, B's first gather 3·bytes/t; each stage's LayerNorm gradients summed (4 bytes a layer: α) where the update reads them, once a step under a flush`
       : `each α + (t − 1)·bytes/β = ${num(f.latency)} + ${f.tp - 1}·${num(f.bytes)}/${num(f.bandwidth)} = ${num(tpEach(f))}`;
     lines.push(
-      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${s.ranks} ranks × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${f.layers} layer${f.layers === 1 ? '' : 's'} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +
-        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), ${each}; share of the step ${fmt(100 * r.tp.share, 2)}%`,
+      `tp         t = ${r.tp.t} workers per stage (${dp > 1 ? `${dp} replicas × ` : ''}${count(s.ranks, 'rank')} × ${r.tp.t} = ${dp * s.ranks * r.tp.t} workers), ${count(f.layers, 'layer')} per stage${f.sequenceParallel ? ' with sequence parallelism' : ''}, --costs per tp worker; ` +
+        `tp collectives ${per.F.length} per F, ${per.B.length} per B (or I), ${each}; share of the step ${fmt(100 * r.tp.share, 3)}%`,
     );
     if (closed) {
       const what = r.dp ? 'the compute; the step adds the exposed all-reduce' : 'the step';
-      lines.push(`tp closed form ${closed.formula} = ${num(closed.step)} (${what}); m·(τF + τB) = ${num(closed.tpPerRank)} per rank in tp collectives, ${fmt(100 * closed.share, 2)}% of it`);
+      lines.push(`tp closed form ${closed.formula} = ${num(closed.step)} (${what}); m·(τF + τB) = ${num(closed.tpPerRank)} per rank in tp collectives, ${fmt(100 * closed.share, 3)}% of it`);
     }
   }
   if (f.zero >= 2) {

@@ -51,9 +51,9 @@ describe('pipelab simulate --tp', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('makespan   19\n');
     expect(r.out).toContain(
-      'tp         t = 2 workers per stage (2 ranks × 2 = 4 workers), 1 layer per stage, --costs per tp worker; tp collectives 2 per F, 2 per B (or I), each α + (t − 1)·bytes/β = 0.1000 + 1·1000/10000 = 0.2000; share of the step 16.84%',
+      'tp         t = 2 workers per stage (2 ranks × 2 = 4 workers), 1 layer per stage, --costs per tp worker; tp collectives 2 per F, 2 per B (or I), each α + (t − 1)·bytes/β = 0.1 + 1·1000/10000 = 0.2; share of the step 16.8%',
     );
-    expect(r.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) = 5·(1 + 0.4000 + 2 + 0.4000) = 19 (the step); m·(τF + τB) = 3.2000 per rank in tp collectives, 16.84% of it');
+    expect(r.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) = 5·(1 + 0.4 + 2 + 0.4) = 19 (the step); m·(τF + τB) = 3.2 per rank in tp collectives, 16.8% of it');
     expect(r.out).toMatch(/rank \(each tp worker\) +busy +idle +tp collectives/);
     expect(r.out).toContain('closed form assumes default costs, no tp collectives and free links');
   });
@@ -77,8 +77,8 @@ describe('pipelab simulate --tp', () => {
     expect(tp.closedForm.step).toBeCloseTo(21.7008, 12);
     expect(tp.closedForm.share).toBeCloseTo(5.3004 / 21.7008, 12);
     const text = run(...P2M4, '--costs', 'F=1,B=2', ...TP, '--sequence-parallel');
-    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 4 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1000 + 1·500/10000 = 0.1500');
-    expect(text.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) + p·τG = 5·(1 + 0.6000 + 2 + 0.7000) + 2·0.1004 = 21.7008');
+    expect(text.out).toContain('1 layer per stage with sequence parallelism, --costs per tp worker; tp collectives 4 per F, 4 per B (or I), each gather or scatter α + (t − 1)·(bytes/t)/β = 0.1 + 1·500/10000 = 0.15');
+    expect(text.out).toContain('tp closed form (m + p − 1)·(F + τF + B + τB) + p·τG = 5·(1 + 0.6 + 2 + 0.7) + 2·0.1004 = 21.7');
     // The trace draws the reduce-scatters beside the all-gathers, and one sum per worker.
     const traced = run(...P2M4, ...TP, '--sequence-parallel', '--trace', 'sp.json');
     const colls = trace(traced, 'sp.json').traceEvents.filter((e) => e.cat === 'collective');
@@ -164,7 +164,7 @@ describe('pipelab simulate --zero', () => {
     expect([gather0?.ts, (gather0?.ts ?? 0) + (gather0?.dur ?? 0)]).toEqual([30000, 36000]);
   });
 
-  it('--zero 3: the weights gathered before the first action (6), its reduce-scatters from 12 to 36; --reshard action gathers before every action', () => {
+  it('--zero 3: the weights gathered before the first action (6), its reduce-scatters from 12 to 36; --reshard microbatch gathers before every action', () => {
     const r = run(...P2M4, ...DP, '--zero', '3', '--json', '--trace', 'z3.json');
     const j = JSON.parse(r.out);
     // The gather 0 → 6 holds rank 0's F0 to 6, so its B0 ends at 12; 4 reduce-scatters 12 → 36; no gather at the end.
@@ -176,8 +176,8 @@ describe('pipelab simulate --zero', () => {
     expect(coll.filter((e) => e.args?.kind === 'all-gather')).toHaveLength(4);
     expect(coll.filter((e) => e.args?.kind === 'all-gather').every((e) => e.ts === 0 && e.dur === 6000)).toBe(true);
 
-    const a = JSON.parse(run(...P2M4, ...DP, '--zero', '3', '--reshard', 'action', '--json').out);
-    expect(a.dataParallel.reshard).toBe('action');
+    const a = JSON.parse(run(...P2M4, ...DP, '--zero', '3', '--reshard', 'microbatch', '--json').out);
+    expect(a.dataParallel.reshard).toBe('microbatch');
     // Per stage: a gather before each of its 8 actions (F and B) and 4 reduce-scatters, 12 · 6.
     expect(a.dataParallel.allReduceTime).toEqual([72, 72]);
     expect(a.makespan).toBeGreaterThan(36);
@@ -189,8 +189,8 @@ describe('pipelab simulate --zero', () => {
     expect(t).toContain('ZeRO-2 collectives between the actions, overlapped with the compute');
     expect(t).toContain('closed form none known for ZeRO-2 (its collectives are played between the actions)');
     expect(t).toContain('zero       ZeRO-2: its collectives are played between the actions, not at the flush');
-    const t3 = run(...P2M4, ...DP, '--zero', '3', '--reshard', 'action').out;
-    expect(t3).toContain('reshard action: gathered again before every action');
+    const t3 = run(...P2M4, ...DP, '--zero', '3', '--reshard', 'microbatch').out;
+    expect(t3).toContain('reshard microbatch: gathered again before every action');
     expect(t3).toContain('closed form assumes default costs, no ZeRO-3 waits and free links');
   });
 
@@ -211,8 +211,8 @@ describe('pipelab simulate --tp/--zero refusals', () => {
       [['--zero', '4', '--dp', '2'], '--zero = "4": must be an integer between 0 and 3'],
       [['--zero', 'two', '--dp', '2'], '--zero = "two": must be an integer between 0 and 3'],
       [['--reshard', 'step'], '--reshard = "step": applies to ZeRO-3 only: it needs --zero 3 (got --zero 0)'],
-      [['--dp', '2', '--zero', '2', '--reshard', 'action'], '--reshard = "action": applies to ZeRO-3 only: it needs --zero 3 (got --zero 2)'],
-      [['--dp', '2', '--zero', '3', '--reshard', 'microbatch'], '--reshard = "microbatch": must be one of step, action'],
+      [['--dp', '2', '--zero', '2', '--reshard', 'microbatch'], '--reshard = "microbatch": applies to ZeRO-3 only: it needs --zero 3 (got --zero 2)'],
+      [['--dp', '2', '--zero', '3', '--reshard', 'action'], '--reshard = "action": must be one of step, microbatch'],
       [['--dp', '2', '--zero', '2', '--lanes', '3'], '--lanes = "3": ZeRO-2\'s collectives are played on independent devices: with --zero 2 it needs at least dp × ranks = 8 lanes (or inf)'],
       [['--tp', '0'], '--tp = "0": must be an integer between 1 and 64'],
       [['--tp', '65'], '--tp = "65": must be an integer between 1 and 64'],
@@ -240,9 +240,9 @@ describe('pipelab simulate --tp/--zero refusals', () => {
 
   it('documents the flags in --help', () => {
     const h = run('simulate', '--help').out;
-    expect(h).toContain('[--zero 0|1|2|3 [--reshard step|action]]');
+    expect(h).toContain('[--zero 0|1|2|3 [--reshard step|microbatch]]');
     expect(h).toContain('--tp 4 [--tp-layers 2]');
-    for (const f of ['--zero Z', '--reshard step|action', '--tp T', '--tp-layers L', '--tp-bytes BYTES', '--tp-latency T', '--tp-bandwidth BYTES', '--sequence-parallel']) expect(h).toContain(f);
+    for (const f of ['--zero Z', '--reshard step|microbatch', '--tp T', '--tp-layers L', '--tp-bytes BYTES', '--tp-latency T', '--tp-bandwidth BYTES', '--sequence-parallel']) expect(h).toContain(f);
     expect(h).toContain('with --tp, on one of its tp workers, collectives excluded');
   });
 });

@@ -1,7 +1,7 @@
 /** `pipelab validate FILE`: exit 0 and a summary, or 1 and the first offending action. */
 import { summarizeSchedule, validateSchedule, type ValidationFailure } from '../schedule/index.ts';
 import { boolFlag, helpFor, parseArgs, UsageError, type FlagSpec } from './args.ts';
-import { stagesOf } from './format.ts';
+import { count, stagesOf } from './format.ts';
 import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile, type LoadedFile } from './load-file.ts';
 
@@ -49,9 +49,9 @@ export function validateCommand(argv: readonly string[], io: CliIo): number {
     return EXIT_OK;
   }
   const ops = (['F', 'B', 'I', 'W'] as const).map((op) => `${op} ${s.ops[op]}`).join(', ');
-  const lines = [`ok: ${file}: ${s.ranks} ranks, ${s.stages} stages, ${s.microbatches} micro-batches, ${s.actions} actions (${ops})`];
+  const lines = [`ok: ${file}: ${count(s.ranks, 'rank')}, ${count(s.stages, 'stage')}, ${count(s.microbatches, 'micro-batch', 'micro-batches')}, ${count(s.actions, 'action')} (${ops})`];
   for (let r = 0; r < s.ranks; r++) {
-    lines.push(`  rank ${r}: stages ${stagesOf(loaded.schedule, r).join(',')}; ${s.actionsPerRank[r]} actions`);
+    lines.push(`  rank ${r}: stage${stagesOf(loaded.schedule, r).length === 1 ? '' : 's'} ${stagesOf(loaded.schedule, r).join(',')}; ${count(s.actionsPerRank[r], 'action')}`);
   }
   io.out(lines.join('\n') + '\n');
   return EXIT_OK;

@@ -89,7 +89,7 @@ export function configurationMarkdown(defaults: Partial<RunConfig>): string {
     '<!-- Generated from src/config/field-docs.ts by `node --import tsx scripts/gen-docs.ts`; a test fails when it is out of date. -->',
     '',
     'A run is one configuration: the page’s form, its URL query (`?ranks=4&schedule=zb-h1`), the automation entry',
-    '(`window.pipelab.run({...})`) and `pipelab export-torch --ranks 4 --schedule zb-h1` all take these fields, check them with',
+    '(`window.pipelab.run({...})`) and `pipelab export-torch --ranks 4 --schedule zb-h1 --out run1` all take these fields, check them with',
     'the same rules and refuse a bad value naming the field, the value and the rule. Defaults are the page’s (the spiral MLP);',
     'choosing a data set sets its own model defaults (names: the character MLP; text: the GPT).',
     '',

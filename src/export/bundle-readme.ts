@@ -4,6 +4,8 @@ import { mesh, workerCount } from '../schedule/mesh.ts';
 import { SCHEDULES, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
+import { torchrunLine } from './torchrun-command.ts';
+import { count } from '../util/count.ts';
 
 /** The mesh line's ZeRO part: which stage, and ZeRO-3's reshard and prefetch. */
 function zeroText(run: RunConfig): string {
@@ -74,9 +76,9 @@ export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
   return `# A PipeLab run, exported for PyTorch
 
-Model \`${run.model}\` on \`${run.dataset}\`, ${P} ranks × ${run.virtual} stage(s) per rank, schedule \`${run.schedule}\`,
-${D} data-parallel replica(s)${D > 1 ? zeroText(run) : ''}${T > 1 ? `, tensor parallelism tp = ${T}` : ''}: ${W} processes in all,
-${run.microbatches} micro-batches of ${run.batchSize / (D * run.microbatches)} rows per step and replica, ${run.steps} steps, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
+Model \`${run.model}\` on \`${run.dataset}\`, ${count(P, 'rank')} × ${count(run.virtual, 'stage')} per rank, schedule \`${run.schedule}\`,
+${count(D, 'data-parallel replica')}${D > 1 ? zeroText(run) : ''}${T > 1 ? `, tensor parallelism tp = ${T}` : ''}: ${count(W, 'process', 'processes')} in all,
+${count(run.microbatches, 'micro-batch', 'micro-batches')} of ${count(run.batchSize / (D * run.microbatches), 'row')} per step and replica, ${count(run.steps, 'step')}, ${run.optimizer} (lr ${run.lr}, ${run.lrSchedule}).
 The page's link for the same run: \`?${configToQuery(run)}\`
 
 | file | holds |
@@ -94,10 +96,14 @@ ${corpus ? `| \`text.txt\` | the text the run trained on (\`${corpus.name}\`, co
 ## Run it on one machine
 
 \`\`\`sh
-torchrun --nproc_per_node=${W} train.py                   # CPU, gloo
-torchrun --nproc_per_node=${W} train.py --backend nccl    # one CUDA GPU per process
-torchrun --nproc_per_node=${W} train.py --profile         # no training: profile.json for \`pipelab plan --profile\`
+${torchrunLine(W)}                   # CPU, gloo
+${torchrunLine(W, '--backend', 'nccl')}    # one CUDA GPU per process
+${torchrunLine(W, '--profile')}         # no training: profile.json for \`pipelab plan --profile\`
 \`\`\`
+
+\`--redirects 1 --tee 1\` are there for PyTorch 1.13 on Python 3.11 (Debian 12's \`python3-torch\`), whose torchrun
+fails at once without them (\`AttributeError: 'NoneType' object has no attribute 'get'\`, a launcher bug newer torch
+does not have); newer torch takes them too. Each process's output comes prefixed \`[default<rank>]:\`.
 
 ${T > 1 ? tpText(D, T, P, W, run.sequenceParallel === true) : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
 replica g // ${P}, pipeline rank g % ${P}.`} Every replica runs the whole schedule on its own rows of each step's batch
@@ -133,13 +139,12 @@ the step, the losses so far), the file the page's "Load checkpoint" reads and it
 \`--resume FILE\` continues such a file (the page's or an earlier run's) from its step with its weights and optimizer
 state; a damaged file, or one of another model or configuration, is refused before training starts with a message
 naming what differs (the mesh and the schedule may differ: they change how a step is computed, not what).
-With PyTorch 1.13 on Python 3.11, torchrun needs \`--redirects 1 --tee 1\` (a launcher bug newer torch does not have).
 
 ## On several machines
 
 \`\`\`sh
 # on node K of N (K = 0 .. N-1), where N × PER_NODE = ${W}; HOST0 is node 0's address:
-torchrun --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 --master_port=29500 train.py --backend nccl
+torchrun --redirects 1 --tee 1 --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 --master_port=29500 train.py --backend nccl
 \`\`\`
 
 ## Profile the cluster, plan in the tab

@@ -116,7 +116,7 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
   it('writes tp, world = dp × tp × ranks and the split parameters, and prints the launch of that many processes', () => {
     const r = run('export-torch', ...small, '--dp', '2', '--tp', '2', '--out', join(out, 'tp'));
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain('torchrun --nproc_per_node=8 train.py');
+    expect(r.out).toContain('torchrun --redirects 1 --tee 1 --nproc_per_node=8 train.py');
     const cfg = JSON.parse(r.files.get(join(out, 'tp', 'config.json')) as string) as TorchBundleConfig;
     expect({ dp: cfg.dp, tp: cfg.tp, ranks: cfg.ranks, world: cfg.world, runTp: cfg.run.tp }).toEqual({ dp: 2, tp: 2, ranks: 2, world: 8, runTp: 2 });
     expect(cfg.tpParams['transformer.h.0.attn.c_attn.weight']).toEqual({ rule: { kind: 'rows', parts: 3 }, shape: [24, 8], block: 0 });

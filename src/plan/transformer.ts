@@ -45,6 +45,7 @@
  * gradients' too, stage 3 the weights' too.
  */
 import { ConfigError, requireInt } from '../util/errors.ts';
+import { count } from '../util/count.ts';
 import { computeSeconds, type DeviceSpec } from './device.ts';
 import { PROFILE_VERSION, type Profile } from './profile.ts';
 import { modelStateBytesPerParam, type ZeroStage } from './zero.ts';
@@ -207,7 +208,7 @@ export function transformerProfile(m: TransformerModel, o: ProfileOptions, devic
   return {
     version: PROFILE_VERSION,
     unit: 'ms',
-    source: `analytic GPT (${m.layers} layers, hidden ${m.hidden}, ${m.heads} heads, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute !== 'none' ? `, ${o.recompute} recomputation` : ''}${tpText} on ${device.name}`,
+    source: `analytic GPT (${count(m.layers, 'layer')}, hidden ${m.hidden}, ${count(m.heads, 'head')}, seq ${m.seq}, vocab ${m.vocab}, ${e === 2 ? 'bf16' : 'fp32'}), micro-batch ${b}${o.recompute !== 'none' ? `, ${o.recompute} recomputation` : ''}${tpText} on ${device.name}`,
     blocks,
     comm: new Array<number>(blocks.length - 1).fill(0),
   };

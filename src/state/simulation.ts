@@ -43,7 +43,7 @@ export function simMeshCosts(p: SimParams, stagesPerRank: number): Pick<CostMode
       bandwidth: bytesPerUnit(p.arBandwidthMBs),
       overlap: p.overlap,
       zero: p.zero,
-      ...(p.zero === 3 ? { reshard: p.zeroPerAction ? ('microbatch' as const) : ('step' as const) } : {}),
+      ...(p.zero === 3 ? { reshard: p.reshard } : {}),
       // PipeDream-2BW's stream: each stage's all-reduce after its last backward of each step's block of m (simulate-blocks.ts).
       ...(runsAsStream(p.schedule) ? { every: p.microbatches } : {}),
     },

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { readSafetensors } from '../../util/safetensors.ts';
 import type { BundleFile } from '../torch-bundle.ts';
+import { TORCHRUN_LAUNCH_FLAGS } from '../torchrun-command.ts';
 
 /** Where the torch program runs; PIPELAB_TORCHRUN names another torchrun. */
 export const TORCHRUN = process.env.PIPELAB_TORCHRUN ?? '/usr/bin/torchrun';
@@ -21,7 +22,7 @@ export function writeBundle(dir: string, files: readonly BundleFile[]): void {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.on('error', reject);
@@ -45,7 +46,7 @@ export interface TorchrunResult {
 /** Runs `torchrun --nproc_per_node=ranks train.py ...args` in dir; resolves whatever the exit code (see `code`). */
 export async function runTorchrun(dir: string, ranks: number, args: readonly string[] = [], timeoutMs = 240_000): Promise<TorchrunResult> {
   const port = await freePort();
-  const argv = ['--redirects', '1', '--tee', '1', `--nproc_per_node=${ranks}`, `--master_port=${port}`, 'train.py', ...args];
+  const argv = [...TORCHRUN_LAUNCH_FLAGS, `--nproc_per_node=${ranks}`, `--master_port=${port}`, 'train.py', ...args];
   const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
     execFile(TORCHRUN, argv, { cwd: dir, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
       const c = err ? ((err as { code?: unknown }).code as number | null | undefined) : 0;

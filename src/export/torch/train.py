@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """A PipeLab run, exported: the same model, stages, schedule, weights and batches, on torch.distributed.
 
-    torchrun --nproc_per_node=W train.py                  # W = dp x tp x ranks (config.json "world")
-    torchrun --nproc_per_node=W train.py --backend nccl   # one GPU per process
-    torchrun --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
-    torchrun --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint; save every N steps
+    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py                  # W = dp x tp x ranks (config.json "world")
+    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --backend nccl   # one GPU per process
+    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
+    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint
+
+(`--redirects 1 --tee 1`: PyTorch 1.13's torchrun fails on Python 3.11 without them; newer torch takes them too.)
 
 The processes form a mesh of dp replicas of a pipeline of `ranks` ranks, each rank's stages held by tp processes:
 process g = (replica * ranks + rank) * tp + j (bundle.py; with tp = 1, replica g // ranks, pipeline rank g % ranks).

@@ -93,8 +93,8 @@ export function patchSim(patch: Partial<SimParams>): void {
     next = { ...next, virtual: scheduleKind(patch.schedule).virtualFor(Math.max(cur.virtual, 2)) };
     // A stream takes what replicas it can (stream-replicas.ts): PipeDream none; 2BW a plain all-reduce, overlapped.
     const refused = streamMeshRefusal(patch.schedule, next);
-    if (refused?.key === 'dp') next = { ...next, dp: 1, zero: 0, zeroPerAction: false };
-    else if (runsAsStream(patch.schedule)) next = { ...next, zero: 0, zeroPerAction: false, overlap: true };
+    if (refused?.key === 'dp') next = { ...next, dp: 1, zero: 0, reshard: 'step' };
+    else if (runsAsStream(patch.schedule)) next = { ...next, zero: 0, reshard: 'step', overlap: true };
   }
   setSim(next);
 }

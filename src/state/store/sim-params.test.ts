@@ -76,7 +76,8 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
   it('refuses bad ZeRO and tp values by field, value and rule', () => {
     expect(refusal({ dp: 2, zero: 4 as SimParams['zero'] })).toBe('sim.zero = 4: must be a ZeRO stage 0, 1, 2 or 3');
     expect(refusal({ zero: 3 })).toBe('sim.zero = 3: ZeRO-3 shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)');
-    expect(refusal({ dp: 2, zero: 2, zeroPerAction: true })).toBe("sim.zeroPerAction = true: re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = 2)");
+    expect(refusal({ dp: 2, zero: 2, reshard: 'microbatch' })).toBe("sim.reshard = \"microbatch\": re-gathering weights for every action is ZeRO-3's; it needs zero = 3 (zero = 2)");
+    expect(refusal({ dp: 2, zero: 3, reshard: 'action' as SimParams['reshard'] })).toBe('sim.reshard = "action": must be one of step, microbatch');
     expect(refusal({ tp: 0 })).toMatch(/^sim\.tp = 0: /);
     expect(refusal({ tp: 128 })).toMatch(/^sim\.tp = 128: /);
     expect(refusal({ tp: 16, dp: 8, ranks: 64 })).toBe('sim.tp = 16: dp × ranks × tp = 8 × 64 × 16 = 8192 workers; the page simulates at most 4096');
@@ -88,7 +89,7 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
   });
 
   it('round-trips ZeRO-3 per action and tp through the URL; an older link\'s sim.zero=true is ZeRO-1', () => {
-    const p: SimParams = { ...defaultSimParams(), ranks: 8, microbatches: 16, dp: 2, zero: 3, zeroPerAction: true, tp: 4, tpLayers: 8, tpActKB: 512, tpLatencyMs: 0.02, tpBandwidthMBs: 5000 };
+    const p: SimParams = { ...defaultSimParams(), ranks: 8, microbatches: 16, dp: 2, zero: 3, reshard: 'microbatch', tp: 4, tpLayers: 8, tpActKB: 512, tpLatencyMs: 0.02, tpBandwidthMBs: 5000 };
     const q = new URLSearchParams();
     simParamsToQuery(p, q);
     const back = simParamsFromQuery(q);
@@ -98,6 +99,11 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(old.errors).toEqual([]);
     expect(old.params.zero).toBe(1);
     expect(simParamsFromQuery(new URLSearchParams('sim.dp=4&sim.zero=false')).params.zero).toBe(0);
+    // The run configuration's word, and no other: sim.reshard=action is refused naming it, and the default kept.
+    expect(q.get('sim.reshard')).toBe('microbatch');
+    const action = simParamsFromQuery(new URLSearchParams('sim.dp=2&sim.zero=3&sim.reshard=action'));
+    expect(action.errors.map((e) => e.message)).toEqual(['sim.reshard = "action": must be one of step, microbatch']);
+    expect(action.params.reshard).toBe('step');
     const bad = simParamsFromQuery(new URLSearchParams('sim.tp=3.5&sim.zero=7&sim.dp=2'));
     expect(bad.errors.map((e) => e.message)).toEqual(['sim.tp = 3.5: must be an integer', 'sim.zero = 7: must be a ZeRO stage 0, 1, 2 or 3']);
   });
@@ -184,7 +190,7 @@ describe('Simulate at scale: ZeRO stages and tensor parallelism', () => {
     expect(tp1.result.dp?.allReduceTime[0]).toBeCloseTo(2, 9);
     const z2 = runSimulation({ ...base, zero: 2 });
     const z3 = runSimulation({ ...base, zero: 3 });
-    const z3a = runSimulation({ ...base, zero: 3, zeroPerAction: true });
+    const z3a = runSimulation({ ...base, zero: 3, reshard: 'microbatch' });
     const kinds = (o: typeof z2) => new Set(o.result.timeline.intervals.filter((iv) => iv.op === 'collective').map((iv) => iv.coll));
     expect(kinds(z2).has('reduce-scatter')).toBe(true);
     expect(kinds(z3).has('all-gather')).toBe(true);

@@ -39,8 +39,11 @@ export interface SimParams {
    * weights gathered before each action as well (simulate-zero.ts). Older links' `true` / `false` read as 1 / 0.
    */
   zero: 0 | 1 | 2 | 3;
-  /** ZeRO-3 only: free the gathered weights after every action (FSDP's reshard after forward) instead of after the step. */
-  zeroPerAction: boolean;
+  /**
+   * ZeRO-3 only, the run configuration's word: step keeps a stage's gathered weights until its last action of the step;
+   * microbatch frees them after every action (FSDP's reshard after forward) and gathers again for the next.
+   */
+  reshard: 'step' | 'microbatch';
   /** Tensor-parallel workers per pipeline worker (Megatron): dp × ranks × tp workers. */
   tp: number;
   /** Transformer layers per rank: each runs 2 tp all-reduces in its forward and 2 in its backward (Megatron's g and f). */
@@ -63,7 +66,7 @@ export interface SimParams {
 export function defaultSimParams(): SimParams {
   return {
     schedule: '1f1b', ranks: 64, microbatches: 512, steps: 4, virtual: 1, costF: 1, costB: 2, costI: 1, costW: 1, latency: 0,
-    dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: 0, zeroPerAction: false,
+    dp: 1, gradMB: 100, arLatencyMs: 0.01, arBandwidthMBs: 1000, overlap: true, zero: 0, reshard: 'step',
     tp: 1, tpLayers: 4, tpActKB: 1000, tpLatencyMs: 0.01, tpBandwidthMBs: 100_000, sequenceParallel: false,
   };
 }
@@ -143,8 +146,8 @@ export function validateSimParams(p: SimParams): void {
   if (typeof p.overlap !== 'boolean') throw new ConfigError('sim.overlap', p.overlap, 'must be true or false');
   if (![0, 1, 2, 3].includes(p.zero)) throw new ConfigError('sim.zero', p.zero, 'must be a ZeRO stage 0, 1, 2 or 3');
   if (p.zero > 0 && p.dp === 1) throw new ConfigError('sim.zero', p.zero, `ZeRO-${p.zero} shards across data-parallel replicas; it needs dp ≥ 2 (dp = 1)`);
-  if (typeof p.zeroPerAction !== 'boolean') throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, 'must be true or false');
-  if (p.zeroPerAction && p.zero !== 3) throw new ConfigError('sim.zeroPerAction', p.zeroPerAction, `re-sharding after every action is ZeRO-3's; it needs zero = 3 (zero = ${p.zero})`);
+  if (p.reshard !== 'step' && p.reshard !== 'microbatch') throw new ConfigError('sim.reshard', p.reshard, 'must be one of step, microbatch');
+  if (p.reshard === 'microbatch' && p.zero !== 3) throw new ConfigError('sim.reshard', p.reshard, `re-gathering weights for every action is ZeRO-3's; it needs zero = 3 (zero = ${p.zero})`);
   const window = simWindowMicrobatches(p);
   const compute = p.dp * p.ranks * p.virtual * window * (kind.splitBackward ? 3 : 2);
   // ZeRO-2/3 run their collectives per action; 0/1 once per stage at the flush; a stream (2BW) once per stage and step.
@@ -170,18 +173,20 @@ export function validateSimParams(p: SimParams): void {
 }
 
 const NUMERIC = ['ranks', 'microbatches', 'steps', 'virtual', 'costF', 'costB', 'costI', 'costW', 'latency', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'zero', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs'] as const;
-const BOOLEAN = ['overlap', 'zeroPerAction', 'sequenceParallel'] as const;
+const BOOLEAN = ['overlap', 'sequenceParallel'] as const;
+/** Keys whose value is a word. */
+const WORDS = ['reshard'] as const;
 /** The stream's steps and the data-parallel and tp keys, written only when they differ from their defaults (older links stay as they were). */
-const MESH_KEYS: ReadonlySet<string> = new Set(['steps', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'zeroPerAction', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs', 'sequenceParallel']);
+const MESH_KEYS: ReadonlySet<string> = new Set(['steps', 'dp', 'gradMB', 'arLatencyMs', 'arBandwidthMBs', 'overlap', 'zero', 'reshard', 'tp', 'tpLayers', 'tpActKB', 'tpLatencyMs', 'tpBandwidthMBs', 'sequenceParallel']);
 
 export function simParamsToQuery(p: SimParams, params: URLSearchParams): void {
   params.set('sim.schedule', p.schedule);
   const d = defaultSimParams();
-  for (const k of [...NUMERIC, ...BOOLEAN]) if (!MESH_KEYS.has(k) || p[k] !== d[k]) params.set(`sim.${k}`, String(p[k]));
+  for (const k of [...NUMERIC, ...BOOLEAN, ...WORDS]) if (!MESH_KEYS.has(k) || p[k] !== d[k]) params.set(`sim.${k}`, String(p[k]));
 }
 
 /** The `sim.*` keys a URL may hold. */
-export const SIM_QUERY_KEYS: readonly string[] = ['sim.schedule', ...NUMERIC.map((k) => `sim.${k}`), ...BOOLEAN.map((k) => `sim.${k}`)];
+export const SIM_QUERY_KEYS: readonly string[] = ['sim.schedule', ...NUMERIC.map((k) => `sim.${k}`), ...BOOLEAN.map((k) => `sim.${k}`), ...WORDS.map((k) => `sim.${k}`)];
 
 function parseQueryBoolean(raw: string): boolean | string {
   return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
@@ -221,6 +226,13 @@ export function simParamsFromQuery(params: URLSearchParams): { params: SimParams
     if (raw === null) continue;
     // A word other than true/false/1/0 stays a string, so the record check names it with the rule.
     (out as unknown as Record<string, unknown>)[k] = parseQueryBoolean(raw);
+    given.add(k);
+  }
+  for (const k of WORDS) {
+    const raw = params.get(`sim.${k}`);
+    if (raw === null) continue;
+    // As the link gave it: the record check refuses a word other than the field's, naming it with the rule.
+    (out as unknown as Record<string, unknown>)[k] = raw;
     given.add(k);
   }
   // Whole-record checks; a failing field falls back to its default, and a clash with a default names the link's value.

@@ -147,8 +147,8 @@ const ZERO_PLAN_OPTIONS: readonly { value: ZeroPlanChoice; label: string }[] = [
   { value: '0', label: 'None (all-reduce)' },
   { value: '1', label: 'ZeRO-1: optimizer state' },
   { value: '2', label: 'ZeRO-2: + gradients' },
-  { value: '3', label: 'ZeRO-3: + weights, per step' },
-  { value: '3a', label: 'ZeRO-3: + weights, per action' },
+  { value: '3', label: 'ZeRO-3: + weights, reshard step' },
+  { value: '3a', label: 'ZeRO-3: + weights, reshard microbatch' },
 ];
 
 export function PlanPanel() {

@@ -34,7 +34,7 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           min={1}
           max={SIM_LIMITS.dp}
           value={sim.dp}
-          onChange={(dp) => patchSim(dp > 1 ? { dp } : { dp, zero: 0, zeroPerAction: false })}
+          onChange={(dp) => patchSim(dp > 1 ? { dp } : { dp, zero: 0, reshard: 'step' })}
           error={errorFor('dp')}
           disabled={noReplicas}
           hint={
@@ -66,17 +66,17 @@ export function SimMeshFields({ sim, errorFor }: { sim: SimParams; errorFor: (fi
           options={ZERO_OPTIONS}
           onChange={(z) => {
             const zero = Number(z) as SimParams['zero'];
-            patchSim(zero === 3 ? { zero } : { zero, zeroPerAction: false });
+            patchSim(zero === 3 ? { zero } : { zero, reshard: 'step' });
           }}
           error={errorFor('zero')}
           disabled={sim.dp === 1 || (stream && sim.zero === 0)}
           hint={stream ? 'a stream sums each block with a plain all-reduce' : sim.zero >= 2 ? 'its collectives are played between the actions, as the tab runs them' : undefined}
         />
         {sim.zero === 3 && (
-          <CheckboxField label="Free gathered weights after every action (FSDP's reshard after forward)" name="sim.zeroPerAction" checked={sim.zeroPerAction} onChange={(zeroPerAction) => patchSim({ zeroPerAction })} />
+          <CheckboxField label="Free gathered weights after every action (FSDP's reshard after forward)" name="sim.reshard" checked={sim.reshard === 'microbatch'} onChange={(on) => patchSim({ reshard: on ? 'microbatch' : 'step' })} />
         )}
         {errorFor('overlap') && <p className="field-error">{errorFor('overlap')}</p>}
-        {errorFor('zeroPerAction') && <p className="field-error">{errorFor('zeroPerAction')}</p>}
+        {errorFor('reshard') && <p className="field-error">{errorFor('reshard')}</p>}
         <p className="muted small">The all-reduce reads one time unit of the cost model as 1 ms.</p>
       </fieldset>
       <fieldset>
