@@ -42,6 +42,7 @@ describe('PipeDream-2BW on the CPU reference equals the one-device stale rule', 
     const sync = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
     expect(maxRelErr(sync.params, ref.params)).toBeGreaterThan(1e-6);
     // Two versions of each stage's weights, and their bytes: the live weights and one older copy (2|W|/p a stage, where ZeRO's formula has |W|/p).
+    expect(Object.keys(report.weightStash ?? {}), 'stages with a weight stash').toHaveLength(p);
     for (const [s, w] of Object.entries(report.weightStash ?? {})) expect(w.versions, `stage ${s}`).toBe(2);
     expect(report.heldBytesPerWorker).toHaveLength(p);
     for (const h of report.heldBytesPerWorker) expect([h.weights, h.grads, h.transient]).toEqual([2 * h.formula.weights, h.formula.grads, 0]);
