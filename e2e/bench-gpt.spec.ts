@@ -7,11 +7,10 @@
  * prediction over the 27 characters (weights start at N(0, 0.02)).
  * Behaviour only: no timing is asserted.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 test('the GPT step in TF.js (attention from tf ops) matches ours: 2 steps, losses to 1e-4 relative', async ({ page }) => {
   test.setTimeout(300_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./bench.html');
   await page.waitForFunction(() => window.pipelabBench?.ready === true, null, { timeout: 60_000 });
   const r = await page.evaluate(() => window.pipelabBench.training({ dataset: 'names', model: 'gpt', warmup: 0, steps: 2 }));

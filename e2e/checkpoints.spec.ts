@@ -7,10 +7,10 @@
  * storage refused (IndexedDB throwing as in private browsing) reported with a
  * message, what was stored unchanged.
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 async function open(page: Page): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
 }

@@ -5,9 +5,8 @@
  * 1F1B: its step with the sum over its copies, which its compute makespan leaves out.
  */
 import { readFileSync } from 'node:fs';
-import { test, expect } from '@playwright/test';
+import { test, expect, watchErrors } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
-import { watchErrors } from './page-errors.ts';
 
 test('Compare measures PipeDream-2BW beside 1F1B: the stream of the measured steps, its makespan ÷ steps, its own time scale', async ({ page }, info) => {
   test.setTimeout(180_000);

@@ -8,11 +8,11 @@
  * takes replicas too, an all-reduce per stage and block (its fields fixed, with
  * the reason).
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
 
 async function open(page: Page, query = ''): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto(`./${query}`);
   await page.waitForFunction(() => !!window.pipelab);
 }
@@ -74,12 +74,15 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
       // DualPipe: the copies' sum measured on every replica's lanes and played by the simulator (report-copies.ts).
       const sums = (t: typeof rep.timeline) => t.intervals.filter((iv) => iv.coll === 'copy-sum').length;
       const copySum = rep.copySum ? { measured: sums(rep.timeline), simulated: sums(rep.simulatedTimeline), added: rep.copySum.simulated?.addedMs ?? -1 } : null;
-      out.push({ ...c, maxLoss, maxWeight, mismatch: rep.replicaMismatch, lanes, collectives, copySum, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), stages: rep.allReduce?.perStage.length ?? 0 });
+      out.push({ ...c, losses: rep.losses.length, refLosses: ref.losses.length, weights: Object.keys(rep.weights!).length, params: Object.keys(ref.params).length, maxLoss, maxWeight, mismatch: rep.replicaMismatch, lanes, collectives, copySum, leaked: rep.leakedBuffers, live: window.pipelab.liveWorkers(), stages: rep.allReduce?.perStage.length ?? 0 });
     }
     return out;
   }, all);
   for (const r of results) {
     const label = `${r.schedule} dp=${r.dp} p=${r.ranks} v=${r.virtual} zero=${r.zero} reshard=${r.reshard} overlap=${r.overlap}`;
+    // Every step's loss and every weight came back (the bounds below are over what came back).
+    expect([r.losses, r.refLosses], label).toEqual([2, 2]);
+    expect(r.weights, label).toBe(r.params);
     // float32 sums in another order (per replica, then across): 1e-5 relative is the bound the issue asks for.
     expect(r.maxLoss, label).toBeLessThan(1e-5);
     expect(r.maxWeight, label).toBeLessThan(1e-5);

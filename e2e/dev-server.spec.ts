@@ -3,7 +3,8 @@
  * StrictMode (effects mount, unmount and mount again). The page must work
  * there too: the timeline draws, and a short run completes.
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 const devUrl = `http://127.0.0.1:${Number(process.env.PIPELAB_E2E_PORT ?? 4317) + 1}/`;
 

@@ -8,9 +8,8 @@
  * sentence on tp's per-layer messages).
  * Screenshots of the preset at 1440 and 390 wide go to test-results/screens/.
  */
-import { expect, test } from '@playwright/test';
+import { test, expect, watchErrors } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
-import { watchErrors } from './page-errors.ts';
 
 test('Simulate at scale draws 8 replicas × 64 ranks = 512 lanes with the all-reduce, and stays responsive', async ({ page }, info) => {
   const errors = watchErrors(page);

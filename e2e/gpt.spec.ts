@@ -4,12 +4,11 @@
  * and p = 4 trains exactly like one device (losses and weights to 1e-5), the
  * residual stream [mb·T, C] crossing the stage boundaries.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { SCHEDULE_NAMES, SCHEDULES } from '../src/schedule/registry.ts';
 
 test('the GPT on every synchronous schedule equals single-device training (p = 2 and 4)', async ({ page }) => {
   test.setTimeout(600_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
   const cases: [string, number, number][] = [];
@@ -48,9 +47,11 @@ test('the GPT on every synchronous schedule equals single-device training (p = 2
     return { out, refLosses: ref.losses };
   }, cases);
   expect(results.out).toHaveLength(2 * synchronous.length);
+  expect(results.refLosses).toHaveLength(2);
   expect(Math.abs(results.refLosses[0] - Math.log(28))).toBeLessThan(0.1);
   for (const r of results.out) {
     const label = `${r.name} p=${r.p}`;
+    expect(r.losses, label).toHaveLength(2);
     expect(r.maxLoss, label).toBeLessThan(1e-5);
     expect(r.maxWeight, label).toBeLessThan(1e-5);
     expect(r.weights, label).toBe(r.params);
@@ -60,7 +61,6 @@ test('the GPT on every synchronous schedule equals single-device training (p = 2
 
 test('the page: a GPT link fills its fields, trains across the workers, samples names and shows each head’s attention', async ({ page }) => {
   test.setTimeout(300_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&ranks=2&microbatches=4&batchSize=16&schedule=1f1b&steps=4&evalEvery=0');
   await expect(page.getByLabel('Model', { exact: true })).toHaveValue('gpt');
   await expect(page.getByLabel('Heads', { exact: true })).toHaveValue('2');

@@ -6,7 +6,7 @@
  * run (--probe-only); the build is the one the e2e tests serve. And the
  * drivers bundled for a lent GPU machine run with Node and Playwright alone.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

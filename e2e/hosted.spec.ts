@@ -2,7 +2,7 @@
  * The hosted static demo: dist/ works from any static host under any
  * sub-path, and the page asks nothing of any other origin.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { serveDist, type Served } from '../src/bench/driver/static-server.ts';
 
 const dist = process.env.PIPELAB_DIST ?? 'dist';

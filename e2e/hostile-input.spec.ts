@@ -4,11 +4,11 @@
  * the page; a run is cancelled through its signal and leaves no worker; random
  * configurations either are refused or complete while the page keeps answering.
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import fc from 'fast-check';
 
 async function open(page: Page, query = ''): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto(`./${query}`);
   await page.waitForFunction(() => !!window.pipelab);
 }

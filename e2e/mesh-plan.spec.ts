@@ -1,5 +1,6 @@
 /** The Plan panel plans a real model on N devices: the 64-device GPT's candidates and its winner drawn at scale; bad input named. */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 /** Opens the panel on the Simulate view; page errors are collected into the list returned. */
 async function openPanel(page: Page) {

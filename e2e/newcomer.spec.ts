@@ -11,7 +11,8 @@
  * on a phone, and flags in export hints kept on one line.
  * Screenshots go to e2e/screenshots/ (ignored by git).
  */
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 

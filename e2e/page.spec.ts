@@ -5,11 +5,11 @@
  * parses, and the views without a run (simulate, compare, no WebGPU) work.
  * Screenshots of the main views go to test-results/screens/.
  */
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect, watchErrors } from './page-errors.ts';
 import { readFileSync } from 'node:fs';
 import { fromCsv, validateSchedule } from '../src/schedule/index.ts';
 import { keepScreenshot } from './screens.ts';
-import { watchErrors } from './page-errors.ts';
 import { readSafetensors } from '../src/util/safetensors.ts';
 
 // ---- helpers ----

@@ -1,6 +1,6 @@
 /** The profiling pass in the browser: one Worker and one WebGPU device per block, read back as a profile that plans. */
-import { test, expect, type Locator, type Page } from '@playwright/test';
-import { watchErrors } from './page-errors.ts';
+import type { Locator, Page } from '@playwright/test';
+import { test, expect, watchErrors } from './page-errors.ts';
 
 /** The Simulate view's Plan panel on a pasted profile (written as JSON), and the page's errors from before it opened. */
 async function pastedPlan(page: Page, profile: object): Promise<{ panel: Locator; errors: string[] }> {
@@ -15,7 +15,6 @@ async function pastedPlan(page: Page, profile: object): Promise<{ panel: Locator
 
 test('window.pipelab.profile measures every block and the profile plans', async ({ page }) => {
   test.setTimeout(240_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
   const profile = await page.evaluate(async () => {
@@ -39,7 +38,6 @@ test('window.pipelab.profile measures every block and the profile plans', async 
 
 test('the page plans: the profile as a table, the three cuts, the auto schedule within the cap, a measured profile', async ({ page }) => {
   test.setTimeout(240_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./?view=simulate&layers=3&hidden=32');
   const panel = page.getByTestId('plan-panel');
   await panel.getByText('Plan: where to cut').click();
@@ -114,7 +112,6 @@ test('the Train view shows auto\'s memory bound beside each stage: its cap of mi
 
 test('the Plan panel runs each cut for real and shows its measured makespan; "Use this cut" sets the cut and the link keeps it', async ({ page }) => {
   test.setTimeout(300_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   // The names char-MLP, 6 blocks on 3 ranks: its heavy first block makes the FLOPs cut [1, 3, 2] differ from the block-count cut [2, 2, 2].
   await page.goto('./?view=simulate&dataset=names&layers=5&hidden=16&ranks=3&batchSize=16&microbatches=4&steps=4');
   const panel = page.getByTestId('plan-panel');

@@ -2,7 +2,8 @@
  * The pipeline runtime for real: one module Worker and one WebGPU device per
  * rank in headless Chromium, micro-batches over MessageChannels.
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
 import { execFileSync } from 'node:child_process';
 import type { RunConfig } from '../src/config/run-config.ts';
@@ -10,7 +11,6 @@ import type { DoubleBufferedResult } from '../src/nn/train-double-buffered.ts';
 import { relErr } from '../src/util/rel-err.ts';
 
 async function open(page: Page): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
 }

@@ -5,9 +5,8 @@
  * field, value and rule. Screenshots at 1400 and 390 wide go to
  * test-results/screens/.
  */
-import { expect, test } from '@playwright/test';
+import { test, expect, watchErrors } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
-import { watchErrors } from './page-errors.ts';
 
 test('Simulate at scale: 1F1B 8 ranks × tp 4 draws 32 lanes with their tp all-reduces, the step and its tp share worked by hand', async ({ page }, info) => {
   const errors = watchErrors(page);

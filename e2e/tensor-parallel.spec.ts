@@ -5,11 +5,11 @@
  * train as one device does; the page shows the tp field, the tp lanes and the
  * tp collectives, and refuses a tp that does not divide the heads.
  */
-import { test, expect, type Page } from '@playwright/test';
-import { relErr } from '../src/util/rel-err.ts';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
+import { relErrByName } from '../src/util/rel-err.ts';
 
 async function open(page: Page, query = ''): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto(`./${query}`);
   await page.waitForFunction(() => !!window.pipelab);
 }
@@ -46,16 +46,16 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
       const reduceScatters = t.intervals.filter((iv) => iv.op === 'collective' && iv.coll === 'tp-reduce-scatter').length;
       const workers = (c.over.dp ?? 1) * c.over.tp * c.over.ranks;
       const sp = 'sequenceParallel' in c.over;
-      out.push({ label: c.label, losses: rep.losses, refLosses: ref.losses, weights: plain(rep.weights ?? {}), params: plain(ref.params), lanes, workers, tpCollectives, reduceScatters, sp, leaked: rep.leakedBuffers });
+      out.push({ label: c.label, losses: rep.losses, refLosses: ref.losses, weights: rep.weights ? plain(rep.weights) : undefined, params: plain(ref.params), tpMismatch: rep.tpMismatch, lanes, workers, tpCollectives, reduceScatters, sp, leaked: rep.leakedBuffers });
     }
     return out;
   });
   for (const r of results) {
     const maxLoss = Math.max(...r.losses.map((l, i) => Math.abs(l - r.refLosses[i]) / Math.abs(r.refLosses[i])));
-    const names = Object.keys(r.params);
-    const errs = names.map((k) => relErr(r.weights[k] ?? [], r.params[k]));
-    const maxWeight = Math.max(...errs);
-    console.log(`${r.label}: loss ${maxLoss.toExponential(2)}, weights ${maxWeight.toExponential(2)} (relative, worst ${names[errs.indexOf(maxWeight)]}), ${r.tpCollectives} tp collectives on ${r.lanes} lanes`);
+    // Throws unless every tensor came back whole, by name (a tp gather that lost a piece fails).
+    const errs = Object.entries(relErrByName(r.weights, r.params));
+    const [worst, maxWeight] = errs.reduce((a, b) => (b[1] > a[1] ? b : a));
+    console.log(`${r.label}: loss ${maxLoss.toExponential(2)}, weights ${maxWeight.toExponential(2)} (relative, worst ${worst}), tp workers' unsplit parameters apart by ${r.tpMismatch}, ${r.tpCollectives} tp collectives on ${r.lanes} lanes`);
     // float32 partial products summed in another order: 1e-5 relative is the bound the issue asks for.
     expect(r.losses, r.label).toHaveLength(2);
     expect(maxLoss, r.label).toBeLessThan(1e-5);
@@ -64,8 +64,8 @@ test('dp × tp × pp in Chromium equals one device (GPT and char-MLP; 1F1B, ZB-H
     expect(r.tpCollectives, r.label).toBeGreaterThan(0);
     // Sequence parallelism's reduce-scatters are there exactly when it is on.
     expect(r.reduceScatters > 0, r.label).toBe(r.sp);
-    // Whole tensors by name, as one device holds them (the tp pieces joined).
-    expect(Object.keys(r.weights).sort(), r.label).toEqual(names.sort());
+    // The parameters tp does not split agree on every tp worker of a stage (the run's weights hold tp rank 0's).
+    expect(r.tpMismatch, r.label).toBe(0);
     expect(r.leaked, r.label).toBe(0);
   }
 });

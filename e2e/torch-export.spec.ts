@@ -8,7 +8,8 @@
  * and PipeDream-2BW's one stream on dp = 2 replicas.
  * Needs python3-torch (scripts/install-deps.sh).
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,7 +61,6 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
   for (const { title, cfg: change } of CASES) {
     test(title, async ({ page }) => {
       test.setTimeout(420_000);
-      page.on('pageerror', (e) => console.log('pageerror:', e.message));
       const cfg = await openWith(page, change);
 
       // The page's own export: a zip holding one folder, for dp × ranks processes (the hint says how many).
@@ -76,7 +76,7 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       const torchRun = runTorchrun(folder, cfg.dp * cfg.ranks, [], 300_000);
       const tab = await page.evaluate(async (c) => {
         const r = await window.pipelab.run(c, { readWeights: true });
-        const weights = Object.fromEntries(Object.entries(r.weights ?? {}).map(([k, v]) => [k, Array.from(v)]));
+        const weights = r.weights ? Object.fromEntries(Object.entries(r.weights).map(([k, v]) => [k, Array.from(v)])) : undefined;
         return { losses: r.losses, weights, stepMs: r.phases.stepsMs / r.losses.length, makespanMs: r.makespanMs.measured };
       }, cfg);
       expect(tab.losses.length).toBe(cfg.steps);
@@ -86,7 +86,8 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       expect(torch.losses.length, torch.output).toBe(cfg.steps);
       const lossDiff = maxRelativeDiff(torch.losses, tab.losses);
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
-      const weightDiff = maxWeightDiff(comparable(readTrainedWeights(folder)), comparable(tab.weights));
+      expect(tab.weights, 'the tab read its weights').toBeDefined();
+      const weightDiff = maxWeightDiff(comparable(readTrainedWeights(folder)), comparable(tab.weights!));
       const torchMs = torch.stepMs.slice(1).reduce((a, b) => a + b, 0) / (torch.stepMs.length - 1);
       console.log(
         `${title}: max relative loss difference ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}; ` +

@@ -3,7 +3,7 @@
  * the bench's sync suite, its smallest form. A nudged wait sends empty submits while it is pending, an un-nudged one
  * none, and every wait ends. Behaviour only: no timing is asserted (bench/GPU.md has the H200's figures).
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 test('in a page, a wait nudged every 0.25 ms sends empty submits while pending and ends; one not nudged sends none', async ({ page }) => {
   test.setTimeout(120_000);

@@ -5,10 +5,10 @@
  * computes (fresh weights, optimizer state and data; no leaked buffer). A run
  * that failed (here: a lost device) keeps none of its workers.
  */
-import { test, expect, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 async function open(page: Page): Promise<void> {
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
 }
@@ -93,7 +93,6 @@ test('a run that lost a device keeps no worker warm; the next run starts fresh o
 /** The page as a visitor's browser shows it (automation sets navigator.webdriver, and the page leaves preparation to it). */
 async function openAsVisitor(page: Page, query: string): Promise<void> {
   await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'webdriver', { get: () => false }));
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto(`./${query}`);
   await page.waitForFunction(() => !!window.pipelab);
 }

@@ -1,4 +1,4 @@
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 test('the page loads and a dedicated worker gets its own WebGPU device', async ({ page }) => {
   await page.goto('./');

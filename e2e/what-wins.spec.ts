@@ -5,13 +5,12 @@
  * "nothing fits" when it is below all); measuring gives the measured winner at
  * the run's m beside the simulated one. Screenshots at 1440 and 390 wide.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
 
 test('what wins here: plotted over m, a cap leaves schedules out, the measured winner beside the simulated one', async ({ page }, info) => {
   test.setTimeout(240_000);
   await page.setViewportSize({ width: 1440, height: 1000 });
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./?view=compare&compare.preset=wins&compare.schedules=gpipe,1f1b,zb-h1&compare.steps=2&hidden=16&ranks=4&layers=7&batchSize=64&microbatches=8');
   await page.waitForFunction(() => !!window.pipelab);
   const panel = page.getByTestId('what-wins');

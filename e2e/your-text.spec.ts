@@ -11,7 +11,8 @@ import { mkdtempSync, writeFileSync, openSync, ftruncateSync, closeSync } from '
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { test, expect, type Page, type TestInfo } from '@playwright/test';
+import type { Page, TestInfo } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pipelab-text-'));
@@ -46,7 +47,6 @@ async function pick(page: Page, path: string): Promise<void> {
 
 test('a picked text trains the GPT on 4 pipelined workers: held-out loss falls, samples of the text appear, nothing leaves the page', async ({ page, baseURL }, info) => {
   test.setTimeout(300_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   const origin = new URL(baseURL as string).origin;
   const foreign: string[] = [];
   page.on('request', (r) => {
@@ -246,7 +246,6 @@ test('the example preset reads Moby-Dick from the page itself; on SwiftShader th
 
 test('nothing lost on your own text: after a reload the page reads the text it kept and resumes the stopped run from its checkpoint', async ({ page }) => {
   test.setTimeout(180_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   const text = shipLog(300);
   const h = createHash('sha256').update(text).digest('hex').slice(0, 16);
   await page.goto(`./?dataset=text&${SMALL_GPT}&steps=6&evalEvery=0`);

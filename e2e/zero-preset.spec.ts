@@ -5,13 +5,12 @@
  * and every setting ends with the same loss. Screenshots at 1440 and 390 wide
  * go to test-results/screens/.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 import { keepScreenshot } from './screens.ts';
 
 test('Compare preset ZeRO 0 → 3: memory per worker falls, the losses agree, ZeRO-3 gathers', async ({ page }, info) => {
   test.setTimeout(300_000);
   await page.setViewportSize({ width: 1440, height: 1000 });
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./?view=compare&compare.preset=zero&compare.steps=2');
   await page.waitForFunction(() => !!window.pipelab);
   await page.getByRole('button', { name: '▶ Measure the five settings' }).click();

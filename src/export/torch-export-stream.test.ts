@@ -64,7 +64,8 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
       const lossDiff = maxRelativeDiff(r.losses, page.losses);
       const weights = comparable(readTrainedWeights(dir));
-      const weightDiff = maxWeightDiff(weights, comparable(page.weights ?? {}));
+      expect(page.weights, 'the page run read its weights').toBeDefined();
+      const weightDiff = maxWeightDiff(weights, comparable(page.weights!));
       // The staleness is real: synchronous training of the same batches ends elsewhere.
       const sync = await trainSingleDevice(new CpuBackend(), toTrainConfig({ ...cfg, schedule: '1f1b' }));
       const syncDiff = maxWeightDiff(weights, comparable(sync.params));
@@ -109,7 +110,7 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     expect(r.output).toContain(`resumed from ${file} at step 3`);
     expect(r.losses.slice(0, 3).every((x) => x === undefined), r.output).toBe(true);
     const lossDiff = maxRelativeDiff(r.losses.slice(3), page.losses.slice(3));
-    const weightDiff = maxWeightDiff(readTrainedWeights(dir), page.weights ?? {});
+    const weightDiff = maxWeightDiff(readTrainedWeights(dir), page.weights);
     console.log(`PipeDream-2BW resumed at step 3 under torchrun: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
     expect(lossDiff).toBeLessThan(1e-4);
     expect(weightDiff).toBeLessThan(1e-4);

@@ -19,13 +19,13 @@ describe('Korthikanti et al. 2022, the 530B model on 2,240 A100s', () => {
     expect(c.selective.activationBytes).toBeGreaterThan(c.full.activationBytes);
   });
 
-  it('predicts the abstract’s speed-up over full recomputation (54.2% / 42.1% MFU = 1.287) within 5%, its 5× less activation memory and over 90% less recomputation overhead', () => {
+  it('predicts the abstract’s speed-up over full recomputation (54.2% / 42.1% MFU = 1.287) within 2% (README, docs/planner.md), its 5× less activation memory and over 90% less recomputation overhead', () => {
     console.log(
       `Korthikanti 530B at efficiency ${efficiency.toFixed(3)}: full ${(c.full.stepMs / 1e3).toFixed(2)} s (MFU ${(100 * c.full.mfu).toFixed(1)}%, ${c.full.schedule} v=${c.full.virtual} b=${c.full.microBatch}), ` +
         `selective + sp ${(c.selective.stepMs / 1e3).toFixed(2)} s (MFU ${(100 * c.selective.mfu).toFixed(1)}%, ${c.selective.schedule} v=${c.selective.virtual} b=${c.selective.microBatch}); ` +
         `speed-up ${c.speedup.toFixed(3)} (paper ${paperSpeedup.toFixed(3)}), overhead cut ${(100 * c.overheadCut).toFixed(1)}%, memory ${c.memoryReduction.toFixed(2)}×`,
     );
-    expect(Math.abs(c.speedup / paperSpeedup - 1)).toBeLessThan(0.05);
+    expect(Math.abs(c.speedup / paperSpeedup - 1)).toBeLessThan(0.02);
     expect(c.memoryReduction).toBeGreaterThan(4.5);
     expect(c.memoryReduction).toBeLessThan(5.5);
     expect(c.overheadCut).toBeGreaterThan(KORTHIKANTI_ABSTRACT.overheadCut);

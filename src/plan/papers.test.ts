@@ -4,15 +4,20 @@ import { megatronRows, zeroBubbleMeasuredRows, zeroBubbleRows } from './papers.t
 import { ZB_SETTINGS } from './zero-bubble-paper.ts';
 
 describe('against published results', () => {
-  it('ZB-1P and ZB-2P (auto under p and 2p micro-batches) are within 10% of the paper’s bubble rates and speed-ups at T_F = T_B = T_W', () => {
-    const rows = zeroBubbleRows([[8, 24], [16, 48]]);
-    expect(rows).toHaveLength(6);
+  it('ZB-1P and ZB-2P (auto under p and 2p micro-batches) reach the paper’s closed-form bubble rates and speed-ups exactly at T_F = T_B = T_W, p ∈ {8, 16, 32} × m ∈ {3p, 4p, 8p} (bench/PAPERS.md)', () => {
+    const settings: [number, number][] = [];
+    for (const p of [8, 16, 32]) for (const k of [3, 4, 8]) settings.push([p, k * p]);
+    const rows = zeroBubbleRows(settings);
+    expect(rows).toHaveLength(27);
     for (const r of rows) {
-      // The paper's closed forms, written out here: (p − 1)/m, (p − 1)/3m, 0.
+      const what = `p=${r.p} m=${r.m} ${r.schedule}`;
+      // The paper's closed forms, written out here: (p − 1)/m, (p − 1)/3m, 0; the speed-up (1 + rate(1F1B)) / (1 + rate).
       const paper = { '1F1B': (r.p - 1) / r.m, 'ZB-1P': (r.p - 1) / (3 * r.m), 'ZB-2P': 0 }[r.schedule];
-      expect(r.paper).toBe(paper);
-      expect(Math.abs(r.ours - paper)).toBeLessThanOrEqual(0.1 * paper + 1e-12);
-      expect(Math.abs(r.oursSpeedup - r.paperSpeedup)).toBeLessThanOrEqual(0.1 * r.paperSpeedup);
+      expect(r.paper, what).toBe(paper);
+      expect(r.paperSpeedup, what).toBe((1 + (r.p - 1) / r.m) / (1 + paper));
+      // Exactly: to float64 rounding of the spans' sums (whole numbers of unit times).
+      expect(Math.abs(r.ours - paper), what).toBeLessThanOrEqual(1e-12);
+      expect(Math.abs(r.oursSpeedup - r.paperSpeedup), what).toBeLessThanOrEqual(1e-12);
     }
   });
 

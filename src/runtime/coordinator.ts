@@ -13,7 +13,7 @@ import { cutPauses, StreamPauses, type PauseSwitch } from './executor/index.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './comm/index.ts';
-import { copyDifference, replicaDifference } from './report/index.ts';
+import { copyDifference, replicaDifference, tpDifference } from './report/index.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
 import { gatherProgress, joinProgress, stateReaders, wholeWeights } from './gather-state.ts';
@@ -337,6 +337,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
 
     let weights: Weights | undefined;
     let replicaMismatch: number | undefined;
+    let tpMismatch: number | undefined;
     if (opts.readWeights) {
       // Every replica's weights: replica 0's are the run's, the others must equal them.
       const all = await Promise.race([Promise.all(hosts.map((h) => h.readWeights())), fatal]);
@@ -345,6 +346,8 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       if (m.dp > 1 && config.zero !== 3) replicaMismatch = replicaDifference(m, all);
       // Model copies (DualPipe): every copy of a stage, on every replica, must hold the same weights (with ZeRO-3: the same pieces).
       if ((schedule.copies ?? 1) > 1) replicaMismatch = copyDifference(m, all);
+      // tp: the parameters tp does not split are held by every worker of a stage's tp group; the run's are tp rank 0's.
+      if (m.tp > 1) tpMismatch = tpDifference(m, all);
     }
     const stats = await Promise.race([Promise.all(hosts.map((h) => h.stats())), fatal]);
     const leakedBuffers = await disposeRanks(plan, hosts, fatal, opts.keepWarm, kept);
@@ -355,7 +358,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       endMs: performance.now() - tStart - (tUp - tStart) - wallMs,
       ranks: up.map((u) => u.startup),
     };
-    return buildReport({ config, plan: reportPlan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, stateReadMs });
+    return buildReport({ config, plan: reportPlan, records, adapter, wallMs, weights, stats, leakedBuffers, stepLosses, priorLosses: from?.losses, phases, replicaMismatch, tpMismatch, stateReadMs });
   } catch (e) {
     const cause = deaths[0] ?? e;
     throw cause instanceof Error ? cause : new RunError(String(cause));

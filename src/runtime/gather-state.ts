@@ -79,8 +79,9 @@ function splitOnly(w: Weights): Weights {
 
 /** The run's whole weights: joinWeights, then the tp pieces joined (`rules`: nn/tp-shard.ts tpParams of the run's model). */
 export function wholeWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[], rules: ReadonlyMap<string, TpParam>): Weights {
-  // ZeRO-3: every worker gives its pieces, the unsplit parameters' from tp rank 0 only (tpRankOnce).
-  const w = joinWeights(m, zero, zero === 3 && m.tp > 1 ? byWorker.map((ws, i) => (placeOf(m, i).tpRank === 0 ? ws : splitOnly(ws))) : byWorker);
+  // The unsplit parameters from tp rank 0 only (tpRankOnce; the other tp workers' copies are checked against them,
+  // weight-agreement.ts tpDifference); with ZeRO-3 every worker gives its pieces.
+  const w = joinWeights(m, zero, m.tp > 1 ? byWorker.map((ws, i) => (placeOf(m, i).tpRank === 0 ? ws : splitOnly(ws))) : byWorker);
   return m.tp > 1 ? joinTpWeights(w, rules) : w;
 }
 

@@ -8,6 +8,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { expectSameNames } from '../../util/rel-err.ts';
 import { readSafetensors } from '../../util/safetensors.ts';
 import type { BundleFile } from '../torch-bundle.ts';
 import { TORCHRUN_LAUNCH_FLAGS } from '../torchrun-command.ts';
@@ -82,15 +83,21 @@ export function readTrainedWeights(dir: string): Record<string, Float32Array | F
 /** Largest |a − b| / |b| over the steps. */
 export function maxRelativeDiff(a: readonly number[], b: readonly number[]): number {
   if (a.length !== b.length) return Infinity;
+  if (a.length === 0) throw new Error('maxRelativeDiff: no values to compare');
   return Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
 }
 
-/** Per tensor ‖a − b‖ / ‖b‖ (L2), the largest; Infinity when a name is missing. */
-export function maxWeightDiff(a: Readonly<Record<string, ArrayLike<number>>>, b: Readonly<Record<string, ArrayLike<number>>>): number {
+/**
+ * Per tensor ‖a − b‖ / ‖b‖ (L2; ‖a − b‖ where b is all zeros), the largest. Throws unless `a` holds exactly
+ * `b`'s names, each with as many values (a gather that returned a tensor's first piece, or nothing, fails).
+ */
+export function maxWeightDiff(a: Readonly<Record<string, ArrayLike<number>>> | undefined, b: Readonly<Record<string, ArrayLike<number>>> | undefined): number {
+  if (!b) throw new Error('weights: no reference to compare with');
+  expectSameNames(a, b);
   let worst = 0;
   for (const [name, ref] of Object.entries(b)) {
     const got = a[name];
-    if (!got || got.length !== ref.length) return Infinity;
+    if (got.length !== ref.length) throw new Error(`weights: "${name}" has ${got.length} values, the reference ${ref.length}`);
     let num = 0, den = 0;
     for (let i = 0; i < ref.length; i++) {
       num += (got[i] - ref[i]) ** 2;

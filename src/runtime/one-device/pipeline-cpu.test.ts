@@ -12,7 +12,7 @@ import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '
 import { runPipeline } from '../coordinator.ts';
 import { InProcessRankHost } from '../executor/in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../../config/run-config.ts';
-import { relErr } from '../../util/rel-err.ts';
+import { relErrByName } from '../../util/rel-err.ts';
 
 function smallConfig(schedule: RunConfig['schedule'], ranks: number, microbatches: number, virtual: number): RunConfig {
   const base = defaultRunConfig();
@@ -67,11 +67,37 @@ describe('pipeline runtime on the CPU reference equals single-device training', 
     const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
     expect(report.losses).toHaveLength(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
-    const names = Object.keys(ref.params).sort();
-    expect(Object.keys(report.weights ?? {}).sort()).toEqual(names);
-    for (const n of names) expect(relErr((report.weights ?? {})[n], ref.params[n])).toBeLessThan(1e-12);
+    for (const [n, e] of Object.entries(relErrByName(report.weights, ref.params))) expect(e, n).toBeLessThan(1e-12);
     // One interval per action (dualpipe-v splits only some backwards into I and W).
     expect(report.timeline.intervals.filter((iv) => iv.op !== 'comm' && iv.op !== 'collective')).toHaveLength(generateSchedule(name, p, m, v).order.flat().length);
+  });
+
+  // docs/concepts.md: "the same losses and weights after every step", with dp and ZeRO 1, 2 and 3 too. The weights are
+  // read after each step (weightsEvery 1; the last from the end of the run) and compared with one device's after as many
+  // steps (a constant lr, so that a run of k steps is the first k steps of a longer one).
+  it.each([
+    ['1f1b p=2', {}],
+    ['zb-h1 p=2', { schedule: 'zb-h1' as const }],
+    ['interleaved-1f1b p=2 v=2', { schedule: 'interleaved-1f1b' as const, virtual: 2, layers: 4 }],
+    ['dp=2 1f1b p=2', { dp: 2 }],
+    ['dp=2 ZeRO-1', { dp: 2, zero: 1 as const }],
+    ['dp=2 ZeRO-2 zb-h1', { dp: 2, zero: 2 as const, schedule: 'zb-h1' as const }],
+    ['dp=2 ZeRO-3', { dp: 2, zero: 3 as const }],
+  ])('the same weights as one device after every step: %s', async (_, over) => {
+    const cfg: RunConfig = { ...smallConfig('1f1b', 2, 4, 1), steps: 3, lrSchedule: 'constant', batchSize: 16, ...over };
+    const after: Record<string, ArrayLike<number>>[] = [];
+    const report = await runPipeline(cfg, {
+      hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, recvTimeoutMs: 5000,
+      weightsEvery: 1, onWeights: (step, w) => (after[step] = w),
+    });
+    expect(report.weights).toBeDefined();
+    after[cfg.steps - 1] = report.weights!;
+    expect(Object.keys(after).map(Number)).toEqual([0, 1, 2]);
+    for (let k = 1; k <= cfg.steps; k++) {
+      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig({ ...cfg, steps: k }));
+      expect(Math.abs(report.losses[k - 1] - ref.losses[k - 1]), `loss of step ${k - 1}`).toBeLessThan(1e-12 * Math.abs(ref.losses[k - 1]));
+      for (const [n, e] of Object.entries(relErrByName(after[k - 1], ref.params))) expect(e, `${n} after step ${k - 1}`).toBeLessThan(1e-12);
+    }
   });
 
   it('with recomputation gives the same result as without', async () => {

@@ -102,6 +102,12 @@ export interface RunReport {
    */
   replicaMismatch?: number;
   /**
+   * Tensor-parallel runs that read weights: the largest difference between any tp worker's value of a parameter tp
+   * does not split (embeddings, LayerNorms, row-split layers' biases, the head) and tp rank 0's of the same stage and
+   * replica (0: they agree bit for bit; the run's `weights` hold tp rank 0's).
+   */
+  tpMismatch?: number;
+  /**
    * The run's state read from its workers between steps (onProgress: a
    * checkpoint), the only part of a save on the workers' path: how many reads,
    * their mean and longest time. Encoding and storing run beside training.

@@ -68,6 +68,7 @@ export interface ReportInput {
   /** A resumed run: the losses of the steps before its first (they begin the report's losses). */
   priorLosses?: readonly number[];
   replicaMismatch?: number;
+  tpMismatch?: number;
   /** Each read of the run's state between steps, in ms. */
   stateReadMs?: readonly number[];
   phases: RunReport['phases'];
@@ -246,6 +247,7 @@ export function buildReport(input: ReportInput): RunReport {
   if (ends) report.stepEnd = sim.stepEnd ? { ...ends, simulated: { wallMs: sim.stepEnd.step, afterMs: Math.max(0, sim.stepEnd.step - sim.makespan) } } : ends;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
+  if (input.tpMismatch !== undefined) report.tpMismatch = input.tpMismatch;
   const reads = input.stateReadMs ?? [];
   if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };
   if (last.results.some((r) => r.weightStash)) {

@@ -1,9 +1,12 @@
 /**
- * Whether workers that must hold the same weights do, after a run: every replica against replica 0, and every copy of a
- * stage (DualPipe) against the first, each as the largest difference of any value (0: bit for bit).
+ * Whether workers that must hold the same weights do, after a run: every replica against replica 0, every copy of a
+ * stage (DualPipe) against the first, and every tp worker's parameters that tp does not split against tp rank 0's,
+ * each as the largest difference of any value (0: bit for bit).
  */
 import { placeOf, workerOf, type Mesh } from '../../schedule/mesh.ts';
+import { parseTpPieceName } from '../../nn/tp-shard.ts';
 import type { Weights } from '../executor/index.ts';
+import { parsePieceName } from '../policies/index.ts';
 
 /**
  * The largest difference between two workers' values of the same weight among the workers of one tp rank (each tp
@@ -34,6 +37,35 @@ export function replicaDifference(m: Mesh, byWorker: Weights[]): number {
     const ref = byWorker[workerOf(m, 0, rank, tpRank)];
     for (const [name, v] of Object.entries(ws)) {
       const r = ref[name];
+      if (!r || r.length !== v.length) return void (worst = Infinity);
+      for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
+    }
+  });
+  return worst;
+}
+
+/** Whether a worker's weight key (a parameter, or its ZeRO piece `name[lo:hi]`) is a tp piece `name@tpJ/T`. */
+function isTpPiece(key: string): boolean {
+  return parseTpPieceName(parsePieceName(key)?.name ?? key) !== null;
+}
+
+/**
+ * The largest difference between a tp worker's value of a parameter tp does not split (embeddings, LayerNorms, the
+ * biases of row-split layers, the head: every worker of a stage's tp group holds it whole, or with ZeRO-3 the same
+ * piece of it) and tp rank 0's of the same replica and pipeline rank; Infinity where one holds such a key the other
+ * lacks. The run's weights take these from tp rank 0 alone (gather-state.ts), so this is where drift would show.
+ */
+export function tpDifference(m: Mesh, byWorker: Weights[]): number {
+  let worst = 0;
+  byWorker.forEach((ws, w) => {
+    const { replica, rank, tpRank } = placeOf(m, w);
+    if (tpRank === 0) return;
+    const ref = byWorker[workerOf(m, replica, rank, 0)];
+    const own = Object.keys(ws).filter((k) => !isTpPiece(k));
+    const theirs = Object.keys(ref).filter((k) => !isTpPiece(k));
+    if (own.length !== theirs.length) return void (worst = Infinity);
+    for (const name of own) {
+      const v = ws[name], r = ref[name];
       if (!r || r.length !== v.length) return void (worst = Infinity);
       for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i] - r[i]));
     }
