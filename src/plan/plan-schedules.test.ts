@@ -16,7 +16,7 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
   it('declares each one’s virtual stages and placement from the registry', () => {
     expect(PLAN_SCHEDULES).toEqual(expect.arrayContaining(['pipedream-2bw', 'dualpipe', 'interleaved-zb']));
     expect(Object.fromEntries(PLAN_SCHEDULES.map((n) => [n, planVirtuals(n)]))).toEqual({
-      '1f1b': [1], 'interleaved-1f1b': [2, 4], 'zb-h1': [1], 'interleaved-zb': [2, 4], 'zb-v': [2], 'dualpipe-v': [2], dualpipe: [1], 'pipedream-2bw': [1], auto: [1],
+      '1f1b': [1], 'interleaved-1f1b': [2, 4], 'zb-h1': [1], 'interleaved-zb': [2, 4], 'zb-v': [2], 'dualpipe-v': [2], dualpipe: [1], hanayo: [2, 4], 'pipedream-2bw': [1], auto: [1],
     });
     // DualPipe: rank r holds stage r of copy 0 and p − 1 − r of copy 1, as its generator places them.
     expect(planStages('dualpipe', 4, 1, [[0, 1], [1, 2], [2, 3], [3, 4]]).stageToRank).toEqual(generateSchedule('dualpipe', 4, 8).stageToRank);

@@ -201,7 +201,7 @@ describe('validateParams', () => {
 
   it('lists which schedules accept virtual > 1', () => {
     const accepts = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual);
-    expect(accepts).toEqual(['interleaved-1f1b', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v']);
+    expect(accepts).toEqual(['interleaved-1f1b', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v', 'hanayo']);
     expect(SCHEDULES['dualpipe-v'].defaultVirtual).toBe(2);
     expect(() => generateSchedule('dualpipe-v', 4, 8, 1)).toThrow('virtual = 1: dualpipe-v holds exactly 2 stages per rank (a V), so virtual must be 2');
     expect(SCHEDULES['zb-v'].defaultVirtual).toBe(2);
