@@ -119,6 +119,8 @@ export interface ScheduleKind {
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
+  /** What v steps by in a form: 2 for hanayo (2 stages per rank in each wave), 1 otherwise. */
+  virtualStep: number;
   /** The v this schedule runs with when `requested` is asked for (zb-v: 2; hanayo: the even v at or above it; one-stage schedules: 1). */
   virtualFor(requested: number): number;
   /**
@@ -190,6 +192,7 @@ function kind(d: KindDecl): ScheduleKind {
     splitBackward: d.splitBackward,
     acceptsVirtual: rule !== 'one',
     defaultVirtual: fixed ?? (rule === 'even' ? 2 : 1),
+    virtualStep: rule === 'even' ? 2 : 1,
     virtualFor: (requested) => (fixed !== null ? fixed : rule === 'any' ? requested : rule === 'even' ? Math.min(MAX_VIRTUAL, 2 * Math.ceil(requested / 2)) : 1),
     costChunks: d.costChunks ?? ((v) => v),
     update: d.update ?? 'flush',
