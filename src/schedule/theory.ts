@@ -231,8 +231,8 @@ function stagesPerRank(name: string, v: number): number {
  *                     after the other in the cool-down, 2 per stage, so stage s is ready at
  *                     T − 2s; rank 0's link takes its stages (v−1)p, …, p, 0 in that order:
  *                     e = max(T − 2pc, e) + A for c = v−1 … 0, and step = e (T + A when A ≤ 2p).
- *   zb-v, dualpipe-v, dualpipe, looped-bfs, interleaved-zb with overlap: no closed form here (their stages' last
- *                     backwards interleave with W's); null.
+ *   zb-v, dualpipe-v, dualpipe, looped-bfs, interleaved-zb, hanayo with overlap: no closed form here (their
+ *                     stages' last backwards interleave with W's or with each other's); null.
  */
 export function meshClosedForm(name: ScheduleName | string, p: number, m: number, v: number, mc: MeshCosts): MeshClosedForm | null {
   const pipeline = closedForm(name, p, m, v);
