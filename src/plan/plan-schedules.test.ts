@@ -122,4 +122,18 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
     }
     expect(pairs).toBeGreaterThanOrEqual(2);
   });
+
+  it('plans hanayo with one and two waves on its zig-zag, its own order priced, two waves refused by name where the stages outnumber the blocks', () => {
+    // Rank r holds stages r and 2p − 1 − r of every wave, as its generator places them.
+    expect(planStages('hanayo', 4, 4, []).stageToRank).toEqual(generateSchedule('hanayo', 4, 8, 4).stageToRank);
+    const req = four(8, { schedules: ['interleaved-1f1b', 'hanayo'] });
+    const plan = planMesh(req);
+    const waves = plan.candidates.filter((c) => c.schedule === 'hanayo' && c.pp > 1);
+    expect(new Set(waves.map((c) => c.virtual))).toEqual(new Set([2, 4]));
+    for (const h of waves) {
+      const { schedule } = candidateSchedule(req, h);
+      expect(schedule.order).toEqual(generateSchedule('hanayo', h.pp, h.microbatches, h.virtual).order);
+    }
+    expect(plan.skipped).toContain('hanayo v=4 on pp = 4: 16 stages, more than the model\'s 10 blocks');
+  });
 });

@@ -30,6 +30,16 @@ describe('hanayo: W waves zig-zagging down the ranks and back up', () => {
     }
   });
 
+  it('passes a micro-batch on without a message at every turn: v(p − 1) of its S − 1 hops cross ranks, interleaved 1F1B’s v·p − 1', () => {
+    const crossings = (map: number[]) => map.slice(1).filter((r, s) => r !== map[s]).length;
+    for (let p = 2; p <= 8; p++) {
+      for (let W = 1; W <= 3; W++) {
+        expect(crossings(hanayo(p, 1, W).stageToRank)).toBe(2 * W * (p - 1));
+        expect(crossings(generateSchedule('interleaved-1f1b', p, p, 2 * W).stageToRank)).toBe(2 * W * p - 1);
+      }
+    }
+  });
+
   it('orders each rank by its slots, a slot’s F before its B (p = 2, m = 2, one wave, worked by hand)', () => {
     // F of stage (c, q), micro-batch i in slot c·p + q + 2i; B in slot v·p − 1 + c′·p + q′ + 2i, c′ = 1 − c, q′ = 1 − q.
     // Rank 0 (stages 0, 3): F0 in slots 0, 2; F3 and B3 in 3, 5; B0 in 6, 8.
