@@ -24,7 +24,7 @@
  * 4(p−1)/(3v·m+4(p−1)) against (p−1)/(v·m+p−1), and falls with W as interleaved's does; its
  * last round, when m is not a multiple of p, is laid out as a whole one and idles
  * 2(v − 2)(p − m mod p) more (none with one wave). Found from the slots of its order and
- * checked against the simulator for p = 1..12, m = 1..40, W = 1..4 (hanayo.test.ts).
+ * checked against the simulator for p = 1..10, m = 1..24, W = 1..3 (hanayo.test.ts).
  *
  * DualPipe-V: once m ≥ 2p its bubble equals ZB-V's, p − 1 per rank, here
  * where F and B run one after the other; DualPipe's own gain, overlapping the
