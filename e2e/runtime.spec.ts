@@ -15,8 +15,9 @@ async function open(page: Page): Promise<void> {
   await page.waitForFunction(() => !!window.pipelab);
 }
 
-/** Every (p, m, v) of p in {2, 4}, m in {1, 4, 8} that the schedule accepts. */
+/** Every (p, m, v) of p in {2, 4}, m in {1, 4, 8} that the schedule accepts; Hanayo, kept small, one and two waves on 2 ranks. */
 function pairs(name: ScheduleName): [number, number, number][] {
+  if (name === 'hanayo') return [[2, 4, 2], [2, 4, 4]];
   const kind = SCHEDULES[name];
   const v = kind.virtualFor(2);
   const out: [number, number, number][] = [];

@@ -48,7 +48,7 @@ describe('pipelab (spawned through bin/pipelab.mjs)', () => {
   it('names a bad flag, its value and the accepted values; exit 2', () => {
     const r = spawn('schedule', '--schedule', 'pipedreams', '--ranks', '4');
     expect(r.code).toBe(2);
-    expect(r.err).toContain('--schedule = "pipedreams": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, auto, pipedream, pipedream-2bw');
+    expect(r.err).toContain('--schedule = "pipedreams": must be one of gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, hanayo, auto, pipedream, pipedream-2bw');
   });
 
   it('has --help', () => {
@@ -94,6 +94,18 @@ describe('pipelab (in process)', () => {
     const s = JSON.parse(j.out);
     expect(s).toEqual(generateSchedule('zb-v', 2, 3));
     expect(validateSchedule(s)).toEqual({ ok: true });
+  });
+
+  it('prints hanayo with W waves as --virtual 2W: the zig-zag placement and its slot order (worked by hand in hanayo.test.ts)', () => {
+    const t = run('schedule', '--schedule', 'hanayo', '--ranks', '2', '--microbatches', '2', '--virtual', '2');
+    expect(t.code).toBe(0);
+    expect(t.out).toBe('hanayo: 2 ranks × 2 stages per rank = 4 stages, 2 micro-batches, 16 actions\nrank 0 (stages 0,3): 0F0 0F1 3F0 3B0 3F1 3B1 0B0 0B1\nrank 1 (stages 1,2): 1F0 2F0 1F1 2F1 2B0 1B0 2B1 1B1\n');
+    // Two waves: 2 · 2 · 3 = 12 stages, zig-zagging down, up, down, up the three ranks.
+    const j = JSON.parse(run('schedule', '--schedule', 'hanayo', '--ranks', '3', '--microbatches', '6', '--virtual', '4', '--format', 'json').out);
+    expect(j.stageToRank).toEqual([0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
+    expect(validateSchedule(j)).toEqual({ ok: true });
+    // Its default is one wave.
+    expect(JSON.parse(run('schedule', '--schedule', 'hanayo', '--ranks', '3', '--format', 'json').out).stages).toBe(6);
   });
 
   it('pads CSV like PyTorch by default (time-aligned; --align says so), dense with --dense', () => {
@@ -245,6 +257,7 @@ describe('pipelab (in process)', () => {
       [['schedule', '--ranks', '0'], '--ranks = "0": must be an integer between 1 and 1024'],
       [['schedule', '--schedule', 'interleaved-1f1b', '--ranks', '4', '--microbatches', '6', '--virtual', '0'], '--virtual = "0": must be an integer between 1 and 64'],
       [['schedule', '--schedule', '1f1b', '--virtual', '2'], '--virtual = 2: 1f1b holds one stage per rank'],
+      [['schedule', '--schedule', 'hanayo', '--virtual', '3'], '--virtual = 3: hanayo holds 2 stages per rank in each of its W waves (down the ranks and back up), so virtual = 2W must be even (2, 4, …) (with --schedule hanayo)'],
       [['schedule', '--bogus', '1'], 'flag = "--bogus": is not a flag of `pipelab schedule`; it accepts --schedule, --ranks'],
       [['schedule', '--ranks'], '--ranks = null: needs a value (P)'],
       [['simulate', '--costs', 'F=1,X=2'], '--costs = "F=1,X=2": must be a comma-separated list of op=time with ops F, B, I, W'],

@@ -22,7 +22,7 @@ export const SCHEDULE_FLAGS: FlagSpec[] = [
   {
     name: 'virtual',
     value: 'V',
-    help: `stages per rank, so p·v stages (default 1; 2 for zb-v and dualpipe-v; > 1 only for ${SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual).join(', ')}; at most ${MAX_VIRTUAL})`,
+    help: `stages per rank, so p·v stages (default 1; 2 for zb-v and dualpipe-v; hanayo: 2W for W waves, default 2; > 1 only for ${SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual).join(', ')}; at most ${MAX_VIRTUAL})`,
   },
   { name: 'steps', value: 'S', help: 'pipedream and pipedream-2bw only: they never flush, so S steps of M micro-batches are one order, a stream of S·M (default 1); simulate --file: read the file as such a stream of S steps (PipeDream-2BW\'s; with --dp, an all-reduce after each block)' },
 ];

@@ -30,7 +30,7 @@ const gpt: RunConfig = {
   batchSize: 8, microbatches: 4, steps: 5, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2,
 };
 
-/** What varies beside the data set and the activation: the schedule (so I/W split, interleaving and ZB-V's two stages per rank) and once the optimizer. */
+/** What varies beside the data set and the activation: the schedule (so I/W split, interleaving, ZB-V's two stages per rank and Hanayo's waves) and once the optimizer. */
 type Variant = { label: string; change: Partial<RunConfig> };
 const SCHEDULE_VARIANTS: Readonly<Record<string, Variant>> = {
   spiral: { label: 'zb-h1 (I and W split)', change: { schedule: 'zb-h1' } },
@@ -42,7 +42,9 @@ const SCHEDULE_VARIANTS: Readonly<Record<string, Variant>> = {
   },
   'names/relu': { label: '1f1b', change: { schedule: '1f1b' } },
   'names/gelu': { label: 'zb-v, v = 2 (two stages on one rank)', change: { schedule: 'zb-v', virtual: 2 } },
-  'names/tanh': { label: 'interleaved-1f1b, v = 2', change: { schedule: 'interleaved-1f1b', virtual: 2 } },
+  // Two waves zig-zagging over the 2 ranks: 8 stages (a block each), a stage's hop to the next on the same rank at each
+  // turn; deeper than the page's 3 layers, so narrower (32) to keep the launch as cheap as the others.
+  'names/tanh': { label: 'hanayo, 2 waves (v = 4, stages 0 3 4 7 on rank 0)', change: { schedule: 'hanayo', virtual: 4, layers: 7, hidden: 32 } },
 };
 
 /**
@@ -57,7 +59,8 @@ const CASES: { title: string; cfg: RunConfig }[] = [
       const page = withDataset(defaultRunConfig(), dataset);
       const v = SCHEDULE_VARIANTS[dataset === 'names' ? `names/${activation}` : dataset];
       const cfg: RunConfig = { ...page, activation, ranks: 2, steps: 3, evalEvery: 0, ...v.change };
-      return { title: `${dataset} (${cfg.model}, page sizes: hidden ${cfg.hidden}, ${cfg.layers} layers, batch ${cfg.batchSize}), ${activation}, p = 2, ${v.label}`, cfg };
+      const sized = 'hidden' in v.change || 'layers' in v.change ? '' : 'page sizes: ';
+      return { title: `${dataset} (${cfg.model}, ${sized}hidden ${cfg.hidden}, ${cfg.layers} layers, batch ${cfg.batchSize}), ${activation}, p = 2, ${v.label}`, cfg };
     }),
   ),
   { title: 'gpt, zb-h1, p = 2 (attention blocks, I and W split, boundary [mb, T, C])', cfg: { ...gpt, schedule: 'zb-h1' } },

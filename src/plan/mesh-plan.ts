@@ -1,7 +1,7 @@
 /**
  * Plan a real model on N devices: every mesh dp × pp = N (pp ≤ layers), the
  * schedule (1F1B, interleaved 1F1B, ZB-H1, the interleaved zero bubble, ZB-V,
- * DualPipe-V, DualPipe, PipeDream-2BW, auto; plan-schedules.ts says how the
+ * DualPipe-V, DualPipe, Hanayo, PipeDream-2BW, auto; plan-schedules.ts says how the
  * copies, the extra weight version and the stream are priced, and which
  * layouts each refuses, named in `skipped`), its
  * virtual stages, the micro-batch size, the ZeRO stage and activation recomputation;

@@ -16,7 +16,7 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
   it('declares each one’s virtual stages and placement from the registry', () => {
     expect(PLAN_SCHEDULES).toEqual(expect.arrayContaining(['pipedream-2bw', 'dualpipe', 'interleaved-zb']));
     expect(Object.fromEntries(PLAN_SCHEDULES.map((n) => [n, planVirtuals(n)]))).toEqual({
-      '1f1b': [1], 'interleaved-1f1b': [2, 4], 'zb-h1': [1], 'interleaved-zb': [2, 4], 'zb-v': [2], 'dualpipe-v': [2], dualpipe: [1], 'pipedream-2bw': [1], auto: [1],
+      '1f1b': [1], 'interleaved-1f1b': [2, 4], 'zb-h1': [1], 'interleaved-zb': [2, 4], 'zb-v': [2], 'dualpipe-v': [2], dualpipe: [1], hanayo: [2, 4], 'pipedream-2bw': [1], auto: [1],
     });
     // DualPipe: rank r holds stage r of copy 0 and p − 1 − r of copy 1, as its generator places them.
     expect(planStages('dualpipe', 4, 1, [[0, 1], [1, 2], [2, 3], [3, 4]]).stageToRank).toEqual(generateSchedule('dualpipe', 4, 8).stageToRank);
@@ -121,5 +121,19 @@ describe('the planner searches PipeDream-2BW, DualPipe and the interleaved zero 
       expect(zb.bubble).toBeLessThan(il.bubble);
     }
     expect(pairs).toBeGreaterThanOrEqual(2);
+  });
+
+  it('plans hanayo with one and two waves on its zig-zag, its own order priced, two waves refused by name where the stages outnumber the blocks', () => {
+    // Rank r holds stages r and 2p − 1 − r of every wave, as its generator places them.
+    expect(planStages('hanayo', 4, 4, []).stageToRank).toEqual(generateSchedule('hanayo', 4, 8, 4).stageToRank);
+    const req = four(8, { schedules: ['interleaved-1f1b', 'hanayo'] });
+    const plan = planMesh(req);
+    const waves = plan.candidates.filter((c) => c.schedule === 'hanayo' && c.pp > 1);
+    expect(new Set(waves.map((c) => c.virtual))).toEqual(new Set([2, 4]));
+    for (const h of waves) {
+      const { schedule } = candidateSchedule(req, h);
+      expect(schedule.order).toEqual(generateSchedule('hanayo', h.pp, h.microbatches, h.virtual).order);
+    }
+    expect(plan.skipped).toContain('hanayo v=4 on pp = 4: 16 stages, more than the model\'s 10 blocks');
   });
 });

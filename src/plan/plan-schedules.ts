@@ -4,7 +4,8 @@
  * declarations (src/schedule/registry.ts) rather than listed by name:
  *
  *  - virtual stages: one-stage schedules 1; a fixed count (zb-v, dualpipe-v: 2)
- *    that count; any v (interleaved 1F1B, interleaved zero bubble) 2 and 4.
+ *    that count; any v (interleaved 1F1B, interleaved zero bubble) or any even
+ *    v (hanayo: W = 1 and 2 waves) 2 and 4.
  *  - its rules: a layout a schedule refuses (DualPipe on an odd pp or with
  *    m < 2p, PipeDream-2BW with m < p) is skipped with the registry's own
  *    words; PipeDream-2BW on replicas all-reduces each block's gradients
@@ -34,14 +35,14 @@ import { zeroStagesToTry, type ZeroChoice } from './zero.ts';
 import { stateBytes } from './mesh-costs.ts';
 import { stateBytesPerParam } from './transformer.ts';
 
-export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'dualpipe-v', 'dualpipe', 'pipedream-2bw', 'auto'] as const;
+export const PLAN_SCHEDULES = ['1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'dualpipe-v', 'dualpipe', 'hanayo', 'pipedream-2bw', 'auto'] as const;
 export type PlanSchedule = (typeof PLAN_SCHEDULES)[number];
 
 /** The virtual stages the planner tries for a schedule (on pp > 1). */
 export function planVirtuals(name: PlanSchedule): number[] {
   const kind = SCHEDULES[name];
   if (!kind.acceptsVirtual) return [1];
-  return kind.virtualFor(3) === 3 ? [2, 4] : [kind.defaultVirtual];
+  return kind.virtualFor(4) === 4 ? [2, 4] : [kind.defaultVirtual];
 }
 
 const where = (l: Layout) => `dp × tp × pp = ${l.dp} × ${l.tp ?? 1} × ${l.pp}, b = ${l.b}, m = ${l.m}`;

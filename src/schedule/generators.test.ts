@@ -201,7 +201,7 @@ describe('validateParams', () => {
 
   it('lists which schedules accept virtual > 1', () => {
     const accepts = SCHEDULE_NAMES.filter((n) => SCHEDULES[n].acceptsVirtual);
-    expect(accepts).toEqual(['interleaved-1f1b', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v']);
+    expect(accepts).toEqual(['interleaved-1f1b', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v', 'hanayo']);
     expect(SCHEDULES['dualpipe-v'].defaultVirtual).toBe(2);
     expect(() => generateSchedule('dualpipe-v', 4, 8, 1)).toThrow('virtual = 1: dualpipe-v holds exactly 2 stages per rank (a V), so virtual must be 2');
     expect(SCHEDULES['zb-v'].defaultVirtual).toBe(2);
@@ -212,7 +212,7 @@ describe('validateParams', () => {
 describe('what the registry declares for its callers', () => {
   const all = Object.values(SCHEDULES);
 
-  it('virtualFor: the fixed count, the requested one, or 1, agreeing with validateParams', () => {
+  it('virtualFor: the fixed count, the requested one (hanayo: the even one at or above it), or 1, agreeing with validateParams', () => {
     for (const kind of all) {
       for (const requested of [1, 2, 3, 5]) {
         const v = kind.virtualFor(requested);
@@ -224,6 +224,7 @@ describe('what the registry declares for its callers', () => {
     }
     expect(SCHEDULES['zb-v'].virtualFor(5)).toBe(2);
     expect(SCHEDULES['interleaved-1f1b'].virtualFor(3)).toBe(3);
+    expect([1, 2, 3, 4, 5].map((v) => SCHEDULES.hanayo.virtualFor(v))).toEqual([2, 2, 4, 4, 6]);
   });
 
   it('the synchronous names are exactly the flush schedules; PipeDream stashes and updates after every backward; 2BW double-buffers', () => {

@@ -13,11 +13,12 @@ import { zbV } from './generators/zb-v.ts';
 import { dualPipeV } from './generators/dualpipe-v.ts';
 import { dualPipe } from './generators/dualpipe.ts';
 import { autoSchedule } from './generators/auto.ts';
+import { hanayo } from './generators/hanayo.ts';
 import type { Placement } from './placement.ts';
 import type { Schedule } from './types.ts';
 
 /** The synchronous schedules: one schedule per step, then a flush. */
-export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v', 'dualpipe', 'auto'] as const;
+export const SCHEDULE_NAMES = ['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'interleaved-zb', 'zb-v', 'looped-bfs', 'dualpipe-v', 'dualpipe', 'hanayo', 'auto'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
 /** Every schedule a run can use: the synchronous ones, PipeDream's asynchronous 1F1B and PipeDream-2BW. */
 export const RUN_SCHEDULE_NAMES = [...SCHEDULE_NAMES, 'pipedream', 'pipedream-2bw'] as const;
@@ -114,11 +115,13 @@ export interface ScheduleKind {
   source: string;
   /** True when the backward is split into I and W (for some or all micro-batches). */
   splitBackward: boolean;
-  /** Whether v > 1 stages per rank is accepted (the V placements, zb-v and dualpipe-v, need exactly 2). */
+  /** Whether v > 1 stages per rank is accepted (the V placements, zb-v and dualpipe-v, need exactly 2; hanayo any even v, 2 per wave). */
   acceptsVirtual: boolean;
   /** v used when the caller gives none. */
   defaultVirtual: number;
-  /** The v this schedule runs with when `requested` is asked for (zb-v: 2; one-stage schedules: 1). */
+  /** What v steps by in a form: 2 for hanayo (2 stages per rank in each wave), 1 otherwise. */
+  virtualStep: number;
+  /** The v this schedule runs with when `requested` is asked for (zb-v: 2; hanayo: the even v at or above it; one-stage schedules: 1). */
   virtualFor(requested: number): number;
   /**
    * Over how many chunks a rank's per-op cost is split for the simulator: v
@@ -158,8 +161,8 @@ function requireCommon(ranks: number, microbatches: number, virtual: number, ops
   }
 }
 
-/** Stages per rank a schedule takes: exactly one, any v ≥ 1, or a fixed count (zb-v's V: 2). */
-type VirtualRule = 'one' | 'any' | { fixed: number };
+/** Stages per rank a schedule takes: exactly one, any v ≥ 1, any even v (hanayo: 2 per wave), or a fixed count (zb-v's V: 2). */
+type VirtualRule = 'one' | 'any' | 'even' | { fixed: number };
 
 interface KindDecl {
   name: RunScheduleName;
@@ -188,8 +191,9 @@ function kind(d: KindDecl): ScheduleKind {
     source: d.source,
     splitBackward: d.splitBackward,
     acceptsVirtual: rule !== 'one',
-    defaultVirtual: fixed ?? 1,
-    virtualFor: (requested) => (fixed !== null ? fixed : rule === 'any' ? requested : 1),
+    defaultVirtual: fixed ?? (rule === 'even' ? 2 : 1),
+    virtualStep: rule === 'even' ? 2 : 1,
+    virtualFor: (requested) => (fixed !== null ? fixed : rule === 'any' ? requested : rule === 'even' ? Math.min(MAX_VIRTUAL, 2 * Math.ceil(requested / 2)) : 1),
     costChunks: d.costChunks ?? ((v) => v),
     update: d.update ?? 'flush',
     theoryAs: d.theoryAs ?? (d.name as ScheduleName),
@@ -202,6 +206,9 @@ function kind(d: KindDecl): ScheduleKind {
         throw new ConfigError('virtual', v, `${d.name} holds one stage per rank, so virtual must be 1 (interleaved-1f1b, interleaved-zb and looped-bfs accept more)`);
       }
       if (fixed !== null && v !== fixed) throw new ConfigError('virtual', v, `${d.name} holds exactly ${fixed} stages per rank (a V), so virtual must be ${fixed}`);
+      if (rule === 'even' && v % 2 !== 0) {
+        throw new ConfigError('virtual', v, `${d.name} holds 2 stages per rank in each of its W waves (down the ranks and back up), so virtual = 2W must be even (2, 4, …)`);
+      }
       d.check?.(p, m, v);
     },
     generate: d.generate,
@@ -299,6 +306,16 @@ export const SCHEDULES: Readonly<Record<RunScheduleName, ScheduleKind>> = {
       }
     },
     generate: (p, m) => dualPipe(p, m),
+  }),
+  hanayo: kind({
+    name: 'hanayo',
+    title: 'Hanayo: W waves, the model zig-zagging down the ranks and back up W times, 1F1B-style over the waves',
+    source: 'after Liu et al., SC 2023 (Hanayo), from its public description, not transcribed from the paper (generators/hanayo.ts)',
+    splitBackward: false,
+    // v = 2W: two stages per rank in each wave; the waves are how many V's the model makes.
+    virtual: 'even',
+    placement: 'v',
+    generate: (p, m, v) => hanayo(p, m, v / 2),
   }),
   auto: kind({
     name: 'auto',

@@ -45,12 +45,14 @@ describe('dp × pp step = closed form (m micro-batches per replica)', () => {
     expect(big?.exposed).toBe(36);
   });
 
-  it('zb-v, dualpipe-v, looped-bfs without overlap: T + v·A; with overlap no closed form (the simulator lies between T + A and T + v·A)', () => {
+  it('zb-v, dualpipe-v, looped-bfs, hanayo without overlap: T + v·A; with overlap no closed form (the simulator lies between T + A and T + v·A)', () => {
     for (const [name, v] of [
       ['zb-v', 2],
       ['dualpipe-v', 2],
       ['looped-bfs', 2],
       ['looped-bfs', 3],
+      ['hanayo', 2],
+      ['hanayo', 4],
     ] as const) {
       for (let p = 1; p <= 6; p++) {
         for (let m = 1; m <= 12; m++) {

@@ -13,9 +13,18 @@
  *   looped-bfs         makespan 3(v−1)·max(m, p) + 3(m + p − 1) bubble (p−1)/(v·m+p−1) when m ≥ p
  *   dualpipe-v         makespan 6m + max(p − 1, 5p − 2m − 1 − 2·[m ≤ p])  bubble (p−1)/(6m+p−1) when m ≥ 2p
  *   dualpipe           makespan 3m + p/2 − 1                  bubble (p/2−1)/(3m+p/2−1) (p even, m even ≥ 2p)
+ *   hanayo             makespan 3v·m + 4(p − 1)  (m a multiple of p)  bubble 4(p−1)/(3v·m+4(p−1))
+ *                      + 2(v − 2)(p − m mod p) for other m ≥ p; + (3v − 4)(p − m) for m < p
  *
  * Each rank does 3·v·m units of work (6m for zb-v and dualpipe-v, whose two
  * stages each cost F = I = W = 1, B = 2), and bubble = 1 − work / makespan.
+ *
+ * Hanayo (v = 2W stages per rank in W waves, generators/hanayo.ts): idle time 4(p − 1) per rank
+ * against interleaved 1F1B's 3(p − 1) at the same v, so its bubble is the larger,
+ * 4(p−1)/(3v·m+4(p−1)) against (p−1)/(v·m+p−1), and falls with W as interleaved's does; its
+ * last round, when m is not a multiple of p, is laid out as a whole one and idles
+ * 2(v − 2)(p − m mod p) more (none with one wave). Found from the slots of its order and
+ * checked against the simulator for p = 1..10, m = 1..24, W = 1..3 (hanayo.test.ts).
  *
  * DualPipe-V: once m ≥ 2p its bubble equals ZB-V's, p − 1 per rank, here
  * where F and B run one after the other; DualPipe's own gain, overlapping the
@@ -109,6 +118,18 @@ export function closedForm(name: ScheduleName | string, p: number, m: number, v 
       const tail = p / 2 - 1;
       return { makespan: 3 * m + tail, work: 3 * m, bubble: tail / (3 * m + tail), formula: '(p/2−1)/(3m+p/2−1)' };
     }
+    case 'hanayo': {
+      if (v < 2 || v % 2 !== 0) return null;
+      const k = m % p;
+      const extra = m < p ? (3 * v - 4) * (p - m) : k === 0 ? 0 : 2 * (v - 2) * (p - k);
+      const makespan = 3 * v * m + 4 * (p - 1) + extra;
+      return {
+        makespan,
+        work: 3 * v * m,
+        bubble: 1 - (3 * v * m) / makespan,
+        formula: extra === 0 ? '4(p−1)/(3v·m+4(p−1))' : m < p ? '1 − 3v·m/(3v·m+4(p−1)+(3v−4)(p−m))' : '1 − 3v·m/(3v·m+4(p−1)+2(v−2)(p−m mod p))',
+      };
+    }
     case 'looped-bfs': {
       const makespan = 3 * (v - 1) * Math.max(m, p) + 3 * (m + p - 1);
       const bubble = m >= p ? (p - 1) / (v * m + p - 1) : 1 - (3 * v * m) / makespan;
@@ -136,6 +157,8 @@ export function closedFormBubble(name: ScheduleName | string, p: number, m: numb
  * chunk half a stage's, so p stages' worth everywhere: 1F1B's first rank's, on every rank (the zero-bubble paper
  * presents the V shape as keeping 1F1B's peak memory, balanced); below that it varies by rank and is left to the
  * simulator.
+ * Hanayo holds v·p chunk activations on every rank once m ≥ 2p (p micro-batches of each rank's share; at most that
+ * for any m ≥ p): generators/hanayo.ts, checked in hanayo.test.ts.
  * The interleaved zero bubble holds interleaved 1F1B's plus its r deferred W's on rank r,
  * min(2p − r − 1 + (v−1)·g, v·m): rank 0's, the most, is interleaved 1F1B's.
  */
@@ -152,6 +175,8 @@ export function closedFormPeakActivations(name: ScheduleName | string, p: number
       return v === 1 && closedForm(name, p, m, v) ? ranks.map(() => p + 1) : null;
     case 'zb-v':
       return v === 2 && m >= 2 * p - 1 ? ranks.map(() => 2 * p) : null;
+    case 'hanayo':
+      return v >= 2 && v % 2 === 0 && m >= 2 * p ? ranks.map(() => v * p) : null;
     case 'interleaved-1f1b':
       return ranks.map((r) => Math.min(2 * (p - r - 1) + (v - 1) * interleavedRounds(p, m)[0] + 1, v * m));
     case 'interleaved-zb':
@@ -189,7 +214,7 @@ export interface MeshClosedForm {
 /** Stages each rank holds in a schedule's closed form. */
 function stagesPerRank(name: string, v: number): number {
   if (name === 'dualpipe') return 2;
-  return name === 'interleaved-1f1b' || name === 'interleaved-zb' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' ? v : 1;
+  return name === 'interleaved-1f1b' || name === 'interleaved-zb' || name === 'looped-bfs' || name === 'zb-v' || name === 'dualpipe-v' || name === 'hanayo' ? v : 1;
 }
 
 /**
@@ -206,8 +231,8 @@ function stagesPerRank(name: string, v: number): number {
  *                     after the other in the cool-down, 2 per stage, so stage s is ready at
  *                     T − 2s; rank 0's link takes its stages (v−1)p, …, p, 0 in that order:
  *                     e = max(T − 2pc, e) + A for c = v−1 … 0, and step = e (T + A when A ≤ 2p).
- *   zb-v, dualpipe-v, dualpipe, looped-bfs, interleaved-zb with overlap: no closed form here (their stages' last
- *                     backwards interleave with W's); null.
+ *   zb-v, dualpipe-v, dualpipe, looped-bfs, interleaved-zb, hanayo with overlap: no closed form here (their
+ *                     stages' last backwards interleave with W's or with each other's); null.
  */
 export function meshClosedForm(name: ScheduleName | string, p: number, m: number, v: number, mc: MeshCosts): MeshClosedForm | null {
   const pipeline = closedForm(name, p, m, v);

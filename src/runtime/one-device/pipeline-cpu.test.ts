@@ -54,6 +54,8 @@ for (const name of SYNCHRONOUS) {
 }
 // Interleaving for any m: rounds of at least p micro-batches when m is not a multiple of p, and fewer than p.
 cases.push(['interleaved-1f1b', 4, 6, 2], ['interleaved-1f1b', 4, 9, 2], ['interleaved-1f1b', 2, 3, 3], ['interleaved-1f1b', 4, 3, 2], ['interleaved-zb', 4, 6, 2], ['interleaved-zb', 3, 5, 3]);
+// Hanayo with two waves (v = 2W = 4; the loop above gives one wave): the model zig-zags down and up the ranks twice.
+cases.push(['hanayo', 2, 4, 4], ['hanayo', 3, 5, 4]);
 
 describe('pipeline runtime on the CPU reference equals single-device training', () => {
   it('covers every synchronous schedule', () => {

@@ -6,7 +6,7 @@ import { depthFor, suggestFix, withSchedule } from './config-actions.ts';
 describe('choosing a schedule', () => {
   it('that takes virtual stages sets a working number of them and the depth they need', () => {
     const base = defaultRunConfig(); // 4 ranks, 3 layers (4 blocks), v = 1
-    for (const name of ['interleaved-1f1b', 'looped-bfs', 'zb-v'] as const) {
+    for (const name of ['interleaved-1f1b', 'looped-bfs', 'zb-v', 'hanayo'] as const) {
       const next = withSchedule(base, name);
       expect(next.virtual, name).toBe(2);
       expect(next.layers + 1, name).toBeGreaterThanOrEqual(next.ranks * next.virtual);
@@ -21,6 +21,16 @@ describe('choosing a schedule', () => {
     expect(withSchedule(cfg, 'looped-bfs')).toMatchObject({ virtual: 3, layers: 15 });
     expect(withSchedule(cfg, '1f1b')).toMatchObject({ virtual: 1, layers: 15 });
     expect(withSchedule(cfg, 'pipedream')).toMatchObject({ virtual: 1 });
+    // Hanayo takes 2 stages per rank in each wave: v = 3 becomes two waves, v = 4, and the model deepens to a block each.
+    const two = withSchedule(cfg, 'hanayo');
+    expect(two).toMatchObject({ virtual: 4, layers: 15 });
+    expect(() => validateRunConfig(two)).not.toThrow();
+    expect(predict(two)!.schedule.stageToRank).toEqual([0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0]);
+  });
+
+  it('refuses hanayo with an odd virtual, naming the field, the value and the rule', () => {
+    const cfg: RunConfig = { ...defaultRunConfig(), schedule: 'hanayo', virtual: 3, layers: 11 };
+    expect(() => validateRunConfig(cfg)).toThrow('virtual = 3: hanayo holds 2 stages per rank in each of its W waves (down the ranks and back up), so virtual = 2W must be even (2, 4, …)');
   });
 
   it('depthFor gives exactly one block per stage', () => {

@@ -31,7 +31,8 @@ export function checkSimParams(p: SimParams): FieldProblem | null {
 
 /**
  * A new schedule brings the virtual stages it needs (zb-v: 2; interleaved and
- * looped: at least 2, else they are 1F1B/GPipe; one-stage schedules: 1) and
+ * looped: at least 2, else they are 1F1B/GPipe; hanayo: an even number, 2 per
+ * wave; one-stage schedules: 1) and
  * the depth those stages need (a block per stage at least).
  */
 export function withSchedule(cfg: RunConfig, schedule: RunConfig['schedule']): RunConfig {

@@ -5,7 +5,7 @@ import { measuredPeakMicrobatches, predict, scaleOnto, simulateWithMeasured } fr
 describe('derived numbers', () => {
   it('reads peak micro-batches held from a timeline the way the simulator counts them from the order', () => {
     // Every synchronous schedule, DualPipe's mix of full and split backwards and the V shapes included.
-    for (const [name, v] of [['gpipe', 1], ['1f1b', 1], ['zb-h1', 1], ['interleaved-1f1b', 2], ['interleaved-zb', 2], ['zb-v', 2], ['dualpipe-v', 2], ['dualpipe', 1], ['looped-bfs', 2]] as const) {
+    for (const [name, v] of [['gpipe', 1], ['1f1b', 1], ['zb-h1', 1], ['interleaved-1f1b', 2], ['interleaved-zb', 2], ['zb-v', 2], ['dualpipe-v', 2], ['dualpipe', 1], ['looped-bfs', 2], ['hanayo', 2], ['hanayo', 4]] as const) {
       const s = generateSchedule(name, 4, 8, v);
       const t = simulate(s).timeline;
       expect(measuredPeakMicrobatches(t), name).toEqual(peakMemory(s).map((m) => m.peakMicrobatches));

@@ -29,7 +29,7 @@ describe('URL state', () => {
     expect(s.problems.map((p) => p.message)).toEqual([
       'ranks = "abc": must be a number in decimal notation, such as 12 or 0.01',
       'sim.latency = -1: must be at least 0',
-      'compare.schedules = "1f1b,nope": "nope" not among gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, auto, pipedream, pipedream-2bw',
+      'compare.schedules = "1f1b,nope": "nope" not among gpipe, 1f1b, interleaved-1f1b, zb-h1, interleaved-zb, zb-v, looped-bfs, dualpipe-v, dualpipe, hanayo, auto, pipedream, pipedream-2bw',
       'view = "nope": must be one of run, compare, simulate',
     ]);
     expect(s.config.hidden).toBe(40);
@@ -89,6 +89,17 @@ describe('URL state', () => {
       'schedule = "zb-v": zb-v holds exactly 2 stages per rank (a V), so virtual must be 2 (with virtual at its default, 1)',
     ]);
     expect(s.config).toMatchObject({ steps: 40, model: 'gpt', schedule: defaultRunConfig().schedule, virtual: 1 });
+  });
+
+  it('a link to hanayo keeps its waves as virtual = 2W and refuses an odd virtual by name', () => {
+    const ok = readUrlState('?schedule=hanayo&virtual=4&layers=15');
+    expect(ok.problems).toEqual([]);
+    expect(ok.config).toMatchObject({ schedule: 'hanayo', virtual: 4, layers: 15 });
+    const odd = readUrlState('?schedule=hanayo&virtual=3&layers=15');
+    // virtual reverts to its default, 1, with which hanayo clashes in turn (as zb-v does below).
+    const rule = 'hanayo holds 2 stages per rank in each of its W waves (down the ranks and back up), so virtual = 2W must be even (2, 4, …)';
+    expect(odd.problems.map((p) => p.message)).toEqual([`virtual = 3: ${rule}`, `schedule = "hanayo": ${rule} (with virtual at its default, 1)`]);
+    expect(odd.config).toMatchObject({ schedule: defaultRunConfig().schedule, virtual: 1, layers: 15 });
   });
 
   it('sim.* problems name the value the link gave, not a default', () => {

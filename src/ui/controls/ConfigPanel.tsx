@@ -164,13 +164,14 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             label="Virtual stages per rank"
             name="virtual"
             integer
-            min={1}
+            min={kind.virtualStep}
             max={8}
+            step={kind.virtualStep}
             value={cfg.virtual}
             onChange={(virtual) => set({ virtual })}
             error={errorFor('virtual')}
             disabled={!kindAcceptsVirtual}
-            hint={kindAcceptsVirtual ? 'model chunks per rank' : 'this schedule holds a fixed number'}
+            hint={!kindAcceptsVirtual ? 'this schedule holds a fixed number' : kind.virtualStep === 2 ? `2 per wave: ${Math.floor(cfg.virtual / 2)} wave${cfg.virtual >= 4 ? 's' : ''}` : 'model chunks per rank'}
           />
         </div>
         {runStages(cfg) > cfg.layers + 1 && depthFor(cfg.ranks, cfg.virtual) <= LIMITS.layers && (

@@ -10,6 +10,7 @@ export const SCHEDULE_LABELS: Readonly<Record<RunScheduleName, string>> = {
   'zb-v': 'ZB-V (zero bubble, V)',
   'looped-bfs': 'Looped BFS',
   'dualpipe-v': 'DualPipe-V (V, F beside B)',
+  hanayo: 'Hanayo (W waves)',
   dualpipe: 'DualPipe (2 model copies, both ends)',
   auto: 'Auto (fits a memory cap)',
   pipedream: 'PipeDream (async)',

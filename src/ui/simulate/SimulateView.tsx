@@ -86,8 +86,9 @@ export function SimulateView() {
               label="Virtual stages per rank"
               name="sim.virtual"
               integer
-              min={1}
+              min={kind.virtualStep}
               max={SIM_LIMITS.virtual}
+              step={kind.virtualStep}
               value={sim.virtual}
               onChange={(virtual) => patchSim({ virtual })}
               error={errorFor('virtual')}
