@@ -294,7 +294,7 @@ function validateSequenceParallel(cfg: RunConfig, tp: number): void {
 
 type Field = keyof RunConfig;
 /** The MoE fields (src/nn/moe/moe-config.ts): optional, absent for a dense model. */
-const MOE_FIELDS = ['experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight'] as const;
+export const MOE_FIELDS = ['experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight'] as const;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
