@@ -1,7 +1,8 @@
 /**
  * The MoE GPT (ep = 1: each stage holds its blocks' experts) through the pipeline runtime on the float64 CPU
  * reference at p = 2: the losses and weights of one device to 1e-12, top-1 and top-2, with a capacity and
- * dropless, with the backward split (zero bubble) and with whole-forward recomputation. The routing group is a
+ * dropless, with the backward split (zero bubble) and with whole-forward recomputation; the aux loss the workers
+ * report each step too. The routing group is a
  * micro-batch's tokens on both sides, so the decisions and the aux loss's gradient are the same.
  */
 import { describe, expect, it } from 'vitest';
@@ -44,11 +45,15 @@ describe('the MoE GPT through the pipeline equals single-device training (CPU re
     ['1f1b', 2, 1.25, true],
   ] as const)('%s, top-%i, capacity factor %s, recompute %s', async (schedule, topK, capacityFactor, recompute) => {
     const cfg = moeConfig({ schedule, topK, capacityFactor, recompute });
-    const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
+    const aux: number[] = [];
+    const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000, onStep: (p) => aux.push(p.auxLoss ?? NaN) });
     const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
     expect(ref.spec.blocks.flatMap((b) => b.layers).filter((l) => l.kind === 'gpt-moe-block')).toHaveLength(3);
     expect(report.losses).toHaveLength(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
+    // The aux loss each step reports (summed over the workers) is one device's.
+    expect(ref.auxLosses).toHaveLength(cfg.steps);
+    for (let i = 0; i < cfg.steps; i++) expect(Math.abs(aux[i] - ref.auxLosses[i])).toBeLessThan(1e-12 * ref.auxLosses[i]);
     const names = Object.keys(ref.params).sort();
     expect(names).toContain('transformer.h.2.mlp.router.weight');
     expect(Object.keys(report.weights ?? {}).sort()).toEqual(names);
