@@ -309,7 +309,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();

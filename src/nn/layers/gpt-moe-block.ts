@@ -66,13 +66,30 @@ export class GptMoeBlock implements Layer {
     return (this.spec.auxLossWeight * S) / this.spec.stepTokens;
   }
 
+  /** The causal attention probabilities [B·H·T, T] from qkv. */
+  private probs(qkv: Tensor): Tensor {
+    const S = this.be.attentionScores(qkv, this.spec.heads, this.spec.blockSize, this.scale);
+    const P = this.be.causalSoftmax(S);
+    this.be.dispose(S);
+    return P;
+  }
+
+  /** The attention probabilities [B·H·T, T] the block gives its input x (for pictures; nothing kept). */
+  attentionProbs(x: Tensor): Tensor {
+    const be = this.be;
+    const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
+    const qkv = torchLinearForward(be, this.attn, l1.y);
+    for (const t of [l1.y, l1.mean, l1.rstd]) be.dispose(t);
+    const P = this.probs(qkv);
+    be.dispose(qkv);
+    return P;
+  }
+
   async forward(x: Tensor, save: boolean): Promise<LayerForward> {
     const be = this.be;
     const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
     const qkv = torchLinearForward(be, this.attn, l1.y);
-    const S = be.attentionScores(qkv, this.spec.heads, this.spec.blockSize, this.scale);
-    const P = be.causalSoftmax(S);
-    be.dispose(S);
+    const P = this.probs(qkv);
     const o = be.attentionValues(P, qkv, this.spec.heads);
     const ap = torchLinearForward(be, this.proj, o);
     const x1 = be.add(x, ap);
