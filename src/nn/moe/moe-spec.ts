@@ -34,16 +34,26 @@ export function expertRowsPerToken(l: GptMoeBlockSpec): number {
   return l.capacityFactor === 0 ? l.experts : Math.min(l.experts, l.capacityFactor * l.topK);
 }
 
-/** The stash per sequence: the attention half's (as a gpt-block's) and the router's, gates and the experts' buffers. */
+/**
+ * The stash per sequence, as the forward keeps it (gpt-moe-block.ts): per token x, ln_1's output, qkv, the attention
+ * output, x1 and ln_2's output (8C), four LayerNorm statistics, the router's probabilities and the aux loss's
+ * gradient (2E), sel, slot and gates (3k), and per expert row its rowToken entry, xe, h, g and ye (1 + 10C); the
+ * attention probabilities H·T² a sequence. An estimate where ⌈capacity⌉ rounds up (a few rows more) and without the
+ * aux loss's one number a micro-batch.
+ */
 export function moeActivationsPerRow(l: GptMoeBlockSpec): number {
   const C = l.dim, T = l.blockSize;
-  return T * (8 * C + 4 + 4 * C + l.experts + 3 * l.topK + expertRowsPerToken(l) * 10 * C) + l.heads * T * T;
+  return T * (8 * C + 4 + 2 * l.experts + 3 * l.topK + expertRowsPerToken(l) * (1 + 10 * C)) + l.heads * T * T;
 }
 
-/** What backwardWeight reads per sequence: the attention half's inputs and gradients and the experts' (u, xe, g, dye, dh, dlogits). */
+/**
+ * What backwardWeight reads per sequence: the attention half's inputs and gradients (x, ln_1's output, o, x1, the
+ * gradients at ln_2's output, at x1 and at ln_1's output: 7C; dqkv 3C; four statistics) and the MoE's (u: C, the
+ * router's logits gradient: E, per expert row xe, g, dye, dh: 10C).
+ */
 export function moeKeptAfterInputPerRow(l: GptMoeBlockSpec): number {
   const C = l.dim;
-  return l.blockSize * (11 * C + 4 + C + l.experts + expertRowsPerToken(l) * 10 * C);
+  return l.blockSize * (11 * C + 4 + l.experts + expertRowsPerToken(l) * 10 * C);
 }
 
 export function moeLargestActivationPerRow(l: GptMoeBlockSpec): number {
