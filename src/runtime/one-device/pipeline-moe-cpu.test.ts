@@ -59,4 +59,17 @@ describe('the MoE GPT through the pipeline equals single-device training (CPU re
     expect(Object.keys(report.weights ?? {}).sort()).toEqual(names);
     for (const n of names) expect(compareGrads((report.weights ?? {})[n], ref.params[n]).relErr, n).toBeLessThan(1e-12);
   });
+
+  it('dp = 2 × 2 ranks: each replica routes its own micro-batches, as one device does with dp × m micro-batches', async () => {
+    const cfg = moeConfig({ schedule: '1f1b', topK: 2, capacityFactor: 1, dp: 2, microbatches: 2 });
+    const aux: number[] = [];
+    const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000, onStep: (p) => aux.push(p.auxLoss ?? NaN) });
+    // Replica d's micro-batch j is rows [d·B/2 + j·B/4, …): one device's micro-batch 2d + j of four.
+    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig({ ...cfg, dp: 1, microbatches: 4 }));
+    for (let i = 0; i < cfg.steps; i++) {
+      expect(Math.abs(report.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
+      expect(Math.abs(aux[i] - ref.auxLosses[i])).toBeLessThan(1e-12 * ref.auxLosses[i]);
+    }
+    for (const n of Object.keys(ref.params)) expect(compareGrads((report.weights ?? {})[n], ref.params[n]).relErr, n).toBeLessThan(1e-12);
+  });
 });
