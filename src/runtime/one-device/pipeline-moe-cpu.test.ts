@@ -2,7 +2,7 @@
  * The MoE GPT (ep = 1: each stage holds its blocks' experts) through the pipeline runtime on the float64 CPU
  * reference at p = 2: the losses and weights of one device to 1e-12, top-1 and top-2, with a capacity and
  * dropless, with the backward split (zero bubble) and with whole-forward recomputation; the aux loss the workers
- * report each step too. The routing group is a
+ * report each step too; with dp = 2; and a checkpoint resumed to the uninterrupted run exactly. The routing group is a
  * micro-batch's tokens on both sides, so the decisions and the aux loss's gradient are the same.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,10 @@ import { trainSingleDevice } from '../../nn/train.ts';
 import { runPipeline } from '../coordinator.ts';
 import { InProcessRankHost } from '../executor/in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../../config/run-config.ts';
+import type { TrainProgress } from '../../nn/train.ts';
+import { decodeRunState, encodeRunState } from '../../run-state/codec.ts';
+import { runStateOf } from '../../run-state/run-state.ts';
+import { expectSameRun } from '../../run-state/testing/same-run.ts';
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
 
@@ -71,5 +75,17 @@ describe('the MoE GPT through the pipeline equals single-device training (CPU re
       expect(Math.abs(aux[i] - ref.auxLosses[i])).toBeLessThan(1e-12 * ref.auxLosses[i]);
     }
     for (const n of Object.keys(ref.params)) expect(compareGrads((report.weights ?? {})[n], ref.params[n]).relErr, n).toBeLessThan(1e-12);
+  });
+
+  it('a checkpoint after step 2 of 4, through the file, resumes to the uninterrupted run exactly', async () => {
+    const cfg = moeConfig({ schedule: '1f1b', topK: 2, capacityFactor: 1, steps: 4 });
+    const full = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
+    const stop = new AbortController();
+    const saved: TrainProgress[] = [];
+    await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000, signal: stop.signal, onStep: (p) => p.step + 1 === 2 && stop.abort(), onProgress: (p) => saved.push(p) });
+    expect(saved.map((p) => p.stepsDone)).toEqual([2]);
+    const state = decodeRunState(encodeRunState(runStateOf(cfg, saved[0])), { config: cfg });
+    const resumed = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000, from: state });
+    expectSameRun(resumed, full);
   });
 });
