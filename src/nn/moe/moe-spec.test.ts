@@ -1,7 +1,7 @@
 /**
  * The MoE block's counts against what a stage measures: the stash a forward keeps and what it keeps between its
  * backward's I and W equal the formulas (moe-spec.ts) exactly when the capacity needs no rounding, plus the aux
- * loss's one number a micro-batch; and the parameter count is the parameters built.
+ * loss's one number a micro-batch; and the parameter count is the parameters built. A stage frees every tensor.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../util/rng.ts';
@@ -9,6 +9,7 @@ import { CpuBackend } from '../cpu-backend.ts';
 import { buildModelSpec, defaultGptConfig } from '../model-config.ts';
 import { layerActivationsPerRow, layerKeptAfterInputPerRow, layerParamCount } from '../model-spec.ts';
 import { Stage } from '../stage.ts';
+import { trackingBackend } from '../testing/tracking-backend.ts';
 
 const be = new CpuBackend();
 
@@ -37,5 +38,30 @@ describe('MoE block counts equal the measured ones', () => {
     expect(st.stashBytes()).toBe(4 * B * (layerKeptAfterInputPerRow(layer) + T * 8));
     st.backwardWeight(0);
     expect(st.stashBytes()).toBe(0);
+  });
+});
+
+describe('an MoE stage leaves nothing behind', () => {
+  it.each([false, true])('forward, backward split in I and W, the aux loss taken, dispose (recompute %s): no tensor left', async (recompute) => {
+    const { be: tbe, live } = trackingBackend(new CpuBackend());
+    const spec = buildModelSpec({ ...defaultGptConfig(), layers: 3, heads: 2, width: 8, experts: 3, topK: 2, capacityFactor: 1, batchSize: 4 });
+    const st = new Stage(tbe, spec, 1, [1, 3], 3, { recompute });
+    const baseline = live.size; // params, grads and the aux accumulators
+    const before = new Set(live);
+    const rng = new Rng(2);
+    for (const mb of [0, 1]) tbe.dispose(await st.forward(mb, tbe.tensor(Array.from({ length: 32 * 8 }, () => rng.normal()), [32, 8])));
+    for (const mb of [0, 1]) {
+      const dx = await st.backwardInput(mb, tbe.tensor(Array.from({ length: 32 * 8 }, () => rng.normal()), [32, 8]));
+      if (dx) tbe.dispose(dx);
+      st.backwardWeight(mb);
+    }
+    const aux = tbe.zeros([1]);
+    st.takeAuxLoss(aux);
+    expect((await tbe.read(aux))[0]).toBeGreaterThan(0);
+    tbe.dispose(aux);
+    expect([...live].filter((t) => !before.has(t)).map((t) => `${t.dtype} [${t.shape.join(', ')}]`)).toEqual([]);
+    expect(live.size).toBe(baseline);
+    st.dispose();
+    expect(live.size).toBe(0);
   });
 });
