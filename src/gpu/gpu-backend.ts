@@ -329,7 +329,7 @@ export class GpuBackend extends GpuCore implements Backend {
   }
   groupedMatmul(a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): GpuTensor { return moe.groupedMatmul(this.moeHost, null, a, b, groups, opts); }
   groupedMatmulAcc(out: Tensor, a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): void {
-    moe.groupedMatmul(this.moeHost, this.f32('groupedMatmul out', out), a, b, groups, opts);
+    moe.groupedMatmul(this.moeHost, this.moeHost.f32('groupedMatmul out', out), a, b, groups, opts);
   }
 
   // ------------------------------------------------------------------ arithmetic

@@ -5,7 +5,9 @@
  *   P = softmax(u·Wrᵀ)                        the router, Wr [E, C], no bias
  *   route = top-k of P, positions in token order within cap = capacityFactor·k·S/E rows per expert
  *           (first choices of the whole group before any second choice; 0: dropless, cap = S)
- *   gates: top-1 g = P[e1] (not renormalised); top-2 g_j = P[e_j] / (P[e1] + P[e2])
+ *   gates: top-1 g = P[e1] (not renormalised); top-2 g_j = P[e_j] / (P[e1] + P[e2]), normalised before the
+ *          capacity as GShard's Algorithm 1 does (a token whose second choice is dropped keeps g1 < 1; fairseq's
+ *          top2gating renormalises over the kept choices instead)
  *   out[s] = Σ_j g_j · c_proj_e(gelu(c_fc_e(u[s])))  over the kept choices; a token over capacity gets 0 from
  *            that expert (its block passes it through the residual only)
  *
