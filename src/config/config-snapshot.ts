@@ -10,14 +10,14 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
-import { defaultRunConfig, type RunConfig } from './run-config.ts';
+import { defaultRunConfig, MOE_FIELDS, type RunConfig } from './run-config.ts';
 
 /** Bounds on the copy itself, so a hostile object cannot make the copy the slow part. */
 export const SNAPSHOT_LIMITS = { depth: 4, keys: 256 } as const;
 
 /** The keys a run configuration may hold: the default's, plus the optional ones. */
 export function runConfigKeys(): string[] {
-  return [...Object.keys(defaultRunConfig()), 'cut', 'textHash', 'sequenceParallel', 'checkpointEvery', 'recovery', 'fault'];
+  return [...Object.keys(defaultRunConfig()), 'cut', 'textHash', 'sequenceParallel', 'checkpointEvery', 'recovery', 'fault', ...MOE_FIELDS];
 }
 
 function describeThrown(e: unknown): string {

@@ -19,6 +19,7 @@ import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
 import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
+import { moeOf } from '../nn/moe/moe-config.ts';
 import { namesModelSwitch, type GptSize } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
@@ -154,6 +155,8 @@ export function withDataset(cfg: RunConfig, dataset: DatasetName, textHash?: str
   if (isTwoD(dataset)) next.noise = TWO_D_DEFAULT_NOISE[dataset];
   // Selective recomputation is the GPT's (its attention): a model without attention leaves it off.
   if (next.model !== 'gpt') next.recomputeAttention = false;
+  // Experts are the GPT's too.
+  if (next.model !== 'gpt') for (const f of MOE_FIELDS) delete next[f];
   return next;
 }
 
@@ -258,6 +261,7 @@ function validateTensorParallel(cfg: RunConfig, schedule: RunScheduleName): void
   const tp = requireInt('tp', cfg.tp, 1, MAX_RUN_RANKS);
   validateSequenceParallel(cfg, tp);
   if (tp === 1) return;
+  if (moeOf(cfg)) throw new ConfigError('tp', tp, `must be 1 with experts = ${cfg.experts}: an MoE block is not split over tp workers here`);
   const workers = cfg.dp * tp * cfg.ranks;
   if (workers > MAX_RUN_RANKS) {
     throw new ConfigError('tp', tp, `dp × tp × ranks = ${cfg.dp} × ${tp} × ${cfg.ranks} = ${workers} workers; at most ${MAX_RUN_RANKS} workers run in one tab`);
@@ -289,9 +293,12 @@ function validateSequenceParallel(cfg: RunConfig, tp: number): void {
 }
 
 type Field = keyof RunConfig;
+/** The MoE fields (src/nn/moe/moe-config.ts): optional, absent for a dense model. */
+export const MOE_FIELDS = ['experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight'] as const;
 /** The fields that travel in a URL, in a stable order. */
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
+  'experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight',
   'ranks', 'dp', 'tp', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
 ];
@@ -302,7 +309,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -316,7 +323,7 @@ export function configToQuery(cfg: RunConfig): string {
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
-  if (field === 'checkpointEvery') return parseQueryNumber(field, raw);
+  if (field === 'checkpointEvery' || (MOE_FIELDS as readonly string[]).includes(field)) return parseQueryNumber(field, raw);
   if (field === 'sequenceParallel') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
@@ -376,6 +383,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   if (cfg.cut === undefined) delete cfg.cut;
   if (cfg.textHash === undefined) delete cfg.textHash;
   if (cfg.checkpointEvery === undefined) delete cfg.checkpointEvery;
+  for (const f of MOE_FIELDS) if (cfg[f] === undefined) delete cfg[f];
   if (cfg.recovery === undefined) delete cfg.recovery;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

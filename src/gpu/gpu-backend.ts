@@ -16,7 +16,7 @@
  */
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { ACTIVATIONS, IGNORE_LABEL } from '../nn/backend.ts';
-import type { Activation, AdamWOptions, Backend, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from '../nn/backend.ts';
+import type { Activation, AdamWOptions, Backend, LayerNormOut, MatmulOptions, MoeRoute, SgdOptions, Tensor } from '../nn/backend.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, matmulDims } from '../nn/shapes.ts';
 import { autotuneMatmul, type AutotuneOptions, type AutotuneReport } from './autotune.ts';
 import { acquireDevice, type AcquiredDevice } from './device.ts';
@@ -26,6 +26,7 @@ import { K, requireMatmulVariant } from './kernels.ts';
 import { MATMUL_FORMS, MatmulChoice, type MatmulForm } from './matmul-choice.ts';
 import { Params } from './uniforms.ts';
 import * as attn from './attention-ops.ts';
+import * as moe from './moe-ops.ts';
 
 export type { AutotuneOptions, AutotuneReport, AutotuneTiming } from './autotune.ts';
 export type { GpuCoreOptions, GpuStats } from './gpu-core.ts';
@@ -303,6 +304,33 @@ export class GpuBackend extends GpuCore implements Backend {
     return attn.attentionQkvGrad(this.opHost, qkv, probs, dScores, dy, heads, scale);
   }
   add(a: Tensor, b: Tensor): GpuTensor { return attn.residualAdd(this.opHost, a, b); }
+
+  // ------------------------------------------------------------------ mixture of experts (moe-ops.ts)
+
+  /** @internal */
+  private readonly moeHost: moe.MoeOpHost = {
+    own: (field, t) => (this.alive(), this.own(field, t)),
+    f32: (field, t) => (this.alive(), this.f32(field, t)),
+    alloc: (shape, dtype) => this.alloc(shape, dtype).t,
+    dispose: (t) => this.dispose(t),
+    launch: (op, spec, params, bindings, n) => this.run(op, spec, params, bindings, n === null ? [1] : this.grid(n)),
+  };
+  softmaxRows(x: Tensor): GpuTensor { return moe.softmaxRows(this.moeHost, x); }
+  softmaxRowsBackward(p: Tensor, dp: Tensor): GpuTensor { return moe.softmaxRowsBackward(this.moeHost, p, dp); }
+  moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute { return moe.moeRoute(this.moeHost, probs, k, capacity); }
+  moeGates(probs: Tensor, sel: Tensor): GpuTensor { return moe.moeGates(this.moeHost, probs, sel); }
+  moeGatesBackward(probs: Tensor, sel: Tensor, dGates: Tensor): GpuTensor { return moe.moeGatesBackward(this.moeHost, probs, sel, dGates); }
+  moeAuxLoss(probs: Tensor, sel: Tensor): { loss: GpuTensor; dProbs: GpuTensor } { return moe.moeAuxLoss(this.moeHost, probs, sel); }
+  moeDispatch(x: Tensor, rowToken: Tensor, k: number): GpuTensor { return moe.moeDispatch(this.moeHost, x, rowToken, k); }
+  moeDispatchBackward(dxe: Tensor, slot: Tensor): GpuTensor { return moe.moeDispatchBackward(this.moeHost, dxe, slot); }
+  moeCombine(ye: Tensor, slot: Tensor, gates: Tensor): GpuTensor { return moe.moeCombine(this.moeHost, ye, slot, gates); }
+  moeCombineBackward(dy: Tensor, ye: Tensor, slot: Tensor, gates: Tensor, rowToken: Tensor): { dye: GpuTensor; dGates: GpuTensor } {
+    return moe.moeCombineBackward(this.moeHost, dy, ye, slot, gates, rowToken);
+  }
+  groupedMatmul(a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): GpuTensor { return moe.groupedMatmul(this.moeHost, null, a, b, groups, opts); }
+  groupedMatmulAcc(out: Tensor, a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): void {
+    moe.groupedMatmul(this.moeHost, this.moeHost.f32('groupedMatmul out', out), a, b, groups, opts);
+  }
 
   // ------------------------------------------------------------------ arithmetic
 

@@ -7,6 +7,7 @@ import { END, encodeName } from '../data/names.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { Backend } from './backend.ts';
 import { GptBlock } from './layers/gpt-block.ts';
+import { GptMoeBlock } from './layers/gpt-moe-block.ts';
 import { rowsPerExample } from './model-spec.ts';
 import type { StageChain } from './stage-chain.ts';
 
@@ -29,7 +30,7 @@ export async function attentionPatterns(be: Backend, model: StageChain, name: st
   let cur = be.tensor(x, [1, T], 'i32');
   for (const stage of model.stages) {
     for (const layer of stage.layers) {
-      if (layer instanceof GptBlock) {
+      if (layer instanceof GptBlock || layer instanceof GptMoeBlock) {
         const probsT = layer.attentionProbs(cur);
         const P = await be.read(probsT);
         be.dispose(probsT);

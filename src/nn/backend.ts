@@ -57,6 +57,16 @@ export interface LayerNormOut {
   rstd: Tensor;
 }
 
+/** A group's routing decisions (moe/moe-shapes.ts): all i32, computed where the probabilities are (no read). */
+export interface MoeRoute {
+  /** [S, k]: each token's experts, best first. */
+  sel: Tensor;
+  /** [S, k]: the experts' buffer row of each choice, −1 when over capacity. */
+  slot: Tensor;
+  /** [E·cap]: s·k + j of the choice holding each row, −1 when empty. */
+  rowToken: Tensor;
+}
+
 export interface Backend {
   readonly name: string;
 
@@ -133,6 +143,31 @@ export interface Backend {
   attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): Tensor;
   /** a + b (same shape): the residual add; its backward is the gradient split (dy goes to both). */
   add(a: Tensor, b: Tensor): Tensor;
+
+  // --- mixture of experts (layouts and rules: moe/moe-shapes.ts; reference: moe/moe-reference.ts) ---
+  /** Softmax of each row of x [n, c]. */
+  softmaxRows(x: Tensor): Tensor;
+  /** dx = p ⊙ (dp − Σ_j p·dp) per row. */
+  softmaxRowsBackward(p: Tensor, dp: Tensor): Tensor;
+  /** Top-k choices of probs [S, E] (ties to the lower expert) and their rows within `capacity` per expert, in token order, first choices first. */
+  moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute;
+  /** Gates [S, k]: top-1 the chosen probability; top-2 each over the two's sum. */
+  moeGates(probs: Tensor, sel: Tensor): Tensor;
+  /** dprobs [S, E] from dgates [S, k]. */
+  moeGatesBackward(probs: Tensor, sel: Tensor, dGates: Tensor): Tensor;
+  /** The load-balancing loss E·Σ_e f_e·P_e [1] (f from the first choices) and its gradient with respect to probs. */
+  moeAuxLoss(probs: Tensor, sel: Tensor): { loss: Tensor; dProbs: Tensor };
+  /** xe [E·cap, C]: each row its token's row of x [S, C] (k: choices per token), zero when empty. */
+  moeDispatch(x: Tensor, rowToken: Tensor, k: number): Tensor;
+  /** dx [S, C] = Σ_j dxe[slot[s, j]] over the kept choices. */
+  moeDispatchBackward(dxe: Tensor, slot: Tensor): Tensor;
+  /** y [S, C] = Σ_j gates[s, j]·ye[slot[s, j]] over the kept choices. */
+  moeCombine(ye: Tensor, slot: Tensor, gates: Tensor): Tensor;
+  /** dye [E·cap, C] (gate·dy of the row's token) and dgates [S, k] (dy·ye of the choice's row; 0 when dropped). */
+  moeCombineBackward(dy: Tensor, ye: Tensor, slot: Tensor, gates: Tensor, rowToken: Tensor): { dye: Tensor; dGates: Tensor };
+  /** The experts' matmuls: a's and b's rows in `groups` equal parts; part g of the result is op(a_g)·op(b_g). */
+  groupedMatmul(a: Tensor, b: Tensor, groups: number, opts?: MatmulOptions): Tensor;
+  groupedMatmulAcc(out: Tensor, a: Tensor, b: Tensor, groups: number, opts?: MatmulOptions): void;
 
   // --- arithmetic for accumulation and scaling ---
   /** y += alpha · x. */

@@ -6,31 +6,13 @@ import { ConfigError } from '../util/errors.ts';
 import { GELU_C, GELU_K, IGNORE_LABEL } from './backend.ts';
 import { causalSoftmaxBackwardRef, causalSoftmaxRef, probsGradRef, qkvGradRef, scoresRef, valuesRef } from './attention-reference.ts';
 import { checkDy, checkScale, probsDims, qkvDims, scoresT } from './attention-shapes.ts';
-import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from './backend.ts';
+import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, MoeRoute, SgdOptions, Tensor } from './backend.ts';
+import { CpuTensor, floats as d, ints } from './cpu-tensor.ts';
+import * as moe from './moe/moe-cpu.ts';
+import { groupedDims } from './moe/moe-shapes.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
 
-export class CpuTensor implements Tensor {
-  constructor(
-    readonly shape: readonly number[],
-    readonly dtype: DType,
-    readonly data: Float64Array | Int32Array,
-  ) {}
-  get size(): number {
-    return this.data.length;
-  }
-}
-
-function d(t: Tensor): Float64Array {
-  if (!(t instanceof CpuTensor)) throw new ConfigError('tensor', t, 'must come from the CPU backend');
-  if (!(t.data instanceof Float64Array)) throw new ConfigError('tensor.dtype', t.dtype, 'must be f32 (float64 on the CPU reference)');
-  return t.data;
-}
-
-function ints(t: Tensor): Int32Array {
-  if (!(t instanceof CpuTensor)) throw new ConfigError('tensor', t, 'must come from the CPU backend');
-  checkDType('indices', t, 'i32');
-  return t.data as Int32Array;
-}
+export { CpuTensor } from './cpu-tensor.ts';
 
 export function activate(kind: Activation, x: number): number {
   switch (kind) {
@@ -342,6 +324,29 @@ export class CpuBackend implements Backend {
     const out = new Float64Array(A.length);
     for (let i = 0; i < A.length; i++) out[i] = A[i] + B[i];
     return new CpuTensor([...a.shape], 'f32', out);
+  }
+
+  // --- mixture of experts (moe/moe-cpu.ts) ---
+  softmaxRows(x: Tensor): CpuTensor { return moe.softmaxRows(x); }
+  softmaxRowsBackward(p: Tensor, dp: Tensor): CpuTensor { return moe.softmaxRowsBackward(p, dp); }
+  moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute { return moe.moeRoute(probs, k, capacity); }
+  moeGates(probs: Tensor, sel: Tensor): CpuTensor { return moe.moeGates(probs, sel); }
+  moeGatesBackward(probs: Tensor, sel: Tensor, dGates: Tensor): CpuTensor { return moe.moeGatesBackward(probs, sel, dGates); }
+  moeAuxLoss(probs: Tensor, sel: Tensor): { loss: CpuTensor; dProbs: CpuTensor } { return moe.moeAuxLoss(probs, sel); }
+  moeDispatch(x: Tensor, rowToken: Tensor, k: number): CpuTensor { return moe.moeDispatch(x, rowToken, k); }
+  moeDispatchBackward(dxe: Tensor, slot: Tensor): CpuTensor { return moe.moeDispatchBackward(dxe, slot); }
+  moeCombine(ye: Tensor, slot: Tensor, gates: Tensor): CpuTensor { return moe.moeCombine(ye, slot, gates); }
+  moeCombineBackward(dy: Tensor, ye: Tensor, slot: Tensor, gates: Tensor, rowToken: Tensor): { dye: CpuTensor; dGates: CpuTensor } {
+    return moe.moeCombineBackward(dy, ye, slot, gates, rowToken);
+  }
+  groupedMatmul(a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): CpuTensor {
+    const { M, N } = groupedDims(a, b, groups, opts);
+    const out = this.zeros([groups * M, N]);
+    this.groupedMatmulAcc(out, a, b, groups, opts);
+    return out;
+  }
+  groupedMatmulAcc(out: Tensor, a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): void {
+    for (const v of moe.groupViews(out, a, b, groups, opts)) this.matmulAcc(v.out, v.a, v.b, opts);
   }
 
   axpy(y: Tensor, x: Tensor, alpha: number): void {

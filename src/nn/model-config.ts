@@ -26,6 +26,7 @@ import { requireCorpus } from '../data/text-registry.ts';
 import type { Activation } from './backend.ts';
 import type { BlockSpec, LayerSpec, ModelSpec } from './model-spec.ts';
 import { validateModelSpec } from './model-spec.ts';
+import { isMoeBlock, moeOf, validateMoeFields, type MoeFields } from './moe/moe-config.ts';
 
 export type ModelName = 'mlp' | 'char-mlp' | 'gpt';
 export const MODELS: readonly ModelName[] = ['mlp', 'char-mlp', 'gpt'];
@@ -33,7 +34,7 @@ export const MODELS: readonly ModelName[] = ['mlp', 'char-mlp', 'gpt'];
 export type HiddenActivation = Exclude<Activation, 'identity'>;
 export const HIDDEN_ACTIVATIONS: readonly HiddenActivation[] = ['relu', 'gelu', 'tanh'];
 
-export interface ModelConfig {
+export interface ModelConfig extends MoeFields {
   model: ModelName;
   dataset: DatasetName;
   /** Hidden width H. */
@@ -112,6 +113,7 @@ export function validateModelConfig(cfg: ModelConfig): void {
   requireInt('embedDim', cfg.embedDim, 1, LIMITS.embedDim);
   validateGptFields(cfg, model === 'gpt' || dataset === 'text');
   if (dataset === 'text') validateTextFields(cfg);
+  validateMoeFields(cfg);
 }
 
 /** A text run: its text loaded here, long enough for two blocks, and (char-MLP) a context within a block. */
@@ -146,7 +148,8 @@ function hiddenStd(fanIn: number, act: HiddenActivation): number {
   return Math.sqrt((act === 'tanh' ? 1 : 2) / fanIn);
 }
 
-export function buildModelSpec(cfg: ModelConfig): ModelSpec {
+/** `batchSize` (a training configuration's): an MoE model weighs each group's aux loss by its share of the step's tokens. */
+export function buildModelSpec(cfg: ModelConfig & { batchSize?: number }): ModelSpec {
   validateModelConfig(cfg);
   const spec = cfg.model === 'mlp' ? mlpSpec(cfg) : cfg.model === 'gpt' ? gptSpec(cfg) : charMlpSpec(cfg);
   validateModelSpec(spec);
@@ -198,8 +201,15 @@ function charMlpSpec(cfg: ModelConfig): ModelSpec {
   return { name: `char-mlp-${cfg.dataset}`, input: { dtype: 'i32', cols: k }, classes: V, blocks };
 }
 
-/** makemore's transformer (see the module comment); init as nanoGPT: N(0, 0.02), residual projections N(0, 0.02/sqrt(2·layers)). */
-function gptSpec(cfg: ModelConfig): ModelSpec {
+/**
+ * makemore's transformer (see the module comment); init as nanoGPT: N(0, 0.02), residual projections N(0, 0.02/sqrt(2·layers)).
+ * With experts (moe/moe-config.ts): the MoE blocks are 'gpt-moe-block's, named as the dense ones.
+ */
+function gptSpec(cfg: ModelConfig & { batchSize?: number }): ModelSpec {
+  const moe = moeOf(cfg);
+  if (moe && !(Number.isInteger(cfg.batchSize) && (cfg.batchSize as number) > 0)) {
+    throw new ConfigError('batchSize', cfg.batchSize, 'must be a whole number ≥ 1: an MoE model weighs each micro-batch’s aux loss by its share of the step’s tokens');
+  }
   const C = cfg.width as number, heads = cfg.heads as number, T = cfg.blockSize as number;
   const V = datasetClasses(cfg);
   const init = { kind: 'normal', std: 0.02 } as const;
@@ -208,7 +218,11 @@ function gptSpec(cfg: ModelConfig): ModelSpec {
   for (let i = 0; i < cfg.layers; i++) {
     const layers: LayerSpec[] = [];
     if (i === 0) layers.push({ kind: 'gpt-embedding', name: 'embedding', vocab: V, dim: C, blockSize: T, init });
-    layers.push({ kind: 'gpt-block', name: 'transformer', prefix: `transformer.h.${i}`, dim: C, heads, blockSize: T, init, projInit });
+    const block = { name: 'transformer', prefix: `transformer.h.${i}`, dim: C, heads, blockSize: T, init, projInit } as const;
+    if (moe && isMoeBlock(i, moe.moeEvery)) {
+      const { experts, topK, capacityFactor, auxLossWeight } = moe;
+      layers.push({ kind: 'gpt-moe-block', ...block, experts, topK, capacityFactor, auxLossWeight, stepTokens: (cfg.batchSize as number) * T });
+    } else layers.push({ kind: 'gpt-block', ...block });
     blocks.push({ name: `block${i}`, layers });
   }
   blocks.push({

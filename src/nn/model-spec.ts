@@ -9,6 +9,9 @@
 import { ConfigError } from '../util/errors.ts';
 import type { Activation } from './backend.ts';
 import type { InitSpec } from './param.ts';
+import { moeActivationsPerRow, moeFlopsPerRow, moeKeptAfterInputPerRow, moeLargestActivationPerRow, moeParamCount, type GptMoeBlockSpec } from './moe/moe-spec.ts';
+
+export type { GptMoeBlockSpec } from './moe/moe-spec.ts';
 
 export interface EmbeddingSpec {
   readonly kind: 'embedding';
@@ -83,7 +86,7 @@ export interface GptHeadSpec {
   readonly init: InitSpec;
 }
 
-export type LayerSpec = EmbeddingSpec | LinearSpec | LayerNormSpec | ActivationSpec | LossSpec | GptEmbeddingSpec | GptBlockSpec | GptHeadSpec;
+export type LayerSpec = EmbeddingSpec | LinearSpec | LayerNormSpec | ActivationSpec | LossSpec | GptEmbeddingSpec | GptBlockSpec | GptMoeBlockSpec | GptHeadSpec;
 
 export interface BlockSpec {
   readonly name: string;
@@ -106,6 +109,7 @@ export function layerInCols(l: LayerSpec): number {
     case 'gpt-embedding':
       return l.blockSize;
     case 'gpt-block':
+    case 'gpt-moe-block':
     case 'gpt-head':
       return l.dim;
     case 'linear':
@@ -125,6 +129,7 @@ export function layerOutCols(l: LayerSpec): number {
       return l.context * l.dim;
     case 'gpt-embedding':
     case 'gpt-block':
+    case 'gpt-moe-block':
       return l.dim;
     case 'gpt-head':
       return l.vocab;
@@ -176,6 +181,8 @@ export function layerActivationsPerRow(l: LayerSpec, tp = 1, tokensPerRow = 1, r
       // tp group (with sequence parallelism its rows' share); its share of qkv (3C), the attention output (C), the
       // MLP's hidden and its GELU (4C each), and of the attention probabilities (H·T a token).
       return l.blockSize * ((4 * l.dim + 4) / rowSplit + (12 * l.dim) / tp) + (l.heads * l.blockSize * l.blockSize) / tp;
+    case 'gpt-moe-block':
+      return moeActivationsPerRow(l);
     case 'gpt-head':
       return l.blockSize * (2 * l.dim + 2);
     case 'layernorm':
@@ -217,6 +224,8 @@ export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, rowSplit = 1): n
       // dx1 and the block's output gradient (8C) and the statistics (4); split: o (C), GELU's output and the
       // gradient at the MLP's hidden (4C each), dqkv (3C).
       return l.blockSize * (8 * l.dim + 4 + (12 * l.dim) / tp);
+    case 'gpt-moe-block':
+      return moeKeptAfterInputPerRow(l);
     case 'gpt-head':
       return l.blockSize * (3 * l.dim + 2 + l.vocab);
     default:
@@ -236,6 +245,8 @@ export function layerLargestActivationPerRow(l: LayerSpec): number {
       return l.blockSize * l.dim;
     case 'gpt-block':
       return Math.max(4 * l.blockSize * l.dim, l.heads * l.blockSize * l.blockSize);
+    case 'gpt-moe-block':
+      return moeLargestActivationPerRow(l);
     case 'gpt-head':
       return l.blockSize * Math.max(l.dim, l.vocab);
     default:
@@ -249,6 +260,8 @@ export function layerParamCount(l: LayerSpec): number {
       return (l.vocab + l.blockSize) * l.dim;
     case 'gpt-block':
       return 12 * l.dim * l.dim + 13 * l.dim;
+    case 'gpt-moe-block':
+      return moeParamCount(l);
     case 'gpt-head':
       return 2 * l.dim + l.dim * l.vocab;
     case 'embedding':
@@ -280,6 +293,8 @@ export function layerFlopsPerRow(l: LayerSpec): number {
       const elementwise = T * (2 * 8 * C + 8 * 4 * C + 2 * C + 3 * C + C + 4 * C + C);
       return matmuls + attention + elementwise;
     }
+    case 'gpt-moe-block':
+      return moeFlopsPerRow(l);
     case 'gpt-head':
       return l.blockSize * (8 * l.dim + 2 * l.dim * l.vocab);
     case 'embedding':
@@ -341,7 +356,9 @@ export function validateModelSpec(spec: ModelSpec): void {
         throw new ConfigError('model.input.dtype', spec.input.dtype, 'must be f32 unless the model starts with an embedding');
       }
       for (const [k, v] of Object.entries(l)) {
-        if (typeof v === 'number' && k !== 'eps' && !(Number.isInteger(v) && v > 0)) {
+        if (typeof v === 'number' && (k === 'capacityFactor' || k === 'auxLossWeight')) {
+          if (!(Number.isFinite(v) && v >= 0)) throw new ConfigError(`${field}.${k}`, v, 'must be a finite number ≥ 0');
+        } else if (typeof v === 'number' && k !== 'eps' && !(Number.isInteger(v) && v > 0)) {
           throw new ConfigError(`${field}.${k}`, v, 'must be a positive integer');
         }
       }

@@ -37,6 +37,11 @@ export class StageChain {
     for (const s of this.stages) s.zeroGrads();
   }
 
+  /** into += every stage's aux loss since the last call (Stage.takeAuxLoss). */
+  takeAuxLoss(into: Tensor): void {
+    for (const s of this.stages) s.takeAuxLoss(into);
+  }
+
   inputTensor(ex: Examples): Tensor {
     return this.be.tensor(ex.inputs, [ex.n, ex.inputCols], ex.inputDType);
   }

@@ -287,6 +287,21 @@ export class Stage {
 
   zeroGrads(): void {
     for (const p of this.params) this.be.fill(p.grad, 0);
+    for (const l of this.layers) if (l.auxLoss) this.be.fill(l.auxLoss, 0);
+  }
+
+  /** Whether a layer adds a loss term of its own (an MoE block's aux loss). */
+  get hasAuxLoss(): boolean {
+    return this.layers.some((l) => l.auxLoss);
+  }
+
+  /** into += the aux loss terms the layers accumulated since the last call (or zeroGrads); zeroes them. */
+  takeAuxLoss(into: Tensor): void {
+    for (const l of this.layers) {
+      if (!l.auxLoss) continue;
+      this.be.axpy(into, l.auxLoss, 1);
+      this.be.fill(l.auxLoss, 0);
+    }
   }
 
   /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */
@@ -336,6 +351,7 @@ export class Stage {
     for (const st of this.stashes.values()) for (const t of this.tensorsOf(st)) this.be.dispose(t);
     this.stashes.clear();
     for (const p of this.params) disposeParam(this.be, p);
+    for (const l of this.layers) if (l.auxLoss) this.be.dispose(l.auxLoss);
   }
 
   // --- internals ---

@@ -10,6 +10,7 @@ import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
 import { defaultGptConfig, defaultModelConfig, MAKEMORE_GPT, validateModelConfig } from './model-config.ts';
 import type { ModelConfig } from './model-config.ts';
 import { validateOptimizerConfig } from './optimizer.ts';
+import { moeOf } from './moe/moe-config.ts';
 import type { OptimizerName } from './optimizer.ts';
 
 export type LrSchedule = 'constant' | 'cosine';
@@ -136,6 +137,9 @@ export function validateTrainConfig(cfg: TrainConfig): void {
   if (cfg.recomputeAttention !== undefined && typeof cfg.recomputeAttention !== 'boolean') throw new ConfigError('recomputeAttention', cfg.recomputeAttention, 'must be true or false');
   if (cfg.recomputeAttention && cfg.model !== 'gpt') {
     throw new ConfigError('recomputeAttention', true, `recomputes a GPT block's attention probabilities; the ${cfg.model} model has no attention (choose the GPT, or leave it off)`);
+  }
+  if (cfg.recomputeAttention && moeOf(cfg)) {
+    throw new ConfigError('recomputeAttention', true, `is not implemented for an MoE block (experts = ${cfg.experts}); leave it off, or recompute the whole forward`);
   }
   const blocks = cfg.layers + 1;
   if (typeof cfg.stages !== 'number' || !Number.isInteger(cfg.stages) || cfg.stages < 1 || cfg.stages > blocks) {

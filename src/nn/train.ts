@@ -25,6 +25,8 @@ import { ConfigError, requireInt } from '../util/errors.ts';
 import type { TrainConfig } from './train-config.ts';
 
 export interface StepReport {
+  /** An MoE model's aux loss of the step (α-weighted, summed over its MoE blocks; gpt-moe-block.ts), beside the loss; absent for a dense model. */
+  auxLoss?: number;
   /** 0-based. */
   step: number;
   /** Mean training loss of the step's batch, nats per example. */
@@ -78,6 +80,8 @@ export interface TrainResult {
   ranges: readonly BlockRange[];
   /** Per step. */
   losses: number[];
+  /** An MoE model's aux loss per step (StepReport.auxLoss); empty for a dense model. */
+  auxLosses: number[];
   evals: EvalReport[];
   final: EvalReport;
   params: ParamValues;
@@ -127,6 +131,15 @@ export function checkStart(cfg: TrainConfig, from: TrainProgress<ArrayLike<numbe
   if (!Array.isArray(from.evals)) throw new ConfigError('from.evals', from.evals, 'must be a list of evaluations');
 }
 
+/** The aux loss the model's MoE blocks accumulated over the step (read once the step's loss was read: no extra wait for compute). */
+async function readAuxLoss(be: Backend, model: StageChain): Promise<number> {
+  const t = be.zeros([1]);
+  model.takeAuxLoss(t);
+  const v = (await be.read(t))[0];
+  be.dispose(t);
+  return v;
+}
+
 export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: TrainHooks = {}, opts: TrainOptions = {}): Promise<TrainResult> {
   validateTrainConfig(cfg);
   if (opts.from) checkStart(cfg, opts.from);
@@ -137,6 +150,8 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
   const opt = createOptimizer(be, model.params, cfg);
   const sampler = new BatchSampler(data.train, cfg.batchSize, cfg.seed);
   const losses: number[] = [];
+  const auxLosses: number[] = [];
+  const hasAux = model.stages.some((s) => s.hasAuxLoss);
   const evals: EvalReport[] = [];
   let step = 0;
   try {
@@ -153,7 +168,9 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
       const loss = (await be.read(total))[0];
       be.dispose(total);
       losses.push(loss);
-      await hooks.onStep?.({ step, loss, lr: opt.lr });
+      const auxLoss = hasAux ? await readAuxLoss(be, model) : undefined;
+      if (auxLoss !== undefined) auxLosses.push(auxLoss);
+      await hooks.onStep?.({ step, loss, lr: opt.lr, ...(auxLoss !== undefined ? { auxLoss } : {}) });
       if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery === 0 && step + 1 < cfg.steps) {
         const r = await evaluateModel(be, model, data, step + 1);
         evals.push(r);
@@ -168,7 +185,7 @@ export async function trainSingleDevice(be: Backend, cfg: TrainConfig, hooks: Tr
     await hooks.onEval?.(final);
     const params = await model.readParams();
     await hooks.onDone?.(model, data);
-    return { spec, ranges: model.ranges, losses, evals, final, params, stepsDone: step, ms: performance.now() - t0, progress };
+    return { spec, ranges: model.ranges, losses, auxLosses, evals, final, params, stepsDone: step, ms: performance.now() - t0, progress };
   } finally {
     opt.dispose();
     model.dispose();

@@ -32,6 +32,8 @@ export interface StepProgress {
   step: number;
   steps: number;
   loss: number;
+  /** An MoE model's aux loss of the step, summed over the workers (not for a stream); absent for a dense model. */
+  auxLoss?: number;
   timeline: Timeline;
   elapsedMs: number;
 }
@@ -318,7 +320,8 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       });
       records.push(rec);
       firstStepMs ??= performance.now() - tStart;
-      losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
+      const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0) };
+      losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, ...aux, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       allLosses.push(...losses);
       const progressEvery = opts.progressEvery ?? 0;

@@ -5,6 +5,7 @@ import type { TpGroup } from '../tensor-parallel.ts';
 import { ActivationLayer } from './activation-layer.ts';
 import { Embedding } from './embedding.ts';
 import { GptBlock } from './gpt-block.ts';
+import { GptMoeBlock } from './gpt-moe-block.ts';
 import { GptEmbedding } from './gpt-embedding.ts';
 import { GptHead } from './gpt-head.ts';
 import type { Layer } from './layer.ts';
@@ -40,6 +41,8 @@ export function buildLayer(
       return new GptEmbedding(be, name, spec, seed, sp);
     case 'gpt-block':
       return new GptBlock(be, name, spec, seed, tp, opts.recomputeAttention, opts.sequenceParallel);
+    case 'gpt-moe-block':
+      return new GptMoeBlock(be, name, spec, seed);
     case 'gpt-head':
       return new GptHead(be, name, spec, seed, sp);
   }

@@ -39,4 +39,10 @@ export interface Layer {
    * LayerNorm's), to be summed over the tp group before they are read (Stage.sumGradsOverTp).
    */
   readonly gradsSummedOverTp?: readonly Param[];
+  /**
+   * A loss term beside the model's (an MoE block's load-balancing loss, gpt-moe-block.ts) [1]: the layer adds its
+   * gradient itself and accumulates the term here, weighted as it enters the objective; Stage.takeAuxLoss reads and
+   * zeroes it. The layer owns it; the stage disposes it with the layer.
+   */
+  readonly auxLoss?: Tensor;
 }

@@ -32,6 +32,10 @@ export interface StageLike {
   sumGradsOverTp?(): Promise<void>;
   stashBytes(): number;
   liveStashes(): number;
+  /** Whether the stage's layers add a loss term of their own (an MoE block's aux loss; stage.ts). */
+  readonly hasAuxLoss?: boolean;
+  /** into += those terms since the last call; zeroes them. */
+  takeAuxLoss?(into: Tensor): void;
 }
 
 /** Where a rank gets a micro-batch's inputs (first stage) and labels (last stage). */
@@ -48,6 +52,8 @@ export interface StepResult extends PolicyReport {
   intervals: Interval[];
   /** Loss of each micro-batch this rank computed (last stage only), in micro-batch order. */
   losses: { mb: number; loss: number }[];
+  /** The step's aux loss terms of this worker's MoE stages (absent without them; read where the losses are). */
+  auxLoss?: number;
   /** Largest stash held at any point of the step, per stage. */
   peakStashBytes: Record<number, number>;
   /** Time spent in the optimizer at the flush, ms. */
@@ -143,6 +149,7 @@ export class RankExecutor implements StepRunner {
     if (failed) throw failed.reason;
     const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (read[i] as PromiseFulfilledResult<number>).value }));
     lossValues.sort((x, y) => x.mb - y.mb);
+    const auxLoss = await this.readAuxLoss();
 
     const o0 = epochMs();
     try {
@@ -157,7 +164,18 @@ export class RankExecutor implements StepRunner {
         throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
-    return { rank, intervals: log.intervals, losses: lossValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
+    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
+  }
+
+  /** The aux loss terms this worker's stages accumulated in the step, read once (tp rank 0 only); undefined without any. */
+  private async readAuxLoss(): Promise<number | undefined> {
+    const held = [...this.p.stages.values()].filter((s) => s.hasAuxLoss && s.takeAuxLoss);
+    if (held.length === 0 || (this.p.tpRank ?? 0) !== 0) return undefined;
+    const t = this.p.be.zeros([1]);
+    for (const s of held) s.takeAuxLoss?.(t);
+    const v = (await this.p.be.read(t))[0];
+    this.p.be.dispose(t);
+    return v;
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */

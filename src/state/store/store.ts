@@ -164,6 +164,8 @@ export interface PipeLabState {
 
   run: RunProgress;
   losses: number[];
+  /** An MoE model's aux loss per step, beside the losses (empty for a dense model or a stream). */
+  auxLosses: number[];
   validation: ValidationPoint[];
   /** The last measured step's timeline, while running and after. */
   liveTimeline: Timeline | null;
@@ -200,8 +202,8 @@ export function idleProgress(): RunProgress {
 }
 
 /** What a run produces, before it has produced any of it. */
-export function noRunResults(): Pick<PipeLabState, 'losses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
-  return { losses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'auxLosses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
+  return { losses: [], auxLosses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
 }
 
 export function problemOf(e: ConfigError): FieldProblem {

@@ -13,6 +13,7 @@ import { runsAsStream, scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/store/index.ts';
 import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
+import { MoeFields } from './MoeFields.tsx';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
 import { SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
@@ -88,7 +89,8 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             onChange={(model) => {
               const next = namesModelSwitch(model, runStages(cfg) - 1, cfg.dataset === 'text' ? 'text' : 'names', pageGptSize());
               // Keep the batch a multiple of the micro-batches.
-              set({ ...next, batchSize: cfg.microbatches * Math.max(1, Math.round((next.batchSize ?? cfg.batchSize) / cfg.microbatches)) });
+              // Experts are the GPT's: the character MLP takes none.
+              set({ ...next, ...(model === 'gpt' ? {} : { experts: 0 }), batchSize: cfg.microbatches * Math.max(1, Math.round((next.batchSize ?? cfg.batchSize) / cfg.microbatches)) });
             }}
             error={errorFor('model')}
           />
@@ -109,6 +111,7 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
             <NumberField label="Block size" name="blockSize" integer min={1} max={LIMITS.blockSize} value={cfg.blockSize ?? 16} onChange={(blockSize) => set({ blockSize })} error={errorFor('blockSize')} />
           </div>
         )}
+        {gpt && <MoeFields cfg={cfg} set={set} errorFor={errorFor} />}
         <div className="row2">
           <NumberField label="Depth (layers)" name="layers" integer min={1} max={LIMITS.layers} value={cfg.layers} onChange={(layers) => set({ layers })} error={errorFor('layers')} hint={`${cfg.layers + 1} blocks`} />
           {!gpt && <NumberField label="Width (hidden)" name="hidden" integer min={1} max={LIMITS.hidden} value={cfg.hidden} onChange={(hidden) => set({ hidden })} error={errorFor('hidden')} />}

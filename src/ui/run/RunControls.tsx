@@ -11,6 +11,7 @@ import { CheckpointControls } from './CheckpointControls.tsx';
 export function RunControls() {
   const run = usePipeLab((s) => s.run);
   const lastLoss = usePipeLab((s) => (s.losses.length ? s.losses[s.losses.length - 1] : null));
+  const lastAux = usePipeLab((s) => (s.auxLosses.length ? s.auxLosses[s.auxLosses.length - 1] : null));
   // Re-render when any input of the reason changes.
   usePipeLab((s) => [s.webgpu.state, s.configProblem?.message, s.run.status, s.session].join('|'));
   const reason = cannotRunReason();
@@ -100,6 +101,12 @@ export function RunControls() {
             <dt>loss</dt>
             <dd>{num(lastLoss, 4)}</dd>
           </div>
+          {lastAux !== null && (
+            <div title="The MoE blocks’ load-balancing loss of the last step (α · experts · Σ f·P, summed over the blocks): added to the gradient, not to the loss beside it (the cross-entropy).">
+              <dt>aux loss</dt>
+              <dd data-testid="aux-loss">{num(lastAux, 4)}</dd>
+            </div>
+          )}
         </dl>
       </div>
       {!activeRun && <SpeedEstimate />}

@@ -1,0 +1,54 @@
+/**
+ * The MoE GPT in the page (ep = 1): a link with experts fills the model picker's fields and trains across two
+ * workers, each with its own WebGPU device; the aux loss is shown beside the loss; the pipeline's losses and
+ * weights equal one device's (the same WGSL kernels in the page's own backend) to 1e-5; a bad MoE value in a link
+ * is named by field, value and rule.
+ */
+import { test, expect } from '@playwright/test';
+
+test('the MoE GPT: a link fills its fields, trains on two workers with the aux loss beside the loss, equal to one device', async ({ page }) => {
+  test.setTimeout(300_000);
+  page.on('pageerror', (e) => console.log('pageerror:', e.message));
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=1&ranks=2&microbatches=2&batchSize=8&schedule=1f1b&steps=3&evalEvery=0');
+  await expect(page.getByTestId('url-problems')).toHaveCount(0);
+  await expect(page.getByLabel('Experts (MoE)', { exact: true })).toHaveValue('4');
+  await expect(page.getByLabel('Experts per token (top-k)', { exact: true })).toHaveValue('2');
+  await expect(page.getByLabel('Capacity factor', { exact: true })).toHaveValue('1');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const aux = page.getByTestId('aux-loss');
+  await expect(aux).toBeVisible({ timeout: 240_000 });
+  await expect(page.getByRole('list', { name: 'Sampled names' })).toBeVisible({ timeout: 240_000 });
+  const shown = Number(await aux.textContent());
+  expect(shown).toBeGreaterThan(0);
+  expect(shown).toBeLessThan(2 * 4 * 0.01 + 1e-6); // at most α·E per MoE block, 2 blocks
+
+  const r = await page.evaluate(async () => {
+    const cfg = {
+      ...window.pipelab.defaultConfig(),
+      dataset: 'names' as const, model: 'gpt' as const, layers: 3, heads: 2, width: 8, blockSize: 16, experts: 3, topK: 1, capacityFactor: 1.25, auxLossWeight: 0.1,
+      batchSize: 8, microbatches: 2, steps: 2, evalEvery: 0, optimizer: 'sgd' as const, lr: 0.05, ranks: 2, schedule: '1f1b' as const,
+    };
+    const ref = await window.pipelab.runSingleDevice(cfg);
+    const rep = await window.pipelab.run(cfg, { readWeights: true });
+    let maxWeight = 0;
+    for (const k of Object.keys(ref.params)) {
+      const a = rep.weights![k], b = ref.params[k];
+      let num = 0, den = 0;
+      for (let i = 0; i < b.length; i++) {
+        num += (a[i] - b[i]) ** 2;
+        den += b[i] ** 2;
+      }
+      maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
+    }
+    return { ref: ref.losses, losses: rep.losses, maxWeight, routers: Object.keys(ref.params).filter((k) => k.endsWith('router.weight')).length, auxLosses: ref.auxLosses };
+  });
+  expect(r.routers).toBe(3);
+  expect(r.auxLosses).toHaveLength(2);
+  r.losses.forEach((l, i) => expect(Math.abs(l - r.ref[i]) / r.ref[i]).toBeLessThan(1e-5));
+  expect(r.maxWeight).toBeLessThan(1e-5);
+});
+
+test('a bad MoE value in a link is named by field, value and rule', async ({ page }) => {
+  await page.goto('./?dataset=names&model=gpt&experts=2&topK=2&capacityFactor=-1');
+  await expect(page.getByTestId('url-problems')).toContainText('capacityFactor = -1: must be a number ≥ 0 (0: dropless, every token kept)');
+});
