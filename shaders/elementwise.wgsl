@@ -1,8 +1,8 @@
-// Elementwise kernels: fill, bias add, bias-gradient column sum, activations
-// and their backward, axpy, scale, and the zero-padding copy that matmul uses.
+// Elementwise kernels: fill, bias add, activations and their backward, axpy
+// and scale. (The bias gradient, a sum over rows, is in reduce_rows.wgsl.)
 //
 // One-dimensional kernels are grid-stride loops over a 1-D grid of WG-thread
-// workgroups. Row/column kernels (bias_add, pad2d) run a 2-D grid instead,
+// workgroups. The row/column kernel (bias_add) runs a 2-D grid instead,
 // column c = wid.x * WG + lid.x and row r = wid.y, each striding by the grid:
 // no integer division per element (it is slow on CPUs).
 
@@ -23,9 +23,9 @@ struct Params {
   kind: u32,   // activation kind, or fill bits
   rows: u32,
   alpha: f32,
-  pcols: u32,  // pad2d: padded columns
-  prows: u32,  // pad2d: padded rows
-  _pad: u32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -62,19 +62,6 @@ fn bias_add(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
     for (var r = wid.y; r < p.rows; r += nwg.y) {
       Out[r * p.cols + c] = X[r * p.cols + c] + b;
     }
-  }
-}
-
-// Out[c] += sum_r X[r, c]; one thread per column, rows summed in order.
-@compute @workgroup_size(WG)
-fn col_sum_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-               @builtin(num_workgroups) nwg: vec3<u32>) {
-  for (var c = first(lid, wid); c < p.cols; c += stride(nwg)) {
-    var s = 0.0;
-    for (var r = 0u; r < p.rows; r++) {
-      s += X[r * p.cols + c];
-    }
-    Out[c] = Out[c] + s;
   }
 }
 
@@ -176,20 +163,5 @@ fn scale(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
          @builtin(num_workgroups) nwg: vec3<u32>) {
   for (var i = first(lid, wid); i < p.n; i += stride(nwg)) {
     Out[i] = Out[i] * p.alpha;
-  }
-}
-
-// Out[prows, pcols] = X[rows, cols] padded with zeros.
-@compute @workgroup_size(WG)
-fn pad2d(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-         @builtin(num_workgroups) nwg: vec3<u32>) {
-  for (var c = wid.x * WG + lid.x; c < p.pcols; c += nwg.x * WG) {
-    for (var r = wid.y; r < p.prows; r += nwg.y) {
-      var v = 0.0;
-      if (r < p.rows && c < p.cols) {
-        v = X[r * p.cols + c];
-      }
-      Out[r * p.pcols + c] = v;
-    }
   }
 }

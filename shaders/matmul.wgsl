@@ -22,7 +22,7 @@ fn matmul_reg4x4(@builtin(global_invocation_id) gid: vec3<u32>) {
   var c1 = vec4<f32>();
   var c2 = vec4<f32>();
   var c3 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let a = regA(ao, kb, lda4);
     let b = regB(bo, kb, ldb4);
@@ -57,7 +57,7 @@ fn matmul_reg8x4(@builtin(global_invocation_id) gid: vec3<u32>) {
   var c5 = vec4<f32>();
   var c6 = vec4<f32>();
   var c7 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let b = regB(bo, kb, ldb4);
     let a0 = regA(ao0, kb, lda4);
@@ -101,7 +101,7 @@ fn matmul_reg4x8(@builtin(global_invocation_id) gid: vec3<u32>) {
   var c11 = vec4<f32>();
   var c21 = vec4<f32>();
   var c31 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let a = regA(ao, kb, lda4);
     let b0 = regB(bo0, kb, ldb4);
@@ -154,7 +154,7 @@ fn matmul_reg8x8(@builtin(global_invocation_id) gid: vec3<u32>) {
   var c51 = vec4<f32>();
   var c61 = vec4<f32>();
   var c71 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let a0 = regA(ao0, kb, lda4);
     let a1 = regA(ao1, kb, lda4);

@@ -25,9 +25,18 @@ diagnostic(off, subgroup_uniformity);
 // TRANS_A: k = 4kb + j%4, rows row0 + 4*(j/4) .. +3.
 fn sgFragA(row0: u32, j: u32, kb: u32, lda4: u32) -> vec4<f32> {
   if (TRANS_A) {
-    return A4[(4u * kb + j % 4u) * lda4 + min(row0 / 4u + j / 4u, lda4 - 1u)];
+    let k = 4u * kb + j % 4u;
+    let m4 = min(row0 / 4u + j / 4u, cols4A() - 1u);
+    if (RAGGED_A) {
+      return raggedA(k, 4u * m4);
+    }
+    return A4[k * lda4 + m4];
   }
-  return A4[min(row0 + j, p.arows - 1u) * lda4 + kb];
+  let r = min(row0 + j, p.arows - 1u);
+  if (RAGGED_A) {
+    return raggedA(r, 4u * kb);
+  }
+  return A4[r * lda4 + kb];
 }
 
 // Four fragments (rows 0..3 or 4..7 of the block) as a mat4x4 laid out as regA lays one out.
@@ -94,7 +103,7 @@ fn matmul_sg8x4(
   var c5 = vec4<f32>();
   var c6 = vec4<f32>();
   var c7 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let a = sgLoadA(whole, sid, row0, kb, lda4);
     let b = regB(bo, kb, ldb4);
@@ -151,7 +160,7 @@ fn matmul_sg8x8(
   var c51 = vec4<f32>();
   var c61 = vec4<f32>();
   var c71 = vec4<f32>();
-  let K4 = p.K / 4u;
+  let K4 = (p.K + 3u) / 4u;
   for (var kb = 0u; kb < K4; kb++) {
     let a = sgLoadA(whole, sid, row0, kb, lda4);
     let b0 = regB(bo0, kb, ldb4);

@@ -38,8 +38,11 @@ fn tiledLoadA(rowBase: u32, k0: u32, e: u32) -> vec4<f32> {
     // Stored [K, M]: tile row k, vec4 column m4 (4 consecutive m).
     let k = k0 + e / TBM4;
     let m4 = rowBase / 4u + e % TBM4;
-    if (k >= p.K || m4 >= lda4) {
+    if (k >= p.K || m4 >= cols4A()) {
       return vec4<f32>();
+    }
+    if (RAGGED_A) {
+      return raggedA(k, 4u * m4);
     }
     return A4[k * lda4 + m4];
   }
@@ -48,6 +51,9 @@ fn tiledLoadA(rowBase: u32, k0: u32, e: u32) -> vec4<f32> {
   let k4 = k0 / 4u + e % BK4;
   if (m >= p.arows || 4u * k4 >= p.K) {
     return vec4<f32>();
+  }
+  if (RAGGED_A) {
+    return raggedA(m, 4u * k4);
   }
   return A4[m * lda4 + k4];
 }
@@ -61,13 +67,19 @@ fn tiledLoadB(colBase: u32, k0: u32, e: u32) -> vec4<f32> {
     if (n >= p.brows || 4u * k4 >= p.K) {
       return vec4<f32>();
     }
+    if (RAGGED_B) {
+      return raggedB(n, 4u * k4);
+    }
     return B4[n * ldb4 + k4];
   }
   // Stored [K, N]: tile row k, vec4 column n4.
   let k = k0 + e / TBN4;
   let n4 = colBase / 4u + e % TBN4;
-  if (k >= p.K || n4 >= ldb4) {
+  if (k >= p.K || n4 >= cols4B()) {
     return vec4<f32>();
+  }
+  if (RAGGED_B) {
+    return raggedB(k, 4u * n4);
   }
   return B4[k * ldb4 + n4];
 }

@@ -1,9 +1,10 @@
 // LayerNorm over the last axis of X [rows, cols].
 //   forward:          y = (x - mean) * rstd * gamma + beta; also writes mean and rstd per row
 //   backward input:   dx = rstd/c * (c*g*dy - sum(g*dy) - xhat * sum(g*dy*xhat))
-//   backward weights: dgamma += sum_rows dy*xhat, dbeta += sum_rows dy
-// Rows (forward, backward input) or columns (weights) are one thread each:
-// no barriers, and every sum runs in a fixed order (deterministic).
+//   (backward weights, dgamma += sum_rows dy*xhat and dbeta += sum_rows dy:
+//   reduce_rows.wgsl, with the other sums over rows)
+// Rows are one thread each: no barriers, and every sum runs in a fixed order
+// (deterministic).
 
 const WG: u32 = 64u;
 
@@ -28,13 +29,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> RstdIn: array<f32>;
 @group(0) @binding(5) var<storage, read> DY: array<f32>;
 @group(0) @binding(6) var<storage, read_write> DX: array<f32>;
-
-// weight-gradient bindings
-@group(0) @binding(2) var<storage, read> MeanW: array<f32>;
-@group(0) @binding(3) var<storage, read> RstdW: array<f32>;
-@group(0) @binding(4) var<storage, read> DYW: array<f32>;
-@group(0) @binding(5) var<storage, read_write> DGamma: array<f32>;
-@group(0) @binding(6) var<storage, read_write> DBeta: array<f32>;
 
 // Grid-stride loops: thread i handles i, i + stride, ... (the host caps the
 // number of workgroups; few big workgroups run faster on CPU adapters).
@@ -92,22 +86,5 @@ fn ln_bwd_input(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup
       let gd = G[j] * DY[base + j];
       DX[base + j] = (rs / c) * (c * gd - s1 - xh * s2);
     }
-  }
-}
-
-@compute @workgroup_size(WG)
-fn ln_bwd_weight_acc(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-                     @builtin(num_workgroups) nwg: vec3<u32>) {
-  for (var j = first(lid, wid); j < p.cols; j += stride(nwg)) {
-    var sg = 0.0;
-    var sb = 0.0;
-    for (var r = 0u; r < p.rows; r++) {
-      let d = DYW[r * p.cols + j];
-      let xh = (X[r * p.cols + j] - MeanW[r]) * RstdW[r];
-      sg += d * xh;
-      sb += d;
-    }
-    DGamma[j] = DGamma[j] + sg;
-    DBeta[j] = DBeta[j] + sb;
   }
 }

@@ -10,6 +10,7 @@ import { GpuBackend, type AutotuneReport, type MatmulForm } from '../gpu/gpu-bac
 import { BENCH_FORMS, benchMatmul, compareRows, operandShapes, randomOperand, type MatmulBenchRow, type MatmulSize } from './matmul-bench.ts';
 import { benchTfjsMatmul, loadTfjsWebGpu } from './tfjs-matmul-bench.ts';
 import { diffCounts, gpuCounts, installGpuCounters } from './gpu-counters.ts';
+import { benchReduce, type ReduceBenchOptions, type ReduceBenchRow, type ReduceOp } from './reduce-bench.ts';
 
 export interface KernelBenchOptions {
   warmup: number;
@@ -101,6 +102,12 @@ export async function benchKernelSize(size: MatmulSize, o: KernelBenchOptions): 
       tfjsPrograms: pr.programs,
     };
   });
+}
+
+/** One reduction row (reduce-bench.ts) on the suite's backend. */
+export async function benchKernelReduce(c: readonly [ReduceOp, number, number], o: ReduceBenchOptions): Promise<ReduceBenchRow> {
+  await kernelsSetup();
+  return benchReduce(backend!, c, o);
 }
 
 interface TfBackendLike {

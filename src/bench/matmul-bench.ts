@@ -162,18 +162,7 @@ export async function benchSide(side: MatmulSide, sizes: readonly MatmulSize[] =
       const run = await side.prepare(form, size, opts.variant);
       const batch = opts.batch ?? defaultBatch(M, N, K);
       try {
-        for (let i = 0; i < warmup; i++) await run.warm();
-        await run.settle();
-        const times: number[] = [];
-        const cpu: number[] = [];
-        for (let r = 0; r < repeats; r++) {
-          const c0 = opts.cpuClockMs?.() ?? 0;
-          const t0 = now();
-          for (let i = 0; i < batch; i++) run.issue();
-          await run.settle();
-          times.push((now() - t0) / batch);
-          if (opts.cpuClockMs) cpu.push((opts.cpuClockMs() - c0) / batch);
-        }
+        const { times, cpu } = await timeRuns(run, warmup, repeats, batch, opts.cpuClockMs);
         const row = benchRow(side.impl, run.variant, form, size, times, cpu, repeats, batch);
         rows.push(row);
         opts.onRow?.(row);
@@ -183,6 +172,34 @@ export async function benchSide(side: MatmulSide, sizes: readonly MatmulSize[] =
     }
   }
   return rows;
+}
+
+/**
+ * The timing itself: `warmup` untimed runs, then `repeats` batches of `batch`
+ * issues, each timed from a settled queue to queue completion; milliseconds
+ * (and CPU milliseconds, with `cpuClockMs`) per issue. Shared by every bench
+ * that times GPU ops this way (matmuls here, reductions in reduce-bench.ts).
+ */
+export async function timeRuns(
+  run: Pick<MatmulRun, 'warm' | 'issue' | 'settle'>,
+  warmup: number,
+  repeats: number,
+  batch: number,
+  cpuClockMs?: () => number,
+): Promise<{ times: number[]; cpu: number[] }> {
+  for (let i = 0; i < warmup; i++) await run.warm();
+  await run.settle();
+  const times: number[] = [];
+  const cpu: number[] = [];
+  for (let r = 0; r < repeats; r++) {
+    const c0 = cpuClockMs?.() ?? 0;
+    const t0 = now();
+    for (let i = 0; i < batch; i++) run.issue();
+    await run.settle();
+    times.push((now() - t0) / batch);
+    if (cpuClockMs) cpu.push((cpuClockMs() - c0) / batch);
+  }
+  return { times, cpu };
 }
 
 /** Our side: `backend.matmulWith` with the backend's choice for the form (or `variant`). */

@@ -44,7 +44,7 @@ export function loadTfjsWebGpu(): Promise<Tf> {
 }
 
 /** Waits until TF.js's WebGPU queue is idle (its own batching flushed first). */
-async function settle(tf: Tf, last: { data(): Promise<unknown> } | null): Promise<void> {
+export async function settle(tf: Tf, last: { data(): Promise<unknown> } | null): Promise<void> {
   const be = tf.backend() as unknown as TfWebGpuBackendLike;
   if (be.device && typeof be.submitQueue === 'function') {
     // What TF.js itself does when its batch is full: end the pass, submit the encoder.

@@ -27,6 +27,7 @@ import { MATMUL_FORMS, MatmulChoice, type MatmulForm } from './matmul-choice.ts'
 import { Params } from './uniforms.ts';
 import * as attn from './attention-ops.ts';
 import * as moe from './moe-ops.ts';
+import * as reduce from './reduce-ops.ts';
 
 export type { AutotuneOptions, AutotuneReport, AutotuneTiming } from './autotune.ts';
 export type { GpuCoreOptions, GpuStats } from './gpu-core.ts';
@@ -128,9 +129,7 @@ export class GpuBackend extends GpuCore implements Backend {
     this.alive();
     const [n, c] = check2d('colSum dy', dy);
     check1d('colSum out', out, c, `must be [${c}] (dy has ${c} columns)`);
-    const D = this.f32('colSum dy', dy);
-    const O = this.f32('colSum out', out);
-    this.run('colSumAcc', K.colSumAcc, Params.of().U(0).U(c).U(0).U(n), [null, D, null, O], this.grid(c));
+    reduce.colSumAcc(this, this.f32('colSum out', out), this.f32('colSum dy', dy), n, c);
   }
 
   activation(kind: Activation, x: Tensor): GpuTensor {
@@ -201,16 +200,17 @@ export class GpuBackend extends GpuCore implements Backend {
     const [n, c] = this.lnBackwardChecks(x, null, mean, rstd, dy);
     check1d('layerNormBackward dgamma', dgamma, c, `must be [${c}] (x has ${c} columns)`);
     check1d('layerNormBackward dbeta', dbeta, c, `must be [${c}] (x has ${c} columns)`);
-    const bind = [
-      null,
+    reduce.layerNormWeightAcc(
+      this,
+      this.f32('layerNormBackward dgamma', dgamma),
+      this.f32('layerNormBackward dbeta', dbeta),
       this.f32('layerNormBackward x', x),
       this.f32('layerNormBackward mean', mean),
       this.f32('layerNormBackward rstd', rstd),
       this.f32('layerNormBackward dy', dy),
-      this.f32('layerNormBackward dgamma', dgamma),
-      this.f32('layerNormBackward dbeta', dbeta),
-    ];
-    this.run('layerNormBackwardWeightAcc', K.lnBwdWeightAcc, Params.of().U(n).U(c), bind, this.grid(c));
+      n,
+      c,
+    );
   }
 
   // ------------------------------------------------------------------ embedding

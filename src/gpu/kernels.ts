@@ -28,15 +28,12 @@ const ew = (entry: string, bindings: (BindingKind | null)[]): KernelSpec => spec
 export const K = {
   fill: ew('fill', [U, null, null, W]),
   biasAdd: ew('bias_add', [U, R, R, W]),
-  colSumAcc: ew('col_sum_acc', [U, R, null, W]),
   actFwd: ew('act_fwd', [U, R, null, W]),
   actBwd: ew('act_bwd', [U, R, R, W]),
   axpy: ew('axpy', [U, R, null, W]),
   scale: ew('scale', [U, null, null, W]),
-  pad2d: ew('pad2d', [U, R, null, W]),
   lnFwd: spec('norm', normSrc, 'ln_fwd', [U, R, R, R, W, W, W]),
   lnBwdInput: spec('norm', normSrc, 'ln_bwd_input', [U, R, R, R, R, R, W]),
-  lnBwdWeightAcc: spec('norm', normSrc, 'ln_bwd_weight_acc', [U, R, R, R, R, W, W]),
   embGather: spec('embedding', embeddingSrc, 'emb_gather', [U, R, R, W]),
   embScatterAcc: spec('embedding', embeddingSrc, 'emb_scatter_acc', [U, R, R, W]),
   sxRows: spec('softmax_xent', softmaxXentSrc, 'sx_rows', [U, R, R, W, W]),
@@ -74,7 +71,12 @@ function variant(v: Omit<MatmulVariant, 'bk'> & { bk?: number }): MatmulVariant 
   return { bk: 8, ...v };
 }
 
-/** The kinds whose operands must be vec4-aligned (the host zero-pads rows and K to multiples of 4). */
+/**
+ * The kinds that read operands with vec4 loads: an operand whose stored rows
+ * are not a multiple of 4 floats, or any operand when K is not, is ragged and
+ * read by bounds-checked scalar loads in the same kernel (matmulSpec's
+ * `ragged`; matmul_common.wgsl).
+ */
 export function needsVec4(v: MatmulVariant): boolean {
   return v.kind === 'reg' || v.kind === 'tiled' || v.kind === 'subgroup';
 }
@@ -117,6 +119,16 @@ for (const v of MATMUL_VARIANTS) {
  */
 export const DEFAULT_MATMUL_VARIANT = 'reg4x8';
 
+/**
+ * Which operands of op(A)[M,K] · op(B)[K,N] a vec4 kernel must read as ragged:
+ * `aCols`, `bCols` are the stored operands' columns (their row strides). Ragged:
+ * a row stride that is not a multiple of 4 floats, or K not a multiple of 4
+ * (the k-blocks of 4 would run past K).
+ */
+export function raggedOperands(aCols: number, bCols: number, K: number): [boolean, boolean] {
+  return [aCols % 4 !== 0 || K % 4 !== 0, bCols % 4 !== 0 || K % 4 !== 0];
+}
+
 export const MATMUL_VARIANT_NAMES: readonly string[] = MATMUL_VARIANTS.map((v) => v.name);
 
 /** The variant called `name`; a ConfigError naming `field` and the variants otherwise. */
@@ -135,9 +147,10 @@ export function requireUsableVariant(field: string, v: MatmulVariant, subgroupSi
 /**
  * The kernel of variant `v` for one form. `subgroupSize` is the device's
  * (GpuCore.subgroupSize): a 'subgroup' variant lays out its workgroup as one
- * subgroup and needs it (a ConfigError without).
+ * subgroup and needs it (a ConfigError without). `ragged` (the vec4 kinds):
+ * whether A, B are ragged (raggedOperands), i.e. read by checked scalar loads.
  */
-export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean, subgroupSize = 0): KernelSpec {
+export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean, subgroupSize = 0, ragged: readonly [boolean, boolean] = [false, false]): KernelSpec {
   let file = 'matmul';
   let source = matmulSrc;
   let entry = v.kind === 'reg' ? `matmul_reg${v.tm}x${v.tn}` : v.kind === 'shared' ? 'matmul_shared' : 'matmul_naive';
@@ -157,7 +170,8 @@ export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean, s
     file,
     source: matmulCommonSrc + source,
     entry,
-    bindings: [U, R, R, W],
+    // The vec4 kinds also bind A and B as scalars (4, 5: their ragged loads).
+    bindings: needsVec4(v) ? [U, R, R, W, R, R] : [U, R, R, W],
     consts: {
       TRANS_A: transA,
       TRANS_B: transB,
@@ -167,6 +181,9 @@ export function matmulSpec(v: MatmulVariant, transA: boolean, transB: boolean, s
       WG_Y: v.wgy,
       BK: v.bk,
       ...(v.kind === 'subgroup' ? { SG: subgroupSize } : {}),
+      // Read only by the vec4 kinds (the others load scalars, checked, whatever the shape): false there, one pipeline.
+      RAGGED_A: needsVec4(v) && ragged[0],
+      RAGGED_B: needsVec4(v) && ragged[1],
     },
   };
 }

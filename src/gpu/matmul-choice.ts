@@ -1,8 +1,9 @@
 /**
  * Which matmul variant each form (NN, NT, TN, TT) runs, and the encoding of a
- * matmul with a variant: the vec4 kinds (register, workgroup-memory and
- * subgroup tiles) need rows padded to multiples of 4 (a zero-padded temporary
- * copy), the others take the tensors as they are.
+ * matmul with a variant: one dispatch on the tensors as they are. The vec4
+ * kinds (register, workgroup-memory and subgroup tiles) run their ragged
+ * specialisation for an operand whose rows, or K, are not multiples of 4
+ * (kernels.ts, raggedOperands).
  * The choice is the default variant (kernels.ts, DEFAULT_MATMUL_VARIANT), one
  * forced variant, or what the autotune (autotune.ts) found fastest.
  */
@@ -11,7 +12,7 @@ import { matmulDims } from '../nn/shapes.ts';
 import { ConfigError } from '../util/errors.ts';
 import type { GpuCore } from './gpu-core.ts';
 import type { GpuTensor } from './gpu-tensor.ts';
-import { DEFAULT_MATMUL_VARIANT, K, matmulSpec, needsVec4, requireMatmulVariant, requireUsableVariant, type MatmulVariant } from './kernels.ts';
+import { DEFAULT_MATMUL_VARIANT, matmulSpec, needsVec4, raggedOperands, requireMatmulVariant, requireUsableVariant, type MatmulVariant } from './kernels.ts';
 import { Params } from './uniforms.ts';
 
 export type MatmulForm = 'NN' | 'NT' | 'TN' | 'TT';
@@ -19,10 +20,6 @@ export const MATMUL_FORMS: readonly MatmulForm[] = ['NN', 'NT', 'TN', 'TT'];
 
 export function matmulForm(opts: MatmulOptions = {}): MatmulForm {
   return `${opts.transA ? 'T' : 'N'}${opts.transB ? 'T' : 'N'}` as MatmulForm;
-}
-
-function ceil4(n: number): number {
-  return Math.ceil(n / 4) * 4;
 }
 
 export class MatmulChoice {
@@ -61,43 +58,17 @@ export class MatmulChoice {
     const v = variant === null ? this.choice[matmulForm(opts)] : requireMatmulVariant('matmulVariant', variant);
     const [ar, ac] = a.shape;
     const [br, bc] = b.shape;
-    const spec = matmulSpec(v, transA, transB, this.core.subgroupSize);
-    const wgx = Number(spec.consts?.WG_X);
+    const spec = matmulSpec(v, transA, transB, this.core.subgroupSize, raggedOperands(ac, bc, Kd));
     let groups: [number, number];
-    if (needsVec4(v)) {
-      // vec4 loads need rows of a multiple of 4 floats, and K a multiple of 4 (zero padded).
-      const padA = transA ? ar % 4 !== 0 || ac % 4 !== 0 : ac % 4 !== 0;
-      const padB = transB ? bc % 4 !== 0 : br % 4 !== 0 || bc % 4 !== 0;
-      const aRows = transA ? ceil4(ar) : ar;
-      const aCols = ceil4(ac);
-      const bRows = transB ? br : ceil4(br);
-      const bCols = ceil4(bc);
-      const A = padA ? this.pad(a, aRows, aCols) : a.buf!;
-      const B = padB ? this.pad(b, bRows, bCols) : b.buf!;
-      groups = [Math.ceil(N / (v.tn * wgx)), Math.ceil(M / (v.tm * v.wgy))];
-      this.checkGroups(groups);
-      const p = Params.of().U(M).U(N).U(ceil4(Kd)).U(aCols).U(bCols).U(aRows).U(bRows).U(acc ? 1 : 0);
-      this.core.run('matmul', spec, p, [null, A, B, out], groups);
-      if (padA) this.core.stream.releaseAfterSubmit(A);
-      if (padB) this.core.stream.releaseAfterSubmit(B);
-      return;
-    }
-    if (v.kind === 'shared') groups = [Math.ceil(N / (v.tn * v.wgx)), Math.ceil(M / (v.tm * v.wgy))];
+    if (needsVec4(v)) groups = [Math.ceil(N / (v.tn * Number(spec.consts?.WG_X))), Math.ceil(M / (v.tm * v.wgy))];
+    else if (v.kind === 'shared') groups = [Math.ceil(N / (v.tn * v.wgx)), Math.ceil(M / (v.tm * v.wgy))];
     else groups = [Math.ceil(N / v.wgx), Math.ceil(M / v.wgy)];
     this.checkGroups(groups);
     const p = Params.of().U(M).U(N).U(Kd).U(ac).U(bc).U(ar).U(br).U(acc ? 1 : 0);
-    this.core.run('matmul', spec, p, [null, a, b, out], groups);
+    this.core.run('matmul', spec, p, needsVec4(v) ? [null, a, b, out, a, b] : [null, a, b, out], groups);
   }
 
   private checkGroups(g: [number, number]): void {
     if (g[0] > 65535 || g[1] > 65535) throw new ConfigError('matmul shape', g, 'is too large for one dispatch (at most 65535 workgroups per axis)');
-  }
-
-  /** A zero-padded [rows, cols] copy of t (a temporary buffer; the caller releases it). */
-  private pad(t: GpuTensor, rows: number, cols: number): GPUBuffer {
-    const [r, c] = t.shape;
-    const out = this.core.temp(rows * cols * 4);
-    this.core.run('pad', K.pad2d, Params.of().U(0).U(c).U(0).U(r).F(0).U(cols).U(rows), [null, t, null, out], this.core.grid2d(cols, rows));
-    return out;
   }
 }

@@ -68,10 +68,21 @@ const SMALL: [number, number, number][] = [
   [33, 7, 5],
   [129, 65, 33],
   [2, 3, 1],
+  // Rows of a multiple of 4 with K odd (TN: A [17, 8] is ragged by its rows only).
+  [8, 12, 17],
 ];
 
 /** Bigger than two blocks of every tiled and subgroup variant along M and N, K not a multiple of any k-tile. */
 const RAGGED_BLOCKS: [number, number, number] = [150, 270, 45];
+/**
+ * Every dimension a multiple of 4: the vec4 kinds' aligned loads (in the shapes above both
+ * operands are ragged: checked loads). An operand's loads depend only on its own layout
+ * (TRANS_A, TRANS_B), so A·B and Aᵀ·Bᵀ cover both layouts of both (each such pipeline
+ * takes seconds to compile on SwiftShader).
+ */
+const ALIGNED: [number, number, number] = [12, 20, 8];
+const ALIGNED_BLOCKS: [number, number, number] = [148, 268, 44];
+const ALIGNED_FORMS: readonly MatmulForm[] = ['NN', 'TT'];
 
 describe('every matmul variant, every form', () => {
   for (const v of MATMUL_VARIANTS) {
@@ -81,7 +92,12 @@ describe('every matmul variant, every form', () => {
       for (const form of MATMUL_FORMS) {
         for (const [M, N, K] of SMALL) await checkMatmul(v.name, form, M, N, K, false);
         await checkMatmul(v.name, form, 17, 9, 31, true);
-        if (v.kind === 'tiled' || v.kind === 'subgroup') await checkMatmul(v.name, form, ...RAGGED_BLOCKS, form === 'TN');
+        const blocks = v.kind === 'tiled' || v.kind === 'subgroup';
+        if (blocks) await checkMatmul(v.name, form, ...RAGGED_BLOCKS, form === 'TN');
+        if (ALIGNED_FORMS.includes(form)) {
+          await checkMatmul(v.name, form, ...ALIGNED, form === 'TT');
+          if (blocks) await checkMatmul(v.name, form, ...ALIGNED_BLOCKS, form === 'NN');
+        }
       }
     });
   }
@@ -104,6 +120,28 @@ describe('subgroup variants when the workgroup is not one full subgroup', () => 
     } finally {
       gpu = saved;
       other.destroy();
+    }
+  });
+});
+
+describe('ragged operands are read in place', () => {
+  test('one dispatch for any shape, with every vec4 kind; ragged K (1, 3, 17, 33, 65) by ragged M and N', async () => {
+    const vec4 = MATMUL_VARIANTS.filter((v) => v.kind === 'reg' || v.kind === 'tiled' || v.kind === 'subgroup');
+    for (const v of vec4) {
+      const rng = makeRng(seed, `dispatch:${v.name}`);
+      for (const form of MATMUL_FORMS) {
+        const o = optsOf(form);
+        const [M, N, K] = [3, 17, 33];
+        const a = gpu.tensor(randomArray(rng, M * K), o.transA ? [K, M] : [M, K]);
+        const b = gpu.tensor(randomArray(rng, K * N), o.transB ? [N, K] : [K, N]);
+        const before = gpu.stats().dispatches;
+        const c = gpu.matmulWith(v.name, a, b, o);
+        expect(gpu.stats().dispatches - before, `${v.name} ${form} ${M}x${N}x${K}: dispatches`).toBe(1);
+        for (const t of [a, b, c]) gpu.dispose(t);
+      }
+    }
+    for (const form of MATMUL_FORMS) {
+      for (const K of [1, 3, 17, 33, 65]) await checkMatmul(null, form, 66 - K, 1 + ((K * 7) % 66), K, K === 17);
     }
   });
 });

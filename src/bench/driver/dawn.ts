@@ -9,7 +9,8 @@
  * left outside), so the one file also runs on a machine that has only Node and
  * the `webgpu` package (how bench/GPU.md's figures were taken).
  *
- *   npm run bench:node -- [--quick] [--big] [--out DIR]     (--big adds 1024³, 2048³ and 4096³ matmuls)
+ *   npm run bench:node -- [--quick] [--big] [--kernels-only] [--out DIR]
+ *       (--big adds 1024³, 2048³ and 4096³ matmuls; --kernels-only skips the training rows)
  *   PIPELAB_REAL_GPU=1 npm run bench:node                  (the machine's GPU)
  *   PIPELAB_REAL_GPU=1 npm run bench:node -- --train-gpt 3000
  *       trains makemore's GPT (4 layers, 4 heads, 64 wide) on names with the app's own loop
@@ -18,7 +19,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { nodeGpu } from '../../gpu/testing/node-gpu.ts';
-import { benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchRow } from '../kernels-suite.ts';
+import { benchKernelReduce, benchKernelSize, kernelsSetup, kernelsTeardown, type KernelBenchRow } from '../kernels-suite.ts';
+import { REDUCE_BENCH_CASES, type ReduceBenchRow } from '../reduce-bench.ts';
 import { BENCH_SIZES, BIG_BENCH_SIZES, type MatmulSize } from '../matmul-bench.ts';
 import { benchTraining, type TrainingBenchRow } from '../training-suite.ts';
 import { GpuBackend } from '../../gpu/gpu-backend.ts';
@@ -29,23 +31,26 @@ import { trainSingleDevice } from '../../nn/train.ts';
 interface Args {
   quick: boolean;
   big: boolean;
+  /** Only the kernel rows (matmuls, reductions), no training. */
+  kernelsOnly: boolean;
   out: string;
   /** Train makemore's GPT for this many steps instead of the suites (0: run the suites). */
   trainGpt: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, big: false, out: resolve('bench'), trainGpt: 0 };
+  const args: Args = { quick: false, big: false, kernelsOnly: false, out: resolve('bench'), trainGpt: 0 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
     else if (a === '--big') args.big = true;
+    else if (a === '--kernels-only') args.kernelsOnly = true;
     else if (a === '--out') args.out = resolve(argv[++i] ?? '');
     else if (a === '--train-gpt') {
       const v = argv[++i] ?? '';
       args.trainGpt = Number(v);
       if (!/^\d+$/.test(v) || args.trainGpt < 1) throw new Error(`--train-gpt = ${JSON.stringify(v)}: must be a whole number of steps ≥ 1`);
-    } else throw new Error(`unknown option ${JSON.stringify(a)}; usage: bench:node [--quick] [--big] [--out DIR] [--train-gpt STEPS]`);
+    } else throw new Error(`unknown option ${JSON.stringify(a)}; usage: bench:node [--quick] [--big] [--kernels-only] [--out DIR] [--train-gpt STEPS]`);
   }
   return args;
 }
@@ -53,7 +58,7 @@ function parseArgs(argv: string[]): Args {
 const x = (v: number): string => `${v.toFixed(2)}×`;
 const geomean = (xs: number[]): number => Math.exp(xs.reduce((s, v) => s + Math.log(v), 0) / xs.length);
 
-function markdown(adapter: string, date: string, kernels: KernelBenchRow[], training: TrainingBenchRow[]): string {
+function markdown(adapter: string, date: string, kernels: KernelBenchRow[], reduce: ReduceBenchRow[], training: TrainingBenchRow[]): string {
   const lines = [
     `# PipeLab on Dawn in Node: ${adapter}`,
     '',
@@ -67,6 +72,12 @@ function markdown(adapter: string, date: string, kernels: KernelBenchRow[], trai
     ...kernels.map((k) => `| ${k.M}×${k.N}×${k.K} | ${k.op} | ${k.oursGflops.toFixed(1)} | ${k.variant} | ${k.tfjsGflops.toFixed(1)} | ${x(k.ratio)} |`),
     '',
     `Geometric mean ours / TF.js: ${x(geomean(kernels.map((k) => k.ratio)))}.`,
+    '',
+    '## Reductions over rows (ms per call)',
+    '',
+    '| op | rows×cols | ours ms | TF.js ms | TF.js / ours |',
+    '| --- | --- | --- | --- | --- |',
+    ...reduce.map((r) => `| ${r.op} | ${r.rows}×${r.cols} | ${r.oursMs.toFixed(3)} | ${r.tfjsMs.toFixed(3)} | ${x(r.ratio)} |`),
     '',
     '## One training step of the whole model on one device',
     '',
@@ -133,10 +144,16 @@ async function main(): Promise<void> {
       kernels.push(k);
     }
   }
+  const reduce: ReduceBenchRow[] = [];
+  for (const c of REDUCE_BENCH_CASES) {
+    const r = await benchKernelReduce(c, args.quick ? { warmup: 1, repeats: 3 } : { warmup: 3, repeats: 9 });
+    console.log(`${r.op} ${r.rows}x${r.cols}: ours ${r.oursMs.toFixed(3)} ms, TF.js ${r.tfjsMs.toFixed(3)} ms: ${x(r.ratio)}`);
+    reduce.push(r);
+  }
   kernelsTeardown();
 
   const training: TrainingBenchRow[] = [];
-  for (const dataset of ['spiral', 'names'] as const) {
+  for (const dataset of args.kernelsOnly ? [] : (['spiral', 'names'] as const)) {
     const r = await benchTraining({ dataset, warmup: 5, steps: args.quick ? 10 : 40 });
     console.log(`${dataset}: ours ${r.ours.samplesPerSecond.toFixed(0)} samples/s, TF.js ${r.tfjs.samplesPerSecond.toFixed(0)}: ${x(r.ratio)}`);
     training.push(r);
@@ -146,8 +163,8 @@ async function main(): Promise<void> {
   const name = (info.vendor || 'adapter').replace(/[^\w-]/g, '');
   mkdirSync(args.out, { recursive: true });
   const kernelRows = kernels.map(({ ours: _o, tfjs: _t, ...k }) => k);
-  writeFileSync(join(args.out, `dawn-${name}.json`), `${JSON.stringify({ date, adapter, quick: args.quick, autotune: setup, kernels: kernelRows, training }, null, 2)}\n`);
-  const md = markdown(adapter, date, kernels, training);
+  writeFileSync(join(args.out, `dawn-${name}.json`), `${JSON.stringify({ date, adapter, quick: args.quick, autotune: setup, kernels: kernelRows, reduce, training }, null, 2)}\n`);
+  const md = markdown(adapter, date, kernels, reduce, training);
   writeFileSync(join(args.out, `DAWN-${name}.md`), md);
   console.log(`\n${md}`);
 }

@@ -90,7 +90,7 @@ async function kernels(ctx: BenchContext): Promise<SuiteResult> {
       `ours: GpuBackend.create({ autotune: true }), each form run with the variant the autotune chose for it (src/bench/matmul-bench.ts); TF.js: tf.matMul(a, b, transposeA, transposeB) on its WebGPU backend (src/bench/tfjs-matmul-bench.ts). Same page, same adapter, separate devices.`,
       `each figure: ${opts.warmup} untimed run${opts.warmup === 1 ? '' : 's'}, then the median of ${opts.repeats} timed repeats from a settled queue to queue completion (submit and completion included), a repeat being a batch of matmuls (${ctx.big ? 'enough for ~100 GFLOP, at most 64: a real GPU' : 'enough for ~20 MFLOP, at most 16'}). For each size ours runs first, then TF.js.`,
       `ours / TF.js: geometric mean ${x(geo)}, lowest ${x(Math.min(...rows.map((r) => r.ratio)))} (target ≥ 3× on SwiftShader, ≥ 1.5× on a real GPU).`,
-      'dispatches: one more matmul of each side, counted in the page; our ragged sizes take 3 (A and B zero-padded to multiples of 4 for the vec4 kernels, then the matmul).',
+      'dispatches: one more matmul of each side, counted in the page; ours is one dispatch at every size (ragged operands are read in place by bounds-checked loads; builds before 2026-11-28 zero-padded them first: 3 dispatches).',
     ],
   };
 }
