@@ -4,11 +4,10 @@
  * weights equal one device's (the same WGSL kernels in the page's own backend) to 1e-5; a bad MoE value in a link
  * is named by field, value and rule.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './page-errors.ts';
 
 test('the MoE GPT: a link fills its fields, trains on two workers with the aux loss beside the loss, equal to one device', async ({ page }) => {
   test.setTimeout(300_000);
-  page.on('pageerror', (e) => console.log('pageerror:', e.message));
   await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=1&ranks=2&microbatches=2&batchSize=8&schedule=1f1b&steps=3&evalEvery=0');
   await expect(page.getByTestId('url-problems')).toHaveCount(0);
   await expect(page.getByLabel('Experts (MoE)', { exact: true })).toHaveValue('4');
