@@ -71,6 +71,8 @@ export class Mailbox {
   private readonly items = new Map<string, Payload>();
   private readonly waiters = new Map<string, Waiter>();
   private failure: Error | null = null;
+  /** Payloads taken so far (each a message from another worker: what a step's crossings count). */
+  taken = 0;
   /** The takes' timeouts: a paused stream suspends them (stream-pause.ts). */
   readonly timers = new PausableTimers();
 
@@ -101,6 +103,7 @@ export class Mailbox {
     if (w) {
       this.waiters.delete(key);
       w.cancel();
+      this.taken++;
       w.resolve(p);
     } else {
       this.items.set(key, p);
@@ -114,6 +117,7 @@ export class Mailbox {
     const have = this.items.get(key);
     if (have) {
       this.items.delete(key);
+      this.taken++;
       return Promise.resolve(have);
     }
     return new Promise<Payload>((resolve, reject) => {

@@ -35,10 +35,12 @@ export class StepLog {
     this.push({ rank: this.rank, stage, op: 'comm', mb, start, end, comm: kind, peer });
   }
 
-  compute(a: Action, start: number, gpuMs: number | undefined): void {
+  /** Logs a compute action from `start` to now and returns its interval (an action not waited for is placed later: executor/action-times.ts). */
+  compute(a: Action, start: number, gpuMs: number | undefined): Interval {
     const iv: Interval = { rank: this.rank, stage: a.stage, op: a.op, mb: a.mb, start, end: epochMs() };
     if (gpuMs !== undefined) iv.gpuMs = gpuMs;
     this.push(iv);
+    return iv;
   }
 
   /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange); a tp collective: the micro-batch. */
@@ -142,6 +144,11 @@ export class Transport {
   protected post(port: MessagePort, msg: Payload, _from: Action, _step: number): boolean {
     port.postMessage(msg, [msg.buffer]);
     return true;
+  }
+
+  /** Messages taken from other workers so far (the mailbox's count: every kind). */
+  crossings(): number {
+    return this.o.mailbox.taken;
   }
 
   /** Throws the first failed send's error, if any. */

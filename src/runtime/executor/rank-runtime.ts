@@ -25,7 +25,8 @@ import { Mailbox } from '../comm/index.ts';
 import { StreamPause } from './stream-pause.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../../schedule/types.ts';
-import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import { RankExecutor, type ActionDone, type GpuCounts, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import type { ActionClock } from '../../gpu/action-clock.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../../config/run-config.ts';
 import { Transport, type StepLog } from '../comm/index.ts';
@@ -79,8 +80,9 @@ export interface WarmUp {
 
 
 export interface RankHooks extends FaultEffects {
-  /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
-  gpuSpan?: GpuSpanStart;
+  /** A GpuBackend's: the actions timed on the GPU and not waited for, and its waits and submits counted (gpu-hooks.ts). */
+  clock?: ActionClock;
+  gpuCounts?: GpuCounts;
 }
 
 /**
@@ -311,7 +313,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     data,
     transport,
     policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
-    gpuSpan: hooks.gpuSpan,
+    clock: hooks.clock,
+    gpuCounts: hooks.gpuCounts,
     ...(streamEnd && streamPause ? { admit: (a: Action) => streamPause.admit().then(() => streamEnd.admit(a)) } : {}),
     // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
     ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),

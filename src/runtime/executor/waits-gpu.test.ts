@@ -1,0 +1,88 @@
+/**
+ * Waiting only for a value the CPU reads, on WebGPU (Dawn in Node on SwiftShader, one device per rank, in-process
+ * ranks over real MessageChannels). Each worker's waits on its GPU, submits, crossings and actions per step are
+ * counted by its backend and transport (rank-executor.ts StepCounts) and must equal what the schedule alone says:
+ * one wait per send (its readback), one for all of a last stage's losses, one at the step's end (the action spans
+ * read off the device with timestamps; a sync of the update without) — none per action; one submit per action and
+ * one or two at the step's end (below). The actions' intervals are each worker's own actions in order, never
+ * overlapping, and the losses and weights equal the float64 CPU run of the same pipeline.
+ * Needs VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json here (testing/node-gpu.ts sets it).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { GpuBackend } from '../../gpu/gpu-backend.ts';
+import { createTestBackend } from '../../gpu/testing/node-gpu.ts';
+import { CpuBackend } from '../../nn/cpu-backend.ts';
+import type { Backend } from '../../nn/backend.ts';
+import { generateSchedule } from '../../schedule/registry.ts';
+import { isCompute } from '../../schedule/timeline.ts';
+import type { Schedule } from '../../schedule/types.ts';
+import { relErr } from '../../util/rel-err.ts';
+import { runPipeline } from '../coordinator.ts';
+import { InProcessRankHost } from './in-process-host.ts';
+import { defaultRunConfig, type RunConfig } from '../../config/run-config.ts';
+
+const backends: GpuBackend[] = [];
+afterAll(() => {
+  for (const b of backends) b.destroy();
+});
+
+const cfg: RunConfig = { ...defaultRunConfig(), schedule: '1f1b', ranks: 2, layers: 3, hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, optimizer: 'adamw', lr: 0.01 };
+
+function run(bes: Backend[]) {
+  return runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, bes[r]), readWeights: true });
+}
+
+/**
+ * What rank `r` must count in a step, from the schedule alone. Submits: one per action (a send's readback rides in
+ * its action's), and at the step's end one that carries the update (the losses' read where the rank has losses,
+ * else the sync's) and, with timestamps, one that resolves the spans.
+ */
+function expected(s: Schedule, r: number, timestamps: boolean) {
+  const last = s.stages - 1;
+  const elsewhere = (stage: number) => stage >= 0 && stage <= last && s.stageToRank[stage] !== r;
+  const order = s.order[r];
+  // A forward's output goes on to stage + 1, a backward's input gradient back to stage − 1; a forward takes its
+  // input from stage − 1, a backward its output's gradient from stage + 1.
+  const sends = order.filter((a) => (a.op === 'F' ? elsewhere(a.stage + 1) : elsewhere(a.stage - 1))).length;
+  const crossings = order.filter((a) => (a.op === 'F' ? elsewhere(a.stage - 1) : elsewhere(a.stage + 1))).length;
+  const losses = order.some((a) => a.op === 'F' && a.stage === last) ? 1 : 0;
+  return { actions: order.length, crossings, waits: sends + losses + 1, submits: order.length + 1 + (timestamps ? losses : 0) };
+}
+
+describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
+  for (const timestamps of [true, false]) {
+    it(`${timestamps ? 'timestamp-query spans' : 'completion callbacks (no timestamp-query)'}: the counts the schedule gives, actions in order without overlap, one device's losses and weights`, async () => {
+      const gpus: GpuBackend[] = [];
+      for (let r = 0; r < cfg.ranks; r++) gpus.push(await createTestBackend({ timestamps }));
+      backends.push(...gpus);
+      expect(gpus.every((g) => g.hasTimestamps === timestamps)).toBe(true);
+      const report = await run(gpus);
+      const s = generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, cfg.virtual);
+
+      expect(report.steps).toHaveLength(cfg.steps);
+      for (const step of report.steps) {
+        expect(step.counts.map((c) => c.rank)).toEqual([0, 1]);
+        for (const c of step.counts) expect({ actions: c.actions, crossings: c.crossings, waits: c.waits, submits: c.submits }).toEqual(expected(s, c.rank, timestamps));
+      }
+
+      // Each worker's actions: its own order, each after the previous one's end, spans from timestamps where there are any.
+      for (let r = 0; r < cfg.ranks; r++) {
+        const mine = report.timeline.intervals.filter((iv) => isCompute(iv) && iv.rank === r).sort((a, b) => a.start - b.start);
+        expect(mine.map((iv) => `${iv.stage}${iv.op}${iv.mb}`)).toEqual(s.order[r].map((a) => `${a.stage}${a.op}${a.mb}`));
+        mine.forEach((iv, i) => {
+          expect(iv.end).toBeGreaterThanOrEqual(iv.start);
+          if (i > 0) expect(iv.start).toBeGreaterThanOrEqual(mine[i - 1].end);
+          expect(iv.gpuMs !== undefined).toBe(timestamps);
+        });
+      }
+
+      const cpu = await run(gpus.map(() => new CpuBackend()));
+      expect(cpu.steps.every((st) => st.counts.every((c) => c.waits === undefined && c.submits === undefined))).toBe(true);
+      report.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(1e-4 * Math.max(1, Math.abs(cpu.losses[i]))));
+      const names = Object.keys(cpu.weights ?? {}).sort();
+      expect(Object.keys(report.weights ?? {}).sort()).toEqual(names);
+      for (const n of names) expect(relErr((report.weights ?? {})[n], (cpu.weights ?? {})[n])).toBeLessThan(1e-4);
+      expect(report.leakedBuffers).toBe(0);
+    }, 120_000);
+  }
+});
