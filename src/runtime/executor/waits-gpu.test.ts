@@ -26,18 +26,23 @@ afterAll(() => {
   for (const b of backends) b.destroy();
 });
 
-const cfg: RunConfig = { ...defaultRunConfig(), schedule: '1f1b', ranks: 2, layers: 3, hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, optimizer: 'adamw', lr: 0.01 };
+const pipeline: RunConfig = { ...defaultRunConfig(), schedule: '1f1b', ranks: 2, layers: 3, hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, optimizer: 'adamw', lr: 0.01 };
 
-function run(bes: Backend[]) {
-  return runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, bes[r]), readWeights: true });
+function run(cfg: RunConfig, bes: Backend[]) {
+  return runPipeline(cfg, { hostFactory: (w) => new InProcessRankHost(w, bes[w]), readWeights: true });
 }
 
 /**
  * What rank `r` must count in a step, from the schedule alone. Submits: one per action (a send's readback rides in
  * its action's), and at the step's end one that carries the update (the losses' read where the rank has losses,
- * else the sync's) and, with timestamps, one that resolves the spans.
+ * else the sync's) and, with timestamps, one that resolves the spans. With dp replicas each stage's all-reduce adds
+ * two waits, a read of its gradients and a sync of their write back, and takes 2(dp − 1) chunks; it adds the write
+ * back's submit, and the read's too, unless the read is the one that submits the stage's last backward: with
+ * config.overlap (the default) it runs right after that action, which on stage 0 sends nothing (on a later stage
+ * the send's readback has submitted it).
  */
-function expected(s: Schedule, r: number, timestamps: boolean) {
+function expected(s: Schedule, r: number, timestamps: boolean, cfg: RunConfig) {
+  const { dp } = cfg;
   const last = s.stages - 1;
   const elsewhere = (stage: number) => stage >= 0 && stage <= last && s.stageToRank[stage] !== r;
   const order = s.order[r];
@@ -46,28 +51,36 @@ function expected(s: Schedule, r: number, timestamps: boolean) {
   const sends = order.filter((a) => (a.op === 'F' ? elsewhere(a.stage + 1) : elsewhere(a.stage - 1))).length;
   const crossings = order.filter((a) => (a.op === 'F' ? elsewhere(a.stage - 1) : elsewhere(a.stage + 1))).length;
   const losses = order.some((a) => a.op === 'F' && a.stage === last) ? 1 : 0;
-  return { actions: order.length, crossings, waits: sends + losses + 1, submits: order.length + 1 + (timestamps ? losses : 0) };
+  const held = dp > 1 ? s.stageToRank.flatMap((x, stage) => (x === r ? [stage] : [])) : [];
+  const ringSubmits = held.reduce((n, stage) => n + (cfg.overlap && stage === 0 ? 1 : 2), 0);
+  return { actions: order.length, crossings: crossings + held.length * 2 * (dp - 1), waits: sends + losses + 1 + 2 * held.length, submits: order.length + 1 + (timestamps ? losses : 0) + ringSubmits };
 }
 
 describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
-  for (const timestamps of [true, false]) {
-    it(`${timestamps ? 'timestamp-query spans' : 'completion callbacks (no timestamp-query)'}: the counts the schedule gives, actions in order without overlap, one device's losses and weights`, async () => {
+  const cases: [string, RunConfig, boolean][] = [
+    ['1F1B on 2 ranks, timestamp-query spans', pipeline, true],
+    ['1F1B on 2 ranks, completion callbacks (no timestamp-query)', pipeline, false],
+    ['dp 2 × pp 2, a ring all-reduce per stage after its last backward, timestamp-query spans', { ...pipeline, dp: 2, overlap: true }, true],
+  ];
+  for (const [what, cfg, timestamps] of cases) {
+    it(`${what}: the counts the schedule gives, actions in order without overlap, one device's losses and weights`, async () => {
       const gpus: GpuBackend[] = [];
-      for (let r = 0; r < cfg.ranks; r++) gpus.push(await createTestBackend({ timestamps }));
+      for (let w = 0; w < cfg.dp * cfg.ranks; w++) gpus.push(await createTestBackend({ timestamps }));
       backends.push(...gpus);
       expect(gpus.every((g) => g.hasTimestamps === timestamps)).toBe(true);
-      const report = await run(gpus);
+      const report = await run(cfg, gpus);
       const s = generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, cfg.virtual);
 
       expect(report.steps).toHaveLength(cfg.steps);
       for (const step of report.steps) {
-        expect(step.counts.map((c) => c.rank)).toEqual([0, 1]);
-        for (const c of step.counts) expect({ actions: c.actions, crossings: c.crossings, waits: c.waits, submits: c.submits }).toEqual(expected(s, c.rank, timestamps));
+        expect(step.counts.map((c) => [c.replica ?? 0, c.rank])).toEqual(gpus.map((_, w) => [Math.floor(w / cfg.ranks), w % cfg.ranks]));
+        for (const c of step.counts) expect({ actions: c.actions, crossings: c.crossings, waits: c.waits, submits: c.submits }).toEqual(expected(s, c.rank, timestamps, cfg));
       }
 
       // Each worker's actions: its own order, each after the previous one's end, spans from timestamps where there are any.
-      for (let r = 0; r < cfg.ranks; r++) {
-        const mine = report.timeline.intervals.filter((iv) => isCompute(iv) && iv.rank === r).sort((a, b) => a.start - b.start);
+      for (let w = 0; w < gpus.length; w++) {
+        const r = w % cfg.ranks;
+        const mine = report.timeline.intervals.filter((iv) => isCompute(iv) && iv.rank === r && (iv.replica ?? 0) === Math.floor(w / cfg.ranks)).sort((a, b) => a.start - b.start);
         expect(mine.map((iv) => `${iv.stage}${iv.op}${iv.mb}`)).toEqual(s.order[r].map((a) => `${a.stage}${a.op}${a.mb}`));
         mine.forEach((iv, i) => {
           expect(iv.end).toBeGreaterThanOrEqual(iv.start);
@@ -76,7 +89,7 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
         });
       }
 
-      const cpu = await run(gpus.map(() => new CpuBackend()));
+      const cpu = await run(cfg, gpus.map(() => new CpuBackend()));
       expect(cpu.steps.every((st) => st.counts.every((c) => c.waits === undefined && c.submits === undefined))).toBe(true);
       report.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(1e-4 * Math.max(1, Math.abs(cpu.losses[i]))));
       const names = Object.keys(cpu.weights ?? {}).sort();
