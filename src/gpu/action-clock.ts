@@ -33,6 +33,8 @@ export interface ActionClock {
   end(): void;
   /** Every span since the last collect, in begin order; the clock is then empty for the next step. */
   collect(): Promise<ActionSpan[]>;
+  /** Drops what was not collected (a step that failed): the next step starts empty. */
+  discard(): void;
 }
 
 /** Queries per query set (WebGPU's limit is 4096); a multiple of 32 so each set's resolved bytes start 256-aligned. */
@@ -72,6 +74,11 @@ export class TimestampClock implements ActionClock {
     const [set, index] = this.slot(this.used + 1);
     this.stream.endTimestampPass(set, index);
     this.used += 2;
+  }
+
+  discard(): void {
+    this.used = 0;
+    this.open = false;
   }
 
   async collect(): Promise<ActionSpan[]> {
@@ -117,6 +124,10 @@ export class CompletionClock implements ActionClock {
   ) {}
 
   begin(): void {}
+
+  discard(): void {
+    this.ends = [];
+  }
 
   end(): void {
     let done!: (t: number) => void;

@@ -283,7 +283,7 @@ export class GpuCore {
   }
 
   /** Several tensors read at once: one staging buffer, one submit, one wait (readback.ts). */
-  readMany(ts: readonly Tensor[]): Promise<(Float32Array | Int32Array)[]> {
+  async readMany(ts: readonly Tensor[]): Promise<(Float32Array | Int32Array)[]> {
     this.alive();
     const gs = ts.map((t) => this.own('read tensor', t));
     return readTensors(this.stream, this.pool, gs, this.readback);
@@ -397,11 +397,12 @@ export class GpuCore {
     return { end: () => this.raceLost(span.end()) };
   }
 
-  /** A clock for a worker's actions that waits for none of them (action-clock.ts); wall ends are read on `now`. */
+  /** The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query sets kept); wall ends read on `now`. */
   actionClock(now: () => number): ActionClock {
     if (!this.hasTimestamps) return new CompletionClock(this.device, this.stream, now);
-    return new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes)));
+    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes))));
   }
+  private timestampClock: TimestampClock | undefined;
 
   /** Times the ops `fn` issues. */
   async time<T>(fn: () => T): Promise<SpanResult & { result: T }> {

@@ -147,6 +147,7 @@ export class RankExecutor implements StepRunner {
     const counted0 = this.p.gpuCounts?.();
     const crossings0 = transport.crossings();
     this.issued = [];
+    this.p.clock?.discard();
     let actions = 0;
 
     for (const a of this.p.order) {
@@ -271,7 +272,15 @@ export class RankExecutor implements StepRunner {
     }
     const submits0 = this.p.gpuCounts?.().submits;
     clock.begin();
-    const result = await issue();
+    let result: T;
+    try {
+      result = await issue();
+    } catch (e) {
+      // Its span is closed and matched, not logged: the step fails here, or skips the action (a stream's end).
+      clock.end();
+      this.issued.push({ iv: { rank: log.rank, stage: a.stage, op: a.op, mb: a.mb, start: t0, end: t0 }, issuedAt: t0, encodedAt: epochMs(), oneSubmit: false });
+      throw e;
+    }
     clock.end();
     const encodedAt = epochMs();
     const oneSubmit = submits0 !== undefined && this.p.gpuCounts?.().submits === submits0;
