@@ -73,6 +73,8 @@ export class Mailbox {
   private failure: Error | null = null;
   /** Payloads taken so far (each a message from another worker: what a step's crossings count). */
   taken = 0;
+  /** Told each payload as it lands, before any take (the transport uploads activations and gradients then). */
+  onLand?: (p: Payload) => void;
   /** The takes' timeouts: a paused stream suspends them (stream-pause.ts). */
   readonly timers = new PausableTimers();
 
@@ -98,6 +100,7 @@ export class Mailbox {
   }
 
   deliver(p: Payload): void {
+    this.onLand?.(p);
     const key = payloadKey(p.kind, p.stage, p.mb, p.step);
     const w = this.waiters.get(key);
     if (w) {

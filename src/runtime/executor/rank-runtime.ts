@@ -415,6 +415,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     dispose() {
       policy.dispose();
       for (const st of stages.values()) st.dispose();
+      transport.dispose();
       mailbox.clear();
       for (const p of ports.peers.values()) p.close();
       control?.close();
