@@ -304,13 +304,13 @@ test('no leaks: 50 runs in a row leave no GPU buffers alive and no workers beyon
   expect(r.leaked).toBe(0);
 });
 
-test('the measured timeline: one clock for all ranks, communication as intervals, GPU time from timestamp queries', async ({ page }) => {
+test('the measured timeline: one clock for all ranks, communication as intervals, GPU time from timestamp queries; no wait per action', async ({ page }) => {
   await open(page);
   const r = await page.evaluate(async () => {
     const adapter = await navigator.gpu.requestAdapter();
     const timestamps = !!adapter?.features.has('timestamp-query');
     const rep = await window.pipelab.run({ ...window.pipelab.defaultConfig(), hidden: 16, batchSize: 32, microbatches: 4, steps: 2, evalEvery: 0 });
-    return { timestamps, intervals: rep.timeline.intervals, meanGpuOpMs: rep.meanGpuOpMs ?? null, ranks: rep.schedule.ranks, stageToRank: rep.schedule.stageToRank };
+    return { timestamps, intervals: rep.timeline.intervals, meanGpuOpMs: rep.meanGpuOpMs ?? null, ranks: rep.schedule.ranks, stageToRank: rep.schedule.stageToRank, counts: rep.steps.map((s) => s.counts) };
   });
   const compute = r.intervals.filter((iv) => iv.op !== 'comm');
   // Per rank, actions run one at a time and in the schedule's causal order across ranks:
@@ -322,6 +322,18 @@ test('the measured timeline: one clock for all ranks, communication as intervals
   for (const iv of compute.filter((c) => c.op === 'F' && c.stage > 0)) {
     const prev = compute.find((c) => c.op === 'F' && c.stage === iv.stage - 1 && c.mb === iv.mb)!;
     expect(iv.start, `${iv.stage}F${iv.mb} after ${prev.stage}F${prev.mb}`).toBeGreaterThanOrEqual(prev.end);
+  }
+  // Each stage worker counts its waits on its GPU: one per send and one at the step's end, plus one for the last
+  // rank's losses (runtime/executor/waits-gpu.test.ts checks the same rule exactly on Dawn) — never one per action.
+  expect(r.counts.length).toBe(2);
+  for (const step of r.counts) {
+    expect(step).toHaveLength(r.ranks);
+    for (const c of step) {
+      const sends = c.rank === r.ranks - 1 ? 4 : c.rank === 0 ? 4 : 8;
+      expect(c.waits, `rank ${c.rank}`).toBe(sends + 1 + (c.rank === r.ranks - 1 ? 1 : 0));
+      expect(c.actions).toBe(8);
+      expect(c.crossings).toBe(c.rank === 0 || c.rank === r.ranks - 1 ? 4 : 8);
+    }
   }
   const kinds = new Set(r.intervals.filter((iv) => iv.op === 'comm').map((iv) => iv.comm));
   for (const k of ['readback', 'transfer', 'upload', 'send']) expect(kinds.has(k as never), k).toBe(true);

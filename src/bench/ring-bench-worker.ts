@@ -47,13 +47,12 @@ interface HostTensor extends Tensor {
 
 const host = (data: Float32Array, shape: readonly number[]): HostTensor => ({ shape: [...shape], dtype: 'f32', size: data.length, data });
 
-/** The calls TpChannel makes of its backend, on host vectors (nothing is ever queued: sync has nothing to wait for). */
+/** The calls TpChannel makes of its backend, on host vectors (nothing is ever queued: a read waits for nothing). */
 const hostBackend: TpBackend = {
   tensor: (data: ArrayLike<number>, shape: readonly number[]) => host(data instanceof Float32Array ? data : Float32Array.from(data), shape),
   zeros: (shape: readonly number[]) => host(new Float32Array(shape.reduce((a, b) => a * b, 1)), shape),
   read: async (t: Tensor) => (t as HostTensor).data,
   dispose: () => {},
-  sync: async () => {},
 };
 
 /** One collective: sums `x` (position + 1 everywhere) over the group; whether every element came out the sum. */

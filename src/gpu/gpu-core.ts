@@ -18,6 +18,8 @@ import { K, WG1D } from './kernels.ts';
 import { CommandStream, type Groups } from './launch.ts';
 import { PipelineCache, type KernelSpec } from './pipelines.ts';
 import { GpuTimer, type GpuSpan, type SpanResult } from './timing.ts';
+import { readTensors, type ReadbackHost } from './readback.ts';
+import { CompletionClock, TimestampClock, type ActionClock } from './action-clock.ts';
 import { f32Bits, Params } from './uniforms.ts';
 
 export interface GpuCoreOptions {
@@ -54,6 +56,8 @@ export interface GpuStats {
   dispatches: number;
   /** Empty submits sent while waiting for the GPU (nudgeWaitsMs). */
   nudges: number;
+  /** Waits for the GPU: awaited buffer maps and submitted-work waits (reads, syncs, span ends). */
+  waits: number;
 }
 
 /** A kernel binding: a tensor, a raw buffer, or nothing (binding 0 is the uniforms). */
@@ -92,6 +96,7 @@ export class GpuCore {
   private readonly maxGroups: number;
   /** Sends empty submits while a wait is pending (null: waits are not nudged). */
   private readonly nudger: WaitNudger | null;
+  private waitCount = 0;
 
   /** Builds a backend on an already acquired device (see acquireDevice). */
   constructor(acq: AcquiredDevice, opts: GpuCoreOptions = {}) {
@@ -172,15 +177,13 @@ export class GpuCore {
 
   /**
    * Workgroups for a grid-stride kernel over n items: one item per thread up
-   * to a cap (software adapters run few big workgroups faster than many).
+   * to a cap (software adapters run few big workgroups faster than many). @internal for op modules
    */
-  /** @internal for op modules */
   grid(n: number): Groups {
     return [Math.max(1, Math.min(Math.ceil(n / WG1D), this.maxGroups))];
   }
 
-  /** A 2-D grid for [rows, cols] kernels: x over columns (WG1D each), y over rows; both stride beyond. */
-  /** @internal for op modules */
+  /** A 2-D grid for [rows, cols] kernels: x over columns (WG1D each), y over rows; both stride beyond. @internal for op modules */
   grid2d(cols: number, rows: number): Groups {
     const x = Math.max(1, Math.min(Math.ceil(cols / WG1D), this.maxGroups));
     const y = Math.max(1, Math.min(rows, Math.floor(this.maxGroups / x), 65535));
@@ -190,9 +193,8 @@ export class GpuCore {
   /**
    * Dispatches `spec`. bindings[i] goes to binding i (i >= 1). A buffer bound
    * both read-only and writable (an op given the same tensor twice) is read
-   * from a copy; one bound writable twice is refused.
+   * from a copy; one bound writable twice is refused. @internal for op modules
    */
-  /** @internal for op modules */
   run(op: string, spec: KernelSpec, params: Params | Uint8Array | null, bindings: readonly Binding[], groups: Groups): void {
     if (this.collecting) {
       this.collecting.set(this.pipelines.key(spec), spec);
@@ -277,23 +279,21 @@ export class GpuCore {
   }
 
   async read(t: Tensor): Promise<Float32Array | Int32Array> {
-    this.alive();
-    const g = this.own('read tensor', t);
-    const bytes = g.byteLength;
-    const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST).buffer;
-    this.stream.copy(g.buf!, 0, staging, 0, bytes);
-    const dtype = g.dtype;
-    this.stream.flush();
-    try {
-      await this.raceLost(staging.mapAsync(GPUMapMode.READ, 0, bytes));
-      const copy = staging.getMappedRange(0, bytes).slice(0);
-      staging.unmap();
-      this.throwGpuErrors();
-      return dtype === 'i32' ? new Int32Array(copy) : new Float32Array(copy);
-    } finally {
-      if (!this.destroyed) this.pool.release(staging);
-    }
+    return (await this.readMany([t]))[0];
   }
+
+  /** Several tensors read at once: one staging buffer, one submit, one wait (readback.ts). */
+  async readMany(ts: readonly Tensor[]): Promise<(Float32Array | Int32Array)[]> {
+    this.alive();
+    const gs = ts.map((t) => this.own('read tensor', t));
+    return readTensors(this.stream, this.pool, gs, this.readback);
+  }
+
+  private readonly readback: ReadbackHost = {
+    map: (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes)),
+    throwGpuErrors: () => this.throwGpuErrors(),
+    destroyed: () => this.destroyed,
+  };
 
   dispose(t: Tensor): void {
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError('dispose tensor', describeTensor(t), 'must be a tensor created by this GPU backend');
@@ -327,6 +327,7 @@ export class GpuCore {
    * shows first as a failed map or submit).
    */
   private async raceLost<T>(p: Promise<T>): Promise<T> {
+    this.waitCount++;
     const lost = this.lost.then((m): never => {
       throw new DeviceLostError(m);
     });
@@ -337,6 +338,11 @@ export class GpuCore {
       const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
       throw late === null ? e : new DeviceLostError(late);
     }
+  }
+
+  /** The waits for the GPU and the submits so far (cheap: what a worker reads around every action). */
+  counts(): { waits: number; submits: number } {
+    return { waits: this.waitCount, submits: this.stream.stats().submits };
   }
 
   /** Live tensors (a leak check counts these) and the pool's numbers. */
@@ -350,6 +356,7 @@ export class GpuCore {
       submits: s.submits,
       dispatches: s.dispatches,
       nudges: this.nudger?.nudges ?? 0,
+      waits: this.waitCount,
     };
   }
 
@@ -389,6 +396,13 @@ export class GpuCore {
     // Its end maps the query results: a lost device is named here as for read and sync.
     return { end: () => this.raceLost(span.end()) };
   }
+
+  /** The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query sets kept); wall ends read on `now`. */
+  actionClock(now: () => number): ActionClock {
+    if (!this.hasTimestamps) return new CompletionClock(this.device, this.stream, now);
+    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes))));
+  }
+  private timestampClock: TimestampClock | undefined;
 
   /** Times the ops `fn` issues. */
   async time<T>(fn: () => T): Promise<SpanResult & { result: T }> {

@@ -12,6 +12,8 @@ function wait<T = void>(): { p: Promise<T>; end: (v: T) => void; fail: (e: unkno
   return { p, end, fail };
 }
 
+const now = (): number => performance.now();
+
 describe('WaitNudger', () => {
   it('nudges while a wait is pending, and stops when none is', async () => {
     let sent = 0;
@@ -61,6 +63,45 @@ describe('WaitNudger', () => {
     await out;
     expect(at.length).toBeGreaterThan(5);
     for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBe(2);
+  });
+
+  it('backs off: each gap doubles up to maxMs within a stretch of waits, and a new stretch starts again at the interval', async () => {
+    let clock = 0;
+    const at: number[] = [];
+    // A clock that moves 0.25 ms a turn; first gap 0.5 ms, doubling, at most 2 ms.
+    const n = new WaitNudger(() => at.push(clock), 0.5, macrotask, () => (clock += 0.25), 2, 2);
+    const w = wait();
+    const out = n.during(w.p);
+    for (let i = 0; i < 60; i++) await macrotask();
+    w.end();
+    await out;
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    expect(gaps.slice(0, 5)).toEqual([0.5, 1, 2, 2, 2]);
+    expect(gaps.every((g) => g === 0.5 || g === 1 || g === 2)).toBe(true);
+    for (let i = 0; i < 3; i++) await macrotask();
+    // The next stretch: a nudge at once, then 0.5 ms again.
+    const from = at.length;
+    const w2 = wait();
+    const out2 = n.during(w2.p);
+    for (let i = 0; i < 8; i++) await macrotask();
+    w2.end();
+    await out2;
+    expect(at.slice(from + 1, from + 3).map((t, i) => t - at[from + i])).toEqual([0.5, 1]);
+  });
+
+  it('backoff 1 keeps a fixed interval; a backoff under 1 or a maxMs under the interval is refused', async () => {
+    let clock = 0;
+    const at: number[] = [];
+    const n = new WaitNudger(() => at.push(clock), 0.5, macrotask, () => (clock += 0.25), 1, 2);
+    const w = wait();
+    const out = n.during(w.p);
+    for (let i = 0; i < 30; i++) await macrotask();
+    w.end();
+    await out;
+    expect(at.length).toBeGreaterThan(5);
+    for (let i = 1; i < at.length; i++) expect(at[i] - at[i - 1]).toBe(0.5);
+    expect(() => new WaitNudger(() => {}, 1, macrotask, now, 0.5)).toThrow(/backoff must be ≥ 1, got 0.5/);
+    expect(() => new WaitNudger(() => {}, 1, macrotask, now, 2, 0.5)).toThrow(/maxMs must be ≥ intervalMs \(1\), got 0.5/);
   });
 
   it('stops at the device loss even if the wait never ends, and a throwing nudge stops nothing', async () => {

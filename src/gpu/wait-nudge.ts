@@ -14,6 +14,13 @@
  * 15 dp × tp × pp steps 1.21× faster in geometric mean (pipelines 1.24–1.41×, sequence parallelism up to 1.73×),
  * the dp-only 4 × 1 × 1 rows 0.81–0.88× (four workers waiting at once). It is on by default only on hardware
  * adapters in a browser (`defaultNudgeMs`); SwiftShader and Dawn in Node are not nudged.
+ *
+ * Back-off: within one stretch of pending waits the gap before each nudge doubles (`backoff`) up to `maxMs`
+ * (0.25, 0.5, 1, 2, 2, … ms), so a short wait is still seen within a fraction of a millisecond while a long one, or
+ * several workers waiting at once, sends one nudge per 2 ms (Chromium's own look is every ~2.5 ms) instead of one
+ * per 0.25. That A/B ran with a fixed interval, and on a build that waited after every action; since then a worker
+ * waits only for what it reads (rank-executor.ts), so there are far fewer waits to nudge. Neither change has been
+ * measured on a GPU yet.
  */
 
 const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
@@ -36,18 +43,27 @@ export class WaitNudger {
   private pending = 0;
   private running = false;
   private last = -Infinity;
+  /** The gap before the next nudge of this stretch of pending waits. */
+  private gap: number;
   /** Nudges sent so far. */
   nudges = 0;
 
   constructor(
     /** Sends the nudge (an empty submit on the waiting device). A throw stops nothing: the wait ends on its own. */
     private readonly nudge: () => void,
-    /** Milliseconds between nudges at least; > 0. */
+    /** Milliseconds between the first nudges of a stretch of waits at least; > 0. */
     readonly intervalMs: number,
     private readonly turn: () => Promise<void> = macrotask,
     private readonly clock: () => number = now,
+    /** Each gap is the previous one times this (≥ 1; 1: a fixed interval), up to maxMs. */
+    readonly backoff = 2,
+    /** The longest gap (≥ intervalMs). */
+    readonly maxMs = Math.max(intervalMs, DEFAULT_NUDGE_MAX_MS),
   ) {
     if (!(intervalMs > 0)) throw new RangeError(`WaitNudger intervalMs must be > 0, got ${intervalMs}`);
+    if (!(backoff >= 1)) throw new RangeError(`WaitNudger backoff must be ≥ 1, got ${backoff}`);
+    if (!(maxMs >= intervalMs)) throw new RangeError(`WaitNudger maxMs must be ≥ intervalMs (${intervalMs}), got ${maxMs}`);
+    this.gap = intervalMs;
   }
 
   /** `p`, with nudges sent while it (or another wait of this nudger) is pending and `until` (the device's loss) has not come. */
@@ -76,11 +92,15 @@ export class WaitNudger {
 
   private async loop(): Promise<void> {
     this.running = true;
+    // A new stretch of waits: the first nudge goes at once, the next after intervalMs.
+    this.last = -Infinity;
+    this.gap = this.intervalMs;
     try {
       while (this.pending > 0) {
         await this.turn();
         const t = this.clock();
-        if (this.pending > 0 && t - this.last >= this.intervalMs) {
+        if (this.pending > 0 && t - this.last >= (this.last === -Infinity ? 0 : this.gap)) {
+          if (this.last !== -Infinity) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
           this.last = t;
           this.nudges++;
           try {
@@ -96,8 +116,10 @@ export class WaitNudger {
   }
 }
 
-/** Milliseconds between nudges a backend on this adapter uses by default; 0: none. */
+/** Milliseconds between nudges a backend on this adapter uses by default (the first gap); 0: none. */
 export const DEFAULT_NUDGE_MS = 0.25;
+/** The longest gap the back-off reaches by default. */
+export const DEFAULT_NUDGE_MAX_MS = 2;
 
 /**
  * The default: DEFAULT_NUDGE_MS on a hardware adapter in a browser (page or worker), else 0. A page built with

@@ -78,6 +78,8 @@ export interface Backend {
   /** Copies src's values into dst (same size). */
   copyInto(dst: Tensor, src: Tensor): void;
   read(t: Tensor): Promise<Float32Array | Float64Array | Int32Array>;
+  /** Several tensors read at once (a GPU: one staging buffer, one wait); absent: a read of each. */
+  readMany?(ts: readonly Tensor[]): Promise<(Float32Array | Float64Array | Int32Array)[]>;
   dispose(t: Tensor): void;
   /** Submits queued work (GPU); no-op on CPU. */
   flush(): void;

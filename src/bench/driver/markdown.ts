@@ -232,7 +232,7 @@ function makemoreTable(res: SuiteResult): string {
 function syncTable(res: SuiteResult): string {
   const rows = res.rows as SyncBenchRow[];
   return table(
-    ['work', 'its GPU time ms', 'wait', 'devices in the page', 'nudged every', 'issue to wait end, median ms', 'p90 ms', 'median − GPU time ms', 'nudges per wait'],
+    ['work', 'its GPU time ms', 'wait', 'devices in the page', 'nudged from (backing off to 2 ms)', 'issue to wait end, median ms', 'p90 ms', 'median − GPU time ms', 'nudges per wait'],
     rows.map((r) => [r.work, `${f(r.workMs, 3)}${r.workSource === 'wall' ? ' (wall)' : ''}`, r.wait, String(r.devices), r.nudgeMs ? `${r.nudgeMs} ms` : 'not nudged', f(r.medianMs, 2), f(r.p90Ms, 2), f(r.medianMs - r.workMs, 2), f(r.nudgesPerWait, 1)]),
   );
 }

@@ -245,13 +245,13 @@ async function sync(ctx: BenchContext): Promise<SuiteResult> {
   const repeats = ctx.quick ? 5 : 11;
   const rows = await ctx.page.evaluate((repeats) => window.pipelabBench.syncLatency({ repeats }), repeats);
   for (const r of rows) {
-    ctx.log(`sync ${r.work} (${r.workMs.toFixed(3)} ms on the GPU), ${r.wait}, ${r.devices} device(s), ${r.nudgeMs ? `nudged every ${r.nudgeMs} ms` : 'not nudged'}: ${r.medianMs.toFixed(2)} ms (p90 ${r.p90Ms.toFixed(2)}), ${r.nudgesPerWait.toFixed(1)} nudges a wait`);
+    ctx.log(`sync ${r.work} (${r.workMs.toFixed(3)} ms on the GPU), ${r.wait}, ${r.devices} device(s), ${r.nudgeMs ? `nudged from ${r.nudgeMs} ms` : 'not nudged'}: ${r.medianMs.toFixed(2)} ms (p90 ${r.p90Ms.toFixed(2)}), ${r.nudgesPerWait.toFixed(1)} nudges a wait`);
   }
   return {
     rows,
     notes: [
       `each row: a fresh GpuBackend (src/bench/sync-suite.ts) issues the work, then waits for it as the runtime does: sync (queue.onSubmittedWorkDone) or read (a 256-byte tensor copied back and mapped); the time from issuing the work to the wait's end, median and 90th percentile of ${repeats} after 2 untimed, beside the work's own GPU time (timestamp queries, timed alone; "(wall)" where the adapter has none).`,
-      'nudged every x ms: while the wait is pending, an empty queue.submit([]) at most every x ms from a loop that yields a macrotask between turns (src/gpu/wait-nudge.ts); the default on a hardware adapter in a browser is the 0.25 ms row. devices in the page 2: a second WebGPU device open and idle, as the app has one per worker.',
+      'nudged from x ms: while the wait is pending, an empty queue.submit([]) from a loop that yields a macrotask between turns, the first at once, then after x ms, each later gap twice the one before up to 2 ms (src/gpu/wait-nudge.ts; figures recorded before that back-off nudged at a fixed x ms); the default on a hardware adapter in a browser is the 0.25 ms row. devices in the page 2: a second WebGPU device open and idle, as the app has one per worker.',
     ],
   };
 }

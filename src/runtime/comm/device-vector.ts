@@ -6,9 +6,14 @@
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import type { Vector } from './ring-allreduce.ts';
 
-/** The stage's gradients (or weights) laid end to end as one vector, read off the device. */
+/** Tensors read off the device together: one wait where the backend reads several at once (Backend.readMany). */
+export function readAll(be: Pick<Backend, 'read' | 'readMany'>, tensors: readonly Tensor[]): Promise<(Float32Array | Float64Array | Int32Array)[]> {
+  return be.readMany ? be.readMany(tensors) : Promise.all(tensors.map((t) => be.read(t)));
+}
+
+/** The stage's gradients (or weights) laid end to end as one vector, read off the device (one wait). */
 export async function readVector(be: Backend, tensors: readonly Tensor[]): Promise<Vector> {
-  const parts = await Promise.all(tensors.map((t) => be.read(t)));
+  const parts = await readAll(be, tensors);
   const total = parts.reduce((s, p) => s + p.length, 0);
   const out = parts.some((p) => p instanceof Float64Array) ? new Float64Array(total) : new Float32Array(total);
   let at = 0;

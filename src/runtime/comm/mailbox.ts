@@ -71,6 +71,10 @@ export class Mailbox {
   private readonly items = new Map<string, Payload>();
   private readonly waiters = new Map<string, Waiter>();
   private failure: Error | null = null;
+  /** Payloads taken so far (each a message from another worker: what a step's crossings count). */
+  taken = 0;
+  /** Told each payload as it lands, before any take (the transport uploads activations and gradients then). */
+  onLand?: (p: Payload) => void;
   /** The takes' timeouts: a paused stream suspends them (stream-pause.ts). */
   readonly timers = new PausableTimers();
 
@@ -96,11 +100,13 @@ export class Mailbox {
   }
 
   deliver(p: Payload): void {
+    this.onLand?.(p);
     const key = payloadKey(p.kind, p.stage, p.mb, p.step);
     const w = this.waiters.get(key);
     if (w) {
       this.waiters.delete(key);
       w.cancel();
+      this.taken++;
       w.resolve(p);
     } else {
       this.items.set(key, p);
@@ -114,6 +120,7 @@ export class Mailbox {
     const have = this.items.get(key);
     if (have) {
       this.items.delete(key);
+      this.taken++;
       return Promise.resolve(have);
     }
     return new Promise<Payload>((resolve, reject) => {

@@ -2,7 +2,7 @@
  * What a tp collective's interval holds. On a GPU the layer's kernels are still running when the layer asks for its
  * all-reduce, and reading the tensor waits for them: the interval must start when that work is done, or the layer's
  * compute is booked as tp communication. Here a CPU backend stands in for a device that stays busy for a set time
- * after each member's call (its sync and its reads resolve only then), and two members exchange over a real
+ * after each member's call (its reads resolve only then), and two members exchange over a real
  * MessageChannel.
  */
 import { describe, expect, it } from 'vitest';

@@ -29,11 +29,12 @@ import type { TpGroup } from '../../nn/tensor-parallel.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { CollectiveKind } from '../../schedule/timeline.ts';
 import { epochMs } from './clock.ts';
+import { readAll } from './device-vector.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
 
 /** The calls a TpChannel makes of its backend: the tensors it reads, makes and frees, and the wait for queued work. */
-export type TpBackend = Pick<Backend, 'tensor' | 'zeros' | 'read' | 'dispose' | 'sync'>;
+export type TpBackend = Pick<Backend, 'tensor' | 'zeros' | 'read' | 'readMany' | 'dispose'>;
 
 export interface TpChannelOptions {
   be: TpBackend;
@@ -132,12 +133,11 @@ export class TpChannel {
     const kind: CollectiveKind = op === 'tp-all-gather-rows' ? 'tp-all-gather' : op;
     const seq = this.issued.get(stage) ?? 0;
     this.issued.set(stage, seq + 1);
-    // The collective starts when the device has finished the work queued before it (the layer's kernels). Reading
-    // the tensors waits for that work too: timed from the call, a collective held the layer's compute and the page
-    // booked it as tp time (10 ms of a GPT all-reduce's 10.4 on SwiftShader; its exchange took 0.25).
-    const issued = epochMs();
-    const [ready, read] = await Promise.all([be.sync().then(epochMs), Promise.all(xs.map((x) => be.read(x))) as Promise<Vector[]>]);
-    const t0 = Math.max(issued, ready);
+    // The collective starts when the device has finished the work queued before it (the layer's kernels): the read
+    // of its tensors (one wait for all of them) ends then. Timed from the call, a collective held the layer's compute
+    // and the page booked it as tp time (10 ms of a GPT all-reduce's 10.4 on SwiftShader; its exchange took 0.25).
+    const read = (await readAll(be, xs)) as Vector[];
+    const t0 = epochMs();
     if (takes) for (const x of xs) be.dispose(x);
     const mine = read.length === 1 ? read[0] : concat(read);
     // What member k gets: the whole, or (a reduce-scatter) its block of rows.

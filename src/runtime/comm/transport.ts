@@ -3,14 +3,16 @@
  * activation or gradient (from a stage on this same rank, or from a peer's
  * port through the mailbox) and send one on, recording every wait, readback,
  * transfer, upload and send as a communication interval of the step.
- * Sends do not block the next action; `drain` waits for them at the end.
+ * Sends do not block the next action (their readbacks map while it computes);
+ * `drain` waits for them at the end. A received activation or gradient is
+ * uploaded as soon as its message lands, not when its action takes it.
  */
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { CollectiveKind, Interval } from '../../schedule/timeline.ts';
 import { ActionError } from './action-error.ts';
 import { epochMs } from './clock.ts';
-import type { Mailbox, Payload, PayloadKind } from './mailbox.ts';
+import { payloadKey, type Mailbox, type Payload, type PayloadKind } from './mailbox.ts';
 
 /** One step's measured intervals (compute, communication, collectives) on one worker. */
 export class StepLog {
@@ -35,10 +37,12 @@ export class StepLog {
     this.push({ rank: this.rank, stage, op: 'comm', mb, start, end, comm: kind, peer });
   }
 
-  compute(a: Action, start: number, gpuMs: number | undefined): void {
+  /** Logs a compute action from `start` to now and returns its interval (an action not waited for is placed later: executor/action-times.ts). */
+  compute(a: Action, start: number, gpuMs: number | undefined): Interval {
     const iv: Interval = { rank: this.rank, stage: a.stage, op: a.op, mb: a.mb, start, end: epochMs() };
     if (gpuMs !== undefined) iv.gpuMs = gpuMs;
     this.push(iv);
+    return iv;
   }
 
   /** A part of stage `stage`'s data-parallel collective; `exchange` numbers the ring's chunk exchanges (−1: not an exchange); a tp collective: the micro-batch. */
@@ -70,8 +74,30 @@ export class Transport {
   private readonly local = new Map<string, Tensor>();
   private sends: Promise<void>[] = [];
   private sendError: Error | null = null;
+  /** Activations and gradients uploaded as their messages landed, until their actions take them. */
+  private readonly landed = new Map<string, { t: Tensor; start: number; end: number }>();
 
-  constructor(protected readonly o: TransportOptions) {}
+  constructor(protected readonly o: TransportOptions) {
+    o.mailbox.onLand = (p) => this.land(p);
+  }
+
+  /** Uploads an activation or gradient as it lands (the device copies it while the worker does something else). */
+  private land(p: Payload): void {
+    if (p.kind !== 'act' && p.kind !== 'grad') return;
+    try {
+      const t0 = epochMs();
+      const t = this.o.be.tensor(p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer), p.shape);
+      this.landed.set(payloadKey(p.kind, p.stage, p.mb, p.step), { t, start: t0, end: epochMs() });
+    } catch {
+      // Uploaded when its action takes it instead, where a failure is reported.
+    }
+  }
+
+  /** Frees what landed and was never taken (a run that ended early). */
+  dispose(): void {
+    for (const { t } of this.landed.values()) this.o.be.dispose(t);
+    this.landed.clear();
+  }
 
   /** Waits for micro-batch `a.mb`'s input of `kind` to action `a`, coming from stage `fromStage`. */
   async receive(log: StepLog, kind: PayloadKind, a: Action, fromStage: number): Promise<Tensor> {
@@ -89,6 +115,13 @@ export class Transport {
     const arrived = p.receivedAt ?? t1;
     if (arrived > t0) log.comm(a.stage, a.mb, 'recv-wait', t0, Math.min(arrived, t1), peer);
     log.comm(a.stage, a.mb, 'transfer', p.sentAt, arrived, peer);
+    const landedKey = payloadKey(kind, a.stage, a.mb, log.step);
+    const early = this.landed.get(landedKey);
+    if (early) {
+      this.landed.delete(landedKey);
+      log.comm(a.stage, a.mb, 'upload', early.start, early.end, peer);
+      return early.t;
+    }
     const data = p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer);
     const t2 = epochMs();
     const t = this.o.be.tensor(data, p.shape);
@@ -142,6 +175,11 @@ export class Transport {
   protected post(port: MessagePort, msg: Payload, _from: Action, _step: number): boolean {
     port.postMessage(msg, [msg.buffer]);
     return true;
+  }
+
+  /** Messages taken from other workers so far (the mailbox's count: every kind). */
+  crossings(): number {
+    return this.o.mailbox.taken;
   }
 
   /** Throws the first failed send's error, if any. */

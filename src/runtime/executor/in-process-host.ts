@@ -1,9 +1,11 @@
 /**
  * A rank that runs in the calling thread on a backend it is given (the float64
- * CPU reference in Node tests). Same executor as a worker; no worker, no GPU.
+ * CPU reference in Node tests, or a GpuBackend on Dawn, timed and counted as a
+ * stage worker's is: gpu-hooks.ts). Same executor as a worker; no worker.
  */
 import type { Backend } from '../../nn/backend.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
+import { gpuHooks } from './gpu-hooks.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
 
@@ -22,7 +24,7 @@ export class InProcessRankHost implements RankHost {
   }
 
   async init(init: RankInit, ports: RankPorts): Promise<RankUp> {
-    this.runtime = createRankRuntime(this.be, init, ports);
+    this.runtime = createRankRuntime(this.be, init, ports, gpuHooks(this.be));
     const w = await this.runtime.warmUp();
     return { adapter: this.be.name, startup: { rank: this.rank, deviceMs: 0, ...w } };
   }

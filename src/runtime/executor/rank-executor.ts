@@ -7,13 +7,22 @@
  * It knows nothing of Workers or WebGPU: in the browser it runs inside a stage
  * worker on a GpuBackend; in Node tests it runs on the float64 CpuBackend over
  * real MessageChannels, which checks the pipeline logic exactly.
+ *
+ * Waiting: with an action clock (a GpuBackend's, gpu/action-clock.ts) an action's
+ * kernels are issued, submitted and not waited for; the worker waits on its GPU
+ * only where the CPU reads a value (a send's readback, a collective's chunk, the
+ * losses and the action spans at the step's end), and each action's interval is
+ * placed from its GPU span at the step's end (action-times.ts). Without one (the
+ * CPU host) each action is timed on the wall clock as it runs.
  */
 import type { Backend, Tensor } from '../../nn/backend.ts';
+import type { ActionClock, ActionSpan } from '../../gpu/action-clock.ts';
+import { placeActions, settleReads, type IssuedAction } from './action-times.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { Interval } from '../../schedule/timeline.ts';
 import { ActionError } from '../comm/index.ts';
 import { epochMs } from '../comm/index.ts';
-import { StepLog, type Transport } from '../comm/index.ts';
+import { StepLog, readAll, type Transport } from '../comm/index.ts';
 import { StreamEndedError } from './stream-end.ts';
 import type { PolicyReport, UpdatePolicy } from '../policies/index.ts';
 
@@ -60,10 +69,28 @@ export interface StepResult extends PolicyReport {
   optimizerMs: number;
   stepStart: number;
   stepEnd: number;
+  /** What the step waited for and sent to the GPU, and the messages it took from other workers. */
+  counts: StepCounts;
 }
 
-/** GPU timing of an action's kernels (a GpuBackend with timestamp queries); its end waits for them like sync(). */
-export type GpuSpanStart = () => { end(): Promise<{ ms: number; source: 'timestamp' | 'wall' }> };
+/**
+ * One worker's step in counts (deterministic for a configuration): `waits` on its GPU (awaited buffer maps and
+ * submitted-work waits) and `submits` (queue.submit calls), where the backend counts them (a GpuBackend; absent on
+ * the CPU host, which has no queue); `crossings`, the messages it took from other workers (activations, gradients,
+ * ring chunks, tp parts); `actions`, the actions it ran.
+ */
+export interface StepCounts {
+  /** The worker's replica and tp rank, where the mesh has those axes. */
+  replica?: number;
+  tpRank?: number;
+  waits?: number;
+  submits?: number;
+  crossings: number;
+  actions: number;
+}
+
+/** A backend's running totals of waits and submits (GpuBackend.stats()). */
+export type GpuCounts = () => { waits: number; submits: number };
 
 /** What a rank's executor drives. */
 export interface RankParts {
@@ -78,7 +105,10 @@ export interface RankParts {
   data: MicrobatchSource;
   transport: Transport;
   policy: UpdatePolicy;
-  gpuSpan?: GpuSpanStart;
+  /** Times the actions on the GPU without waiting for them (a GpuBackend's actionClock); absent: wall clock, each action awaited. */
+  clock?: ActionClock;
+  /** The backend's waits and submits so far (a GpuBackend's stats). */
+  gpuCounts?: GpuCounts;
   /** Asked before each action whether it runs (a stream ended early skips those past its end: stream-end.ts). */
   admit?: (a: Action) => Promise<boolean>;
   /**
@@ -107,6 +137,9 @@ export interface StepRunner {
 }
 
 export class RankExecutor implements StepRunner {
+  /** The step's actions issued and not waited for, placed at its end. */
+  private issued: IssuedAction[] = [];
+
   constructor(private readonly p: RankParts) {}
 
   async runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult> {
@@ -117,6 +150,11 @@ export class RankExecutor implements StepRunner {
     let unread = 0;
     const peak: Record<number, number> = {};
     const stepStart = epochMs();
+    const counted0 = this.p.gpuCounts?.();
+    const crossings0 = transport.crossings();
+    this.issued = [];
+    this.p.clock?.discard();
+    let actions = 0;
 
     for (const a of this.p.order) {
       try {
@@ -127,6 +165,9 @@ export class RankExecutor implements StepRunner {
         await this.p.policy.beforeAction?.(a, log);
         const out = await this.act(log, a, stage);
         await this.p.policy.afterAction?.(a, log);
+        // The action's work (and its send's copy) submitted, not waited for.
+        be.flush();
+        actions++;
         onActionDone?.(a);
         if (out && (this.p.tpRank ?? 0) === 0) {
           losses.push({ mb: a.mb, loss: out });
@@ -142,40 +183,60 @@ export class RankExecutor implements StepRunner {
     }
     await transport.drain();
 
-    // Every loss read at once: one wait for the queue, not one per micro-batch (m of them on the last stage's rank).
-    const read = await Promise.allSettled(losses.map(({ loss, value }) => value ?? be.read(loss).then((v) => v[0])));
-    for (const { loss } of losses) be.dispose(loss);
-    const failed = read.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (read[i] as PromiseFulfilledResult<number>).value }));
-    lossValues.sort((x, y) => x.mb - y.mb);
-    const auxLoss = await this.readAuxLoss();
+    // The aux loss terms the stages accumulated, summed on the device and read with the losses (one wait).
+    const aux = this.takeAuxLoss();
 
     const o0 = epochMs();
     try {
       await this.p.policy.endStep(step, log);
-      await be.sync();
     } catch (e) {
       throw new ActionError(rank, null, step, e, this.p.replica);
     }
+    // One batch after the update's kernels: every loss and every action's GPU span read back at once. Where the
+    // spans are timestamps read off the device, that read also waits for the update; otherwise a sync does.
+    const issued = this.issued;
+    this.issued = [];
+    const { clock } = this.p;
+    const read = readLosses(be, aux ? [...losses, aux] : losses);
+    let spans: ActionSpan[] = [];
+    try {
+      const needSync = !clock || clock.source === 'wall' || issued.length === 0;
+      [spans] = await Promise.all([clock ? clock.collect() : [], needSync ? be.sync() : undefined]);
+    } catch (e) {
+      await read;
+      throw new ActionError(rank, null, step, e, this.p.replica);
+    }
+    const lossRead = await read;
+    for (const { loss } of losses) be.dispose(loss);
+    if (aux) be.dispose(aux.loss);
+    const failed = lossRead.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (lossRead[i] as PromiseFulfilledResult<number>).value }));
+    lossValues.sort((x, y) => x.mb - y.mb);
+    const auxLoss = aux ? (lossRead[losses.length] as PromiseFulfilledResult<number>).value : undefined;
     const o1 = epochMs();
+    if (clock) {
+      placeActions(issued, spans, clock.source, o1);
+      settleReads(log.intervals, issued);
+    }
+    const counted1 = this.p.gpuCounts?.();
+    const counts: StepCounts = { ...place(this.p), crossings: transport.crossings() - crossings0, actions };
+    if (counted0 && counted1) Object.assign(counts, { waits: counted1.waits - counted0.waits, submits: counted1.submits - counted0.submits });
     for (const st of stages.values()) {
       if (st.liveStashes() !== 0) {
         throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
-    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
+    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, ...this.p.policy.report() };
   }
 
-  /** The aux loss terms this worker's stages accumulated in the step, read once (tp rank 0 only); undefined without any. */
-  private async readAuxLoss(): Promise<number | undefined> {
+  /** The aux loss terms this worker's stages accumulated in the step, summed into one tensor to read (tp rank 0 only); null without any. */
+  private takeAuxLoss(): { loss: Tensor } | null {
     const held = [...this.p.stages.values()].filter((s) => s.hasAuxLoss && s.takeAuxLoss);
-    if (held.length === 0 || (this.p.tpRank ?? 0) !== 0) return undefined;
+    if (held.length === 0 || (this.p.tpRank ?? 0) !== 0) return null;
     const t = this.p.be.zeros([1]);
     for (const s of held) s.takeAuxLoss?.(t);
-    const v = (await this.p.be.read(t))[0];
-    this.p.be.dispose(t);
-    return v;
+    return { loss: t };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */
@@ -215,26 +276,56 @@ export class RankExecutor implements StepRunner {
     if (stage.sumGradsOverTp && this.p.sumsGradsAfter?.(a)) await stage.sumGradsOverTp();
   }
 
-  /** Issues an action's kernels, waits for them and logs the action (with the GPU's own time where timestamp queries give it). */
+  /**
+   * Issues an action's kernels and logs the action. With an action clock nothing waits for them: the clock marks
+   * the action's span and the step's end places it (action-times.ts). Without one the action is waited for and
+   * timed on the wall clock.
+   */
   private async timed<T>(log: StepLog, a: Action, issue: () => Promise<T>): Promise<T> {
     const t0 = epochMs();
-    const span = this.p.gpuSpan?.();
-    const result = await issue();
-    let gpuMs: number | undefined;
-    if (span) {
-      const r = await span.end();
-      if (r.source === 'timestamp') gpuMs = r.ms;
-    } else {
+    const { clock } = this.p;
+    if (!clock) {
+      const result = await issue();
       await this.p.be.sync();
+      log.compute(a, t0, undefined);
+      return result;
     }
-    log.compute(a, t0, gpuMs);
+    const submits0 = this.p.gpuCounts?.().submits;
+    clock.begin();
+    let result: T;
+    try {
+      result = await issue();
+    } catch (e) {
+      // Its span is closed and matched, not logged: the step fails here, or skips the action (a stream's end).
+      clock.end();
+      this.issued.push({ iv: { rank: log.rank, stage: a.stage, op: a.op, mb: a.mb, start: t0, end: t0 }, issuedAt: t0, encodedAt: epochMs(), oneSubmit: false });
+      throw e;
+    }
+    clock.end();
+    const encodedAt = epochMs();
+    const oneSubmit = submits0 !== undefined && this.p.gpuCounts?.().submits === submits0;
+    this.issued.push({ iv: log.compute(a, t0, undefined), issuedAt: t0, encodedAt, oneSubmit });
     return result;
   }
 }
 
+/** The worker's replica and tp rank, where it has them. */
+function place(p: Pick<RankParts, 'replica' | 'tpRank'>): Pick<StepCounts, 'replica' | 'tpRank'> {
+  return { ...(p.replica !== undefined ? { replica: p.replica } : {}), ...(p.tpRank !== undefined ? { tpRank: p.tpRank } : {}) };
+}
+
+/** The losses' values: those not read yet read at once (one wait), beside those a stream began reading (tellLosses). */
+function readLosses(be: Backend, losses: readonly { loss: Tensor; value?: Promise<number> }[]): Promise<PromiseSettledResult<number>[]> {
+  const unread = losses.filter((l) => !l.value);
+  const all = readAll(be, unread.map((l) => l.loss));
+  unread.forEach((l, i) => (l.value = all.then((vs) => vs[i][0])));
+  return Promise.allSettled(losses.map((l) => l.value as Promise<number>));
+}
+
 /** Begins reading the losses not read yet (one step's: a stream's last stage computes them in order) and tells them once read; returns how many. */
 function tellLosses(be: Backend, fresh: { mb: number; loss: Tensor; value?: Promise<number> }[], every: LossesEvery): number {
-  for (const l of fresh) l.value = be.read(l.loss).then((v) => v[0]);
+  const all = readAll(be, fresh.map((l) => l.loss));
+  fresh.forEach((l, i) => (l.value = all.then((vs) => vs[i][0])));
   // A failed read fails the step where its value is awaited (the end of the window); here it is only not told.
   void Promise.all(fresh.map((l) => l.value))
     .then((values) => every.tell(fresh.map((l, i) => ({ mb: l.mb, loss: values[i] as number }))))

@@ -25,7 +25,8 @@ import { Mailbox } from '../comm/index.ts';
 import { StreamPause } from './stream-pause.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../../schedule/types.ts';
-import { RankExecutor, type ActionDone, type GpuSpanStart, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import { RankExecutor, type ActionDone, type GpuCounts, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import type { ActionClock } from '../../gpu/action-clock.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../../config/run-config.ts';
 import { Transport, type StepLog } from '../comm/index.ts';
@@ -79,8 +80,9 @@ export interface WarmUp {
 
 
 export interface RankHooks extends FaultEffects {
-  /** GPU timing of an action's kernels (a GpuBackend with timestamp queries). */
-  gpuSpan?: GpuSpanStart;
+  /** A GpuBackend's: the actions timed on the GPU and not waited for, and its waits and submits counted (gpu-hooks.ts). */
+  clock?: ActionClock;
+  gpuCounts?: GpuCounts;
 }
 
 /**
@@ -311,7 +313,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     data,
     transport,
     policy: fault ? faultyPolicy(policy, fault, hooks, () => current) : policy,
-    gpuSpan: hooks.gpuSpan,
+    clock: hooks.clock,
+    gpuCounts: hooks.gpuCounts,
     ...(streamEnd && streamPause ? { admit: (a: Action) => streamPause.admit().then(() => streamEnd.admit(a)) } : {}),
     // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
     ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),
@@ -339,9 +342,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
   const dryStep = async (update: boolean) => {
     for (const st of stages.values()) {
-      // One example: one row on the first stage, its rows (the GPT: one per token) after it; with sequence
-      // parallelism one per tp worker, each holding one example's rows.
-      const examples = st.rowSplit;
+      // A micro-batch of the run's size (the kernels a shape picks, e.g. the matmul's ragged or aligned loads,
+      // are the ones the steps pick); where sequence parallelism cannot split it, one example per tp worker.
+      const perMb = config.batchSize / ((config.dp ?? 1) * config.microbatches);
+      const examples = Number.isInteger(perMb) && perMb % st.rowSplit === 0 ? perMb : st.rowSplit;
       const inRows = st.isFirst ? examples : (rowsPerExample(spec) * examples) / st.rowSplit;
       const input = be.zeros([inRows, st.inCols], st.inDType);
       const labels = st.isLast ? be.zeros([st.outputRows(inRows)], 'i32') : undefined;
@@ -412,6 +416,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     dispose() {
       policy.dispose();
       for (const st of stages.values()) st.dispose();
+      transport.dispose();
       mailbox.clear();
       for (const p of ports.peers.values()) p.close();
       control?.close();

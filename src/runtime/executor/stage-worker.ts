@@ -7,6 +7,7 @@ import * as Comlink from 'comlink';
 import { GpuBackend } from '../../gpu/gpu-backend.ts';
 import type { RankHost, RankInit, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
+import { gpuHooks } from './gpu-hooks.ts';
 import type { StepResult } from './rank-executor.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
@@ -59,7 +60,7 @@ const api = {
       checkAdapterBufferLimits(init.config, init.rank, stagesOn(init), be.device.limits);
       be.device.pushErrorScope('out-of-memory');
       runtime = createRankRuntime(be, init, { peers: new Map(ports), control }, {
-        gpuSpan: be.hasTimestamps ? () => be.beginTiming() : undefined,
+        ...gpuHooks(be),
         loseDevice: () => be.device.destroy(),
         crash: () => {
           setTimeout(() => {

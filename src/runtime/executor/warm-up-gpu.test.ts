@@ -31,12 +31,14 @@ function run(cfg: RunConfig, bes: Backend[]) {
   return runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, bes[r]) });
 }
 
-/** Cache keys of the default matmul variant (any form): the only matmul kernels a run without the autotune may compile. */
+/** Cache keys of the default matmul variant (any form, aligned or ragged loads): the only matmul kernels a run without the autotune may compile. */
 function defaultMatmulKeys(): Set<string> {
   const v = MATMUL_VARIANTS.find((x) => x.name === DEFAULT_MATMUL_VARIANT)!;
   const cache = new PipelineCache({} as GPUDevice);
   const keys = new Set<string>();
-  for (const a of [false, true]) for (const b of [false, true]) keys.add(cache.key(matmulSpec(v, a, b)));
+  const flags = [false, true];
+  // Every form, with each operand read aligned (vec4) or ragged (in place, bounds-checked): the same kernel either way.
+  for (const a of flags) for (const b of flags) for (const ra of flags) for (const rb of flags) keys.add(cache.key(matmulSpec(v, a, b, 0, [ra, rb])));
   return keys;
 }
 

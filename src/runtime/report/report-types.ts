@@ -5,7 +5,7 @@
  */
 import type { Op, Schedule } from '../../schedule/types.ts';
 import type { Timeline } from '../../schedule/timeline.ts';
-import type { RankStartup } from '../executor/index.ts';
+import type { RankStartup, StepCounts } from '../executor/index.ts';
 import type { AllReduceFigures } from './report-collectives.ts';
 import type { CopySumFigures } from './report-copies.ts';
 import type { StepEndFigures } from './report-step-end.ts';
@@ -27,6 +27,8 @@ export interface StepSummary {
   /** Makespan of this step's actions, ms. */
   makespanMs: number;
   bubble: number;
+  /** Each worker's waits on its GPU, submits, crossings and actions in this step (rank-executor.ts StepCounts). */
+  counts: (StepCounts & { rank: number })[];
 }
 
 export interface RunReport {

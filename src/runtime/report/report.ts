@@ -153,6 +153,16 @@ function simulatedPerStage(time: readonly number[], plan: RunPlan, ar: CostModel
   return time.map((t, s) => t / blocks + at(ar?.readback, s) + at(ar?.write, s));
 }
 
+/** Each worker's counts of a step, in lane order (replica, rank, tp rank). */
+function stepCounts(results: readonly StepResult[]): RunReport['steps'][number]['counts'] {
+  const key = (c: { rank: number; replica?: number; tpRank?: number }) => [c.replica ?? 0, c.rank, c.tpRank ?? 0];
+  const out = results.map((r) => ({ rank: r.rank, ...r.counts }));
+  return out.sort((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  });
+}
+
 export function buildReport(input: ReportInput): RunReport {
   const { config, plan, records, adapter, wallMs } = input;
   const { schedule } = plan;
@@ -214,7 +224,7 @@ export function buildReport(input: ReportInput): RunReport {
     schedule,
     stageBlocks: plan.stageBlocks,
     adapter,
-    steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)) })),
+    steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)), counts: stepCounts(r.results) })),
     losses,
     timeline: last.timeline,
     simulatedTimeline: { ...sim.timeline, source: 'simulated' },
