@@ -8,6 +8,7 @@
  * DeviceLostError, and a read or sync that was waiting ends with it.
  */
 import type { DType, Tensor } from '../nn/backend.ts';
+import { MemoryLedger, type MemoryKind } from '../nn/memory-ledger.ts';
 import { checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool, type PoolStats } from './buffer-pool.ts';
@@ -75,19 +76,24 @@ export class GpuCore {
   /** Resolves with a readable message when the device is lost (also after destroy()). */
   readonly lost: Promise<string>;
 
-  private readonly pool: BufferPool;
+  /** @internal for op modules */
+  protected readonly pool: BufferPool;
+  /** Every buffer of this device, by kind (the pool's and the uniform ring's): allocator-tracked bytes. */
+  readonly memory = new MemoryLedger();
   private readonly pipelines: PipelineCache;
   /** @internal for op modules */
   readonly stream: CommandStream;
   private readonly timer: GpuTimer;
   private liveCount = 0;
-  private liveByteCount = 0;
+  /** @internal for op modules */
+  protected liveByteCount = 0;
   private lostMessage: string | null = null;
-  private destroyed = false;
+  /** @internal for op modules */
+  protected destroyed = false;
   private readonly errors: string[] = [];
   /** While compileUsed runs its dry pass: the kernels run() was asked for (none is dispatched). */
   private collecting: Map<string, KernelSpec> | null = null;
-  private readonly usageStorage: number;
+  protected readonly usageStorage: number;
   /** Cap on the workgroups of the elementwise (grid-stride) kernels. */
   private readonly maxGroups: number;
   /** Sends empty submits while a wait is pending (null: waits are not nudged). */
@@ -111,7 +117,7 @@ export class GpuCore {
     if (!(nudgeMs >= 0)) throw new ConfigError('nudgeWaitsMs', nudgeMs, 'must be 0 (off) or a positive number of milliseconds');
     this.nudger = nudgeMs > 0 ? new WaitNudger(() => this.device.queue.submit([]), nudgeMs) : null;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    this.pool = new BufferPool(this.device, opts.maxPooledBytes);
+    this.pool = new BufferPool(this.device, opts.maxPooledBytes, this.memory);
     this.pipelines = new PipelineCache(this.device);
     this.stream = new CommandStream(this.device, this.pool, opts.uniformSlots ?? 1024);
     this.timer = new GpuTimer(this.device, this.stream, this.pool, this.hasTimestamps);
@@ -144,6 +150,7 @@ export class GpuCore {
   /** @internal for op modules */
   own(field: string, t: Tensor): GpuTensor {
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError(field, describeTensor(t), 'must be a tensor created by this GPU backend');
+    if (t.buf === null && t.storageFreed) throw new ConfigError(field, `[${t.shape.join(', ')}] ${t.dtype}`, 'had its storage freed (freeStorage) and was used before allocStorage gave it back (a missed gather?)');
     if (t.buf === null) throw new ConfigError(field, `[${t.shape.join(', ')}] ${t.dtype}`, 'was disposed and must not be used any more');
     return t;
   }
@@ -156,9 +163,9 @@ export class GpuCore {
   }
 
   /** @internal for op modules */
-  alloc(shape: readonly number[], dtype: DType): { t: GpuTensor; fresh: boolean } {
+  alloc(shape: readonly number[], dtype: DType, kind?: MemoryKind): { t: GpuTensor; fresh: boolean } {
     const n = shape.reduce((a, b) => a * b, 1);
-    const { buffer, fresh } = this.pool.acquire(n * 4, this.usageStorage);
+    const { buffer, fresh } = this.pool.acquire(n * 4, this.usageStorage, undefined, kind);
     const t = new GpuTensor([...shape], dtype, buffer, this);
     this.liveCount++;
     this.liveByteCount += buffer.size;
@@ -167,7 +174,7 @@ export class GpuCore {
 
   /** @internal for op modules */
   temp(bytes: number): GPUBuffer {
-    return this.pool.acquire(bytes, this.usageStorage).buffer;
+    return this.pool.acquire(bytes, this.usageStorage, undefined, 'temp').buffer;
   }
 
   /**
@@ -280,7 +287,7 @@ export class GpuCore {
     this.alive();
     const g = this.own('read tensor', t);
     const bytes = g.byteLength;
-    const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST).buffer;
+    const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback', 'staging').buffer;
     this.stream.copy(g.buf!, 0, staging, 0, bytes);
     const dtype = g.dtype;
     this.stream.flush();
@@ -298,6 +305,12 @@ export class GpuCore {
   dispose(t: Tensor): void {
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError('dispose tensor', describeTensor(t), 'must be a tensor created by this GPU backend');
     const buf = t.buf;
+    if (buf === null && t.storageFreed) {
+      // A tensor without storage (freeStorage) counted no bytes; it is a live tensor until now.
+      t.storageFreed = false;
+      this.liveCount--;
+      return;
+    }
     if (buf === null) return; // disposing twice is harmless
     t.buf = null;
     t.host = null;

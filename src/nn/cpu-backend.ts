@@ -6,24 +6,51 @@ import { ConfigError } from '../util/errors.ts';
 import { GELU_C, GELU_K, IGNORE_LABEL } from './backend.ts';
 import { causalSoftmaxBackwardRef, causalSoftmaxRef, probsGradRef, qkvGradRef, scoresRef, valuesRef } from './attention-reference.ts';
 import { checkDy, checkScale, probsDims, qkvDims, scoresT } from './attention-shapes.ts';
+import { MemoryLedger, type MemoryKind } from './memory-ledger.ts';
 import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, SgdOptions, Tensor } from './backend.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
 
 export class CpuTensor implements Tensor {
+  readonly size: number;
+  /** null after freeStorage (Backend.freeStorage), until allocStorage. */
+  private store: Float64Array | Int32Array | null;
+
   constructor(
     readonly shape: readonly number[],
     readonly dtype: DType,
-    readonly data: Float64Array | Int32Array,
-  ) {}
-  get size(): number {
-    return this.data.length;
+    data: Float64Array | Int32Array,
+  ) {
+    this.store = data;
+    this.size = data.length;
+  }
+
+  get data(): Float64Array | Int32Array {
+    if (this.store === null) throw new ConfigError('tensor', `[${this.shape.join(', ')}] ${this.dtype}`, 'had its storage freed (freeStorage) and was used before allocStorage gave it back (a missed gather?)');
+    return this.store;
+  }
+
+  /** @internal CpuBackend's freeStorage / allocStorage. */
+  setStore(data: Float64Array | Int32Array | null): void {
+    this.store = data;
+  }
+
+  get hasStorage(): boolean {
+    return this.store !== null;
   }
 }
+
+/** The CPU reference counts 4 bytes a value: the page's float32, so its counts compare with the formulas. */
+const CPU_BYTES = 4;
 
 function d(t: Tensor): Float64Array {
   if (!(t instanceof CpuTensor)) throw new ConfigError('tensor', t, 'must come from the CPU backend');
   if (!(t.data instanceof Float64Array)) throw new ConfigError('tensor.dtype', t.dtype, 'must be f32 (float64 on the CPU reference)');
   return t.data;
+}
+
+function cpuTensor(field: string, t: Tensor): CpuTensor {
+  if (!(t instanceof CpuTensor)) throw new ConfigError(field, t, 'must come from the CPU backend');
+  return t;
 }
 
 function ints(t: Tensor): Int32Array {
@@ -68,22 +95,51 @@ export function activateDerivative(kind: Activation, x: number): number {
 
 export class CpuBackend implements Backend {
   readonly name = 'cpu-float64';
+  readonly memory = new MemoryLedger();
+
+  private make(shape: readonly number[], dtype: DType, data: Float64Array | Int32Array): CpuTensor {
+    const t = new CpuTensor(shape, dtype, data);
+    this.memory.add(t, t.size * CPU_BYTES);
+    return t;
+  }
+
+  tag(t: Tensor, kind: MemoryKind): void {
+    this.memory.retag(t, kind);
+  }
+
+  freeStorage(t: Tensor): void {
+    const c = cpuTensor('freeStorage tensor', t);
+    if (!c.hasStorage) return;
+    c.setStore(null);
+    this.memory.remove(c);
+  }
+
+  allocStorage(t: Tensor, kind: MemoryKind): void {
+    const c = cpuTensor('allocStorage tensor', t);
+    if (c.hasStorage) throw new ConfigError('allocStorage tensor', `[${c.shape.join(', ')}]`, 'already has storage (allocStorage follows freeStorage)');
+    c.setStore(c.dtype === 'i32' ? new Int32Array(c.size) : new Float64Array(c.size));
+    this.memory.add(c, c.size * CPU_BYTES, kind);
+  }
+
+  hasStorage(t: Tensor): boolean {
+    return cpuTensor('hasStorage tensor', t).hasStorage;
+  }
 
   tensor(data: ArrayLike<number>, shape: readonly number[], dtype: DType = 'f32'): CpuTensor {
     const n = checkShape('tensor shape', shape);
     if (data.length !== n) throw new ConfigError('tensor data.length', data.length, `must equal the product of shape [${shape.join(', ')}] = ${n}`);
     const arr = dtype === 'i32' ? Int32Array.from(data) : Float64Array.from(data);
-    return new CpuTensor([...shape], dtype, arr);
+    return this.make([...shape], dtype, arr);
   }
 
   zeros(shape: readonly number[], dtype: DType = 'f32'): CpuTensor {
     const n = checkShape('tensor shape', shape);
-    return new CpuTensor([...shape], dtype, dtype === 'i32' ? new Int32Array(n) : new Float64Array(n));
+    return this.make([...shape], dtype, dtype === 'i32' ? new Int32Array(n) : new Float64Array(n));
   }
 
   clone(t: Tensor): CpuTensor {
     const c = t as CpuTensor;
-    return new CpuTensor([...c.shape], c.dtype, c.data.slice());
+    return this.make([...c.shape], c.dtype, c.data.slice());
   }
 
   fill(t: Tensor, value: number): void {
@@ -99,7 +155,9 @@ export class CpuBackend implements Backend {
     return (t as CpuTensor).data.slice();
   }
 
-  dispose(_t: Tensor): void {}
+  dispose(t: Tensor): void {
+    this.memory.remove(t);
+  }
   flush(): void {}
   async sync(): Promise<void> {}
 
@@ -303,29 +361,29 @@ export class CpuBackend implements Backend {
   attentionScores(qkv: Tensor, heads: number, T: number, scale: number): CpuTensor {
     const dims = qkvDims('attentionScores', qkv, heads, T);
     checkScale('attentionScores', scale);
-    return new CpuTensor([dims.B * dims.H * T, T], 'f32', scoresRef(d(qkv), dims, scale));
+    return this.make([dims.B * dims.H * T, T], 'f32', scoresRef(d(qkv), dims, scale));
   }
 
   causalSoftmax(scores: Tensor): CpuTensor {
     const T = scoresT('causalSoftmax', scores);
-    return new CpuTensor([...scores.shape], 'f32', causalSoftmaxRef(d(scores), T));
+    return this.make([...scores.shape], 'f32', causalSoftmaxRef(d(scores), T));
   }
 
   causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): CpuTensor {
     const T = scoresT('causalSoftmaxBackward', probs);
     checkSameShape('causalSoftmaxBackward dProbs', dProbs, probs, 'probs');
-    return new CpuTensor([...probs.shape], 'f32', causalSoftmaxBackwardRef(d(probs), d(dProbs), T));
+    return this.make([...probs.shape], 'f32', causalSoftmaxBackwardRef(d(probs), d(dProbs), T));
   }
 
   attentionValues(probs: Tensor, qkv: Tensor, heads: number): CpuTensor {
     const dims = probsDims('attentionValues', probs, qkv, heads);
-    return new CpuTensor([dims.B * dims.T, dims.C], 'f32', valuesRef(d(probs), d(qkv), dims));
+    return this.make([dims.B * dims.T, dims.C], 'f32', valuesRef(d(probs), d(qkv), dims));
   }
 
   attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): CpuTensor {
     const dims = qkvDims('attentionProbsGrad', qkv, heads, T);
     checkDy('attentionProbsGrad', dy, dims);
-    return new CpuTensor([dims.B * dims.H * T, T], 'f32', probsGradRef(d(qkv), d(dy), dims));
+    return this.make([dims.B * dims.H * T, T], 'f32', probsGradRef(d(qkv), d(dy), dims));
   }
 
   attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): CpuTensor {
@@ -333,7 +391,7 @@ export class CpuBackend implements Backend {
     checkSameShape('attentionQkvGrad dScores', dScores, probs, 'probs');
     checkDy('attentionQkvGrad', dy, dims);
     checkScale('attentionQkvGrad', scale);
-    return new CpuTensor([dims.B * dims.T, 3 * dims.C], 'f32', qkvGradRef(d(qkv), d(probs), d(dScores), d(dy), dims, scale));
+    return this.make([dims.B * dims.T, 3 * dims.C], 'f32', qkvGradRef(d(qkv), d(probs), d(dScores), d(dy), dims, scale));
   }
 
   add(a: Tensor, b: Tensor): CpuTensor {
@@ -341,7 +399,7 @@ export class CpuBackend implements Backend {
     const A = d(a), B = d(b);
     const out = new Float64Array(A.length);
     for (let i = 0; i < A.length; i++) out[i] = A[i] + B[i];
-    return new CpuTensor([...a.shape], 'f32', out);
+    return this.make([...a.shape], 'f32', out);
   }
 
   axpy(y: Tensor, x: Tensor, alpha: number): void {

@@ -9,6 +9,7 @@
  * real MessageChannels, which checks the pipeline logic exactly.
  */
 import type { Backend, Tensor } from '../../nn/backend.ts';
+import type { StepMemory } from '../../nn/memory-ledger.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { Interval } from '../../schedule/timeline.ts';
 import { ActionError } from '../comm/index.ts';
@@ -54,6 +55,8 @@ export interface StepResult extends PolicyReport {
   optimizerMs: number;
   stepStart: number;
   stepEnd: number;
+  /** The worker's allocator-tracked bytes (nn/memory-ledger.ts): a sample as each action's kernels end and after its policy's part, and the step's high-water mark. */
+  memory?: StepMemory;
 }
 
 /** GPU timing of an action's kernels (a GpuBackend with timestamp queries); its end waits for them like sync(). */
@@ -111,6 +114,8 @@ export class RankExecutor implements StepRunner {
     let unread = 0;
     const peak: Record<number, number> = {};
     const stepStart = epochMs();
+    be.memory.resetPeak();
+    const samples = [be.memory.sample()];
 
     for (const a of this.p.order) {
       try {
@@ -120,7 +125,9 @@ export class RankExecutor implements StepRunner {
         if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
         await this.p.policy.beforeAction?.(a, log);
         const out = await this.act(log, a, stage);
+        samples.push(be.memory.sample());
         await this.p.policy.afterAction?.(a, log);
+        samples.push(be.memory.sample());
         onActionDone?.(a);
         if (out && (this.p.tpRank ?? 0) === 0) {
           losses.push({ mb: a.mb, loss: out });
@@ -157,7 +164,9 @@ export class RankExecutor implements StepRunner {
         throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
-    return { rank, intervals: log.intervals, losses: lossValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
+    samples.push(be.memory.sample());
+    const memory = { samples, peak: be.memory.peak() };
+    return { rank, intervals: log.intervals, losses: lossValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, memory, ...this.p.policy.report() };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */

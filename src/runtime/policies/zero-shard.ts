@@ -171,7 +171,7 @@ export class ZeroShard {
   }
 
   private write(dst: Tensor, values: ArrayLike<number>): void {
-    const t = this.be.tensor(values, dst.shape);
+    const t = this.be.memory.scope('staging', () => this.be.tensor(values, dst.shape));
     this.be.copyInto(dst, t);
     this.be.dispose(t);
   }
