@@ -287,8 +287,12 @@ export class Stage {
     return (await this.run(input, false)).out;
   }
 
+  /** Zeroes the gradients (giving back their storage where ZeRO freed it: Backend.allocStorage). */
   zeroGrads(): void {
-    for (const p of this.params) this.be.fill(p.grad, 0);
+    for (const p of this.params) {
+      if (!this.be.hasStorage(p.grad)) this.be.allocStorage(p.grad, 'grads');
+      this.be.fill(p.grad, 0);
+    }
   }
 
   /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */

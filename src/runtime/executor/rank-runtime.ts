@@ -338,6 +338,9 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
   const dryStep = async (update: boolean) => {
+    // Gradients a policy keeps without storage between its backwards (ZeRO-2/3) get it for the pass, and give it back after.
+    const freed = [...stages.values()].flatMap((st) => st.params.filter((p) => !be.hasStorage(p.grad)));
+    for (const st of stages.values()) st.zeroGrads();
     for (const st of stages.values()) {
       // One example: one row on the first stage, its rows (the GPT: one per token) after it; with sequence
       // parallelism one per tp worker, each holding one example's rows.
@@ -358,6 +361,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       opt.dispose();
     }
     for (const st of stages.values()) st.zeroGrads();
+    for (const p of freed) be.freeStorage(p.grad);
   };
   return {
     async warmUp() {
@@ -367,7 +371,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       if (be.compileUsed) {
         // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.
         ({ kernels, compiled } = await be.compileUsed(() => dryStep(true)));
-        for (const st of stages.values()) st.zeroGrads();
+        for (const st of stages.values()) for (const p of st.params) if (be.hasStorage(p.grad)) be.fill(p.grad, 0);
       } else {
         await dryStep(false);
       }
