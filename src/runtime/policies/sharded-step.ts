@@ -18,8 +18,9 @@
  *   device; it is freed after the stage's last such action of the step
  *   (`reshard: 'step'`, FSDP's reshard_after_forward = False) or after every
  *   action (`'microbatch'`, True), and re-gathered when next needed. "Freed"
- *   overwrites the device's copy with zeros, so a missed gather cannot go
- *   unseen: the equality with one device would break. With `prefetch` the
+ *   releases the whole weights' storage (Backend.freeStorage; the pool may
+ *   keep the buffer, counted as pooled), so a missed gather cannot go unseen:
+ *   the next op that reads them throws, naming the tensor. With `prefetch` the
  *   next gather this worker needs starts while the current action computes
  *   (FSDP's forward/backward prefetch).
  *
@@ -32,11 +33,12 @@
  * accumulator is summed with its other copy's (the same chunk in the same
  * replica) at the step's end, before its update (copy-sum.ts).
  *
- * Held bytes are counted as the sharding defines them (4 bytes a value, the
- * page's float32): at rest (the ZeRO paper's model states: what a worker
- * keeps between its actions) and transient (the peak of gathered weights and
- * of a micro-batch's full gradient before its reduce-scatter). The device's
- * buffers stay allocated at their full size; what ZeRO frees holds zeros.
+ * On the device, between its actions, a worker keeps its chunk's gradient
+ * accumulator, its optimizer state and (ZeRO-2) the whole weights or (ZeRO-3)
+ * its chunk of them; a stage's whole gradient has storage from the backward
+ * that makes it to its reduce-scatter. What the device holds is counted by its
+ * backend's ledger (nn/memory-ledger.ts); `report().held` gives the bytes as
+ * the sharding defines them (4 bytes a value), the formula's side.
  */
 import type { Backend } from '../../nn/backend.ts';
 import { optimizerStateBytes } from '../../nn/optimizer.ts';
