@@ -2,7 +2,7 @@
  * The memory suite (issue 52): real runs on the page's workers, each worker's measured steady-state peak by kind
  * (its allocator's count: nn/memory-ledger.ts) beside the formula the page and the planner use (held-bytes.ts
  * formula.peak), per schedule and ZeRO stage; what the count cannot see (the driver's own allocations, its
- * alignment, the browser's buffers) is written in bench/RESULTS.md.
+ * alignment, the browser's buffers) is the suite's note in bench/RESULTS.md.
  */
 import type { ScheduleBenchCase, ScheduleBenchRow } from './schedules-suite.ts';
 

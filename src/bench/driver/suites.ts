@@ -269,7 +269,8 @@ async function memory(ctx: BenchContext): Promise<SuiteResult> {
   return {
     rows,
     notes: [
-      'measured: the worker\'s allocator-tracked bytes (nn/memory-ledger.ts), its highest in the second step (the first warms the pool); formula: held-bytes.ts formula.peak (the ZeRO paper\'s model states, the page\'s activation estimate, a backward\'s working set, ZeRO\'s gathered weights and whole gradient). What the count cannot see: bench/RESULTS.md.',
+      'measured: the worker\'s allocator-tracked bytes (nn/memory-ledger.ts), its highest in the second step (the first warms the pool); formula: held-bytes.ts formula.peak (the ZeRO paper\'s model states, the page\'s activation estimate, a backward\'s working set, ZeRO\'s gathered weights and whole gradient).',
+      'What the count cannot see: WebGPU has no query of a device\'s memory (gpuweb #5505), so these are the bytes PipeLab\'s own allocator hands out (buffers rounded up to its pool\'s buckets, at most 25% over a request above 4 KiB), not what the driver holds: not its alignment and page granularity, not its own allocations (pipelines, bind groups, query sets, command buffers), not the browser\'s (the GPU process, its staging rings for writeBuffer and mapAsync), nor the host memory of the collectives\' vectors. "pooled" is free buffers the pool keeps for reuse (up to 512 MiB a worker), still allocated on the device.',
     ],
   };
 }
