@@ -100,6 +100,8 @@ export interface ScheduleBenchRow {
   prediction?: SharedDevicePrediction;
   /** Each worker's measured steady-state peak (allocator-tracked bytes, by kind, its pool's free bytes then) beside the formula's (held-bytes.ts). */
   memory?: ({ worker: number; formula: number } & NonNullable<RunReport['heldBytesPerWorker'][number]['measured']>)[];
+  /** The run recomputed its forwards in the backward (full recomputation). */
+  recompute?: true;
 }
 
 /**
@@ -174,6 +176,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     commShare: r.commShare,
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
+    ...(cfg.recompute ? { recompute: true as const } : {}),
     memory: r.heldBytesPerWorker.flatMap((h, worker) => (h.measured ? [{ worker, ...h.measured, formula: h.formula.peak }] : [])),
     ...(cfg.sequenceParallel ? { sequenceParallel: true as const } : {}),
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),

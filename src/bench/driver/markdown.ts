@@ -246,7 +246,7 @@ function memoryTable(res: SuiteResult): string {
     rows.flatMap((r) =>
       (r.memory ?? []).map((w) => {
         const k = w.byKind;
-        return [r.model, r.schedule, r.mesh ? `dp ${r.mesh.dp} × pp ${r.p}${r.mesh.zero ? `, ZeRO-${r.mesh.zero}` : ''}` : `pp ${r.p}`, String(w.worker), kib(w.peak), kib(w.formula), pct((w.peak - w.formula) / w.formula), kib(k.weights + k.gathered), kib(k.grads), kib(k.optimizer), kib(k.stash), kib(k.staging + k.temp), kib(w.pooled)];
+        return [r.model, r.schedule, `${r.mesh ? `dp ${r.mesh.dp} × pp ${r.p}${r.mesh.zero ? `, ZeRO-${r.mesh.zero}` : ''}` : `pp ${r.p}`}${r.recompute ? ', full recomputation' : ''}`, String(w.worker), kib(w.peak), kib(w.formula), pct((w.peak - w.formula) / w.formula), kib(k.weights + k.gathered), kib(k.grads), kib(k.optimizer), kib(k.stash), kib(k.staging + k.temp), kib(w.pooled)];
       }),
     ),
   );
