@@ -8,7 +8,7 @@ import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
-import type { AllReduceFigures } from '../runtime/report/index.ts';
+import type { AllReduceFigures, RunReport } from '../runtime/report/index.ts';
 import type { TpFigures } from '../runtime/report/index.ts';
 
 export interface ScheduleBenchCase {
@@ -30,6 +30,8 @@ export interface ScheduleBenchCase {
   zero?: RunConfig['zero'];
   reshard?: RunConfig['reshard'];
   overlap?: boolean;
+  /** Full recomputation (each stage keeps only its input per micro-batch). */
+  recompute?: boolean;
 }
 
 /** A data-parallel row's figures (dp > 1): the step with its all-reduce, per stage measured, and the optimizer state per worker. */
@@ -96,6 +98,10 @@ export interface ScheduleBenchRow {
   tp?: TpFigures;
   /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
   prediction?: SharedDevicePrediction;
+  /** Each worker's measured steady-state peak (allocator-tracked bytes, by kind, its pool's free bytes then) beside the formula's (held-bytes.ts). */
+  memory?: ({ worker: number; formula: number } & NonNullable<RunReport['heldBytesPerWorker'][number]['measured']>)[];
+  /** The run recomputed its forwards in the backward (full recomputation). */
+  recompute?: true;
 }
 
 /**
@@ -135,6 +141,7 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     zero: c.zero ?? 0,
     reshard: c.reshard ?? 'step',
     overlap: c.overlap ?? true,
+    ...(c.recompute ? { recompute: true } : {}),
     virtual: v,
     schedule: c.schedule,
     steps,
@@ -169,6 +176,8 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     commShare: r.commShare,
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
+    ...(cfg.recompute ? { recompute: true as const } : {}),
+    memory: r.heldBytesPerWorker.flatMap((h, worker) => (h.measured ? [{ worker, ...h.measured, formula: h.formula.peak }] : [])),
     ...(cfg.sequenceParallel ? { sequenceParallel: true as const } : {}),
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
     ...(r.tensorParallel ? { tp: r.tensorParallel } : {}),

@@ -87,8 +87,8 @@ export class TimestampClock implements ActionClock {
     this.open = false;
     if (n === 0) return [];
     const bytes = n * 8;
-    const resolve = this.pool.acquire(bytes, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC).buffer;
-    const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST).buffer;
+    const resolve = this.pool.acquire(bytes, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC, 'action clock', 'staging').buffer;
+    const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'action clock readback', 'staging').buffer;
     const enc = this.stream.encoderForCommands();
     for (let at = 0; at < n; at += QUERIES_PER_SET) {
       enc.resolveQuerySet(this.sets[at / QUERIES_PER_SET], 0, Math.min(QUERIES_PER_SET, n - at), resolve, at * 8);

@@ -7,7 +7,12 @@
  * The pool knows nothing of command ordering: whoever releases a buffer that
  * pending (unsubmitted) GPU commands still use must wait until they are
  * submitted (see CommandStream.releaseAfterSubmit).
+ *
+ * Every buffer it hands out is counted live in its ledger (nn/memory-ledger.ts) under the kind the
+ * caller names (or the ledger's scope), and its free buffers as pooled: the one count of a worker's
+ * device memory.
  */
+import { MemoryLedger, type MemoryKind } from '../nn/memory-ledger.ts';
 
 export interface PoolStats {
   /** Buffers handed out and not yet released. */
@@ -55,9 +60,11 @@ export class BufferPool {
     private readonly device: GPUDevice,
     /** Free buffers beyond this many bytes are destroyed instead of kept. */
     private readonly maxPooledBytes = 512 * 1024 * 1024,
+    /** Where every buffer handed out, and the pool's free bytes, are counted. */
+    readonly ledger: MemoryLedger = new MemoryLedger(),
   ) {}
 
-  acquire(bytes: number, usage: GPUBufferUsageFlags, label?: string): Acquired {
+  acquire(bytes: number, usage: GPUBufferUsageFlags, label?: string, kind?: MemoryKind): Acquired {
     if (this.destroyed) throw new Error('buffer pool used after destroy()');
     const size = bucketSize(bytes);
     const key = `${usage}:${size}`;
@@ -68,12 +75,15 @@ export class BufferPool {
       this.pooledCount--;
       this.reused++;
       this.inUse.add(reuse);
+      this.ledger.setPooled(this.pooledBytes);
+      this.ledger.add(reuse, size, kind);
       return { buffer: reuse, fresh: false };
     }
     const buffer = this.device.createBuffer({ size, usage, label });
     this.sizes.set(buffer, size);
     this.created++;
     this.inUse.add(buffer);
+    this.ledger.add(buffer, size, kind);
     return { buffer, fresh: true };
   }
 
@@ -81,6 +91,7 @@ export class BufferPool {
     if (this.destroyed) return; // destroy() already destroyed it
     if (!this.inUse.delete(buffer)) throw new Error('buffer released twice or not from this pool');
     const size = this.sizes.get(buffer) ?? buffer.size;
+    this.ledger.remove(buffer);
     if (this.pooledBytes + size > this.maxPooledBytes) {
       buffer.destroy();
       return;
@@ -94,6 +105,7 @@ export class BufferPool {
     list.push(buffer);
     this.pooledBytes += size;
     this.pooledCount++;
+    this.ledger.setPooled(this.pooledBytes);
   }
 
   /** Destroys every free buffer (in-use ones are untouched). */
@@ -102,12 +114,16 @@ export class BufferPool {
     this.free.clear();
     this.pooledBytes = 0;
     this.pooledCount = 0;
+    this.ledger.setPooled(0);
   }
 
   /** Destroys everything, in use or not. */
   destroy(): void {
     this.trim();
-    for (const b of this.inUse) b.destroy();
+    for (const b of this.inUse) {
+      this.ledger.remove(b);
+      b.destroy();
+    }
     this.inUse.clear();
     this.destroyed = true;
   }

@@ -21,7 +21,8 @@ import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, matmul
 import { autotuneMatmul, type AutotuneOptions, type AutotuneReport } from './autotune.ts';
 import { acquireDevice, type AcquiredDevice } from './device.ts';
 import { GpuCore, type GpuCoreOptions } from './gpu-core.ts';
-import type { GpuTensor } from './gpu-tensor.ts';
+import { describeTensor, GpuTensor } from './gpu-tensor.ts';
+import type { MemoryKind } from '../nn/memory-ledger.ts';
 import { K, requireMatmulVariant } from './kernels.ts';
 import { MATMUL_FORMS, MatmulChoice, type MatmulForm } from './matmul-choice.ts';
 import { Params } from './uniforms.ts';
@@ -385,5 +386,37 @@ export class GpuBackend extends GpuCore implements Backend {
       .F(1 - o.beta1)
       .F(1 - o.beta2);
     this.run('adamwStep', K.adamw, p, [null, G, P, M1, M2], this.grid(P.size));
+  }
+
+  // ------------------------------------------------------------------ memory roles and freed storage (nn/memory-ledger.ts)
+
+  tag(t: Tensor, kind: MemoryKind): void {
+    const g = this.own('tag tensor', t);
+    this.memory.retag(g.buf!, kind);
+  }
+
+  freeStorage(t: Tensor): void {
+    if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError('freeStorage tensor', describeTensor(t), 'must be a tensor created by this GPU backend');
+    if (t.storageFreed) return;
+    const buf = this.own('freeStorage tensor', t).buf!;
+    t.buf = null;
+    t.storageFreed = true;
+    this.liveByteCount -= buf.size;
+    if (this.destroyed) return;
+    this.stream.releaseAfterSubmit(buf);
+  }
+
+  allocStorage(t: Tensor, kind: MemoryKind): void {
+    this.alive();
+    if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError('allocStorage tensor', describeTensor(t), 'must be a tensor created by this GPU backend');
+    if (!t.storageFreed) throw new ConfigError('allocStorage tensor', `[${t.shape.join(', ')}]`, 'already has storage (allocStorage follows freeStorage)');
+    const { buffer } = this.pool.acquire(t.byteLength, this.usageStorage, undefined, kind);
+    t.buf = buffer;
+    t.storageFreed = false;
+    this.liveByteCount += buffer.size;
+  }
+
+  hasStorage(t: Tensor): boolean {
+    return t instanceof GpuTensor && t.buf !== null;
   }
 }

@@ -8,9 +8,10 @@
  * DeviceLostError, and a read or sync that was waiting ends with it.
  */
 import type { DType, Tensor } from '../nn/backend.ts';
+import { MemoryLedger, type MemoryKind } from '../nn/memory-ledger.ts';
 import { checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
-import { BufferPool, type PoolStats } from './buffer-pool.ts';
+import { BufferPool } from './buffer-pool.ts';
 import { defaultNudgeMs, WaitNudger } from './wait-nudge.ts';
 import { DeviceLostError, isSoftwareAdapter, type AcquiredDevice, type AdapterSummary } from './device.ts';
 import { describeTensor, GpuTensor } from './gpu-tensor.ts';
@@ -19,46 +20,11 @@ import { CommandStream, type Groups } from './launch.ts';
 import { PipelineCache, type KernelSpec } from './pipelines.ts';
 import { GpuTimer, type GpuSpan, type SpanResult } from './timing.ts';
 import { readTensors, type ReadbackHost } from './readback.ts';
+import type { GpuCoreOptions, GpuStats } from './gpu-core-options.ts';
 import { CompletionClock, TimestampClock, type ActionClock } from './action-clock.ts';
 import { f32Bits, Params } from './uniforms.ts';
 
-export interface GpuCoreOptions {
-  /** The GPU object to use; default navigator.gpu (page or worker). */
-  gpu?: GPU;
-  /** Use timestamp-query for timing when the adapter has it (default true). */
-  timestamps?: boolean;
-  /** Free pooled buffers beyond this many bytes are destroyed. Default 512 MiB. */
-  maxPooledBytes?: number;
-  /** Dispatches per submitted batch at most (uniform ring slots). Default 1024. */
-  uniformSlots?: number;
-  /**
-   * The subgroup size the subgroup matmuls lay their workgroups out for; default
-   * the device's (AcquiredDevice.subgroupSize). 0 turns them off; another size
-   * than the device's makes them take their path for a workgroup that is not one
-   * full subgroup (the tests check that path so).
-   */
-  subgroupSize?: number;
-  /**
-   * Milliseconds between the empty submits sent while a wait for the GPU is pending (src/gpu/wait-nudge.ts);
-   * 0: none. Default: defaultNudgeMs (0.25 on a hardware adapter in a browser, else 0).
-   */
-  nudgeWaitsMs?: number;
-}
-
-export interface GpuStats {
-  /** Tensors created and not disposed, and their buffers' bytes: what a leak check counts. */
-  liveBuffers: number;
-  liveBytes: number;
-  /** The pool: every GPU buffer (tensors, temporaries in flight, free ones kept for reuse). */
-  pool: PoolStats;
-  pipelines: number;
-  submits: number;
-  dispatches: number;
-  /** Empty submits sent while waiting for the GPU (nudgeWaitsMs). */
-  nudges: number;
-  /** Waits for the GPU: awaited buffer maps and submitted-work waits (reads, syncs, span ends). */
-  waits: number;
-}
+export type { GpuCoreOptions, GpuStats } from './gpu-core-options.ts';
 
 /** A kernel binding: a tensor, a raw buffer, or nothing (binding 0 is the uniforms). */
 export type Binding = GpuTensor | GPUBuffer | null;
@@ -79,19 +45,24 @@ export class GpuCore {
   /** Resolves with a readable message when the device is lost (also after destroy()). */
   readonly lost: Promise<string>;
 
-  private readonly pool: BufferPool;
+  /** @internal for op modules */
+  protected readonly pool: BufferPool;
+  /** Every buffer of this device, by kind (the pool's and the uniform ring's): allocator-tracked bytes. */
+  readonly memory = new MemoryLedger();
   private readonly pipelines: PipelineCache;
   /** @internal for op modules */
   readonly stream: CommandStream;
   private readonly timer: GpuTimer;
   private liveCount = 0;
-  private liveByteCount = 0;
+  /** @internal for op modules */
+  protected liveByteCount = 0;
   private lostMessage: string | null = null;
-  private destroyed = false;
+  /** @internal for op modules */
+  protected destroyed = false;
   private readonly errors: string[] = [];
   /** While compileUsed runs its dry pass: the kernels run() was asked for (none is dispatched). */
   private collecting: Map<string, KernelSpec> | null = null;
-  private readonly usageStorage: number;
+  protected readonly usageStorage: number;
   /** Cap on the workgroups of the elementwise (grid-stride) kernels. */
   private readonly maxGroups: number;
   /** Sends empty submits while a wait is pending (null: waits are not nudged). */
@@ -116,7 +87,7 @@ export class GpuCore {
     if (!(nudgeMs >= 0)) throw new ConfigError('nudgeWaitsMs', nudgeMs, 'must be 0 (off) or a positive number of milliseconds');
     this.nudger = nudgeMs > 0 ? new WaitNudger(() => this.device.queue.submit([]), nudgeMs) : null;
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-    this.pool = new BufferPool(this.device, opts.maxPooledBytes);
+    this.pool = new BufferPool(this.device, opts.maxPooledBytes, this.memory);
     this.pipelines = new PipelineCache(this.device);
     this.stream = new CommandStream(this.device, this.pool, opts.uniformSlots ?? 1024);
     this.timer = new GpuTimer(this.device, this.stream, this.pool, this.hasTimestamps);
@@ -149,6 +120,7 @@ export class GpuCore {
   /** @internal for op modules */
   own(field: string, t: Tensor): GpuTensor {
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError(field, describeTensor(t), 'must be a tensor created by this GPU backend');
+    if (t.buf === null && t.storageFreed) throw new ConfigError(field, `[${t.shape.join(', ')}] ${t.dtype}`, 'had its storage freed (freeStorage) and was used before allocStorage gave it back (a missed gather?)');
     if (t.buf === null) throw new ConfigError(field, `[${t.shape.join(', ')}] ${t.dtype}`, 'was disposed and must not be used any more');
     return t;
   }
@@ -161,9 +133,9 @@ export class GpuCore {
   }
 
   /** @internal for op modules */
-  alloc(shape: readonly number[], dtype: DType): { t: GpuTensor; fresh: boolean } {
+  alloc(shape: readonly number[], dtype: DType, kind?: MemoryKind): { t: GpuTensor; fresh: boolean } {
     const n = shape.reduce((a, b) => a * b, 1);
-    const { buffer, fresh } = this.pool.acquire(n * 4, this.usageStorage);
+    const { buffer, fresh } = this.pool.acquire(n * 4, this.usageStorage, undefined, kind);
     const t = new GpuTensor([...shape], dtype, buffer, this);
     this.liveCount++;
     this.liveByteCount += buffer.size;
@@ -172,7 +144,7 @@ export class GpuCore {
 
   /** @internal for op modules */
   temp(bytes: number): GPUBuffer {
-    return this.pool.acquire(bytes, this.usageStorage).buffer;
+    return this.pool.acquire(bytes, this.usageStorage, undefined, 'temp').buffer;
   }
 
   /**
@@ -298,6 +270,12 @@ export class GpuCore {
   dispose(t: Tensor): void {
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new ConfigError('dispose tensor', describeTensor(t), 'must be a tensor created by this GPU backend');
     const buf = t.buf;
+    if (buf === null && t.storageFreed) {
+      // A tensor without storage (freeStorage) counted no bytes; it is a live tensor until now.
+      t.storageFreed = false;
+      this.liveCount--;
+      return;
+    }
     if (buf === null) return; // disposing twice is harmless
     t.buf = null;
     t.host = null;

@@ -9,6 +9,8 @@ export class GpuTensor implements Tensor {
   /** @internal */ buf: GPUBuffer | null;
   /** For i32 tensors: a host copy of the values (i32 tensors change only through tensor/zeros/fill/copyInto). */
   /** @internal */ host: Int32Array | null = null;
+  /** @internal True while its storage is freed (Backend.freeStorage): buf is null, the tensor still live. */
+  storageFreed = false;
   readonly size: number;
 
   /** @internal */
@@ -23,7 +25,7 @@ export class GpuTensor implements Tensor {
   }
 
   get disposed(): boolean {
-    return this.buf === null;
+    return this.buf === null && !this.storageFreed;
   }
 
   get byteLength(): number {

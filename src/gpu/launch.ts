@@ -60,6 +60,8 @@ export class CommandStream {
       size: slots * UNIFORM_SLOT,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
+    // Made here, not by the pool, and kept for the stream's life: counted in the same ledger, as staging.
+    pool.ledger.add(this.ring, this.ring.size, 'staging');
     this.ringData = new Uint8Array(slots * UNIFORM_SLOT);
   }
 
@@ -195,6 +197,7 @@ export class CommandStream {
 
   destroy(): void {
     this.abandon();
+    this.pool.ledger.remove(this.ring);
     this.ring.destroy();
   }
 }

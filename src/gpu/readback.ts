@@ -26,7 +26,7 @@ export async function readTensors(stream: CommandStream, pool: BufferPool, ts: r
     offsets.push(bytes);
     bytes += Math.ceil(t.byteLength / 8) * 8;
   }
-  const staging = pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST).buffer;
+  const staging = pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'readback', 'staging').buffer;
   ts.forEach((t, i) => stream.copy(t.buf!, 0, staging, offsets[i], t.byteLength));
   const dtypes = ts.map((t) => t.dtype);
   stream.flush();

@@ -64,8 +64,8 @@ export class GpuTimer {
         if (ended) throw new Error('GpuSpan.end() called twice');
         ended = true;
         this.stream.endTimestampPass(querySet, 1);
-        const resolve = this.pool.acquire(16, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC).buffer;
-        const staging = this.pool.acquire(16, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST).buffer;
+        const resolve = this.pool.acquire(16, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC, 'timing', 'staging').buffer;
+        const staging = this.pool.acquire(16, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'timing readback', 'staging').buffer;
         const enc = this.stream.encoderForCommands();
         enc.resolveQuerySet(querySet, 0, 2, resolve, 0);
         enc.copyBufferToBuffer(resolve, 0, staging, 0, 16);

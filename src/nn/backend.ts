@@ -11,6 +11,8 @@
  * Layout: row-major. Activations are [rows, cols]; biases, LayerNorm gamma and
  * beta are [cols]; labels are i32 [rows]; embedding indices are i32 [rows, k].
  */
+import type { MemoryKind, MemoryLedger } from './memory-ledger.ts';
+
 export type DType = 'f32' | 'i32';
 
 export interface Tensor {
@@ -81,6 +83,19 @@ export interface Backend {
   /** Several tensors read at once (a GPU: one staging buffer, one wait); absent: a read of each. */
   readMany?(ts: readonly Tensor[]): Promise<(Float32Array | Float64Array | Int32Array)[]>;
   dispose(t: Tensor): void;
+  /** The count of this backend's buffers by kind (memory-ledger.ts): every allocation and release reports here. */
+  readonly memory: MemoryLedger;
+  /** Counts `t` as holding `kind` from now on (a weight, a gradient, optimizer state, a stash...). */
+  tag(t: Tensor, kind: MemoryKind): void;
+  /**
+   * Releases t's storage but keeps the tensor (FSDP's free_storage): an op given it before `allocStorage`
+   * throws, naming it. Freeing twice is harmless.
+   */
+  freeStorage(t: Tensor): void;
+  /** Gives t storage again, counted as `kind` (its values are undefined until written: zeros on the CPU). */
+  allocStorage(t: Tensor, kind: MemoryKind): void;
+  /** Whether t has storage (false after freeStorage, until allocStorage). */
+  hasStorage(t: Tensor): boolean;
   /** Submits queued work (GPU); no-op on CPU. */
   flush(): void;
   /** Resolves when all issued work has finished. */

@@ -8,11 +8,20 @@ import { causalSoftmaxBackwardRef, causalSoftmaxRef, probsGradRef, qkvGradRef, s
 import { checkDy, checkScale, probsDims, qkvDims, scoresT } from './attention-shapes.ts';
 import type { Activation, AdamWOptions, Backend, DType, LayerNormOut, MatmulOptions, MoeRoute, SgdOptions, Tensor } from './backend.ts';
 import { CpuTensor, floats as d, ints } from './cpu-tensor.ts';
+import { MemoryLedger, type MemoryKind } from './memory-ledger.ts';
 import * as moe from './moe/moe-cpu.ts';
 import { groupedDims } from './moe/moe-shapes.ts';
 import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
 
 export { CpuTensor } from './cpu-tensor.ts';
+
+/** The CPU reference counts 4 bytes a value: the page's float32, so its counts compare with the formulas. */
+const CPU_BYTES = 4;
+
+function cpuTensor(field: string, t: Tensor): CpuTensor {
+  if (!(t instanceof CpuTensor)) throw new ConfigError(field, t, 'must come from the CPU backend');
+  return t;
+}
 
 export function activate(kind: Activation, x: number): number {
   switch (kind) {
@@ -50,22 +59,51 @@ export function activateDerivative(kind: Activation, x: number): number {
 
 export class CpuBackend implements Backend {
   readonly name = 'cpu-float64';
+  readonly memory = new MemoryLedger();
+
+  private make(shape: readonly number[], dtype: DType, data: Float64Array | Int32Array): CpuTensor {
+    const t = new CpuTensor(shape, dtype, data);
+    this.memory.add(t, t.size * CPU_BYTES);
+    return t;
+  }
+
+  tag(t: Tensor, kind: MemoryKind): void {
+    this.memory.retag(t, kind);
+  }
+
+  freeStorage(t: Tensor): void {
+    const c = cpuTensor('freeStorage tensor', t);
+    if (!c.hasStorage) return;
+    c.setStore(null);
+    this.memory.remove(c);
+  }
+
+  allocStorage(t: Tensor, kind: MemoryKind): void {
+    const c = cpuTensor('allocStorage tensor', t);
+    if (c.hasStorage) throw new ConfigError('allocStorage tensor', `[${c.shape.join(', ')}]`, 'already has storage (allocStorage follows freeStorage)');
+    c.setStore(c.dtype === 'i32' ? new Int32Array(c.size) : new Float64Array(c.size));
+    this.memory.add(c, c.size * CPU_BYTES, kind);
+  }
+
+  hasStorage(t: Tensor): boolean {
+    return cpuTensor('hasStorage tensor', t).hasStorage;
+  }
 
   tensor(data: ArrayLike<number>, shape: readonly number[], dtype: DType = 'f32'): CpuTensor {
     const n = checkShape('tensor shape', shape);
     if (data.length !== n) throw new ConfigError('tensor data.length', data.length, `must equal the product of shape [${shape.join(', ')}] = ${n}`);
     const arr = dtype === 'i32' ? Int32Array.from(data) : Float64Array.from(data);
-    return new CpuTensor([...shape], dtype, arr);
+    return this.make([...shape], dtype, arr);
   }
 
   zeros(shape: readonly number[], dtype: DType = 'f32'): CpuTensor {
     const n = checkShape('tensor shape', shape);
-    return new CpuTensor([...shape], dtype, dtype === 'i32' ? new Int32Array(n) : new Float64Array(n));
+    return this.make([...shape], dtype, dtype === 'i32' ? new Int32Array(n) : new Float64Array(n));
   }
 
   clone(t: Tensor): CpuTensor {
     const c = t as CpuTensor;
-    return new CpuTensor([...c.shape], c.dtype, c.data.slice());
+    return this.make([...c.shape], c.dtype, c.data.slice());
   }
 
   fill(t: Tensor, value: number): void {
@@ -81,7 +119,9 @@ export class CpuBackend implements Backend {
     return (t as CpuTensor).data.slice();
   }
 
-  dispose(_t: Tensor): void {}
+  dispose(t: Tensor): void {
+    this.memory.remove(t);
+  }
   flush(): void {}
   async sync(): Promise<void> {}
 
@@ -285,29 +325,29 @@ export class CpuBackend implements Backend {
   attentionScores(qkv: Tensor, heads: number, T: number, scale: number): CpuTensor {
     const dims = qkvDims('attentionScores', qkv, heads, T);
     checkScale('attentionScores', scale);
-    return new CpuTensor([dims.B * dims.H * T, T], 'f32', scoresRef(d(qkv), dims, scale));
+    return this.make([dims.B * dims.H * T, T], 'f32', scoresRef(d(qkv), dims, scale));
   }
 
   causalSoftmax(scores: Tensor): CpuTensor {
     const T = scoresT('causalSoftmax', scores);
-    return new CpuTensor([...scores.shape], 'f32', causalSoftmaxRef(d(scores), T));
+    return this.make([...scores.shape], 'f32', causalSoftmaxRef(d(scores), T));
   }
 
   causalSoftmaxBackward(probs: Tensor, dProbs: Tensor): CpuTensor {
     const T = scoresT('causalSoftmaxBackward', probs);
     checkSameShape('causalSoftmaxBackward dProbs', dProbs, probs, 'probs');
-    return new CpuTensor([...probs.shape], 'f32', causalSoftmaxBackwardRef(d(probs), d(dProbs), T));
+    return this.make([...probs.shape], 'f32', causalSoftmaxBackwardRef(d(probs), d(dProbs), T));
   }
 
   attentionValues(probs: Tensor, qkv: Tensor, heads: number): CpuTensor {
     const dims = probsDims('attentionValues', probs, qkv, heads);
-    return new CpuTensor([dims.B * dims.T, dims.C], 'f32', valuesRef(d(probs), d(qkv), dims));
+    return this.make([dims.B * dims.T, dims.C], 'f32', valuesRef(d(probs), d(qkv), dims));
   }
 
   attentionProbsGrad(qkv: Tensor, dy: Tensor, heads: number, T: number): CpuTensor {
     const dims = qkvDims('attentionProbsGrad', qkv, heads, T);
     checkDy('attentionProbsGrad', dy, dims);
-    return new CpuTensor([dims.B * dims.H * T, T], 'f32', probsGradRef(d(qkv), d(dy), dims));
+    return this.make([dims.B * dims.H * T, T], 'f32', probsGradRef(d(qkv), d(dy), dims));
   }
 
   attentionQkvGrad(qkv: Tensor, probs: Tensor, dScores: Tensor, dy: Tensor, heads: number, scale: number): CpuTensor {
@@ -315,7 +355,7 @@ export class CpuBackend implements Backend {
     checkSameShape('attentionQkvGrad dScores', dScores, probs, 'probs');
     checkDy('attentionQkvGrad', dy, dims);
     checkScale('attentionQkvGrad', scale);
-    return new CpuTensor([dims.B * dims.T, 3 * dims.C], 'f32', qkvGradRef(d(qkv), d(probs), d(dScores), d(dy), dims, scale));
+    return this.make([dims.B * dims.T, 3 * dims.C], 'f32', qkvGradRef(d(qkv), d(probs), d(dScores), d(dy), dims, scale));
   }
 
   add(a: Tensor, b: Tensor): CpuTensor {
@@ -323,21 +363,28 @@ export class CpuBackend implements Backend {
     const A = d(a), B = d(b);
     const out = new Float64Array(A.length);
     for (let i = 0; i < A.length; i++) out[i] = A[i] + B[i];
-    return new CpuTensor([...a.shape], 'f32', out);
+    return this.make([...a.shape], 'f32', out);
   }
 
-  // --- mixture of experts (moe/moe-cpu.ts) ---
-  softmaxRows(x: Tensor): CpuTensor { return moe.softmaxRows(x); }
-  softmaxRowsBackward(p: Tensor, dp: Tensor): CpuTensor { return moe.softmaxRowsBackward(p, dp); }
-  moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute { return moe.moeRoute(probs, k, capacity); }
-  moeGates(probs: Tensor, sel: Tensor): CpuTensor { return moe.moeGates(probs, sel); }
-  moeGatesBackward(probs: Tensor, sel: Tensor, dGates: Tensor): CpuTensor { return moe.moeGatesBackward(probs, sel, dGates); }
-  moeAuxLoss(probs: Tensor, sel: Tensor): { loss: CpuTensor; dProbs: CpuTensor } { return moe.moeAuxLoss(probs, sel); }
-  moeDispatch(x: Tensor, rowToken: Tensor, k: number): CpuTensor { return moe.moeDispatch(x, rowToken, k); }
-  moeDispatchBackward(dxe: Tensor, slot: Tensor): CpuTensor { return moe.moeDispatchBackward(dxe, slot); }
-  moeCombine(ye: Tensor, slot: Tensor, gates: Tensor): CpuTensor { return moe.moeCombine(ye, slot, gates); }
+  // --- mixture of experts (moe/moe-cpu.ts: its results counted here, as every tensor this backend makes) ---
+  private own<T>(made: T): T {
+    const count = (t: CpuTensor): void => this.memory.add(t, t.size * CPU_BYTES);
+    if (made instanceof CpuTensor) count(made);
+    else for (const v of Object.values(made as object)) if (v instanceof CpuTensor) count(v);
+    return made;
+  }
+
+  softmaxRows(x: Tensor): CpuTensor { return this.own(moe.softmaxRows(x)); }
+  softmaxRowsBackward(p: Tensor, dp: Tensor): CpuTensor { return this.own(moe.softmaxRowsBackward(p, dp)); }
+  moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute { return this.own(moe.moeRoute(probs, k, capacity)); }
+  moeGates(probs: Tensor, sel: Tensor): CpuTensor { return this.own(moe.moeGates(probs, sel)); }
+  moeGatesBackward(probs: Tensor, sel: Tensor, dGates: Tensor): CpuTensor { return this.own(moe.moeGatesBackward(probs, sel, dGates)); }
+  moeAuxLoss(probs: Tensor, sel: Tensor): { loss: CpuTensor; dProbs: CpuTensor } { return this.own(moe.moeAuxLoss(probs, sel)); }
+  moeDispatch(x: Tensor, rowToken: Tensor, k: number): CpuTensor { return this.own(moe.moeDispatch(x, rowToken, k)); }
+  moeDispatchBackward(dxe: Tensor, slot: Tensor): CpuTensor { return this.own(moe.moeDispatchBackward(dxe, slot)); }
+  moeCombine(ye: Tensor, slot: Tensor, gates: Tensor): CpuTensor { return this.own(moe.moeCombine(ye, slot, gates)); }
   moeCombineBackward(dy: Tensor, ye: Tensor, slot: Tensor, gates: Tensor, rowToken: Tensor): { dye: CpuTensor; dGates: CpuTensor } {
-    return moe.moeCombineBackward(dy, ye, slot, gates, rowToken);
+    return this.own(moe.moeCombineBackward(dy, ye, slot, gates, rowToken));
   }
   groupedMatmul(a: Tensor, b: Tensor, groups: number, opts: MatmulOptions = {}): CpuTensor {
     const { M, N } = groupedDims(a, b, groups, opts);

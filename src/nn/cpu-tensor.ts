@@ -4,13 +4,31 @@ import type { DType, Tensor } from './backend.ts';
 import { checkDType } from './shapes.ts';
 
 export class CpuTensor implements Tensor {
+  readonly size: number;
+  /** null after freeStorage (Backend.freeStorage), until allocStorage. */
+  private store: Float64Array | Int32Array | null;
+
   constructor(
     readonly shape: readonly number[],
     readonly dtype: DType,
-    readonly data: Float64Array | Int32Array,
-  ) {}
-  get size(): number {
-    return this.data.length;
+    data: Float64Array | Int32Array,
+  ) {
+    this.store = data;
+    this.size = data.length;
+  }
+
+  get data(): Float64Array | Int32Array {
+    if (this.store === null) throw new ConfigError('tensor', `[${this.shape.join(', ')}] ${this.dtype}`, 'had its storage freed (freeStorage) and was used before allocStorage gave it back (a missed gather?)');
+    return this.store;
+  }
+
+  /** @internal CpuBackend's freeStorage / allocStorage. */
+  setStore(data: Float64Array | Int32Array | null): void {
+    this.store = data;
+  }
+
+  get hasStorage(): boolean {
+    return this.store !== null;
   }
 }
 

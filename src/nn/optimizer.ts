@@ -121,7 +121,7 @@ abstract class SlotOptimizer implements Optimizer {
     slotCount: number,
   ) {
     this.lr = cfg.lr;
-    this.slots = Array.from({ length: slotCount }, () => params.map((p) => be.zeros(p.value.shape)));
+    this.slots = Array.from({ length: slotCount }, () => params.map((p) => be.memory.scope('optimizer', () => be.zeros(p.value.shape))));
   }
 
   step(gradScale = 1): void {

@@ -35,7 +35,14 @@ export function initValues(name: string, size: number, init: InitSpec, seed: num
 
 export function createParam(be: Backend, name: string, shape: readonly number[], init: InitSpec, seed: number, decay: boolean): Param {
   const size = shape.reduce((a, b) => a * b, 1);
-  return { name, value: be.tensor(initValues(name, size, init, seed), shape), grad: be.zeros(shape), decay };
+  return tagged(be, { name, value: be.tensor(initValues(name, size, init, seed), shape), grad: be.zeros(shape), decay });
+}
+
+/** Counts a parameter's value as weights and its gradient as gradients (nn/memory-ledger.ts). */
+export function tagged(be: Backend, p: Param): Param {
+  be.tag(p.value, 'weights');
+  be.tag(p.grad, 'grads');
+  return p;
 }
 
 export function disposeParam(be: Backend, p: Param): void {
@@ -61,5 +68,5 @@ export function createTpParam(
   if (t === 1 || rule.kind === 'whole') return createParam(be, name, shape, init, seed, decay);
   const size = shape.reduce((a, b) => a * b, 1);
   const piece = tpShape(shape, rule, t);
-  return { name: tpPieceName(name, j, t), value: be.tensor(tpSlice(initValues(name, size, init, seed), shape, rule, t, j), piece), grad: be.zeros(piece), decay };
+  return tagged(be, { name: tpPieceName(name, j, t), value: be.tensor(tpSlice(initValues(name, size, init, seed), shape, rule, t, j), piece), grad: be.zeros(piece), decay });
 }

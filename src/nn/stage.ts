@@ -179,6 +179,7 @@ export class Stage {
       result = loss;
     }
     this.stashes.set(mb, stash);
+    for (const t of this.tensorsOf(stash)) this.be.tag(t, 'stash');
     return result;
   }
 
@@ -238,6 +239,7 @@ export class Stage {
     st.labels = null;
     st.dLogits = null;
     st.phase = 'input-done';
+    for (const t of kept) this.be.tag(t, 'stash');
     return cur;
   }
 
@@ -285,8 +287,12 @@ export class Stage {
     return (await this.run(input, false)).out;
   }
 
+  /** Zeroes the gradients (giving back their storage where ZeRO freed it: Backend.allocStorage). */
   zeroGrads(): void {
-    for (const p of this.params) this.be.fill(p.grad, 0);
+    for (const p of this.params) {
+      if (!this.be.hasStorage(p.grad)) this.be.allocStorage(p.grad, 'grads');
+      this.be.fill(p.grad, 0);
+    }
     for (const l of this.layers) if (l.auxLoss) this.be.fill(l.auxLoss, 0);
   }
 
@@ -341,6 +347,8 @@ export class Stage {
   loadParams(values: Readonly<Record<string, ArrayLike<number>>>): void {
     this.checkParams(values);
     for (const p of this.params) {
+      // A ZeRO-3 worker between its gathers holds no storage for the whole weight: a loaded one gets it back.
+      if (!this.be.hasStorage(p.value)) this.be.allocStorage(p.value, 'weights');
       const t = this.be.tensor(values[p.name], p.value.shape);
       this.be.copyInto(p.value, t);
       this.be.dispose(t);

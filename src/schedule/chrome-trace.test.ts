@@ -21,6 +21,17 @@ describe('Chrome trace', () => {
     expect(JSON.parse(JSON.stringify(trace))).toEqual(trace);
   });
 
+  it('counter tracks: one "C" event per sample, on its lane, in microseconds, its series as args', () => {
+    const r = simulate(generateSchedule('1f1b', 2, 2), {});
+    const samples = [{ t: 0, values: { weights: 10, temp: 0 } }, { t: 1.5, values: { weights: 10, temp: 6 } }];
+    const trace = toChromeTrace(r.timeline, 'PipeLab', [{ lane: 1, name: 'memory of worker 1 (bytes)', samples }]);
+    const c = trace.traceEvents.filter((e) => e.ph === 'C');
+    expect(c).toEqual([
+      { name: 'memory of worker 1 (bytes)', ph: 'C', pid: 0, tid: 1, ts: 0, args: { weights: 10, temp: 0 } },
+      { name: 'memory of worker 1 (bytes)', ph: 'C', pid: 0, tid: 1, ts: 1500, args: { weights: 10, temp: 6 } },
+    ]);
+  });
+
   it('scales a measured timeline in ms to microseconds', () => {
     const trace = toChromeTrace({
       source: 'measured',

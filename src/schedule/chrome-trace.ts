@@ -4,7 +4,8 @@
  * open. Compute goes in process 0, one thread per rank; communication, which
  * overlaps compute, in process 1, one thread per rank. Times are microseconds:
  * a 'ms' timeline is scaled by 1000, and a 'unit' timeline shows one unit as
- * one millisecond.
+ * one millisecond. Counter tracks ("ph": "C": a measured run's memory per worker, bytes by kind, stacked) go
+ * under the compute process, one per worker, so Perfetto draws them beside the actions.
  */
 import { formatAction } from './action-text.ts';
 import { laneLabel } from './mesh.ts';
@@ -12,7 +13,7 @@ import { laneCount, laneOf, timelineMesh, type Timeline } from './timeline.ts';
 
 export interface TraceEvent {
   name: string;
-  ph: 'X' | 'M';
+  ph: 'X' | 'M' | 'C';
   pid: number;
   tid: number;
   ts?: number;
@@ -27,10 +28,17 @@ export interface ChromeTrace {
   otherData: Record<string, string | number>;
 }
 
+/** A counter track: one lane's samples (ms on the timeline's clock), each a value per series (drawn stacked). */
+export interface CounterTrack {
+  lane: number;
+  name: string;
+  samples: readonly { t: number; values: Record<string, number> }[];
+}
+
 const COMPUTE_PID = 0;
 const COMM_PID = 1;
 
-export function toChromeTrace(t: Timeline, title = 'PipeLab'): ChromeTrace {
+export function toChromeTrace(t: Timeline, title = 'PipeLab', counters: readonly CounterTrack[] = []): ChromeTrace {
   const scale = 1000;
   const events: TraceEvent[] = [
     { name: 'process_name', ph: 'M', pid: COMPUTE_PID, tid: 0, args: { name: `${title} compute` } },
@@ -77,6 +85,7 @@ export function toChromeTrace(t: Timeline, title = 'PipeLab'): ChromeTrace {
       });
     }
   }
+  for (const c of counters) for (const s of c.samples) events.push({ name: c.name, ph: 'C', pid: COMPUTE_PID, tid: c.lane, ts: s.t * scale, args: { ...s.values } });
   return {
     traceEvents: events,
     displayTimeUnit: 'ms',

@@ -237,7 +237,23 @@ function syncTable(res: SuiteResult): string {
   );
 }
 
+/** Each worker's measured peak beside the formula, and its kinds at the peak. */
+function memoryTable(res: SuiteResult): string {
+  const rows = res.rows as ScheduleBenchRow[];
+  const kib = (b: number) => f(b / 1024, 1);
+  return table(
+    ['model', 'schedule', 'mesh', 'worker', 'peak KiB', 'formula KiB', 'peak − formula', 'weights (+ gathered)', 'gradients', 'optimizer', 'stash', 'temporaries', 'pooled'],
+    rows.flatMap((r) =>
+      (r.memory ?? []).map((w) => {
+        const k = w.byKind;
+        return [r.model, r.schedule, `${r.mesh ? `dp ${r.mesh.dp} × pp ${r.p}${r.mesh.zero ? `, ZeRO-${r.mesh.zero}` : ''}` : `pp ${r.p}`}${r.recompute ? ', full recomputation' : ''}`, String(w.worker), kib(w.peak), kib(w.formula), pct((w.peak - w.formula) / w.formula), kib(k.weights + k.gathered), kib(k.grads), kib(k.optimizer), kib(k.stash), kib(k.staging + k.temp), kib(w.pooled)];
+      }),
+    ),
+  );
+}
+
 const RENDER: Record<string, (res: SuiteResult) => string> = {
+  memory: memoryTable,
   sync: syncTable,
   makemore: makemoreTable,
   allreduce: allReduceTable,

@@ -3,7 +3,8 @@
  * hold PipeLab's figure beside its peer's, measured in the same run.
  */
 import type { Page } from 'playwright';
-import type { ScheduleBenchCase } from '../schedules-suite.ts';
+import type { ScheduleBenchCase, ScheduleBenchRow } from '../schedules-suite.ts';
+import { memoryGrid, memoryLines } from '../memory-suite.ts';
 import { gpt, gptSchedules, measureScheduleGrid, predictionNote } from '../gpt-suite.ts';
 import type { KernelBenchRow } from '../kernels-suite.ts';
 import type { TrainingBenchCase, TrainingBenchRow } from '../training-suite.ts';
@@ -257,7 +258,24 @@ async function sync(ctx: BenchContext): Promise<SuiteResult> {
 }
 
 // sync last: it makes and destroys several devices in the page, which the suites after it should not meet.
-export const SUITES = { schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint, makemore: makemorePage, sync } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
+/** Each worker's measured memory peak by kind beside the formula, per schedule and ZeRO stage (memory-suite.ts). */
+async function memory(ctx: BenchContext): Promise<SuiteResult> {
+  const rows: ScheduleBenchRow[] = [];
+  for (const c of memoryGrid(ctx.quick)) {
+    const row = await ctx.page.evaluate(({ c, steps }) => window.pipelabBench.schedule(c, steps), { c, steps: 2 });
+    for (const line of memoryLines(row)) ctx.log(line);
+    rows.push(row);
+  }
+  return {
+    rows,
+    notes: [
+      'measured: the worker\'s allocator-tracked bytes (nn/memory-ledger.ts), its highest in the second step (the first warms the pool); formula: held-bytes.ts formula.peak (the ZeRO paper\'s model states, the page\'s activation estimate, a backward\'s working set, ZeRO\'s gathered weights and whole gradient).',
+      'What the count cannot see: WebGPU has no query of a device\'s memory (gpuweb #5505), so these are the bytes PipeLab\'s own allocator hands out (buffers rounded up to its pool\'s buckets, at most 25% over a request above 4 KiB), not what the driver holds: not its alignment and page granularity, not its own allocations (pipelines, bind groups, query sets, command buffers), not the browser\'s (the GPU process, its staging rings for writeBuffer and mapAsync), nor the host memory of the collectives\' vectors. "pooled" is free buffers the pool keeps for reuse (up to 512 MiB a worker), still allocated on the device.',
+    ],
+  };
+}
+
+export const SUITES = { memory, schedules, kernels, training, timeline, gpt, 'gpt-schedules': gptSchedules, startup, allreduce, mesh, tp: tpSuite, checkpoint, makemore: makemorePage, sync } satisfies Record<string, (ctx: BenchContext) => Promise<SuiteResult>>;
 export type SuiteName = keyof typeof SUITES;
 
 /** Suites a plain `npm run bench` leaves out: a GPU's jobs, run with --big or when named. */

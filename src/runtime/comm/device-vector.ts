@@ -28,7 +28,7 @@ export async function readVector(be: Backend, tensors: readonly Tensor[]): Promi
 export function writeVector(be: Backend, tensors: readonly Tensor[], x: Vector): void {
   let at = 0;
   for (const dst of tensors) {
-    const t = be.tensor(x.subarray(at, at + dst.size), dst.shape);
+    const t = be.memory.scope('staging', () => be.tensor(x.subarray(at, at + dst.size), dst.shape));
     be.copyInto(dst, t);
     be.dispose(t);
     at += dst.size;

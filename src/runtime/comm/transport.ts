@@ -124,7 +124,7 @@ export class Transport {
     }
     const data = p.dtype === 'f64' ? new Float64Array(p.buffer) : new Float32Array(p.buffer);
     const t2 = epochMs();
-    const t = this.o.be.tensor(data, p.shape);
+    const t = this.o.be.memory.scope('staging', () => this.o.be.tensor(data, p.shape));
     log.comm(a.stage, a.mb, 'upload', t2, epochMs(), peer);
     return t;
   }

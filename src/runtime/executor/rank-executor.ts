@@ -18,6 +18,7 @@
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import type { ActionClock, ActionSpan } from '../../gpu/action-clock.ts';
 import { placeActions, settleReads, type IssuedAction } from './action-times.ts';
+import type { MemorySample, StepMemory } from '../../nn/memory-ledger.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { Interval } from '../../schedule/timeline.ts';
 import { ActionError } from '../comm/index.ts';
@@ -71,6 +72,8 @@ export interface StepResult extends PolicyReport {
   stepEnd: number;
   /** What the step waited for and sent to the GPU, and the messages it took from other workers. */
   counts: StepCounts;
+  /** The worker's allocator-tracked bytes (nn/memory-ledger.ts): a sample as each action's kernels end and after its policy's part, and the step's high-water mark. */
+  memory?: StepMemory;
 }
 
 /**
@@ -155,6 +158,10 @@ export class RankExecutor implements StepRunner {
     this.issued = [];
     this.p.clock?.discard();
     let actions = 0;
+    be.memory.resetPeak();
+    const samples = [be.memory.sample()];
+    /** The samples taken as an action was issued, timed at its end once the step's end places it (GPU spans). */
+    const atAction: { sample: MemorySample; iv: Interval }[] = [];
 
     for (const a of this.p.order) {
       try {
@@ -163,8 +170,14 @@ export class RankExecutor implements StepRunner {
         const stage = stages.get(a.stage);
         if (!stage) throw new Error(`stage ${a.stage} is not held by this rank`);
         await this.p.policy.beforeAction?.(a, log);
+        const issuedBefore = this.issued.length;
         const out = await this.act(log, a, stage);
+        samples.push(be.memory.sample());
         await this.p.policy.afterAction?.(a, log);
+        const sampled = be.memory.sample();
+        samples.push(sampled);
+        const last = this.issued[this.issued.length - 1];
+        if (last && issuedBefore !== this.issued.length) atAction.push({ sample: samples[samples.length - 2], iv: last.iv }, { sample: sampled, iv: last.iv });
         // The action's work (and its send's copy) submitted, not waited for.
         be.flush();
         actions++;
@@ -227,7 +240,11 @@ export class RankExecutor implements StepRunner {
         throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
-    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, ...this.p.policy.report() };
+    samples.push(be.memory.sample());
+    // Issued actions are placed at their GPU times: their samples go where their kernels ended.
+    if (clock) for (const { sample, iv } of atAction) sample.t = iv.end;
+    const memory = { samples, peak: be.memory.peak() };
+    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...this.p.policy.report() };
   }
 
   /** The aux loss terms this worker's stages accumulated in the step, summed into one tensor to read (tp rank 0 only); null without any. */

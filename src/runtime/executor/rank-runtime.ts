@@ -341,6 +341,9 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const WARM_UP_MB = 0x7fffffff;
   /** One forward and backward of a one-example micro-batch through each of the rank's stages; with `update`, a throwaway optimizer's step too. */
   const dryStep = async (update: boolean) => {
+    // Gradients a policy keeps without storage between its backwards (ZeRO-2/3) get it for the pass, and give it back after.
+    const freed = [...stages.values()].flatMap((st) => st.params.filter((p) => !be.hasStorage(p.grad)));
+    for (const st of stages.values()) st.zeroGrads();
     for (const st of stages.values()) {
       // A micro-batch of the run's size (the kernels a shape picks, e.g. the matmul's ragged or aligned loads,
       // are the ones the steps pick); where sequence parallelism cannot split it, one example per tp worker.
@@ -362,6 +365,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       opt.dispose();
     }
     for (const st of stages.values()) st.zeroGrads();
+    for (const p of freed) be.freeStorage(p.grad);
   };
   return {
     async warmUp() {
@@ -371,7 +375,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       if (be.compileUsed) {
         // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.
         ({ kernels, compiled } = await be.compileUsed(() => dryStep(true)));
-        for (const st of stages.values()) st.zeroGrads();
+        for (const st of stages.values()) for (const p of st.params) if (be.hasStorage(p.grad)) be.fill(p.grad, 0);
       } else {
         await dryStep(false);
       }

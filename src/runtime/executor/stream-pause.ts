@@ -12,6 +12,7 @@
  *   cut (a wait for a held peer, an action inside which a held tp peer was awaited) loses it. So the bubble, the
  *   makespan and samples per second are the stream's without the pause.
  */
+import type { StepMemory } from '../../nn/memory-ledger.ts';
 import type { Interval } from '../../schedule/timeline.ts';
 import { epochMs } from '../comm/index.ts';
 import type { PausableTimers } from '../comm/index.ts';
@@ -142,6 +143,7 @@ export interface TimedWindow {
   intervals: Interval[];
   stepStart: number;
   stepEnd: number;
+  memory?: StepMemory;
 }
 
 /** The windows with each pause cut out of their times (see the module's comment); returns new objects, the last pause first. */
@@ -153,7 +155,8 @@ export function cutPauses<T extends TimedWindow>(results: readonly T[], pauses: 
     const cut = p.to - from;
     if (!(cut > 0)) continue;
     const at = (t: number) => (t <= from ? t : t >= p.to ? t - cut : from);
-    out = out.map((r) => ({ ...r, stepStart: at(r.stepStart), stepEnd: at(r.stepEnd), intervals: r.intervals.map((iv) => ({ ...iv, start: at(iv.start), end: at(iv.end) })) }));
+    const memory = (m: StepMemory | undefined) => m && { samples: m.samples.map((s) => ({ ...s, t: at(s.t) })), peak: { ...m.peak, t: at(m.peak.t) } };
+    out = out.map((r) => ({ ...r, stepStart: at(r.stepStart), stepEnd: at(r.stepEnd), intervals: r.intervals.map((iv) => ({ ...iv, start: at(iv.start), end: at(iv.end) })), ...(r.memory ? { memory: memory(r.memory) } : {}) }));
   }
   return out;
 }

@@ -161,7 +161,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     if (own.latest !== block) throw new Error(`stage ${stage} finished block ${block} holding weight version ${own.latest}; blocks must end in order`);
     const params = own.stage.params;
     if (own.older) params.forEach((p, i) => this.be.copyInto((own.older as Tensor[])[i], p.value));
-    else own.older = params.map((p) => this.be.clone(p.value));
+    else own.older = params.map((p) => this.be.memory.scope('weights', () => this.be.clone(p.value)));
     own.opt.lr = lrAt(this.train, block);
     own.opt.step(1);
     own.stage.zeroGrads();
@@ -205,7 +205,7 @@ export class DoubleBufferPolicy implements UpdatePolicy {
     }
     for (const own of this.perStage.values()) {
       for (const t of own.older ?? []) this.be.dispose(t);
-      own.older = own.stage.params.map((p) => this.be.tensor(previous[p.name], p.value.shape));
+      own.older = own.stage.params.map((p) => this.be.memory.scope('weights', () => this.be.tensor(previous[p.name], p.value.shape)));
     }
   }
 

@@ -146,6 +146,8 @@ export class Flush implements UpdatePolicy {
     if (!shard) return sumOverReplicas(this.be, this.parts, stage, st.params, log.step, log);
     const name = `the ZeRO-1 ${this.beforeUpdate ? 'reduce-scatter' : 'update'} of stage ${stage}`;
     await overReplicas(this.be, this.parts, stage, st.params, log.step, log, name, async (ring, x) => {
+      // Read off the device, the whole gradient is not needed there until the next step's first backward (update: zeroGrads).
+      for (const p of st.params) this.be.freeStorage(p.grad);
       await reduceScatter(ring, x);
       if (this.beforeUpdate) {
         // Model copies: the chunk is summed over them before its update (copiedShardsEnd); the ring waits until then.

@@ -18,8 +18,9 @@
  *   device; it is freed after the stage's last such action of the step
  *   (`reshard: 'step'`, FSDP's reshard_after_forward = False) or after every
  *   action (`'microbatch'`, True), and re-gathered when next needed. "Freed"
- *   overwrites the device's copy with zeros, so a missed gather cannot go
- *   unseen: the equality with one device would break. With `prefetch` the
+ *   releases the whole weights' storage (Backend.freeStorage; the pool may
+ *   keep the buffer, counted as pooled), so a missed gather cannot go unseen:
+ *   the next op that reads them throws, naming the tensor. With `prefetch` the
  *   next gather this worker needs starts while the current action computes
  *   (FSDP's forward/backward prefetch).
  *
@@ -32,11 +33,12 @@
  * accumulator is summed with its other copy's (the same chunk in the same
  * replica) at the step's end, before its update (copy-sum.ts).
  *
- * Held bytes are counted as the sharding defines them (4 bytes a value, the
- * page's float32): at rest (the ZeRO paper's model states: what a worker
- * keeps between its actions) and transient (the peak of gathered weights and
- * of a micro-batch's full gradient before its reduce-scatter). The device's
- * buffers stay allocated at their full size; what ZeRO frees holds zeros.
+ * On the device, between its actions, a worker keeps its chunk's gradient
+ * accumulator, its optimizer state and (ZeRO-2) the whole weights or (ZeRO-3)
+ * its chunk of them; a stage's whole gradient has storage from the backward
+ * that makes it to its reduce-scatter. What the device holds is counted by its
+ * backend's ledger (nn/memory-ledger.ts); `report().held` gives the bytes as
+ * the sharding defines them (4 bytes a value), the formula's side.
  */
 import type { Backend } from '../../nn/backend.ts';
 import { optimizerStateBytes } from '../../nn/optimizer.ts';
@@ -60,8 +62,6 @@ interface StageShard {
   shard: ZeroShard;
   /** The values of the stage's vector. */
   total: number;
-  /** The summed gradient of the owned chunk, accumulated over the step's micro-batches. */
-  grad: Vector | null;
   /** The index in the worker's order of the stage's last action that reads its weights. */
   lastUse: number;
 }
@@ -92,11 +92,13 @@ export class ShardedStep implements UpdatePolicy {
       const lastUse = order.reduce((last, a, i) => (a.stage === s && readsWeights(a) ? i : last), -1);
       this.held.set(s, {
         stage,
-        shard: new ZeroShard(be, stage.params, train, parts.replica, parts.dp),
+        // The device keeps the owned chunk's gradient (and, ZeRO-3, its weights) between actions; the whole
+        // gradient gets storage for the backward that makes it, and gives it back once reduce-scattered.
+        shard: new ZeroShard(be, stage.params, train, parts.replica, parts.dp, { weights: parts.zero === 3, grads: true }),
         total: paramOffsets(stage.params).total,
-        grad: null,
         lastUse,
       });
+      for (const p of stage.params) be.freeStorage(p.grad);
     }
   }
 
@@ -158,6 +160,14 @@ export class ShardedStep implements UpdatePolicy {
   }
 
   async beforeAction(a: Action, log: StepLog): Promise<void> {
+    if (a.op === 'B' || a.op === 'W') {
+      // The whole gradient lives from the backward that makes it to its reduce-scatter.
+      for (const p of this.need(a.stage).stage.params) {
+        if (this.be.hasStorage(p.grad)) continue;
+        this.be.allocStorage(p.grad, 'grads');
+        this.be.fill(p.grad, 0);
+      }
+    }
     if (!this.zero3 || !readsWeights(a)) return;
     const k = this.index.get(key(a)) ?? -1;
     if (!this.resident.has(a.stage)) {
@@ -167,6 +177,7 @@ export class ShardedStep implements UpdatePolicy {
       if (this.parts.prefetch) this.prefetchAfter(k, log);
       const x = await gathering;
       const t0 = epochMs();
+      for (const p of h.stage.params) if (!this.be.hasStorage(p.value)) this.be.allocStorage(p.value, 'gathered');
       writeVector(this.be, h.stage.params.map((p) => p.value), x);
       log.collective(a.stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
       this.resident.add(a.stage);
@@ -205,24 +216,22 @@ export class ShardedStep implements UpdatePolicy {
     this.notePeak(h.total);
     const t0 = epochMs();
     const g = await readVector(this.be, h.stage.params.map((p) => p.grad));
-    h.stage.zeroGrads();
+    for (const p of h.stage.params) this.be.freeStorage(p.grad);
     log.collective(stage, 'gather-grads', -1, t0, epochMs(), g.byteLength);
     const ring = this.ring(stage, log);
     const done = this.enqueue(async () => {
       this.parts.control?.status(`step ${log.step}: the ZeRO-${this.parts.zero} reduce-scatter of stage ${stage}`);
       await reduceScatter(ring, g);
-      const { lo, hi } = h.shard;
-      const acc = (h.grad ??= g instanceof Float64Array ? new Float64Array(hi - lo) : new Float32Array(hi - lo));
-      for (let i = 0; i < acc.length; i++) acc[i] += g[lo + i];
+      h.shard.accumulate(g);
       this.parts.control?.status(null);
     });
     if (this.parts.overlap) done.catch(() => {});
     else await done;
   }
 
-  /** ZeRO-3: the stage's weights leave the device (zeros in their place). */
+  /** ZeRO-3: the stage's whole weights leave the device (their storage is released; an op that reads them before the next gather throws). */
   private free(stage: number, h: StageShard): void {
-    for (const p of h.stage.params) this.be.fill(p.value, 0);
+    for (const p of h.stage.params) this.be.freeStorage(p.value);
     this.resident.delete(stage);
   }
 
@@ -233,24 +242,21 @@ export class ShardedStep implements UpdatePolicy {
       // Both copies of a stage own the same chunk in a replica: their accumulators are summed before either updates.
       const chunks = new Map<number, Vector>();
       for (const [s, h] of this.held) {
-        if (!h.grad) {
-          await h.shard.ensureLoaded();
-          h.grad = h.shard.vector(h.shard.hi - h.shard.lo);
-        }
-        chunks.set(s, h.grad);
+        await h.shard.ensureLoaded();
+        chunks.set(s, await h.shard.readGrad());
       }
       await this.sumCopies(step, log, chunks);
+      for (const [s, h] of this.held) h.shard.writeGrad(chunks.get(s) as Vector);
     }
     const lr = lrAt(this.train, step);
     for (const s of [...this.held.keys()].sort((a, b) => b - a)) {
       const h = this.need(s);
       await h.shard.ensureLoaded();
+      // The owned chunk's summed gradient is on the device (ZeroShard.accumulate); x takes the updated weights.
       const x = h.shard.vector(h.total);
-      if (h.grad) x.set(h.grad, h.shard.lo);
       let t0 = epochMs();
       await h.shard.update(x, lr);
       log.collective(s, 'shard-update', -1, t0, epochMs(), (h.shard.hi - h.shard.lo) * x.BYTES_PER_ELEMENT);
-      h.grad?.fill(0);
       if (this.zero3) continue;
       const ring = this.ring(s, log);
       await this.enqueue(() => allGather(ring, x));

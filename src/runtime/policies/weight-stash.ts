@@ -44,7 +44,7 @@ export class WeightStash {
   onForward(mb: number): void {
     let v = this.versions.get(this.version);
     if (!v) {
-      v = { copies: this.params.map((p) => this.be.clone(p.value)), refs: 0 };
+      v = { copies: this.params.map((p) => this.be.memory.scope('weights', () => this.be.clone(p.value))), refs: 0 };
       this.versions.set(this.version, v);
     }
     v.refs++;
@@ -63,7 +63,7 @@ export class WeightStash {
     if (fv === this.version) {
       result = await backward();
     } else {
-      const current = this.params.map((p) => this.be.clone(p.value));
+      const current = this.params.map((p) => this.be.memory.scope('weights', () => this.be.clone(p.value)));
       this.params.forEach((p, i) => this.be.copyInto(p.value, stash.copies[i]));
       loaded = fv;
       try {

@@ -8,13 +8,17 @@
  * per-element rule, the same as on one device: ZeRO-1 changes where the state
  * lives, not the numbers. ZeRO-3 also starts its all-gathers from this
  * master copy (placeOwn) and saves it as pieces (weightPieces).
+ *
+ * On the device the shard holds, between its updates, only what its stage keeps (`keep`): ZeRO-2 and 3 the
+ * owned chunk's gradient accumulator, ZeRO-3 the owned chunk's weights; the other pieces get storage for the
+ * update alone (Backend.allocStorage / freeStorage), so ZeRO-1 never holds more than ZeRO-0.
  */
 import { chunkBounds } from '../../schedule/mesh.ts';
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../../nn/optimizer.ts';
 import { ConfigError } from '../../util/errors.ts';
 import type { OptimizerPieces } from './policy.ts';
-import type { Param } from '../../nn/param.ts';
+import { tagged, type Param } from '../../nn/param.ts';
 import type { TrainConfig } from '../../nn/train-config.ts';
 import { ownedChunk, type Vector } from '../comm/index.ts';
 
@@ -51,6 +55,14 @@ export function parsePieceName(key: string): { name: string; lo: number; hi: num
   return m ? { name: m[1], lo: Number(m[2]), hi: Number(m[3]) } : null;
 }
 
+/** Which pieces stay on the device between updates. */
+export interface ShardKeeps {
+  /** The owned chunk's weights (ZeRO-3: the device's only copy of them between gathers). */
+  weights: boolean;
+  /** The owned chunk's gradient, accumulated over the step (ZeRO-2 and 3: accumulate). */
+  grads: boolean;
+}
+
 export class ZeroShard {
   private readonly segments: Segment[] = [];
   private readonly opt: Optimizer;
@@ -67,6 +79,7 @@ export class ZeroShard {
     train: TrainConfig,
     replica: number,
     dp: number,
+    private readonly keep: ShardKeeps = { weights: false, grads: false },
   ) {
     const { offsets, total } = paramOffsets(params);
     const bounds = chunkBounds(total, dp);
@@ -77,10 +90,37 @@ export class ZeroShard {
       const lo = Math.max(this.lo, offsets[i]) - offsets[i];
       const hi = Math.min(this.hi, offsets[i] + param.value.size) - offsets[i];
       if (hi <= lo) return;
-      const piece: Param = { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay };
+      const piece = tagged(be, { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay });
       this.segments.push({ param, lo, hi, at: offsets[i] + lo, piece });
     });
     this.opt = createOptimizer(be, this.segments.map((s) => s.piece), train);
+    for (const s of this.segments) {
+      if (!keep.weights) be.freeStorage(s.piece.value);
+      if (!keep.grads) be.freeStorage(s.piece.grad);
+    }
+  }
+
+  /** Adds the owned chunk [lo, hi) of `g` (a stage vector after its reduce-scatter) to the gradient kept on the device (keep.grads). */
+  accumulate(g: Vector): void {
+    if (!this.keep.grads) throw new Error('this shard keeps no gradient between updates');
+    for (const s of this.segments) {
+      const t = this.be.memory.scope('staging', () => this.be.tensor(g.subarray(s.at, s.at + s.hi - s.lo), [s.hi - s.lo]));
+      this.be.axpy(s.piece.grad, t, 1);
+      this.be.dispose(t);
+    }
+  }
+
+  /** The gradient kept on the device, as the owned chunk's vector (keep.grads). */
+  async readGrad(): Promise<Vector> {
+    const parts = await Promise.all(this.segments.map((s) => this.be.read(s.piece.grad)));
+    const out = this.vector(this.hi - this.lo);
+    this.segments.forEach((s, k) => out.set(parts[k], s.at - this.lo));
+    return out;
+  }
+
+  /** Replaces the gradient kept on the device with the owned chunk's vector `g` (keep.grads: after a sum over model copies). */
+  writeGrad(g: Vector): void {
+    for (const s of this.segments) this.write(s.piece.grad, g.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
   }
 
   /** The optimizer-state parameters of this shard (its pieces). */
@@ -95,14 +135,30 @@ export class ZeroShard {
    * the same); later steps keep them here.
    */
   async update(x: Vector, lr: number): Promise<void> {
-    const { be } = this;
+    const { be, keep } = this;
     await this.ensureLoaded();
-    for (const s of this.segments) this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
+    const host = this.host as Vector;
+    for (const s of this.segments) {
+      // The pieces not kept get storage for this update alone: the weights from the master copy, the gradient from x.
+      if (!keep.weights) {
+        be.allocStorage(s.piece.value, 'weights');
+        this.write(s.piece.value, host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
+      }
+      if (!keep.grads) {
+        be.allocStorage(s.piece.grad, 'grads');
+        this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
+      }
+    }
     this.opt.lr = lr;
     this.opt.step(1);
     const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
     this.segments.forEach((s, k) => x.set(updated[k], s.at));
     this.host = x.slice(this.lo, this.hi);
+    for (const s of this.segments) {
+      if (!keep.weights) be.freeStorage(s.piece.value);
+      if (keep.grads) be.fill(s.piece.grad, 0);
+      else be.freeStorage(s.piece.grad);
+    }
   }
 
   /**
@@ -113,7 +169,7 @@ export class ZeroShard {
   async ensureLoaded(): Promise<void> {
     if (this.loaded) return;
     const values = await Promise.all(this.segments.map((s) => this.be.read(s.param.value)));
-    this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+    if (this.keep.weights) this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
     const host = values[0] instanceof Float64Array || values.length === 0 ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo);
     this.segments.forEach((s, k) => host.set(values[k].subarray(s.lo, s.hi), s.at - this.lo));
     this.host = host;
@@ -171,7 +227,7 @@ export class ZeroShard {
   }
 
   private write(dst: Tensor, values: ArrayLike<number>): void {
-    const t = this.be.tensor(values, dst.shape);
+    const t = this.be.memory.scope('staging', () => this.be.tensor(values, dst.shape));
     this.be.copyInto(dst, t);
     this.be.dispose(t);
   }

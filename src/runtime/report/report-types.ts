@@ -3,6 +3,7 @@
  * (fed with the measured per-op times) and the closed form, losses, memory
  * and throughput. Plain JSON, so it can be exported and compared.
  */
+import type { MemoryKind, StepMemory } from '../../nn/memory-ledger.ts';
 import type { Op, Schedule } from '../../schedule/types.ts';
 import type { Timeline } from '../../schedule/timeline.ts';
 import type { RankStartup, StepCounts } from '../executor/index.ts';
@@ -95,9 +96,21 @@ export interface RunReport {
     optimizer: number;
     stash: number;
     transient: number;
-    /** The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts). */
-    formula: { weights: number; grads: number; optimizer: number };
+    /**
+     * The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts); `peak`: those, the page's
+     * estimate of the activations it keeps and remakes (config/run-limits.ts rankMemory) and ZeRO's buffers around
+     * an action (ZeRO-2: a stage's whole gradient; ZeRO-3: its gathered weights too): what the count is checked against.
+     */
+    formula: { weights: number; grads: number; optimizer: number; peak: number };
+    /**
+     * The allocator's count (nn/memory-ledger.ts; allocator-tracked bytes, not the driver's): the worker's most live
+     * bytes in a steady-state step (the first step is left out when there are several), its bytes by kind at that
+     * moment, and its pool's free bytes then.
+     */
+    measured?: { peak: number; byKind: Record<MemoryKind, number>; pooled: number };
   }[];
+  /** The last step's count on each worker (worker order; ms from that step's start, as `timeline`): the memory lanes. */
+  memory?: StepMemory[];
   /**
    * Data-parallel runs that read weights: the largest difference between any replica's weights and replica 0's;
    * runs with model copies (DualPipe): between the copies of each stage (0: they agree bit for bit).

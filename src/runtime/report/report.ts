@@ -12,6 +12,7 @@ import type { Interval, Timeline } from '../../schedule/timeline.ts';
 import type { RankStats, Weights } from '../executor/index.ts';
 import type { StepResult } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
+import type { MemorySample, StepMemory } from '../../nn/memory-ledger.ts';
 import { heldBytesPerWorker, ringBytesFormula } from './held-bytes.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { RunPlan } from '../executor/index.ts';
@@ -28,6 +29,8 @@ export interface StepRecord {
   loss: number;
   timeline: Timeline;
   results: StepResult[];
+  /** Each worker's count of its memory in the step (worker order), ms from the step's first start like `timeline`. */
+  memory?: StepMemory[];
 }
 
 /** The comm kinds that cost time on the data path (recv-wait is idleness, not cost). */
@@ -51,7 +54,9 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
   };
   const losses = results.flatMap((r) => r.losses);
   const loss = losses.reduce((s, l) => s + l.loss, 0);
-  return { step, loss, timeline, results };
+  const shift = (s: MemorySample): MemorySample => ({ ...s, t: s.t - t0 });
+  const memory = results.every((r) => r.memory) ? results.map((r) => ({ samples: (r.memory as StepMemory).samples.map(shift), peak: shift((r.memory as StepMemory).peak) })) : undefined;
+  return { step, loss, timeline, results, ...(memory ? { memory } : {}) };
 }
 
 export interface ReportInput {
@@ -248,6 +253,7 @@ export function buildReport(input: ReportInput): RunReport {
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
+    ...(last.memory ? { memory: last.memory } : {}),
   };
   if (collectives) collectives.ringBytesFormula = ringBytesFormula(plan);
   // The replicas' step leaves the copies' sum out, measured (report-collectives.ts) and simulated alike; with ZeRO the

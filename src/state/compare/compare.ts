@@ -144,6 +144,7 @@ export async function measureAll(entries: readonly CompareSimulated[], steps: nu
       samplesPerSecond: report.samplesPerSecond,
       finalLoss: report.losses.length ? report.losses[report.losses.length - 1] : null,
       gap: attributeLastStep(report),
+      memory: { memory: report.memory, heldBytesPerWorker: report.heldBytesPerWorker },
     });
   });
 }

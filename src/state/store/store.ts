@@ -105,6 +105,8 @@ export interface CompareMeasurement {
   error: string | null;
   /** Where the last step's bubble departs from the closed form (absent before it is measured). */
   gap?: GapAttribution | null;
+  /** The last step's memory per worker and each worker's peaks, measured and formula (its memory lanes). */
+  memory?: Pick<RunReport, 'memory' | 'heldBytesPerWorker'>;
 }
 
 /** One cut of the Plan panel, run for a few steps on the workers (src/state/compare/cut-runs.ts). */

@@ -2,7 +2,7 @@
  * Compare schedules: the Train configuration under several schedules, their
  * timelines stacked on one time scale and their numbers in one table.
  */
-import { useMemo, useState } from 'react';
+import { Fragment, useMemo, useState } from 'react';
 import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
 import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare/index.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/store/index.ts';
@@ -13,6 +13,7 @@ import { compareCsv, compareRow, lastStep, perStep } from '../../state/compare/i
 import { download } from '../exports/export-files.ts';
 import { ms, num, pct, pp } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { MemoryLanes } from '../timeline/MemoryLanes.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
 import { WhatWinsPanel } from './WhatWinsPanel.tsx';
@@ -200,29 +201,32 @@ export function CompareView() {
           </p>
         </section>
         {drawn.map(({ e, m, measured, simulated }) => (
-          <TimelinePanel
-            key={e.name}
-            title={`${SCHEDULE_LABELS[e.name]}${e.config.virtual > 1 ? ` (v = ${e.config.virtual})` : ''}${runsAsStream(e.name) ? ` · ${e.config.steps} step${e.config.steps === 1 ? '' : 's'}, one stream` : ''}`}
-            measured={measured}
-            simulated={simulated}
-            mode={mode}
-            onModeChange={setMode}
-            extent={runsAsStream(e.name) ? undefined : extentFor(measured && mode !== 'simulated' ? measured : simulated)}
-            {...(runsAsStream(e.name) ? { window: 'stream' as const, ...(e.config.steps > 1 ? { openOn: e.config.microbatches } : {}) } : {})}
-            emptyText={e.problem ?? 'Nothing to draw.'}
-            caption={
-              m?.status === 'error' ? (
-                <span className="run-error">Measuring failed: {m.error}</span>
-              ) : e.problem ? (
-                <span className="muted">{e.problem}</span>
-              ) : runsAsStream(e.name) && e.config.steps > 1 ? (
-                `${scheduleKind(e.name).source}. One stream of ${e.config.steps} steps × ${e.config.microbatches} micro-batches, opened on its first step; Fit draws all.`
-              ) : (
-                scheduleKind(e.name).source
-              )
-            }
-            testId={`compare-${e.name}`}
-          />
+          <Fragment key={e.name}>
+            <TimelinePanel
+              key={e.name}
+              title={`${SCHEDULE_LABELS[e.name]}${e.config.virtual > 1 ? ` (v = ${e.config.virtual})` : ''}${runsAsStream(e.name) ? ` · ${e.config.steps} step${e.config.steps === 1 ? '' : 's'}, one stream` : ''}`}
+              measured={measured}
+              simulated={simulated}
+              mode={mode}
+              onModeChange={setMode}
+              extent={runsAsStream(e.name) ? undefined : extentFor(measured && mode !== 'simulated' ? measured : simulated)}
+              {...(runsAsStream(e.name) ? { window: 'stream' as const, ...(e.config.steps > 1 ? { openOn: e.config.microbatches } : {}) } : {})}
+              emptyText={e.problem ?? 'Nothing to draw.'}
+              caption={
+                m?.status === 'error' ? (
+                  <span className="run-error">Measuring failed: {m.error}</span>
+                ) : e.problem ? (
+                  <span className="muted">{e.problem}</span>
+                ) : runsAsStream(e.name) && e.config.steps > 1 ? (
+                  `${scheduleKind(e.name).source}. One stream of ${e.config.steps} steps × ${e.config.microbatches} micro-batches, opened on its first step; Fit draws all.`
+                ) : (
+                  scheduleKind(e.name).source
+                )
+              }
+              testId={`compare-${e.name}`}
+            />
+            {m?.memory && <MemoryLanes report={m.memory} testId={`compare-memory-${e.name}`} />}
+          </Fragment>
         ))}
       </div>
     </div>

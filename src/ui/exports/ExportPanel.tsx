@@ -42,7 +42,7 @@ export function ExportPanel({ title, timeline, schedule, report = null, config =
     <section className="panel" aria-labelledby="export-title">
       <h2 id="export-title">Export</h2>
       <ul className="exports">
-        <Button label="Chrome trace (JSON)" hint={timeline ? `${timeline.source} timeline; open in ui.perfetto.dev` : 'no timeline yet'} disabled={!timeline} make={() => traceFile(timeline as Timeline, title, base)} />
+        <Button label="Chrome trace (JSON)" hint={timeline ? `${timeline.source} timeline; open in ui.perfetto.dev` : 'no timeline yet'} disabled={!timeline} make={() => traceFile(timeline as Timeline, title, base, timeline?.source === 'measured' && report?.timeline === timeline ? report.memory : undefined)} />
         <Button label="Schedule (PyTorch CSV)" hint="for torch.distributed.pipelining" disabled={!schedule} make={() => csvFile(schedule as Schedule, base)} />
         {config !== null && (
           <>

@@ -6,7 +6,8 @@
  */
 import { buildTorchBundle } from '../../export/torch-bundle.ts';
 import type { TorchProgram } from '../../export/torch-program.ts';
-import type { RunReport } from '../../runtime/report/index.ts';
+import { memoryCounters, type RunReport } from '../../runtime/report/index.ts';
+import type { StepMemory } from '../../nn/memory-ledger.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import { toChromeTrace, toCsv, type Schedule, type Timeline } from '../../schedule/index.ts';
 import { parameterShapes } from '../../state/run/index.ts';
@@ -28,8 +29,9 @@ export function slug(s: string): string {
   return s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase();
 }
 
-export function traceFile(t: Timeline, title: string, base: string): ExportFile {
-  return { name: `${base}-trace.json`, type: 'application/json', data: JSON.stringify(toChromeTrace(t, title)) };
+/** The timeline as a Chrome trace; a measured run's memory per worker (its last step's count) as counter tracks under it. */
+export function traceFile(t: Timeline, title: string, base: string, memory?: readonly StepMemory[]): ExportFile {
+  return { name: `${base}-trace.json`, type: 'application/json', data: JSON.stringify(toChromeTrace(t, title, memory ? memoryCounters(memory) : [])) };
 }
 
 export function csvFile(s: Schedule, base: string): ExportFile {

@@ -16,6 +16,7 @@ import { NoWebGpuNotice } from '../NoWebGpuNotice.tsx';
 import { Intro } from '../onboarding/Intro.tsx';
 import { ResultsPanel } from '../results/ResultsPanel.tsx';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
+import { MemoryLanes } from '../timeline/MemoryLanes.tsx';
 import { RunControls } from './RunControls.tsx';
 import { RunNumbers } from './RunNumbers.tsx';
 import { useCheckpoints, type CheckpointView } from '../../state/run/index.ts';
@@ -118,6 +119,7 @@ export function RunView() {
           window={stream ? 'stream' : 'step'}
           openOn={opensOnFirstSteps ? STREAM_OPENING_STEPS * config.microbatches : undefined}
         />
+        {report && <MemoryLanes report={report} />}
         <div className="cards">
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel" data-validation={JSON.stringify(validation)}>

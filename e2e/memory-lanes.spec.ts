@@ -1,0 +1,47 @@
+/**
+ * The memory lanes on the built page (issue 52): one tiny ZeRO-3 run on 2 replicas × 2 ranks (the weights freed and
+ * gathered on each worker's WebGPU device), then the Train view draws a memory lane per worker whose peak is the run
+ * report's measured peak for that worker, the Chrome trace carries the same counts as counter tracks, and ZeRO-3's
+ * count shows gathered weights at the peak and none at rest.
+ */
+import { expect, test, type Page } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { watchErrors } from './page-errors.ts';
+
+async function download(page: Page, button: string): Promise<Buffer> {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: button }).click()]);
+  return readFileSync(await dl.path());
+}
+
+interface Held {
+  measured?: { peak: number; byKind: Record<string, number> };
+  formula: { peak: number };
+}
+
+test('a ZeRO-3 run draws a memory lane per worker, its peak the report\'s, and the trace carries the counts', async ({ page }) => {
+  test.setTimeout(180_000);
+  const errors = watchErrors(page);
+  await page.goto('./?dataset=names&ranks=2&dp=2&zero=3&microbatches=2&batchSize=16&steps=2&evalEvery=0&layers=1');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect.poll(() => page.getByRole('status').getAttribute('data-status'), { timeout: 150_000, intervals: [250, 500, 1000] }).toBe('done');
+  const lanes = page.getByTestId('memory-lanes').getByTestId('memory-lane');
+  await expect(lanes).toHaveCount(4);
+  const report = JSON.parse((await download(page, 'Run report (JSON)')).toString('utf8')) as { heldBytesPerWorker: Held[]; memory: { samples: { t: number; live: number[] }[]; peak: { live: number[] } }[] };
+  expect(report.heldBytesPerWorker).toHaveLength(4);
+  for (let w = 0; w < 4; w++) {
+    const held = report.heldBytesPerWorker[w];
+    const lane = page.getByTestId('memory-lanes').locator(`[data-worker="${w}"]`);
+    // The lane's peak is the report's last step's high-water mark; the report's measured peak the steady state's (step 2 of 2: the same step).
+    expect(Number(await lane.getAttribute('data-peak'))).toBe(held.measured?.peak);
+    expect(Number(await lane.getAttribute('data-formula-peak'))).toBe(held.formula.peak);
+    // ZeRO-3: the gathered weights at the peak; after the step's update none (the last sample: at rest).
+    expect(held.measured?.byKind.gathered).toBeGreaterThan(0);
+    const rest = report.memory[w].samples[report.memory[w].samples.length - 1].live;
+    expect(rest[4]).toBe(0); // MEMORY_KINDS[4] = 'gathered'
+  }
+  const trace = JSON.parse((await download(page, 'Chrome trace (JSON)')).toString('utf8')) as { traceEvents: { ph: string; name: string; tid: number; args?: Record<string, number> }[] };
+  const counters = trace.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('memory of worker'));
+  expect(new Set(counters.map((e) => e.tid))).toEqual(new Set([0, 1, 2, 3]));
+  expect(counters.filter((e) => e.tid === 0)).toHaveLength(report.memory[0].samples.length);
+  expect(errors).toEqual([]);
+});

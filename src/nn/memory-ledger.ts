@@ -1,0 +1,164 @@
+/**
+ * One allocator's count of a worker's device memory: every buffer a backend creates or returns is
+ * added or removed here, tagged with what it holds. WebGPU has no query of a device's memory
+ * (gpuweb #5505), so this is what it is: allocator-tracked bytes, the way TF.js's buffer manager
+ * (numBytesUsed vs numBytesAllocated) and PyTorch's caching allocator (allocated vs reserved) report
+ * theirs. Live bytes (buffers in use) by kind, pooled bytes (free buffers a pool keeps for reuse) apart,
+ * and the high-water mark of live bytes since the last `resetPeak`.
+ *
+ * The float64 CPU reference counts 4 bytes a value, the page's float32, so tests on the CPU host compare
+ * with the float32 formulas; the GPU backend counts each buffer's real size (the pool's bucket).
+ *
+ * A buffer's kind is set where it is allocated (`scope`, or a kind given to the allocation) or when a
+ * tensor takes on a role (`retag`: a weight, a gradient, a stash); anything else is a temporary.
+ */
+
+/** What a buffer holds. */
+export type MemoryKind = 'weights' | 'grads' | 'optimizer' | 'stash' | 'gathered' | 'staging' | 'temp';
+export const MEMORY_KINDS: readonly MemoryKind[] = ['weights', 'grads', 'optimizer', 'stash', 'gathered', 'staging', 'temp'];
+
+/** Bytes by kind, in MEMORY_KINDS order (compact: these cross from the worker with every step). */
+export type KindBytes = number[];
+
+/** The count at one moment on the run's clock. */
+export interface MemorySample {
+  /** Epoch ms (the run's clock; the coordinator normalises it like the intervals). */
+  t: number;
+  /** Live bytes by kind (MEMORY_KINDS order). */
+  live: KindBytes;
+  /** Bytes of free buffers kept for reuse. */
+  pooled: number;
+}
+
+/** A step's count: a sample after each action (and at the step's start and end), and its high-water mark. */
+export interface StepMemory {
+  samples: MemorySample[];
+  /** The most live bytes at any moment of the step, with their kinds then, and the pooled bytes then. */
+  peak: MemorySample;
+}
+
+/** The run's clock (runtime/comm/clock.ts epochMs reads the same). */
+const epochNow = (): number => performance.timeOrigin + performance.now();
+
+interface Entry {
+  kind: MemoryKind;
+  bytes: number;
+}
+
+const index = new Map<MemoryKind, number>(MEMORY_KINDS.map((k, i) => [k, i]));
+
+export function kindIndex(kind: MemoryKind): number {
+  const i = index.get(kind);
+  if (i === undefined) throw new Error(`memory kind "${String(kind)}" is not one of ${MEMORY_KINDS.join(', ')}`);
+  return i;
+}
+
+/** The sum of a sample's live bytes. */
+export function liveTotal(s: { live: KindBytes }): number {
+  return s.live.reduce((a, b) => a + b, 0);
+}
+
+/** A sample's live bytes as a record by kind. */
+export function byKind(live: KindBytes): Record<MemoryKind, number> {
+  return Object.fromEntries(MEMORY_KINDS.map((k, i) => [k, live[i] ?? 0])) as Record<MemoryKind, number>;
+}
+
+export class MemoryLedger {
+  private readonly entries = new WeakMap<object, Entry>();
+  private readonly live: number[] = MEMORY_KINDS.map(() => 0);
+  private total = 0;
+  private pooledBytes = 0;
+  private peakSample: MemorySample;
+  private current: MemoryKind = 'temp';
+
+  constructor(private readonly clock: () => number = epochNow) {
+    this.peakSample = this.sample();
+  }
+
+  /** The kind an allocation takes when none is given: 'temp' outside a scope. */
+  get scopeKind(): MemoryKind {
+    return this.current;
+  }
+
+  /** Runs `fn` (synchronous) with allocations tagged `kind`. */
+  scope<T>(kind: MemoryKind, fn: () => T): T {
+    kindIndex(kind);
+    const before = this.current;
+    this.current = kind;
+    try {
+      return fn();
+    } finally {
+      this.current = before;
+    }
+  }
+
+  /** A buffer of `bytes` is live from now on, holding `kind`. */
+  add(handle: object, bytes: number, kind: MemoryKind = this.current): void {
+    if (this.entries.has(handle)) throw new Error('memory ledger: a buffer was added twice');
+    this.entries.set(handle, { kind, bytes });
+    this.live[kindIndex(kind)] += bytes;
+    this.total += bytes;
+    this.notePeak();
+  }
+
+  /** The buffer is no longer live (released, or handed to a pool); false when it was not counted. */
+  remove(handle: object): boolean {
+    const e = this.entries.get(handle);
+    if (!e) return false;
+    this.entries.delete(handle);
+    this.live[kindIndex(e.kind)] -= e.bytes;
+    this.total -= e.bytes;
+    return true;
+  }
+
+  /** The buffer holds `kind` from now on (a tensor that became a weight, a gradient, a stash...). */
+  retag(handle: object, kind: MemoryKind): void {
+    const e = this.entries.get(handle);
+    if (!e || e.kind === kind) return;
+    this.live[kindIndex(e.kind)] -= e.bytes;
+    this.live[kindIndex(kind)] += e.bytes;
+    e.kind = kind;
+  }
+
+  /** What the buffer is counted as, or null when it is not live. */
+  kindOf(handle: object): MemoryKind | null {
+    return this.entries.get(handle)?.kind ?? null;
+  }
+
+  /** The pool's free buffers now hold `bytes`. */
+  setPooled(bytes: number): void {
+    this.pooledBytes = bytes;
+  }
+
+  get liveBytes(): number {
+    return this.total;
+  }
+
+  get pooled(): number {
+    return this.pooledBytes;
+  }
+
+  /** Live bytes of one kind now. */
+  bytesOf(kind: MemoryKind): number {
+    return this.live[kindIndex(kind)];
+  }
+
+  /** The count now. */
+  sample(): MemorySample {
+    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes };
+  }
+
+  /** The high-water mark since the last resetPeak (or since the ledger began). */
+  peak(): MemorySample {
+    return { ...this.peakSample, live: [...this.peakSample.live] };
+  }
+
+  /** Starts a new high-water mark from the count now (a step's start). */
+  resetPeak(): void {
+    this.peakSample = this.sample();
+  }
+
+  private notePeak(): void {
+    if (this.total > liveTotal(this.peakSample)) this.peakSample = this.sample();
+  }
+}
