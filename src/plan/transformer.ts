@@ -50,7 +50,7 @@ import { computeSeconds, type DeviceSpec } from './device.ts';
 import { PROFILE_VERSION, type Profile } from './profile.ts';
 import { modelStateBytesPerParam, type ZeroStage } from './zero.ts';
 import { layerActivationBytesTp, NO_TP, tpAllReduceMs, tpCollectives, type TensorParallel } from './tensor-parallel.ts';
-import { allToAllTime } from '../schedule/ep-cost.ts';
+import { allToAllTime, withAllToAll } from '../schedule/ep-cost.ts';
 import { allToAllBytes, allToAllCounts, checkMoe, isMoeLayer, mlpFlops, mlpHeldBytes, mlpParams, type MoeSpec } from './moe.ts';
 
 export interface TransformerModel {
@@ -240,10 +240,8 @@ export function transformerProfile(m: TransformerModel, o: ProfileOptions, devic
     const W = ms(lf.W);
     // One dispatch (or combine) of the worker's 1/t of the routed rows, ms.
     const one = ep.n > 1 && isMoeLayer(m, i) ? allToAllTime(allToAllBytes(m, i, m.seq * b) / t, ep.n, ep.local, link) : 0;
-    const k = ep.overlap && one > 0 ? Math.max(1, (a2a.F * one + a2a.I * one) / (F + I + W)) : 1;
-    const tauF = ep.overlap ? 0 : a2a.F * one;
-    const tauI = ep.overlap ? 0 : a2a.I * one;
-    return { name: `layer${i}`, F: F * k + tauF, I: I * k + tauI, W: W * k, B: (I + W) * k + tauI, heldBytes: held, heldBytesRecompute: held };
+    const x = withAllToAll({ F, I, W, B: I + W }, { F: a2a.F * one, I: a2a.I * one }, ep.overlap);
+    return { name: `layer${i}`, F: x.F, I: x.I, W: x.W, B: x.B, heldBytes: held, heldBytesRecompute: held };
   };
   const hf = headFlops(m, b);
   // The final LayerNorm's input (split with sequence parallelism) and the fp32 logits of the worker's vocabulary shard.
