@@ -25,6 +25,8 @@
  * in the stage's dp ring (an expert's own group is the dp · tp / ep workers that hold it, whose ring moves
  * 2(n − 1)/n of them, at most what the dp ring is priced for: an upper bound); ZeRO divides the experts' state
  * over those dp · tp / ep holders, the rest over dp.
+ * Each MoE layer's all-to-alls go to the simulator as costs.ep (stageAllToAlls), played after the compute or
+ * overlapped with it as the schedule does (plan-schedules.ts overlapsAllToAll).
  *
  * ZeRO (zero.ts has the model and its assumptions): the state per device by
  * stage, with ZeRO-3's gathered block; at ZeRO-3 each action that reads a
@@ -32,7 +34,8 @@
  * and 3, the least step the links allow (zeroLinkMs).
  */
 import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
-import type { CostModel } from '../schedule/index.ts';
+import type { CostModel, EpCosts } from '../schedule/index.ts';
+import { allToAllBytes, allToAllCounts, isMoeLayer } from './moe.ts';
 import type { DeviceSpec } from './device.ts';
 import { stageCosts, type Profile } from './profile.ts';
 import { blockExpertParams, blockParams, headParams, stateBytesPerParam, type TransformerModel } from './transformer.ts';
@@ -118,11 +121,45 @@ function stageRanges(ranges: readonly [number, number][], stageToRank: readonly 
   return stageToRank.length === ranges.length ? ranges : stageToRank.map((_, s) => ranges[s % ranges.length]);
 }
 
+/** How a candidate plays its experts' all-to-alls: overlapped with compute (DualPipe) or after it, and whether full recomputation runs the forward's again. */
+export interface AllToAllPlay {
+  overlap: boolean;
+  fullRecompute: boolean;
+}
+
 /**
- * The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring.
- * `ranges` cuts the model; `stageToRank` places the schedule's stages (copies × ranges.length with model copies).
+ * Each schedule stage's all-to-alls for the simulator (costs.ep, schedule/ep-cost.ts): per MoE layer of the stage a
+ * dispatch and a combine of e·R·h / t bytes in F and in the backward's input half (twice there with full
+ * recomputation), over the layout's ep group and the links it spans; undefined without experts sharded.
  */
-export function candidateCosts(req: PlanTarget, profile: Profile, modelRanges: readonly [number, number][], stageToRank: readonly number[], l: Layout): CostModel {
+function stageAllToAlls(model: TransformerModel, device: DeviceSpec, ranges: readonly [number, number][], l: Layout, play: AllToAllPlay): EpCosts | undefined {
+  const ep = l.ep ?? 1;
+  if (ep <= 1 || !model.moe) return undefined;
+  const t = l.tp ?? 1;
+  const count = allToAllCounts(play.fullRecompute);
+  const messages = ranges.map(([a, b]) => {
+    const F: number[] = [];
+    const I: number[] = [];
+    // Block i is layer i − 1 (block 0 the embedding, the last the head).
+    for (let i = Math.max(a, 1); i < Math.min(b, model.layers + 1); i++) {
+      if (!isMoeLayer(model, i - 1)) continue;
+      const bytes = allToAllBytes(model, i - 1, model.seq * l.b) / t;
+      for (let k = 0; k < count.F; k++) F.push(bytes);
+      for (let k = 0; k < count.I; k++) I.push(bytes);
+    }
+    return { F, I };
+  });
+  const link = { latencyIntra: device.latIntraUs / 1e3, bandwidthIntra: device.bwIntraGBps * 1e6, latencyInter: device.latInterUs / 1e3, bandwidthInter: device.bwInterGBps * 1e6 };
+  return { n: ep, local: epLocal(l, device.devicesPerNode), link, messages, overlap: play.overlap };
+}
+
+/**
+ * The simulator's costs of one candidate: stage times, held bytes, messages by placement, gradients and the ring,
+ * and with experts sharded each stage's all-to-alls (`profile` then without them: the simulator adds them, played as
+ * `play` says). `ranges` cuts the model; `stageToRank` places the schedule's stages (copies × ranges.length with
+ * model copies).
+ */
+export function candidateCosts(req: PlanTarget, profile: Profile, modelRanges: readonly [number, number][], stageToRank: readonly number[], l: Layout, play?: AllToAllPlay): CostModel {
   const { model, device } = req;
   const one = stageCosts(profile, modelRanges);
   const ranges = stageRanges(modelRanges, stageToRank);
@@ -151,6 +188,8 @@ export function candidateCosts(req: PlanTarget, profile: Profile, modelRanges: r
     gradBytes,
     allReduce: ring,
   };
+  const a2a = play ? stageAllToAlls(model, device, ranges, l, play) : undefined;
+  if (a2a) out.ep = a2a;
   if ((l.zero ?? 0) < 3 || l.dp <= 1) return out;
   // ZeRO-3: F, I and B wait for their prefetched gather when it is the longer (the flush stays one all-reduce's time: zero.ts).
   const half = halfRingMs(gradBytes, l.dp, ring);

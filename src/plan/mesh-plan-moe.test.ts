@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.ts';
 import type { DeviceSpec } from './device.ts';
 import { candidateCosts, epLocal, stateBytes } from './mesh-costs.ts';
-import { planMesh } from './mesh-plan.ts';
+import { allToAllTime, simulate } from '../schedule/index.ts';
+import { candidateSchedule, planMesh, type MeshPlanRequest } from './mesh-plan.ts';
+import { planStep } from './plan-schedules.ts';
 import { modelParams, transformerProfile, type TransformerModel } from './transformer.ts';
 
 const model: TransformerModel = { layers: 4, hidden: 64, heads: 4, seq: 32, vocab: 128, bytesPerElement: 2, moe: { experts: 8, topK: 2, expertHidden: 32, sharedExperts: 1 } };
@@ -75,5 +77,27 @@ describe('the mesh planner with experts', () => {
     expect(e.message).toMatch(/^model\.moe\.topK = 9: must be at most experts = 8/);
     e = refusal(() => planMesh({ model: { ...model, moe: { ...model.moe!, capacityFactor: -0.5 } }, device, devices: 8, globalBatch: 16 }));
     expect(e.message).toMatch(/^model\.moe\.capacityFactor = -0.5: must be a number ≥ 0/);
+  });
+
+  it('hands each stage’s all-to-alls to the simulator (costs.ep): a candidate’s step is a fresh simulation of its schedule and costs, whose timeline draws them', () => {
+    const req: MeshPlanRequest = { model, device, devices: 16, globalBatch: 32, schedules: ['1f1b', 'dualpipe'], maxMicroBatch: 1, tp: 1, ep: 8, zero: 0 };
+    const plan = planMesh(req);
+    expect(plan.candidates.length).toBeGreaterThan(1);
+    expect(new Set(plan.candidates.map((c) => c.schedule))).toEqual(new Set(['1f1b', 'dualpipe']));
+    for (const c of plan.candidates) {
+      const { schedule, costs } = candidateSchedule(req, c);
+      const ep = costs.ep!;
+      expect([ep.n, ep.local, ep.overlap]).toEqual([8, 4, c.schedule === 'dualpipe']);
+      // One dispatch of one sequence: 2 bytes × k = 2 rows a token × 32 tokens × 64 wide = 8192 bytes.
+      const model0 = ep.messages.slice(0, c.pp * c.virtual);
+      expect(model0.flatMap((x) => x.F)).toEqual(new Array(2 * 4).fill(8192));
+      expect(model0.flatMap((x) => x.I)).toEqual(new Array((c.recompute === 'full' ? 4 : 2) * 4).fill(8192));
+      expect(planStep(c.schedule, schedule, costs).makespan).toBeCloseTo(c.stepMs, 9);
+      const drawn = simulate(schedule, costs).timeline.intervals.filter((iv) => iv.coll === 'ep-all-to-all');
+      // 4 of a layer's all-to-alls (F's 2, B's 2) for each of 4 MoE layers × micro-batches, on every replica.
+      if (c.recompute !== 'full') expect(drawn.length).toBe(c.dp * c.microbatches * 4 * 4);
+    }
+    // Half the group on each node: α across (10 µs) + the 4/8 sent to the other node at 10 GB/s (1e7 bytes a ms) — the slower half.
+    expect(allToAllTime(8192, 8, 4, { latencyIntra: 5e-3, bandwidthIntra: 1e8, latencyInter: 1e-2, bandwidthInter: 1e7 })).toBeCloseTo(0.01 + 4096 / 1e7, 15);
   });
 });

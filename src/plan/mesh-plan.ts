@@ -209,8 +209,10 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   const evaluate: Evaluate = (l, name, v, recompute, given) => {
     const stages = l.pp * v;
     const t = l.tp ?? 1;
-    const profile = profileOf(l, recompute, name);
+    // The cut sees each MoE layer's all-to-alls; the simulator plays them from the costs (costs.ep) on a profile without.
+    const profile = profileOf({ ...l, ep: 1 }, recompute, name);
     const ranges = rangesOf(l, recompute, stages, name);
+    const play = { overlap: overlapsAllToAll(name), fullRecompute: recompute === 'full' };
     // The schedule's stages (a copy's stage j holds the model's stage j's blocks) and where they sit.
     const at = planStages(name, l.pp, v, ranges);
     const s2r = given?.stageToRank ?? at.stageToRank;
@@ -224,11 +226,11 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       }
     }
     evaluated++;
-    const base = candidateCosts(req, profile, at.ranges, s2r, l);
+    const base = candidateCosts(req, profile, at.ranges, s2r, l, play);
     const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l), planZeroStages(name, req.zero, l.dp));
     const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
-    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base);
+    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl, play) : base);
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
@@ -386,10 +388,9 @@ function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], eval
     const l = layouts.find((x) => `${x.dp}/${x.tp ?? 1}/${x.ep ?? 1}/${x.pp}/${x.b}` === k);
     const blocks = req.model.layers + 2;
     if (!l || l.pp === 1 || l.pp > blocks || l.pp * l.m * 3 > MESH_PLAN_LIMITS.autoActions || l.pp * blocks * blocks > MESH_PLAN_LIMITS.partitionSteps) continue;
-    const profile = transformerProfile(req.model, { microBatch: l.b, recompute, tp: { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel }, ep: epOf(req, l, 'auto') }, req.device);
-    const ranges = planPartition(profile, l.pp).ranges;
-    const s2r = stageToRankMap(l.pp, 1, 'loop');
-    const costs = candidateCosts(req, profile, ranges, s2r, l);
+    const tp = { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel };
+    const [ranges, s2r] = [planPartition(transformerProfile(req.model, { microBatch: l.b, recompute, tp, ep: epOf(req, l, 'auto') }, req.device), l.pp).ranges, stageToRankMap(l.pp, 1, 'loop')];
+    const costs = candidateCosts(req, transformerProfile(req.model, { microBatch: l.b, recompute, tp }, req.device), ranges, s2r, l, { overlap: false, fullRecompute: recompute === 'full' });
     const capBytes = autoCap(req, ranges, s2r, l, costs, capacity);
     if (capBytes === null) continue;
     const schedule = autoSchedule(l.pp, l.m, costs, { bytes: capBytes }).schedule;
@@ -435,11 +436,12 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
  */
 export function candidateSchedule(req: MeshPlanRequest, c: MeshCandidate): { schedule: Schedule; costs: CostModel } {
   const l = { dp: c.dp, pp: c.pp, tp: c.tp, ep: c.ep, b: c.microBatch, m: c.microbatches };
-  const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel }, ep: epOf(req, l, c.schedule) }, req.device);
+  const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel } }, req.device);
   const at = planStages(c.schedule, c.pp, c.virtual, c.ranges);
   const s2r = at.stageToRank;
-  const base = candidateCosts(req, profile, at.ranges, s2r, l);
-  const costs = c.zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, { ...l, zero: c.zero }) : base;
+  const play = { overlap: overlapsAllToAll(c.schedule), fullRecompute: c.recompute === 'full' };
+  const base = candidateCosts(req, profile, at.ranges, s2r, l, play);
+  const costs = c.zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, { ...l, zero: c.zero }, play) : base;
   if (c.schedule !== 'auto') return { schedule: generateSchedule(c.schedule, c.pp, c.microbatches, c.virtual), costs };
   const capBytes = autoCap(req, c.ranges, s2r, l, base, req.device.memoryGB * 1e9);
   if (capBytes === null) throw new ConfigError('candidate', c.schedule, 'is an auto schedule with no room for one micro-batch on its layout (not one planMesh returns)');
