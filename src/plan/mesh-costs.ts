@@ -34,6 +34,7 @@
  * and 3, the least step the links allow (zeroLinkMs).
  */
 import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
+import { expertWorkerOf } from '../schedule/mesh.ts';
 import type { CostModel, EpCosts } from '../schedule/index.ts';
 import { allToAllBytes, allToAllCounts, isMoeLayer } from './moe.ts';
 import type { DeviceSpec } from './device.ts';
@@ -66,9 +67,9 @@ function epReplicas(l: Pick<Layout, 'tp' | 'ep'>): number {
   return Math.max(1, (l.ep ?? 1) / (l.tp ?? 1));
 }
 
-/** The pipeline worker of replica d, rank r: ((⌊d/g⌋ · pp + r) · g + d mod g), tp's devices inside it. */
-function pipeWorker(d: number, r: number, pp: number, g: number): number {
-  return (Math.floor(d / g) * pp + r) * g + (d % g);
+/** The pipeline worker of replica d, rank r among dp · pp of them with g replicas an ep group (mesh.ts expertWorkerOf, in units of tp groups). */
+function pipeWorker(d: number, r: number, pp: number, g: number, dp: number): number {
+  return expertWorkerOf({ dp, ranks: pp, tp: 1 }, g, d, r);
 }
 
 /** The fewest members of an ep group that share a node with any one of them (the sender included): DESIGN.md's placement. */
@@ -86,7 +87,7 @@ export function epLocal(l: Pick<Layout, 'dp' | 'pp' | 'tp' | 'ep'>, devicesPerNo
 
 /** Whether workers a and b share a node in every replica. */
 function sameNodeEverywhere(a: number, b: number, dp: number, pp: number, perNode: number, g: number): boolean {
-  for (let d = 0; d < dp; d++) if (Math.floor(pipeWorker(d, a, pp, g) / perNode) !== Math.floor(pipeWorker(d, b, pp, g) / perNode)) return false;
+  for (let d = 0; d < dp; d++) if (Math.floor(pipeWorker(d, a, pp, g, dp) / perNode) !== Math.floor(pipeWorker(d, b, pp, g, dp) / perNode)) return false;
   return true;
 }
 
@@ -102,7 +103,7 @@ function ringLink(dp: number, pp: number, d: DeviceSpec, groupsPerNode: number, 
   for (let r = 0; r < pp; r++) {
     const perNode = new Map<number, number>();
     for (let rep = 0; rep < dp; rep++) {
-      const node = Math.floor(pipeWorker(rep, r, pp, g) / groupsPerNode);
+      const node = Math.floor(pipeWorker(rep, r, pp, g, dp) / groupsPerNode);
       perNode.set(node, (perNode.get(node) ?? 0) + 1);
     }
     if (perNode.size === 1) continue;

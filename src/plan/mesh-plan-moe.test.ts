@@ -4,6 +4,7 @@ import { ConfigError } from '../util/errors.ts';
 import type { DeviceSpec } from './device.ts';
 import { candidateCosts, epLocal, stateBytes } from './mesh-costs.ts';
 import { allToAllTime, simulate } from '../schedule/index.ts';
+import { expertWorkerOf, mesh, workerOf } from '../schedule/mesh.ts';
 import { candidateSchedule, planMesh, type MeshPlanRequest } from './mesh-plan.ts';
 import { planStep } from './plan-schedules.ts';
 import { modelParams, transformerProfile, type TransformerModel } from './transformer.ts';
@@ -33,6 +34,16 @@ describe('the mesh planner with experts', () => {
   });
 
   it('places tp innermost, then ep, then pp, dp outermost: an ep group is ep devices side by side, and pushes the pipeline’s ranks apart', () => {
+    // The mesh's numbering (schedule/mesh.ts): dp 4, 2 ranks, ep 4 — rank 0 of the four replicas is workers 0–3, rank 1 is 4–7.
+    expect([0, 1, 2, 3].map((d) => expertWorkerOf(mesh(4, 2), 4, d, 0))).toEqual([0, 1, 2, 3]);
+    expect([0, 1, 2, 3].map((d) => expertWorkerOf(mesh(4, 2), 4, d, 1))).toEqual([4, 5, 6, 7]);
+    // tp 2, ep 4: 2 replicas a group, ((⌊d/2⌋ · 2 + r) · 2 + d mod 2) · 2 + j.
+    expect(expertWorkerOf(mesh(4, 2, 2), 4, 1, 0, 1)).toBe(3);
+    expect(expertWorkerOf(mesh(4, 2, 2), 4, 2, 0, 0)).toBe(8);
+    // ep = tp: the tp group is the ep group, workerOf's numbering: (3 · 2 + 1) · 2 + 1.
+    expect(expertWorkerOf(mesh(4, 2, 2), 2, 3, 1, 1)).toBe(15);
+    expect(workerOf(mesh(4, 2, 2), 3, 1, 1)).toBe(15);
+    expect(() => expertWorkerOf(mesh(4, 2, 2), 3, 0, 0)).toThrow(/^ep = 3: must be a multiple of tp = 2/);
     expect(epLocal({ dp: 4, pp: 2, tp: 1, ep: 4 }, 4)).toBe(4);
     expect(epLocal({ dp: 4, pp: 2, tp: 1, ep: 4 }, 2)).toBe(2);
     expect(epLocal({ dp: 8, pp: 1, tp: 2, ep: 8 }, 4)).toBe(4);
