@@ -173,7 +173,14 @@ export function candidateCosts(req: PlanTarget, profile: Profile, modelRanges: r
   const gradBytes = stageGradBytes(model, ranges, stageToRank, t, l.ep ?? 1);
   const lat = { intra: device.latIntraUs / 1e3, inter: device.latInterUs / 1e3 };
   const bw = { intra: device.bwIntraGBps * 1e6, inter: device.bwInterGBps * 1e6 };
-  const intra = (from: number, to: number) => sameNodeEverywhere(from, to, l.dp, l.pp, perNode, g);
+  // Each pair of ranks asked once (the simulator asks for every message).
+  const known = new Map<number, boolean>();
+  const intra = (from: number, to: number) => {
+    const k = from * l.pp + to;
+    let x = known.get(k);
+    if (x === undefined) known.set(k, (x = sameNodeEverywhere(from, to, l.dp, l.pp, perNode, g)));
+    return x;
+  };
   const ring = ringLink(l.dp, l.pp, device, perNode, g);
   const out: CostModel = {
     F: c.F,
