@@ -37,7 +37,7 @@ import { ringAllReduceTime } from '../schedule/allreduce-cost.ts';
 import { expertWorkerOf } from '../schedule/mesh.ts';
 import type { CostModel, EpCosts } from '../schedule/index.ts';
 import { allToAllBytes, allToAllCounts, isMoeLayer } from './moe.ts';
-import type { DeviceSpec } from './device.ts';
+import { allToAllLink, type DeviceSpec } from './device.ts';
 import { stageCosts, type Profile } from './profile.ts';
 import { blockExpertParams, blockParams, headParams, stateBytesPerParam, type TransformerModel } from './transformer.ts';
 import { asZeroStage, zeroLinkBoundMs, type ZeroStage } from './zero.ts';
@@ -150,7 +150,7 @@ function stageAllToAlls(model: TransformerModel, device: DeviceSpec, ranges: rea
     }
     return { F, I };
   });
-  const link = { latencyIntra: device.latIntraUs / 1e3, bandwidthIntra: device.bwIntraGBps * 1e6, latencyInter: device.latInterUs / 1e3, bandwidthInter: device.bwInterGBps * 1e6 };
+  const link = allToAllLink(device);
   return { n: ep, local: epLocal(l, device.devicesPerNode), link, messages, overlap: play.overlap };
 }
 

@@ -38,6 +38,10 @@
  * embedding keeps its dropout mask, sbh; the head the final LayerNorm's input
  * e·sbh and the fp32 logits for the loss, 4·sbV.
  *
+ * Mixture of experts (moe.ts): with `moe` a layer's MLP is its experts' (the first denseLayers keep a dense
+ * one), their FLOPs, parameters and held activations counted there; with ep > 1 each MoE layer's dispatch and
+ * combine all-to-alls (schedule/ep-cost.ts) are added to its times, or hidden under them (DualPipe).
+ *
  * Training state per parameter (Adam): 2 + 2 + 12 = 16 bytes in mixed
  * precision (bf16 weights and gradients, fp32 master weights, m and v); 4 + 4
  * + 8 = 16 in fp32. ZeRO divides it by dp stage by stage (zero.ts, the ZeRO
@@ -46,7 +50,7 @@
  */
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { count } from '../util/count.ts';
-import { computeSeconds, type DeviceSpec } from './device.ts';
+import { allToAllLink, computeSeconds, type DeviceSpec } from './device.ts';
 import { PROFILE_VERSION, type Profile } from './profile.ts';
 import { modelStateBytesPerParam, type ZeroStage } from './zero.ts';
 import { layerActivationBytesTp, NO_TP, tpAllReduceMs, tpCollectives, type TensorParallel } from './tensor-parallel.ts';
@@ -226,7 +230,7 @@ export function transformerProfile(m: TransformerModel, o: ProfileOptions, devic
   const sbh = m.seq * b * m.hidden;
   if (m.moe && t > 1 && !tp.sequenceParallel) throw new ConfigError('sequenceParallel', tp.sequenceParallel ?? false, `must be true with tp = ${t} on a model with experts: each tensor-parallel worker routes its own 1/t of the tokens (Megatron's rule)`);
   const ep = o.ep ?? { n: 1, local: 1, overlap: false };
-  const link = { latencyIntra: device.latIntraUs / 1e3, bandwidthIntra: device.bwIntraGBps * 1e6, latencyInter: device.latInterUs / 1e3, bandwidthInter: device.bwInterGBps * 1e6 };
+  const link = allToAllLink(device);
   const a2a = allToAllCounts(full);
   const inputBytes = tp.sequenceParallel ? layerInputBytes(m, b) / t : layerInputBytes(m, b);
   const selective = o.recompute === 'selective';
