@@ -2,6 +2,7 @@
  * Prints the tables of bench/PAPERS.md: our numbers beside the zero-bubble paper's and the trend of
  * Megatron SC'21 §5.4.2 (src/plan/papers.ts). Run: node --import tsx scripts/papers-table.ts
  */
+import { DEEPSEEK_V3_PUBLISHED, deepseekV3Row } from '../src/plan/deepseek-v3.ts';
 import { MEGATRON_542_DEVICE, MEGATRON_542_MODEL, megatronRows, zeroBubbleMeasuredRows, zeroBubbleRows } from '../src/plan/papers.ts';
 
 const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
@@ -35,4 +36,14 @@ rows.forEach((r, i) => {
     `| ${r.batch} | ${r.p} × ${r.d} | ${prev ? 'falls as p grows' : '(first)'} | ${r.perGpu.toFixed(3)} | ${ratio === null ? '–' : `${(100 * (ratio - 1)).toFixed(1)}%`} | ${ratio === null ? '–' : ratio < 1 ? 'yes' : 'no'} | ${pct(r.bubble)} | ${pct(r.megatronBubble)} | ${pct(r.allReduceShare)} |`,
   );
 });
+lines.push('', '### DeepSeek-V3 on 2048 H800s: dp 128 (ep 64) × tp 1 × pp 16, DualPipe, ZeRO-1, 15360 sequences of 4096 tokens, micro-batch 1', '');
+lines.push('| recompute | step (s) | published | difference | bubble (s) | published | MFU, attention core whole | MFU, causal half | published MFU | GB / device | fits 80 GB |');
+lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+const P = DEEPSEEK_V3_PUBLISHED;
+for (const rc of ['selective', 'full'] as const) {
+  const r = deepseekV3Row(rc);
+  lines.push(
+    `| ${rc} | ${r.stepS.toFixed(2)} | ${P.stepS} | ${(100 * (r.stepS / P.stepS - 1)).toFixed(1)}% | ${r.bubbleS.toFixed(2)} | ${P.bubbleS} | ${pct(r.mfuNonCausal)} | ${pct(r.mfuCausal)} | ${pct(P.mfuCausal)}–${pct(P.mfuNonCausal)} | ${(r.cand.memoryBytes / 1e9).toFixed(1)} | ${r.fits ? 'yes' : 'no'} |`,
+  );
+}
 process.stdout.write(lines.join('\n') + '\n');

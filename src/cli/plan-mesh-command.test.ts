@@ -111,4 +111,39 @@ describe('pipelab plan --model gpt', () => {
     expect(run('plan', '--model', 'gpt', '--help').out).toContain('usage: pipelab plan --model gpt --layers L');
     expect(run('plan', '--help').out).toContain('pipelab plan --model gpt --help');
   });
+
+  it('--experts: plans a mixture-of-experts GPT with ep in the search, the planner’s own ranking, ep in the table; bad MoE input refused by flag, value and rule', () => {
+    const moe = ['--model', 'gpt', '--layers', '4', '--hidden', '256', '--heads', '4', '--seq', '128', '--vocab', '1000', '--experts', '8', '--top-k', '2', '--expert-hidden', '128', '--shared-experts', '1'];
+    const args = [...moe, '--devices', '8', '--global-batch', '16', '--devices-per-node', '4', '--schedules', '1f1b,dualpipe', '--max-micro-batch', '2', '--tp', '1'];
+    const j = run('plan', ...args, '--top', '500', '--format', 'json');
+    expect(j.code, j.err).toBe(0);
+    const model = { layers: 4, hidden: 256, heads: 4, seq: 128, vocab: 1000, bytesPerElement: 2, moe: { experts: 8, topK: 2, expertHidden: 128, sharedExperts: 1 } } as const;
+    const plan = planMesh({ model, device: { ...DEVICE_PRESETS.h100, devicesPerNode: 4 }, devices: 8, globalBatch: 16, schedules: ['1f1b', 'dualpipe'], maxMicroBatch: 2, tp: 1 });
+    expect(JSON.parse(j.out).candidates).toEqual(JSON.parse(JSON.stringify(plan.candidates.slice(0, 500))));
+    expect(JSON.parse(j.out).model.moe).toEqual(model.moe);
+    const text = run('plan', ...args, '--ep', '4', '--top', '3');
+    expect(text.code, text.err).toBe(0);
+    expect(text.out).toContain('8 experts top-2 of width 128 + 1 shared');
+    const rows = text.out.trim().split('\n').filter((l) => /^\d+\s/.test(l));
+    expect(rows.length).toBe(3);
+    for (const r of rows) expect(r).toMatch(/^\d+\s+\d+ × 1 × \d+, ep 4\s/);
+    const cases: [string[], string][] = [
+      [[...args, '--ep', '3'], '--ep = 3: must divide the experts (8)'],
+      [[...args.map((x, i) => (args[i - 1] === '--experts' ? '16' : x)), '--ep', '16'], '--ep = 16: must be at most the devices (8)'],
+      [[...small, '--devices', '8', '--global-batch', '32', '--top-k', '2'], '--top-k = "2": describes the experts: it needs --experts'],
+      [[...args, '--capacity-factor', '-1'], '--capacity-factor = -1: must be a number ≥ 0'],
+      [[...args.map((x) => (x === '2' ? '9' : x))], '--top-k = 9: must be at most experts = 8'],
+      [[...args, '--dense-layers', '4'], '--dense-layers = 4: must be less than layers = 4'],
+      [[...args.slice(0, -2), '--tp', '2'], '--tp = 2: above 1 on a model with experts needs sequenceParallel'],
+    ];
+    for (const [c, message] of cases) {
+      const r = run('plan', ...c);
+      expect(r.code, c.join(' ')).toBe(2);
+      expect(r.err, c.join(' ')).toContain(message);
+    }
+    // ep on a dense model.
+    const dense = run('plan', ...small, '--devices', '8', '--global-batch', '32', '--ep', '2');
+    expect(dense.code).toBe(2);
+    expect(dense.err).toContain('--ep = 2: needs a model with experts');
+  });
 });

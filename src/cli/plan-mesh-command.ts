@@ -6,6 +6,7 @@
 import { DEVICE_PRESET_NAMES, DEVICE_PRESETS, type DeviceSpec } from '../plan/device.ts';
 import { MESH_PLAN_LIMITS, PLAN_SCHEDULES, planMesh, type MeshCandidate, type ZeroChoice } from '../plan/mesh-plan.ts';
 import { RECOMPUTE_MODES, TRANSFORMER_LIMITS, type TransformerModel } from '../plan/transformer.ts';
+import type { MoeSpec } from '../plan/moe.ts';
 import { meshLayoutLabel, meshSavingLabel, meshScheduleLabel } from '../plan/mesh-labels.ts';
 import { ConfigError } from '../util/errors.ts';
 import { boolFlag, helpFor, intFlag, numberFlag, oneOfFlag, parseArgs, required, stringFlag, UsageError, type FlagSpec } from './args.ts';
@@ -24,6 +25,16 @@ const FLAGS: FlagSpec[] = [
   { name: 'heads', value: 'A', help: 'attention heads (must divide the hidden size)' },
   { name: 'seq', value: 'S', help: 'sequence length' },
   { name: 'vocab', value: 'V', help: 'vocabulary size' },
+  { name: 'experts', value: 'E', help: 'routed experts per MoE layer (a mixture-of-experts GPT; absent: dense). Each expert a SwiGLU of three hidden × F matrices' },
+  { name: 'top-k', value: 'K', help: 'experts each token is routed to (1 … E; default 1)' },
+  { name: 'expert-hidden', value: 'F', help: 'each expert\'s width (default 4 × hidden / top-k)' },
+  { name: 'shared-experts', value: 'S', help: 'shared experts every token passes through, width F (default 0)' },
+  { name: 'dense-layers', value: 'N', help: 'the first N layers keep a dense MLP (default 0)' },
+  { name: 'dense-hidden', value: 'F', help: 'the dense layers\' SwiGLU width (default: the GPT\'s 4 × hidden GELU MLP)' },
+  { name: 'capacity-factor', value: 'C', help: 'C ≥ 0: 0 dropless (default), C > 0 each expert runs C·k·T/E rows, padded' },
+  { name: 'ep', value: 'EP', help: 'expert-parallel workers, fixed (default: every EP dividing the experts and dp × tp, a multiple of tp, is tried); each MoE layer\'s all-to-all priced on the links its group spans' },
+  { name: 'attention-params', value: 'P', help: 'parameters of a layer\'s attention (default 4h² + 4h; MLA\'s low-rank projections by their count)' },
+  { name: 'attention-core-width', value: 'W', help: 'over the heads, Σ (query-key dim + value dim) / 2 (default the hidden size)' },
   { name: 'precision', value: 'P', help: 'bf16 (mixed precision, default) or fp32' },
   { name: 'devices', value: 'N', help: `devices in all (1 … ${MESH_PLAN_LIMITS.devices})` },
   { name: 'global-batch', value: 'B', help: 'sequences per optimizer step, over all replicas' },
@@ -53,7 +64,9 @@ export const PLAN_MESH_HELP = helpFor(
   'Plan a transformer on N devices: every dp × tp × pp = N (tp dividing the heads and a node, pp ≤ layers),\n' +
     'schedule, virtual stages, micro-batch size, ZeRO stage and recomputation; layouts that do not fit a device\'s memory are dropped, the rest ranked\n' +
     'by the simulated step time (α–β all-reduce and point-to-point costs, NVLink inside a node, the\n' +
-    'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.',
+    'network across). Prints step time, bubble, all-reduce share, memory per device and MFU.\n' +
+    'With --experts, a mixture-of-experts GPT: ep (dividing the experts and dp × tp) is searched too, each MoE\n' +
+    'layer\'s all-to-all priced on the links its ep group spans, overlapped with compute by DualPipe.',
   FLAGS,
 );
 
@@ -82,8 +95,53 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   globalBatch: '--global-batch',
   maxMicroBatch: '--max-micro-batch',
   tp: '--tp',
+  ep: '--ep',
+  sequenceParallel: '--sequence-parallel',
   zero: '--zero',
+  'model.attentionParams': '--attention-params',
+  'model.attentionCoreWidth': '--attention-core-width',
+  'model.moe.experts': '--experts',
+  'model.moe.topK': '--top-k',
+  'model.moe.expertHidden': '--expert-hidden',
+  'model.moe.sharedExperts': '--shared-experts',
+  'model.moe.denseLayers': '--dense-layers',
+  'model.moe.denseHidden': '--dense-hidden',
+  'model.moe.capacityFactor': '--capacity-factor',
 };
+
+const MOE_DETAIL_FLAGS = ['top-k', 'expert-hidden', 'shared-experts', 'dense-layers', 'dense-hidden', 'capacity-factor'] as const;
+
+/** The MoE flags as the model's `moe` (checked by the planner, which names the field), or undefined without --experts. */
+function moeFlags(a: ReturnType<typeof parseArgs>, hidden: number): MoeSpec | undefined {
+  const experts = intFlag(a, 'experts', 0, Number.MAX_SAFE_INTEGER);
+  if (experts === undefined) {
+    const stray = MOE_DETAIL_FLAGS.find((f) => stringFlag(a, f) !== undefined);
+    if (stray) throw new UsageError(`--${stray}`, stringFlag(a, stray), 'describes the experts: it needs --experts');
+    return undefined;
+  }
+  const topK = intFlag(a, 'top-k', 0, Number.MAX_SAFE_INTEGER) ?? 1;
+  const moe: MoeSpec = {
+    experts,
+    topK,
+    expertHidden: intFlag(a, 'expert-hidden', 0, Number.MAX_SAFE_INTEGER) ?? Math.max(1, Math.round((4 * hidden) / Math.max(1, topK))),
+    sharedExperts: intFlag(a, 'shared-experts', 0, Number.MAX_SAFE_INTEGER) ?? 0,
+  };
+  const denseLayers = intFlag(a, 'dense-layers', 0, Number.MAX_SAFE_INTEGER);
+  const denseHidden = intFlag(a, 'dense-hidden', 0, Number.MAX_SAFE_INTEGER);
+  const capacityFactor = numberFlag(a, 'capacity-factor', -Infinity);
+  if (denseLayers !== undefined) moe.denseLayers = denseLayers;
+  if (denseHidden !== undefined) moe.denseHidden = denseHidden;
+  if (capacityFactor !== undefined) moe.capacityFactor = capacityFactor;
+  return moe;
+}
+
+/** ", 64 experts top-2 of width 1024 + 1 shared, the first 3 layers dense" ('' for a dense model). */
+function moeWords(m: TransformerModel): string {
+  const x = m.moe;
+  if (!x) return '';
+  const cf = x.capacityFactor ? `, capacity factor ${x.capacityFactor}` : '';
+  return `; ${x.experts} experts top-${x.topK} of width ${x.expertHidden}${x.sharedExperts ? ` + ${x.sharedExperts} shared` : ''}${x.denseLayers ? `, the first ${count(x.denseLayers, 'layer')} dense` : ''}${cf}`;
+}
 
 function row(c: MeshCandidate, rank: number): (string | number)[] {
   return [
@@ -129,6 +187,12 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
     vocab: int('vocab', TRANSFORMER_LIMITS.vocab, 'the vocabulary size'),
     bytesPerElement: precision === 'bf16' ? 2 : 4,
   };
+  const moe = moeFlags(a, model.hidden);
+  if (moe) model.moe = moe;
+  const attentionParams = intFlag(a, 'attention-params', 0, Number.MAX_SAFE_INTEGER);
+  const attentionCoreWidth = intFlag(a, 'attention-core-width', 0, Number.MAX_SAFE_INTEGER);
+  if (attentionParams !== undefined) model.attentionParams = attentionParams;
+  if (attentionCoreWidth !== undefined) model.attentionCoreWidth = attentionCoreWidth;
   const devices = int('devices', MESH_PLAN_LIMITS.devices, 'the number of devices N');
   const globalBatch = int('global-batch', MESH_PLAN_LIMITS.globalBatch, 'the sequences per step over all replicas');
   const preset = oneOfFlag(a, 'device', DEVICE_PRESET_NAMES) ?? 'h100';
@@ -152,6 +216,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const recompute = listFlag(a, 'recompute', RECOMPUTE_MODES);
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
   const tp = intFlag(a, 'tp', 1, 1 << 16);
+  const ep = intFlag(a, 'ep', 0, Number.MAX_SAFE_INTEGER);
   const sequenceParallel = boolFlag(a, 'sequence-parallel') || undefined;
   const zeroFlag = oneOfFlag(a, 'zero', ZERO_CHOICES) ?? 'auto';
   const zero: ZeroChoice = zeroFlag === 'auto' ? 'auto' : (Number(zeroFlag) as ZeroChoice);
@@ -159,7 +224,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const t0 = performance.now();
   let plan;
   try {
-    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, sequenceParallel, zero, recompute });
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, ep, sequenceParallel, zero, recompute });
   } catch (e) {
     // The request's errors are the flags' errors.
     const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;
@@ -175,7 +240,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const best = shown[0];
   io.out(
     [
-      `model      GPT: ${count(model.layers, 'layer')}, hidden ${model.hidden}, ${count(model.heads, 'head')}, seq ${model.seq}, vocab ${model.vocab}, ${precision}`,
+      `model      GPT: ${count(model.layers, 'layer')}, hidden ${model.hidden}, ${count(model.heads, 'head')}, seq ${model.seq}, vocab ${model.vocab}, ${precision}${moeWords(model)}`,
       `devices    ${devices} × ${device.name} (${device.peakTflops} TFLOP/s peak at ${device.efficiency} efficiency, ${device.memoryGB} GB), ${device.devicesPerNode} per node; ` +
         `links ${device.bwIntraGBps} GB/s inside a node, ${device.bwInterGBps} GB/s across`,
       `batch      ${count(globalBatch, 'sequence')} per step`,

@@ -25,6 +25,7 @@ import { EXIT_INVALID, EXIT_OK, type CliIo } from './io.ts';
 import { readScheduleFile } from './load-file.ts';
 import { SCHEDULE_FLAGS, scheduleFromFlags, type PickedSchedule } from './schedule-flags.ts';
 import { describeFailure } from './validate-command.ts';
+import { EP_FLAGS, epClosed, epCostsOf, epJson, epLine, parseEpFlags } from './simulate-ep-flags.ts';
 import { meshLines, MESH_FLAGS, parseMeshFlags, tpClosed, tpCosts, tpJson, zeroCosts } from './simulate-mesh-flags.ts';
 
 const FLAGS: FlagSpec[] = [
@@ -42,6 +43,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'step-end', value: 'T', help: "each rank's end of step after its last action, collectives and copies' sum (the losses read back, the update): one time for every rank or a comma-separated list, one per rank; adds the step on the workers' clocks (not drawn)" },
   { name: 'no-overlap', boolean: true, help: 'start every all-reduce only after the last compute of the step (default: each stage as soon as its last backward ends); with --zero 2 or 3, wait for each reduce-scatter' },
   ...MESH_FLAGS,
+  ...EP_FLAGS,
   { name: 'trace', value: 'FILE', help: 'also write the timeline as Chrome trace JSON (Perfetto, chrome://tracing)' },
   { name: 'json', boolean: true, help: 'print the result as JSON' },
   { name: 'help', boolean: true, help: 'show this help' },
@@ -51,6 +53,7 @@ export const SIMULATE_HELP = helpFor(
   'pipelab simulate --schedule 1f1b --ranks 4 --microbatches 8 [--virtual 2] [--costs F=1,B=2,I=1,W=1] [--json]\n' +
     '       pipelab simulate ... --dp 4 --grad-bytes 4e8 --allreduce-latency 0.01 --allreduce-bandwidth 2.5e7 [--no-overlap] [--zero 0|1|2|3 [--reshard step|microbatch]]\n' +
     '       pipelab simulate ... --tp 4 [--tp-layers 2] [--tp-bytes 3.2e6] [--tp-latency 0.01] [--tp-bandwidth 1e8] [--sequence-parallel]\n' +
+    '       pipelab simulate ... --dp 8 --ep 8 [--ep-layers 2] [--ep-bytes 4.7e8] [--ep-per-node 8] [--ep-latency 0.005] [--ep-bandwidth 1.6e8] [--ep-overlap]\n' +
     '       pipelab simulate --file schedule.csv [--costs ...] [--json]',
   'Play a schedule against a cost model (costs are per stage) and report the makespan, the bubble fraction\n' +
     '(simulated, and the closed form where one is known), and busy, idle and peak activation memory per rank.\n' +
@@ -162,6 +165,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const overlap = !boolFlag(a, 'no-overlap');
   const gradRaw = stringFlag(a, 'grad-bytes');
   const mf = parseMeshFlags(a, dp);
+  const ef = parseEpFlags(a, dp, mf.tp);
   const picked = pick(a, io);
   if ('invalid' in picked) {
     io.err(`pipelab simulate: ${picked.invalid}\n`);
@@ -189,6 +193,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   // Sequence parallelism's LayerNorm gradient sum: once a step under a flush, each block of a stream's (2BW), every backward under PipeDream or ZeRO-2/3.
   const update = streamSteps === undefined ? 'flush' : fromFile ? 'double-buffered' : scheduleKind(s.name).update;
   costs.tp = tpCosts(mf, s.stages, gradSumEvery(update, { dp, zero: mf.zero }, streamSteps === undefined ? s.microbatches : s.microbatches / streamSteps));
+  if (ef) costs.ep = epCostsOf(ef, s.stages);
   const stepEndRaw = stringFlag(a, 'step-end');
   if (stepEndRaw !== undefined) costs.stepEnd = parsePerList('--step-end', stepEndRaw, s.ranks, 'a time', 'rank');
   const r = simulate(s, costs);
@@ -201,7 +206,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   // So do a stream's all-reduces per block (the worker waits for each before its next action).
   const streamWaits = streamBlock !== undefined && (r.dp?.allReduceTime.some((t) => t > 0) ?? false);
   const computeFree = (mf.zero < 2 || (mf.zero === 2 && overlap)) && !streamWaits;
-  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree;
+  const isDefault = OP_KEYS.every((op) => opCosts[op] === DEFAULT_OP_COSTS[op]) && freeLinks && noTpTime && computeFree && !ef;
   // PipeDream-2BW on replicas has a closed form of its own (theory.ts): default op costs, free links, no tp, one gradient size.
   const oneGradSize = gradBytes === undefined || !Array.isArray(gradBytes) || gradBytes.every((x) => x === gradBytes[0]);
   const streamCf =
@@ -213,6 +218,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
   const closed = cf && (isDefault || streamCf) ? cf : null;
   // A stream's all-reduce waits hold its compute back: 1F1B's tp closed form no longer gives its compute.
   const tpClosedForm = streamWaits ? null : tpClosed({ ...s, name: theoryAs }, virtual, freeLinks, mf, r, opCosts);
+  const epCf = ef ? epClosed({ ...s, name: theoryAs }, virtual, freeLinks && !r.tp && streamSteps === undefined && computeFree, ef, opCosts) : null;
   if (traceFile !== undefined) io.writeFile(traceFile, JSON.stringify(toChromeTrace(r.timeline, `PipeLab ${s.name}`)) + '\n');
 
   if (boolFlag(a, 'json')) {
@@ -226,6 +232,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
         ? { dataParallel: { ...r.dp, overlap, zero: mf.zero, ...(streamBlock !== undefined ? { allReduceEvery: streamBlock } : {}), reshard: mf.zero === 3 ? mf.reshard : null, allReduce: { latency: arLatency ?? 0, bandwidth: Number.isFinite(arBandwidth ?? Infinity) ? arBandwidth : 'inf' } } }
         : {}),
       ...(r.tp ? { tensorParallel: tpJson(mf, r, tpClosedForm) } : {}),
+      ...(ef ? { expertParallel: epJson(ef, epCf, r) } : {}),
       ...(r.copySum ? { copySum: r.copySum } : {}),
       ...(r.stepEnd ? { stepEnd: r.stepEnd } : {}),
     };
@@ -263,6 +270,7 @@ export function simulateCommand(argv: readonly string[], io: CliIo): number {
       `step end   each rank's losses read and update after its last action${r.dp || r.copySum ? ', collectives' : ''}${r.copySum ? " and copies' sum" : ''} (not drawn): ${times.join(', ')}${times.length > 1 ? ' per rank' : ''}; the ${streamSteps !== undefined ? 'stream' : 'step'} on the workers' clocks ${fmt(r.stepEnd.step)} (+${fmt(Math.max(0, r.stepEnd.step - r.makespan))} after the makespan)`,
     );
   }
+  if (ef) lines.push(epLine(ef, epCf));
   lines.push(...meshLines(s, mf, r, tpClosedForm), '');
   io.out(lines.join('\n'));
   io.out(
@@ -295,7 +303,7 @@ function overflowFlag(a: ParsedArgs): UsageError {
     const x = Number(raw);
     return /bandwidth/.test(name) ? 1 / x : x;
   };
-  const names = ['costs', 'latency', 'bandwidth', 'activation-bytes', 'grad-bytes', 'allreduce-latency', 'allreduce-bandwidth', 'tp-bytes', 'tp-latency', 'tp-bandwidth'];
+  const names = ['costs', 'latency', 'bandwidth', 'activation-bytes', 'grad-bytes', 'allreduce-latency', 'allreduce-bandwidth', 'tp-bytes', 'tp-latency', 'tp-bandwidth', 'ep-bytes', 'ep-latency', 'ep-bandwidth', 'ep-latency-inter', 'ep-bandwidth-inter'];
   const worst = names.reduce((w, n) => (given(n) > given(w) ? n : w), 'costs');
   return new UsageError(`--${worst}`, stringFlag(a, worst) ?? '', 'makes the step longer than a number can hold (the simulated makespan is infinite); give a smaller time or size, or a larger bandwidth');
 }

@@ -16,6 +16,7 @@
  *   a100  A100 SXM4 80 GB: 312 TFLOP/s bf16, 156 TF32; NVLink 3 600 GB/s (300
  *         per direction); HDR InfiniBand 200 Gb/s (25 GB/s).
  */
+import type { AllToAllLink } from '../schedule/ep-cost.ts';
 import { ConfigError, requireFinite, requireInt } from '../util/errors.ts';
 
 export interface DeviceSpec {
@@ -63,4 +64,9 @@ export function checkDevice(d: DeviceSpec): DeviceSpec {
 /** Seconds one device takes for `flops` FLOPs at its efficiency (fp32 training uses the TF32 peak). */
 export function computeSeconds(d: DeviceSpec, flops: number, bytesPerElement: 2 | 4): number {
   return flops / ((bytesPerElement === 4 ? d.peakTflopsFp32 : d.peakTflops) * 1e12 * d.efficiency);
+}
+
+/** The links an all-to-all runs on (schedule/ep-cost.ts), in ms and bytes per ms: the node's and the network's. */
+export function allToAllLink(d: DeviceSpec): AllToAllLink {
+  return { latencyIntra: d.latIntraUs / 1e3, bandwidthIntra: d.bwIntraGBps * 1e6, latencyInter: d.latInterUs / 1e3, bandwidthInter: d.bwInterGBps * 1e6 };
 }

@@ -5,11 +5,11 @@
  */
 import type { MeshCandidate } from './mesh-plan.ts';
 
-type Named = Pick<MeshCandidate, 'dp' | 'tp' | 'pp' | 'schedule' | 'virtual' | 'zero' | 'recompute'>;
+type Named = Pick<MeshCandidate, 'dp' | 'tp' | 'pp' | 'schedule' | 'virtual' | 'zero' | 'recompute'> & { ep?: number };
 
-/** "8 × 1 × 1": dp × tp × pp. */
+/** "8 × 1 × 1": dp × tp × pp; "128 × 1 × 16, ep 64" with the experts sharded over ep of a stage's dp × tp workers. */
 export function meshLayoutLabel(c: Named): string {
-  return `${c.dp} × ${c.tp} × ${c.pp}`;
+  return `${c.dp} × ${c.tp} × ${c.pp}${(c.ep ?? 1) > 1 ? `, ep ${c.ep}` : ''}`;
 }
 
 /** "interleaved-zb v=2", or "no pipeline" for pp = 1 (the plan's JSON still names the order it simulated, 1f1b). */

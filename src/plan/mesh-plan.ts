@@ -33,18 +33,27 @@
  * layer's FLOPs, Korthikanti et al. 2022), then full (the whole forward
  * again). `auto` (the memory-capped builder, generators/auto.ts, one stage per
  * rank) runs on the best few layouts.
+ *
+ * Mixture-of-experts models (moe.ts): the expert-parallel size ep is searched too, every ep dividing the
+ * experts and dp · tp and made of whole tensor-parallel groups (ep a multiple of tp; torchtitan's and
+ * Megatron's expert grid borrow the ep workers from dp × tp), or fixed by the request; each MoE layer's
+ * all-to-all priced on the links its ep group spans (mesh-costs.ts epLocal) and played after the compute, or
+ * overlapped with it by DualPipe (plan-schedules.ts overlapsAllToAll). With tp > 1 an MoE model needs
+ * sequence parallelism (each tensor-parallel worker routes its own tokens).
  */
-import { generateSchedule, autoSchedule, peakMemory, stageToRankMap, MAX_MICROBATCHES, type CostModel, type Schedule } from '../schedule/index.ts';
+import { generateSchedule, autoSchedule, peakMemory, stageToRankMap, type CostModel, type Schedule } from '../schedule/index.ts';
 import { ConfigError, requireInt } from '../util/errors.ts';
 import { SCHEDULES, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { checkDevice, type DeviceSpec } from './device.ts';
 import { planPartition } from './partition.ts';
 import type { Profile } from './profile.ts';
-import { candidateCosts, stateBytes, zeroLinkMs, type Layout, type PlanTarget } from './mesh-costs.ts';
+import { candidateCosts, epLocal, stateBytes, zeroLinkMs, type Layout, type PlanTarget } from './mesh-costs.ts';
+import { checkEp } from './moe.ts';
+import { epOf, epSizes, microBatchSizes } from './mesh-layouts.ts';
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
 import { checkTransformer, modelFlopsPerStep, RECOMPUTE_MODES, transformerProfile, type Recompute, type TransformerModel } from './transformer.ts';
 import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
-import { extraWeightBytes, planRefusal, planStages, planStep, planVirtuals, planZeroStages, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
+import { extraWeightBytes, overlapsAllToAll, planRefusal, planStages, planStep, planVirtuals, planZeroStages, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
 export type { Layout } from './mesh-costs.ts';
 export { candidateCosts } from './mesh-costs.ts';
@@ -74,6 +83,8 @@ export interface MeshPlanRequest {
   autoLayouts?: number;
   /** Tensor-parallel workers per stage, fixed (default: every t dividing the heads and a node is tried). */
   tp?: number;
+  /** Expert-parallel workers, fixed (default: for a model with experts every ep dividing them and dp · tp, a multiple of tp, is tried; 1 otherwise). */
+  ep?: number;
   /** Sequence parallelism beside tensor parallelism (Korthikanti et al.): activations split t ways; default off. */
   sequenceParallel?: boolean;
   /**
@@ -93,6 +104,8 @@ export interface MeshCandidate {
   pp: number;
   /** Tensor-parallel workers per stage (dp · tp · pp = N). */
   tp: number;
+  /** Expert-parallel workers sharing each MoE layer's experts, among a stage's dp · tp (1: none). */
+  ep: number;
   schedule: PlanSchedule;
   virtual: number;
   /** Sequences per micro-batch (b) and micro-batches per replica (m). */
@@ -143,19 +156,18 @@ function checkRequest(r: MeshPlanRequest): void {
     if (r.devices % r.tp !== 0) throw new ConfigError('tp', r.tp, `must divide the devices (${r.devices}): dp · tp · pp = N`);
   }
   if (r.sequenceParallel !== undefined && typeof r.sequenceParallel !== 'boolean') throw new ConfigError('sequenceParallel', r.sequenceParallel, 'must be true or false');
+  if (r.model.moe && r.tp !== undefined && r.tp > 1 && r.sequenceParallel !== true) throw new ConfigError('tp', r.tp, 'above 1 on a model with experts needs sequenceParallel (each tensor-parallel worker routes its own 1/tp of the tokens, Megatron\'s rule)');
+  if (r.ep !== undefined) {
+    checkEp(r.ep, r.model);
+    if (r.ep > r.devices) throw new ConfigError('ep', r.ep, `must be at most the devices (${r.devices}): the ep workers are a stage's dp × tp`);
+    if (r.tp !== undefined && r.ep > 1 && r.ep % r.tp !== 0) throw new ConfigError('ep', r.ep, `must be a multiple of tp = ${r.tp}: an ep group is made of whole tensor-parallel groups`);
+  }
   checkZeroChoice(r.zero);
 }
 
 /** The recomputation modes the request lets a layout try, cheapest first. */
 function recomputeModes(req: MeshPlanRequest): Recompute[] {
   return RECOMPUTE_MODES.filter((x) => !req.recompute || req.recompute.includes(x));
-}
-
-/** Sequences per micro-batch to try for `rows` sequences per replica: powers of two dividing it, up to max. */
-function microBatchSizes(rows: number, max: number): number[] {
-  const out: number[] = [];
-  for (let b = 1; b <= Math.min(rows, max); b *= 2) if (rows % b === 0 && rows / b <= MAX_MICROBATCHES) out.push(b);
-  return out;
 }
 
 export interface Scored {
@@ -173,19 +185,23 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   const peak = (model.bytesPerElement === 4 ? device.peakTflopsFp32 : device.peakTflops) * 1e12;
   const flopsPerStep = modelFlopsPerStep(model, B);
   const profiles = new Map<string, Profile>();
-  const profileOf = (b: number, recompute: Recompute, t: number): Profile => {
-    const k = `${b}/${recompute}/${t}`;
+  const profileOf = (l: Layout, recompute: Recompute, name: PlanSchedule): Profile => {
+    const t = l.tp ?? 1;
+    const ep = epOf(req, l, name);
+    const k = `${l.b}/${recompute}/${t}/${ep.n}/${ep.local}/${ep.overlap}`;
     let p = profiles.get(k);
-    if (!p) profiles.set(k, (p = transformerProfile(model, { microBatch: b, recompute, tp: { t, sequenceParallel: req.sequenceParallel } }, device)));
+    if (!p) profiles.set(k, (p = transformerProfile(model, { microBatch: l.b, recompute, tp: { t, sequenceParallel: req.sequenceParallel }, ep }, device)));
     return p;
   };
   const rangesCache = new Map<string, [number, number][]>();
-  const rangesOf = (b: number, recompute: Recompute, stages: number, t: number): [number, number][] => {
-    // Every compute time of the analytic profile is linear in b, so without tensor parallelism the cut does not
-    // depend on it; the tensor-parallel all-reduces' latency is not, so with t > 1 each b has its own cut.
-    const k = `${recompute}/${stages}/${t}${t > 1 ? `/${b}` : ''}`;
+  const rangesOf = (l: Layout, recompute: Recompute, stages: number, name: PlanSchedule): [number, number][] => {
+    // Every compute time of the analytic profile is linear in b, so without tensor or expert parallelism the cut
+    // does not depend on it; the collectives' latency is not, so with t > 1 or ep > 1 each b has its own cut.
+    const t = l.tp ?? 1;
+    const ep = l.ep ?? 1;
+    const k = `${recompute}/${stages}/${t}/${ep}/${overlapsAllToAll(name)}${t > 1 || ep > 1 ? `/${l.b}/${epLocal(l, device.devicesPerNode)}` : ''}`;
     let r = rangesCache.get(k);
-    if (!r) rangesCache.set(k, (r = planPartition(profileOf(b, recompute, t), stages).ranges));
+    if (!r) rangesCache.set(k, (r = planPartition(profileOf(l, recompute, name), stages).ranges));
     return r;
   };
   const scored: Scored[] = [];
@@ -193,8 +209,10 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
   const evaluate: Evaluate = (l, name, v, recompute, given) => {
     const stages = l.pp * v;
     const t = l.tp ?? 1;
-    const profile = profileOf(l.b, recompute, t);
-    const ranges = rangesOf(l.b, recompute, stages, t);
+    // The cut sees each MoE layer's all-to-alls; the simulator plays them from the costs (costs.ep) on a profile without.
+    const profile = profileOf({ ...l, ep: 1 }, recompute, name);
+    const ranges = rangesOf(l, recompute, stages, name);
+    const play = { overlap: overlapsAllToAll(name), fullRecompute: recompute === 'full' };
     // The schedule's stages (a copy's stage j holds the model's stage j's blocks) and where they sit.
     const at = planStages(name, l.pp, v, ranges);
     const s2r = given?.stageToRank ?? at.stageToRank;
@@ -208,17 +226,18 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       }
     }
     evaluated++;
-    const base = candidateCosts(req, profile, at.ranges, s2r, l);
+    const base = candidateCosts(req, profile, at.ranges, s2r, l, play);
     const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l), planZeroStages(name, req.zero, l.dp));
     const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
-    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base);
+    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl, play) : base);
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
       dp: l.dp,
       pp: l.pp,
       tp: t,
+      ep: l.ep ?? 1,
       schedule: name,
       virtual: v,
       microBatch: l.b,
@@ -268,7 +287,7 @@ function leastZero(
   const act = peakMemory(schedule, Float64Array.from(costs.heldBytes as number[])).map((x) => x.peakBytes);
   // The state, with the weight versions a schedule keeps beyond it (PipeDream-2BW's second), per rank.
   const worstAt = (zero: ZeroStage) =>
-    stateBytes(req, ranges, s2r, l.pp, zero, l.dp, l.tp ?? 1)
+    stateBytes(req, ranges, s2r, l.pp, zero, l.dp, l.tp ?? 1, l.ep ?? 1)
       .map((x, r) => ({ st: x + extra[r], act: act[r], sum: x + extra[r] + act[r] }))
       .reduce((a, x) => (x.sum > a.sum ? x : a));
   let best = { zero: stages[0], worst: worstAt(stages[0]) };
@@ -291,7 +310,9 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
   // Tensor parallelism innermost: t workers per stage inside a node, then pp, dp outermost (DESIGN.md's mesh order).
   // The largest t first: when the simulation budget runs out on a large mesh, what is left untried is the
   // layouts with the most pipeline stages and replicas per stage, the slowest to simulate.
-  for (const tp of req.tp !== undefined ? [req.tp] : tpCandidates(model, req.device).filter((t) => N % t === 0).reverse()) {
+  // An MoE model splits its layers t ways only with sequence parallelism (checkRequest refuses a fixed tp without it).
+  const tps = req.tp !== undefined ? [req.tp] : tpCandidates(model, req.device).filter((t) => N % t === 0 && (t === 1 || !model.moe || req.sequenceParallel === true));
+  for (const tp of tps.reverse()) {
     const G = N / tp;
     for (let pp = 1; pp <= Math.min(G, model.layers); pp++) {
       if (G % pp !== 0) continue;
@@ -300,7 +321,7 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
         skipped.push(`dp × tp × pp = ${dp} × ${tp} × ${pp}: the global batch ${B} is not divisible by dp = ${dp}`);
         continue;
       }
-      for (const b of microBatchSizes(B / dp, req.maxMicroBatch ?? 8)) layouts.push({ dp, pp, tp, b, m: B / dp / b });
+      for (const ep of epSizes(model, req.ep, dp, tp, skipped)) for (const b of microBatchSizes(B / dp, req.maxMicroBatch ?? 8)) layouts.push({ dp, pp, tp, ep, b, m: B / dp / b });
     }
   }
   let spent = 0;
@@ -358,19 +379,18 @@ function runAuto(req: MeshPlanRequest, scored: Scored[], layouts: Layout[], eval
   const best = new Map<string, { stepMs: number; recompute: Recompute }>();
   for (const x of scored) {
     if (!x.fits) continue;
-    const k = `${x.cand.dp}/${x.cand.tp}/${x.cand.pp}/${x.cand.microBatch}`;
+    const k = `${x.cand.dp}/${x.cand.tp}/${x.cand.ep}/${x.cand.pp}/${x.cand.microBatch}`;
     const prev = best.get(k);
     if (!prev || x.cand.stepMs < prev.stepMs) best.set(k, { stepMs: x.cand.stepMs, recompute: x.cand.recompute });
   }
   const top = [...best.entries()].sort((a, b) => a[1].stepMs - b[1].stepMs).slice(0, req.autoLayouts ?? 3);
   for (const [k, { recompute }] of top) {
-    const l = layouts.find((x) => `${x.dp}/${x.tp ?? 1}/${x.pp}/${x.b}` === k);
+    const l = layouts.find((x) => `${x.dp}/${x.tp ?? 1}/${x.ep ?? 1}/${x.pp}/${x.b}` === k);
     const blocks = req.model.layers + 2;
     if (!l || l.pp === 1 || l.pp > blocks || l.pp * l.m * 3 > MESH_PLAN_LIMITS.autoActions || l.pp * blocks * blocks > MESH_PLAN_LIMITS.partitionSteps) continue;
-    const profile = transformerProfile(req.model, { microBatch: l.b, recompute, tp: { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel } }, req.device);
-    const ranges = planPartition(profile, l.pp).ranges;
-    const s2r = stageToRankMap(l.pp, 1, 'loop');
-    const costs = candidateCosts(req, profile, ranges, s2r, l);
+    const tp = { t: l.tp ?? 1, sequenceParallel: req.sequenceParallel };
+    const [ranges, s2r] = [planPartition(transformerProfile(req.model, { microBatch: l.b, recompute, tp, ep: epOf(req, l, 'auto') }, req.device), l.pp).ranges, stageToRankMap(l.pp, 1, 'loop')];
+    const costs = candidateCosts(req, transformerProfile(req.model, { microBatch: l.b, recompute, tp }, req.device), ranges, s2r, l, { overlap: false, fullRecompute: recompute === 'full' });
     const capBytes = autoCap(req, ranges, s2r, l, costs, capacity);
     if (capBytes === null) continue;
     const schedule = autoSchedule(l.pp, l.m, costs, { bytes: capBytes }).schedule;
@@ -388,7 +408,7 @@ function autoCap(req: PlanTarget & Pick<MeshPlanRequest, 'zero'>, ranges: [numbe
   const oneMicrobatch = Math.max(...(costs.heldBytes as number[]));
   const stages = zeroStagesToTry(req.zero, l.dp);
   for (const z of stages.slice(Math.max(0, stages.indexOf(1)))) {
-    const cap = capacity - Math.max(...stateBytes(req, ranges, s2r, l.pp, z, l.dp, l.tp ?? 1));
+    const cap = capacity - Math.max(...stateBytes(req, ranges, s2r, l.pp, z, l.dp, l.tp ?? 1, l.ep ?? 1));
     if (cap >= oneMicrobatch) return cap;
   }
   return null;
@@ -415,12 +435,13 @@ function noFit(req: MeshPlanRequest, scored: Scored[], skipped: string[]): Confi
  * (plan-schedules.ts) gives its priced step from them.
  */
 export function candidateSchedule(req: MeshPlanRequest, c: MeshCandidate): { schedule: Schedule; costs: CostModel } {
-  const l = { dp: c.dp, pp: c.pp, tp: c.tp, b: c.microBatch, m: c.microbatches };
+  const l = { dp: c.dp, pp: c.pp, tp: c.tp, ep: c.ep, b: c.microBatch, m: c.microbatches };
   const profile = transformerProfile(req.model, { microBatch: c.microBatch, recompute: c.recompute, tp: { t: c.tp, sequenceParallel: req.sequenceParallel } }, req.device);
   const at = planStages(c.schedule, c.pp, c.virtual, c.ranges);
   const s2r = at.stageToRank;
-  const base = candidateCosts(req, profile, at.ranges, s2r, l);
-  const costs = c.zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, { ...l, zero: c.zero }) : base;
+  const play = { overlap: overlapsAllToAll(c.schedule), fullRecompute: c.recompute === 'full' };
+  const base = candidateCosts(req, profile, at.ranges, s2r, l, play);
+  const costs = c.zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, { ...l, zero: c.zero }, play) : base;
   if (c.schedule !== 'auto') return { schedule: generateSchedule(c.schedule, c.pp, c.microbatches, c.virtual), costs };
   const capBytes = autoCap(req, c.ranges, s2r, l, base, req.device.memoryGB * 1e9);
   if (capBytes === null) throw new ConfigError('candidate', c.schedule, 'is an auto schedule with no room for one micro-batch on its layout (not one planMesh returns)');

@@ -92,7 +92,16 @@ export function extraWeightBytes(req: PlanTarget, name: PlanSchedule, stages: Pl
   const versions = UPDATE_WINDOWS[SCHEDULES[name].update].extraWeightVersions(l.pp);
   if (versions === 0) return new Array<number>(l.pp).fill(0);
   const per = stateBytesPerParam(req.model, 0, 1);
-  return stateBytes(req, stages.ranges, stages.stageToRank, l.pp, 0, 1, l.tp ?? 1).map((x) => (x / per) * req.model.bytesPerElement * versions);
+  return stateBytes(req, stages.ranges, stages.stageToRank, l.pp, 0, 1, l.tp ?? 1, l.ep ?? 1).map((x) => (x / per) * req.model.bytesPerElement * versions);
+}
+
+/**
+ * Whether a schedule hides expert parallelism's all-to-all under compute: DualPipe and its V form run a forward
+ * chunk and a backward chunk of two micro-batches at once, each one's all-to-all under the other's compute
+ * (DeepSeek-V3, arXiv:2412.19437 §3.2.1); the others play it after the compute (transformer.ts ExpertParallel).
+ */
+export function overlapsAllToAll(name: PlanSchedule): boolean {
+  return name === 'dualpipe' || name === 'dualpipe-v';
 }
 
 /**

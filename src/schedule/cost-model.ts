@@ -6,6 +6,7 @@
  * it without importing each other.
  */
 import type { AllReduceCosts } from './allreduce-cost.ts';
+import type { EpCosts } from './ep-cost.ts';
 import type { TpCosts } from './tp-cost.ts';
 
 export type PerStage = number | readonly number[];
@@ -47,6 +48,12 @@ export interface CostModel {
    * added to the op's time (F, B, I above are then the compute of one of the stage's t workers); default none.
    */
   tp?: TpCosts;
+  /**
+   * Expert parallelism inside each stage's MoE layers (ep-cost.ts): its all-to-alls per op and micro-batch, each
+   * α + the slower of its node's and its network's share, added to the op's time or, overlapped (DualPipe), hidden
+   * under compute up to it (withAllToAll); default none.
+   */
+  ep?: EpCosts;
   /**
    * A schedule with model copies (DualPipe, copies.ts): each stage's time in the sum of its gradients over its copies
    * at the step's end (simulate-copies.ts), one number for every stage or a list; default the α–β ring over the

@@ -60,6 +60,7 @@ export {
 export { checkAllReduceCosts, linkWindows, ringAllReduceTime, ringExchangeTime, type AllReduceCosts } from './allreduce-cost.ts';
 export { MAX_SIM_DP } from './simulate-mesh.ts';
 export { abstractTpCosts, tpClosedForm, tpGradSumTime, tpExchangeTime, tpLayerMessages, tpOpTimes, tpSentBytes, tpSplitCompute, tpStageMessages, type TpCosts, type TpLayer, type TpMessage, type TpOpMessages } from './tp-cost.ts';
+export { allToAllTime, epClosedForm, epOpTimes, withAllToAll, type AllToAllLink, type EpCosts } from './ep-cost.ts';
 export { closedForm, closedFormBubble, closedFormPeakActivations, meshClosedForm, streamMeshClosedForm, type ClosedForm, type MeshClosedForm, type MeshCosts } from './theory.ts';
 export { CSV_LIMITS, CsvError, fromCsv, parseCsv, splitCsv, toCsv, type CsvWriteOptions, type ParsedCsv } from './csv.ts';
 export { toChromeTrace, type ChromeTrace, type CounterTrack, type TraceEvent } from './chrome-trace.ts';

@@ -67,6 +67,19 @@ export function workerOf(m: Mesh, replica: number, rank: number, tpRank = 0): nu
   return (replica * m.ranks + rank) * (m.tp ?? 1) + tpRank;
 }
 
+/**
+ * With experts sharded over ep workers (ep a multiple of tp dividing dp · tp; DESIGN.md's order: tp innermost, then
+ * ep, then pp, dp outermost), the g = ep / tp replicas of an ep group sit side by side: worker (replica d, rank r,
+ * tp rank j) is ((⌊d/g⌋ · ranks + r) · g + d mod g) · tp + j, and an ep group is ep consecutive workers. With
+ * ep ≤ tp (g = 1) it is workerOf's. The planner places MoE layouts so (src/plan/mesh-costs.ts).
+ */
+export function expertWorkerOf(m: Mesh, ep: number, replica: number, rank: number, tpRank = 0): number {
+  const t = m.tp ?? 1;
+  const g = Math.max(1, ep / t);
+  if (!Number.isInteger(g) || m.dp % g !== 0) throw new ConfigError('ep', ep, `must be a multiple of tp = ${t} whose ep / tp divides dp = ${m.dp} (an ep group is whole tp groups of whole replicas)`);
+  return ((Math.floor(replica / g) * m.ranks + rank) * g + (replica % g)) * t + tpRank;
+}
+
 /** Which replica, pipeline rank and tp rank worker `w` is. */
 export function placeOf(m: Mesh, w: number): WorkerPlace {
   const t = m.tp ?? 1;

@@ -17,9 +17,15 @@
  * copies are exact; data-parallel collectives (rings per pipeline rank and tp
  * rank, mesh.ts) are copied too, their `peer` renumbered into the mesh with
  * tp. Point-to-point transfers keep their `peer` (a pipeline rank).
+ *
+ * Expert parallelism's all-to-alls (ep-cost.ts) are drawn the same way, after
+ * the action's tp collectives, as `ep-all-to-all` intervals (with or without
+ * tp); overlapped with compute (DualPipe) they are drawn inside the action they
+ * hide under, at their own length.
  */
 import { ConfigError } from '../util/errors.ts';
 import { mesh, placeOf, workerOf } from './mesh.ts';
+import { allToAllTime, type EpCosts } from './ep-cost.ts';
 import { gradSumActions, gradSumKey, tpExchangeTime, tpGradSumTime, tpOpTimes, tpSentBytes, type TpCosts, type TpMessage } from './tp-cost.ts';
 import type { Interval, Timeline } from './timeline.ts';
 import type { Action, Op, Schedule } from './types.ts';
@@ -77,14 +83,24 @@ function onTpRank(iv: Interval, j: number, peer: number | undefined): Interval {
   return c;
 }
 
+/** Per stage and op, the all-to-alls `ep` draws: each one's time and the bytes a worker sends to the others. */
+function epParts(ep: EpCosts): Record<Op, { coll: Interval['coll']; time: number; bytes: number }[]>[] {
+  return ep.messages.map((m) => {
+    const part = (bytes: number) => ({ coll: 'ep-all-to-all' as const, time: allToAllTime(bytes, ep.n, ep.local, ep.link), bytes: (bytes * (ep.n - 1)) / ep.n });
+    const back = ep.n > 1 ? m.I.map(part) : [];
+    return { F: ep.n > 1 ? m.F.map(part) : [], I: back, B: back, W: [] };
+  });
+}
+
 /**
  * `timeline` (dp × ranks lanes, as simulate() plays it) with t lanes per pipeline worker and the tp collectives
- * drawn. `opTime[op][stage]` is the action's nominal time, compute and collectives (what the play was given); the
- * timeline unchanged when t ≤ 1.
+ * drawn, then ep's all-to-alls. `opTime[op][stage]` is the action's nominal time, compute and collectives (what
+ * the play was given); the timeline unchanged when t ≤ 1 and there is no ep.
  */
-export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, Float64Array>, gradSum: GradSumPlay | null = null): Timeline {
+export function withTpLanes(timeline: Timeline, tpCosts: TpCosts | undefined, opTime: Record<Op, Float64Array>, gradSum: GradSumPlay | null = null, ep?: EpCosts): Timeline {
+  const tp: TpCosts = tpCosts ?? { t: 1, latency: 0, bandwidth: Infinity, bytesPerElement: 0, messages: Array.from({ length: timeline.stages }, () => ({ F: [], B: [], I: [], W: [] })) };
   const t = tp.t;
-  if (t <= 1) return timeline;
+  if (t <= 1 && !ep) return timeline;
   const dp = timeline.dp ?? 1;
   const before = mesh(dp, timeline.ranks);
   const after = mesh(dp, timeline.ranks, t);
@@ -100,6 +116,8 @@ export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, 
     }
     return per;
   });
+  const a2a = ep ? epParts(ep) : null;
+  if (a2a) parts.forEach((per, s) => (['F', 'B', 'I', 'W'] as const).forEach((op) => per[op].push(...a2a[s][op])));
   // The stage's gradient sum, drawn last in the actions it ends.
   const sums = tp.gradSum?.messages.map((m: TpMessage | null, stage) => (m ? { coll: m.coll, time: tpGradSumTime(tp, stage), bytes: tpSentBytes(m, t, tp.bytesPerElement) } : null));
   const out: Interval[] = [];
@@ -114,11 +132,13 @@ export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, 
       const scale = nominal > 0 ? dur / nominal : 0;
       let coll = 0;
       for (const m of msgs) coll += m.time * scale;
+      // Overlapped all-to-alls can outlast the action they hide under: drawn shrunk to fit it.
+      const fit = coll > dur && coll > 0 ? dur / coll : 1;
       const share = Math.max(0, dur - coll) / msgs.length;
       let at = iv.start;
       msgs.forEach((m, k) => {
         at += share;
-        const end = k === msgs.length - 1 ? iv.end : at + m.time * scale;
+        const end = k === msgs.length - 1 ? iv.end : at + m.time * scale * fit;
         drawn.push({ rank: iv.rank, stage: iv.stage, op: 'collective', coll: m.coll, mb: iv.mb, start: at, end, bytes: m.bytes });
         at = end;
       });
@@ -133,5 +153,5 @@ export function withTpLanes(timeline: Timeline, tp: TpCosts, opTime: Record<Op, 
       }
     }
   }
-  return { ...timeline, tp: t, intervals: out };
+  return t > 1 ? { ...timeline, tp: t, intervals: out } : { ...timeline, intervals: out };
 }

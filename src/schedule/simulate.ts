@@ -44,6 +44,9 @@
  * Tensor parallelism (tp-cost.ts). `tp` adds each action's collectives to its
  * time; the timeline then has dp × ranks × t lanes, each action's collectives
  * drawn inside it (simulate-tp.ts), and the result carries their share.
+ * Expert parallelism (ep-cost.ts). `ep` adds each action's all-to-alls to its
+ * time, or hides them under compute (DualPipe's overlap), and draws them inside
+ * it as `ep-all-to-all` collectives on every lane (simulate-tp.ts).
  *
  * Memory. A stage keeps heldBytes (default: activationBytes) for each
  * micro-batch from the start of its F until the end of its B, or, when the
@@ -64,6 +67,7 @@ import { zeroIntervals, zeroPlay, type CollectivePlay } from './simulate-zero.ts
 import { blockPlay } from './simulate-blocks.ts';
 import { mesh, ringNext, workerOf } from './mesh.ts';
 import { tpOpTimes } from './tp-cost.ts';
+import { epOpTimes, withAllToAll } from './ep-cost.ts';
 import { tpGradSumPlay, tpStep, withTpLanes, type TensorParallelStep } from './simulate-tp.ts';
 export type { TensorParallelStep } from './simulate-tp.ts';
 import { copySumIntervals, copySumTimes, playCopySum, type CopySumPlay } from './simulate-copies.ts';
@@ -181,6 +185,13 @@ export function resolveCosts(c: CostModel, stages: number): ResolvedCosts {
     const extra = tpOpTimes(c.tp, stages);
     for (const o of ['F', 'B', 'I', 'W'] as const) op[o] = op[o].map((x, s) => x + extra[o][s]);
   }
+  if (c.ep !== undefined) {
+    const tau = epOpTimes(c.ep, stages);
+    for (let s = 0; s < stages; s++) {
+      const t = withAllToAll({ F: op.F[s], I: op.I[s], W: op.W[s], B: op.B[s] }, { F: tau.F[s], I: tau.I[s] }, c.ep.overlap === true);
+      for (const o of ['F', 'B', 'I', 'W'] as const) op[o][s] = t[o];
+    }
+  }
   const comm = perStage('costs.comm', c.comm, 0, stages);
   if (c.lanes !== undefined && (typeof c.lanes !== 'number' || Number.isNaN(c.lanes) || c.lanes <= 0)) {
     throw new ConfigError('costs.lanes', c.lanes, 'must be a number greater than 0 (Infinity for independent devices)');
@@ -290,10 +301,8 @@ function simulateDrawn(s: Schedule, costs: CostModel, replicas: boolean): Simula
   const r = out();
   withCopySum(s, costs, m, r);
   if (ends) r.stepEnd = playStepEnd(r.timeline, ends);
-  if (costs.tp) {
-    r.tp = tpStep(s, costs.tp, r.makespan, gradSum);
-    r.timeline = withTpLanes(r.timeline, costs.tp, c.op, gradSum);
-  }
+  if (costs.tp) r.tp = tpStep(s, costs.tp, r.makespan, gradSum);
+  if (costs.tp || costs.ep) r.timeline = withTpLanes(r.timeline, costs.tp, c.op, gradSum, costs.ep);
   return r;
 }
 

@@ -26,9 +26,11 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * `tp-all-gather` (a column-parallel layer's output columns; with sequence
  * parallelism, the token rows before one) and `tp-reduce-scatter` (sequence
  * parallelism: a row-parallel layer's partial sums, each member keeping its
- * rows), `mb` the micro-batch.
+ * rows), `mb` the micro-batch. Expert parallelism's all-to-all inside a stage's MoE
+ * layers is its own kind too: `ep-all-to-all` (a dispatch of each token's rows to its
+ * experts' workers, or the combine that brings them back; ep-cost.ts).
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'ep-all-to-all';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */

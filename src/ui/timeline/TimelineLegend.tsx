@@ -36,6 +36,7 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined (sequence parallelism: the token rows, before one)' },
   { kinds: ['tp-reduce-scatter'], label: 'tp reduce-scatter (sequence parallelism): a row-parallel layer’s partial sums, each tp worker keeping its token rows' },
   { kinds: ['copy-sum'], label: 'DualPipe: a stage’s gradients summed with its other model copy’s before the update' },
+  { kinds: ['ep-all-to-all'], label: 'ep all-to-all: an MoE layer sends each token’s rows to its experts’ workers (dispatch) and brings them back (combine)' },
 ];
 
 export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {

@@ -43,9 +43,9 @@ function opsIn(t: Timeline | null): Op[] {
 
 /** What the step's badge adds to the compute: the dp all-reduce(s), tp's collectives, DualPipe's sum over its copies. */
 function collectivesLabel(kinds: readonly CollectiveKind[], stream: boolean): string {
-  const dp = kinds.some((k) => !k.startsWith('tp-') && k !== 'copy-sum');
+  const dp = kinds.some((k) => !k.startsWith('tp-') && !k.startsWith('ep-') && k !== 'copy-sum');
   const main = dp ? (stream ? 'all-reduces' : 'all-reduce') : kinds.some((k) => k.startsWith('tp-')) ? 'tp collectives' : '';
-  return [main, kinds.includes('copy-sum') ? 'copies’ sum' : ''].filter(Boolean).join(' and ');
+  return [main, kinds.includes('ep-all-to-all') ? 'all-to-alls' : '', kinds.includes('copy-sum') ? 'copies’ sum' : ''].filter(Boolean).join(' and ');
 }
 
 export function TimelinePanel(props: TimelinePanelProps) {
