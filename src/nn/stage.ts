@@ -22,7 +22,7 @@
 import { ConfigError, requireFinite, requireInt } from '../util/errors.ts';
 import type { Backend, Tensor } from './backend.ts';
 import { buildLayer } from './layers/build-layer.ts';
-import type { Layer } from './layers/layer.ts';
+import type { Layer, StageRouteLoad } from './layers/layer.ts';
 import { SoftmaxCrossEntropy } from './layers/loss.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
@@ -92,6 +92,8 @@ export class Stage {
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
+  /** The MoE layers' routing counts of each saving forward since the last takeRouteLoads. */
+  private routeLoads: StageRouteLoad[] = [];
 
   constructor(
     private readonly be: Backend,
@@ -156,6 +158,7 @@ export class Stage {
     if (this.isLast) this.checkLossArgs(n, labels, lossScale);
     const save = !this.recompute;
     const { out, saved } = await this.run(input, save);
+    this.keepRouteLoads(mb);
     if (!this.recompute && !saved.some((s) => s.includes(input))) this.be.dispose(input);
     const stash: Stash = {
       n,
@@ -202,6 +205,7 @@ export class Stage {
       dy = this.isLast ? (st.dLogits as Tensor) : (dOutput as Tensor);
     } else {
       const r = await this.run(st.input as Tensor, true);
+      this.keepRouteLoads(mb);
       saved = r.saved;
       if (this.loss) {
         const { loss, dlogits } = this.loss.forward(r.out, st.labels as Tensor, st.lossScale);
@@ -304,6 +308,20 @@ export class Stage {
     }
   }
 
+  /** The MoE layers' routing counts per saving forward since the last call (recompute: the recomputed one's), in order; the caller disposes them. */
+  takeRouteLoads(): StageRouteLoad[] {
+    const out = this.routeLoads;
+    this.routeLoads = [];
+    return out;
+  }
+
+  private keepRouteLoads(mb: number): void {
+    for (const l of this.layers) {
+      const load = l.takeRouteLoad?.();
+      if (load) this.routeLoads.push({ mb, layer: l.name, ...load });
+    }
+  }
+
   /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */
   stashBytes(): number {
     let bytes = 0;
@@ -352,6 +370,7 @@ export class Stage {
     this.stashes.clear();
     for (const p of this.params) disposeParam(this.be, p);
     for (const l of this.layers) if (l.auxLoss) this.be.dispose(l.auxLoss);
+    for (const l of this.takeRouteLoads()) this.be.dispose(l.counts);
   }
 
   // --- internals ---
