@@ -15,6 +15,8 @@ import { ActionError } from '../comm/index.ts';
 import { epochMs } from '../comm/index.ts';
 import { StepLog, type Transport } from '../comm/index.ts';
 import { StreamEndedError } from './stream-end.ts';
+import { readMoeStep, type MoeLoadRecord } from './moe-reads.ts';
+import type { StageRouteLoad } from '../../nn/layers/layer.ts';
 import type { PolicyReport, UpdatePolicy } from '../policies/index.ts';
 
 export { ActionError } from '../comm/index.ts';
@@ -36,6 +38,8 @@ export interface StageLike {
   readonly hasAuxLoss?: boolean;
   /** into += those terms since the last call; zeroes them. */
   takeAuxLoss?(into: Tensor): void;
+  /** An MoE stage's routing counts per layer and micro-batch since the last call (stage.ts); read with the aux loss. */
+  takeRouteLoads?(): StageRouteLoad[];
 }
 
 /** Where a rank gets a micro-batch's inputs (first stage) and labels (last stage). */
@@ -54,6 +58,8 @@ export interface StepResult extends PolicyReport {
   losses: { mb: number; loss: number }[];
   /** The step's aux loss terms of this worker's MoE stages (absent without them; read where the losses are). */
   auxLoss?: number;
+  /** The routing counts of this worker's MoE layers per micro-batch, read with the aux loss (absent without them). */
+  moeLoad?: MoeLoadRecord[];
   /** Largest stash held at any point of the step, per stage. */
   peakStashBytes: Record<number, number>;
   /** Time spent in the optimizer at the flush, ms. */
@@ -149,7 +155,7 @@ export class RankExecutor implements StepRunner {
     if (failed) throw failed.reason;
     const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (read[i] as PromiseFulfilledResult<number>).value }));
     lossValues.sort((x, y) => x.mb - y.mb);
-    const auxLoss = await this.readAuxLoss();
+    const moe = await readMoeStep(be, stages, (this.p.tpRank ?? 0) === 0);
 
     const o0 = epochMs();
     try {
@@ -164,18 +170,7 @@ export class RankExecutor implements StepRunner {
         throw new ActionError(rank, null, step, new Error(`stage ${st.index} still holds ${st.liveStashes()} stashes after the step: the schedule left a backward undone`), this.p.replica);
       }
     }
-    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
-  }
-
-  /** The aux loss terms this worker's stages accumulated in the step, read once (tp rank 0 only); undefined without any. */
-  private async readAuxLoss(): Promise<number | undefined> {
-    const held = [...this.p.stages.values()].filter((s) => s.hasAuxLoss && s.takeAuxLoss);
-    if (held.length === 0 || (this.p.tpRank ?? 0) !== 0) return undefined;
-    const t = this.p.be.zeros([1]);
-    for (const s of held) s.takeAuxLoss?.(t);
-    const v = (await this.p.be.read(t))[0];
-    this.p.be.dispose(t);
-    return v;
+    return { rank, intervals: log.intervals, losses: lossValues, ...moe, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, ...this.p.policy.report() };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */
