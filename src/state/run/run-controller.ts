@@ -138,6 +138,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
           return {
             losses: stream && s.losses.length > p.step ? s.losses.map((l, k) => (k === p.step ? p.loss : l)) : [...s.losses, p.loss],
             ...(p.auxLoss === undefined ? {} : { auxLosses: [...s.auxLosses, p.auxLoss] }),
+            ...(p.moeLoad === undefined ? {} : { moeLoads: [...s.moeLoads, p.moeLoad] }),
             liveTimeline: p.timeline,
             run: { ...s.run, step, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
           };
