@@ -43,7 +43,7 @@ function LayerMap({ l }: { l: MoeLayerLoad }) {
           </caption>
           <thead>
             <tr>
-              <th scope="col" title="Micro-batches (with replicas: replica·micro-batch)">expert \ mb</th>
+              <th scope="col" title="Rows: experts; columns: micro-batches (with replicas: replica·micro-batch)">e \ mb</th>
               {l.columns.map((c, i) => (
                 <th key={i} scope="col" title={`micro-batch ${c.mb}${replicas > 1 ? ` of replica ${c.replica}` : ''}, routed on worker ${c.worker}`}>
                   {colName(c)}
