@@ -123,8 +123,9 @@ export function MoeLoadPanel({ steps, running }: { steps: readonly MoeLoadStep[]
           <p className="muted small">
             Step {st.step}: tokens each micro-batch routed to each expert (first and second choices), darker to brighter up to the layer’s busiest cell;
             <span className="moe-drop-key"> −n</span> and a red edge: n of them dropped past the expert’s capacity (their block passes them on through
-            the residual only). One worker routes each micro-batch and computes all of its experts (ep = 1): with expert parallelism, not built yet,
-            each expert row would belong to the worker holding it, and the wait an overloaded expert’s worker causes would show on the timeline’s lanes.
+            the residual only). One worker routes each micro-batch and computes all of its experts’ capacity rows, filled or not (ep = 1), so uneven
+            load costs no time here, only drops. With expert parallelism (not built yet) each expert row would belong to the worker holding it, and the
+            wait an overloaded expert’s worker causes would show on the timeline’s lanes.
           </p>
           <div className="moe-maps">
             {st.layers.map((l) => (
