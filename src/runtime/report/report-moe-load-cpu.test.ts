@@ -82,6 +82,20 @@ describe('the MoE load in the run report (CPU host)', () => {
     expect(dropped).toBeGreaterThan(0); // the capacity dropped some: the drops are tested, not only zeros
   });
 
+  it('a stream (PipeDream, one window of every step): each step’s micro-batches are its own columns', async () => {
+    const report = await runPipeline({ ...cfg, schedule: 'pipedream', dp: 1, recompute: false, steps: 3 }, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), recvTimeoutMs: 10000 });
+    const loads = report.moeLoad ?? [];
+    expect(loads.map((s) => s.step)).toEqual([0, 1, 2]);
+    for (const st of loads) {
+      expect(st.layers).toHaveLength(3);
+      for (const l of st.layers) {
+        expect(l.columns.map((c) => [c.replica, c.mb])).toEqual([[0, 0], [0, 1]]);
+        // Every token of a micro-batch (4 names × 16 tokens) chose two experts: 128 choices.
+        expect(l.first.map((col, c) => col.reduce((a, f, e) => a + f + l.second[c][e], 0))).toEqual([128, 128]);
+      }
+    }
+  });
+
   it('a layer’s summary: tokens per expert over the micro-batches, max / min, the busiest and idlest, the drops', () => {
     const l: MoeLayerLoad = {
       layer: 'block1.moe', stage: 0, experts: 3,
