@@ -4,7 +4,8 @@
  * report's measured peak for that worker, the Chrome trace carries the same counts as counter tracks, and ZeRO-3's
  * count shows gathered weights at the peak and none at rest.
  */
-import { expect, test, type Page } from '@playwright/test';
+import type { Page } from '@playwright/test';
+import { expect, test } from './page-errors.ts';
 import { readFileSync } from 'node:fs';
 import { watchErrors } from './page-errors.ts';
 

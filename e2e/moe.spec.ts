@@ -1,12 +1,33 @@
 /**
  * The MoE GPT in the page (ep = 1): a link with experts fills the model picker's fields and trains across two
- * workers, each with its own WebGPU device; the aux loss is shown beside the loss; the pipeline's losses and
+ * workers, each with its own WebGPU device; the aux loss is shown beside the loss; the expert load's heat map shows
+ * the numbers of the run report it downloads (the last step, and step 0 through its slider); the pipeline's losses and
  * weights equal one device's (the same WGSL kernels in the page's own backend) to 1e-5; a bad MoE value in a link
  * is named by field, value and rule.
  */
+import { readFileSync } from 'node:fs';
 import { test, expect } from './page-errors.ts';
 
-test('the MoE GPT: a link fills its fields, trains on two workers with the aux loss beside the loss, equal to one device', async ({ page }) => {
+interface LoadStep {
+  step: number;
+  layers: { layer: string; columns: { capacity: number }[]; first: number[][]; second: number[][]; dropped: number[][] }[];
+}
+
+/** Each heat map's cells as [expert, column, routed, dropped]. */
+const shownCells = (figs: Element[]) =>
+  figs.map((f) => ({
+    layer: (f as HTMLElement).dataset.layer,
+    cells: [...f.querySelectorAll<HTMLElement>('td.moe-cell')].map((td) => [Number(td.dataset.expert), Number(td.dataset.column), Number(td.dataset.routed), Number(td.dataset.dropped)]),
+  }));
+
+/** The same from the report's step, expert by expert. */
+const reportCells = (st: LoadStep) =>
+  st.layers.map((l) => ({
+    layer: l.layer,
+    cells: l.first[0].flatMap((_, e) => l.first.map((col, c) => [e, c, col[e] + l.second[c][e], l.dropped[c][e]])),
+  }));
+
+test('the MoE GPT: a link fills its fields, trains on two workers with the aux loss beside the loss and the expert load as the report has it, equal to one device', async ({ page }) => {
   test.setTimeout(300_000);
   await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=1&ranks=2&microbatches=2&batchSize=8&schedule=1f1b&steps=3&evalEvery=0');
   await expect(page.getByTestId('url-problems')).toHaveCount(0);
@@ -20,6 +41,25 @@ test('the MoE GPT: a link fills its fields, trains on two workers with the aux l
   const shown = Number(await aux.textContent());
   expect(shown).toBeGreaterThan(0);
   expect(shown).toBeLessThan(2 * 4 * 0.01 + 1e-6); // at most α·E per MoE block, 2 blocks
+
+  // Expert load: one heat map per MoE block, the last step's, its numbers the downloaded run report's.
+  const maps = page.getByTestId('moe-load-layer');
+  await expect(maps).toHaveCount(2);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Run report (JSON)' }).click()]);
+  const rep = JSON.parse(readFileSync(await dl.path(), 'utf8')) as { moeLoad: LoadStep[] };
+  expect(rep.moeLoad.map((st) => st.step)).toEqual([0, 1, 2]);
+  for (const st of rep.moeLoad) {
+    for (const l of st.layers) {
+      // Each micro-batch's 4 sequences × 16 tokens chose 2 experts each; an expert keeps at most its capacity.
+      expect(l.first.map((col, c) => col.reduce((a, f, e) => a + f + l.second[c][e], 0))).toEqual([128, 128]);
+      l.first.forEach((col, c) => col.forEach((f, e) => expect(f + l.second[c][e] - l.dropped[c][e]).toBeLessThanOrEqual(l.columns[c].capacity)));
+    }
+  }
+  expect(await maps.evaluateAll(shownCells)).toEqual(reportCells(rep.moeLoad[2]));
+  await expect(page.getByTestId('moe-load-summary').first()).toContainText('max / min');
+  await expect(page.getByTestId('moe-load-summary').first()).toContainText('tokens per expert');
+  await page.getByLabel('Step shown in the expert load').fill('0');
+  expect(await maps.evaluateAll(shownCells)).toEqual(reportCells(rep.moeLoad[0]));
 
   const r = await page.evaluate(async () => {
     const cfg = {

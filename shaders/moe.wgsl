@@ -107,12 +107,16 @@ fn moe_topk(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id)
 
 // One thread per expert: I1 = sel [S, k]. OutI = slot [S, k] (written for this expert's choices), OutI2 = rowToken
 // [E·cap] (this expert's rows). Positions in order: every first choice by token, then every second choice.
+// Out = load [E, 3]: the expert's first choices, second choices, and choices dropped past cap (exact in f32).
 @compute @workgroup_size(WG)
 fn moe_capacity(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(num_workgroups) nwg: vec3<u32>) {
   for (var e = first(lid, wid); e < p.E; e += stride(nwg)) {
     var used = 0u;
+    var dropped = 0u;
+    Out[e * 3u + 1u] = 0.0;
     for (var j = 0u; j < p.k; j++) {
+      let before = used;
       for (var s = 0u; s < p.S; s++) {
         let i = s * p.k + j;
         if (I1[i] != i32(e)) {
@@ -123,10 +127,13 @@ fn moe_capacity(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup
           OutI2[e * p.cap + used] = i32(i);
         } else {
           OutI[i] = -1;
+          dropped++;
         }
         used++;
       }
+      Out[e * 3u + j] = f32(used - before);
     }
+    Out[e * 3u + 2u] = f32(dropped);
     for (var r = used; r < p.cap; r++) {
       OutI2[e * p.cap + r] = -1;
     }

@@ -9,7 +9,7 @@
  */
 import type { DType, Tensor } from '../nn/backend.ts';
 import { MemoryLedger, type MemoryKind } from '../nn/memory-ledger.ts';
-import { checkDType, checkShape } from '../nn/shapes.ts';
+import { checkCopyRange, checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { defaultNudgeMs, WaitNudger } from './wait-nudge.ts';
@@ -239,15 +239,20 @@ export class GpuCore {
     if (g.host) g.host.fill(value | 0);
   }
 
-  copyInto(dst: Tensor, src: Tensor): void {
+  copyInto(dst: Tensor, src: Tensor, dstOffset?: number): void {
     this.alive();
     const d = this.own('copyInto dst', dst);
     const s = this.own('copyInto src', src);
-    if (d.size !== s.size) throw new ConfigError('copyInto dst.size', d.size, `must equal src.size = ${s.size}`);
+    checkCopyRange(d, s, dstOffset);
     if (d.dtype !== s.dtype) throw new ConfigError('copyInto dst.dtype', d.dtype, `must equal src.dtype = ${s.dtype}`);
     if (d === s) return;
-    this.stream.copy(s.buf!, 0, d.buf!, 0, s.byteLength);
-    if (d.dtype === 'i32') d.host = s.host ? s.host.slice() : null;
+    const at = dstOffset ?? 0;
+    this.stream.copy(s.buf!, 0, d.buf!, at * 4, s.byteLength);
+    if (d.dtype === 'i32') {
+      if (at === 0 && d.size === s.size) d.host = s.host ? s.host.slice() : null;
+      else if (d.host && s.host) d.host.set(s.host, at);
+      else d.host = null;
+    }
   }
 
   async read(t: Tensor): Promise<Float32Array | Int32Array> {

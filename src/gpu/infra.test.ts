@@ -196,6 +196,7 @@ describe('bad input', () => {
       gpu.adamwStep(g(z([3]), [3]), g(z([3]), [3]), g(z([3]), [3]), g(z([2]), [2]), { lr: 1, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, step: 1, gradScale: 1 }),
     );
     same('copyInto dst.size', () => gpu.copyInto(g(z([3]), [3]), g(z([4]), [4])), () => cpu.copyInto(c(z([3]), [3]), c(z([4]), [4])));
+    same('copyInto dstOffset', () => gpu.copyInto(g(z([5]), [5]), g(z([3]), [3]), 3), () => cpu.copyInto(c(z([5]), [5]), c(z([3]), [3]), 3));
     // Indices and labels: checked on the host copy, same message as the CPU.
     const gi = gpu.tensor([0, 5, 1, 2], [2, 2], 'i32');
     const ci = cpu.tensor([0, 5, 1, 2], [2, 2], 'i32');

@@ -1,6 +1,6 @@
 /**
  * The mixture-of-experts kernels (shaders/moe.wgsl) against the float64 reference on the same float32 inputs:
- * the routing decisions exactly (top-1 and top-2, ties, over capacity and dropless), every value op within the
+ * the routing decisions and the load counts exactly (top-1 and top-2, ties, over capacity and dropless), every value op within the
  * float32 tolerance, the grouped matmul in all four forms and accumulating.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -29,7 +29,7 @@ async function check(g: Tensor, c: Tensor, what: string): Promise<void> {
 }
 
 async function same(g: MoeRoute, c: MoeRoute, what: string): Promise<void> {
-  for (const key of ['sel', 'slot', 'rowToken'] as const) {
+  for (const key of ['sel', 'slot', 'rowToken', 'load'] as const) {
     expect(Array.from(await gpu.read(g[key])), `${what} ${key}`).toEqual(Array.from(await cpu.read(c[key])));
   }
 }
@@ -86,6 +86,8 @@ describe('MoE kernels equal the float64 reference', () => {
     const sel = Array.from(await gpu.read(gr.sel));
     expect(sel.filter((_, i) => i % 2 === 0).every((e) => e === 0)).toBe(true);
     expect(Array.from(await gpu.read(gr.slot)).filter((v) => v < 0).length).toBe(16);
+    // Expert 0: 12 firsts, 8 dropped; expert 1: 12 seconds, 8 dropped; expert 2 nothing.
+    expect(Array.from(await gpu.read(gr.load))).toEqual([12, 0, 8, 0, 12, 8, 0, 0, 0]);
   });
 
   test.each([

@@ -1,8 +1,8 @@
 /**
  * The mixture-of-experts ops of the WebGPU backend (kernels in shaders/moe.wgsl, layouts and shape rules in
  * src/nn/moe/moe-shapes.ts). GpuBackend's methods of the same names call these; checked against the float64
- * reference in moe-ops.test.ts. The routing tensors (sel, slot, rowToken) are computed on the device: they have
- * no host copy, and nothing here waits for the GPU.
+ * reference in moe-ops.test.ts. The routing tensors (sel, slot, rowToken, the load counts) are computed on the device:
+ * they have no host copy, and nothing here waits for the GPU.
  */
 import moeSrc from '../../shaders/moe.wgsl?raw';
 import { ConfigError } from '../util/errors.ts';
@@ -32,7 +32,7 @@ export const MOE_KERNELS = {
   softmax: k('softmax_rows', [U, R, _, _, _, W]),
   softmaxBwd: k('softmax_rows_bwd', [U, R, R, _, _, W]),
   topk: k('moe_topk', [U, R, _, _, _, _, W]),
-  capacity: k('moe_capacity', [U, _, _, R, _, _, W, W]),
+  capacity: k('moe_capacity', [U, _, _, R, _, W, W, W]),
   gates: k('moe_gates', [U, R, _, R, _, W]),
   gatesBwd: k('moe_gates_bwd', [U, R, R, R, _, W]),
   aux: k('moe_aux', [U, R, _, R, _, W, _, _, W]),
@@ -77,11 +77,11 @@ export function softmaxRowsBackward(g: MoeOpHost, p: Tensor, dp: Tensor): GpuTen
 export function moeRoute(g: MoeOpHost, probs: Tensor, kk: number, cap: number): MoeRoute {
   const { S, E } = routeDims('moeRoute', probs, kk, cap);
   const P = g.f32('moeRoute probs', probs);
-  const sel = g.alloc([S, kk], 'i32'), slot = g.alloc([S, kk], 'i32'), rowToken = g.alloc([E * cap], 'i32');
+  const sel = g.alloc([S, kk], 'i32'), slot = g.alloc([S, kk], 'i32'), rowToken = g.alloc([E * cap], 'i32'), load = g.alloc([E, 3], 'f32');
   const u = params({ S, E, k: kk, cap });
   g.launch('moeRoute', MOE_KERNELS.topk, u, [null, P, null, null, null, null, sel], S);
-  g.launch('moeRoute', MOE_KERNELS.capacity, u, [null, null, null, sel, null, null, slot, rowToken], E);
-  return { sel, slot, rowToken };
+  g.launch('moeRoute', MOE_KERNELS.capacity, u, [null, null, null, sel, null, load, slot, rowToken], E);
+  return { sel, slot, rowToken, load };
 }
 
 export function moeGates(g: MoeOpHost, probs: Tensor, sel: Tensor): GpuTensor {

@@ -64,7 +64,14 @@ describe('memory', () => {
     const shaped = gpu.zeros([37, 1]);
     gpu.copyInto(shaped, c); // same size, other shape
     assertClose(await gpu.read(shaped), Float32Array.from(data), 'copyInto another shape', seed, { rel: 0, abs: 0 });
-    for (const x of [t, ti, c, shaped]) gpu.dispose(x);
+    // At an offset: into elements 3..5 of a zeroed [8] (f32 and i32, the i32 host copy too), the rest untouched.
+    const packed = gpu.zeros([8]), packedI = gpu.zeros([8, 1], 'i32');
+    gpu.copyInto(packed, gpu.tensor([1.5, -2, 7], [3]), 3);
+    gpu.copyInto(packedI, gpu.tensor([4, 5, 6], [3], 'i32'), 5);
+    expect(Array.from(await gpu.read(packed))).toEqual([0, 0, 0, 1.5, -2, 7, 0, 0]);
+    expect(Array.from(await gpu.read(packedI))).toEqual([0, 0, 0, 0, 0, 4, 5, 6]);
+    expect(Array.from(await gpu.read(gpu.embedding(gpu.tensor([10, 20, 30, 40, 50, 60, 70, 80], [8, 1]), packedI)))).toEqual([10, 10, 10, 10, 10, 50, 60, 70]);
+    for (const x of [t, ti, c, shaped, packed, packedI]) gpu.dispose(x);
   });
 });
 

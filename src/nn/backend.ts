@@ -59,7 +59,7 @@ export interface LayerNormOut {
   rstd: Tensor;
 }
 
-/** A group's routing decisions (moe/moe-shapes.ts): all i32, computed where the probabilities are (no read). */
+/** A group's routing decisions (moe/moe-shapes.ts): computed where the probabilities are (no read). */
 export interface MoeRoute {
   /** [S, k]: each token's experts, best first. */
   sel: Tensor;
@@ -67,6 +67,11 @@ export interface MoeRoute {
   slot: Tensor;
   /** [E·cap]: s·k + j of the choice holding each row, −1 when empty. */
   rowToken: Tensor;
+  /**
+   * f32 [E, 3]: per expert, the tokens whose first choice it is, whose second choice it is, and its choices dropped
+   * for capacity (counted by the capacity pass; f32, exact below 2²⁴, so it is read in one buffer with the aux loss).
+   */
+  load: Tensor;
 }
 
 export interface Backend {
@@ -77,8 +82,8 @@ export interface Backend {
   zeros(shape: readonly number[], dtype?: DType): Tensor;
   clone(t: Tensor): Tensor;
   fill(t: Tensor, value: number): void;
-  /** Copies src's values into dst (same size). */
-  copyInto(dst: Tensor, src: Tensor): void;
+  /** Copies src's values into dst (same size), or with `dstOffset` into dst's elements dstOffset .. dstOffset + src.size − 1. */
+  copyInto(dst: Tensor, src: Tensor, dstOffset?: number): void;
   read(t: Tensor): Promise<Float32Array | Float64Array | Int32Array>;
   /** Several tensors read at once (a GPU: one staging buffer, one wait); absent: a read of each. */
   readMany?(ts: readonly Tensor[]): Promise<(Float32Array | Float64Array | Int32Array)[]>;

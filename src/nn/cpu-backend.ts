@@ -11,7 +11,7 @@ import { CpuTensor, floats as d, ints } from './cpu-tensor.ts';
 import { MemoryLedger, type MemoryKind } from './memory-ledger.ts';
 import * as moe from './moe/moe-cpu.ts';
 import { groupedDims } from './moe/moe-shapes.ts';
-import { check1d, check2d, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
+import { check1d, check2d, checkCopyRange, checkDType, checkFiniteNumber, checkSameShape, checkShape, matmulDims } from './shapes.ts';
 
 export { CpuTensor } from './cpu-tensor.ts';
 
@@ -110,9 +110,9 @@ export class CpuBackend implements Backend {
     (t as CpuTensor).data.fill(value);
   }
 
-  copyInto(dst: Tensor, src: Tensor): void {
-    if (dst.size !== src.size) throw new ConfigError('copyInto dst.size', dst.size, `must equal src.size = ${src.size}`);
-    (dst as CpuTensor).data.set((src as CpuTensor).data);
+  copyInto(dst: Tensor, src: Tensor, dstOffset?: number): void {
+    checkCopyRange(dst, src, dstOffset);
+    (dst as CpuTensor).data.set((src as CpuTensor).data, dstOffset ?? 0);
   }
 
   async read(t: Tensor): Promise<Float64Array | Int32Array> {

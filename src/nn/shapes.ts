@@ -54,6 +54,17 @@ export function checkSameShape(field: string, a: Tensor, ref: Tensor, refName: s
   }
 }
 
+/** copyInto's range: the same size without an offset; else src fits in dst from element `dstOffset`. */
+export function checkCopyRange(dst: Tensor, src: Tensor, dstOffset?: number): void {
+  if (dstOffset === undefined) {
+    if (dst.size !== src.size) throw new ConfigError('copyInto dst.size', dst.size, `must equal src.size = ${src.size}`);
+    return;
+  }
+  if (!Number.isInteger(dstOffset) || dstOffset < 0 || dstOffset + src.size > dst.size) {
+    throw new ConfigError('copyInto dstOffset', dstOffset, `must be an integer from 0 to ${dst.size - src.size} (dst.size − src.size = ${dst.size} − ${src.size})`);
+  }
+}
+
 export function checkFiniteNumber(field: string, v: number): void {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw new ConfigError(field, v, 'must be a finite number');
 }

@@ -12,6 +12,7 @@ import type { BlockRange } from './partition.ts';
 import { Stage } from './stage.ts';
 import type { ParamValues, StageOptions } from './stage.ts';
 import type { Param } from './param.ts';
+import type { StageRouteLoad } from './layers/layer.ts';
 
 export class StageChain {
   readonly stages: readonly Stage[];
@@ -40,6 +41,11 @@ export class StageChain {
   /** into += every stage's aux loss since the last call (Stage.takeAuxLoss). */
   takeAuxLoss(into: Tensor): void {
     for (const s of this.stages) s.takeAuxLoss(into);
+  }
+
+  /** Every stage's MoE routing counts since the last call (Stage.takeRouteLoads); the caller disposes them. */
+  takeRouteLoads(): StageRouteLoad[] {
+    return this.stages.flatMap((s) => s.takeRouteLoads());
   }
 
   inputTensor(ex: Examples): Tensor {

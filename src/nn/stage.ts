@@ -22,8 +22,9 @@
 import { ConfigError, requireFinite, requireInt } from '../util/errors.ts';
 import type { Backend, Tensor } from './backend.ts';
 import { buildLayer } from './layers/build-layer.ts';
-import type { Layer } from './layers/layer.ts';
+import type { Layer, StageRouteLoad } from './layers/layer.ts';
 import { SoftmaxCrossEntropy } from './layers/loss.ts';
+import { routeLoadsOf, takeAuxLosses } from './stage-moe.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
 import { disposeParam } from './param.ts';
@@ -92,6 +93,8 @@ export class Stage {
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
+  /** The MoE layers' routing counts of each saving forward since the last takeRouteLoads. */
+  private routeLoads: StageRouteLoad[] = [];
 
   constructor(
     private readonly be: Backend,
@@ -156,6 +159,7 @@ export class Stage {
     if (this.isLast) this.checkLossArgs(n, labels, lossScale);
     const save = !this.recompute;
     const { out, saved } = await this.run(input, save);
+    this.keepRouteLoads(mb);
     if (!this.recompute && !saved.some((s) => s.includes(input))) this.be.dispose(input);
     const stash: Stash = {
       n,
@@ -203,6 +207,7 @@ export class Stage {
       dy = this.isLast ? (st.dLogits as Tensor) : (dOutput as Tensor);
     } else {
       const r = await this.run(st.input as Tensor, true);
+      this.keepRouteLoads(mb);
       saved = r.saved;
       if (this.loss) {
         const { loss, dlogits } = this.loss.forward(r.out, st.labels as Tensor, st.lossScale);
@@ -303,11 +308,18 @@ export class Stage {
 
   /** into += the aux loss terms the layers accumulated since the last call (or zeroGrads); zeroes them. */
   takeAuxLoss(into: Tensor): void {
-    for (const l of this.layers) {
-      if (!l.auxLoss) continue;
-      this.be.axpy(into, l.auxLoss, 1);
-      this.be.fill(l.auxLoss, 0);
-    }
+    takeAuxLosses(this.be, this.layers, into);
+  }
+
+  /** The MoE layers' routing counts per saving forward since the last call (recompute: the recomputed one's), in order; the caller disposes them. */
+  takeRouteLoads(): StageRouteLoad[] {
+    const out = this.routeLoads;
+    this.routeLoads = [];
+    return out;
+  }
+
+  private keepRouteLoads(mb: number): void {
+    this.routeLoads.push(...routeLoadsOf(this.layers, mb));
   }
 
   /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */
@@ -360,6 +372,7 @@ export class Stage {
     this.stashes.clear();
     for (const p of this.params) disposeParam(this.be, p);
     for (const l of this.layers) if (l.auxLoss) this.be.dispose(l.auxLoss);
+    for (const l of this.takeRouteLoads()) this.be.dispose(l.counts);
   }
 
   // --- internals ---

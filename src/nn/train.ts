@@ -116,6 +116,8 @@ export async function issueTrainStep(be: Backend, model: StageChain, opt: Optimi
     be.axpy(total, loss, 1);
     be.dispose(loss);
   }
+  // The MoE layers' routing counts: the pipeline reports them (the run report's moeLoad); this loop drops them.
+  for (const l of model.takeRouteLoads()) be.dispose(l.counts);
   opt.lr = lrAt(cfg, step);
   opt.step(1);
   be.flush();

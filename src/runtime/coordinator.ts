@@ -25,15 +25,16 @@ import type { StepResult } from './executor/index.ts';
 import { planRun, windowOrder, type RunPlan } from './executor/index.ts';
 import { keepsPreviousVersion } from '../schedule/registry.ts';
 import type { RunConfig } from '../config/run-config.ts';
-import { buildReport, stepTimeline, type RunReport, type StepRecord } from './report/index.ts';
+import { buildReport, moeLoadSteps, stepTimeline, type MoeLoadStep, type RunReport, type StepRecord } from './report/index.ts';
 import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
 
 export interface StepProgress {
   step: number;
   steps: number;
   loss: number;
-  /** An MoE model's aux loss of the step, summed over the workers (not for a stream); absent for a dense model. */
+  /** An MoE model's aux loss of the step summed over the workers, and its routing counts per layer, expert and micro-batch (not for a stream); absent for a dense model. */
   auxLoss?: number;
+  moeLoad?: MoeLoadStep;
   timeline: Timeline;
   elapsedMs: number;
 }
@@ -320,7 +321,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       });
       records.push(rec);
       firstStepMs ??= performance.now() - tStart;
-      const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0) };
+      const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0), moeLoad: moeLoadSteps(step, results.map((r) => r.moeLoad), m, config.microbatches, false)[0] };
       losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, ...aux, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       allLosses.push(...losses);

@@ -18,7 +18,7 @@
 import type { Backend, Tensor } from '../backend.ts';
 import type { GptMoeBlockSpec } from '../model-spec.ts';
 import type { Param } from '../param.ts';
-import type { Layer, LayerForward } from './layer.ts';
+import type { Layer, LayerForward, RouteLoad } from './layer.ts';
 import { MoeMlp } from './moe-mlp.ts';
 import {
   createTorchLayerNorm, createTorchLinear, GPT_LN_EPS, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
@@ -43,6 +43,8 @@ export class GptMoeBlock implements Layer {
   private readonly ln2: TorchLayerNorm;
   private readonly moe: MoeMlp;
   private readonly scale: number;
+  /** The last saving forward's routing counts, until the stage takes them (takeRouteLoad). */
+  private load: RouteLoad | null = null;
 
   constructor(
     private readonly be: Backend,
@@ -64,6 +66,12 @@ export class GptMoeBlock implements Layer {
   /** The weight of a group of S rows' aux in the step's objective. */
   auxWeight(S: number): number {
     return (this.spec.auxLossWeight * S) / this.spec.stepTokens;
+  }
+
+  takeRouteLoad(): RouteLoad | null {
+    const l = this.load;
+    this.load = null;
+    return l;
   }
 
   /** The causal attention probabilities [B·H·T, T] from qkv. */
@@ -98,6 +106,10 @@ export class GptMoeBlock implements Layer {
     const m = this.moe.forward(l2.y, save, save);
     const y = be.add(x1, m.out);
     be.dispose(m.out);
+    if (m.load) {
+      if (this.load) be.dispose(this.load.counts);
+      this.load = { ...m.load, experts: this.spec.experts };
+    }
     const attnSaved = [x, l1.mean, l1.rstd, l1.y, qkv, P, o, x1, l2.mean, l2.rstd];
     if (save) {
       const aux = m.aux as { loss: Tensor; dProbs: Tensor };

@@ -45,4 +45,24 @@ export interface Layer {
    * zeroes it. The layer owns it; the stage disposes it with the layer.
    */
   readonly auxLoss?: Tensor;
+  /**
+   * An MoE layer: the routing counts of its last forward that saved (f32 [E, 3] per expert: tokens whose first
+   * choice it is, second choice, choices dropped for capacity; moe-reference.ts routeRef) and the capacity it
+   * routed with, handed to the caller (who disposes them); null when none since the last call. The Stage takes them
+   * right after each such forward, keyed by the micro-batch.
+   */
+  takeRouteLoad?(): RouteLoad | null;
+}
+
+/** A forward's routing counts (Layer.takeRouteLoad). */
+export interface RouteLoad {
+  readonly counts: Tensor;
+  readonly experts: number;
+  readonly capacity: number;
+}
+
+/** An MoE layer's routing counts of one micro-batch's forward, with the layer's name (Stage.takeRouteLoads). */
+export interface StageRouteLoad extends RouteLoad {
+  readonly mb: number;
+  readonly layer: string;
 }

@@ -45,6 +45,8 @@ export interface MoeForward {
   saved: Tensor[];
   /** The group's aux loss [1] and its gradient with respect to P [S, E], when asked. */
   aux: { loss: Tensor; dProbs: Tensor } | null;
+  /** With save: the route's load [E, 3] (first choices, second choices, dropped per expert) and the capacity; the caller owns it. */
+  load: { counts: Tensor; capacity: number } | null;
 }
 
 export class MoeMlp {
@@ -92,9 +94,10 @@ export class MoeMlp {
     const out = be.moeCombine(ye, route.slot, gates);
     const aux = withAux ? be.moeAuxLoss(P, route.sel) : null;
     const saved = [u, P, route.sel, route.slot, route.rowToken, gates, xe, h, g, ye];
-    if (save) return { out, saved, aux };
+    if (save) return { out, saved, aux, load: { counts: route.load, capacity: this.capacity(u.shape[0]) } };
     for (const t of saved.slice(1)) be.dispose(t);
-    return { out, saved: [], aux };
+    be.dispose(route.load);
+    return { out, saved: [], aux, load: null };
   }
 
   /**

@@ -6,7 +6,7 @@ import { ConfigError } from '../../util/errors.ts';
 import type { MatmulOptions, MoeRoute, Tensor } from '../backend.ts';
 import { CpuTensor, floats, ints } from '../cpu-tensor.ts';
 import { check2d, checkSameShape } from '../shapes.ts';
-import { auxLossRef, combineBackwardRef, combineRef, dispatchBackwardRef, dispatchRef, gatesBackwardRef, gatesRef, routeRef, softmaxRowsBackwardRef, softmaxRowsRef } from './moe-reference.ts';
+import { auxLossRef, LOAD_COLS, combineBackwardRef, combineRef, dispatchBackwardRef, dispatchRef, gatesBackwardRef, gatesRef, routeRef, softmaxRowsBackwardRef, softmaxRowsRef } from './moe-reference.ts';
 import { checkRows, checkRowToken, choiceDims, groupedDims, routeDims } from './moe-shapes.ts';
 
 export function softmaxRows(x: Tensor): CpuTensor {
@@ -23,7 +23,10 @@ export function softmaxRowsBackward(p: Tensor, dp: Tensor): CpuTensor {
 export function moeRoute(probs: Tensor, k: number, capacity: number): MoeRoute {
   const { S, E } = routeDims('moeRoute', probs, k, capacity);
   const r = routeRef(floats(probs), S, E, k, capacity);
-  return { sel: new CpuTensor([S, k], 'i32', r.sel), slot: new CpuTensor([S, k], 'i32', r.slot), rowToken: new CpuTensor([E * capacity], 'i32', r.rowToken) };
+  return {
+    sel: new CpuTensor([S, k], 'i32', r.sel), slot: new CpuTensor([S, k], 'i32', r.slot), rowToken: new CpuTensor([E * capacity], 'i32', r.rowToken),
+    load: new CpuTensor([E, LOAD_COLS], 'f32', r.load),
+  };
 }
 
 export function moeGates(probs: Tensor, sel: Tensor): CpuTensor {

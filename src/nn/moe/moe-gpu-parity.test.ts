@@ -1,7 +1,7 @@
 /**
  * The MoE GPT on the WebGPU backend against the float64 reference: the whole model as one stage on a batch of
  * names (two micro-batches, so two routing groups), top-1 and top-2 with a capacity (factor 1), and
- * dropless: the loss, the aux loss and every gradient, then the weights after an SGD step (AdamW's first step would turn the float32 noise of the keys' bias gradient, zero in exact arithmetic, into ±lr). Same seeds and the
+ * dropless: the loss, the aux loss, the routing counts per expert and micro-batch (exactly) and every gradient, then the weights after an SGD step (AdamW's first step would turn the float32 noise of the keys' bias gradient, zero in exact arithmetic, into ±lr). Same seeds and the
  * same float32-rounded weights on both; the routers' weights are scaled up so the routing is decisive (no two
  * experts within float32 rounding of each other), which makes the GPU's choices the CPU's.
  */
@@ -40,7 +40,7 @@ describe('the MoE GPT on the GPU equals the CPU reference', () => {
     [1, 1],
     [2, 1],
     [2, 0],
-  ])('top-%i, capacity factor %s: loss, aux loss, every gradient, the weights after a step', async (topK, capacityFactor) => {
+  ])('top-%i, capacity factor %s: loss, aux loss, routing counts, every gradient, the weights after a step', async (topK, capacityFactor) => {
     const cfg: TrainConfig = { ...defaultTrainConfig('names'), ...defaultGptConfig(), layers: 2, heads: 2, width: 8, batchSize: 8, microbatches: 2, experts: 3, topK, capacityFactor, auxLossWeight: 0.1, optimizer: 'sgd' };
     const spec = buildModelSpec(cfg);
     const batch = new BatchSampler(createDataset(cfg).train, cfg.batchSize, 2).batch(0);
@@ -59,19 +59,29 @@ describe('the MoE GPT on the GPU equals the CPU reference', () => {
       const aux = be.zeros([1]);
       chain.takeAuxLoss(aux);
       const auxLoss = (await be.read(aux))[0];
+      // The routing counts of each micro-batch and MoE layer, as the stage took them.
+      const loads = [];
+      for (const l of chain.takeRouteLoads()) {
+        loads.push({ mb: l.mb, layer: l.layer, capacity: l.capacity, counts: Array.from(await be.read(l.counts)) });
+        be.dispose(l.counts);
+      }
       const grads = await chain.readGrads();
       const opt = createOptimizer(be, chain.params, cfg);
       opt.step(1);
       const after = await chain.readParams();
       opt.dispose();
       chain.dispose();
-      return { loss, auxLoss, grads, after };
+      return { loss, auxLoss, loads, grads, after };
     };
     const c = await run(cpu);
     const g = await run(gpu);
     expect(Math.abs(g.loss - c.loss) / c.loss).toBeLessThan(TOL);
     expect(c.auxLoss).toBeGreaterThan(0);
     expect(Math.abs(g.auxLoss - c.auxLoss) / c.auxLoss).toBeLessThan(TOL);
+    // The routing counts: exactly the reference's (the choices are), 2 layers × 2 micro-batches, every token counted k times.
+    expect(g.loads).toEqual(c.loads);
+    expect(c.loads.map((l) => l.mb)).toEqual([0, 0, 1, 1]);
+    for (const l of c.loads) expect(l.counts.filter((_, i) => i % 3 !== 2).reduce((a, b) => a + b, 0)).toBe(topK * 4 * (cfg.blockSize ?? NaN));
     expect(Object.keys(c.grads).filter((n) => n.endsWith('router.weight'))).toHaveLength(2);
     for (const n of Object.keys(c.grads)) close(n, g.grads[n], c.grads[n]);
     for (const n of Object.keys(c.after)) close(`${n} after the step`, g.after[n], c.after[n]);

@@ -12,6 +12,24 @@ import { expertCapacity } from './moe-shapes.ts';
 const be = new CpuBackend();
 const ints = async (t: Tensor) => Array.from(await be.read(t));
 
+/**
+ * The load counted from a route's decisions by hand: each token's choices from sel, a drop wherever slot is −1
+ * (independent of the capacity pass that wrote load).
+ */
+async function recount(sel: Tensor, slot: Tensor, E: number): Promise<number[]> {
+  const [S, k] = sel.shape;
+  const s = await ints(sel), sl = await ints(slot);
+  const load = new Array<number>(E * 3).fill(0);
+  for (let t = 0; t < S; t++) {
+    for (let j = 0; j < k; j++) {
+      const e = s[t * k + j];
+      load[e * 3 + j]++;
+      if (sl[t * k + j] < 0) load[e * 3 + 2]++;
+    }
+  }
+  return load;
+}
+
 describe('routing (hand-worked)', () => {
   // 5 tokens, 3 experts. Token 1 ties experts 0 and 2 (to 0); token 3 ties all three (to 0, then 1).
   const P = [
@@ -26,6 +44,8 @@ describe('routing (hand-worked)', () => {
     expect(await ints(r.sel)).toEqual([1, 0, 2, 0, 0]);
     expect(await ints(r.slot)).toEqual([2, 0, 4, 1, -1]);
     expect(await ints(r.rowToken)).toEqual([1, 3, 0, -1, 2, -1]);
+    // load [E, 3] (first, second, dropped): expert 0 chosen by tokens 1, 3, 4 (4 dropped), expert 1 by 0, expert 2 by 2.
+    expect(await ints(r.load)).toEqual([3, 0, 1, 1, 0, 0, 1, 0, 0]);
   });
   it('top-2, capacity 3: every first choice before any second choice', async () => {
     const r = be.moeRoute(be.tensor(P, [5, 3]), 2, 3);
@@ -35,11 +55,24 @@ describe('routing (hand-worked)', () => {
     // expert 2: t2 first (6), then seconds t0 (7), t1 (8), t4 dropped.
     expect(await ints(r.slot)).toEqual([3, 7, 0, 8, 6, 4, 1, 5, 2, -1]);
     expect(await ints(r.rowToken)).toEqual([2, 6, 8, 0, 5, 7, 4, 1, 3]);
+    // expert 0: three firsts; expert 1: one first, two seconds; expert 2: one first, three seconds, one (t4's) dropped.
+    expect(await ints(r.load)).toEqual([3, 0, 0, 1, 2, 0, 1, 3, 1]);
   });
   it('dropless: capacity S keeps every choice', async () => {
     expect(expertCapacity(0, 2, 5, 3)).toBe(5);
     const r = be.moeRoute(be.tensor(P, [5, 3]), 2, 5);
     expect((await ints(r.slot)).every((v) => v >= 0)).toBe(true);
+    expect(await ints(r.load)).toEqual([3, 0, 0, 1, 2, 0, 1, 3, 0]);
+  });
+  it.each([[1, 3], [2, 4], [2, 40]])('load equals a recount from sel and slot (top-%i, capacity %i, 40 random tokens, 6 experts)', async (k, cap) => {
+    const rng = new Rng(7 + k + cap);
+    const probs = be.softmaxRows(be.tensor(randomArray(rng, 40 * 6, 2), [40, 6]));
+    const r = be.moeRoute(probs, k, cap);
+    const load = await ints(r.load);
+    expect(load).toEqual(await recount(r.sel, r.slot, 6));
+    // Every token chose k experts; the kept rows are the capacity's (min(chosen, cap) per expert).
+    expect(load.filter((_, i) => i % 3 !== 2).reduce((a, b) => a + b, 0)).toBe(40 * k);
+    for (let e = 0; e < 6; e++) expect(load[e * 3] + load[e * 3 + 1] - load[e * 3 + 2]).toBe(Math.min(cap, load[e * 3] + load[e * 3 + 1]));
   });
   it('capacity is ⌈factor·k·S/E⌉ within [1, S]', () => {
     expect(expertCapacity(1, 1, 16, 4)).toBe(4);

@@ -11,7 +11,15 @@ export interface RouteArrays {
   sel: Int32Array;
   slot: Int32Array;
   rowToken: Int32Array;
+  /** [E, 3]: per expert, the tokens whose first choice it is, whose second choice it is, and its choices dropped (past `cap`). */
+  load: Float64Array;
 }
+
+/** The columns of a route's load [E, 3]. */
+export const LOAD_FIRST = 0;
+export const LOAD_SECOND = 1;
+export const LOAD_DROPPED = 2;
+export const LOAD_COLS = 3;
 
 /** Softmax of each row of x [n, c]. */
 export function softmaxRowsRef(x: ArrayLike<number>, n: number, c: number): Float64Array {
@@ -53,17 +61,19 @@ export function routeRef(probs: ArrayLike<number>, S: number, E: number, k: numb
   const slot = new Int32Array(S * k).fill(-1);
   const rowToken = new Int32Array(E * cap).fill(-1);
   const used = new Int32Array(E);
+  const load = new Float64Array(E * LOAD_COLS);
   for (let j = 0; j < k; j++) {
     for (let s = 0; s < S; s++) {
       const e = sel[s * k + j];
       const pos = used[e]++;
+      load[e * LOAD_COLS + j]++;
       if (pos < cap) {
         slot[s * k + j] = e * cap + pos;
         rowToken[e * cap + pos] = s * k + j;
-      }
+      } else load[e * LOAD_COLS + LOAD_DROPPED]++;
     }
   }
-  return { sel, slot, rowToken };
+  return { sel, slot, rowToken, load };
 }
 
 /** Gates [S, k]: top-1 the chosen probability (Switch, not renormalised); top-2 each over the two's sum (GShard). */

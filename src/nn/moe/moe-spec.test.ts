@@ -42,7 +42,7 @@ describe('MoE block counts equal the measured ones', () => {
 });
 
 describe('an MoE stage leaves nothing behind', () => {
-  it.each([false, true])('forward, backward split in I and W, the aux loss taken, dispose (recompute %s): no tensor left', async (recompute) => {
+  it.each([false, true])('forward, backward split in I and W, the aux loss and routing counts taken, dispose (recompute %s): no tensor left', async (recompute) => {
     const { be: tbe, live } = trackingBackend(new CpuBackend());
     const spec = buildModelSpec({ ...defaultGptConfig(), layers: 3, heads: 2, width: 8, experts: 3, topK: 2, capacityFactor: 1, batchSize: 4 });
     const st = new Stage(tbe, spec, 1, [1, 3], 3, { recompute });
@@ -59,6 +59,14 @@ describe('an MoE stage leaves nothing behind', () => {
     st.takeAuxLoss(aux);
     expect((await tbe.read(aux))[0]).toBeGreaterThan(0);
     tbe.dispose(aux);
+    // The routing counts: one per MoE layer and micro-batch (the recomputed forward's with recompute), 32 tokens × top-2 each.
+    const loads = st.takeRouteLoads();
+    expect(loads.map((l) => [l.mb, l.layer.split('.')[0], l.experts, l.capacity])).toEqual([[0, 'block1', 3, 22], [0, 'block2', 3, 22], [1, 'block1', 3, 22], [1, 'block2', 3, 22]]);
+    for (const l of loads) {
+      const c = Array.from(await tbe.read(l.counts));
+      expect([c[0] + c[3] + c[6], c[1] + c[4] + c[7]]).toEqual([32, 32]);
+      tbe.dispose(l.counts);
+    }
     expect([...live].filter((t) => !before.has(t)).map((t) => `${t.dtype} [${t.shape.join(', ')}]`)).toEqual([]);
     expect(live.size).toBe(baseline);
     st.dispose();

@@ -1,4 +1,5 @@
 export * from './rank-executor.ts';
+export * from './moe-reads.ts';
 export * from './rank-runtime.ts';
 export * from './rank-host.ts';
 export * from './in-process-host.ts';

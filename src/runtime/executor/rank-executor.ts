@@ -25,6 +25,8 @@ import { ActionError } from '../comm/index.ts';
 import { epochMs } from '../comm/index.ts';
 import { StepLog, readAll, type Transport } from '../comm/index.ts';
 import { StreamEndedError } from './stream-end.ts';
+import { packMoeStep, type MoeLoadRecord } from './moe-reads.ts';
+import type { StageRouteLoad } from '../../nn/layers/layer.ts';
 import type { PolicyReport, UpdatePolicy } from '../policies/index.ts';
 
 export { ActionError } from '../comm/index.ts';
@@ -46,6 +48,8 @@ export interface StageLike {
   readonly hasAuxLoss?: boolean;
   /** into += those terms since the last call; zeroes them. */
   takeAuxLoss?(into: Tensor): void;
+  /** An MoE stage's routing counts per layer and micro-batch since the last call (stage.ts); read with the aux loss. */
+  takeRouteLoads?(): StageRouteLoad[];
 }
 
 /** Where a rank gets a micro-batch's inputs (first stage) and labels (last stage). */
@@ -64,6 +68,8 @@ export interface StepResult extends PolicyReport {
   losses: { mb: number; loss: number }[];
   /** The step's aux loss terms of this worker's MoE stages (absent without them; read where the losses are). */
   auxLoss?: number;
+  /** The routing counts of this worker's MoE layers per micro-batch, read with the aux loss (absent without them). */
+  moeLoad?: MoeLoadRecord[];
   /** Largest stash held at any point of the step, per stage. */
   peakStashBytes: Record<number, number>;
   /** Time spent in the optimizer at the flush, ms. */
@@ -196,8 +202,8 @@ export class RankExecutor implements StepRunner {
     }
     await transport.drain();
 
-    // The aux loss terms the stages accumulated, summed on the device and read with the losses (one wait).
-    const aux = this.takeAuxLoss();
+    // The aux loss and the routing counts the MoE stages hold, packed to be read with the losses (one wait).
+    const moe = packMoeStep(be, stages, (this.p.tpRank ?? 0) === 0);
 
     const o0 = epochMs();
     try {
@@ -210,7 +216,8 @@ export class RankExecutor implements StepRunner {
     const issued = this.issued;
     this.issued = [];
     const { clock } = this.p;
-    const read = readLosses(be, aux ? [...losses, aux] : losses);
+    const { losses: read, extra } = readLosses(be, losses, moe?.packed);
+    extra?.catch(() => {}); // awaited below; a failure here fails the step there (or the step failed first)
     let spans: ActionSpan[] = [];
     try {
       const needSync = !clock || clock.source === 'wall' || issued.length === 0;
@@ -220,13 +227,15 @@ export class RankExecutor implements StepRunner {
       throw new ActionError(rank, null, step, e, this.p.replica);
     }
     const lossRead = await read;
+    const moeRead = extra ? await extra.then((v) => v, (e: unknown) => e) : undefined;
     for (const { loss } of losses) be.dispose(loss);
-    if (aux) be.dispose(aux.loss);
+    if (moe) be.dispose(moe.packed);
+    if (moeRead instanceof Error) throw moeRead;
     const failed = lossRead.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (lossRead[i] as PromiseFulfilledResult<number>).value }));
     lossValues.sort((x, y) => x.mb - y.mb);
-    const auxLoss = aux ? (lossRead[losses.length] as PromiseFulfilledResult<number>).value : undefined;
+    const moeValues = moe && moeRead ? moe.decode(moeRead as ArrayLike<number>) : {};
     const o1 = epochMs();
     if (clock) {
       placeActions(issued, spans, clock.source, o1);
@@ -244,16 +253,7 @@ export class RankExecutor implements StepRunner {
     // Issued actions are placed at their GPU times: their samples go where their kernels ended.
     if (clock) for (const { sample, iv } of atAction) sample.t = iv.end;
     const memory = { samples, peak: be.memory.peak() };
-    return { rank, intervals: log.intervals, losses: lossValues, ...(auxLoss === undefined ? {} : { auxLoss }), peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...this.p.policy.report() };
-  }
-
-  /** The aux loss terms this worker's stages accumulated in the step, summed into one tensor to read (tp rank 0 only); null without any. */
-  private takeAuxLoss(): { loss: Tensor } | null {
-    const held = [...this.p.stages.values()].filter((s) => s.hasAuxLoss && s.takeAuxLoss);
-    if (held.length === 0 || (this.p.tpRank ?? 0) !== 0) return null;
-    const t = this.p.be.zeros([1]);
-    for (const s of held) s.takeAuxLoss?.(t);
-    return { loss: t };
+    return { rank, intervals: log.intervals, losses: lossValues, ...moeValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...this.p.policy.report() };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */
@@ -331,12 +331,15 @@ function place(p: Pick<RankParts, 'replica' | 'tpRank'>): Pick<StepCounts, 'repl
   return { ...(p.replica !== undefined ? { replica: p.replica } : {}), ...(p.tpRank !== undefined ? { tpRank: p.tpRank } : {}) };
 }
 
-/** The losses' values: those not read yet read at once (one wait), beside those a stream began reading (tellLosses). */
-function readLosses(be: Backend, losses: readonly { loss: Tensor; value?: Promise<number> }[]): Promise<PromiseSettledResult<number>[]> {
+/**
+ * The losses' values: those not read yet read at once (one wait), beside those a stream began reading (tellLosses);
+ * `extra` (the step's packed MoE values) rides in the same read.
+ */
+function readLosses(be: Backend, losses: readonly { loss: Tensor; value?: Promise<number> }[], extra?: Tensor): { losses: Promise<PromiseSettledResult<number>[]>; extra: Promise<ArrayLike<number>> | null } {
   const unread = losses.filter((l) => !l.value);
-  const all = readAll(be, unread.map((l) => l.loss));
+  const all = readAll(be, [...unread.map((l) => l.loss), ...(extra ? [extra] : [])]);
   unread.forEach((l, i) => (l.value = all.then((vs) => vs[i][0])));
-  return Promise.allSettled(losses.map((l) => l.value as Promise<number>));
+  return { losses: Promise.allSettled(losses.map((l) => l.value as Promise<number>)), extra: extra ? all.then((vs) => vs[vs.length - 1]) : null };
 }
 
 /** Begins reading the losses not read yet (one step's: a stream's last stage computes them in order) and tells them once read; returns how many. */

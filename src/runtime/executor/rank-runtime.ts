@@ -364,7 +364,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
       opt.step(1);
       opt.dispose();
     }
-    for (const st of stages.values()) st.zeroGrads();
+    for (const st of stages.values()) {
+      st.zeroGrads();
+      for (const l of st.takeRouteLoads()) be.dispose(l.counts); // the dry micro-batch's routing is no step's
+    }
     for (const p of freed) be.freeStorage(p.grad);
   };
   return {

@@ -7,3 +7,4 @@ export * from './report-tp.ts';
 export * from './held-bytes.ts';
 export * from './weight-agreement.ts';
 export * from './memory-lanes.ts';
+export * from './report-moe-load.ts';

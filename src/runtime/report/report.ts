@@ -20,6 +20,8 @@ import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts
 import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.ts';
 import { stepEndFigures } from './report-step-end.ts';
 import { runTpGradSum, runTpMessages, tpFigures } from './report-tp.ts';
+import { moeLoadSteps } from './report-moe-load.ts';
+import { meshOfRun } from '../../schedule/mesh.ts';
 
 export type { RunReport } from './report-types.ts';
 
@@ -266,6 +268,10 @@ export function buildReport(input: ReportInput): RunReport {
   if (input.tpMismatch !== undefined) report.tpMismatch = input.tpMismatch;
   const reads = input.stateReadMs ?? [];
   if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };
+  // An MoE run: each step's routing counts per layer, expert and micro-batch (a stream's steps from its first).
+  const first = plan.windows.stream ? (input.priorLosses?.length ?? 0) : 0;
+  const moeLoad = records.flatMap((r) => moeLoadSteps(first + r.step, r.results.map((x) => x.moeLoad), meshOfRun(config), config.microbatches, plan.windows.stream));
+  if (moeLoad.length > 0) report.moeLoad = moeLoad;
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};
     for (const r of last.results) Object.assign(ws, r.weightStash ?? {});

@@ -53,6 +53,9 @@ export function cannotRunReason(): string | null {
  * checkpointEvery steps and at its end or stop, and recovers (up to 3 times) from its
  * last checkpoint when it fails (src/run-state/durable-run.ts).
  */
+/** Steps of MoE routing counts the store keeps while a run goes on. */
+const LIVE_MOE_LOAD_STEPS = 500;
+
 export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}): Promise<void> {
   if (cannotRunReason() !== null) return;
   const config: RunConfig = usePipeLab.getState().config;
@@ -138,6 +141,8 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
           return {
             losses: stream && s.losses.length > p.step ? s.losses.map((l, k) => (k === p.step ? p.loss : l)) : [...s.losses, p.loss],
             ...(p.auxLoss === undefined ? {} : { auxLosses: [...s.auxLosses, p.auxLoss] }),
+            // The expert load's slider reaches this many steps back while the run goes on; the report keeps every step.
+            ...(p.moeLoad === undefined ? {} : { moeLoads: [...s.moeLoads.slice(-(LIVE_MOE_LOAD_STEPS - 1)), p.moeLoad] }),
             liveTimeline: p.timeline,
             run: { ...s.run, step, steps: p.steps, elapsedMs: now - t0, stepsPerSecond: est.stepsPerSecond, etaMs: est.etaMs },
           };

@@ -8,7 +8,7 @@
  * (run-controller.ts, compare.ts) begin and end sessions here.
  */
 import { create } from 'zustand';
-import type { RunReport } from '../../runtime/report/index.ts';
+import type { MoeLoadStep, RunReport } from '../../runtime/report/index.ts';
 import { defaultRunConfig, type RunConfig } from '../../config/run-config.ts';
 import type { Timeline } from '../../schedule/index.ts';
 import type { BlockRange } from '../../nn/partition.ts';
@@ -168,6 +168,8 @@ export interface PipeLabState {
   losses: number[];
   /** An MoE model's aux loss per step, beside the losses (empty for a dense model or a stream). */
   auxLosses: number[];
+  /** An MoE model's routing counts per step while it runs (the report's moeLoad after it; empty for a dense model or a stream). */
+  moeLoads: MoeLoadStep[];
   validation: ValidationPoint[];
   /** The last measured step's timeline, while running and after. */
   liveTimeline: Timeline | null;
@@ -204,8 +206,8 @@ export function idleProgress(): RunProgress {
 }
 
 /** What a run produces, before it has produced any of it. */
-export function noRunResults(): Pick<PipeLabState, 'losses' | 'auxLosses' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
-  return { losses: [], auxLosses: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
+export function noRunResults(): Pick<PipeLabState, 'losses' | 'auxLosses' | 'moeLoads' | 'validation' | 'liveTimeline' | 'report' | 'names' | 'boundary' | 'textSamples'> {
+  return { losses: [], auxLosses: [], moeLoads: [], validation: [], liveTimeline: null, report: null, names: null, boundary: null, textSamples: null };
 }
 
 export function problemOf(e: ConfigError): FieldProblem {

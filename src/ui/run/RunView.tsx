@@ -19,6 +19,7 @@ import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { MemoryLanes } from '../timeline/MemoryLanes.tsx';
 import { RunControls } from './RunControls.tsx';
 import { RunNumbers } from './RunNumbers.tsx';
+import { MoeLoadPanel } from './MoeLoadPanel.tsx';
 import { useCheckpoints, type CheckpointView } from '../../state/run/index.ts';
 import type { StepMark } from '../charts/LossChart.tsx';
 
@@ -44,6 +45,7 @@ export function RunView() {
   const lastLive = usePipeLab((s) => s.liveTimeline);
   const lastReport = usePipeLab((s) => s.report);
   const losses = usePipeLab((s) => s.losses);
+  const liveLoads = usePipeLab((s) => s.moeLoads);
   const validation = usePipeLab((s) => s.validation);
   const mode = usePipeLab((s) => s.timelineMode);
   const setMode = usePipeLab((s) => s.setTimelineMode);
@@ -120,6 +122,7 @@ export function RunView() {
           openOn={opensOnFirstSteps ? STREAM_OPENING_STEPS * config.microbatches : undefined}
         />
         {report && <MemoryLanes report={report} />}
+        {(config.experts ?? 0) > 0 && <MoeLoadPanel steps={showRun ? (report?.moeLoad ?? liveLoads) : []} running={isActive(run.status)} />}
         <div className="cards">
           <RunNumbers config={config} measured={measured} simulated={measured ? simulated : null} prediction={prediction} report={report} />
           <section className="panel" aria-labelledby="loss-title" data-testid="loss-panel" data-validation={JSON.stringify(validation)}>
