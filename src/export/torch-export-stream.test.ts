@@ -14,7 +14,7 @@
  * --resume are refused before any process group starts. Needs Debian's
  * python3-torch.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice, type TrainProgress } from '../nn/train.ts';
 import { encodeRunState } from '../run-state/codec.ts';
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -47,10 +47,18 @@ const CASES: { title: string; cfg: RunConfig }[] = [
 ];
 
 describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
-  for (const { title, cfg } of CASES) {
+  // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
+  let bundles: ReturnType<typeof writeTempBundle>[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    runs = await runTorchrunMany(CASES.map(({ cfg }, i) => ({ dir: bundles[i].dir, world: cfg.dp * cfg.tp * cfg.ranks })));
+  }, 900_000);
+
+  CASES.forEach(({ title, cfg }, i) => {
     it(title, async () => {
       const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true });
-      const { dir, files } = writeTempBundle(cfg);
+      const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       const stream = cfg.schedule === 'pipedream'
         ? { update: 'stash-and-update-after-backward', lossOver: 'microbatch' }
@@ -58,7 +66,7 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       expect(bundle).toMatchObject({ ...stream, windowMicrobatches: cfg.steps * cfg.microbatches, microbatches: cfg.microbatches });
       expect(bundle.lossScalePerMicrobatch === undefined).toBe(cfg.schedule !== 'pipedream');
       const world = cfg.dp * cfg.tp * cfg.ranks;
-      const r = await runTorchrun(dir, world);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
@@ -82,7 +90,7 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       // One process prints the losses: replica 0's last stage, the whole batch's (both replicas' shares).
       expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${(cfg.ranks - 1) * cfg.tp}]:step 0 loss`]);
     }, 300_000);
-  }
+  });
 
   it('refuses --steps and --save-every for a stream, and --resume for PipeDream, before any process group starts, naming the flag and why', () => {
     for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
