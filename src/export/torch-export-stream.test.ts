@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPythonMany, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -93,15 +93,19 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
   });
 
   it('refuses --steps and --save-every for a stream, and --resume for PipeDream, before any process group starts, naming the flag and why', () => {
-    for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
+    const checks = (['pipedream-2bw', 'pipedream'] as const).flatMap((schedule) => {
       const { dir } = writeTempBundle({ ...charMlp, schedule, ranks: 2 });
       const flags = [['--steps', '2'], ['--save-every', '1'], ...(schedule === 'pipedream' ? [['--resume', 'nowhere.safetensors']] : [])];
-      for (const args of flags) {
-        const r = runPython(dir, { RANK: '0', WORLD_SIZE: '2' }, args);
-        expect(r.code, r.output).not.toBe(0);
-        expect(r.output).toContain(`${args[0]}: schedule ${schedule} runs its 4 steps as one stream of 16 micro-batches with no flush`);
-      }
-    }
+      return flags.map((args) => ({ schedule, dir, args }));
+    });
+    // All in one Python process (torch imported once).
+    const results = runPythonMany(checks.map(({ dir, args }) => ({ dir, env: { RANK: '0', WORLD_SIZE: '2' }, args })));
+    expect(results).toHaveLength(5);
+    checks.forEach(({ schedule, args }, i) => {
+      const r = results[i];
+      expect(r.code, r.output).not.toBe(0);
+      expect(r.output).toContain(`${args[0]}: schedule ${schedule} runs its 4 steps as one stream of 16 micro-batches with no flush`);
+    });
   });
 
   it("PipeDream-2BW: the page's checkpoint inside its stream continues under torchrun --resume (walked from micro-batch B·m) to the page's uninterrupted losses and weights", async () => {

@@ -10,6 +10,13 @@ run(args, BUNDLE) in it: train.py keeps a process group it did not start. What a
 so torch's own messages too) goes to BUNDLE/launch/rank{g}.log, then its exit code to BUNDLE/launch/rank{g}.code.
 After a job that did not end with 0 this process stops at once (another process may still wait for it): torchrun
 then ends the launch, and the later jobs have no code file.
+
+    python3 launch_bundles.py --alone JOBS.json
+    # JOBS.json: [{"dir": BUNDLE, "args": [...], "env": {"RANK": ..., "WORLD_SIZE": ...}}, ...]
+
+One process, no launcher and no process group: each job is train.py's run(args, BUNDLE) with its env set, for the
+checks that stop a process before any process group starts (./torchrun.ts runPythonMany). Job i's output goes to
+JOBS.json's folder as job{i}.log, its exit code to job{i}.code, and every job runs whatever the others' codes.
 """
 import datetime
 import json
@@ -38,13 +45,48 @@ def redirected(path):
     return restore
 
 
+def run_job(train, job):
+    """train.run(job's args, job's folder) in that folder (as `cd BUNDLE; train.py ARGS` runs), a crash being exit
+    code 1 as it is train.py's."""
+    here = os.getcwd()
+    os.chdir(job["dir"])
+    try:
+        return train.run(job["args"], job["dir"])
+    except BaseException:  # noqa: BLE001 - a crash is this job's result, as it would be train.py's
+        traceback.print_exc()
+        return 1
+    finally:
+        os.chdir(here)
+
+
+def alone(path, jobs, train):
+    import torch.distributed as dist
+    folder = os.path.dirname(os.path.abspath(path))
+    for i, job in enumerate(jobs):
+        saved = dict(os.environ)
+        os.environ.update(job["env"])
+        restore = redirected(os.path.join(folder, f"job{i}.log"))
+        code = run_job(train, job)
+        restore()
+        if dist.is_initialized():  # a job that went further than its check: the next starts without its group
+            dist.destroy_process_group()
+        os.environ.clear()
+        os.environ.update(saved)
+        with open(os.path.join(folder, f"job{i}.code"), "w") as f:
+            f.write(str(code))
+
+
 def main():
-    with open(sys.argv[1]) as f:
+    path = sys.argv[-1]
+    with open(path) as f:
         jobs = json.load(f)
     sys.path.insert(0, jobs[0]["dir"])
     import torch.distributed as dist
     import train
 
+    if sys.argv[1] == "--alone":
+        alone(path, jobs, train)
+        return
     rank = int(os.environ["RANK"])
     dist.init_process_group("gloo", rank=rank, world_size=int(os.environ["WORLD_SIZE"]),
                             timeout=datetime.timedelta(seconds=120))  # train.py's --timeout default
@@ -52,11 +94,7 @@ def main():
         folder = os.path.join(job["dir"], "launch")
         os.makedirs(folder, exist_ok=True)
         restore = redirected(os.path.join(folder, f"rank{rank}.log"))
-        try:
-            code = train.run(job["args"], job["dir"])
-        except BaseException:  # noqa: BLE001 - a crash is this job's result, as it would be train.py's
-            traceback.print_exc()
-            code = 1
+        code = run_job(train, job)
         restore()
         with open(os.path.join(folder, f"rank{rank}.code"), "w") as f:
             f.write(str(code))

@@ -70,13 +70,12 @@ const LAUNCH_BUNDLES = fileURLToPath(new URL('./launch_bundles.py', import.meta.
  * Jobs must hold the same program, each its own folder, and take train.py's default backend and timeout.
  */
 export async function runTorchrunMany(jobs: readonly TorchrunJob[], timeoutMs = 60_000 + 60_000 * jobs.length): Promise<TorchrunResult[]> {
-  const program = (dir: string) => TORCH_PROGRAM_FILES.map((f) => readFileSync(join(dir, f), 'utf8')).join('\0');
-  const first = jobs.length > 0 ? program(jobs[0].dir) : '';
+  const first = jobs.length > 0 ? programText(jobs[0].dir) : '';
   for (const job of jobs) {
     if (jobs.filter((j) => j.dir === job.dir).length > 1) throw new Error(`runTorchrunMany: ${job.dir} is given twice; each job needs its own folder`);
     const world = (JSON.parse(readFileSync(join(job.dir, 'config.json'), 'utf8')) as { world: number }).world;
     if (world !== job.world) throw new Error(`runTorchrunMany: ${job.dir} is for ${world} processes, not ${job.world}`);
-    if (program(job.dir) !== first) throw new Error(`runTorchrunMany: ${job.dir} holds another program than ${jobs[0].dir}`);
+    if (programText(job.dir) !== first) throw new Error(`runTorchrunMany: ${job.dir} holds another program than ${jobs[0].dir}`);
     const own = (job.args ?? []).find((a) => ['--backend', '--timeout', '--test-stall-rank'].includes(a));
     if (own) throw new Error(`runTorchrunMany: ${own} sets up the processes themselves: launch that run alone (runTorchrun)`);
   }
@@ -101,6 +100,11 @@ export async function runTorchrunMany(jobs: readonly TorchrunJob[], timeoutMs = 
     }
   }
   return results;
+}
+
+/** A bundle's program files, one text (bundles of one launch or process must hold the same). */
+function programText(dir: string): string {
+  return TORCH_PROGRAM_FILES.map((f) => readFileSync(join(dir, f), 'utf8')).join('\0');
 }
 
 /**
@@ -137,6 +141,31 @@ export const PYTHON = process.env.PIPELAB_PYTHON ?? '/usr/bin/python3';
 export function runPython(dir: string, env: Readonly<Record<string, string>>, args: readonly string[] = [], timeoutMs = 60_000): { code: number | null; output: string } {
   const r = spawnSync(PYTHON, ['train.py', ...args], { cwd: dir, env: { ...process.env, ...env }, timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' });
   return { code: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+/** One `python3 train.py` check of runPythonMany: its bundle folder, environment variables (RANK, WORLD_SIZE), flags. */
+export interface PythonJob {
+  dir: string;
+  env: Readonly<Record<string, string>>;
+  args?: readonly string[];
+}
+
+/**
+ * What runPython gives for each job, from one Python process (./launch_bundles.py --alone: torch imported once):
+ * for the checks that stop train.py before any process group starts. Jobs must hold the same program.
+ */
+export function runPythonMany(jobs: readonly PythonJob[], timeoutMs = 30_000 + 10_000 * jobs.length): { code: number | null; output: string }[] {
+  if (jobs.length === 0) return [];
+  const first = programText(jobs[0].dir);
+  for (const job of jobs) if (programText(job.dir) !== first) throw new Error(`runPythonMany: ${job.dir} holds another program than ${jobs[0].dir}`);
+  const folder = mkdtempSync(join(tmpdir(), 'pipelab-checks-'));
+  writeFileSync(join(folder, 'jobs.json'), JSON.stringify(jobs.map((j) => ({ dir: j.dir, env: j.env, args: j.args ?? [] }))));
+  const r = spawnSync(PYTHON, [LAUNCH_BUNDLES, '--alone', join(folder, 'jobs.json')], { cwd: jobs[0].dir, timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' });
+  return jobs.map((_, i) => {
+    const at = (ext: string) => join(folder, `job${i}.${ext}`);
+    if (!existsSync(at('code'))) return { code: r.status ?? -1, output: `(never ran: the checks' process ended with ${r.status ?? r.signal})\n${r.stdout ?? ''}${r.stderr ?? ''}` };
+    return { code: Number(readFileSync(at('code'), 'utf8')), output: readFileSync(at('log'), 'utf8') };
+  });
 }
 
 /** The weights train.py wrote (out/trained.safetensors), by name. */
