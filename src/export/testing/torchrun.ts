@@ -3,6 +3,9 @@
  * under Debian's torchrun (`/usr/bin/torchrun --redirects 1 --tee 1`, CPU,
  * gloo), with a timeout, and parses what it prints. Shared by the Node test
  * (src/export/torch-export.test.ts) and the browser proof (e2e/torch-export.spec.ts).
+ * Every process of a launch imports torch (about a CPU-second each): runTorchrunMany
+ * runs several bundles in one launch's processes, runPythonMany several checks that
+ * stop before any process group starts in one process (./launch_bundles.py).
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -52,10 +52,11 @@ from collectives import DataParallel, replica_groups
 from copies import CopySum
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
-from pipeline import PipelineRank, RunFailed, wait
+from pipeline import PipelineRank
 from safetensors_io import read_safetensors, write_safetensors
 from stream import StreamUpdates, stream_step_losses
 from tensor_parallel import TensorParallel, param_of, piece_shape, tp_groups, tp_join
+from waits import RunFailed, wait
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
