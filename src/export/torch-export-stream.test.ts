@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/in-process-host.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPythonMany, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPythonMany, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -116,7 +116,17 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     const { dir } = writeTempBundle(cfg);
     const file = join(dir, 'page-2bw.safetensors');
     writeFileSync(file, encodeRunState(runStateOf(cfg, saved[0])));
-    const r = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
+    // A checkpoint without the older version (a synchronous run's), which cannot continue a 2BW stream, in a bundle of
+    // its own: both resumes in one launch (its processes import torch once), the refused one last.
+    const other = writeTempBundle(cfg).dir;
+    const syncFile = join(other, 'sync.safetensors');
+    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
+    delete sync.previous;
+    writeFileSync(syncFile, encodeRunState(sync));
+    const [r, refused] = await runTorchrunMany([
+      { dir, world: cfg.ranks, args: ['--resume', file] },
+      { dir: other, world: cfg.ranks, args: ['--resume', syncFile] },
+    ]);
     expect(r.code, r.output).toBe(0);
     expect(r.output).toContain(`resumed from ${file} at step 3`);
     expect(r.losses.slice(0, 3).every((x) => x === undefined), r.output).toBe(true);
@@ -125,11 +135,6 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     console.log(`PipeDream-2BW resumed at step 3 under torchrun: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
     expect(lossDiff).toBeLessThan(1e-4);
     expect(weightDiff).toBeLessThan(1e-4);
-    // A checkpoint without the older version (a synchronous run's) cannot continue a 2BW stream.
-    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
-    delete sync.previous;
-    writeFileSync(file, encodeRunState(sync));
-    const refused = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toContain('a PipeDream-2BW stream resumed at step 3 needs the checkpoint');
   }, 300_000);
