@@ -5,16 +5,17 @@
  * workers), within 1e-4 relative, and writes the same final weights (per
  * tensor ‖Δ‖/‖w‖ < 1e-4); dp × pp runs (dp = 2 replicas of a p = 2 pipeline,
  * 4 workers in the tab, torchrun with 4 processes, replica-major) as well,
- * and PipeDream-2BW's one stream on dp = 2 replicas.
+ * and PipeDream-2BW's one stream on dp = 2 replicas. The cases' bundles are exported first, then torchrun runs
+ * them all in one launch per world size (its processes import torch once) while each test runs its case in the tab.
  * Needs python3-torch (scripts/install-deps.sh).
  */
 import type { Page } from '@playwright/test';
-import { test, expect } from './page-errors.ts';
+import { test, expect, watchErrors } from './page-errors.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from '../src/export/testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, withoutKeyBias, type TorchrunResult } from '../src/export/testing/torchrun.ts';
 import type { RunConfig } from '../src/config/run-config.ts';
 
 /** Changes to the page's default configuration (the page module graph is not loaded in Node: it imports JSON data). */
@@ -57,23 +58,46 @@ async function openWith(page: Page, change: Change): Promise<RunConfig> {
   return cfg;
 }
 
+/** The page's own export of the configuration open in `page`: a zip holding one folder, unpacked; the folder. */
+async function exportBundle(page: Page, cfg: RunConfig): Promise<string> {
+  // For dp × ranks processes (the hint says how many).
+  await expect(page.getByText(`--nproc_per_node=${cfg.dp * cfg.ranks}`, { exact: true })).toBeVisible();
+  const dir = mkdtempSync(join(tmpdir(), 'pipelab-e2e-torch-'));
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export for PyTorch (zip)' }).click()]);
+  const zip = join(dir, download.suggestedFilename());
+  await download.saveAs(zip);
+  execFileSync('/usr/bin/python3', ['-m', 'zipfile', '-e', zip, dir]);
+  return join(dir, readdirSync(dir).find((f) => f.endsWith('-torch')) as string);
+}
+
 test.describe('the exported PyTorch program gives the tab’s losses and weights under torchrun', () => {
-  for (const { title, cfg: change } of CASES) {
-    test(title, async ({ page }) => {
-      test.setTimeout(420_000);
+  const folders: string[] = [];
+  const worlds: number[] = [];
+  let torchRuns: Promise<TorchrunResult[]> = Promise.resolve([]);
+  test.beforeAll(async ({ browser }, info) => {
+    test.setTimeout(300_000);
+    const context = await browser.newContext({ baseURL: info.project.use.baseURL });
+    const page = await context.newPage();
+    const errors = watchErrors(page);
+    for (const { cfg: change } of CASES) {
       const cfg = await openWith(page, change);
+      folders.push(await exportBundle(page, cfg));
+      worlds.push(cfg.dp * cfg.ranks);
+    }
+    await context.close();
+    expect(errors, 'errors in the page that exported the bundles').toEqual([]);
+    // Started here, awaited by each test after its tab run: torchrun and the tab side by side.
+    torchRuns = runTorchrunMany(folders.map((dir, i) => ({ dir, world: worlds[i] })), 600_000);
+    torchRuns.catch(() => undefined); // a failed launch fails each test where it is awaited
+  });
 
-      // The page's own export: a zip holding one folder, for dp × ranks processes (the hint says how many).
-      await expect(page.getByText(`--nproc_per_node=${cfg.dp * cfg.ranks}`, { exact: true })).toBeVisible();
-      const dir = mkdtempSync(join(tmpdir(), 'pipelab-e2e-torch-'));
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export for PyTorch (zip)' }).click()]);
-      const zip = join(dir, download.suggestedFilename());
-      await download.saveAs(zip);
-      execFileSync('/usr/bin/python3', ['-m', 'zipfile', '-e', zip, dir]);
-      const folder = join(dir, readdirSync(dir).find((f) => f.endsWith('-torch')) as string);
+  CASES.forEach(({ title, cfg: change }, i) => {
+    test(title, async ({ page }) => {
+      test.setTimeout(720_000);
+      const cfg = await openWith(page, change);
+      const folder = folders[i];
 
-      // torchrun and the tab's run side by side (the suite's time; each one's step time below is under the other's load).
-      const torchRun = runTorchrun(folder, cfg.dp * cfg.ranks, [], 300_000);
+      // torchrun and the tab's run side by side (each one's step time below is under the other's load).
       const tab = await page.evaluate(async (c) => {
         const r = await window.pipelab.run(c, { readWeights: true });
         const weights = r.weights ? Object.fromEntries(Object.entries(r.weights).map(([k, v]) => [k, Array.from(v)])) : undefined;
@@ -81,7 +105,7 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       }, cfg);
       expect(tab.losses.length).toBe(cfg.steps);
 
-      const torch = await torchRun;
+      const torch = (await torchRuns)[i];
       expect(torch.code, torch.output).toBe(0);
       expect(torch.losses.length, torch.output).toBe(cfg.steps);
       const lossDiff = maxRelativeDiff(torch.losses, tab.losses);
@@ -97,6 +121,5 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
       expect(lossDiff).toBeLessThan(1e-4);
       expect(weightDiff).toBeLessThan(1e-4);
     });
-  }
-
+  });
 });

@@ -201,3 +201,33 @@ describe('the shape of the code', () => {
     expect(long, long.join('\n')).toEqual([]);
   });
 });
+
+/** The exported PyTorch program's modules (src/export/torch/*.py): they import each other by bare name. */
+const PY = join(SRC, 'export', 'torch');
+
+/** The sibling modules a Python text imports, at the top or inside a function (`from X import …`, `import X`). */
+export function pythonImports(text: string, siblings: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (const m of text.matchAll(/^[ \t]*from[ \t]+(\w+)[ \t]+import[ \t]/gm)) out.add(m[1]);
+  for (const m of text.matchAll(/^[ \t]*import[ \t]+([\w \t,]+?)[ \t]*(?:#.*)?$/gm)) for (const name of m[1].split(',')) out.add(name.trim().split(/[ \t]/)[0]);
+  return [...out].filter((n) => siblings.has(n)).sort();
+}
+
+describe('the shape of the exported Python program', () => {
+  const names = readdirSync(PY).filter((f) => f.endsWith('.py')).map((f) => f.slice(0, -3));
+  const siblings = new Set(names);
+  const edges = new Map(names.map((n) => [n, pythonImports(readFileSync(join(PY, `${n}.py`), 'utf8'), siblings)]));
+
+  it('reads the imports it checks, inside functions too (the reader is not blind)', () => {
+    expect(names.length).toBeGreaterThan(10);
+    expect(edges.get('train')).toEqual(expect.arrayContaining(['bundle', 'model', 'pipeline', 'tensor_parallel', 'waits']));
+    expect([...edges.values()].reduce((s, d) => s + d.length, 0)).toBeGreaterThan(25);
+    const text = 'import os\nimport torch\nfrom model import Stage  # a stage\n"""from words in a docstring\n"""\ndef f():\n    from pipeline import wait\n    import data, copies as c\n';
+    expect(pythonImports(text, new Set(['model', 'pipeline', 'data', 'copies', 'words']))).toEqual(['copies', 'data', 'model', 'pipeline']);
+  });
+
+  it('has no import circle, counting imports inside functions', () => {
+    const found = circles(edges).map((c) => c.join(' ↔ '));
+    expect(found, `import circles among src/export/torch/*.py:\n${found.join('\n')}`).toEqual([]);
+  });
+});

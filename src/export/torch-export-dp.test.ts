@@ -22,11 +22,11 @@
  */
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -48,14 +48,22 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
 ];
 
 describe('dp × pp under torchrun equals the float64 single-device loop', () => {
-  for (const { title, cfg, resume } of CASES) {
+  // Every case's bundle, run in one torchrun launch (its processes import torch once, not per case).
+  let bundles: ReturnType<typeof writeTempBundle>[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    runs = await runTorchrunMany(CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })));
+  }, 900_000);
+
+  CASES.forEach(({ title, cfg, resume }, i) => {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
-      const { dir, files } = writeTempBundle(cfg);
+      const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       expect({ dp: bundle.dp, ranks: bundle.ranks, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: cfg.batchSize / 8 });
       expect(bundle.run).toMatchObject({ zero: cfg.zero, reshard: cfg.reshard, prefetch: cfg.prefetch });
-      const r = await runTorchrun(dir, 4, resume ? ['--save-every', '1'] : []);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       // One process prints the losses: the last stage's of replica 0 (process 1), the sum over both replicas.
@@ -81,5 +89,5 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       expect(resumedLoss).toBe(0);
       expect(resumedWeights).toBe(0);
     }, 300_000);
-  }
+  });
 });

@@ -17,13 +17,13 @@
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -44,12 +44,20 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
 ];
 
 describe('DualPipe (two model copies) under torchrun equals the float64 single-device loop', () => {
-  for (const { title, cfg, resume } of CASES) {
+  // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
+  let bundles: ReturnType<typeof writeTempBundle>[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    runs = await runTorchrunMany(CASES.map(({ cfg, resume }, i) => ({ dir: bundles[i].dir, world: cfg.dp * (cfg.tp ?? 1) * cfg.ranks, args: resume ? ['--save-every', '1'] : [] })));
+  }, 900_000);
+
+  CASES.forEach(({ title, cfg, resume }, i) => {
     it(title, async () => {
       const p = cfg.ranks;
       const world = cfg.dp * (cfg.tp ?? 1) * p;
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
-      const { dir, files } = writeTempBundle(cfg);
+      const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       // 2p stages: copy 0's stage k on rank k, copy 1's stage k (stage p + k) on rank p − 1 − k, the same blocks and weights.
       expect({ copies: bundle.copies, stages: bundle.stages, world: bundle.world }).toEqual({ copies: 2, stages: 2 * p, world });
@@ -63,7 +71,7 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
       expect(csv).toBe(toCsv(schedule));
       expect(new Set(schedule.order.flat().map((a) => a.stage)).size).toBe(2 * p);
 
-      const r = await runTorchrun(dir, world, resume ? ['--save-every', '1'] : []);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       // Rank 0 holds copy 1's last stage (stage 2p − 1) and prints the sum of both copies' losses.
@@ -94,7 +102,7 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
       expect(resumedWeights).toBe(0);
       expect(Number(resumedCopies?.[1])).toBe(0);
     }, 300_000);
-  }
+  });
 
   it('refuses, before any process group starts, a bundle whose copies of a stage share a rank', () => {
     const { dir } = writeTempBundle({ ...charMlp, dp: 2, steps: 1 });

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { readSafetensors, writeSafetensors } from '../util/safetensors.ts';
-import { runPython, runTorchrun } from './testing/torchrun.ts';
+import { runPythonMany, runTorchrun } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { buildTorchBundle } from './torch-bundle.ts';
 
@@ -36,15 +36,21 @@ describe('what the exported program refuses', () => {
   it('refuses a bundle whose schedule.csv has another pipeline width than config.json, naming both process counts', () => {
     const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
     writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('1f1b', 3, small.microbatches)));
-    for (const rank of [0, 3]) {
-      const r = runPython(dir, { RANK: String(rank), WORLD_SIZE: '4' });
+    // Another bundle of the run whose config.json says world = 6.
+    const { dir: world6 } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
+    const cfg = JSON.parse(readFileSync(join(world6, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(world6, 'config.json'), JSON.stringify({ ...cfg, world: 6 }));
+    // All three in one Python process (torch imported once).
+    const [rank0, rank3, six] = runPythonMany([
+      { dir, env: { RANK: '0', WORLD_SIZE: '4' } },
+      { dir, env: { RANK: '3', WORLD_SIZE: '4' } },
+      { dir: world6, env: { RANK: '0', WORLD_SIZE: '6' } },
+    ]);
+    for (const r of [rank0, rank3]) {
       expect(r.code).not.toBe(0);
       expect(r.output).toContain('schedule.csv holds 3 rows (one per pipeline rank), so dp x rows = 2 x 3 = 6 processes, but config.json is for dp x ranks = 2 x 2 = 4 processes');
     }
-    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
-    writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('1f1b', 2, small.microbatches)));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, world: 6 }));
-    expect(runPython(dir, { RANK: '0', WORLD_SIZE: '6' }).output).toContain('config.json: world = 6, but its dp x ranks = 2 x 2 = 4 processes');
+    expect(six.output).toContain('config.json: world = 6, but its dp x ranks = 2 x 2 = 4 processes');
   }, 60_000);
 
   it('stops when a stage weight is missing from init.safetensors, naming the rank and the weight', async () => {

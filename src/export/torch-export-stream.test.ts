@@ -14,7 +14,7 @@
  * --resume are refused before any process group starts. Needs Debian's
  * python3-torch.
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice, type TrainProgress } from '../nn/train.ts';
 import { encodeRunState } from '../run-state/codec.ts';
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { runPipeline } from '../runtime/coordinator.ts';
 import { InProcessRankHost } from '../runtime/executor/in-process-host.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPythonMany, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -47,10 +47,18 @@ const CASES: { title: string; cfg: RunConfig }[] = [
 ];
 
 describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', () => {
-  for (const { title, cfg } of CASES) {
+  // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
+  let bundles: ReturnType<typeof writeTempBundle>[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    runs = await runTorchrunMany(CASES.map(({ cfg }, i) => ({ dir: bundles[i].dir, world: cfg.dp * cfg.tp * cfg.ranks })));
+  }, 900_000);
+
+  CASES.forEach(({ title, cfg }, i) => {
     it(title, async () => {
       const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true });
-      const { dir, files } = writeTempBundle(cfg);
+      const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       const stream = cfg.schedule === 'pipedream'
         ? { update: 'stash-and-update-after-backward', lossOver: 'microbatch' }
@@ -58,7 +66,7 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       expect(bundle).toMatchObject({ ...stream, windowMicrobatches: cfg.steps * cfg.microbatches, microbatches: cfg.microbatches });
       expect(bundle.lossScalePerMicrobatch === undefined).toBe(cfg.schedule !== 'pipedream');
       const world = cfg.dp * cfg.tp * cfg.ranks;
-      const r = await runTorchrun(dir, world);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
@@ -83,18 +91,22 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
       // One process prints the losses: replica 0's last stage, the whole batch's (both replicas' shares).
       expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${(cfg.ranks - 1) * cfg.tp}]:step 0 loss`]);
     }, 300_000);
-  }
+  });
 
   it('refuses --steps and --save-every for a stream, and --resume for PipeDream, before any process group starts, naming the flag and why', () => {
-    for (const schedule of ['pipedream-2bw', 'pipedream'] as const) {
+    const checks = (['pipedream-2bw', 'pipedream'] as const).flatMap((schedule) => {
       const { dir } = writeTempBundle({ ...charMlp, schedule, ranks: 2 });
       const flags = [['--steps', '2'], ['--save-every', '1'], ...(schedule === 'pipedream' ? [['--resume', 'nowhere.safetensors']] : [])];
-      for (const args of flags) {
-        const r = runPython(dir, { RANK: '0', WORLD_SIZE: '2' }, args);
-        expect(r.code, r.output).not.toBe(0);
-        expect(r.output).toContain(`${args[0]}: schedule ${schedule} runs its 4 steps as one stream of 16 micro-batches with no flush`);
-      }
-    }
+      return flags.map((args) => ({ schedule, dir, args }));
+    });
+    // All in one Python process (torch imported once).
+    const results = runPythonMany(checks.map(({ dir, args }) => ({ dir, env: { RANK: '0', WORLD_SIZE: '2' }, args })));
+    expect(results).toHaveLength(5);
+    checks.forEach(({ schedule, args }, i) => {
+      const r = results[i];
+      expect(r.code, r.output).not.toBe(0);
+      expect(r.output).toContain(`${args[0]}: schedule ${schedule} runs its 4 steps as one stream of 16 micro-batches with no flush`);
+    });
   });
 
   it("PipeDream-2BW: the page's checkpoint inside its stream continues under torchrun --resume (walked from micro-batch B·m) to the page's uninterrupted losses and weights", async () => {
@@ -105,7 +117,17 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     const { dir } = writeTempBundle(cfg);
     const file = join(dir, 'page-2bw.safetensors');
     writeFileSync(file, encodeRunState(runStateOf(cfg, saved[0])));
-    const r = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
+    // A checkpoint without the older version (a synchronous run's), which cannot continue a 2BW stream, in a bundle of
+    // its own: both resumes in one launch (its processes import torch once), the refused one last.
+    const other = writeTempBundle(cfg).dir;
+    const syncFile = join(other, 'sync.safetensors');
+    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
+    delete sync.previous;
+    writeFileSync(syncFile, encodeRunState(sync));
+    const [r, refused] = await runTorchrunMany([
+      { dir, world: cfg.ranks, args: ['--resume', file] },
+      { dir: other, world: cfg.ranks, args: ['--resume', syncFile] },
+    ]);
     expect(r.code, r.output).toBe(0);
     expect(r.output).toContain(`resumed from ${file} at step 3`);
     expect(r.losses.slice(0, 3).every((x) => x === undefined), r.output).toBe(true);
@@ -114,11 +136,6 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     console.log(`PipeDream-2BW resumed at step 3 under torchrun: losses ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
     expect(lossDiff).toBeLessThan(1e-4);
     expect(weightDiff).toBeLessThan(1e-4);
-    // A checkpoint without the older version (a synchronous run's) cannot continue a 2BW stream.
-    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
-    delete sync.previous;
-    writeFileSync(file, encodeRunState(sync));
-    const refused = await runTorchrun(dir, cfg.ranks, ['--resume', file]);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toContain('a PipeDream-2BW stream resumed at step 3 needs the checkpoint');
   }, 300_000);

@@ -18,13 +18,13 @@
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { run } from '../cli/cli-test-support.ts';
 import { parseProfile } from '../plan/profile.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -44,15 +44,33 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'GPT, 1f1b, dp 2 × tp 2 × pp 1, ZeRO-3, sequence parallelism, full recomputation', cfg: { ...gpt, schedule: '1f1b', dp: 2, ranks: 1, zero: 3, sequenceParallel: true, recompute: true } },
 ];
 
+/** The bundle `train.py --profile` measures (dp 1 × tp 2 × pp 2, one step), and its flags. */
+const profiled: RunConfig = { ...gpt, schedule: '1f1b', dp: 1, ranks: 2, steps: 1 };
+const PROFILE_FLAGS = ['--profile', '--profile-repeats', '1'];
+
+// Every 4-process run of this file (the cases' training, then the two profiles) in one torchrun launch: its
+// processes import torch once, not per run. The profiles are the last two.
+const JOBS: { cfg: RunConfig; args: string[] }[] = [
+  ...CASES.map(({ cfg, resume }) => ({ cfg, args: resume ? ['--save-every', '1'] : [] })),
+  { cfg: profiled, args: PROFILE_FLAGS },
+  { cfg: { ...profiled, sequenceParallel: true }, args: PROFILE_FLAGS },
+];
+let bundles: ReturnType<typeof writeTempBundle>[] = [];
+let runs: TorchrunResult[] = [];
+beforeAll(async () => {
+  bundles = JOBS.map(({ cfg }) => writeTempBundle(cfg));
+  runs = await runTorchrunMany(JOBS.map(({ args }, i) => ({ dir: bundles[i].dir, world: 4, args })));
+}, 900_000);
+
 describe('tp under torchrun equals the float64 single-device loop', () => {
-  for (const { title, cfg, resume } of CASES) {
+  CASES.forEach(({ title, cfg, resume }, i) => {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig({ ...cfg, tp: 1 }));
-      const { dir, files } = writeTempBundle(cfg);
+      const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       expect({ dp: bundle.dp, tp: bundle.tp, ranks: bundle.ranks, world: bundle.world }).toEqual({ dp: cfg.dp, tp: 2, ranks: cfg.ranks, world: 4 });
       expect(Object.keys(bundle.tpParams).length).toBeGreaterThan(0);
-      const r = await runTorchrun(dir, 4, resume ? ['--save-every', '1'] : []);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       // One process prints: tp rank 0 of replica 0's last stage (process 2 with pp 2, process 0 with pp 1).
@@ -79,11 +97,11 @@ describe('tp under torchrun equals the float64 single-device loop', () => {
       expect(resumedLoss).toBe(0);
       expect(resumedWeights).toBeLessThan(1e-6);
     }, 300_000);
-  }
+  });
 
-  it('train.py --profile on dp 1 × tp 2 × pp 2 writes a profile the planner reads, with the tp group\'s all-reduce fitted', async () => {
-    const { dir } = writeTempBundle({ ...gpt, schedule: '1f1b', dp: 1, ranks: 2, steps: 1 });
-    const r = await runTorchrun(dir, 4, ['--profile', '--profile-repeats', '1']);
+  it('train.py --profile on dp 1 × tp 2 × pp 2 writes a profile the planner reads, with the tp group\'s all-reduce fitted', () => {
+    const { dir } = bundles[CASES.length];
+    const r = runs[CASES.length];
     expect(r.code, r.output).toBe(0);
     const profile = parseProfile(JSON.parse(readFileSync(join(dir, 'profile.json'), 'utf8')));
     expect(profile.blocks.length).toBe(gpt.layers + 1);
@@ -149,10 +167,10 @@ describe('export-torch --tp and what a tp bundle refuses', () => {
     }
   }, 60_000);
 
-  it('train.py --profile on a sequence-parallel bundle lists its reduce-scatters and gathers and times its row blocks across the boundaries; plan --tp 2 plans it', async () => {
-    const { dir, files } = writeTempBundle({ ...gpt, schedule: '1f1b', dp: 1, ranks: 2, steps: 1, sequenceParallel: true });
+  it('train.py --profile on a sequence-parallel bundle lists its reduce-scatters and gathers and times its row blocks across the boundaries; plan --tp 2 plans it', () => {
+    const { dir, files } = bundles[CASES.length + 1];
     expect(files.find((f) => f.path === 'README.md')!.data as string).toContain('Sequence parallelism is on');
-    const r = await runTorchrun(dir, 4, ['--profile', '--profile-repeats', '1']);
+    const r = runs[CASES.length + 1];
     expect(r.code, r.output).toBe(0);
     const profile = parseProfile(JSON.parse(readFileSync(join(dir, 'profile.json'), 'utf8')));
     const parts = profile.tp!;

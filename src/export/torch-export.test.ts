@@ -6,7 +6,7 @@
  * refuses and how it fails: ./torch-export-failures.test.ts. Needs Debian's
  * python3-torch (scripts/install-deps.sh).
  */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { DATASETS } from '../data/datasets.ts';
@@ -14,7 +14,7 @@ import { HIDDEN_ACTIVATIONS } from '../nn/model-config.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { fromCsv, generateSchedule } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, withoutKeyBias } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { mobyDickText } from '../data/moby-dick.ts';
 import { corpusFromText } from '../data/text-corpus.ts';
@@ -74,11 +74,19 @@ const CASES: { title: string; cfg: RunConfig }[] = [
 ];
 
 describe('the exported PyTorch program equals the float64 single-device loop', () => {
-  for (const { title, cfg } of CASES) {
+  // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
+  let bundles: ReturnType<typeof writeTempBundle>[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    runs = await runTorchrunMany(CASES.map(({ cfg }, i) => ({ dir: bundles[i].dir, world: cfg.ranks })));
+  }, 900_000);
+
+  CASES.forEach(({ title, cfg }, i) => {
     it(title, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
-      const { dir, files } = writeTempBundle(cfg);
-      const r = await runTorchrun(dir, cfg.ranks);
+      const { dir, files } = bundles[i];
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const lossDiff = maxRelativeDiff(r.losses, ref.losses);
@@ -98,7 +106,7 @@ describe('the exported PyTorch program equals the float64 single-device loop', (
       const csv = files.find((f) => f.path === 'schedule.csv')!.data as string;
       expect(crossRankColumnViolations(csv)).toEqual([]);
       expect(fromCsv(csv).order).toEqual(generateSchedule(cfg.schedule as never, cfg.ranks, cfg.microbatches, cfg.virtual).order);
-    }, 300_000);
-  }
+    }, 120_000);
+  });
 });
 

@@ -11,7 +11,8 @@
  * the actions), copies.py (DualPipe's model copies: their gradients summed at
  * the flush), stream.py (PipeDream's and PipeDream-2BW's weight versions and
  * updates over one stream), tensor_parallel.py (a process's piece of the split layers and
- * Megatron's f/g collectives on its tp group), optimizer.py, profiling.py (`train.py --profile`),
+ * Megatron's f/g collectives on its tp group), waits.py (the wait for a message or a collective, never
+ * past the timeout: it imports none of the others), optimizer.py, profiling.py (`train.py --profile`),
  * safetensors_io.py and checkpoint.py (the run-state file, as src/run-state/codec.ts
  * writes it: `train.py --resume` and `--save-every`).
  *
@@ -37,6 +38,7 @@ export const TORCH_PROGRAM_FILES = [
   'copies.py',
   'stream.py',
   'tensor_parallel.py',
+  'waits.py',
   'optimizer.py',
   'profiling.py',
   'safetensors_io.py',

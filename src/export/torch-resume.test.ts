@@ -30,7 +30,7 @@ import { trainSingleDevice, type TrainResult } from '../nn/train.ts';
 import { decodeRunState, encodeRunState } from '../run-state/codec.ts';
 import { runStateOf, type RunState } from '../run-state/run-state.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPythonMany, runTorchrun, runTorchrunMany } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 
 const K = 2;
@@ -70,8 +70,12 @@ describe('checkpoints cross between the page and torchrun', () => {
     const { dir } = writeTempBundle(charMlp);
     const pageFile = join(dir, 'page-checkpoint.safetensors');
     writeFileSync(pageFile, encodeRunState(runStateOf(charMlp, half.progress!)));
-
-    const resumed = await runTorchrun(dir, charMlp.ranks, ['--resume', pageFile]);
+    // Both torchrun runs, each in its own folder, in one launch (its processes import torch once).
+    const other = writeTempBundle(charMlp).dir;
+    const [resumed, torchStraight] = await runTorchrunMany([
+      { dir, world: charMlp.ranks, args: ['--resume', pageFile] },
+      { dir: other, world: charMlp.ranks, args: ['--save-every', String(K)] },
+    ]);
     expect(resumed.code, resumed.output).toBe(0);
     expect(resumed.output).toContain(`resumed from ${pageFile} at step ${K}`);
     expect(resumed.losses.slice(0, K).every((x) => x === undefined), resumed.output).toBe(true);
@@ -84,15 +88,14 @@ describe('checkpoints cross between the page and torchrun', () => {
     expect(maxRelativeDiff(end.losses.slice(K), resumed.losses.slice(K))).toBeLessThan(1e-8);
     expect(maxWeightDiff(end.params, readTrainedWeights(dir))).toBe(0);
 
-    const torchStraight = await runTorchrun(dir, charMlp.ranks, ['--save-every', String(K)]);
     expect(torchStraight.code, torchStraight.output).toBe(0);
-    const fromTorch = readCheckpoint(dir, K, charMlp);
+    const fromTorch = readCheckpoint(other, K, charMlp);
     expect(fromTorch.producer).toBe('PipeLab train.py');
     expect(fromTorch.stepsDone).toBe(K);
     expect(maxRelativeDiff(fromTorch.losses, torchStraight.losses.slice(0, K))).toBeLessThan(1e-8);
     const continued = await pageRun(charMlp, { from: fromTorch });
     const lossB = maxRelativeDiff(continued.losses.slice(K), torchStraight.losses.slice(K));
-    const weightB = maxWeightDiff(continued.params, readTrainedWeights(dir));
+    const weightB = maxWeightDiff(continued.params, readTrainedWeights(other));
     console.log(`char-MLP: page k → torchrun 2k: losses ${lossA.toExponential(2)}, weights ${weightA.toExponential(2)}; torchrun k → page 2k: losses ${lossB.toExponential(2)}, weights ${weightB.toExponential(2)}`);
     console.log(`char-MLP p = 2: ${saveTimes(torchStraight.output, torchStraight.stepMs)}`);
     for (const d of [lossA, weightA, lossB, weightB]) expect(d).toBeLessThan(1e-4);
@@ -140,16 +143,20 @@ describe('checkpoints cross between the page and torchrun', () => {
     const otherLr = runStateOf({ ...charMlp, lr: charMlp.lr * 2 }, (await pageRun({ ...charMlp, lr: charMlp.lr * 2 }, { stopAt: 1 })).progress!);
     files.push(['other-lr', encodeRunState(otherLr), `a checkpoint of another configuration: config.lr = ${charMlp.lr * 2} in the checkpoint, ${charMlp.lr} in this run`]);
     files.push(['finished', encodeRunState(runStateOf(charMlp, (await pageRun(charMlp)).progress!)), `the checkpoint is at step ${2 * K}; this run ends at step ${2 * K}: nothing to do`]);
-    for (const [name, bytes, message] of files) {
+    const checks = files.flatMap(([name, bytes, message]) => {
       const path = join(dir, `${name}.safetensors`);
       writeFileSync(path, bytes);
-      for (const rank of name === 'damaged' ? [0, 1] : [1]) {
-        const r = runPython(dir, { RANK: String(rank), WORLD_SIZE: '2' }, ['--resume', path]);
-        expect(r.code, `${name} rank ${rank}: ${r.output}`).not.toBe(0);
-        expect(r.output, name).toContain(`train.py: --resume ${path}: `);
-        expect(r.output, name).toContain(message);
-      }
-    }
+      return (name === 'damaged' ? [0, 1] : [1]).map((rank) => ({ name, path, message, rank }));
+    });
+    // All in one Python process (torch imported once).
+    const results = runPythonMany(checks.map(({ path, rank }) => ({ dir, env: { RANK: String(rank), WORLD_SIZE: '2' }, args: ['--resume', path] })));
+    expect(results).toHaveLength(5);
+    checks.forEach(({ name, path, message, rank }, i) => {
+      const r = results[i];
+      expect(r.code, `${name} rank ${rank}: ${r.output}`).not.toBe(0);
+      expect(r.output, name).toContain(`train.py: --resume ${path}: `);
+      expect(r.output, name).toContain(message);
+    });
     // A checkpoint of the same run on another mesh resumes: the mesh and schedule are not part of what must match.
     const otherMesh = encodeRunState({ ...own, config: { ...own.config, ranks: 1, schedule: 'gpipe' } });
     writeFileSync(join(dir, 'other-mesh.safetensors'), otherMesh);

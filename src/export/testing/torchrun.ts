@@ -3,14 +3,20 @@
  * under Debian's torchrun (`/usr/bin/torchrun --redirects 1 --tee 1`, CPU,
  * gloo), with a timeout, and parses what it prints. Shared by the Node test
  * (src/export/torch-export.test.ts) and the browser proof (e2e/torch-export.spec.ts).
+ * Every process of a launch imports torch (about a CPU-second each): runTorchrunMany
+ * runs several bundles in one launch's processes, runPythonMany several checks that
+ * stop before any process group starts in one process (./launch_bundles.py).
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expectSameNames } from '../../util/rel-err.ts';
 import { readSafetensors } from '../../util/safetensors.ts';
 import type { BundleFile } from '../torch-bundle.ts';
+import { TORCH_PROGRAM_FILES } from '../torch-program.ts';
 import { TORCHRUN_LAUNCH_FLAGS } from '../torchrun-command.ts';
 
 /** Where the torch program runs; PIPELAB_TORCHRUN names another torchrun. */
@@ -46,14 +52,82 @@ export interface TorchrunResult {
 
 /** Runs `torchrun --nproc_per_node=ranks train.py ...args` in dir; resolves whatever the exit code (see `code`). */
 export async function runTorchrun(dir: string, ranks: number, args: readonly string[] = [], timeoutMs = 240_000): Promise<TorchrunResult> {
+  const { code, output } = await launch(dir, ranks, ['train.py', ...args], timeoutMs);
+  return parseRun(code, output);
+}
+
+/** One exported run of a shared launch: its bundle folder, its world size (config.json's), train.py's flags. */
+export interface TorchrunJob {
+  dir: string;
+  world: number;
+  args?: readonly string[];
+}
+
+/** The driver that runs several bundles in one launch's processes. */
+const LAUNCH_BUNDLES = fileURLToPath(new URL('./launch_bundles.py', import.meta.url));
+
+/**
+ * Each job's result, as runTorchrun gives it, from one torchrun launch per world size (./launch_bundles.py: the
+ * jobs run one after another in the same processes, so each process imports torch once for all of them, not once
+ * per run). A job's output is what each process printed during it, every line prefixed `[default<g>]:` as torchrun
+ * prefixes it; its code is the first non-zero one of its processes, 0 when all ended with 0, or the launch's (else
+ * -1) when a process never reported it (an earlier job failed: the launch stopped; the launch's output is added).
+ * Jobs must hold the same program, each its own folder, and take train.py's default backend and timeout.
+ */
+export async function runTorchrunMany(jobs: readonly TorchrunJob[], timeoutMs = 60_000 + 60_000 * jobs.length): Promise<TorchrunResult[]> {
+  const first = jobs.length > 0 ? programText(jobs[0].dir) : '';
+  for (const job of jobs) {
+    if (jobs.filter((j) => j.dir === job.dir).length > 1) throw new Error(`runTorchrunMany: ${job.dir} is given twice; each job needs its own folder`);
+    const world = (JSON.parse(readFileSync(join(job.dir, 'config.json'), 'utf8')) as { world: number }).world;
+    if (world !== job.world) throw new Error(`runTorchrunMany: ${job.dir} is for ${world} processes, not ${job.world}`);
+    if (programText(job.dir) !== first) throw new Error(`runTorchrunMany: ${job.dir} holds another program than ${jobs[0].dir}`);
+    const own = (job.args ?? []).find((a) => ['--backend', '--timeout', '--test-stall-rank'].includes(a));
+    if (own) throw new Error(`runTorchrunMany: ${own} sets up the processes themselves: launch that run alone (runTorchrun)`);
+  }
+  const results: TorchrunResult[] = new Array(jobs.length);
+  for (const world of [...new Set(jobs.map((j) => j.world))]) {
+    const group = jobs.flatMap((job, i) => (job.world === world ? [{ job, i }] : []));
+    for (const { job } of group) rmSync(join(job.dir, 'launch'), { recursive: true, force: true });
+    const list = join(mkdtempSync(join(tmpdir(), 'pipelab-launch-')), 'jobs.json');
+    writeFileSync(list, JSON.stringify(group.map(({ job }) => ({ dir: job.dir, args: job.args ?? [] }))));
+    const launched = await launch(group[0].job.dir, world, [LAUNCH_BUNDLES, list], timeoutMs);
+    for (const { job, i } of group) {
+      const codes: (number | null)[] = [];
+      const lines: string[] = [];
+      for (let g = 0; g < world; g++) {
+        const at = (ext: string) => join(job.dir, 'launch', `rank${g}.${ext}`);
+        codes.push(existsSync(at('code')) ? Number(readFileSync(at('code'), 'utf8')) : null);
+        if (existsSync(at('log'))) lines.push(...readFileSync(at('log'), 'utf8').split('\n').filter((l) => l !== '').map((l) => `[default${g}]:${l}`));
+      }
+      const code = codes.includes(null) ? (launched.code || -1) : (codes.find((c) => c !== 0) ?? 0);
+      const output = lines.join('\n') + (code === 0 ? '' : `\n(the launch of ${group.length} runs:)\n${launched.output}`);
+      results[i] = parseRun(code, output);
+    }
+  }
+  return results;
+}
+
+/** A bundle's program files, one text (bundles of one launch or process must hold the same). */
+function programText(dir: string): string {
+  return TORCH_PROGRAM_FILES.map((f) => readFileSync(join(dir, f), 'utf8')).join('\0');
+}
+
+/**
+ * `torchrun … program` in dir. The launcher looks at its processes every --monitor_interval seconds, and only then
+ * sees that they ended: torch 1.13's default of 5 s added 2.5 s on average to every launch's wall time.
+ */
+async function launch(dir: string, ranks: number, program: readonly string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
   const port = await freePort();
-  const argv = [...TORCHRUN_LAUNCH_FLAGS, `--nproc_per_node=${ranks}`, `--master_port=${port}`, 'train.py', ...args];
-  const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+  const argv = [...TORCHRUN_LAUNCH_FLAGS, '--monitor_interval', '0.1', `--nproc_per_node=${ranks}`, `--master_port=${port}`, ...program];
+  return new Promise((resolve) => {
     execFile(TORCHRUN, argv, { cwd: dir, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
       const c = err ? ((err as { code?: unknown }).code as number | null | undefined) : 0;
       resolve({ code: typeof c === 'number' ? c : err ? -1 : 0, output: stdout + stderr });
     });
   });
+}
+
+function parseRun(code: number | null, output: string): TorchrunResult {
   const losses: number[] = [];
   const stepMs: number[] = [];
   // Numbers read strictly: under load torchrun's tee can glue another process's prefixed output to a line's end.
@@ -72,6 +146,31 @@ export const PYTHON = process.env.PIPELAB_PYTHON ?? '/usr/bin/python3';
 export function runPython(dir: string, env: Readonly<Record<string, string>>, args: readonly string[] = [], timeoutMs = 60_000): { code: number | null; output: string } {
   const r = spawnSync(PYTHON, ['train.py', ...args], { cwd: dir, env: { ...process.env, ...env }, timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' });
   return { code: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+/** One `python3 train.py` check of runPythonMany: its bundle folder, environment variables (RANK, WORLD_SIZE), flags. */
+export interface PythonJob {
+  dir: string;
+  env: Readonly<Record<string, string>>;
+  args?: readonly string[];
+}
+
+/**
+ * What runPython gives for each job, from one Python process (./launch_bundles.py --alone: torch imported once):
+ * for the checks that stop train.py before any process group starts. Jobs must hold the same program.
+ */
+export function runPythonMany(jobs: readonly PythonJob[], timeoutMs = 30_000 + 10_000 * jobs.length): { code: number | null; output: string }[] {
+  if (jobs.length === 0) return [];
+  const first = programText(jobs[0].dir);
+  for (const job of jobs) if (programText(job.dir) !== first) throw new Error(`runPythonMany: ${job.dir} holds another program than ${jobs[0].dir}`);
+  const folder = mkdtempSync(join(tmpdir(), 'pipelab-checks-'));
+  writeFileSync(join(folder, 'jobs.json'), JSON.stringify(jobs.map((j) => ({ dir: j.dir, env: j.env, args: j.args ?? [] }))));
+  const r = spawnSync(PYTHON, [LAUNCH_BUNDLES, '--alone', join(folder, 'jobs.json')], { cwd: jobs[0].dir, timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' });
+  return jobs.map((_, i) => {
+    const at = (ext: string) => join(folder, `job${i}.${ext}`);
+    if (!existsSync(at('code'))) return { code: r.status ?? -1, output: `(never ran: the checks' process ended with ${r.status ?? r.signal})\n${r.stdout ?? ''}${r.stderr ?? ''}` };
+    return { code: Number(readFileSync(at('code'), 'utf8')), output: readFileSync(at('log'), 'utf8') };
+  });
 }
 
 /** The weights train.py wrote (out/trained.safetensors), by name. */

@@ -41,7 +41,7 @@ import torch.distributed as dist
 
 from checkpoint import SLOTS, optimizer_slots, optimizer_state_dict
 from optimizer import make_optimizer, step_with_lr
-from pipeline import wait
+from waits import wait
 
 READS_WEIGHTS = ("F", "B", "I")  # the actions ZeRO-3 gathers a stage's weights for
 MAKES_GRADS = ("B", "W")  # the actions after which ZeRO-2 and ZeRO-3 reduce-scatter a stage's gradients

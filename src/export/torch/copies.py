@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from collectives import flat_grads, set_grads
-from pipeline import wait
+from waits import wait
 
 
 class CopySum:

@@ -18,20 +18,7 @@ import torch.distributed as dist
 
 from model import microbatch_loss
 from split_backward import Tape, backward_input, backward_weight
-
-
-class RunFailed(Exception):
-    """A process cannot go on (a message did not come in time); the text names the rank and the action."""
-
-
-def wait(work, timeout, message):
-    """Waits for a send, a receive or a collective; past the timeout the run fails with `message` (never a hang)."""
-    try:
-        done = work.wait(timeout)
-    except RuntimeError as e:  # gloo raises on a timeout
-        raise RunFailed(f"{message} ({e})") from None
-    if done is False:
-        raise RunFailed(message)
+from waits import wait
 
 
 def accumulate(params, grads):

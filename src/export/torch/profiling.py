@@ -48,7 +48,7 @@ import torch
 import torch.distributed as dist
 
 from model import Stage, load_weights, microbatch_loss, recompute_mode
-from pipeline import wait
+from waits import wait
 from split_backward import Tape, backward_input, backward_weight
 from tensor_parallel import WHOLE, TensorParallel
 

@@ -30,7 +30,7 @@ import torch.distributed as dist
 
 from collectives import flat_grads, set_grads
 from optimizer import make_optimizer, step_with_lr
-from pipeline import wait
+from waits import wait
 
 
 class StageVersions:

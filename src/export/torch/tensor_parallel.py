@@ -40,6 +40,7 @@ import torch
 import torch.distributed as dist
 
 from checkpoint import RunState
+from waits import wait
 
 
 def tp_groups(mesh, timeout):
@@ -215,20 +216,17 @@ class TensorParallel:
 
     def all_reduce(self, x, what):
         """Sums x over the group in place (every member gets the same values) and returns it."""
-        from pipeline import wait  # here: pipeline imports model, which imports this module
         wait(dist.all_reduce(x, group=self.group, async_op=True), self.timeout,
              f"{self.who}: {what} over the tp group did not finish within {self.timeout.total_seconds()} s")
         return x
 
     def all_gather(self, y):
-        from pipeline import wait
         parts = [torch.empty_like(y) for _ in range(self.size)]
         wait(dist.all_gather(parts, y, group=self.group, async_op=True), self.timeout,
              f"{self.who}: the all_gather of a layer's columns over the tp group did not finish within {self.timeout.total_seconds()} s")
         return torch.cat(parts, dim=-1)
 
     def all_gather_rows(self, x):
-        from pipeline import wait
         parts = [torch.empty_like(x) for _ in range(self.size)]
         wait(dist.all_gather(parts, x, group=self.group, async_op=True), self.timeout,
              f"{self.who}: the all_gather of token rows over the tp group did not finish within {self.timeout.total_seconds()} s")

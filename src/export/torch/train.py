@@ -54,20 +54,21 @@ from collectives import DataParallel, replica_groups
 from copies import CopySum
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
-from pipeline import PipelineRank, RunFailed, wait
+from pipeline import PipelineRank
 from safetensors_io import read_safetensors, write_safetensors
 from stream import StreamUpdates, stream_step_losses
 from tensor_parallel import TensorParallel, param_of, piece_shape, tp_groups, tp_join
+from waits import RunFailed, wait
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def parse_args():
+def parse_args(argv=None, here=HERE):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="gloo (CPU) or nccl (one CUDA GPU per process)")
     ap.add_argument("--steps", type=int, default=None, help="steps to run (default: the exported run's, config.json 'steps')")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds a receive or a collective may wait before the run fails")
-    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="folder for trained.safetensors")
+    ap.add_argument("--out", default=os.path.join(here, "out"), help="folder for trained.safetensors")
     ap.add_argument("--resume", default=None, metavar="FILE", help="continue from a PipeLab checkpoint (the page's "
                     "'Download checkpoint' or a checkpoint-stepK.safetensors of an earlier train.py run): its step, weights, "
                     "optimizer state and losses")
@@ -76,10 +77,10 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=1, help="CPU threads per process (torch.set_num_threads)")
     ap.add_argument("--profile", action="store_true", help="no training: time every block's F, I and W, the sends and the "
                     "all-reduces on this cluster and write PipeLab's Profile (profile.json) for `pipelab plan --profile`")
-    ap.add_argument("--profile-out", default=os.path.join(HERE, "profile.json"), help="where --profile writes the profile")
+    ap.add_argument("--profile-out", default=os.path.join(here, "profile.json"), help="where --profile writes the profile")
     ap.add_argument("--profile-repeats", type=int, default=5, help="timed repeats of each measurement after 2 warm-up ones")
     ap.add_argument("--test-stall-rank", type=int, default=-1, help=argparse.SUPPRESS)  # tests: a process that stops answering
-    return ap.parse_args()
+    return ap.parse_args(argv)
 
 
 class Process:
@@ -110,12 +111,16 @@ class Process:
         self.data = ReplicaBatches(bundle.path("batches.safetensors"), cfg, self.replica, self.device)
 
     def start(self, backend):
-        dist.init_process_group(backend, rank=self.rank, world_size=self.bundle.mesh.world, timeout=self.timeout)
+        """Joins the process group (starts it, unless the caller did: then the caller's it stays); True if it started it."""
+        started = not dist.is_initialized()
+        if started:
+            dist.init_process_group(backend, rank=self.rank, world_size=self.bundle.mesh.world, timeout=self.timeout)
         dist.barrier()  # every process is up (and NCCL's communicator exists before the first point-to-point batch)
         self.groups = replica_groups(self.bundle.mesh, self.timeout)
         self.group = self.groups[(self.prank, self.tp_rank)]  # this piece's replicas; None when dp = 1
         self.tp.group = tp_groups(self.bundle.mesh, self.timeout).get((self.replica, self.prank))  # None when tp = 1
         self.copy_sum = CopySum(self.bundle, self.rank, self.stages, self.timeout)  # model copies (DualPipe); else nothing
+        return started
 
     def synchronize(self):
         if self.device.type == "cuda":
@@ -291,9 +296,10 @@ def write_trained(proc, args, weights, steps):
     print(f"heldout loss {heldout:.9g}", flush=True)
 
 
-def main():
-    args = parse_args()
-    bundle = Bundle(HERE)
+def main(argv=None, here=HERE):
+    """The run of the bundle in folder `here` with flags `argv` (default: this file's folder and the command line)."""
+    args = parse_args(argv, here)
+    bundle = Bundle(here)
     cfg = bundle.cfg
     if args.save_every < 0:
         raise SystemExit(f"--save-every = {args.save_every}: must be 0 (only at the end) or a number of steps >= 1")
@@ -314,7 +320,7 @@ def main():
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
-    proc.start(args.backend)
+    started = proc.start(args.backend)
     if args.profile:
         from profiling import profile_cluster
         profile_cluster(proc, args)
@@ -323,16 +329,23 @@ def main():
     else:
         train(proc, args, steps, resumed)
     dist.barrier()
-    dist.destroy_process_group()
+    if started:  # a process group the caller started is the caller's to end
+        dist.destroy_process_group()
 
 
-if __name__ == "__main__":
+def run(argv=None, here=HERE):
+    """main(argv, here) and its exit status: a failed run or a refusal prints `train.py: why` and gives non-zero."""
     try:
-        main()
+        main(argv, here)
     except RunFailed as e:
         print(f"train.py: {e}", file=sys.stderr, flush=True)
-        sys.exit(1)
+        return 1
     except SystemExit as e:
         if e.code not in (None, 0):
             print(f"train.py: {e.code}", file=sys.stderr, flush=True)
-        raise
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())
