@@ -126,6 +126,8 @@ export interface MemoryEstimate {
 export interface RankMemory extends MemoryEstimate {
   stash: number;
   transient: number;
+  /** Parameters of each stage it holds (one tp worker's share). */
+  stageParams: number[];
 }
 
 /**
@@ -133,6 +135,8 @@ export interface RankMemory extends MemoryEstimate {
  * and W, and what its recomputation makes live again.
  */
 export interface StageMemory extends MemoryEstimate {
+  /** Parameters one of its workers holds (its tp share). */
+  params: number;
   kept: number;
   afterInput: number;
   transient: number;
@@ -179,7 +183,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
+    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
   });
 }
 
@@ -196,9 +200,9 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) {
     const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
-    return per.map(({ weights, kept, afterInput, transient }) => {
+    return per.map(({ weights, kept, afterInput, transient, params }) => {
       const stash = held * Math.max(kept, afterInput);
-      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient };
+      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, stageParams: [params] };
     });
   }
   const { schedule, k, held, afterInput } = stashOrder(cfg, per);
@@ -208,7 +212,7 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
     const weights = mine.reduce((x, m) => x + m.weights, 0);
     const transient = Math.max(0, ...mine.map((m) => m.transient));
     const activations = peaks[r].peakBytes + transient;
-    return { weights, activations, total: weights + activations, stash: peaks[r].peakBytes, transient };
+    return { weights, activations, total: weights + activations, stash: peaks[r].peakBytes, transient, stageParams: mine.map((m) => m.params) };
   });
 }
 

@@ -21,6 +21,7 @@ import { tpParams } from '../../nn/tp-params.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
 import type { RunPlan } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
+import { stepHighWater } from './high-water.ts';
 import type { StepResult } from '../executor/index.ts';
 
 type Held = RunReport['heldBytesPerWorker'][number];
@@ -79,8 +80,7 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
   const out: Held[] = [];
   for (const rec of records) {
     rec.results.forEach((r, w) => {
-      const stash = Object.values(r.peakStashBytes).reduce((a, b) => a + b, 0);
-      const h = r.held ?? { weights: 0, grads: 0, optimizer: r.optimizerBytes ?? 0, transient: 0 };
+      const h = stepHighWater(r);
       if (!out[w]) {
         const { rank } = placeOf(m, w);
         const params = schedule.stageToRank.reduce((n, owner, s) => (owner === rank ? n + perStage[s] : n), 0);
@@ -91,7 +91,7 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
       o.grads = Math.max(o.grads, h.grads);
       o.optimizer = Math.max(o.optimizer, h.optimizer);
       o.transient = Math.max(o.transient, h.transient);
-      o.stash = Math.max(o.stash, stash);
+      o.stash = Math.max(o.stash, h.stash);
     });
   }
   return out;

@@ -6,3 +6,4 @@ export * from './report-step-end.ts';
 export * from './report-tp.ts';
 export * from './held-bytes.ts';
 export * from './weight-agreement.ts';
+export * from './high-water.ts';

@@ -197,6 +197,19 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
+        <NumberField
+          label="Memory budget (MiB)"
+          name="memoryBudget"
+          min={0}
+          step={0.01}
+          value={cfg.memoryBudget ?? 0}
+          onChange={(v) => {
+            const { memoryBudget: _none, ...rest } = cfg;
+            setConfig(v === 0 ? rest : { ...rest, memoryBudget: v });
+          }}
+          error={errorFor('memoryBudget')}
+          hint={cfg.memoryBudget === undefined ? 'per worker; 0: none' : 'per worker: a run whose planned peak passes it is refused, one that grows past it stops'}
+        />
         {/* Selective recomputation is the GPT's; shown elsewhere only to take it off (a link that set it). */}
         {(cfg.model === 'gpt' || cfg.recomputeAttention) && (
           <CheckboxField
