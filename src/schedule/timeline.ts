@@ -26,9 +26,10 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * `tp-all-gather` (a column-parallel layer's output columns; with sequence
  * parallelism, the token rows before one) and `tp-reduce-scatter` (sequence
  * parallelism: a row-parallel layer's partial sums, each member keeping its
- * rows), `mb` the micro-batch.
+ * rows), `mb` the micro-batch. ZeRO-Offload's step on the CPU is `cpu-update` (its gradients come down as
+ * `gather-grads`, its weights go back up as `scatter-back`).
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'cpu-update';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */

@@ -294,7 +294,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     log.comm(a.stage, a.mb, 'state-read', t0, t1);
     void Promise.resolve(tell({ state: { ...state, stepsDone, readMs: t1 - t0 } })).catch(() => {});
   };
-  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded });
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded }, config.offloadOptimizer === true);
   const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
   const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;

@@ -43,6 +43,8 @@ export interface PolicyReport {
   optimizerBytes?: number;
   /** The bytes this worker held in the step, by kind, as its sharding defines them (4 bytes a value). */
   held?: HeldBytes;
+  /** ZeRO-Offload: bytes of optimizer state this worker holds in host memory, not on its device (4 bytes a value). */
+  hostOptimizerBytes?: number;
 }
 
 /** Bytes a worker holds by kind (the executor's stages add their stashed activations). */

@@ -13,6 +13,7 @@ import { chunkBounds } from '../../schedule/mesh.ts';
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../../nn/optimizer.ts';
 import { ConfigError } from '../../util/errors.ts';
+import { HostOptimizer } from '../../nn/host-optimizer.ts';
 import type { OptimizerPieces } from './policy.ts';
 import type { Param } from '../../nn/param.ts';
 import type { TrainConfig } from '../../nn/train-config.ts';
@@ -25,8 +26,9 @@ interface Segment {
   hi: number;
   /** Where the piece sits in the stage's vector. */
   at: number;
-  /** The piece as a parameter the optimizer updates (its own value and grad tensors). */
-  piece: Param;
+  /** The piece's name (`name[lo:hi]`) and, on the device, the piece as a parameter the optimizer updates (its own value and grad tensors; none offloaded). */
+  name: string;
+  piece: Param | null;
 }
 
 /** Offsets of each parameter in the stage's vector, and the vector's length. */
@@ -53,7 +55,9 @@ export function parsePieceName(key: string): { name: string; lo: number; hi: num
 
 export class ZeroShard {
   private readonly segments: Segment[] = [];
-  private readonly opt: Optimizer;
+  private readonly opt: Optimizer | null;
+  /** Offloaded (ZeRO-Offload): the shard's optimizer on the host, stepping the master copy in place. */
+  private readonly hostOpt: HostOptimizer | null;
   private loaded = false;
   /** The owned chunk's weights on the host (the master copy's values), once loaded. */
   private host: Vector | null = null;
@@ -67,6 +71,7 @@ export class ZeroShard {
     train: TrainConfig,
     replica: number,
     dp: number,
+    offload = false,
   ) {
     const { offsets, total } = paramOffsets(params);
     const bounds = chunkBounds(total, dp);
@@ -77,15 +82,26 @@ export class ZeroShard {
       const lo = Math.max(this.lo, offsets[i]) - offsets[i];
       const hi = Math.min(this.hi, offsets[i] + param.value.size) - offsets[i];
       if (hi <= lo) return;
-      const piece: Param = { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay };
-      this.segments.push({ param, lo, hi, at: offsets[i] + lo, piece });
+      const name = `${param.name}[${lo}:${hi}]`;
+      const piece: Param | null = offload ? null : { name, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay };
+      this.segments.push({ param, lo, hi, at: offsets[i] + lo, name, piece });
     });
-    this.opt = createOptimizer(be, this.segments.map((s) => s.piece), train);
+    this.hostOpt = offload ? new HostOptimizer(this.segments.map((s) => ({ name: s.name, size: s.hi - s.lo, decay: s.param.decay })), train) : null;
+    this.opt = offload ? null : createOptimizer(be, this.devicePieces(), train);
   }
 
-  /** The optimizer-state parameters of this shard (its pieces). */
+  private devicePieces(): Param[] {
+    return this.segments.flatMap((s) => (s.piece ? [s.piece] : []));
+  }
+
+  /** The optimizer-state parameters of this shard on the device (its pieces; none offloaded). */
   get pieces(): readonly Param[] {
-    return this.segments.map((s) => s.piece);
+    return this.devicePieces();
+  }
+
+  /** Bytes of its optimizer state in host memory (offloaded; 4 bytes a value), else 0. */
+  hostBytes(): number {
+    return this.hostOpt?.bytes(4) ?? 0;
   }
 
   /**
@@ -97,10 +113,23 @@ export class ZeroShard {
   async update(x: Vector, lr: number): Promise<void> {
     const { be } = this;
     await this.ensureLoaded();
-    for (const s of this.segments) this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
-    this.opt.lr = lr;
-    this.opt.step(1);
-    const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
+    if (this.hostOpt) {
+      // Offloaded: the master copy stepped on the CPU in place, with the summed chunk as its gradients.
+      const host = this.host as Vector;
+      this.hostOpt.lr = lr;
+      this.hostOpt.step(
+        this.segments.map((s) => host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo)),
+        this.segments.map((s) => x.subarray(s.at, s.at + s.hi - s.lo)),
+      );
+      x.set(host, this.lo);
+      return;
+    }
+    const opt = this.opt as Optimizer;
+    const pieces = this.devicePieces();
+    pieces.forEach((p, k) => this.write(p.grad, x.subarray(this.segments[k].at, this.segments[k].at + p.value.size)));
+    opt.lr = lr;
+    opt.step(1);
+    const updated = await Promise.all(pieces.map((p) => be.read(p.value)));
     this.segments.forEach((s, k) => x.set(updated[k], s.at));
     this.host = x.slice(this.lo, this.hi);
   }
@@ -113,7 +142,7 @@ export class ZeroShard {
   async ensureLoaded(): Promise<void> {
     if (this.loaded) return;
     const values = await Promise.all(this.segments.map((s) => this.be.read(s.param.value)));
-    this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+    this.segments.forEach((s, k) => s.piece && this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
     const host = values[0] instanceof Float64Array || values.length === 0 ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo);
     this.segments.forEach((s, k) => host.set(values[k].subarray(s.lo, s.hi), s.at - this.lo));
     this.host = host;
@@ -148,26 +177,27 @@ export class ZeroShard {
 
   /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
   async readState(): Promise<OptimizerPieces> {
-    const { name, steps, slots } = await this.opt.readState();
-    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.piece.name] })) };
+    const { name, steps, slots } = await (this.hostOpt ?? (this.opt as Optimizer)).readState();
+    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.name] })) };
   }
 
   /** Sets this shard's optimizer state from a run's whole state (by parameter name): its pieces of each slot. Checked whole first. */
   loadState(state: OptimizerState<ArrayLike<number>>): void {
-    const names = OPTIMIZER_SLOTS[this.opt.name];
+    const opt = this.hostOpt ?? (this.opt as Optimizer);
+    const names = OPTIMIZER_SLOTS[opt.name];
     const slots: OptimizerState<ArrayLike<number>>['slots'] = {};
     for (const s of this.segments) {
       const own = state.slots[s.param.name];
       const piece: Record<string, ArrayLike<number>> = {};
       for (const slot of names) {
         const v = own?.[slot];
-        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${this.opt.name} keeps ${names.join(' and ')})`);
+        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${opt.name} keeps ${names.join(' and ')})`);
         if (v.length !== s.param.value.size) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}.length`, v.length, `must be ${s.param.value.size} (shape [${s.param.value.shape.join(', ')}])`);
         piece[slot] = ArrayBuffer.isView(v) ? (v as Float64Array).subarray(s.lo, s.hi) : Array.prototype.slice.call(v, s.lo, s.hi);
       }
-      slots[s.piece.name] = piece;
+      slots[s.name] = piece;
     }
-    this.opt.loadState({ name: state.name, steps: state.steps, slots });
+    opt.loadState({ name: state.name, steps: state.steps, slots });
   }
 
   private write(dst: Tensor, values: ArrayLike<number>): void {
@@ -177,10 +207,10 @@ export class ZeroShard {
   }
 
   dispose(): void {
-    this.opt.dispose();
-    for (const s of this.segments) {
-      this.be.dispose(s.piece.value);
-      this.be.dispose(s.piece.grad);
+    this.opt?.dispose();
+    for (const p of this.devicePieces()) {
+      this.be.dispose(p.value);
+      this.be.dispose(p.grad);
     }
   }
 }

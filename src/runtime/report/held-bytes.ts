@@ -84,7 +84,9 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
       if (!out[w]) {
         const { rank } = placeOf(m, w);
         const params = schedule.stageToRank.reduce((n, owner, s) => (owner === rank ? n + perStage[s] : n), 0);
-        out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula: zeroStateBytes(params, config.zero, config.dp, config.optimizer) };
+        const formula = zeroStateBytes(params, config.zero, config.dp, config.optimizer);
+        // Offloaded (ZeRO-Offload), the optimizer state is in host memory: none on the device.
+        out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula: config.offloadOptimizer ? { ...formula, optimizer: 0 } : formula };
       }
       const o = out[w];
       o.weights = Math.max(o.weights, h.weights);

@@ -210,6 +210,15 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           error={errorFor('memoryBudget')}
           hint={cfg.memoryBudget === undefined ? 'per worker; 0: none' : 'per worker: a run whose planned peak passes it is refused, one that grows past it stops'}
         />
+        {(kind.update === 'flush' || cfg.offloadOptimizer) && (
+          <CheckboxField
+            label="Offload the optimizer (ZeRO-Offload)"
+            name="offloadOptimizer"
+            checked={cfg.offloadOptimizer ?? false}
+            onChange={(offloadOptimizer) => set({ offloadOptimizer })}
+            hint={errorFor('offloadOptimizer') ?? 'optimizer state in the worker’s memory, its step on the CPU: the device keeps weights and gradients'}
+          />
+        )}
         {/* Selective recomputation is the GPT's; shown elsewhere only to take it off (a link that set it). */}
         {(cfg.model === 'gpt' || cfg.recomputeAttention) && (
           <CheckboxField

@@ -32,6 +32,7 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['all-gather'], label: 'all-gather (a chunk passed on: summed gradients, or ZeRO-3’s weights)' },
   { kinds: ['gather-grads', 'scatter-back'], label: 'gradients GPU → CPU, result CPU → GPU' },
   { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
+  { kinds: ['cpu-update'], label: 'optimizer offload: the step on the worker’s CPU, its state in host memory (ZeRO-Offload)' },
   { kinds: ['tp-all-reduce'], label: 'tp all-reduce: a stage’s tp workers sum activations between layers (Megatron’s f / g)' },
   { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined (sequence parallelism: the token rows, before one)' },
   { kinds: ['tp-reduce-scatter'], label: 'tp reduce-scatter (sequence parallelism): a row-parallel layer’s partial sums, each tp worker keeping its token rows' },

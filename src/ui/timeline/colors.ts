@@ -48,6 +48,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'tp-all-gather': '#e879f9',
   'copy-sum': '#fbbf24',
   'tp-reduce-scatter': '#6366f1',
+  'cpu-update': '#fde68a',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
@@ -60,6 +61,7 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'tp-all-gather': 'tp all-gather (between layers)',
   'copy-sum': 'sum over the model copies (DualPipe)',
   'tp-reduce-scatter': 'tp reduce-scatter (sequence parallelism)',
+  'cpu-update': 'offload: optimizer step on the CPU',
 };
 
 export const THEME = {
@@ -94,7 +96,7 @@ export function opColor(op: Op, chunk: number): string {
  * lane index stores these indices so drawing never builds a colour string.
  */
 const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read'];
-const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'cpu-update'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [
