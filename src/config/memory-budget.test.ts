@@ -92,7 +92,7 @@ describe('the budget’s refusal before any worker starts', () => {
     expect(e.message).toMatch(new RegExp(`^memoryBudget = ${cfg.memoryBudget}: worker ${worst.rank} \\(R${worst.rank}\\) plans a peak of`));
     for (const k of ['weights', 'gradients', 'optimizer state', 'stash', 'transient']) expect(e.message).toContain(k);
     const options = fitOptions(cfg, budgetBytes);
-    expect(options.map((o) => o.label)).toEqual([expect.stringMatching(/^more stages \(ranks = \d+\)$/), 'recomputation (recompute = true)', 'ZeRO-3 over two replicas (dp = 2, zero = 3)', 'optimizer offload (offloadOptimizer = true)']);
+    expect(options.map((o) => o.label)).toEqual([expect.stringMatching(/^more stages \(ranks = \d+\)$/), 'recomputation (recompute = true)', 'ZeRO-3 over two replicas (dp = 2, zero = 3)', 'activation swapping (swap = all)', 'optimizer offload (offloadOptimizer = true)']);
     for (const o of options) {
       // Each option's peak is the plan of the run changed that way, and one that fits is admitted.
       const changed = { ...cfg, ...o.change };
@@ -101,6 +101,9 @@ describe('the budget’s refusal before any worker starts', () => {
       if (o.fits) expect(budgetRefusal(changed)).toBeNull();
     }
     expect(options.find((o) => o.change.offloadOptimizer)!.peak).toBe(worst.total - worst.optimizer);
+    // Swapping leaves two micro-batches' stash of each stage on the device (GPipe keeps all 8 without it).
+    const swap = options.find((o) => o.change.swap === 'all')!;
+    expect(swap.peak).toBeLessThan(worst.total);
     expect(options.filter((o) => o.fits).length).toBeGreaterThan(0);
     expect(e.message).toContain('It would fit with');
   });
@@ -115,7 +118,7 @@ describe('the budget’s refusal before any worker starts', () => {
     const cfg = spiral({ optimizer: 'adamw', ranks: 2, layers: 3, memoryBudget: 1e-4 });
     const options = fitOptions(cfg, 1e-4 * MiB);
     expect(options.every((o) => !o.fits)).toBe(true);
-    expect(options.at(-1)!.label).toMatch(/^all of more stages, recomputation, optimizer offload together$/);
+    expect(options.at(-1)!.label).toMatch(/^all of more stages, recomputation, activation swapping, optimizer offload together$/);
     expect(refusal(cfg).message).toMatch(/Nothing tried here fits it\. Still over: /);
   });
 });

@@ -10,7 +10,9 @@
  *  - gradients 4P, sharded under ZeRO-2 and 3;
  *  - optimizer state 8P (AdamW's two moments) or 4P (SGD's velocity), sharded under ZeRO 1–3; 0 on the device with
  *    optimizer offload (it lives in host memory);
- *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order;
+ *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order; a swapped stage's
+ *    leave the device between its forward and its backward, two micro-batches' at most there at once (the one its
+ *    forward just made and the one brought back for the next backward);
  *  - transient: one backward's recomputation made live again; under ZeRO-2/3 one stage's whole gradient before
  *    its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one stage's, two
  *    with prefetch, with reshard = microbatch).
@@ -20,7 +22,8 @@ import { ConfigError } from '../util/errors.ts';
 import { laneLabel, meshOfRun, workerOf } from '../schedule/mesh.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { MAX_RUN_RANKS, validateRunConfig, withoutCut, type RunConfig } from './run-config.ts';
-import { rankMemory } from './run-limits.ts';
+import { rankMemory, stageCut } from './run-limits.ts';
+import { swappedStages } from './memory-fields.ts';
 
 export const MiB = 1024 * 1024;
 
@@ -60,7 +63,7 @@ export function plannedPeaks(cfg: RunConfig): PlannedPeak[] {
   const extra = UPDATE_WINDOWS[kind.update].extraWeightVersions(cfg.ranks);
   const n = cfg.zero > 0 ? cfg.dp : 1;
   const slots = cfg.optimizer === 'adamw' ? 2 : 1;
-  return rankMemory(cfg).map((r, rank) => {
+  return rankMemory(cfg, stageCut(cfg), new Set(swappedStages(cfg))).map((r, rank) => {
     const p = r.stageParams.reduce((a, b) => a + b, 0);
     // ZeRO's shard of a stage: the largest of its dp chunks (mesh.ts chunkBounds: sizes differ by one at most).
     const shard = r.stageParams.reduce((a, ps) => a + Math.ceil(ps / n), 0);
@@ -101,7 +104,7 @@ function tryPeak(cfg: RunConfig, change: Partial<RunConfig>): number | null {
 /**
  * What would make `cfg` fit its budget (`budget` bytes), each with the peak it would reach: more stages (the fewest
  * more ranks that fit, else the most the model and the tab allow), recomputation, ZeRO-3 (over dp = 2 replicas
- * where the run has none) and optimizer offload; and, where none fits alone, all of them together. An option the
+ * where the run has none), activation swapping and optimizer offload; and, where none fits alone, all of them together. An option the
  * run cannot take (a schedule or a mesh that refuses it) is left out.
  */
 export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
@@ -124,6 +127,7 @@ export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
   if (deeper) out.push(deeper);
   if (!cfg.recompute) add('recomputation (recompute = true)', { recompute: true });
   if (cfg.zero < 3) add(cfg.dp > 1 ? 'ZeRO-3 (zero = 3)' : 'ZeRO-3 over two replicas (dp = 2, zero = 3)', cfg.dp > 1 ? { zero: 3 } : { dp: 2, zero: 3 });
+  if (cfg.swap !== 'all') add('activation swapping (swap = all)', { swap: 'all' });
   if (!cfg.offloadOptimizer) add('optimizer offload (offloadOptimizer = true)', { offloadOptimizer: true });
   if (out.length > 1 && !out.some((o) => o.fits)) {
     // Together: the deepest cut, recomputation, offload (ZeRO-3 refuses offload: it keeps its state on the device).

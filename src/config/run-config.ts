@@ -14,7 +14,7 @@ import { streamMeshRefusal } from '../schedule/stream-replicas.ts';
 import { checkFaultAction, FAULT_KINDS, type Fault } from './fault-spec.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseCutText, validateCut } from './explicit-cut.ts';
-import { validateMemoryFields } from './memory-fields.ts';
+import { parseSwapText, validateMemoryFields, validateSwap } from './memory-fields.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
@@ -111,6 +111,12 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * Absent: off. The same arithmetic as on the device.
    */
   offloadOptimizer?: boolean;
+  /**
+   * Activation swapping (vDNN): the stages (of the ranks × virtual cut; 'all': every one) whose stashed activations
+   * go to the worker's host memory after their forward and come back before their backward, the copy back issued
+   * before the action ahead of it (vDNN's prefetch). Absent: none. The same numbers as without it.
+   */
+  swap?: 'all' | number[];
   /** Tests only: inject one fault. */
   fault?: Fault;
 }
@@ -186,7 +192,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, memoryBudget: _mb, offloadOptimizer: _oo, ...train } = cfg;
+  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, memoryBudget: _mb, offloadOptimizer: _oo, swap: _sw, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -224,6 +230,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     checkFaultAction(cfg.fault.action, { kind: scheduleKind(schedule), ranks: cfg.ranks, virtual: cfg.virtual, microbatches: cfg.microbatches, steps: cfg.steps, dp: cfg.dp });
   }
   checkRunLimits(cfg);
+  validateSwap(cfg);
 }
 
 /**
@@ -307,7 +314,7 @@ type Field = keyof RunConfig;
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'ranks', 'dp', 'tp', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
-  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer', 'swap',
 ];
 
 /** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
@@ -330,6 +337,7 @@ export function configToQuery(cfg: RunConfig): string {
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
+  if (field === 'swap') return parseSwapText(raw);
   if (field === 'checkpointEvery' || field === 'memoryBudget') return parseQueryNumber(field, raw);
   if (field === 'sequenceParallel' || field === 'offloadOptimizer') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   if (typeof like === 'number') return parseQueryNumber(field, raw);
@@ -393,5 +401,6 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   if (cfg.recovery === undefined) delete cfg.recovery;
   if (cfg.memoryBudget === undefined) delete cfg.memoryBudget;
   if (cfg.offloadOptimizer === undefined) delete cfg.offloadOptimizer;
+  if (cfg.swap === undefined) delete cfg.swap;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

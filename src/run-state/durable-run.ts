@@ -126,6 +126,8 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       if (config.recovery !== undefined) again.recovery = config.recovery;
       if (config.memoryBudget !== undefined) again.memoryBudget = config.memoryBudget;
       if (config.offloadOptimizer !== undefined) again.offloadOptimizer = config.offloadOptimizer;
+      // Swapping names stages of the run's cut: a re-cut run keeps it only where every named stage is still there.
+      if (config.swap !== undefined && (config.swap === 'all' || config.swap.every((s) => s < again.ranks * again.virtual))) again.swap = config.swap;
       // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
       try {
         from = saved.length > 0 ? await store.load(config, fromStep) : resumed; // neither: from the configuration's step 0

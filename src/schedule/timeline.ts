@@ -12,7 +12,8 @@ import { mesh, type Mesh } from './mesh.ts';
  * `state-read` a checkpoint's read of the worker's state off the device inside a
  * stream (PipeDream-2BW: runtime/stream-checkpoint.ts; not a cost the simulator plays).
  */
-export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer' | 'state-read';
+/** … and swapping (vDNN): a stash copied to the host after its forward ('swap-out') and back before its backward ('swap-in'). */
+export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer' | 'state-read' | 'swap-out' | 'swap-in';
 
 /**
  * The data-parallel collective at a step's flush (src/schedule/mesh.ts), one

@@ -13,6 +13,7 @@ import { runsAsStream, scheduleKind } from '../../schedule/index.ts';
 import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../../state/store/index.ts';
 import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
+import { parseSwapText } from '../../config/memory-fields.ts';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
 import { SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
@@ -209,6 +210,18 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           }}
           error={errorFor('memoryBudget')}
           hint={cfg.memoryBudget === undefined ? 'per worker; 0: none' : 'per worker: a run whose planned peak passes it is refused, one that grows past it stops'}
+        />
+        <TextField<'all' | number[] | null>
+          label="Swap activations to host memory (stages)"
+          name="swap"
+          value={cfg.swap === undefined ? '' : cfg.swap === 'all' ? 'all' : cfg.swap.join(',')}
+          parse={(t) => (t.trim() === '' ? null : parseSwapText(t))}
+          onChange={(swap) => {
+            const { swap: _none, ...rest } = cfg;
+            setConfig(swap === null ? rest : { ...rest, swap });
+          }}
+          error={errorFor('swap')}
+          hint={`all, or stages 0–${runStages(cfg) - 1} separated by commas; empty: none (vDNN: a stash waits on the host between its forward and backward)`}
         />
         {(kind.update === 'flush' || cfg.offloadOptimizer) && (
           <CheckboxField

@@ -24,6 +24,8 @@ const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
   { kinds: ['recv-wait'], label: `${COMM_NAMES['recv-wait']} (blocked on a neighbour)` },
   { kinds: ['readback', 'upload'], label: `${COMM_NAMES.readback} / ${COMM_NAMES.upload} copies` },
   { kinds: ['state-read'], label: `${COMM_NAMES['state-read']} (a save inside a PipeDream-2BW stream, on the worker's path)` },
+  { kinds: ['swap-out'], label: `${COMM_NAMES['swap-out']} (after its forward, vDNN)` },
+  { kinds: ['swap-in'], label: `${COMM_NAMES['swap-in']} (issued before the action ahead of its backward: the prefetch)` },
 ];
 
 /** The all-reduce's parts; reading off and writing back the device share a colour, so they share an entry. */

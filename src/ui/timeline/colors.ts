@@ -26,6 +26,8 @@ export const COMM_COLORS: Readonly<Record<CommKind, string>> = {
   readback: '#a3b1c6',
   upload: '#a3b1c6',
   'state-read': '#f8fafc',
+  'swap-out': '#fb923c',
+  'swap-in': '#fdba74',
 };
 
 export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
@@ -35,6 +37,8 @@ export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
   readback: 'GPU → CPU',
   upload: 'CPU → GPU',
   'state-read': 'checkpoint: state GPU → CPU',
+  'swap-out': 'swap: stash GPU → host',
+  'swap-in': 'swap: stash host → GPU',
 };
 
 /** The data-parallel collective (the all-reduce at the flush): greens, one shade per part. */
@@ -95,7 +99,7 @@ export function opColor(op: Op, chunk: number): string {
  * at 2·o, on an odd chunk at 2·o + 1; communication kinds from 8 on. The
  * lane index stores these indices so drawing never builds a colour string.
  */
-const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read'];
+const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read', 'swap-out', 'swap-in'];
 const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'cpu-update'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
