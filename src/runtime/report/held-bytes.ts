@@ -98,3 +98,10 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
   }
   return out;
 }
+
+/** Each worker's most bytes in host memory in any step (offloaded optimizer state and swapped stashes), when any worker held some. */
+export function hostBytes(records: readonly { results: StepResult[] }[]): { hostBytesPerWorker?: number[] } {
+  const out: number[] = [];
+  for (const rec of records) rec.results.forEach((r, w) => (out[w] = Math.max(out[w] ?? 0, (r.hostOptimizerBytes ?? 0) + (r.hostStashBytes ?? 0))));
+  return out.some((b) => b > 0) ? { hostBytesPerWorker: out } : {};
+}
