@@ -86,8 +86,8 @@ describe('optimizer offload equals one device on the CPU host', () => {
     }
   });
 
-  it('resumes from a checkpoint of its own run (the host state read out and loaded back) as the uninterrupted run', async () => {
-    const cfg = cfgOf({ steps: 4 });
+  for (const [title, over] of [['one pipeline', {}], ['dp 2, ZeRO-1 (each shard’s host state joined, then cut again)', { dp: 2, zero: 1 as const }]] as const) it(`${title}: resumes from a checkpoint of its own run (the host state read out and loaded back) as the uninterrupted run`, async () => {
+    const cfg = cfgOf({ steps: 4, ...over });
     const whole = await runPipeline(cfg, { hostFactory: recording([]), readWeights: true, recvTimeoutMs: 5000 });
     let at2: TrainProgress | undefined;
     await runPipeline({ ...cfg, steps: 4 }, { hostFactory: recording([]), recvTimeoutMs: 5000, progressEvery: 2, onProgress: (p) => (p.stepsDone === 2 ? (at2 = p) : undefined) });
