@@ -222,9 +222,8 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base);
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     // Nothing fits on the device alone: optimizer offload or swapping over the host link, the fastest that fits (host-options.ts).
-    const extra = extraWeightBytes(req, name, at, l);
-    const state = stateBytes(req, at.ranges, s2r, l.pp, zero, l.dp, t).map((x, r) => x + extra[r]);
-    const hosted = worst.sum > capacity && req.hostOptions ? fitOverHost({ model, device, schedule, name, costs: zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, zero, dp: l.dp, state, stepMs, linkMs: zeroLinkMs(req, at.ranges, s2r, zl), capacity }) : null;
+    const state = (extra = extraWeightBytes(req, name, at, l)) => stateBytes(req, at.ranges, s2r, l.pp, zero, l.dp, t).map((x, r) => x + extra[r]);
+    const hosted = worst.sum > capacity && req.hostOptions ? fitOverHost({ model, device, schedule, name, costs: zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, zero, dp: l.dp, state: state(), stepMs, linkMs: zeroLinkMs(req, at.ranges, s2r, zl), capacity }) : null;
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
       dp: l.dp,
