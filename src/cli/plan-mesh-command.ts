@@ -52,6 +52,8 @@ const FLAGS: FlagSpec[] = [
   { name: 'sequence-parallel', boolean: true, help: 'with tensor parallelism, split the LayerNorm and dropout activations T ways too (Korthikanti et al. 2022)' },
   { name: 'recompute', value: 'LIST', help: `recomputation tried, comma-separated among ${RECOMPUTE_MODES.join(', ')} (default all, in that order, each only where the one before does not fit; selective recomputes each layer's attention core, full its whole forward)` },
   { name: 'zero', value: 'Z', help: 'ZeRO stage: auto (default: the least of 0, 1, 2, 3 that fits), or 0, 1, 2, 3 fixed wherever dp > 1 (3 re-gathers the weights for every forward and backward)' },
+  { name: 'host-link', value: 'GBPS', help: 'one device\'s link to its host\'s memory (PCIe), GB/s per direction (default: the preset\'s)' },
+  { name: 'host-options', boolean: true, help: 'also try optimizer offload and activation swapping over the host link where a layout fits no other way; the fastest that fits is kept' },
   { name: 'max-micro-batch', value: 'b', help: `largest micro-batch size tried, powers of two (default 8, at most ${MESH_PLAN_LIMITS.microBatch})` },
   { name: 'top', value: 'K', help: 'candidates printed (default 10)' },
   { name: 'format', value: 'FMT', help: 'text (a table, default) or json (the plan)' },
@@ -90,6 +92,7 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   'device.bwInterGBps': '--bw-inter',
   'device.latIntraUs': '--lat-intra',
   'device.latInterUs': '--lat-inter',
+  'device.hostLinkGBps': '--host-link',
   'device.devicesPerNode': '--devices-per-node',
   devices: '--devices',
   globalBatch: '--global-batch',
@@ -212,6 +215,8 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   override('latIntraUs', numberFlag(a, 'lat-intra', 0));
   override('latInterUs', numberFlag(a, 'lat-inter', 0));
   override('devicesPerNode', intFlag(a, 'devices-per-node', 1, 1 << 20));
+  override('hostLinkGBps', positive(a, 'host-link'));
+  const hostOptions = boolFlag(a, 'host-options') || undefined;
   const schedules = listFlag(a, 'schedules', PLAN_SCHEDULES);
   const recompute = listFlag(a, 'recompute', RECOMPUTE_MODES);
   const maxMicroBatch = intFlag(a, 'max-micro-batch', 1, MESH_PLAN_LIMITS.microBatch);
@@ -224,7 +229,7 @@ export function planMeshCommand(argv: readonly string[], io: CliIo): number {
   const t0 = performance.now();
   let plan;
   try {
-    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, ep, sequenceParallel, zero, recompute });
+    plan = planMesh({ model, device, devices, globalBatch, schedules, maxMicroBatch, tp, ep, sequenceParallel, zero, recompute, hostOptions });
   } catch (e) {
     // The request's errors are the flags' errors.
     const flag = e instanceof ConfigError ? FLAG_OF[e.field] : undefined;

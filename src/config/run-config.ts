@@ -14,6 +14,7 @@ import { streamMeshRefusal } from '../schedule/stream-replicas.ts';
 import { checkFaultAction, FAULT_KINDS, type Fault } from './fault-spec.ts';
 import { checkRunLimits, RUN_LIMITS } from './run-limits.ts';
 import { parseCutText, validateCut } from './explicit-cut.ts';
+import { parseSwapText, validateMemoryFields, validateSwap } from './memory-fields.ts';
 import { parseQueryNumber, revertUntilValid } from '../util/query-values.ts';
 import { unknownKeyRule } from '../util/nearest.ts';
 import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
@@ -99,6 +100,24 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * a checkpoint does not keep it.
    */
   recovery?: RecoveryMode;
+  /**
+   * Each worker's memory budget in MiB (absent: none). A run whose planned per-worker peak passes it is refused
+   * before any worker starts (config/memory-budget.ts); a run that starts ends at the first step whose measured
+   * high-water mark passes it (runtime/budget-check.ts). Not part of what the run trains.
+   */
+  memoryBudget?: number;
+  /**
+   * ZeRO-Offload: each worker's optimizer state lives in its host memory, not on its device; at the step's end the
+   * final gradients come down, the update runs on the CPU in float32 and the weights go back up (flush schedules).
+   * Absent: off. The same arithmetic as on the device.
+   */
+  offloadOptimizer?: boolean;
+  /**
+   * Activation swapping (vDNN): the stages (of the ranks × virtual cut; 'all': every one) whose stashed activations
+   * go to the worker's host memory after their forward and come back before their backward, the copy back issued
+   * before the action ahead of it (vDNN's prefetch). Absent: none. The same numbers as without it.
+   */
+  swap?: 'all' | number[];
   /** Tests only: inject one fault. */
   fault?: Fault;
 }
@@ -176,7 +195,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, ...train } = cfg;
+  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, memoryBudget: _mb, offloadOptimizer: _oo, swap: _sw, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -193,6 +212,7 @@ export function validateRunConfig(cfg: RunConfig): void {
   if (cfg.recovery !== undefined && !(RECOVERY_MODES as readonly unknown[]).includes(cfg.recovery)) {
     throw new ConfigError('recovery', cfg.recovery, "must be 'fresh' (a failed run restarts from its last checkpoint on fresh workers, the same mesh) or 'fewer' (on the workers that remain, a smaller mesh)");
   }
+  validateMemoryFields(cfg, schedule);
   const blocks = (typeof cfg.layers === 'number' ? cfg.layers : 0) + 1;
   if (Number.isInteger(cfg.layers) && cfg.layers >= 1 && runStages(cfg) > blocks) {
     throw new ConfigError(
@@ -213,6 +233,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     checkFaultAction(cfg.fault.action, { kind: scheduleKind(schedule), ranks: cfg.ranks, virtual: cfg.virtual, microbatches: cfg.microbatches, steps: cfg.steps, dp: cfg.dp });
   }
   checkRunLimits(cfg);
+  validateSwap(cfg);
 }
 
 /**
@@ -300,7 +321,7 @@ export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight',
   'ranks', 'dp', 'tp', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
-  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery',
+  'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer', 'swap',
 ];
 
 /** A query as text, commas kept as they are (`cut=1,1,2`, not `cut=1%2C1%2C2`; both read back the same). */
@@ -309,7 +330,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh' };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh', offloadOptimizer: false };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -323,8 +344,9 @@ export function configToQuery(cfg: RunConfig): string {
 
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
-  if (field === 'checkpointEvery' || (MOE_FIELDS as readonly string[]).includes(field)) return parseQueryNumber(field, raw);
-  if (field === 'sequenceParallel') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
+  if (field === 'swap') return parseSwapText(raw);
+  if (field === 'checkpointEvery' || field === 'memoryBudget' || (MOE_FIELDS as readonly string[]).includes(field)) return parseQueryNumber(field, raw);
+  if (field === 'sequenceParallel' || field === 'offloadOptimizer') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   return raw;
@@ -385,5 +407,8 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   if (cfg.checkpointEvery === undefined) delete cfg.checkpointEvery;
   for (const f of MOE_FIELDS) if (cfg[f] === undefined) delete cfg[f];
   if (cfg.recovery === undefined) delete cfg.recovery;
+  if (cfg.memoryBudget === undefined) delete cfg.memoryBudget;
+  if (cfg.offloadOptimizer === undefined) delete cfg.offloadOptimizer;
+  if (cfg.swap === undefined) delete cfg.swap;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };
 }

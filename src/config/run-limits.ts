@@ -126,6 +126,8 @@ export interface MemoryEstimate {
 export interface RankMemory extends MemoryEstimate {
   stash: number;
   transient: number;
+  /** Parameters of each stage it holds (one tp worker's share). */
+  stageParams: number[];
 }
 
 /**
@@ -133,6 +135,8 @@ export interface RankMemory extends MemoryEstimate {
  * and W, and what its recomputation makes live again.
  */
 export interface StageMemory extends MemoryEstimate {
+  /** Parameters one of its workers holds (its tp share). */
+  params: number;
   kept: number;
   afterInput: number;
   transient: number;
@@ -179,7 +183,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
+    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
   });
 }
 
@@ -191,34 +195,38 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
  * holds more than its cap of micro-batches on a rank (memCap; 0: 1F1B's p): the bound is that many, each what it keeps
  * until its I, or what its W reads after it, whichever is more.
  */
-export function rankMemory(cfg: LimitInput, cut = stageCut(cfg)): RankMemory[] {
+export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: ReadonlySet<number> = new Set()): RankMemory[] {
   const per = stageMemory(cfg, cut);
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) {
     const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
-    return per.map(({ weights, kept, afterInput, transient }) => {
-      const stash = held * Math.max(kept, afterInput);
-      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient };
+    return per.map(({ weights, kept, afterInput, transient, params }, s) => {
+      // Swapped (memory-budget.ts): two micro-batches' at most stay on the device, the one just made and the one brought back.
+      const stash = Math.min(held, swapped.has(s) ? 2 : held) * Math.max(kept, afterInput);
+      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, stageParams: [params] };
     });
   }
-  const { schedule, k, held, afterInput } = stashOrder(cfg, per);
+  const { schedule, k, held, afterInput } = stashOrder(cfg, per, swapped);
   const peaks = peakMemory(schedule, held, afterInput);
   return Array.from({ length: cfg.ranks }, (_, r) => {
     const mine = schedule.stageToRank.flatMap((rank, s) => (rank === r ? [per[s % k]] : []));
     const weights = mine.reduce((x, m) => x + m.weights, 0);
     const transient = Math.max(0, ...mine.map((m) => m.transient));
-    const activations = peaks[r].peakBytes + transient;
-    return { weights, activations, total: weights + activations, stash: peaks[r].peakBytes, transient };
+    // A swapped stage's stashes leave the device between its forward and its backward: two at most are there at once.
+    const away = schedule.stageToRank.flatMap((rank, s) => (rank === r && swapped.has(s % k) ? [per[s % k].kept] : []));
+    const stash = peaks[r].peakBytes + 2 * Math.max(0, ...away);
+    const activations = stash + transient;
+    return { weights, activations, total: weights + activations, stash, transient, stageParams: mine.map((m) => m.params) };
   });
 }
 
 /** The run's order for the estimate (one step's; a stream's two, its steady state) and each of its stages' bytes: stage c·k + j is stage j of copy c. */
-function stashOrder(cfg: LimitInput, per: readonly StageMemory[]): { schedule: Schedule; k: number; held: Float64Array; afterInput?: Float64Array } {
+function stashOrder(cfg: LimitInput, per: readonly StageMemory[], swapped: ReadonlySet<number> = new Set()): { schedule: Schedule; k: number; held: Float64Array; afterInput?: Float64Array } {
   const kind = scheduleKind(cfg.schedule);
   const schedule = generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, Math.min(cfg.steps, 2), kind.virtualFor(cfg.virtual));
   const k = per.length;
-  const byStage = (f: (m: StageMemory) => number) => Float64Array.from({ length: schedule.stages }, (_, s) => f(per[s % k]));
-  return { schedule, k, held: byStage((m) => m.kept), afterInput: kind.splitBackward ? byStage((m) => m.afterInput) : undefined };
+  const byStage = (f: (m: StageMemory, j: number) => number) => Float64Array.from({ length: schedule.stages }, (_, s) => f(per[s % k], s % k));
+  return { schedule, k, held: byStage((m, j) => (swapped.has(j) ? 0 : m.kept)), afterInput: kind.splitBackward ? byStage((m) => m.afterInput) : undefined };
 }
 
 /**

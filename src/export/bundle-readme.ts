@@ -33,6 +33,33 @@ for one process's block of the rows, so \`pipelab plan --tp ${T}\` plans this ru
   }`;
 }
 
+/**
+ * Where the run kept its bytes (activation swapping, optimizer offload): the page's choices change where values live,
+ * not what they are, so train.py computes the same training without them; what a CUDA cluster would use for each.
+ */
+function placementText(run: RunConfig): string {
+  if (run.swap === undefined && !run.offloadOptimizer) return '';
+  const lines: string[] = [];
+  if (run.swap !== undefined) {
+    const which = run.swap === 'all' ? 'every stage' : `stage${run.swap.length > 1 ? 's' : ''} ${run.swap.join(', ')}`;
+    lines.push(`- Activation swapping (${which}): on a CUDA cluster, run those stages' forward under
+  \`torch.autograd.graph.save_on_cpu(pin_memory=True)\`, which keeps what autograd saves for the backward in pinned host
+  memory and brings it back for the backward.`);
+  }
+  if (run.offloadOptimizer) {
+    lines.push(`- Optimizer offload: on a CUDA cluster, DeepSpeed's ZeRO-Offload, \`"zero_optimization": {"stage": ${Math.max(1, run.zero)}, "offload_optimizer": {"device": "cpu", "pin_memory": true}}\`
+  (its CPU Adam), keeps the optimizer state in host memory and runs the step there.`);
+  }
+  return `## Where the bytes live
+
+The page ran this configuration with its bytes placed differently; that changes where values live, not what they are,
+so \`train.py\` trains it as it is (the same losses) and the page's choices are kept in \`config.json\`'s \`run\`:
+
+${lines.join('\n')}
+
+`;
+}
+
 /** The mesh paragraph's addition for a schedule with model copies (DualPipe): the copies' stages and their gradient sum. */
 function copiesText(run: RunConfig): string {
   const copies = SCHEDULES[run.schedule].copies;
@@ -147,7 +174,7 @@ naming what differs (the mesh and the schedule may differ: they change how a ste
 torchrun --redirects 1 --tee 1 --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 --master_port=29500 train.py --backend nccl
 \`\`\`
 
-## Profile the cluster, plan in the tab
+${placementText(run)}## Profile the cluster, plan in the tab
 
 \`train.py --profile\` trains nothing: it times each block's forward (F), input gradient (I) and weight gradient (W)
 for one micro-batch on its process's device (CUDA events on GPUs, wall time on CPU), the bytes each block keeps

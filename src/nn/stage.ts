@@ -64,6 +64,8 @@ interface Stash {
   dLogits: Tensor | null;
   /** After backwardInput: per layer with parameters, the gradient of its output. */
   dys: (Tensor | null)[] | null;
+  /** Swapped to the host (runtime/policies/swap.ts): its tensors stand for copies there, not on the device. */
+  away?: boolean;
 }
 
 export class Stage {
@@ -322,11 +324,29 @@ export class Stage {
     this.routeLoads.push(...routeLoadsOf(this.layers, mb));
   }
 
-  /** Bytes (4 per element, as float32) held in the stashes of all in-flight micro-batches. */
+  /** Bytes (4 per element, as float32) held on the device in the stashes of all in-flight micro-batches (a swapped one's are on the host). */
   stashBytes(): number {
     let bytes = 0;
-    for (const st of this.stashes.values()) for (const t of this.tensorsOf(st)) bytes += 4 * t.size;
+    for (const st of this.stashes.values()) if (!st.away) for (const t of this.tensorsOf(st)) bytes += 4 * t.size;
     return bytes;
+  }
+
+  /** Swapping: the distinct tensors micro-batch `mb`'s stash holds after its forward (to copy to the host). */
+  stashTensors(mb: number): Tensor[] {
+    return [...this.tensorsOf(this.stashFor(mb, 'forward'))];
+  }
+
+  /** Swapping: micro-batch `mb`'s stash with each tensor replaced through `map`; `away`: it is on the host now (its backward refuses it). */
+  remapStash(mb: number, map: ReadonlyMap<Tensor, Tensor>, away: boolean): void {
+    const st = this.stashes.get(mb);
+    if (!st) throw new ConfigError('mb', mb, `stage ${this.index} holds no stash of this micro-batch`);
+    const m = (t: Tensor | null) => (t ? (map.get(t) ?? t) : t);
+    st.input = m(st.input);
+    st.labels = m(st.labels);
+    st.dLogits = m(st.dLogits);
+    st.saved = st.saved?.map((ts) => ts.map((t) => map.get(t) ?? t)) ?? null;
+    st.dys = st.dys?.map(m) ?? null;
+    st.away = away;
   }
 
   liveStashes(): number {
@@ -368,7 +388,7 @@ export class Stage {
   }
 
   dispose(): void {
-    for (const st of this.stashes.values()) for (const t of this.tensorsOf(st)) this.be.dispose(t);
+    for (const st of this.stashes.values()) if (!st.away) for (const t of this.tensorsOf(st)) this.be.dispose(t);
     this.stashes.clear();
     for (const p of this.params) disposeParam(this.be, p);
     for (const l of this.layers) if (l.auxLoss) this.be.dispose(l.auxLoss);
@@ -411,6 +431,7 @@ export class Stage {
     requireInt('mb', mb, 0);
     const st = this.stashes.get(mb);
     if (!st) throw new ConfigError('mb', mb, `stage ${this.index} holds no forward of this micro-batch (run forward first)`);
+    if (st.away) throw new ConfigError('mb', mb, `stage ${this.index}'s stash of this micro-batch is in host memory: swap it back in first`);
     if (st.phase !== phase) {
       const rule = phase === 'forward' ? 'has already run backwardInput for this micro-batch' : 'must run backwardInput for this micro-batch before backwardWeight';
       throw new ConfigError('mb', mb, `stage ${this.index} ${rule}`);

@@ -15,6 +15,8 @@
  *   h200  H200 SXM 141 GB: the H100's compute and links, 141 GB.
  *   a100  A100 SXM4 80 GB: 312 TFLOP/s bf16, 156 TF32; NVLink 3 600 GB/s (300
  *         per direction); HDR InfiniBand 200 Gb/s (25 GB/s).
+ * The host link (PCIe x16, one direction): Gen5's 128 GB/s both ways on the H100 and H200 (64), Gen4's 64 on the
+ * A100 (32).
  */
 import type { AllToAllLink } from '../schedule/ep-cost.ts';
 import { ConfigError, requireFinite, requireInt } from '../util/errors.ts';
@@ -37,14 +39,16 @@ export interface DeviceSpec {
   /** Latency of one message, µs. */
   latIntraUs: number;
   latInterUs: number;
+  /** The link to the host's memory (PCIe), GB/s one direction: what optimizer offload and swapping cross (host-options.ts); absent: neither is planned. */
+  hostLinkGBps?: number;
 }
 
 const ASSUMED = { efficiency: 0.5, latIntraUs: 5, latInterUs: 10 } as const;
 
 export const DEVICE_PRESETS = {
-  h100: { name: 'h100', peakTflops: 989.4, peakTflopsFp32: 494.7, memoryGB: 80, devicesPerNode: 8, bwIntraGBps: 450, bwInterGBps: 50, ...ASSUMED },
-  h200: { name: 'h200', peakTflops: 989.4, peakTflopsFp32: 494.7, memoryGB: 141, devicesPerNode: 8, bwIntraGBps: 450, bwInterGBps: 50, ...ASSUMED },
-  a100: { name: 'a100', peakTflops: 312, peakTflopsFp32: 156, memoryGB: 80, devicesPerNode: 8, bwIntraGBps: 300, bwInterGBps: 25, ...ASSUMED },
+  h100: { name: 'h100', peakTflops: 989.4, peakTflopsFp32: 494.7, memoryGB: 80, devicesPerNode: 8, bwIntraGBps: 450, bwInterGBps: 50, hostLinkGBps: 64, ...ASSUMED },
+  h200: { name: 'h200', peakTflops: 989.4, peakTflopsFp32: 494.7, memoryGB: 141, devicesPerNode: 8, bwIntraGBps: 450, bwInterGBps: 50, hostLinkGBps: 64, ...ASSUMED },
+  a100: { name: 'a100', peakTflops: 312, peakTflopsFp32: 156, memoryGB: 80, devicesPerNode: 8, bwIntraGBps: 300, bwInterGBps: 25, hostLinkGBps: 32, ...ASSUMED },
 } as const satisfies Record<string, DeviceSpec>;
 
 export type DevicePreset = keyof typeof DEVICE_PRESETS;
@@ -57,6 +61,7 @@ export function checkDevice(d: DeviceSpec): DeviceSpec {
   requireFinite('device.latIntraUs', d.latIntraUs, { min: 0 });
   requireFinite('device.latInterUs', d.latInterUs, { min: 0 });
   requireInt('device.devicesPerNode', d.devicesPerNode, 1, 1 << 20);
+  if (d.hostLinkGBps !== undefined) requireFinite('device.hostLinkGBps', d.hostLinkGBps, { min: 0, exclusiveMin: true });
   if (typeof d.name !== 'string') throw new ConfigError('device.name', d.name, 'must be a string');
   return d;
 }

@@ -5,7 +5,7 @@
  */
 import type { MeshCandidate } from './mesh-plan.ts';
 
-type Named = Pick<MeshCandidate, 'dp' | 'tp' | 'pp' | 'schedule' | 'virtual' | 'zero' | 'recompute'> & { ep?: number };
+type Named = Pick<MeshCandidate, 'dp' | 'tp' | 'pp' | 'schedule' | 'virtual' | 'zero' | 'recompute' | 'offload' | 'swap'> & { ep?: number };
 
 /** "8 × 1 × 1": dp × tp × pp; "128 × 1 × 16, ep 64" with the experts sharded over ep of a stage's dp × tp workers. */
 export function meshLayoutLabel(c: Named): string {
@@ -20,5 +20,5 @@ export function meshScheduleLabel(c: Named): string {
 
 /** "ZeRO-1, selective recompute", or `none` when it saves nothing. */
 export function meshSavingLabel(c: Named, none: string): string {
-  return [c.zero ? `ZeRO-${c.zero}` : '', c.recompute !== 'none' ? `${c.recompute} recompute` : ''].filter(Boolean).join(', ') || none;
+  return [c.zero ? `ZeRO-${c.zero}` : '', c.recompute !== 'none' ? `${c.recompute} recompute` : '', c.offload ? 'optimizer offload' : '', c.swap ? 'swapping' : ''].filter(Boolean).join(', ') || none;
 }

@@ -53,6 +53,7 @@ import { epOf, epSizes, microBatchSizes } from './mesh-layouts.ts';
 import { checkTensorParallel, tpCandidates } from './tensor-parallel.ts';
 import { checkTransformer, modelFlopsPerStep, RECOMPUTE_MODES, transformerProfile, type Recompute, type TransformerModel } from './transformer.ts';
 import { checkZeroChoice, highestZero, zeroStagesToTry, type ZeroChoice, type ZeroStage } from './zero.ts';
+import { checkHostOptions, fitOverHost } from './host-options.ts';
 import { extraWeightBytes, overlapsAllToAll, planRefusal, planStages, planStep, planVirtuals, planZeroStages, PLAN_SCHEDULES, type PlanSchedule } from './plan-schedules.ts';
 
 export type { Layout } from './mesh-costs.ts';
@@ -97,6 +98,8 @@ export interface MeshPlanRequest {
    * Booleans as before stages 2 and 3: false none, true ZeRO-1 where nothing fits without it.
    */
   zero?: ZeroChoice;
+  /** Also try offload and swapping over device.hostLinkGBps where nothing else fits (host-options.ts); default off. */
+  hostOptions?: boolean;
 }
 
 export interface MeshCandidate {
@@ -129,6 +132,9 @@ export interface MeshCandidate {
   mfu: number;
   /** Block ranges of each stage. */
   ranges: [number, number][];
+  /** Over the host link (host-options.ts): optimizer offloaded, activations swapped; absent: neither. */
+  offload?: boolean;
+  swap?: boolean;
 }
 
 export interface MeshPlan {
@@ -163,6 +169,7 @@ function checkRequest(r: MeshPlanRequest): void {
     if (r.tp !== undefined && r.ep > 1 && r.ep % r.tp !== 0) throw new ConfigError('ep', r.ep, `must be a multiple of tp = ${r.tp}: an ep group is made of whole tensor-parallel groups`);
   }
   checkZeroChoice(r.zero);
+  checkHostOptions(r.hostOptions, r.device);
 }
 
 /** The recomputation modes the request lets a layout try, cheapest first. */
@@ -232,6 +239,9 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
     const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl, play) : base);
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
+    // Nothing fits on the device alone: optimizer offload or swapping over the host link, the fastest that fits (host-options.ts).
+    const state = (extra = extraWeightBytes(req, name, at, l)) => stateBytes(req, at.ranges, s2r, l.pp, zero, l.dp, t).map((x, r) => x + extra[r]);
+    const hosted = worst.sum > capacity && req.hostOptions ? fitOverHost({ model, device, schedule, name, costs: zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl) : base, zero, dp: l.dp, state: state(), stepMs, linkMs: zeroLinkMs(req, at.ranges, s2r, zl), capacity }) : null;
     const exposed = stepMs - sim.computeMakespan;
     const cand: MeshCandidate = {
       dp: l.dp,
@@ -252,10 +262,11 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
       memoryBytes: worst.sum,
       stateBytes: worst.st,
       activationBytes: worst.act,
+      ...(hosted ? { stepMs: hosted.stepMs, memoryBytes: hosted.sum, stateBytes: hosted.st, activationBytes: hosted.act, offload: hosted.offload, swap: hosted.swap } : {}),
       mfu: flopsPerStep / ((stepMs / 1e3) * N * peak),
       ranges,
     };
-    const out = { cand, fits: worst.sum <= capacity };
+    const out = { cand, fits: worst.sum <= capacity || hosted !== null };
     scored.push(out);
     return out;
   };
@@ -362,7 +373,8 @@ export function planMesh(req: MeshPlanRequest): MeshPlan {
       for (const [i, recompute] of recomputes.entries()) {
         if (i > 0) spent += actions;
         const s = evaluate(l, name, v, recompute);
-        if (!s || s.fits) break;
+        // A fit over the host link may be slower than recomputing: the next mode is tried too, the fastest kept.
+        if (!s || (s.fits && !s.cand.offload && !s.cand.swap)) break;
       }
     }
   }

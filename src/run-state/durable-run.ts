@@ -18,6 +18,7 @@
  */
 import { snapshotRunConfig } from '../config/config-snapshot.ts';
 import { RunError, type RunOptions } from '../runtime/coordinator.ts';
+import { MemoryBudgetError } from '../runtime/budget-check.ts';
 import type { MeshShape, RecoveryFigures, RunReport } from '../runtime/report/index.ts';
 import { checkpointEveryOf, recoveryOf, validateRunConfig, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -97,7 +98,7 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       const failedAtStep = stepsDone;
       // Nothing to recover: stopped, refused, a failure before this attempt's first step (a first run's, or a recovery's), or none left.
       const progressed = stepsThisRun > 0;
-      const recoverable = (durable.recover ?? true) && progressed && !opts.signal?.aborted && !(e instanceof ConfigError) && !(e instanceof CheckpointError);
+      const recoverable = (durable.recover ?? true) && progressed && !opts.signal?.aborted && !(e instanceof ConfigError) && !(e instanceof CheckpointError) && !(e instanceof MemoryBudgetError);
       const saved = recoverable && saver ? (await saver.settled()).steps : [];
       const fromStep = saved.length > 0 ? Math.max(...saved) : (resumed?.stepsDone ?? 0);
       // With no checkpoint saved yet (nor resumed from), the run recovers from step 0: the state at the start
@@ -123,6 +124,10 @@ export async function runDurably(input: RunConfig, opts: Omit<RunOptions, 'hostF
       const again = stateConfig(recut?.config ?? current);
       if (config.checkpointEvery !== undefined) again.checkpointEvery = config.checkpointEvery;
       if (config.recovery !== undefined) again.recovery = config.recovery;
+      if (config.memoryBudget !== undefined) again.memoryBudget = config.memoryBudget;
+      if (config.offloadOptimizer !== undefined) again.offloadOptimizer = config.offloadOptimizer;
+      // Swapping names stages of the run's cut: a re-cut run keeps it only where every named stage is still there.
+      if (config.swap !== undefined && (config.swap === 'all' || config.swap.every((s) => s < again.ranks * again.virtual))) again.swap = config.swap;
       // The checkpoint is of the run's own configuration (its saves are stored under it, whatever the mesh).
       try {
         from = saved.length > 0 ? await store.load(config, fromStep) : resumed; // neither: from the configuration's step 0

@@ -39,7 +39,8 @@ export interface RunState extends TrainProgress<StateArray> {
 
 /** The configuration without the fields a checkpoint does not keep (a test's injected fault; how often the run saves and how it recovers). */
 export function stateConfig(config: RunConfig): RunConfig {
-  const { fault: _fault, checkpointEvery: _every, recovery: _recovery, ...rest } = config;
+  // Where the bytes live (the budget, the optimizer's offload) is not what the run trains: a checkpoint does not keep it.
+  const { fault: _fault, checkpointEvery: _every, recovery: _recovery, memoryBudget: _budget, offloadOptimizer: _offload, swap: _swap, ...rest } = config;
   return rest;
 }
 

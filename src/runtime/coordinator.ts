@@ -26,6 +26,7 @@ import { planRun, windowOrder, type RunPlan } from './executor/index.ts';
 import { keepsPreviousVersion } from '../schedule/registry.ts';
 import type { RunConfig } from '../config/run-config.ts';
 import { buildReport, moeLoadSteps, stepTimeline, type MoeLoadStep, type RunReport, type StepRecord } from './report/index.ts';
+import { budgetBreach, MemoryBudgetError } from './budget-check.ts';
 import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
 
 export interface StepProgress {
@@ -319,6 +320,8 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
           throw new RunError(`step ${first + i}: the loss is ${loss}, not a finite number; the run stopped (try a smaller learning rate)`);
         }
       });
+      const breach = budgetBreach(config, stream ? `the stream's steps ${first}–${first + losses.length - 1}` : `step ${step}`, results);
+      if (breach) throw new MemoryBudgetError(breach);
       records.push(rec);
       firstStepMs ??= performance.now() - tStart;
       const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0), moeLoad: moeLoadSteps(step, results.map((r) => r.moeLoad), m, config.microbatches, false)[0] };

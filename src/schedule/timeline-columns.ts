@@ -7,8 +7,8 @@
 import type { CollectiveKind, CommKind, Interval, Timeline } from './timeline.ts';
 
 const OP_CODES: readonly Interval['op'][] = ['F', 'B', 'I', 'W', 'comm', 'collective'];
-const COMM_CODES: readonly CommKind[] = ['send', 'recv-wait', 'readback', 'upload', 'transfer', 'state-read'];
-const COLL_CODES: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'ep-all-to-all'];
+const COMM_CODES: readonly CommKind[] = ['send', 'recv-wait', 'readback', 'upload', 'transfer', 'state-read', 'swap-out', 'swap-in'];
+const COLL_CODES: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'ep-all-to-all', 'cpu-update'];
 /** Integer columns mark an absent optional field with this (ranks, replicas and peers are never negative). */
 const ABSENT = -1;
 

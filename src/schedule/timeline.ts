@@ -12,7 +12,8 @@ import { mesh, type Mesh } from './mesh.ts';
  * `state-read` a checkpoint's read of the worker's state off the device inside a
  * stream (PipeDream-2BW: runtime/stream-checkpoint.ts; not a cost the simulator plays).
  */
-export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer' | 'state-read';
+/** … and swapping (vDNN): a stash copied to the host after its forward ('swap-out') and back before its backward ('swap-in'). */
+export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer' | 'state-read' | 'swap-out' | 'swap-in';
 
 /**
  * The data-parallel collective at a step's flush (src/schedule/mesh.ts), one
@@ -29,8 +30,10 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * rows), `mb` the micro-batch. Expert parallelism's all-to-all inside a stage's MoE
  * layers is its own kind too: `ep-all-to-all` (a dispatch of each token's rows to its
  * experts' workers, or the combine that brings them back; ep-cost.ts).
+ * ZeRO-Offload's step on the CPU is `cpu-update` (its gradients come down as `gather-grads`, its weights go back
+ * up as `scatter-back`).
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'ep-all-to-all';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'ep-all-to-all' | 'cpu-update';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */

@@ -31,7 +31,8 @@ import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, W
 import { toTrainConfig } from '../../config/run-config.ts';
 import { Transport, type StepLog } from '../comm/index.ts';
 import { createUpdatePolicy } from '../policies/index.ts';
-import { sumCopies, withCopyState } from '../policies/index.ts';
+import { sumCopies, withCopyState, withSwapping } from '../policies/index.ts';
+import { swappedStages } from '../../config/memory-fields.ts';
 import type { DataParallelParts } from '../policies/index.ts';
 import { MeshControlClient } from '../comm/index.ts';
 import { portRing } from '../comm/index.ts';
@@ -296,10 +297,13 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     log.comm(a.stage, a.mb, 'state-read', t0, t1);
     void Promise.resolve(tell({ state: { ...state, stepsDone, readMs: t1 - t0 } })).catch(() => {});
   };
-  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded });
+  const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded }, config.offloadOptimizer === true);
   const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
-  const policy = m.tp > 1 ? withTpContext(summed, tp) : summed;
+  const inTp = m.tp > 1 ? withTpContext(summed, tp) : summed;
+  // Swapping (vDNN): the named stages' stashes in host memory between their forward and their backward (swap.ts).
+  const swapped = new Set(schedule.stageToRank.map((_, s) => s).filter((s) => swappedStages(config).includes(s % (config.ranks * config.virtual))));
+  const policy = swapped.size > 0 ? withSwapping(inTp, { be, stages, swapped, order: schedule.order[rank] }) : inTp;
   let current = 0;
   const streamEnd = windows.stream ? new StreamEnd(mailbox) : null;
   const streamPause = windows.stream ? new StreamPause(mailbox.timers) : null;

@@ -17,6 +17,7 @@ import type { Schedule } from '../../schedule/types.ts';
 import { snapshotRunConfig } from '../../config/config-snapshot.ts';
 import { validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { stageCut } from '../../config/run-limits.ts';
+import { checkMemoryBudget } from '../../config/memory-budget.ts';
 import type { TextCorpus } from '../../data/text-corpus.ts';
 import { requireCorpus } from '../../data/text-registry.ts';
 
@@ -51,6 +52,8 @@ export function planRun(input: RunConfig): RunPlan {
   // One plain-JSON copy, read once; validated once, here.
   const config = snapshotRunConfig(input);
   validateRunConfig(config);
+  // A run whose planned per-worker peak passes its memory budget is refused here, before any worker starts.
+  checkMemoryBudget(config);
   // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
   const { spec, stageBlocks: cut } = stageCut(config);
   const kind = scheduleKind(config.schedule);

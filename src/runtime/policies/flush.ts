@@ -44,6 +44,7 @@ import { wholePieces, type OptimizerPieces, type PolicyReport, type UpdatableSta
 import { allGather, allReduce, reduceScatter, type RingLink, type Vector } from '../comm/index.ts';
 import type { StepLog } from '../comm/index.ts';
 import { ZeroShard } from './zero-shard.ts';
+import { OffloadedStage, offloadedPieces } from './offload.ts';
 import { readVector, writeVector } from '../comm/index.ts';
 
 /** The sum over a schedule's model copies (copy-sum.ts): of the stages' gradients, or of `chunks` (ZeRO's owned chunks by stage) in place. */
@@ -82,6 +83,8 @@ export class Flush implements UpdatePolicy {
   private failure: Error | null = null;
   private readonly opt: Optimizer | null;
   private readonly shards = new Map<number, ZeroShard>();
+  /** ZeRO-Offload without ZeRO: each stage's optimizer on the host. */
+  private readonly offloaded = new Map<number, OffloadedStage>();
   /** ZeRO-1 beside model copies: each stage's vector after its reduce-scatter, and its ring, until the step's end. */
   private readonly scattered = new Map<number, { ring: RingLink; x: Vector }>();
   private readonly parts: DataParallelParts;
@@ -96,13 +99,18 @@ export class Flush implements UpdatePolicy {
      * stages' gradients on the device, or (ZeRO-1) of the owned chunks of `chunks`, in place.
      */
     private readonly beforeUpdate: SumCopies | null = null,
+    /** ZeRO-Offload: the optimizer state on the host, the step on the CPU (offload.ts); ZeRO-1: the worker's shard only. */
+    offload = false,
   ) {
     const parts = mesh ?? LOCAL;
     this.parts = parts;
     for (const a of parts.order) if (a.op === 'B' || a.op === 'W') this.backwards.set(a.stage, (this.backwards.get(a.stage) ?? 0) + 1);
     this.resetStep();
     if (parts.zero === 1) {
-      for (const [s, st] of stages) this.shards.set(s, new ZeroShard(be, st.params, train, parts.replica, parts.dp));
+      for (const [s, st] of stages) this.shards.set(s, new ZeroShard(be, st.params, train, parts.replica, parts.dp, undefined, offload));
+      this.opt = null;
+    } else if (offload) {
+      for (const [s, st] of stages) this.offloaded.set(s, new OffloadedStage(be, st.params, train));
       this.opt = null;
     } else {
       this.opt = createOptimizer(be, [...stages.values()].flatMap((st) => st.params), train);
@@ -168,7 +176,7 @@ export class Flush implements UpdatePolicy {
   }
 
   endStep(step: number, log: StepLog): void | Promise<void> {
-    if (!this.mesh) return this.beforeUpdate ? this.beforeUpdate(step, log).then(() => this.update(step)) : this.update(step);
+    if (!this.mesh) return this.beforeUpdate ? this.beforeUpdate(step, log).then(() => this.update(step, log)) : this.update(step, log);
     return this.meshEndStep(step, log);
   }
 
@@ -181,7 +189,7 @@ export class Flush implements UpdatePolicy {
     if (this.failure) throw this.failure;
     if (this.shards.size > 0 && this.beforeUpdate) return this.copiedShardsEnd(step, log);
     await this.beforeUpdate?.(step, log);
-    this.update(step);
+    await this.update(step, log);
   }
 
   /** ZeRO-1 beside model copies: each owned chunk summed over the copies, then its update and the ring's all-gather, stage by stage. */
@@ -204,15 +212,30 @@ export class Flush implements UpdatePolicy {
       log.collective(s, 'scatter-back', -1, t0, epochMs(), x.byteLength);
     }
     this.scattered.clear();
-    this.update(step);
+    await this.update(step, log);
   }
 
-  /** The optimizer over the whole stages (ZeRO-1's shards were updated in their collectives), then zeroed gradients. */
-  private update(step: number): void {
+  /**
+   * The optimizer over the whole stages (ZeRO-1's shards were updated in their collectives), then zeroed gradients.
+   * Offloaded: each stage's gradients come down, its step runs on the CPU and its weights go back up (one interval).
+   */
+  private update(step: number, log: StepLog): void | Promise<void> {
     if (this.opt) {
       this.opt.lr = lrAt(this.train, step);
       this.opt.step(1);
     }
+    if (this.offloaded.size === 0) return this.zeroGrads();
+    return (async () => {
+      for (const s of [...this.offloaded.keys()].sort((a, b) => b - a)) {
+        const t0 = epochMs();
+        const bytes = await (this.offloaded.get(s) as OffloadedStage).step(lrAt(this.train, step));
+        log.collective(s, 'cpu-update', -1, t0, epochMs(), bytes);
+      }
+      this.zeroGrads();
+    })();
+  }
+
+  private zeroGrads(): void {
     for (const st of this.stages.values()) st.zeroGrads();
   }
 
@@ -220,12 +243,15 @@ export class Flush implements UpdatePolicy {
     const params: Param[] = this.opt ? [...this.stages.values()].flatMap((st) => st.params) : [...this.shards.values()].flatMap((s) => s.pieces);
     const values = [...this.stages.values()].reduce((n, st) => n + st.params.reduce((m, p) => m + p.value.size, 0), 0);
     const optimizerBytes = optimizerStateBytes(params, this.train.optimizer);
+    // Offloaded, the state is in host memory, counted apart (4 bytes a value, as on the device).
+    const host = [...this.offloaded.values(), ...this.shards.values()].reduce((n, o) => n + o.hostBytes(), 0);
     // Every replica keeps its stages' whole weights and gradients (4 bytes a value); ZeRO-1 shards the optimizer state only.
-    return { optimizerBytes, held: { weights: 4 * values, grads: 4 * values, optimizer: optimizerBytes, transient: 0 } };
+    return { optimizerBytes, held: { weights: 4 * values, grads: 4 * values, optimizer: optimizerBytes, transient: 0 }, ...(host > 0 ? { hostOptimizerBytes: host } : {}) };
   }
 
   async readOptimizer(): Promise<OptimizerPieces> {
     if (this.opt) return wholePieces(this.opt, [...this.stages.values()].flatMap((st) => st.params));
+    if (this.offloaded.size > 0) return offloadedPieces(this.train.optimizer, [...this.offloaded.values()]);
     const parts = await Promise.all([...this.shards.values()].map((s) => s.readState()));
     const steps = parts[0]?.steps ?? 0;
     return { name: this.train.optimizer, steps, pieces: parts.flatMap((p) => p.pieces) };
@@ -233,6 +259,7 @@ export class Flush implements UpdatePolicy {
 
   loadOptimizer(state: OptimizerState<ArrayLike<number>>): void {
     if (this.opt) return this.opt.loadState(state);
+    for (const o of this.offloaded.values()) o.loadState(state);
     for (const s of this.shards.values()) s.loadState(state);
   }
 

@@ -7,3 +7,5 @@ export * from './sharded-step.ts';
 export * from './pipedream-policy.ts';
 export * from './double-buffer-policy.ts';
 export * from './copy-sum.ts';
+export * from './swap.ts';
+export * from './offload.ts';

@@ -43,6 +43,10 @@ export interface PolicyReport {
   optimizerBytes?: number;
   /** The bytes this worker held in the step, by kind, as its sharding defines them (4 bytes a value). */
   held?: HeldBytes;
+  /** ZeRO-Offload: bytes of optimizer state this worker holds in host memory, not on its device (4 bytes a value). */
+  hostOptimizerBytes?: number;
+  /** Swapping: the most bytes of stashed activations this worker held in host memory in the step. */
+  hostStashBytes?: number;
 }
 
 /** Bytes a worker holds by kind (the executor's stages add their stashed activations). */

@@ -17,6 +17,7 @@ import { chunkBounds } from '../../schedule/mesh.ts';
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import { createOptimizer, OPTIMIZER_SLOTS, type Optimizer, type OptimizerState } from '../../nn/optimizer.ts';
 import { ConfigError } from '../../util/errors.ts';
+import { HostOptimizer } from '../../nn/host-optimizer.ts';
 import type { OptimizerPieces } from './policy.ts';
 import { tagged, type Param } from '../../nn/param.ts';
 import type { TrainConfig } from '../../nn/train-config.ts';
@@ -29,8 +30,9 @@ interface Segment {
   hi: number;
   /** Where the piece sits in the stage's vector. */
   at: number;
-  /** The piece as a parameter the optimizer updates (its own value and grad tensors). */
-  piece: Param;
+  /** The piece's name (`name[lo:hi]`) and, on the device, the piece as a parameter the optimizer updates (its own value and grad tensors; none offloaded). */
+  name: string;
+  piece: Param | null;
 }
 
 /** Offsets of each parameter in the stage's vector, and the vector's length. */
@@ -65,7 +67,9 @@ export interface ShardKeeps {
 
 export class ZeroShard {
   private readonly segments: Segment[] = [];
-  private readonly opt: Optimizer;
+  private readonly opt: Optimizer | null;
+  /** Offloaded (ZeRO-Offload): the shard's optimizer on the host, stepping the master copy in place. */
+  private readonly hostOpt: HostOptimizer | null;
   private loaded = false;
   /** The owned chunk's weights on the host (the master copy's values), once loaded. */
   private host: Vector | null = null;
@@ -80,7 +84,9 @@ export class ZeroShard {
     replica: number,
     dp: number,
     private readonly keep: ShardKeeps = { weights: false, grads: false },
+    offload = false,
   ) {
+    if (offload && (keep.weights || keep.grads)) throw new Error('an offloaded shard keeps nothing on the device (ZeRO-Offload goes with ZeRO 0 and 1)');
     const { offsets, total } = paramOffsets(params);
     const bounds = chunkBounds(total, dp);
     const c = ownedChunk(replica, dp);
@@ -90,42 +96,59 @@ export class ZeroShard {
       const lo = Math.max(this.lo, offsets[i]) - offsets[i];
       const hi = Math.min(this.hi, offsets[i] + param.value.size) - offsets[i];
       if (hi <= lo) return;
-      const piece = tagged(be, { name: `${param.name}[${lo}:${hi}]`, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay });
-      this.segments.push({ param, lo, hi, at: offsets[i] + lo, piece });
+      const name = pieceName(param.name, lo, hi);
+      const piece = offload ? null : tagged(be, { name, value: be.zeros([hi - lo]), grad: be.zeros([hi - lo]), decay: param.decay });
+      this.segments.push({ param, lo, hi, at: offsets[i] + lo, name, piece });
     });
-    this.opt = createOptimizer(be, this.segments.map((s) => s.piece), train);
-    for (const s of this.segments) {
-      if (!keep.weights) be.freeStorage(s.piece.value);
-      if (!keep.grads) be.freeStorage(s.piece.grad);
+    this.hostOpt = offload ? new HostOptimizer(this.segments.map((s) => ({ name: s.name, size: s.hi - s.lo, decay: s.param.decay })), train) : null;
+    this.opt = offload ? null : createOptimizer(be, this.devicePieces(), train);
+    for (const p of this.devicePieces()) {
+      if (!keep.weights) be.freeStorage(p.value);
+      if (!keep.grads) be.freeStorage(p.grad);
     }
+  }
+
+  private devicePieces(): Param[] {
+    return this.segments.flatMap((s) => (s.piece ? [s.piece] : []));
+  }
+
+  /** The device pieces, each with its segment (none offloaded). */
+  private held(): { s: Segment; piece: Param }[] {
+    return this.segments.flatMap((s) => (s.piece ? [{ s, piece: s.piece }] : []));
+  }
+
+  /** Bytes of its optimizer state in host memory (offloaded; 4 bytes a value), else 0. */
+  hostBytes(): number {
+    return this.hostOpt?.bytes(4) ?? 0;
   }
 
   /** Adds the owned chunk [lo, hi) of `g` (a stage vector after its reduce-scatter) to the gradient kept on the device (keep.grads). */
   accumulate(g: Vector): void {
     if (!this.keep.grads) throw new Error('this shard keeps no gradient between updates');
-    for (const s of this.segments) {
+    for (const { s, piece } of this.held()) {
       const t = this.be.memory.scope('staging', () => this.be.tensor(g.subarray(s.at, s.at + s.hi - s.lo), [s.hi - s.lo]));
-      this.be.axpy(s.piece.grad, t, 1);
+      this.be.axpy(piece.grad, t, 1);
       this.be.dispose(t);
     }
   }
 
   /** The gradient kept on the device, as the owned chunk's vector (keep.grads). */
   async readGrad(): Promise<Vector> {
-    const parts = await Promise.all(this.segments.map((s) => this.be.read(s.piece.grad)));
+    const held = this.held();
+    const parts = await Promise.all(held.map(({ piece }) => this.be.read(piece.grad)));
     const out = this.vector(this.hi - this.lo);
-    this.segments.forEach((s, k) => out.set(parts[k], s.at - this.lo));
+    held.forEach(({ s }, k) => out.set(parts[k], s.at - this.lo));
     return out;
   }
 
   /** Replaces the gradient kept on the device with the owned chunk's vector `g` (keep.grads: after a sum over model copies). */
   writeGrad(g: Vector): void {
-    for (const s of this.segments) this.write(s.piece.grad, g.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
+    for (const { s, piece } of this.held()) this.write(piece.grad, g.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
   }
 
-  /** The optimizer-state parameters of this shard (its pieces). */
+  /** The optimizer-state parameters of this shard on the device (its pieces; none offloaded). */
   get pieces(): readonly Param[] {
-    return this.segments.map((s) => s.piece);
+    return this.devicePieces();
   }
 
   /**
@@ -138,26 +161,38 @@ export class ZeroShard {
     const { be, keep } = this;
     await this.ensureLoaded();
     const host = this.host as Vector;
-    for (const s of this.segments) {
+    if (this.hostOpt) {
+      // Offloaded: the master copy stepped on the CPU in place, with the summed chunk as its gradients.
+      this.hostOpt.lr = lr;
+      this.hostOpt.step(
+        this.segments.map((s) => host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo)),
+        this.segments.map((s) => x.subarray(s.at, s.at + s.hi - s.lo)),
+      );
+      x.set(host, this.lo);
+      return;
+    }
+    const held = this.held();
+    for (const { s, piece } of held) {
       // The pieces not kept get storage for this update alone: the weights from the master copy, the gradient from x.
       if (!keep.weights) {
-        be.allocStorage(s.piece.value, 'weights');
-        this.write(s.piece.value, host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
+        be.allocStorage(piece.value, 'weights');
+        this.write(piece.value, host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
       }
       if (!keep.grads) {
-        be.allocStorage(s.piece.grad, 'grads');
-        this.write(s.piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
+        be.allocStorage(piece.grad, 'grads');
+        this.write(piece.grad, x.subarray(s.at, s.at + s.hi - s.lo));
       }
     }
-    this.opt.lr = lr;
-    this.opt.step(1);
-    const updated = await Promise.all(this.segments.map((s) => be.read(s.piece.value)));
-    this.segments.forEach((s, k) => x.set(updated[k], s.at));
+    const opt = this.opt as Optimizer;
+    opt.lr = lr;
+    opt.step(1);
+    const updated = await Promise.all(held.map(({ piece }) => be.read(piece.value)));
+    held.forEach(({ s }, k) => x.set(updated[k], s.at));
     this.host = x.slice(this.lo, this.hi);
-    for (const s of this.segments) {
-      if (!keep.weights) be.freeStorage(s.piece.value);
-      if (keep.grads) be.fill(s.piece.grad, 0);
-      else be.freeStorage(s.piece.grad);
+    for (const { piece } of held) {
+      if (!keep.weights) be.freeStorage(piece.value);
+      if (keep.grads) be.fill(piece.grad, 0);
+      else be.freeStorage(piece.grad);
     }
   }
 
@@ -169,7 +204,7 @@ export class ZeroShard {
   async ensureLoaded(): Promise<void> {
     if (this.loaded) return;
     const values = await Promise.all(this.segments.map((s) => this.be.read(s.param.value)));
-    if (this.keep.weights) this.segments.forEach((s, k) => this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
+    if (this.keep.weights) this.segments.forEach((s, k) => s.piece && this.write(s.piece.value, values[k].subarray(s.lo, s.hi)));
     const host = values[0] instanceof Float64Array || values.length === 0 ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo);
     this.segments.forEach((s, k) => host.set(values[k].subarray(s.lo, s.hi), s.at - this.lo));
     this.host = host;
@@ -204,26 +239,27 @@ export class ZeroShard {
 
   /** This shard's optimizer state: its step count and the slots of each piece [lo, hi) of a parameter it holds. */
   async readState(): Promise<OptimizerPieces> {
-    const { name, steps, slots } = await this.opt.readState();
-    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.piece.name] })) };
+    const { name, steps, slots } = await (this.hostOpt ?? (this.opt as Optimizer)).readState();
+    return { name, steps, pieces: this.segments.map((s) => ({ param: s.param.name, lo: s.lo, hi: s.hi, slots: slots[s.name] })) };
   }
 
   /** Sets this shard's optimizer state from a run's whole state (by parameter name): its pieces of each slot. Checked whole first. */
   loadState(state: OptimizerState<ArrayLike<number>>): void {
-    const names = OPTIMIZER_SLOTS[this.opt.name];
+    const opt = this.hostOpt ?? (this.opt as Optimizer);
+    const names = OPTIMIZER_SLOTS[opt.name];
     const slots: OptimizerState<ArrayLike<number>>['slots'] = {};
     for (const s of this.segments) {
       const own = state.slots[s.param.name];
       const piece: Record<string, ArrayLike<number>> = {};
       for (const slot of names) {
         const v = own?.[slot];
-        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${this.opt.name} keeps ${names.join(' and ')})`);
+        if (v === undefined) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}`, 'missing', `must be given (${opt.name} keeps ${names.join(' and ')})`);
         if (v.length !== s.param.value.size) throw new ConfigError(`optimizer state.slots["${s.param.name}"].${slot}.length`, v.length, `must be ${s.param.value.size} (shape [${s.param.value.shape.join(', ')}])`);
         piece[slot] = ArrayBuffer.isView(v) ? (v as Float64Array).subarray(s.lo, s.hi) : Array.prototype.slice.call(v, s.lo, s.hi);
       }
-      slots[s.piece.name] = piece;
+      slots[s.name] = piece;
     }
-    this.opt.loadState({ name: state.name, steps: state.steps, slots });
+    opt.loadState({ name: state.name, steps: state.steps, slots });
   }
 
   private write(dst: Tensor, values: ArrayLike<number>): void {
@@ -233,10 +269,10 @@ export class ZeroShard {
   }
 
   dispose(): void {
-    this.opt.dispose();
-    for (const s of this.segments) {
-      this.be.dispose(s.piece.value);
-      this.be.dispose(s.piece.grad);
+    this.opt?.dispose();
+    for (const p of this.devicePieces()) {
+      this.be.dispose(p.value);
+      this.be.dispose(p.grad);
     }
   }
 }

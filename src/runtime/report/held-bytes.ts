@@ -23,6 +23,7 @@ import { tpParams } from '../../nn/tp-params.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
 import type { RunPlan } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
+import { stepHighWater } from './high-water.ts';
 import type { StepResult } from '../executor/index.ts';
 
 type Held = RunReport['heldBytesPerWorker'][number];
@@ -110,12 +111,13 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
   const steady = records.length > 1 ? records.slice(1) : records;
   for (const rec of records) {
     rec.results.forEach((r, w) => {
-      const stash = Object.values(r.peakStashBytes).reduce((a, b) => a + b, 0);
-      const h = r.held ?? { weights: 0, grads: 0, optimizer: r.optimizerBytes ?? 0, transient: 0 };
+      const h = stepHighWater(r);
       if (!out[w]) {
         const { rank } = placeOf(m, w);
         const mine = schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [perStage[s]] : []));
         const formula = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
+        // Offloaded (ZeRO-Offload), the optimizer state is in host memory: none on the device.
+        if (config.offloadOptimizer) Object.assign(formula, { peak: formula.peak - formula.optimizer, optimizer: 0 });
         const backward = Math.max(0, ...schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [working[s % working.length]] : [])));
         // PipeDream keeps up to p − 1 older weight versions, PipeDream-2BW one (registry.ts extraWeightVersions).
         const versions = plan.windows.extraWeightVersions(config.ranks) * (formula.weights * (config.zero >= 3 ? config.dp : 1));
@@ -129,8 +131,15 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
       o.grads = Math.max(o.grads, h.grads);
       o.optimizer = Math.max(o.optimizer, h.optimizer);
       o.transient = Math.max(o.transient, h.transient);
-      o.stash = Math.max(o.stash, stash);
+      o.stash = Math.max(o.stash, h.stash);
     });
   }
   return out;
+}
+
+/** Each worker's most bytes in host memory in any step (offloaded optimizer state and swapped stashes), when any worker held some. */
+export function hostBytes(records: readonly { results: StepResult[] }[]): { hostBytesPerWorker?: number[] } {
+  const out: number[] = [];
+  for (const rec of records) rec.results.forEach((r, w) => (out[w] = Math.max(out[w] ?? 0, (r.hostOptimizerBytes ?? 0) + (r.hostStashBytes ?? 0))));
+  return out.some((b) => b > 0) ? { hostBytesPerWorker: out } : {};
 }

@@ -8,3 +8,4 @@ export * from './held-bytes.ts';
 export * from './weight-agreement.ts';
 export * from './memory-lanes.ts';
 export * from './report-moe-load.ts';
+export * from './high-water.ts';

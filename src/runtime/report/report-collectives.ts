@@ -38,7 +38,7 @@ export interface AllReduceFigures {
 
 /** The flush's data-parallel collectives (tp's, between a stage's layers, are report-tp.ts's; DualPipe's sum over its copies is its own). */
 function isDpCollective(iv: Interval): boolean {
-  return iv.op === 'collective' && iv.coll !== 'tp-all-reduce' && iv.coll !== 'tp-all-gather' && iv.coll !== 'tp-reduce-scatter' && iv.coll !== 'copy-sum' && iv.coll !== 'ep-all-to-all';
+  return iv.op === 'collective' && iv.coll !== 'tp-all-reduce' && iv.coll !== 'tp-all-gather' && iv.coll !== 'tp-reduce-scatter' && iv.coll !== 'copy-sum' && iv.coll !== 'ep-all-to-all' && iv.coll !== 'cpu-update';
 }
 
 function mean(xs: number[]): number {

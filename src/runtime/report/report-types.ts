@@ -87,6 +87,8 @@ export interface RunReport {
   moeLoad?: MoeLoadStep[];
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */
   optimizerBytesPerWorker: number[];
+  /** Bytes each worker held in host memory at its most in a step (optimizer offload's state, swapped stashes), worker order; absent when none. */
+  hostBytesPerWorker?: number[];
   /**
    * The most bytes each worker held in a step, by kind, in worker order: weights, gradients and optimizer state as
    * its sharding defines them (ZeRO-1 divides the optimizer state by dp, ZeRO-2 the gradients too, ZeRO-3 the

@@ -13,7 +13,7 @@ import type { RankStats, Weights } from '../executor/index.ts';
 import type { StepResult } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
 import type { MemorySample, StepMemory } from '../../nn/memory-ledger.ts';
-import { heldBytesPerWorker, ringBytesFormula } from './held-bytes.ts';
+import { heldBytesPerWorker, hostBytes, ringBytesFormula } from './held-bytes.ts';
 import type { RunConfig } from '../../config/run-config.ts';
 import type { RunPlan } from '../executor/index.ts';
 import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts';
@@ -254,6 +254,7 @@ export function buildReport(input: ReportInput): RunReport {
     leakedBuffers: input.leakedBuffers,
     weights: input.weights,
     optimizerBytesPerWorker: last.results.map((r) => r.optimizerBytes ?? 0),
+    ...hostBytes(records),
     heldBytesPerWorker: heldBytesPerWorker(plan, records),
     ...(last.memory ? { memory: last.memory } : {}),
   };

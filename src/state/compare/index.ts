@@ -6,3 +6,4 @@ export * from './dp-pp-preset.ts';
 export * from './dp-tp-pp-preset.ts';
 export * from './zero-preset.ts';
 export * from './what-wins.ts';
+export * from './fit-preset.ts';

@@ -6,12 +6,15 @@
 import { validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { runsAsStream, scheduleKind, streamMeshRefusal } from '../../schedule/index.ts';
 import { ConfigError } from '../../util/errors.ts';
+import { checkMemoryBudget } from '../../config/memory-budget.ts';
 import { validateSimParams, type SimParams } from './sim-params.ts';
 import { problemOf, usePipeLab, type FieldProblem } from './store.ts';
 
 export function checkRunConfig(cfg: RunConfig): FieldProblem | null {
   try {
     validateRunConfig(cfg);
+    // The budget against the run's plan: refused here as the Run would refuse it, naming what would fit.
+    checkMemoryBudget(cfg);
     return null;
   } catch (e) {
     if (e instanceof ConfigError) return problemOf(e);

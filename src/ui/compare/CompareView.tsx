@@ -16,6 +16,7 @@ import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 import { MemoryLanes } from '../timeline/MemoryLanes.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
+import { FitPanel } from './FitPanel.tsx';
 import { WhatWinsPanel } from './WhatWinsPanel.tsx';
 
 export function CompareView() {
@@ -84,6 +85,10 @@ export function CompareView() {
               What wins here
             </button>
             <p className="field-hint">The picked schedules simulated over the number of micro-batches for this model, under a memory cap: the winner at each m, drawn.</p>
+            <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'fit'} onClick={() => setCp({ preset: cp.preset === 'fit' ? undefined : 'fit' })}>
+              Make it fit
+            </button>
+            <p className="field-hint">A GPT its 1 MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>
@@ -127,6 +132,7 @@ export function CompareView() {
       <div className="main-col">
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
+        {cp.preset === 'fit' && <FitPanel steps={steps} />}
         {cp.preset === 'wins' && <WhatWinsPanel names={picked} virtual={virtual} steps={steps} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>

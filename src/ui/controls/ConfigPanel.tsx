@@ -14,6 +14,7 @@ import { depthFor, patchConfig, setConfig, suggestFix, withSchedule } from '../.
 import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField, SelectField, TextField } from './fields.tsx';
 import { MoeFields } from './MoeFields.tsx';
+import { parseSwapText } from '../../config/memory-fields.ts';
 import { cutOfRanges, cutText, parseCutText } from '../../config/explicit-cut.ts';
 import { stageCut } from '../../config/run-limits.ts';
 import { SCHEDULE_MENU_LABELS } from './schedule-labels.ts';
@@ -200,6 +201,40 @@ export function ConfigPanel({ disabled }: { disabled: boolean }) {
           />
         </div>
         <CheckboxField label="Recompute activations in backward" name="recompute" checked={cfg.recompute} onChange={(recompute) => set({ recompute })} hint="keeps only stage inputs; trades compute for memory" />
+        <NumberField
+          label="Memory budget (MiB)"
+          name="memoryBudget"
+          min={0}
+          step={0.01}
+          value={cfg.memoryBudget ?? 0}
+          onChange={(v) => {
+            const { memoryBudget: _none, ...rest } = cfg;
+            setConfig(v === 0 ? rest : { ...rest, memoryBudget: v });
+          }}
+          error={errorFor('memoryBudget')}
+          hint={cfg.memoryBudget === undefined ? 'per worker; 0: none' : 'per worker: a run whose planned peak passes it is refused, one that grows past it stops'}
+        />
+        <TextField<'all' | number[] | null>
+          label="Swap activations to host memory (stages)"
+          name="swap"
+          value={cfg.swap === undefined ? '' : cfg.swap === 'all' ? 'all' : cfg.swap.join(',')}
+          parse={(t) => (t.trim() === '' ? null : parseSwapText(t))}
+          onChange={(swap) => {
+            const { swap: _none, ...rest } = cfg;
+            setConfig(swap === null ? rest : { ...rest, swap });
+          }}
+          error={errorFor('swap')}
+          hint={`all, or stages 0–${runStages(cfg) - 1} separated by commas; empty: none (vDNN: a stash waits on the host between its forward and backward)`}
+        />
+        {(kind.update === 'flush' || cfg.offloadOptimizer) && (
+          <CheckboxField
+            label="Offload the optimizer (ZeRO-Offload)"
+            name="offloadOptimizer"
+            checked={cfg.offloadOptimizer ?? false}
+            onChange={(offloadOptimizer) => set({ offloadOptimizer })}
+            hint={errorFor('offloadOptimizer') ?? 'optimizer state in the worker’s memory, its step on the CPU: the device keeps weights and gradients'}
+          />
+        )}
         {/* Selective recomputation is the GPT's; shown elsewhere only to take it off (a link that set it). */}
         {(cfg.model === 'gpt' || cfg.recomputeAttention) && (
           <CheckboxField

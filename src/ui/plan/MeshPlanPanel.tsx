@@ -88,6 +88,7 @@ export function MeshPlanPanel() {
   const [memoryGB, setMemoryGB] = useState<number>(DEVICE_PRESETS.h100.memoryGB);
   const [recompute, setRecompute] = useState<RecomputeChoice>('both');
   const [sequenceParallel, setSequenceParallel] = useState(false);
+  const [hostOptions, setHostOptions] = useState(false);
   const [planned, setPlanned] = useState<Planned | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
 
@@ -114,6 +115,7 @@ export function MeshPlanPanel() {
       globalBatch,
       recompute: RECOMPUTE_CHOICES.find((c) => c.value === recompute)?.modes,
       sequenceParallel: sequenceParallel || undefined,
+      hostOptions: hostOptions || undefined,
     };
     setRunning({ startedAt: performance.now() });
     setProblem(null);
@@ -191,6 +193,13 @@ export function MeshPlanPanel() {
             checked={sequenceParallel}
             onChange={setSequenceParallel}
             hint="with tp > 1, LayerNorm and dropout activations split over the tp devices too (Korthikanti et al. 2022)"
+          />
+          <CheckboxField
+            label="Offload and swapping over the host link"
+            name="mesh.hostOptions"
+            checked={hostOptions}
+            onChange={setHostOptions}
+            hint={`where a layout fits no other way: the optimizer in host memory (ZeRO-Offload), activations swapped (vDNN), over PCIe at ${DEVICE_PRESETS[preset].hostLinkGBps ?? '?'} GB/s; the fastest that fits is kept`}
           />
         </div>
         <button type="button" onClick={() => void run()} data-testid="mesh-plan-run">

@@ -24,6 +24,8 @@ const COMM_ENTRIES: readonly { kinds: readonly CommKind[]; label: string }[] = [
   { kinds: ['recv-wait'], label: `${COMM_NAMES['recv-wait']} (blocked on a neighbour)` },
   { kinds: ['readback', 'upload'], label: `${COMM_NAMES.readback} / ${COMM_NAMES.upload} copies` },
   { kinds: ['state-read'], label: `${COMM_NAMES['state-read']} (a save inside a PipeDream-2BW stream, on the worker's path)` },
+  { kinds: ['swap-out'], label: `${COMM_NAMES['swap-out']} (after its forward, vDNN)` },
+  { kinds: ['swap-in'], label: `${COMM_NAMES['swap-in']} (issued before the action ahead of its backward: the prefetch)` },
 ];
 
 /** The all-reduce's parts; reading off and writing back the device share a colour, so they share an entry. */
@@ -32,6 +34,7 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['all-gather'], label: 'all-gather (a chunk passed on: summed gradients, or ZeRO-3’s weights)' },
   { kinds: ['gather-grads', 'scatter-back'], label: 'gradients GPU → CPU, result CPU → GPU' },
   { kinds: ['shard-update'], label: 'ZeRO: optimizer step on this worker’s shard' },
+  { kinds: ['cpu-update'], label: 'optimizer offload: the step on the worker’s CPU, its state in host memory (ZeRO-Offload)' },
   { kinds: ['tp-all-reduce'], label: 'tp all-reduce: a stage’s tp workers sum activations between layers (Megatron’s f / g)' },
   { kinds: ['tp-all-gather'], label: 'tp all-gather: a column-parallel layer’s output columns joined (sequence parallelism: the token rows, before one)' },
   { kinds: ['tp-reduce-scatter'], label: 'tp reduce-scatter (sequence parallelism): a row-parallel layer’s partial sums, each tp worker keeping its token rows' },

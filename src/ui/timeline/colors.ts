@@ -26,6 +26,8 @@ export const COMM_COLORS: Readonly<Record<CommKind, string>> = {
   readback: '#a3b1c6',
   upload: '#a3b1c6',
   'state-read': '#f8fafc',
+  'swap-out': '#fb923c',
+  'swap-in': '#fdba74',
 };
 
 export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
@@ -35,6 +37,8 @@ export const COMM_NAMES: Readonly<Record<CommKind, string>> = {
   readback: 'GPU → CPU',
   upload: 'CPU → GPU',
   'state-read': 'checkpoint: state GPU → CPU',
+  'swap-out': 'swap: stash GPU → host',
+  'swap-in': 'swap: stash host → GPU',
 };
 
 /** The data-parallel collective (the all-reduce at the flush): greens, one shade per part. */
@@ -49,6 +53,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'copy-sum': '#fbbf24',
   'tp-reduce-scatter': '#6366f1',
   'ep-all-to-all': '#f97316',
+  'cpu-update': '#fde68a',
 };
 
 export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
@@ -62,6 +67,7 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'copy-sum': 'sum over the model copies (DualPipe)',
   'tp-reduce-scatter': 'tp reduce-scatter (sequence parallelism)',
   'ep-all-to-all': 'ep all-to-all (experts’ dispatch or combine)',
+  'cpu-update': 'offload: optimizer step on the CPU',
 };
 
 export const THEME = {
@@ -95,8 +101,8 @@ export function opColor(op: Op, chunk: number): string {
  * at 2·o, on an odd chunk at 2·o + 1; communication kinds from 8 on. The
  * lane index stores these indices so drawing never builds a colour string.
  */
-const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read'];
-const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'ep-all-to-all'];
+const COMM_ORDER: readonly CommKind[] = ['send', 'transfer', 'recv-wait', 'readback', 'upload', 'state-read', 'swap-out', 'swap-in'];
+const COLLECTIVE_ORDER: readonly CollectiveKind[] = ['gather-grads', 'reduce-scatter', 'all-gather', 'shard-update', 'scatter-back', 'tp-all-reduce', 'tp-all-gather', 'copy-sum', 'tp-reduce-scatter', 'ep-all-to-all', 'cpu-update'];
 const OP_ORDER: readonly Op[] = ['F', 'B', 'I', 'W'];
 
 export const PALETTE: readonly string[] = [

@@ -1,0 +1,164 @@
+/**
+ * Each worker's memory budget (issue 54): the planned per-worker peak by kind, the refusal of a run whose plan
+ * passes its budget before any worker starts, and what would make it fit, each option's peak computed by the same
+ * formulas on the run changed that way.
+ *
+ * The plan of one worker (4 bytes a value; P its stages' parameters, its tp share; under ZeRO each stage's P ÷ dp
+ * rounded up, its largest chunk; the run-limits.ts estimate of what it stashes, exact against the stages' count:
+ * stash-estimate-cpu.test.ts):
+ *  - weights 4P (PipeDream's and 2BW's stashed versions: 4P each more), sharded under ZeRO-3;
+ *  - gradients 4P, sharded under ZeRO-2 and 3;
+ *  - optimizer state 8P (AdamW's two moments) or 4P (SGD's velocity), sharded under ZeRO 1–3; 0 on the device with
+ *    optimizer offload (it lives in host memory);
+ *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order; a swapped stage's
+ *    leave the device between its forward and its backward, two micro-batches' at most there at once (the one its
+ *    forward just made and the one brought back for the next backward);
+ *  - transient: one backward's recomputation made live again; under ZeRO-2/3 one stage's whole gradient before
+ *    its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one stage's, two
+ *    with prefetch, with reshard = microbatch).
+ * The peak is their sum: every kind at its most at once, an upper bound of the moment that holds the most.
+ */
+import { ConfigError } from '../util/errors.ts';
+import { laneLabel, meshOfRun, workerOf } from '../schedule/mesh.ts';
+import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
+import { MAX_RUN_RANKS, validateRunConfig, withoutCut, type RunConfig } from './run-config.ts';
+import { rankMemory, stageCut } from './run-limits.ts';
+import { swappedStages } from './memory-fields.ts';
+
+export const MiB = 1024 * 1024;
+
+/** The kinds a worker's memory is planned and counted by. */
+export const PEAK_KINDS = ['weights', 'grads', 'optimizer', 'stash', 'transient'] as const;
+export type PeakKind = (typeof PEAK_KINDS)[number];
+export const PEAK_KIND_LABEL: Readonly<Record<PeakKind, string>> = { weights: 'weights', grads: 'gradients', optimizer: 'optimizer state', stash: 'stash', transient: 'transient' };
+
+export type BytesByKind = Record<PeakKind, number>;
+
+/** One pipeline rank's planned peak on one of its workers (every replica's and tp worker's the same). */
+export interface PlannedPeak extends BytesByKind {
+  rank: number;
+  total: number;
+}
+
+/** Bytes as the messages write them: GiB, MiB or KiB. */
+export function fmtBytes(b: number): string {
+  if (b >= 1024 * MiB) return `${(b / (1024 * MiB)).toFixed(2)} GiB`;
+  if (b >= MiB) return `${(b / MiB).toFixed(2)} MiB`;
+  return `${(b / 1024).toFixed(1)} KiB`;
+}
+
+/** The sum of the kinds. */
+export function totalOf(b: BytesByKind): number {
+  return PEAK_KINDS.reduce((s, k) => s + b[k], 0);
+}
+
+/** `weights 1.0 KiB, gradients …`: each kind's bytes. */
+export function byKindText(b: BytesByKind): string {
+  return PEAK_KINDS.map((k) => `${PEAK_KIND_LABEL[k]} ${fmtBytes(b[k])}`).join(', ');
+}
+
+/** The planned peak of each pipeline rank's worker, by kind (a validated configuration). */
+export function plannedPeaks(cfg: RunConfig): PlannedPeak[] {
+  const kind = scheduleKind(cfg.schedule);
+  const extra = UPDATE_WINDOWS[kind.update].extraWeightVersions(cfg.ranks);
+  const n = cfg.zero > 0 ? cfg.dp : 1;
+  const slots = cfg.optimizer === 'adamw' ? 2 : 1;
+  return rankMemory(cfg, stageCut(cfg), new Set(swappedStages(cfg))).map((r, rank) => {
+    const p = r.stageParams.reduce((a, b) => a + b, 0);
+    // ZeRO's shard of a stage: the largest of its dp chunks (mesh.ts chunkBounds: sizes differ by one at most).
+    const shard = r.stageParams.reduce((a, ps) => a + Math.ceil(ps / n), 0);
+    const largest = 4 * Math.max(0, ...r.stageParams);
+    const weights = 4 * (cfg.zero >= 3 ? shard : p) * (1 + extra);
+    const grads = 4 * (cfg.zero >= 2 ? shard : p);
+    const optimizer = cfg.offloadOptimizer ? 0 : 4 * slots * (cfg.zero >= 1 ? shard : p);
+    const gathered = cfg.zero >= 3 ? (cfg.reshard === 'step' ? 4 * p : largest * (cfg.prefetch ? 2 : 1)) : 0;
+    const transient = r.transient + (cfg.zero >= 2 ? largest : 0) + gathered;
+    const b = { weights, grads, optimizer, stash: r.stash, transient };
+    return { rank, ...b, total: totalOf(b) };
+  });
+}
+
+/** The rank whose worker plans the most. */
+export function worstPeak(cfg: RunConfig): PlannedPeak {
+  return plannedPeaks(cfg).reduce((a, b) => (b.total > a.total ? b : a));
+}
+
+/** A change that would lower the run's peak, and the peak its busiest worker would reach with it. */
+export interface FitOption {
+  label: string;
+  change: Partial<RunConfig>;
+  peak: number;
+  fits: boolean;
+}
+
+function tryPeak(cfg: RunConfig, change: Partial<RunConfig>): number | null {
+  const next = { ...(change.partition === 'flops' ? withoutCut(cfg) : cfg), ...change };
+  try {
+    validateRunConfig(next);
+  } catch {
+    return null;
+  }
+  return worstPeak(next).total;
+}
+
+/**
+ * What would make `cfg` fit its budget (`budget` bytes), each with the peak it would reach: more stages (the fewest
+ * more ranks that fit, else the most the model and the tab allow), recomputation, ZeRO-3 (over dp = 2 replicas
+ * where the run has none), activation swapping and optimizer offload; and, where none fits alone, all of them together. An option the
+ * run cannot take (a schedule or a mesh that refuses it) is left out.
+ */
+export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
+  const out: FitOption[] = [];
+  const add = (label: string, change: Partial<RunConfig>) => {
+    const peak = tryPeak(cfg, change);
+    if (peak !== null) out.push({ label, change, peak, fits: peak <= budget });
+  };
+  // More stages: the cut by FLOPs over more ranks, up to a stage a block and the tab's workers.
+  const blocks = cfg.layers + 1;
+  const most = Math.min(Math.floor(blocks / cfg.virtual), Math.floor(MAX_RUN_RANKS / (cfg.dp * cfg.tp)));
+  let deeper: FitOption | null = null;
+  for (let ranks = cfg.ranks + 1; ranks <= most; ranks++) {
+    const change: Partial<RunConfig> = cfg.partition === 'cut' ? { ranks, partition: 'flops' } : { ranks };
+    const peak = tryPeak(cfg, change);
+    if (peak === null) continue;
+    deeper = { label: `more stages (ranks = ${ranks})`, change, peak, fits: peak <= budget };
+    if (deeper.fits) break;
+  }
+  if (deeper) out.push(deeper);
+  if (!cfg.recompute) add('recomputation (recompute = true)', { recompute: true });
+  if (cfg.zero < 3) add(cfg.dp > 1 ? 'ZeRO-3 (zero = 3)' : 'ZeRO-3 over two replicas (dp = 2, zero = 3)', cfg.dp > 1 ? { zero: 3 } : { dp: 2, zero: 3 });
+  if (cfg.swap !== 'all') add('activation swapping (swap = all)', { swap: 'all' });
+  if (!cfg.offloadOptimizer) add('optimizer offload (offloadOptimizer = true)', { offloadOptimizer: true });
+  if (out.length > 1 && !out.some((o) => o.fits)) {
+    // Together: the deepest cut, recomputation, offload (ZeRO-3 refuses offload: it keeps its state on the device).
+    const change = Object.assign({}, ...out.filter((o) => o.change.zero === undefined).map((o) => o.change)) as Partial<RunConfig>;
+    add(`all of ${out.filter((o) => o.change.zero === undefined).map((o) => o.label.split(' (')[0]).join(', ')} together`, change);
+  }
+  return out;
+}
+
+/** The refusal of a run whose planned peak passes its budget (null: no budget, or it fits). */
+export function budgetRefusal(cfg: RunConfig): string | null {
+  if (cfg.memoryBudget === undefined) return null;
+  const budget = cfg.memoryBudget * MiB;
+  const worst = worstPeak(cfg);
+  if (worst.total <= budget) return null;
+  const m = meshOfRun(cfg);
+  const w = workerOf(m, 0, worst.rank, 0);
+  const options = fitOptions(cfg, budget);
+  const fits = options.filter((o) => o.fits);
+  const over = options.filter((o) => !o.fits);
+  const list = (os: FitOption[]) => os.map((o) => `${o.label}: ${fmtBytes(o.peak)}`).join('; ');
+  const others = m.dp * (m.tp ?? 1) > 1 ? ' (and every replica and tp worker of its rank)' : '';
+  return (
+    `worker ${w} (${laneLabel(m, w)})${others} plans a peak of ${fmtBytes(worst.total)} (${byKindText(worst)}) against a budget of ${fmtBytes(budget)}. ` +
+    (fits.length > 0 ? `It would fit with ${list(fits)}.` : 'Nothing tried here fits it.') +
+    (over.length > 0 ? ` Still over: ${list(over)}.` : '')
+  );
+}
+
+/** Throws a ConfigError on `memoryBudget` when the run's planned peak passes its budget (before any worker starts). */
+export function checkMemoryBudget(cfg: RunConfig): void {
+  const refusal = budgetRefusal(cfg);
+  if (refusal) throw new ConfigError('memoryBudget', cfg.memoryBudget, refusal);
+}
