@@ -25,6 +25,7 @@ import { buildLayer } from './layers/build-layer.ts';
 import type { Layer, StageRouteLoad } from './layers/layer.ts';
 import { SoftmaxCrossEntropy } from './layers/loss.ts';
 import { routeLoadsOf, takeAuxLosses } from './stage-moe.ts';
+import { remapStash, tensorsOf, type Stash } from './stash.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
 import { disposeParam } from './param.ts';
@@ -50,23 +51,6 @@ export interface StageOptions {
 }
 
 export type ParamValues = Record<string, Float32Array | Float64Array>;
-
-interface Stash {
-  readonly n: number;
-  phase: 'forward' | 'input-done';
-  /** Recompute only: the stage input, and (last stage) a copy of the labels. */
-  input: Tensor | null;
-  labels: Tensor | null;
-  readonly lossScale: number;
-  /** Per layer, what its backward needs (null with recompute until backwardInput). */
-  saved: Tensor[][] | null;
-  /** Last stage, no recompute: the loss gradient, computed with the loss. */
-  dLogits: Tensor | null;
-  /** After backwardInput: per layer with parameters, the gradient of its output. */
-  dys: (Tensor | null)[] | null;
-  /** Swapped to the host (runtime/policies/swap.ts): its tensors stand for copies there, not on the device. */
-  away?: boolean;
-}
 
 export class Stage {
   readonly index: number;
@@ -185,7 +169,7 @@ export class Stage {
       result = loss;
     }
     this.stashes.set(mb, stash);
-    for (const t of this.tensorsOf(stash)) this.be.tag(t, 'stash');
+    for (const t of tensorsOf(stash)) this.be.tag(t, 'stash');
     return result;
   }
 
@@ -221,7 +205,7 @@ export class Stage {
         dy = dOutput as Tensor;
       }
     }
-    const before = this.tensorsOf(st, saved);
+    const before = tensorsOf(st, saved);
     const dys: (Tensor | null)[] = new Array<Tensor | null>(this.layers.length).fill(null);
     let cur: Tensor | null = dy;
     for (let i = this.layers.length - 1; i >= 0; i--) {
@@ -258,7 +242,7 @@ export class Stage {
       const dy = dys[i];
       if (dy && layer.backwardWeight) layer.backwardWeight(saved[i], dy);
     });
-    for (const t of this.tensorsOf(st)) this.be.dispose(t);
+    for (const t of tensorsOf(st)) this.be.dispose(t);
     this.stashes.delete(mb);
   }
 
@@ -327,26 +311,20 @@ export class Stage {
   /** Bytes (4 per element, as float32) held on the device in the stashes of all in-flight micro-batches (a swapped one's are on the host). */
   stashBytes(): number {
     let bytes = 0;
-    for (const st of this.stashes.values()) if (!st.away) for (const t of this.tensorsOf(st)) bytes += 4 * t.size;
+    for (const st of this.stashes.values()) if (!st.away) for (const t of tensorsOf(st)) bytes += 4 * t.size;
     return bytes;
   }
 
   /** Swapping: the distinct tensors micro-batch `mb`'s stash holds after its forward (to copy to the host). */
   stashTensors(mb: number): Tensor[] {
-    return [...this.tensorsOf(this.stashFor(mb, 'forward'))];
+    return [...tensorsOf(this.stashFor(mb, 'forward'))];
   }
 
   /** Swapping: micro-batch `mb`'s stash with each tensor replaced through `map`; `away`: it is on the host now (its backward refuses it). */
   remapStash(mb: number, map: ReadonlyMap<Tensor, Tensor>, away: boolean): void {
     const st = this.stashes.get(mb);
     if (!st) throw new ConfigError('mb', mb, `stage ${this.index} holds no stash of this micro-batch`);
-    const m = (t: Tensor | null) => (t ? (map.get(t) ?? t) : t);
-    st.input = m(st.input);
-    st.labels = m(st.labels);
-    st.dLogits = m(st.dLogits);
-    st.saved = st.saved?.map((ts) => ts.map((t) => map.get(t) ?? t)) ?? null;
-    st.dys = st.dys?.map(m) ?? null;
-    st.away = away;
+    remapStash(st, map, away);
   }
 
   liveStashes(): number {
@@ -388,7 +366,7 @@ export class Stage {
   }
 
   dispose(): void {
-    for (const st of this.stashes.values()) if (!st.away) for (const t of this.tensorsOf(st)) this.be.dispose(t);
+    for (const st of this.stashes.values()) if (!st.away) for (const t of tensorsOf(st)) this.be.dispose(t);
     this.stashes.clear();
     for (const p of this.params) disposeParam(this.be, p);
     for (const l of this.layers) if (l.auxLoss) this.be.dispose(l.auxLoss);
@@ -440,18 +418,6 @@ export class Stage {
   }
 
   /** Every distinct tensor a stash holds (optionally with a freshly recomputed `saved`). */
-  private tensorsOf(st: Stash, saved: Tensor[][] | null = st.saved): Set<Tensor> {
-    const all = new Set<Tensor>();
-    const add = (t: Tensor | null) => {
-      if (t) all.add(t);
-    };
-    add(st.input);
-    add(st.labels);
-    add(st.dLogits);
-    for (const s of saved ?? []) for (const t of s) all.add(t);
-    for (const t of st.dys ?? []) add(t);
-    return all;
-  }
 
   private async readAll(pick: (p: Param) => Tensor): Promise<ParamValues> {
     // Every parameter read at once: one wait for the device's queue, not one per parameter.

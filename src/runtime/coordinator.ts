@@ -13,6 +13,7 @@ import { cutPauses, StreamPauses, type PauseSwitch } from './executor/index.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './comm/index.ts';
+import { channelsFor } from './channels.ts';
 import { copyDifference, replicaDifference, tpDifference } from './report/index.ts';
 import { checkStart, type TrainProgress } from '../nn/train.ts';
 import { toTrainConfig } from '../config/run-config.ts';
@@ -113,32 +114,6 @@ export class RunError extends Error {
 /** The mesh of a plan. */
 export function meshOf(plan: RunPlan): Mesh {
   return meshOfRun(plan.config);
-}
-
-/**
- * The pairs of workers that need a channel: pipeline neighbours within each replica, ring neighbours across
- * replicas, and the ranks holding neighbouring copies of a stage (model copies, DualPipe: copy-sum.ts).
- */
-function channelsFor(plan: RunPlan): [number, number][] {
-  const m = meshOf(plan);
-  const pairs = new Set<string>();
-  const add = (a: number, b: number) => {
-    if (a !== b) pairs.add(a < b ? `${a},${b}` : `${b},${a}`);
-  };
-  const { stageToRank } = plan.schedule;
-  for (let d = 0; d < m.dp; d++) {
-    for (let j = 0; j < m.tp; j++) {
-      for (let s = 0; s + 1 < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s], j), workerOf(m, d, stageToRank[s + 1], j));
-      const k = stageToRank.length / (plan.schedule.copies ?? 1);
-      for (let s = k; s < stageToRank.length; s++) add(workerOf(m, d, stageToRank[s - k], j), workerOf(m, d, stageToRank[s], j));
-    }
-  }
-  for (let w = 0; w < workerCount(m); w++) {
-    add(w, ringNext(m, w));
-    // A stage's tp group: every member to every other (tp-collective.ts exchanges directly).
-    for (const v of tpGroup(m, w)) add(w, v);
-  }
-  return [...pairs].map((p) => p.split(',').map(Number) as [number, number]);
 }
 
 /** A worker's death named by its place in the mesh and what it was doing (its last status), e.g. inside an all-reduce. */
