@@ -11,7 +11,7 @@ import { bytes } from './format.ts';
 const COLORS = ['#4e79a7', '#f28e2b', '#76b7b2', '#e15759', '#bab0ac'];
 const W = 640;
 const LANE_H = 44;
-const LEFT = 88;
+const LEFT = 116;
 
 export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<RunReport, 'memory' | 'heldBytesPerWorker'>; testId?: string }) {
   if (!report.memory || report.memory.length === 0) return null;
@@ -31,10 +31,10 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
           const cum = lane.points.map((p) => p.stack.reduce<number[]>((acc, v) => [...acc, (acc[acc.length - 1] ?? 0) + v], []));
           return (
             <g key={lane.worker} data-testid="memory-lane" data-worker={lane.worker} data-peak={lane.peak.bytes} data-formula-peak={held?.formula.peak ?? ''}>
-              <text x={4} y={y0 - 18} fontSize={10}>
+              <text x={4} y={y0 - 18} fontSize={10} fill="currentColor">
                 worker {lane.worker}
               </text>
-              <text x={4} y={y0 - 6} fontSize={9} fill="#555">
+              <text x={4} y={y0 - 6} fontSize={9} fill="currentColor" opacity={0.7}>
                 {bytes(lane.peak.bytes)}
                 {held ? ` / ${bytes(held.formula.peak)}` : ''}
               </text>
@@ -49,8 +49,8 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
                 });
                 return <polygon key={s.name} points={[...upper, ...lower].join(' ')} fill={COLORS[k]} opacity={0.85}><title>{s.name}</title></polygon>;
               })}
-              <line x1={x(lane.peak.t)} x2={x(lane.peak.t)} y1={y(lane.peak.bytes) - 3} y2={y0} stroke="#000" strokeDasharray="2 2" />
-              <circle cx={x(lane.peak.t)} cy={y(lane.peak.bytes)} r={2.5} fill="#000">
+              <line x1={x(lane.peak.t)} x2={x(lane.peak.t)} y1={y(lane.peak.bytes) - 3} y2={y0} stroke="currentColor" strokeDasharray="2 2" />
+              <circle cx={x(lane.peak.t)} cy={y(lane.peak.bytes)} r={2.5} fill="currentColor">
                 <title>{`peak ${bytes(lane.peak.bytes)} at ${lane.peak.t.toFixed(1)} ms`}</title>
               </circle>
             </g>
