@@ -11,7 +11,7 @@
  * The state reads out and loads back by parameter name under PyTorch's slot names, as every optimizer's does.
  */
 import { ConfigError, requireInt } from '../util/errors.ts';
-import { ADAMW_DEFAULTS, OPTIMIZER_SLOTS, type OptimizerConfig, type OptimizerName, type OptimizerState } from './optimizer.ts';
+import { ADAMW_DEFAULTS, checkOptimizerState, OPTIMIZER_SLOTS, type OptimizerConfig, type OptimizerName, type OptimizerState } from './optimizer.ts';
 
 export type HostVector = Float32Array | Float64Array;
 
@@ -146,19 +146,8 @@ export class HostOptimizer {
 
   /** Sets the step count and every slot from `state` (by parameter name), checked whole first; each slot keeps its precision. */
   loadState(state: OptimizerState<ArrayLike<number>>): void {
-    if (state === null || typeof state !== 'object') throw new ConfigError('optimizer state', state, 'must be an object {name, steps, slots}');
-    if (state.name !== this.name) throw new ConfigError('optimizer state.name', state.name, `must be "${this.name}", the optimizer of this run`);
-    const steps = requireInt('optimizer state.steps', state.steps, 0);
+    const steps = checkOptimizerState(this.name, state, this.params);
     const names = OPTIMIZER_SLOTS[this.name];
-    for (const p of this.params) {
-      const own = state.slots !== null && typeof state.slots === 'object' && Object.hasOwn(state.slots, p.name) ? state.slots[p.name] : undefined;
-      if (own === null || typeof own !== 'object') throw new ConfigError(`optimizer state.slots["${p.name}"]`, 'missing', `must hold ${names.join(' and ')} of this parameter`);
-      for (const slot of names) {
-        const v = Object.hasOwn(own, slot) ? own[slot] : undefined;
-        if (v === undefined) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}`, 'missing', `must be given (${this.name} keeps ${names.join(' and ')})`);
-        if (v.length !== p.size) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}.length`, v.length, `must be ${p.size}`);
-      }
-    }
     for (const p of this.params) {
       const mine = this.slots.get(p.name) as HostVector[];
       names.forEach((slot, k) => mine[k].set(state.slots[p.name][slot]));

@@ -152,19 +152,8 @@ abstract class SlotOptimizer implements Optimizer {
   }
 
   loadState(state: OptimizerState<ArrayLike<number>>): void {
-    if (state === null || typeof state !== 'object') throw new ConfigError('optimizer state', state, 'must be an object {name, steps, slots}');
-    if (state.name !== this.name) throw new ConfigError('optimizer state.name', state.name, `must be "${this.name}", the optimizer of this run`);
-    const steps = requireInt('optimizer state.steps', state.steps, 0);
+    const steps = checkOptimizerState(this.name, state, this.params.map((p) => ({ name: p.name, size: p.value.size, shape: p.value.shape })));
     const names = OPTIMIZER_SLOTS[this.name];
-    for (const p of this.params) {
-      const own = state.slots !== null && typeof state.slots === 'object' && Object.hasOwn(state.slots, p.name) ? state.slots[p.name] : undefined;
-      if (own === null || typeof own !== 'object') throw new ConfigError(`optimizer state.slots["${p.name}"]`, 'missing', `must hold ${names.join(' and ')} of this parameter`);
-      for (const slot of names) {
-        const v = Object.hasOwn(own, slot) ? own[slot] : undefined;
-        if (v === undefined) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}`, 'missing', `must be given (${this.name} keeps ${names.join(' and ')})`);
-        if (v.length !== p.value.size) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}.length`, v.length, `must be ${p.value.size} (shape [${p.value.shape.join(', ')}])`);
-      }
-    }
     for (const [i, p] of this.params.entries()) {
       for (const [k, slot] of names.entries()) {
         const t = this.be.tensor(state.slots[p.name][slot], p.value.shape);
@@ -203,4 +192,26 @@ class AdamW extends SlotOptimizer {
     const { beta1 = ADAMW_DEFAULTS.beta1, beta2 = ADAMW_DEFAULTS.beta2, eps = ADAMW_DEFAULTS.eps } = this.cfg;
     this.be.adamwStep(p.value, p.grad, this.slots[0][i], this.slots[1][i], { lr: this.lr, beta1, beta2, eps, weightDecay, step, gradScale });
   }
+}
+
+/**
+ * Checks a saved optimizer state whole before any of it is set (the device optimizer's and the host's, ZeRO-Offload):
+ * its name is `name`, its step count a whole number, and every parameter of `params` has each slot of that
+ * optimizer at its size. Returns the step count.
+ */
+export function checkOptimizerState(name: OptimizerName, state: OptimizerState<ArrayLike<number>>, params: readonly { name: string; size: number; shape?: readonly number[] }[]): number {
+  if (state === null || typeof state !== 'object') throw new ConfigError('optimizer state', state, 'must be an object {name, steps, slots}');
+  if (state.name !== name) throw new ConfigError('optimizer state.name', state.name, `must be "${name}", the optimizer of this run`);
+  const steps = requireInt('optimizer state.steps', state.steps, 0);
+  const names = OPTIMIZER_SLOTS[name];
+  for (const p of params) {
+    const own = state.slots !== null && typeof state.slots === 'object' && Object.hasOwn(state.slots, p.name) ? state.slots[p.name] : undefined;
+    if (own === null || typeof own !== 'object') throw new ConfigError(`optimizer state.slots["${p.name}"]`, 'missing', `must hold ${names.join(' and ')} of this parameter`);
+    for (const slot of names) {
+      const v = Object.hasOwn(own, slot) ? own[slot] : undefined;
+      if (v === undefined) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}`, 'missing', `must be given (${name} keeps ${names.join(' and ')})`);
+      if (v.length !== p.size) throw new ConfigError(`optimizer state.slots["${p.name}"].${slot}.length`, v.length, `must be ${p.size}${p.shape ? ` (shape [${p.shape.join(', ')}])` : ''}`);
+    }
+  }
+  return steps;
 }
