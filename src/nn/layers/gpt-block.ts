@@ -46,6 +46,7 @@ import {
   createTorchLayerNorm, createTpTorchLinear, GPT_LN_EPS, rowParallelForward, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
   type TorchLayerNorm, type TorchLinear,
 } from './torch-linear.ts';
+import { blockAttentionProbs, causalProbs } from './attention-probs.ts';
 
 /** Indices into `saved` after forward. */
 const FULL = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9, c: 10, h: 11, g: 12 } as const;
@@ -104,23 +105,14 @@ export class GptBlock implements Layer {
     return this.sp ? [this.ln1.weight, this.ln1.bias, this.ln2.weight, this.ln2.bias] : [];
   }
 
-  /** The causal attention probabilities [B·H·T, T] of this worker's heads from qkv. */
+  /** The causal attention probabilities [B·H·T, T] from qkv. */
   private probs(qkv: Tensor): Tensor {
-    const S = this.be.attentionScores(qkv, this.heads, this.T, this.scale);
-    const P = this.be.causalSoftmax(S);
-    this.be.dispose(S);
-    return P;
+    return causalProbs(this.be, qkv, this.heads, this.T, this.scale);
   }
 
   /** The attention probabilities [B·H·T, T] this worker's heads give the block's input x (for pictures; nothing kept). */
   attentionProbs(x: Tensor): Tensor {
-    const be = this.be;
-    const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
-    const qkv = torchLinearForward(be, this.attn, l1.y);
-    for (const t of [l1.y, l1.mean, l1.rstd]) be.dispose(t);
-    const P = this.probs(qkv);
-    be.dispose(qkv);
-    return P;
+    return blockAttentionProbs(this.be, this.ln1, this.attn, x, this.heads, this.T, this.scale);
   }
 
   /** A column-parallel linear's forward on a LayerNorm's output: with sequence parallelism, on its rows all-gathered first. */

@@ -24,6 +24,7 @@ import {
   createTorchLayerNorm, createTorchLinear, GPT_LN_EPS, torchLinearBackwardInput, torchLinearBackwardWeight, torchLinearForward, torchLinearParams,
   type TorchLayerNorm, type TorchLinear,
 } from './torch-linear.ts';
+import { blockAttentionProbs, causalProbs } from './attention-probs.ts';
 
 /** The attention half's stash (indices into `saved` after forward); the MoE's follows from MOE_AT, then aux and dP. */
 const A = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9 } as const;
@@ -76,21 +77,12 @@ export class GptMoeBlock implements Layer {
 
   /** The causal attention probabilities [B·H·T, T] from qkv. */
   private probs(qkv: Tensor): Tensor {
-    const S = this.be.attentionScores(qkv, this.spec.heads, this.spec.blockSize, this.scale);
-    const P = this.be.causalSoftmax(S);
-    this.be.dispose(S);
-    return P;
+    return causalProbs(this.be, qkv, this.spec.heads, this.spec.blockSize, this.scale);
   }
 
   /** The attention probabilities [B·H·T, T] the block gives its input x (for pictures; nothing kept). */
   attentionProbs(x: Tensor): Tensor {
-    const be = this.be;
-    const l1 = be.layerNorm(x, this.ln1.weight.value, this.ln1.bias.value, GPT_LN_EPS);
-    const qkv = torchLinearForward(be, this.attn, l1.y);
-    for (const t of [l1.y, l1.mean, l1.rstd]) be.dispose(t);
-    const P = this.probs(qkv);
-    be.dispose(qkv);
-    return P;
+    return blockAttentionProbs(this.be, this.ln1, this.attn, x, this.spec.heads, this.spec.blockSize, this.scale);
   }
 
   async forward(x: Tensor, save: boolean): Promise<LayerForward> {
