@@ -5,28 +5,16 @@
  * final loss; a sentence read off the numbers; each run's timeline (swapping's and offload's intervals fill it).
  */
 import { useMemo } from 'react';
-import { cannotMeasureReason, FIT_PRESET_BUDGET_MIB, fitFigures, fitSentence, fitShapes, measureDpPp, useDpPpRuns } from '../../state/compare/index.ts';
+import { FIT_PRESET_BUDGET_MIB, fitFigures, fitSentence, fitShapes, measureDpPp } from '../../state/compare/index.ts';
 import { PresetErrors, PresetMeasure } from './PresetMeasure.tsx';
-import { usePipeLab } from '../../state/store/index.ts';
+import { usePresetRuns } from './use-preset-runs.ts';
 import { bytes, ms } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
 
 export function FitPanel({ steps }: { steps: number }) {
   const shapes = useMemo(() => fitShapes(steps), [steps]);
-  const runs = useDpPpRuns((s) => s.runs);
-  const session = usePipeLab((s) => s.session);
-  usePipeLab((s) => s.webgpu);
-  const mode = usePipeLab((s) => s.timelineMode);
-  const setMode = usePipeLab((s) => s.setTimelineMode);
-  const rows = shapes.map((s) => {
-    const m = runs[s.key];
-    const report = m?.status === 'done' ? m.report : null;
-    return { shape: s, m, report, f: report ? fitFigures(report) : null };
-  });
-  const done = rows.flatMap((r) => (r.f ? [{ key: r.shape.key, f: r.f }] : []));
-  const sentence = done.length === shapes.length ? fitSentence(done) : null;
-  const why = session === 'comparing' ? null : cannotMeasureReason();
-  const status = (r: (typeof rows)[number]) => (r.m?.status === 'running' ? 'running…' : r.m?.status === 'queued' ? 'queued' : r.m?.status === 'error' ? 'failed' : '—');
+  const { rows, done, allDone, comparing, why, status, mode, setMode } = usePresetRuns(shapes, fitFigures);
+  const sentence = allDone ? fitSentence(done) : null;
   const cfg = shapes[0].config;
   const budget = FIT_PRESET_BUDGET_MIB * 1024 * 1024;
 
@@ -38,7 +26,7 @@ export function FitPanel({ steps }: { steps: number }) {
         {steps} steps: as is its plan passes the budget of {bytes(budget)}, so a run with the budget is refused. Each way to fit runs here without the budget, so that every one is measured; the
         budget’s verdict on its plan stands beside it.
       </p>
-      <PresetMeasure label="▶ Measure the five runs" comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
+      <PresetMeasure label="▶ Measure the five runs" comparing={comparing} why={why} onMeasure={() => void measureDpPp(shapes)} />
       <div className="table-scroll" tabIndex={0} role="region" aria-label="Make it fit table (scrolls sideways on narrow windows)">
         <table className="numbers">
           <thead>

@@ -6,10 +6,9 @@
  * run's timeline (ZeRO-3's all-gathers fill it).
  */
 import { useMemo } from 'react';
-import { cannotMeasureReason } from '../../state/compare/index.ts';
-import { measureDpPp, useDpPpRuns } from '../../state/compare/index.ts';
+import { measureDpPp } from '../../state/compare/index.ts';
 import { PresetErrors, PresetMeasure } from './PresetMeasure.tsx';
-import { usePipeLab } from '../../state/store/index.ts';
+import { usePresetRuns } from './use-preset-runs.ts';
 import { ZERO_PRESET_DP, ZERO_PRESET_RANKS, zeroFigures, zeroSentence, zeroShapes, type ZeroFigures } from '../../state/compare/index.ts';
 import { bytes, ms } from '../timeline/format.ts';
 import { TimelinePanel } from '../timeline/TimelinePanel.tsx';
@@ -65,20 +64,8 @@ function MemoryBars({ rows }: { rows: readonly { key: string; f: ZeroFigures }[]
 
 export function ZeroPanel({ steps }: { steps: number }) {
   const shapes = useMemo(() => zeroShapes(steps), [steps]);
-  const runs = useDpPpRuns((s) => s.runs);
-  const session = usePipeLab((s) => s.session);
-  usePipeLab((s) => s.webgpu);
-  const mode = usePipeLab((s) => s.timelineMode);
-  const setMode = usePipeLab((s) => s.setTimelineMode);
-  const rows = shapes.map((s) => {
-    const m = runs[s.key];
-    const report = m?.status === 'done' ? m.report : null;
-    return { shape: s, m, report, f: report ? zeroFigures(report) : null };
-  });
-  const done = rows.flatMap((r) => (r.f ? [{ key: r.shape.key, f: r.f }] : []));
-  const sentence = done.length === shapes.length ? zeroSentence(done) : null;
-  const why = session === 'comparing' ? null : cannotMeasureReason();
-  const status = (r: (typeof rows)[number]) => (r.m?.status === 'running' ? 'running…' : r.m?.status === 'queued' ? 'queued' : r.m?.status === 'error' ? 'failed' : '—');
+  const { rows, done, allDone, comparing, why, status, mode, setMode } = usePresetRuns(shapes, zeroFigures);
+  const sentence = allDone ? zeroSentence(done) : null;
   const cfg = shapes[0].config;
 
   return (
@@ -88,7 +75,7 @@ export function ZeroPanel({ steps }: { steps: number }) {
         The same character MLP ({cfg.layers + 1} blocks of width {cfg.hidden}), {ZERO_PRESET_DP} replicas × {ZERO_PRESET_RANKS} ranks, 1F1B, batch {cfg.batchSize} in {cfg.microbatches} micro-batches per replica,
         {steps} steps, with each sharding: off; the optimizer state (ZeRO-1); + gradients (ZeRO-2); + weights (ZeRO-3), gathered once a step or again for every action.
       </p>
-      <PresetMeasure label="▶ Measure the five settings" comparing={session === 'comparing'} why={why} onMeasure={() => void measureDpPp(shapes)} />
+      <PresetMeasure label="▶ Measure the five settings" comparing={comparing} why={why} onMeasure={() => void measureDpPp(shapes)} />
       {done.length > 0 && <MemoryBars rows={done} />}
       <div className="table-scroll" tabIndex={0} role="region" aria-label="ZeRO table (scrolls sideways on narrow windows)">
         <table className="numbers">
