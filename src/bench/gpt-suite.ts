@@ -52,7 +52,7 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
   for (const c of grid) {
     const row = await ctx.page.evaluate(({ c, steps }) => window.pipelabBench.schedule(c, steps), { c, steps });
     ctx.log(
-      `${row.model} ${row.schedule} p=${row.p} m=${row.m}: makespan ${row.makespanMeasuredMs.toFixed(1)} ms measured, ${row.makespanSimulatedMs.toFixed(1)} simulated; bubble ${(100 * row.bubbleMeasured).toFixed(1)}% vs ${row.bubbleClosedForm === null ? 'n/a' : (100 * row.bubbleClosedForm).toFixed(1) + '%'} closed form`,
+      `${row.model} ${row.schedule} p=${row.p} m=${row.m}: makespan ${row.makespanMeasuredMs.toFixed(1)} ms measured, ${row.makespanSimulatedMs.toFixed(1)} simulated; bubble ${(100 * row.bubbleMeasured).toFixed(1)}% vs ${row.bubbleClosedForm === null ? 'n/a' : (100 * row.bubbleClosedForm).toFixed(1) + '%'} closed form${row.busiest ? `; last step ${row.busiest.stepMs.toFixed(1)} ms = ${row.busiest.stepOverKernel.toFixed(2)}× its busiest worker's kernels (${row.busiest.kernelMs.toFixed(1)} ms), waits ${row.busiest.waits.join('/')}, submits ${row.busiest.submits.join('/')}` : ''}`,
     );
     rows.push(row);
   }

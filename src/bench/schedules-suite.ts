@@ -8,6 +8,7 @@ import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { namesModelSwitch } from '../nn/train-config.ts';
 import type { SharedDevicePrediction } from './shared-device-rows.ts';
 import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
+import { computeOnly, timelineStats } from '../schedule/timeline.ts';
 import type { AllReduceFigures, RunReport } from '../runtime/report/index.ts';
 import type { TpFigures } from '../runtime/report/index.ts';
 
@@ -102,6 +103,11 @@ export interface ScheduleBenchRow {
   memory?: ({ worker: number; formula: number } & NonNullable<RunReport['heldBytesPerWorker'][number]['measured']>)[];
   /** The run recomputed its forwards in the backward (full recomputation). */
   recompute?: true;
+  /**
+   * Issue 53's yardstick, from the last step: its makespan against its busiest worker's kernel time (the sum of that
+   * worker's F/B/I/W intervals, each at its GPU time), and each worker's waits on its GPU and submits that step.
+   */
+  busiest?: { kernelMs: number; stepMs: number; stepOverKernel: number; waits: number[]; submits: number[] };
 }
 
 /**
@@ -177,6 +183,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     samplesPerSecond: r.samplesPerSecond,
     model: cfg.model,
     ...(cfg.recompute ? { recompute: true as const } : {}),
+    busiest: busiestWorker(r),
     memory: r.heldBytesPerWorker.flatMap((h, worker) => (h.measured ? [{ worker, ...h.measured, formula: h.formula.peak }] : [])),
     ...(cfg.sequenceParallel ? { sequenceParallel: true as const } : {}),
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
@@ -201,5 +208,19 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
           },
         }
       : {}),
+  };
+}
+
+/** The last step's makespan beside its busiest worker's kernel time, and its workers' waits and submits (ScheduleBenchRow.busiest). */
+export function busiestWorker(r: Pick<RunReport, 'timeline' | 'steps'>): NonNullable<ScheduleBenchRow['busiest']> {
+  const stats = timelineStats(computeOnly(r.timeline));
+  const kernelMs = Math.max(0, ...stats.perRank.map((u) => u.busy));
+  const counts = r.steps.at(-1)?.counts ?? [];
+  return {
+    kernelMs,
+    stepMs: stats.makespan,
+    stepOverKernel: kernelMs > 0 ? stats.makespan / kernelMs : 0,
+    waits: counts.map((c) => c.waits ?? 0),
+    submits: counts.map((c) => c.submits ?? 0),
   };
 }
