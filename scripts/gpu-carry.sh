@@ -63,7 +63,13 @@ CONF
 # Vulkan loader and glvnd, as Debian packages (unpacked into / there, as root).
 (cd "$p/gl" && apt-get download -q libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null 2>&1) || say "apt-get download of the GL packages failed: the lent machine must have them"
 # Node, Playwright, the app and the drivers.
-xz -9 -T2 -c "$(readlink -f "$(command -v node)")" > "$p/node.xz"
+node_bin=$(readlink -f "$(command -v node)")
+node_cache="${out%/}.node-$(sha256sum "$node_bin" | cut -c1-16).xz"
+if [ ! -f "$node_cache" ]; then
+  xz -9 -T2 -c "$node_bin" > "$node_cache.tmp"
+  mv "$node_cache.tmp" "$node_cache"
+fi
+cp "$node_cache" "$p/node.xz"
 tar -cJf "$p/node_modules.tar.xz" node_modules/playwright node_modules/playwright-core
 say "building the app (no source maps) ..."
 npx vite build --logLevel warn --outDir "$work/dist" --emptyOutDir --sourcemap false

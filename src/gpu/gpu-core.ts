@@ -12,7 +12,7 @@ import { MemoryLedger, type MemoryKind } from '../nn/memory-ledger.ts';
 import { checkCopyRange, checkDType, checkShape } from '../nn/shapes.ts';
 import { ConfigError, requireOneOf } from '../util/errors.ts';
 import { BufferPool } from './buffer-pool.ts';
-import { defaultNudgeMs, WaitNudger } from './wait-nudge.ts';
+import { nudgePolicy, WaitNudger } from './wait-nudge.ts';
 import { DeviceLostError, isSoftwareAdapter, type AcquiredDevice, type AdapterSummary } from './device.ts';
 import { describeTensor, GpuTensor } from './gpu-tensor.ts';
 import { K, WG1D } from './kernels.ts';
@@ -83,9 +83,12 @@ export class GpuCore {
     }
     this.isSoftware = isSoftwareAdapter(acq.adapterInfo);
     this.maxGroups = this.isSoftware ? 256 : 16384;
-    const nudgeMs = opts.nudgeWaitsMs ?? defaultNudgeMs(this.isSoftware);
+    const policy = nudgePolicy(this.isSoftware);
+    const nudgeMs = opts.nudgeWaitsMs ?? policy.intervalMs;
     if (!(nudgeMs >= 0)) throw new ConfigError('nudgeWaitsMs', nudgeMs, 'must be 0 (off) or a positive number of milliseconds');
-    this.nudger = nudgeMs > 0 ? new WaitNudger(() => this.device.queue.submit([]), nudgeMs) : null;
+    const nudge = () => this.device.queue.submit([]);
+    this.nudger =
+      nudgeMs <= 0 ? null : opts.nudgeWaitsMs === undefined ? new WaitNudger(nudge, nudgeMs, undefined, undefined, policy.backoff, policy.maxMs, policy.holdMs) : new WaitNudger(nudge, nudgeMs);
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes, this.memory);
     this.pipelines = new PipelineCache(this.device);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultNudgeMs, macrotask, WaitNudger } from './wait-nudge.ts';
+import { DEFAULT_NUDGE_HOLD_MS, DEFAULT_NUDGE_MAX_MS, DEFAULT_NUDGE_MS, defaultNudgeMs, macrotask, nudgePolicy, WaitNudger } from './wait-nudge.ts';
 
 /** A wait that ends when `end` is called. */
 function wait<T = void>(): { p: Promise<T>; end: (v: T) => void; fail: (e: unknown) => void } {
@@ -119,6 +119,36 @@ describe('WaitNudger', () => {
     const end = sent;
     for (let i = 0; i < 10; i++) await macrotask();
     expect(sent).toBe(end);
+  });
+
+  it('holds the first interval for holdMs of a stretch, then backs off', async () => {
+    let clock = 0;
+    const at: number[] = [];
+    // 0.25 ms a turn; gap 0.5 ms held for the first 2 ms, then doubling up to 2 ms.
+    const n = new WaitNudger(() => at.push(clock), 0.5, macrotask, () => (clock += 0.25), 2, 2, 2);
+    const w = wait();
+    const out = n.during(w.p);
+    for (let i = 0; i < 60; i++) await macrotask();
+    w.end();
+    await out;
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    expect(gaps.slice(0, 6)).toEqual([0.5, 0.5, 0.5, 0.5, 1, 2]);
+    expect(() => new WaitNudger(() => {}, 1, macrotask, now, 2, 2, -1)).toThrow(/holdMs must be ≥ 0, got -1/);
+  });
+
+  it('reads its policy from the build setting in a browser: off, an interval, or all four numbers; a bad one is refused by its rule', () => {
+    const g = globalThis as { document?: unknown };
+    g.document = {};
+    try {
+      expect(nudgePolicy(false, undefined)).toEqual({ intervalMs: DEFAULT_NUDGE_MS, backoff: 2, maxMs: DEFAULT_NUDGE_MAX_MS, holdMs: DEFAULT_NUDGE_HOLD_MS });
+      expect(nudgePolicy(true, undefined).intervalMs).toBe(0);
+      expect(nudgePolicy(false, '0').intervalMs).toBe(0);
+      expect(nudgePolicy(false, '0.1')).toEqual({ intervalMs: 0.1, backoff: 2, maxMs: DEFAULT_NUDGE_MAX_MS, holdMs: DEFAULT_NUDGE_HOLD_MS });
+      expect(nudgePolicy(false, '0.05,1.5,3,1')).toEqual({ intervalMs: 0.05, backoff: 1.5, maxMs: 3, holdMs: 1 });
+      expect(() => nudgePolicy(false, '0.5,0.5')).toThrow(/VITE_PIPELAB_GPU_NUDGE = "0.5,0.5": must be 0, <ms>, or <ms>,<backoff ≥ 1>/);
+    } finally {
+      delete g.document;
+    }
   });
 
   it('refuses an interval that is not positive', () => {

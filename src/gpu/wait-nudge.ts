@@ -59,10 +59,13 @@ export class WaitNudger {
     readonly backoff = 2,
     /** The longest gap (≥ intervalMs). */
     readonly maxMs = Math.max(intervalMs, DEFAULT_NUDGE_MAX_MS),
+    /** The gap stays intervalMs until a stretch of pending waits has lasted this long (ms, ≥ 0); then it backs off. */
+    readonly holdMs = 0,
   ) {
     if (!(intervalMs > 0)) throw new RangeError(`WaitNudger intervalMs must be > 0, got ${intervalMs}`);
     if (!(backoff >= 1)) throw new RangeError(`WaitNudger backoff must be ≥ 1, got ${backoff}`);
     if (!(maxMs >= intervalMs)) throw new RangeError(`WaitNudger maxMs must be ≥ intervalMs (${intervalMs}), got ${maxMs}`);
+    if (!(holdMs >= 0)) throw new RangeError(`WaitNudger holdMs must be ≥ 0, got ${holdMs}`);
     this.gap = intervalMs;
   }
 
@@ -95,12 +98,13 @@ export class WaitNudger {
     // A new stretch of waits: the first nudge goes at once, the next after intervalMs.
     this.last = -Infinity;
     this.gap = this.intervalMs;
+    const start = this.clock();
     try {
       while (this.pending > 0) {
         await this.turn();
         const t = this.clock();
         if (this.pending > 0 && t - this.last >= (this.last === -Infinity ? 0 : this.gap)) {
-          if (this.last !== -Infinity) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
+          if (this.last !== -Infinity && t - start >= this.holdMs) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
           this.last = t;
           this.nudges++;
           try {
@@ -120,18 +124,47 @@ export class WaitNudger {
 export const DEFAULT_NUDGE_MS = 0.25;
 /** The longest gap the back-off reaches by default. */
 export const DEFAULT_NUDGE_MAX_MS = 2;
+/** How long a stretch of waits is nudged every DEFAULT_NUDGE_MS before the gaps double. */
+export const DEFAULT_NUDGE_HOLD_MS = 0;
+
+/** How a backend nudges its waits (WaitNudger's parameters); intervalMs 0: not at all. */
+export interface NudgePolicy {
+  intervalMs: number;
+  backoff: number;
+  maxMs: number;
+  holdMs: number;
+}
 
 /**
  * The default: DEFAULT_NUDGE_MS on a hardware adapter in a browser (page or worker), else 0. A page built with
  * VITE_PIPELAB_GPU_NUDGE=0 turns it off, and =<ms> sets the interval (the bench's A/B builds).
  */
 export function defaultNudgeMs(isSoftware: boolean): number {
+  return nudgePolicy(isSoftware).intervalMs;
+}
+
+/**
+ * The nudge a backend on this adapter uses by default: none on a software adapter or outside a browser; else
+ * DEFAULT_NUDGE_MS backing off ×2 up to DEFAULT_NUDGE_MAX_MS after DEFAULT_NUDGE_HOLD_MS, or what the build
+ * says in VITE_PIPELAB_GPU_NUDGE (the bench's A/B builds): `0` (off), `<ms>`, or `<ms>,<backoff>,<maxMs>,<holdMs>`.
+ */
+export function nudgePolicy(isSoftware: boolean, set: string | undefined = buildNudgeSetting()): NudgePolicy {
+  const off: NudgePolicy = { intervalMs: 0, backoff: 1, maxMs: 0, holdMs: 0 };
   const g = globalThis as { document?: unknown; WorkerGlobalScope?: unknown };
   const inBrowser = typeof g.document !== 'undefined' || typeof g.WorkerGlobalScope !== 'undefined';
-  if (isSoftware || !inBrowser) return 0;
+  if (isSoftware || !inBrowser) return off;
+  const dflt: NudgePolicy = { intervalMs: DEFAULT_NUDGE_MS, backoff: 2, maxMs: DEFAULT_NUDGE_MAX_MS, holdMs: DEFAULT_NUDGE_HOLD_MS };
+  if (set === undefined || set.trim() === '') return dflt;
+  const [ms, backoff, maxMs, holdMs] = set.split(',').map(Number);
+  if (!(ms > 0)) return off;
+  const p: NudgePolicy = { intervalMs: ms, backoff: backoff ?? dflt.backoff, maxMs: maxMs ?? Math.max(ms, dflt.maxMs), holdMs: holdMs ?? dflt.holdMs };
+  if (!(p.backoff >= 1) || !(p.maxMs >= p.intervalMs) || !(p.holdMs >= 0)) {
+    throw new RangeError(`VITE_PIPELAB_GPU_NUDGE = ${JSON.stringify(set)}: must be 0, <ms>, or <ms>,<backoff ≥ 1>,<maxMs ≥ ms>,<holdMs ≥ 0>`);
+  }
+  return p;
+}
+
+function buildNudgeSetting(): string | undefined {
   const env = (import.meta as { env?: Record<string, string | undefined> }).env;
-  const set = env?.VITE_PIPELAB_GPU_NUDGE;
-  if (set === undefined || set === '') return DEFAULT_NUDGE_MS;
-  const ms = Number(set);
-  return Number.isFinite(ms) && ms > 0 ? ms : 0;
+  return env?.VITE_PIPELAB_GPU_NUDGE;
 }
