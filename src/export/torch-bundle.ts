@@ -15,7 +15,6 @@
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
  * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
  */
-import { moeOf } from '../nn/moe/moe-config.ts';
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import { labelCols, targetCount, type Examples } from '../data/examples.ts';
@@ -131,7 +130,7 @@ function labelShape(ex: Examples): number[] {
 /** One row of a block's input: a sequence of [blockSize, width] for the GPT's blocks and head, else its columns. */
 function blockInShape(b: BlockSpec): number[] {
   const first = b.layers[0];
-  return first.kind === 'gpt-block' || first.kind === 'gpt-head' ? [first.blockSize, first.dim] : [blockInCols(b)];
+  return first.kind === 'gpt-block' || first.kind === 'gpt-moe-block' || first.kind === 'gpt-head' ? [first.blockSize, first.dim] : [blockInCols(b)];
 }
 
 function examplesFile(ex: Examples, leading: number[]): Uint8Array {
@@ -145,7 +144,6 @@ function examplesFile(ex: Examples, leading: number[]): Uint8Array {
 /** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
 export function buildTorchBundle(config: RunConfig, program: TorchProgram): BundleFile[] {
   const { fault: _fault, ...run } = config;
-  if (moeOf(run)) throw new ConfigError('experts', run.experts, 'the PyTorch export has no mixture-of-experts blocks yet: export a dense GPT (experts = 0)');
   const plan = planRun(run);
   const { spec, schedule, stageBlocks, windows } = plan;
   const dataCols = spec.input.cols + 1;

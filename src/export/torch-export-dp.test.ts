@@ -6,7 +6,9 @@
  * same final weights, for 1F1B and ZB-H1, the char-MLP and the GPT, with and
  * without ZeRO-1 (four launches cover each pair: each schedule meets each model
  * once, and each model runs with and without ZeRO-1), one with the all-reduce
- * at the flush instead of overlapped.
+ * at the flush instead of overlapped; and an MoE GPT (GShard top-2 with drops,
+ * ZeRO-1), each replica routing its own micro-batches, against the page's run
+ * and the loop on dp × m micro-batches (the same routing groups).
  *
  * ZeRO-2 and ZeRO-3 (collectives.py: a reduce-scatter, emulated by an
  * all_reduce, after every backward; ZeRO-3's weights gathered before each
@@ -28,6 +30,7 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
 const names = withDataset(defaultRunConfig(), 'names');
@@ -40,6 +43,10 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-1, all-reduce at the flush (no overlap)', cfg: { ...charMlp, schedule: 'zb-h1', zero: 1, overlap: false } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-1', cfg: { ...gpt, schedule: '1f1b', zero: 1 } },
   { title: 'GPT, zb-h1, dp 2 × p 2', cfg: { ...gpt, schedule: 'zb-h1' } },
+  {
+    title: 'MoE GPT, GShard top-2, 4 experts, capacity factor 1.25 (drops), 1f1b, dp 2 × p 2, ZeRO-1 (each replica’s micro-batch its own routing group)',
+    cfg: { ...gpt, schedule: '1f1b', zero: 1, experts: 4, topK: 2, capacityFactor: 1.25, auxLossWeight: 0.1 },
+  },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-2', cfg: { ...charMlp, schedule: 'zb-h1', zero: 2 } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-2, no overlap', cfg: { ...gpt, schedule: '1f1b', zero: 2, overlap: false } },
   { title: 'char-MLP, interleaved-1f1b v 2, dp 2 × p 2, ZeRO-3, reshard per step, prefetch', cfg: { ...charMlp, schedule: 'interleaved-1f1b', virtual: 2, zero: 3, reshard: 'step', prefetch: true } },
@@ -58,7 +65,8 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
 
   CASES.forEach(({ title, cfg, resume }, i) => {
     it(title, async () => {
-      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+      // An MoE block routes each replica's micro-batch as its own group: one device with dp × m micro-batches has the same groups.
+      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg.experts ? { ...cfg, microbatches: cfg.dp * cfg.microbatches } : cfg));
       const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       expect({ dp: bundle.dp, ranks: bundle.ranks, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: cfg.batchSize / 8 });
@@ -75,6 +83,7 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       expect(lossDiff).toBeLessThan(1e-4);
       expect(weightDiff).toBeLessThan(1e-4);
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (cfg.experts) await moeChecks(title, cfg, r, dir, ref);
       if (!resume) return;
       // Every step's checkpoint holds the whole weights (ZeRO-3 gathers them): resuming step 1's repeats steps 1….
       const trained = readTrainedWeights(dir);

@@ -54,6 +54,7 @@ from collectives import DataParallel, replica_groups
 from copies import CopySum
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
+from moe import has_moe, take_aux
 from pipeline import PipelineRank
 from safetensors_io import read_safetensors, write_safetensors
 from stream import StreamUpdates, stream_step_losses
@@ -175,8 +176,9 @@ def train(proc, args, steps, resumed):
             losses.append(loss)
         proc.synchronize()
         step_ms.append((time.perf_counter() - t0) * 1000)
+        moe = step_aux(cfg, proc.device)
         if prints:
-            print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
+            print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}{'' if moe is None else f' aux {moe[0]:.9g} dropped {moe[1]:.0f}'}", flush=True)
         if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
             save_checkpoint(proc, flush, args, start, step + 1, losses)
     if proc.bundle.copies.n > 1:  # the copies took the same updates: they hold the same weights
@@ -189,6 +191,17 @@ def train(proc, args, steps, resumed):
     if prints and step_ms:
         rest = step_ms[1:] or step_ms
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
+
+
+def step_aux(cfg, device):
+    """An MoE model's aux loss of the step (alpha-weighted, every MoE block's groups: moe.py) and the token choices its
+    experts dropped for capacity, summed over every process (each counted its own blocks' micro-batches); None for a
+    dense model (no collective)."""
+    if not has_moe(cfg["model"]):
+        return None
+    t = torch.tensor(take_aux(), dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
 
 
 def train_stream(proc, args, steps, resumed=None):
