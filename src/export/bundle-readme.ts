@@ -118,9 +118,13 @@ its mean router probability) is weighted by the group's share of the step's toke
 the printed loss stays the cross-entropy, and each step's line ends with \`aux X dropped N\` (the step's weighted aux
 loss and the token choices dropped, summed over every process). All of it computes what the page computes
 (src/nn/moe/moe-reference.ts), with the pipeline, replicas, ZeRO, recomputation and DualPipe.
-Not exported: expert parallelism (every process holds all the experts of its stages; the page runs ep = 1 too), tensor
-parallelism and selective recomputation with experts (the page refuses both), and the aux and dropped counts of a
-PipeDream stream (its aux loss still trains; its lines show the loss only).
+Every process holds all the experts of its stages (config.json's \`ep\` = 1, as the page runs them). \`train.py\` also
+runs expert parallelism when config.json says \`ep\` = dp (tp = 1, ZeRO 0, one model copy, a flush): the ep processes
+of a pipeline rank sit side by side (process (rank · ep + replica)), each holds ${E} / ep of every block's experts, and
+each MoE block sends its buffers to the experts' processes and back by \`all_to_all_single\` (torch 1.13's gloo has it;
+NCCL too), with the same numbers. Not exported: tensor parallelism and selective recomputation with experts (the page
+refuses both), and the aux and dropped counts of a PipeDream stream (its aux loss still trains; its lines show the
+loss only).
 
 `;
 }

@@ -54,6 +54,12 @@ export interface TorchBundleConfig {
   ranks: number;
   /** Tensor-parallel processes per pipeline rank. */
   tp: number;
+  /**
+   * Processes sharing each stage's experts (expert parallelism): 1 (every process holds all its stages' experts; the
+   * tab runs ep = 1). train.py runs ep > 1 as src/schedule/mesh.ts's expertWorkerOf places it (ep = dp, tp = 1:
+   * moe.py's all_to_all_single over each ep group; bundle.py check_expert_parallel says what else it needs).
+   */
+  ep: number;
   /** Processes: dp × tp × ranks; process g = (replica · ranks + rank) · tp + j (src/schedule/mesh.ts). */
   world: number;
   /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-params.ts); the rest are whole on every tp process. Empty with tp = 1. */
@@ -182,6 +188,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     dp: run.dp,
     ranks: run.ranks,
     tp: run.tp,
+    ep: 1,
     world: workerCount(meshOfRun(run)),
     tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,

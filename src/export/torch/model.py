@@ -211,7 +211,7 @@ class GptMoeBlock(GptBlock):
     expert (tp = 1: the page splits no MoE block)."""
 
     def build_mlp(self, s, device, tp):
-        self.moe = MoeMlp(s, device, weight)
+        self.moe = MoeMlp(s, device, weight, s.get("expertParallel"))
         return [self.moe]
 
     def mlp(self, u):
@@ -264,7 +264,7 @@ class Stage:
     backward runs it again (with the weights bound then: pipeline.py binds a stream's micro-batch's version again
     before its backward); "selective", every GPT block recomputes its attention's core (GptBlock); None, neither."""
 
-    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute=None):
+    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute=None, ep=None):
         start, end = block_range
         self.index, self.layers, self.is_last, self.recompute = index, [], False, recompute
         for block in model["blocks"][start:end]:
@@ -276,6 +276,8 @@ class Stage:
                     raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
                 if recompute == "selective" and s["kind"] == "gpt-block":
                     s = dict(s, recomputeAttention=True)
+                if ep is not None and s["kind"] == "gpt-moe-block":
+                    s = dict(s, expertParallel=ep)  # this process's share of the experts (moe.ExpertParallel)
                 self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device, tp))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
@@ -306,10 +308,11 @@ def microbatch_loss(logits, target, scale):
     the WHOLE step's batch): a step's micro-batch losses add up to the batch mean, and so do their gradients."""
     return F.cross_entropy(logits.reshape(target.shape[0], -1), target, ignore_index=-1, reduction="sum") * scale
 
-def build_stages(cfg, rank, device, tp=WHOLE):
-    """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces)."""
+def build_stages(cfg, rank, device, tp=WHOLE, ep=None):
+    """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces; with ep,
+    a moe.ExpertParallel: its share of the experts)."""
     mode = recompute_mode(cfg)
-    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, mode) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, mode, ep) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
 
 
 def recompute_mode(cfg):

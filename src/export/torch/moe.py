@@ -15,6 +15,12 @@ The experts are stacked as the page stores them, no biases: experts.c_fc.weight 
 experts.c_proj.weight [E*C, 4C]. The dispatch gathers each expert's rows into a buffer [E, cap, C], the experts run
 as one batched matmul each way, the combine gathers back: every value is the reference's, to float32 rounding.
 
+With expert parallelism (config.json "ep" > 1: ExpertParallel) each of the ep processes of an ep group holds E / ep
+of every block's experts (expert e on process e // (E / ep), its rows of the stacked weights): each routes its own
+group into the buffers [E, cap, C] as above, one all_to_all_single over the ep group sends expert e's rows to its
+process and one brings the outputs back (their backward: the same exchange of the gradients); torch 1.13's gloo has
+all_to_all_single (not all_to_all), and so has NCCL. What each expert computes on each row is unchanged.
+
 The load-balancing loss aux = E * sum_e f_e * mean_s P[s, e] (f_e the share of the group's first choices on e, a
 count: no gradient), weighted by alpha * S / stepTokens (the group's share of the step's token rows): its gradient
 joins the router's wherever the block's output gradient arrives (with_aux), as the page adds it in backwardInput;
@@ -23,9 +29,58 @@ the weighted value is counted there too, once per micro-batch whatever recompute
 import math
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 from split_backward import recorded
+from waits import wait
+
+EXPERT_WEIGHTS = (".mlp.experts.c_fc.weight", ".mlp.experts.c_proj.weight")
+
+
+def is_expert_weight(name):
+    """Whether parameter `name` holds an MoE block's stacked experts (each ep process holds its rows of it)."""
+    return name.endswith(EXPERT_WEIGHTS)
+
+
+class ExpertParallel:
+    """This process's place among the `size` processes sharing every MoE block's experts (index: its place in its ep
+    group, the group's torch.distributed group set once the process group exists: train.py); size 1: every expert here."""
+
+    def __init__(self, size=1, index=0, timeout=None, who=""):
+        self.size, self.index, self.timeout, self.who = size, index, timeout, who
+        self.group, self.calls = None, 0
+
+    def rows(self, t):
+        """This process's rows of a whole stacked expert weight (its experts' blocks of rows)."""
+        n = t.shape[0] // self.size
+        return t[self.index * n:(self.index + 1) * n]
+
+    def pieces(self, tensors):
+        """{name: tensor} with the expert weights cut to this process's rows (the rest whole)."""
+        return {n: self.rows(t) if self.size > 1 and is_expert_weight(n) else t for n, t in tensors.items()}
+
+    def exchange(self, x):
+        """all_to_all_single over the ep group: x's i-th block of rows (dim 0 in `size` parts) to ep process i; the
+        result's i-th block came from process i."""
+        out = torch.empty_like(x)
+        work = dist.all_to_all_single(out, x.contiguous(), group=self.group, async_op=True)
+        wait(work, self.timeout, f"{self.who}: the experts' all_to_all_single did not finish within {self.timeout.total_seconds()} s")
+        self.calls += 1
+        return out
+
+
+class _AllToAll(torch.autograd.Function):
+    """ExpertParallel.exchange, differentiable: its gradient is the same exchange of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, x, ep):
+        ctx.ep = ep
+        return ep.exchange(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.ep.exchange(g), None
 
 _counted = []  # (weighted aux loss, choices dropped) of each group whose gradient went back since take_aux last read them
 
@@ -109,13 +164,15 @@ class MoeMlp:
     """The MoE MLP of GPT block `prefix` (s: the block's spec, kind 'gpt-moe-block'): router.weight, experts.c_fc.weight
     and experts.c_proj.weight under f"{prefix}.mlp"; `weight(shape, device)` makes a parameter (model.py's)."""
 
-    def __init__(self, s, device, weight):
+    def __init__(self, s, device, weight, ep=None):
         C, E, p = s["dim"], s["experts"], f"{s['prefix']}.mlp"
         self.C, self.E, self.k, self.cf = C, E, s["topK"], s["capacityFactor"]
         self.alpha, self.step_tokens = s["auxLossWeight"], s["stepTokens"]
+        self.ep = ep or ExpertParallel()
+        self.local = E // self.ep.size  # the experts this process holds
         self.router = weight((E, C), device)
-        self.fc = weight((E * 4 * C, C), device)
-        self.proj = weight((E * C, 4 * C), device)
+        self.fc = weight((self.local * 4 * C, C), device)
+        self.proj = weight((self.local * C, 4 * C), device)
         self.params = {f"{p}.router.weight": self.router, f"{p}.experts.c_fc.weight": self.fc, f"{p}.experts.c_proj.weight": self.proj}
         self.decay = {n: True for n in self.params}
 
@@ -129,12 +186,23 @@ class MoeMlp:
         sel, slot, row_token, dropped = route(probs, self.k, cap)
         gates = gates_of(probs, sel)
         u0 = torch.cat([u, u.new_zeros(1, C)])  # row S: an empty buffer row's input
-        xe = u0[row_token].view(E, cap, C)
-        h = recorded(torch.bmm(xe, self.fc.view(E, 4 * C, C).transpose(1, 2)), [self.fc])
-        ye = recorded(torch.bmm(F.gelu(h, approximate="tanh"), self.proj.view(E, C, 4 * C).transpose(1, 2)), [self.proj])
+        ye = self.experts(u0[row_token].view(E, cap, C))
         ye0 = torch.cat([ye.reshape(E * cap, C), ye.new_zeros(1, C)])  # row E * cap: what a dropped choice gets
         out = sum(gates[:, j:j + 1] * ye0[torch.where(slot[:, j] < 0, E * cap, slot[:, j])] for j in range(self.k))
         return with_aux(out.view(shape), aux_loss(probs, sel) * (self.alpha * S / self.step_tokens), dropped)
+
+
+    def experts(self, xe):
+        """The experts on their buffers xe [E, cap, C] -> ye [E, cap, C]; with ep > 1 each buffer goes to the process
+        holding its expert and back (all_to_all_single), this process computing its experts on every process's rows."""
+        C, L, n, cap = self.C, self.local, self.ep.size, xe.shape[1]
+        if n > 1:  # [n, L, cap, C] by destination -> by source, then [L, n * cap, C]: expert l's rows from every process
+            xe = _AllToAll.apply(xe, self.ep).view(n, L, cap, C).transpose(0, 1).reshape(L, n * cap, C)
+        h = recorded(torch.bmm(xe, self.fc.view(L, 4 * C, C).transpose(1, 2)), [self.fc])
+        ye = recorded(torch.bmm(F.gelu(h, approximate="tanh"), self.proj.view(L, C, 4 * C).transpose(1, 2)), [self.proj])
+        if n > 1:  # back: [n, L, cap, C] by source process, exchanged, is [E, cap, C] by expert
+            ye = _AllToAll.apply(ye.view(L, n, cap, C).transpose(0, 1).contiguous(), self.ep).view(n * L, cap, C)
+        return ye
 
 
 def has_moe(model):
