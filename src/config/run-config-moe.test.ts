@@ -62,10 +62,18 @@ describe('MoE fields: bad input named by field, value and rule', () => {
     expect(withDataset({ ...gpt, experts: 4, topK: 2 }, 'spiral').experts).toBeUndefined();
   });
 
-  it('the CLI names the flag, its value and the rule, and the PyTorch export refuses experts', () => {
+  it('the CLI names the flag, its value and the rule, and the PyTorch export carries the experts', () => {
     expect(run('export-torch', '--dataset', 'names', '--model', 'gpt', '--experts', '4', '--topK', '9', '--out', '/nonexistent-never-written').err).toContain('--topK = 9: must be an integer between 1 and 2');
-    const moe = run('export-torch', '--dataset', 'names', '--model', 'gpt', '--ranks', '1', '--layers', '1', '--experts', '4', '--steps', '1', '--out', '/nonexistent-never-written');
-    expect(moe.code).not.toBe(0);
-    expect(moe.err).toContain('experts = 4: the PyTorch export has no mixture-of-experts blocks yet');
+    const moe = run('export-torch', '--dataset', 'names', '--model', 'gpt', '--ranks', '1', '--layers', '2', '--experts', '4', '--topK', '2', '--moeEvery', '2', '--steps', '1', '--out', '/tmp/never-written');
+    expect(moe.code, moe.err).toBe(0);
+    const file = (name: string) => moe.files.get(`/tmp/never-written/${name}`) as string;
+    const bundle = JSON.parse(file('config.json')) as { run: RunConfig; model: { blocks: { layers: { kind: string; experts?: number; topK?: number }[] }[] } };
+    expect(bundle.run).toMatchObject({ experts: 4, topK: 2, moeEvery: 2 });
+    // Blocks 0 and 1 after the embedding: every other block's MLP is a mixture (block 1).
+    expect(bundle.model.blocks.flatMap((b) => b.layers).filter((l) => l.kind.startsWith('gpt-') && l.kind.endsWith('block')).map((l) => [l.kind, l.experts, l.topK])).toEqual([
+      ['gpt-block', undefined, undefined], ['gpt-moe-block', 4, 2],
+    ]);
+    expect(file('moe.py')).toContain('class MoeMlp');
+    expect(file('README.md')).toContain('## Mixture of experts');
   });
 });

@@ -6,6 +6,7 @@ import type { TextCorpus } from '../data/text-corpus.ts';
 import { TORCH_PROGRAM_FILES } from './torch-program.ts';
 import { torchrunLine } from './torchrun-command.ts';
 import { count } from '../util/count.ts';
+import { moeOf } from '../nn/moe/moe-config.ts';
 
 /** The mesh line's ZeRO part: which stage, and ZeRO-3's reshard and prefetch. */
 function zeroText(run: RunConfig): string {
@@ -95,6 +96,39 @@ does. Each step's loss is printed when the stream ends; no checkpoint is written
 refused. ${run.schedule === 'pipedream-2bw' ? "\`--resume FILE\` continues the page's checkpoint from inside the stream (step B, its older weight version as previous.*): the walk runs the actions of micro-batches B × m and later, the page's numbers." : "\`--resume\` is refused: a version is stashed per micro-batch in flight, so the stream resumes nowhere but its start."}`;
 }
 
+/** The mixture-of-experts section (moe.py): what train.py computes as the page does, what it prints, what is not exported. */
+function moeText(run: RunConfig): string {
+  const moe = moeOf(run);
+  if (!moe) return '';
+  const E = moe.experts, k = moe.topK;
+  const which = moe.moeEvery === 1 ? 'every GPT block' : 'every other GPT block (blocks 1, 3, …)';
+  const gates = k === 1
+    ? 'Switch top-1: each token goes to its most probable expert and its output is p · E(x), not renormalised'
+    : 'GShard top-2: each token goes to its two most probable experts with gates g1/(g1+g2) and g2/(g1+g2) (taken before the capacity)';
+  const capacity = moe.capacityFactor === 0
+    ? 'Dropless (capacity factor 0): every expert can take all S tokens of a group.'
+    : `Each expert takes at most ⌈${moe.capacityFactor} · ${k} · S / ${E}⌉ of a group's S tokens: the group's first choices in token order, then its second choices behind them; a choice past that is dropped, and a token that loses its choices passes through the block's residual only.`;
+  return `## Mixture of experts
+
+The MLP of ${which} is ${E} experts behind a router (\`moe.py\`): router.weight [${E}, C] (no bias), the experts stacked
+as \`mlp.experts.c_fc.weight\` [${E}·4C, C] and \`mlp.experts.c_proj.weight\` [${E}·C, 4C] (GELU-tanh, no biases). ${gates};
+ties go to the lower expert index. The routing group is one micro-batch's tokens on one process (its rows × blockSize).
+${capacity} The aux loss ${moe.auxLossWeight} · ${E} · Σ_e f_e · P_e (f_e the group's share of first choices on e, P_e
+its mean router probability) is weighted by the group's share of the step's tokens and its gradient joins the router's;
+the printed loss stays the cross-entropy, and each step's line ends with \`aux X dropped N\` (the step's weighted aux
+loss and the token choices dropped, summed over every process). All of it computes what the page computes
+(src/nn/moe/moe-reference.ts), with the pipeline, replicas, ZeRO, recomputation and DualPipe.
+Every process holds all the experts of its stages (config.json's \`ep\` = 1, as the page runs them). \`train.py\` also
+runs expert parallelism when config.json says \`ep\` = dp (tp = 1, ZeRO 0, one model copy, a flush): the ep processes
+of a pipeline rank sit side by side (process (rank · ep + replica)), each holds ${E} / ep of every block's experts, and
+each MoE block sends its buffers to the experts' processes and back by \`all_to_all_single\` (torch 1.13's gloo has it;
+NCCL too), with the same numbers. Not exported: tensor parallelism and selective recomputation with experts (the page
+refuses both), and the aux and dropped counts of a PipeDream stream (its aux loss still trains; its lines show the
+loss only).
+
+`;
+}
+
 export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
@@ -174,7 +208,7 @@ naming what differs (the mesh and the schedule may differ: they change how a ste
 torchrun --redirects 1 --tee 1 --nnodes=N --nproc_per_node=PER_NODE --node_rank=K --master_addr=HOST0 --master_port=29500 train.py --backend nccl
 \`\`\`
 
-${placementText(run)}## Profile the cluster, plan in the tab
+${moeText(run)}${placementText(run)}## Profile the cluster, plan in the tab
 
 \`train.py --profile\` trains nothing: it times each block's forward (F), input gradient (I) and weight gradient (W)
 for one micro-batch on its process's device (CUDA events on GPUs, wall time on CPU), the bytes each block keeps

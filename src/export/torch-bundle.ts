@@ -15,7 +15,6 @@
  * The program's text is a parameter: the page imports it with `?raw`, the CLI
  * reads it from disk (readTorchProgram in ./torch-program-disk.ts).
  */
-import { moeOf } from '../nn/moe/moe-config.ts';
 import { BatchSampler, splitMicrobatches } from '../data/batches.ts';
 import { createDataset } from '../data/datasets.ts';
 import { labelCols, targetCount, type Examples } from '../data/examples.ts';
@@ -55,6 +54,12 @@ export interface TorchBundleConfig {
   ranks: number;
   /** Tensor-parallel processes per pipeline rank. */
   tp: number;
+  /**
+   * Processes sharing each stage's experts (expert parallelism): 1 (every process holds all its stages' experts; the
+   * tab runs ep = 1). train.py runs ep > 1 as src/schedule/mesh.ts's expertWorkerOf places it (ep = dp, tp = 1:
+   * moe.py's all_to_all_single over each ep group; bundle.py check_expert_parallel says what else it needs).
+   */
+  ep: number;
   /** Processes: dp × tp × ranks; process g = (replica · ranks + rank) · tp + j (src/schedule/mesh.ts). */
   world: number;
   /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-params.ts); the rest are whole on every tp process. Empty with tp = 1. */
@@ -131,7 +136,7 @@ function labelShape(ex: Examples): number[] {
 /** One row of a block's input: a sequence of [blockSize, width] for the GPT's blocks and head, else its columns. */
 function blockInShape(b: BlockSpec): number[] {
   const first = b.layers[0];
-  return first.kind === 'gpt-block' || first.kind === 'gpt-head' ? [first.blockSize, first.dim] : [blockInCols(b)];
+  return first.kind === 'gpt-block' || first.kind === 'gpt-moe-block' || first.kind === 'gpt-head' ? [first.blockSize, first.dim] : [blockInCols(b)];
 }
 
 function examplesFile(ex: Examples, leading: number[]): Uint8Array {
@@ -145,7 +150,6 @@ function examplesFile(ex: Examples, leading: number[]): Uint8Array {
 /** Builds every file of the bundle. Throws a ConfigError for a configuration it cannot export. */
 export function buildTorchBundle(config: RunConfig, program: TorchProgram): BundleFile[] {
   const { fault: _fault, ...run } = config;
-  if (moeOf(run)) throw new ConfigError('experts', run.experts, 'the PyTorch export has no mixture-of-experts blocks yet: export a dense GPT (experts = 0)');
   const plan = planRun(run);
   const { spec, schedule, stageBlocks, windows } = plan;
   const dataCols = spec.input.cols + 1;
@@ -184,6 +188,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     dp: run.dp,
     ranks: run.ranks,
     tp: run.tp,
+    ep: 1,
     world: workerCount(meshOfRun(run)),
     tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,

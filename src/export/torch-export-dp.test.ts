@@ -6,7 +6,11 @@
  * same final weights, for 1F1B and ZB-H1, the char-MLP and the GPT, with and
  * without ZeRO-1 (four launches cover each pair: each schedule meets each model
  * once, and each model runs with and without ZeRO-1), one with the all-reduce
- * at the flush instead of overlapped.
+ * at the flush instead of overlapped; and an MoE GPT (GShard top-2 with drops,
+ * ZeRO-1), each replica routing its own micro-batches, against the page's run
+ * and the loop on dp × m micro-batches (the same routing groups); and the same
+ * model with config.json's ep = 2 (each replica holding half the experts, the
+ * tokens exchanged by all_to_all_single: moe.py), to the same numbers.
  *
  * ZeRO-2 and ZeRO-3 (collectives.py: a reduce-scatter, emulated by an
  * all_reduce, after every backward; ZeRO-3's weights gathered before each
@@ -20,7 +24,7 @@
  * before B and I, or before one step's F, or keeping p.grad after the
  * reduce-scatter, fails these cases.) Needs Debian's python3-torch.
  */
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -28,18 +32,33 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
 const names = withDataset(defaultRunConfig(), 'names');
 const charMlp: RunConfig = { ...names, layers: 3, hidden: 16, context: 3, embedDim: 8, batchSize: 32, microbatches: 4, steps: 3, evalEvery: 0, ranks: 2, dp: 2 };
 const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 4, steps: 3, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2, dp: 2 };
 
-/** `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat). */
-const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
+/**
+ * `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat).
+ * `ep`: the bundle's config.json says ep = 2 (the tab runs ep = 1; train.py's expert parallelism, moe.py).
+ */
+const CASES: { title: string; cfg: RunConfig; resume?: boolean; ep?: number }[] = [
   { title: 'char-MLP, 1f1b, dp 2 × p 2', cfg: { ...charMlp, schedule: '1f1b' } },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-1, all-reduce at the flush (no overlap)', cfg: { ...charMlp, schedule: 'zb-h1', zero: 1, overlap: false } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-1', cfg: { ...gpt, schedule: '1f1b', zero: 1 } },
   { title: 'GPT, zb-h1, dp 2 × p 2', cfg: { ...gpt, schedule: 'zb-h1' } },
+  {
+    title: 'MoE GPT, GShard top-2, 4 experts, capacity factor 1.25 (drops), 1f1b, dp 2 × p 2, ZeRO-1 (each replica’s micro-batch its own routing group)',
+    cfg: { ...gpt, schedule: '1f1b', zero: 1, experts: 4, topK: 2, capacityFactor: 1.25, auxLossWeight: 0.1 },
+  },
+  // Expert parallelism: each replica holds 2 of the 4 experts, the other replica's tokens reaching them by all_to_all_single;
+  // the same routing groups, so the page's dp = 2 run's numbers.
+  {
+    title: 'MoE GPT, Switch top-1, capacity factor 1, zb-h1, dp 2 × p 2 with ep = 2 (experts 0–1 on replica 0, 2–3 on replica 1), full recomputation',
+    cfg: { ...gpt, schedule: 'zb-h1', experts: 4, topK: 1, capacityFactor: 1, auxLossWeight: 0.1, recompute: true },
+    ep: 2,
+  },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-2', cfg: { ...charMlp, schedule: 'zb-h1', zero: 2 } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-2, no overlap', cfg: { ...gpt, schedule: '1f1b', zero: 2, overlap: false } },
   { title: 'char-MLP, interleaved-1f1b v 2, dp 2 × p 2, ZeRO-3, reshard per step, prefetch', cfg: { ...charMlp, schedule: 'interleaved-1f1b', virtual: 2, zero: 3, reshard: 'step', prefetch: true } },
@@ -53,12 +72,18 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
   let runs: TorchrunResult[] = [];
   beforeAll(async () => {
     bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
+    CASES.forEach(({ ep }, i) => {
+      if (!ep) return;
+      const path = join(bundles[i].dir, 'config.json');
+      writeFileSync(path, JSON.stringify({ ...(JSON.parse(readFileSync(path, 'utf8')) as TorchBundleConfig), ep }));
+    });
     runs = await runTorchrunMany(CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })));
   }, 900_000);
 
-  CASES.forEach(({ title, cfg, resume }, i) => {
+  CASES.forEach(({ title, cfg, resume, ep }, i) => {
     it(title, async () => {
-      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+      // An MoE block routes each replica's micro-batch as its own group: one device with dp × m micro-batches has the same groups.
+      const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg.experts ? { ...cfg, microbatches: cfg.dp * cfg.microbatches } : cfg));
       const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
       expect({ dp: bundle.dp, ranks: bundle.ranks, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: cfg.batchSize / 8 });
@@ -66,8 +91,18 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
-      // One process prints the losses: the last stage's of replica 0 (process 1), the sum over both replicas.
-      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual(['[default1]:step 0 loss']);
+      // One process prints the losses: the last stage's of replica 0 (process 1; with ep = 2 the replicas of a rank sit
+      // side by side, so process 2), the sum over both replicas.
+      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${ep ? 2 : 1}]:step 0 loss`]);
+      if (ep) {
+        // Process g = rank · 2 + replica; each holds its replica's half of the experts and exchanges 6 times per MoE
+        // block and micro-batch (2 in F, 2 in I, 2 in the recomputed forward).
+        const moeBlocks = bundle.stageBlocks.map(([a, b]) => (bundle.model as { blocks: { layers: { kind: string }[] }[] }).blocks.slice(a, b).filter((bl) => bl.layers.some((l) => l.kind === 'gpt-moe-block')).length);
+        for (let g = 0; g < 4; g++) {
+          const calls = moeBlocks[Math.floor(g / 2)] * cfg.microbatches * cfg.steps * 6;
+          expect(r.output, r.output).toContain(`[default${g}]:rank ${g}: ep rank ${g % 2} of 2: experts ${2 * (g % 2)}..${2 * (g % 2) + 1} of ${moeBlocks[Math.floor(g / 2)]} MoE blocks, ${calls} all_to_all_single calls`);
+        }
+      }
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);
       const lossDiff = maxRelativeDiff(r.losses, ref.losses);
       const weightDiff = maxWeightDiff(comparable(readTrainedWeights(dir)), comparable(ref.params));
@@ -75,6 +110,7 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       expect(lossDiff).toBeLessThan(1e-4);
       expect(weightDiff).toBeLessThan(1e-4);
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (cfg.experts) await moeChecks(title, cfg, r, dir, ref);
       if (!resume) return;
       // Every step's checkpoint holds the whole weights (ZeRO-3 gathers them): resuming step 1's repeats steps 1….
       const trained = readTrainedWeights(dir);

@@ -25,6 +25,7 @@ import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
 const names = withDataset(defaultRunConfig(), 'names');
@@ -41,6 +42,11 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4, ZeRO-1', cfg: { ...charMlp, dp: 2, zero: 1 } },
   { title: 'char-MLP, dualpipe, dp 2 × p 2, m 4, ZeRO-3', cfg: { ...charMlp, dp: 2, zero: 3 } },
   { title: 'GPT, dualpipe, tp 2 × p 2, m 4', cfg: { ...gpt, ranks: 2, microbatches: 4, tp: 2 } },
+  // A mixture-of-experts GPT (moe.py): each copy's blocks route their own micro-batches; the aux loss summed over both.
+  {
+    title: 'MoE GPT, GShard top-2, 4 experts, dropless, dualpipe, p 2, m 4',
+    cfg: { ...gpt, ranks: 2, microbatches: 4, batchSize: 8, experts: 4, topK: 2, capacityFactor: 0, auxLossWeight: 0.1 },
+  },
 ];
 
 describe('DualPipe (two model copies) under torchrun equals the float64 single-device loop', () => {
@@ -86,6 +92,7 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
       expect(weightDiff).toBeLessThan(1e-4);
       expect(Number(copies![1])).toBe(0);
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (cfg.experts) await moeChecks(title, cfg, r, dir, ref);
       if (!resume) return;
       // The checkpoint holds copy 0's weights by name; a resume loads them into both copies.
       const trained = readTrainedWeights(dir);

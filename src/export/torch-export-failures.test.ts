@@ -33,19 +33,37 @@ describe('what the exported program refuses', () => {
     }
   }, 180_000);
 
-  it('refuses a bundle whose schedule.csv has another pipeline width than config.json, naming both process counts', () => {
+  it('refuses a bundle whose schedule.csv has another pipeline width than config.json, naming both process counts; and an ep it cannot run, naming the field, the value and the rule', () => {
     const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
     writeFileSync(join(dir, 'schedule.csv'), toCsv(generateSchedule('1f1b', 3, small.microbatches)));
     // Another bundle of the run whose config.json says world = 6.
     const { dir: world6 } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
     const cfg = JSON.parse(readFileSync(join(world6, 'config.json'), 'utf8')) as Record<string, unknown>;
     writeFileSync(join(world6, 'config.json'), JSON.stringify({ ...cfg, world: 6 }));
-    // All three in one Python process (torch imported once).
-    const [rank0, rank3, six] = runPythonMany([
+    // Expert parallelism (config.json's ep; the tab runs ep = 1): what train.py cannot run is refused before any group starts.
+    const moe: RunConfig = { ...small, dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 2, ranks: 1, dp: 2, steps: 1, experts: 6, schedule: '1f1b' };
+    const epBundle = (cfg: RunConfig, ep: number) => {
+      const { dir: d } = writeTempBundle(cfg);
+      writeFileSync(join(d, 'config.json'), JSON.stringify({ ...(JSON.parse(readFileSync(join(d, 'config.json'), 'utf8')) as Record<string, unknown>), ep }));
+      return { dir: d, env: { RANK: '0', WORLD_SIZE: '2' } };
+    };
+    const EP_REFUSALS: [RunConfig, number, string][] = [
+      [{ ...small, schedule: '1f1b', ranks: 1, dp: 2, steps: 1 }, 2, 'config.json: ep = 2: needs a mixture-of-experts model (experts > 0)'],
+      [moe, 4, 'config.json: ep = 4: must divide the experts ([6])'],
+      [{ ...moe, experts: 4 }, 4, 'config.json: ep = 4: must equal dp = 2 in this train.py (each replica holds its own share of the experts)'],
+      [{ ...moe, zero: 1 }, 2, 'config.json: zero = 1: must be 0 with ep > 1'],
+    ];
+    // All in one Python process (torch imported once).
+    const [rank0, rank3, six, ...epRuns] = runPythonMany([
       { dir, env: { RANK: '0', WORLD_SIZE: '4' } },
       { dir, env: { RANK: '3', WORLD_SIZE: '4' } },
       { dir: world6, env: { RANK: '0', WORLD_SIZE: '6' } },
+      ...EP_REFUSALS.map(([cfg, ep]) => epBundle(cfg, ep)),
     ]);
+    EP_REFUSALS.forEach(([, , message], i) => {
+      expect(epRuns[i].code).not.toBe(0);
+      expect(epRuns[i].output).toContain(message);
+    });
     for (const r of [rank0, rank3]) {
       expect(r.code).not.toBe(0);
       expect(r.output).toContain('schedule.csv holds 3 rows (one per pipeline rank), so dp x rows = 2 x 3 = 6 processes, but config.json is for dp x ranks = 2 x 2 = 4 processes');

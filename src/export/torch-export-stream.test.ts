@@ -35,6 +35,9 @@ const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, 
 const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'PipeDream, char-MLP, p = 3, m = 4 (up to 3 weight versions a stage), AdamW', cfg: { ...charMlp, schedule: 'pipedream', ranks: 3 } },
   { title: 'PipeDream, GPT, p = 2, SGD with momentum', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, optimizer: 'sgd', lr: 0.1, momentum: 0.9 } },
+  // A mixture-of-experts GPT (moe.py): its router and experts bound per weight version like every other weight; the aux
+  // loss's gradient in every backward (its value and drops are not printed for a stream: the bundle's README says so).
+  { title: 'PipeDream, MoE GPT (4 experts, GShard top-2, capacity factor 1, α 0.1), p = 2, AdamW', cfg: { ...gpt, schedule: 'pipedream', ranks: 2, experts: 4, topK: 2, capacityFactor: 1, auxLossWeight: 0.1 } },
   { title: 'PipeDream-2BW, char-MLP, p = 2, m = 4, AdamW', cfg: { ...charMlp, schedule: 'pipedream-2bw', ranks: 2 } },
   { title: 'PipeDream, char-MLP, p = 3, full recomputation (a backward runs its forward again on its own micro-batch’s weight version)', cfg: { ...charMlp, schedule: 'pipedream', ranks: 3, recompute: true } },
   { title: 'PipeDream-2BW, GPT, p = 4, m = 4 (m = p: the first stage runs 3 forwards ahead), AdamW', cfg: { ...gpt, schedule: 'pipedream-2bw', ranks: 4 } },

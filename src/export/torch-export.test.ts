@@ -2,9 +2,12 @@
  * The exported PyTorch program, run for real under torchrun (CPU, gloo),
  * against the float64 CPU single-device loop (src/nn/train.ts): the same loss
  * at every step, the same final weights and the same held-out loss, for every
- * data set, model kind and activation the page offers and for the GPT. What it
- * refuses and how it fails: ./torch-export-failures.test.ts. Needs Debian's
- * python3-torch (scripts/install-deps.sh).
+ * data set, model kind and activation the page offers and for the GPT, dense
+ * and with a mixture of experts (Switch and GShard, with capacity drops and
+ * dropless: also against the page's own run, aux loss and drops included,
+ * ./testing/moe-page.ts). What it refuses and how it fails:
+ * ./torch-export-failures.test.ts. Needs Debian's python3-torch
+ * (scripts/install-deps.sh).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -15,6 +18,7 @@ import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '..
 import { fromCsv, generateSchedule } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
 import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { moeChecks } from './testing/moe-page.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { mobyDickText } from '../data/moby-dick.ts';
 import { corpusFromText } from '../data/text-corpus.ts';
@@ -29,6 +33,9 @@ const gpt: RunConfig = {
   ...withDataset(defaultRunConfig(), 'names'), model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16,
   batchSize: 8, microbatches: 4, steps: 5, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2,
 };
+
+/** The MoE cases' experts and aux loss weight. */
+const moe = { experts: 4, auxLossWeight: 0.1, steps: 3 } as const;
 
 /** What varies beside the data set and the activation: the schedule (so I/W split, interleaving, ZB-V's two stages per rank and Hanayo's waves) and once the optimizer. */
 type Variant = { label: string; change: Partial<RunConfig> };
@@ -67,6 +74,11 @@ const CASES: { title: string; cfg: RunConfig }[] = [
   { title: 'gpt, 1f1b, p = 2', cfg: { ...gpt, schedule: '1f1b' } },
   { title: 'gpt, zb-h1, p = 2, selective recomputation (the attention core again in I, torch.utils.checkpoint)', cfg: { ...gpt, schedule: 'zb-h1', recomputeAttention: true } },
   { title: 'gpt, zb-h1, p = 2, full recomputation (each stage’s forward again in I, torch.utils.checkpoint)', cfg: { ...gpt, schedule: 'zb-h1', recompute: true } },
+  // Mixture-of-experts GPTs (moe.py), 4 experts, α = 0.1, 3 steps: torchrun against the page's own run too (moeChecks;
+  // DualPipe's in ./torch-export-dualpipe.test.ts, dp's in ./torch-export-dp.test.ts).
+  { title: 'MoE GPT, Switch top-1, capacity factor 1 (drops), zb-h1, p = 2 (the router and experts split into I and W)', cfg: { ...gpt, ...moe, schedule: 'zb-h1', topK: 1, capacityFactor: 1 } },
+  { title: 'MoE GPT, GShard top-2, capacity factor 1 (first and second choices dropped), experts every other block, 1f1b, p = 2, full recomputation', cfg: { ...gpt, ...moe, schedule: '1f1b', topK: 2, capacityFactor: 1, moeEvery: 2, recompute: true } },
+  { title: 'MoE GPT, GShard top-2, dropless (capacity factor 0), interleaved-1f1b, v = 2, p = 2', cfg: { ...gpt, ...moe, schedule: 'interleaved-1f1b', virtual: 2, topK: 2, capacityFactor: 0 } },
   {
     title: 'your text: the GPT on the first 20,000 characters of Moby-Dick, 1f1b, p = 4 (blocks of 17 characters, the excerpt’s own vocabulary)',
     cfg: { ...withDataset(defaultRunConfig(), 'text', mobyExcerpt.hash), layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, steps: 4, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 4, schedule: '1f1b' },
@@ -97,6 +109,7 @@ describe('the exported PyTorch program equals the float64 single-device loop', (
       expect(weightDiff).toBeLessThan(1e-4);
       // The held-out loss train.py prints is the float64 reference's, to float32 rounding.
       expect(Math.abs(r.heldout - ref.final.valLoss) / ref.final.valLoss).toBeLessThan(1e-4);
+      if (cfg.experts) await moeChecks(title, cfg, r, dir, ref);
       if (cfg.dataset === 'text') {
         // The bundle keeps the text it trained on, and its vocabulary.
         expect(new TextDecoder().decode(files.find((f) => f.path === 'text.txt')!.data as Uint8Array)).toBe(mobyExcerpt.text);

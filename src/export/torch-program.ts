@@ -4,7 +4,7 @@
  * one idea: train.py (the entry: flags, the training loop, the final weights),
  * bundle.py (config.json, schedule.csv, the replica-major mesh and their
  * checks), data.py (a replica's rows of each step's batch), model.py (layers,
- * stages, the loss), pipeline.py (one step of a rank's schedule row with
+ * stages, the loss), moe.py (a GPT block's mixture-of-experts MLP and its aux loss), pipeline.py (one step of a rank's schedule row with
  * point-to-point messages), split_backward.py (I and W without computing twice),
  * collectives.py (the data-parallel flush: gradient
  * all-reduce, ZeRO-1; ZeRO-2's reduce-scatters and ZeRO-3's gathers around
@@ -32,6 +32,7 @@ export const TORCH_PROGRAM_FILES = [
   'bundle.py',
   'data.py',
   'model.py',
+  'moe.py',
   'pipeline.py',
   'split_backward.py',
   'collectives.py',

@@ -47,6 +47,9 @@ export interface TorchrunResult {
   losses: number[];
   /** Per step, the last stage's wall time in ms. */
   stepMs: number[];
+  /** Per step, an MoE model's aux loss and the token choices its experts dropped (`… aux X dropped N` on the step's line); empty for a dense model. */
+  auxLosses: number[];
+  dropped: number[];
   heldout: number;
 }
 
@@ -130,13 +133,17 @@ async function launch(dir: string, ranks: number, program: readonly string[], ti
 function parseRun(code: number | null, output: string): TorchrunResult {
   const losses: number[] = [];
   const stepMs: number[] = [];
+  const auxLosses: number[] = [];
+  const dropped: number[] = [];
   // Numbers read strictly: under load torchrun's tee can glue another process's prefixed output to a line's end.
-  for (const m of output.matchAll(/step (\d+) loss ([-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)) ms (\d+(?:\.\d+)?)/gi)) {
+  const num = String.raw`([-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))`;
+  for (const m of output.matchAll(new RegExp(String.raw`step (\d+) loss ${num} ms (\d+(?:\.\d+)?)(?: aux ${num} dropped (\d+))?`, 'gi'))) {
     losses[Number(m[1])] = Number(m[2]);
     stepMs[Number(m[1])] = Number(m[3]);
+    if (m[4] !== undefined) [auxLosses[Number(m[1])], dropped[Number(m[1])]] = [Number(m[4]), Number(m[5])];
   }
   const h = /heldout loss (\S+)/.exec(output);
-  return { code, output, losses, stepMs, heldout: h ? Number(h[1]) : NaN };
+  return { code, output, losses, stepMs, auxLosses, dropped, heldout: h ? Number(h[1]) : NaN };
 }
 
 /** Where `python3 train.py` runs without torchrun (checks that stop a process before any process group starts). */

@@ -21,18 +21,28 @@ import os
 
 class Mesh:
     """dp replicas of a pipeline of `ranks` ranks, each rank's stages split over tp processes;
-    process g = (replica * ranks + rank) * tp + j."""
+    process g = (replica * ranks + rank) * tp + j. With experts sharded over ep processes (ep a multiple of tp whose
+    g = ep / tp divides dp; src/schedule/mesh.ts expertWorkerOf) the g replicas of an ep group sit side by side:
+    process ((replica // g * ranks + rank) * g + replica % g) * tp + j."""
 
-    def __init__(self, dp, ranks, tp=1):
-        self.dp, self.ranks, self.tp, self.world = dp, ranks, tp, dp * tp * ranks
+    def __init__(self, dp, ranks, tp=1, ep=1):
+        self.dp, self.ranks, self.tp, self.ep, self.world = dp, ranks, tp, ep, dp * tp * ranks
+        self.g = max(1, ep // tp)
 
     def place(self, g):
         """(replica, pipeline rank, tp rank) of global rank g."""
         pipe, j = divmod(g, self.tp)
-        return (*divmod(pipe, self.ranks), j)
+        block, d = divmod(pipe, self.g)
+        outer, rank = divmod(block, self.ranks)
+        return outer * self.g + d, rank, j
 
     def process(self, replica, rank, j):
-        return (replica * self.ranks + rank) * self.tp + j
+        return ((replica // self.g * self.ranks + rank) * self.g + replica % self.g) * self.tp + j
+
+    def ep_group(self, replica, rank):
+        """The processes sharing replica `replica`'s pipeline rank's experts (tp = 1), in ep order."""
+        first = replica // self.g * self.g
+        return [self.process(first + i, rank, 0) for i in range(self.g)]
 
     def group(self, rank, j):
         """The processes holding tp rank j's piece of pipeline rank `rank`'s stages, one per replica, in replica order."""
@@ -44,7 +54,8 @@ class Mesh:
 
     def describe(self):
         if self.tp == 1:
-            return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes"
+            ep = f" (ep = {self.ep} of the replicas share each stage's experts)" if self.ep > 1 else ""
+            return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes{ep}"
         return f"dp x tp x ranks = {self.dp} x {self.tp} x {self.ranks} = {self.world} processes"
 
 
@@ -96,6 +107,26 @@ def read_schedule(path):
     return order
 
 
+def check_expert_parallel(cfg, mesh, copies):
+    """What this train.py runs with ep > 1 (moe.py's all_to_all_single over each ep group): a mixture-of-experts GPT
+    whose experts divide by ep, ep = dp (each replica holds its own share of every stage's experts), tp = 1, ZeRO 0,
+    one model copy and a flush; anything else stops every process naming the field, its value and the rule."""
+    experts = {s.get("experts") for b in cfg["model"]["blocks"] for s in b["layers"] if s["kind"] == "gpt-moe-block"}
+    run = cfg.get("run", {})
+    rules = [
+        (not experts, "ep", mesh.ep, "needs a mixture-of-experts model (experts > 0)"),
+        (any(e % mesh.ep for e in experts), "ep", mesh.ep, f"must divide the experts ({sorted(experts)})"),
+        (mesh.ep != mesh.dp, "ep", mesh.ep, f"must equal dp = {mesh.dp} in this train.py (each replica holds its own share of the experts)"),
+        (mesh.tp != 1, "tp", mesh.tp, "must be 1 with ep > 1"),
+        (run.get("zero", 0) != 0, "zero", run.get("zero", 0), "must be 0 with ep > 1"),
+        (copies.n != 1, "schedule", cfg["schedule"], "must run one model copy with ep > 1"),
+        (cfg.get("update", "flush") != "flush", "schedule", cfg["schedule"], "must flush every step with ep > 1"),
+    ]
+    for bad, field, value, rule in rules:
+        if bad:
+            raise SystemExit(f"config.json: {field} = {value}: {rule}")
+
+
 class Bundle:
     """config.json and schedule.csv of the folder `here`, checked against each other."""
 
@@ -104,7 +135,7 @@ class Bundle:
         with open(self.path("config.json")) as f:
             self.cfg = json.load(f)
         self.order = read_schedule(self.path("schedule.csv"))
-        self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"], self.cfg.get("tp", 1))
+        self.mesh = Mesh(self.cfg.get("dp", 1), self.cfg["ranks"], self.cfg.get("tp", 1), self.cfg.get("ep", 1))
         self.copies = Copies(self.cfg)
         self.check()
 
@@ -115,6 +146,8 @@ class Bundle:
         cfg, mesh = self.cfg, self.mesh
         if cfg.get("world", mesh.world) != mesh.world:
             raise SystemExit(f"config.json: world = {cfg['world']}, but its {mesh.describe()}")
+        if mesh.ep > 1:
+            check_expert_parallel(cfg, mesh, self.copies)
         if len(self.order) != mesh.ranks:
             rows = len(self.order)
             its = f"dp x rows = {mesh.dp} x {rows}" if mesh.tp == 1 else f"dp x tp x rows = {mesh.dp} x {mesh.tp} x {rows}"

@@ -40,6 +40,7 @@ import torch
 import torch.distributed as dist
 
 from checkpoint import SLOTS, optimizer_slots, optimizer_state_dict
+from moe import is_expert_weight
 from optimizer import make_optimizer, step_with_lr
 from waits import wait
 
@@ -232,6 +233,8 @@ class DataParallel:
     def __init__(self, mesh, replica, rank, group, stages, opt, zero, overlap, timeout, row=(), reshard="step", prefetch=False):
         self.dp, self.rank, self.group, self.stages, self.overlap, self.timeout = mesh.dp, rank, group, stages, overlap, timeout
         self.zero = zero if mesh.dp > 1 else 0
+        # With ep = dp (bundle.py) each replica holds its own share of the experts: their gradients are summed nowhere.
+        self.summed = (lambda name: not is_expert_weight(name)) if mesh.ep > 1 else (lambda name: True)
         self.reshard, self.prefetch = reshard, prefetch
         self.pending = {}  # ZeRO-0/1: stage -> its overlapped all_reduce at the flush
         self.reducing = []  # ZeRO-2/3: overlapped reduce-scatters in issue order (stage, vector, work, message)
@@ -319,7 +322,7 @@ class DataParallel:
     # ZeRO-0/1: the flush's all-reduce, overlapped with the pipeline's last backward -------------------------------
 
     def start_all_reduce(self, s):
-        params = list(self.stages[s].params.values())
+        params = [p for n, p in self.stages[s].params.items() if self.summed(n)]
         flat = flat_grads(params)
         return params, flat, dist.all_reduce(flat, group=self.group, async_op=True)
 

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from moe import MoeMlp
 from safetensors_io import read_safetensors
 from split_backward import recorded
 from tensor_parallel import WHOLE
@@ -166,12 +167,20 @@ class GptBlock:
         self.c_attn = TorchLinear(f"{p}.attn.c_attn", C, 3 * C, device, tp=tp)
         self.c_proj = TorchLinear(f"{p}.attn.c_proj", C, C, device, tp=tp)
         self.ln_2 = TorchLayerNorm(f"{p}.ln_2", C, device, sp)
-        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device, tp=tp)
-        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device, tp=tp)
-        self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, self.c_fc, self.mlp_proj])
+        self.params, self.decay = gathered([self.ln_1, self.c_attn, self.c_proj, self.ln_2, *self.build_mlp(s, device, tp)])
         self.mask = torch.tril(torch.ones(self.T, self.T, dtype=torch.bool, device=device))
         self.out_shape = (self.T, C)
         self.recompute_core = bool(s.get("recomputeAttention", False))
+
+    def build_mlp(self, s, device, tp):
+        """The MLP's sub-layers (mlp.c_fc, mlp.c_proj), held by the block."""
+        p, C = s["prefix"], s["dim"]
+        self.c_fc = TorchLinear(f"{p}.mlp.c_fc", C, 4 * C, device, tp=tp)
+        self.mlp_proj = TorchLinear(f"{p}.mlp.c_proj", 4 * C, C, device, tp=tp)
+        return [self.c_fc, self.mlp_proj]
+
+    def mlp(self, u):
+        return self.mlp_proj(F.gelu(self.c_fc(u), approximate="tanh"))
 
     def core(self, q, k, v):
         """The attention's core: [n, H, T, D] q, k, v -> softmax(causal(q k^T / sqrt(D))) v."""
@@ -192,7 +201,21 @@ class GptBlock:
 
     def __call__(self, x):
         x = x + self.attention(self.ln_1(x))
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GptMoeBlock(GptBlock):
+    """A GPT block whose MLP is a mixture of experts (moe.py: router, top-k routing within each expert's capacity,
+    the experts, the combine, the aux loss), the group its micro-batch's tokens: x + attn(ln_1(x)), then
+    x + moe(ln_2(x)), a token dropped by an expert passing on through the residual alone. One process holds every
+    expert (tp = 1: the page splits no MoE block)."""
+
+    def build_mlp(self, s, device, tp):
+        self.moe = MoeMlp(s, device, weight, s.get("expertParallel"))
+        return [self.moe]
+
+    def mlp(self, u):
+        return self.moe(u)
 
 
 class GptHead:
@@ -214,7 +237,7 @@ class GptHead:
 
 LAYERS = {
     "linear": Linear, "embedding": Embedding, "layernorm": LayerNorm, "activation": Activation,
-    "gpt-embedding": GptEmbedding, "gpt-block": GptBlock, "gpt-head": GptHead,
+    "gpt-embedding": GptEmbedding, "gpt-block": GptBlock, "gpt-moe-block": GptMoeBlock, "gpt-head": GptHead,
 }
 
 
@@ -241,7 +264,7 @@ class Stage:
     backward runs it again (with the weights bound then: pipeline.py binds a stream's micro-batch's version again
     before its backward); "selective", every GPT block recomputes its attention's core (GptBlock); None, neither."""
 
-    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute=None):
+    def __init__(self, index, model, block_range, device, tp=WHOLE, recompute=None, ep=None):
         start, end = block_range
         self.index, self.layers, self.is_last, self.recompute = index, [], False, recompute
         for block in model["blocks"][start:end]:
@@ -253,6 +276,8 @@ class Stage:
                     raise SystemExit(f"model layer kind {s['kind']!r} in block {block['name']!r}: this train.py knows {sorted(LAYERS)}")
                 if recompute == "selective" and s["kind"] == "gpt-block":
                     s = dict(s, recomputeAttention=True)
+                if ep is not None and s["kind"] == "gpt-moe-block":
+                    s = dict(s, expertParallel=ep)  # this process's share of the experts (moe.ExpertParallel)
                 self.layers.append(LAYERS[s["kind"]](f"{block['name']}.{s['name']}", s, device, tp))
         self.params = {k: v for layer in self.layers for k, v in layer.params.items()}
         self.decay = {k: v for layer in self.layers for k, v in layer.decay.items()}
@@ -283,10 +308,11 @@ def microbatch_loss(logits, target, scale):
     the WHOLE step's batch): a step's micro-batch losses add up to the batch mean, and so do their gradients."""
     return F.cross_entropy(logits.reshape(target.shape[0], -1), target, ignore_index=-1, reduction="sum") * scale
 
-def build_stages(cfg, rank, device, tp=WHOLE):
-    """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces)."""
+def build_stages(cfg, rank, device, tp=WHOLE, ep=None):
+    """The stages the schedule puts on pipeline rank `rank`, by stage index (with tp: this process's pieces; with ep,
+    a moe.ExpertParallel: its share of the experts)."""
     mode = recompute_mode(cfg)
-    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, mode) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
+    return {s: Stage(s, cfg["model"], cfg["stageBlocks"][s], device, tp, mode, ep) for s in range(cfg["stages"]) if cfg["stageToRank"][s] == rank}
 
 
 def recompute_mode(cfg):

@@ -21,7 +21,9 @@ into the replicas' chunks, ZeRO-3 also keeps the weights as chunks, gathered bef
 freed after, as run.reshard says; the replicas of one tp piece form each group). The last stage's process of
 replica 0 (tp rank 0) prints the loss of every step: the whole batch's, every replica's (and every copy's) share.
 At the end rank 0 gathers the weights (joining the tp pieces; copy 0's), writes trained.safetensors (the page's
-names and layouts) and prints the held-out loss.
+names and layouts) and prints the held-out loss. A mixture-of-experts GPT (moe.py) adds each step's aux loss and
+dropped choices to the loss line; with config.json's ep = dp > 1 the ep replicas of a pipeline rank sit side by side
+(bundle.py), each holding its share of the experts, reached by all_to_all_single (each prints its share at the end).
 
 PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
 schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
@@ -54,6 +56,7 @@ from collectives import DataParallel, replica_groups
 from copies import CopySum
 from data import ReplicaBatches
 from model import build_stages, heldout_loss, load_weights
+from moe import ExpertParallel, has_moe, is_expert_weight, take_aux
 from pipeline import PipelineRank
 from safetensors_io import read_safetensors, write_safetensors
 from stream import StreamUpdates, stream_step_losses
@@ -105,9 +108,12 @@ class Process:
         # Under a flush the parts of the gradients sequence parallelism splits are summed where the update reads them.
         flush = cfg.get("update", "flush") == "flush"
         self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}", sp, flush)
-        self.stages = build_stages(cfg, self.prank, self.device, self.tp)
+        mesh = bundle.mesh  # with ep > 1 (tp = 1): this replica's place in its ep group holds its share of the experts
+        self.ep = ExpertParallel(mesh.ep, self.replica % mesh.g, self.timeout, f"rank {self.rank}") if mesh.ep > 1 else None
+        self.stages = build_stages(cfg, self.prank, self.device, self.tp, self.ep)
         self.init = read_safetensors(bundle.path("init.safetensors"))  # whole (--profile times whole blocks)
-        load_weights(self.stages, self.tp.pieces(self.init), f"rank {self.rank}")
+        pieces = self.tp.pieces(self.init)
+        load_weights(self.stages, self.ep.pieces(pieces) if self.ep else pieces, f"rank {self.rank}")
         self.data = ReplicaBatches(bundle.path("batches.safetensors"), cfg, self.replica, self.device)
 
     def start(self, backend):
@@ -119,6 +125,10 @@ class Process:
         self.groups = replica_groups(self.bundle.mesh, self.timeout)
         self.group = self.groups[(self.prank, self.tp_rank)]  # this piece's replicas; None when dp = 1
         self.tp.group = tp_groups(self.bundle.mesh, self.timeout).get((self.replica, self.prank))  # None when tp = 1
+        if self.ep:  # every process creates every ep group, in the same order
+            mesh = self.bundle.mesh
+            groups = {(b, r): dist.new_group(mesh.ep_group(b * mesh.g, r), timeout=self.timeout) for r in range(mesh.ranks) for b in range(mesh.dp // mesh.g)}
+            self.ep.group = groups[(self.replica // mesh.g, self.prank)]
         self.copy_sum = CopySum(self.bundle, self.rank, self.stages, self.timeout)  # model copies (DualPipe); else nothing
         return started
 
@@ -175,8 +185,9 @@ def train(proc, args, steps, resumed):
             losses.append(loss)
         proc.synchronize()
         step_ms.append((time.perf_counter() - t0) * 1000)
+        moe = step_aux(cfg, proc.device)
         if prints:
-            print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}", flush=True)
+            print(f"step {step} loss {loss:.9g} ms {step_ms[-1]:.2f}{'' if moe is None else f' aux {moe[0]:.9g} dropped {moe[1]:.0f}'}", flush=True)
         if step + 1 < steps and args.save_every > 0 and (step + 1) % args.save_every == 0:
             save_checkpoint(proc, flush, args, start, step + 1, losses)
     if proc.bundle.copies.n > 1:  # the copies took the same updates: they hold the same weights
@@ -186,9 +197,25 @@ def train(proc, args, steps, resumed):
     final = save_checkpoint(proc, flush, args, start, steps, losses)
     if proc.rank == 0:
         write_trained(proc, args, final.params, steps)
+    if proc.ep:
+        held = [layer.moe.local for st in proc.stages.values() for layer in st.layers if hasattr(layer, "moe")]
+        first = proc.ep.index * held[0] if held else 0
+        print(f"rank {proc.rank}: ep rank {proc.ep.index} of {proc.ep.size}: experts {first}..{first + held[0] - 1 if held else -1} "
+              f"of {len(held)} MoE blocks, {proc.ep.calls} all_to_all_single calls", flush=True)
     if prints and step_ms:
         rest = step_ms[1:] or step_ms
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
+
+
+def step_aux(cfg, device):
+    """An MoE model's aux loss of the step (alpha-weighted, every MoE block's groups: moe.py) and the token choices its
+    experts dropped for capacity, summed over every process (each counted its own blocks' micro-batches); None for a
+    dense model (no collective)."""
+    if not has_moe(cfg["model"]):
+        return None
+    t = torch.tensor(take_aux(), dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
 
 
 def train_stream(proc, args, steps, resumed=None):
@@ -227,32 +254,37 @@ def gather(proc, args, mine, slots=None):
     cfg, mesh, timeout, tp = proc.bundle.cfg, proc.bundle.mesh, proc.timeout, proc.tp
     slots = SLOTS[cfg["optimizer"]["name"]] if slots is None else slots
 
-    def names(s, j):
-        """What tp rank j of stage s sends: (name, shape of its piece), weights and their slots."""
+    def names(s, j, e=0):
+        """What tp rank j of stage s sends: (name, shape of its piece), weights and their slots; with ep > 1 (tp = 1)
+        the expert weights are ep rows of pieces, and replica e > 0 of an ep group sends its expert pieces only."""
         out = []
         for n, shape in cfg["stageParams"][s]:
-            if j == 0 or tp.splits(n):
-                piece = piece_shape(shape, tp.rule(n), mesh.tp)
+            expert = mesh.ep > 1 and is_expert_weight(n)
+            if (j == 0 or tp.splits(n)) and (e == 0 or expert):
+                piece = [shape[0] // mesh.ep, *shape[1:]] if expert else piece_shape(shape, tp.rule(n), mesh.tp)
                 out += [(n, piece)] + [(slot_name(n, k), piece) for k in slots]
         return out
+
+    def joined(name, ps):
+        return torch.cat(ps) if mesh.ep > 1 and is_expert_weight(param_of(name)) else tp_join(ps, tp.rule(param_of(name)))
 
     tag = 1_000_000
     if proc.rank == 0:
         pieces = {}
         for s in range(proc.bundle.copies.per):  # copy 0's stages: with model copies (DualPipe) the others are equal
-            for j in range(mesh.tp):
-                src = mesh.process(0, cfg["stageToRank"][s], j)
-                for name, shape in names(s, j):
+            for j, e in [(j, 0) for j in range(mesh.tp)] + [(0, e) for e in range(1, mesh.g)]:
+                src = mesh.process(e, cfg["stageToRank"][s], j)
+                for name, shape in names(s, j, e):
                     if src == 0:
                         pieces.setdefault(name, []).append(mine[name].detach().cpu())
                         continue
                     buf = torch.empty(shape, device=proc.device)
                     wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: {name} from rank {src} not received within {args.timeout} s")
                     pieces.setdefault(name, []).append(buf.cpu())
-        return {name: tp_join(ps, tp.rule(param_of(name))) for name, ps in pieces.items()}
-    if proc.replica == 0:
+        return {name: joined(name, ps) for name, ps in pieces.items()}
+    if proc.replica == 0 or (mesh.ep > 1 and proc.replica < mesh.g):
         for s in sorted(s for s in proc.stages if proc.bundle.copies.copy_of(s) == 0):
-            for name, _shape in names(s, proc.tp_rank):
+            for name, _shape in names(s, proc.tp_rank, proc.replica):
                 wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
                      f"rank {proc.rank}: {name} not taken by rank 0 within {args.timeout} s")
     return None
@@ -317,6 +349,8 @@ def main(argv=None, here=HERE):
                       "so train.py has no step to stop or save it at (the page saves a PipeDream-2BW stream inside it)"
                 raise SystemExit(f"{flag}: schedule {cfg['schedule']} runs its {cfg['steps']} steps as one stream of "
                                  f"{cfg['windowMicrobatches']} micro-batches with no flush, {why}; run it without " + flag)
+    if bundle.mesh.ep > 1 and (args.resume or args.profile):
+        raise SystemExit(f"{'--resume' if args.resume else '--profile'}: this train.py runs ep = {bundle.mesh.ep} without it (each process holds a share of the experts); run it with ep = 1")
     torch.set_num_threads(args.threads)
     proc = Process(bundle, args)
     resumed = read_resume(bundle, args.resume, steps) if args.resume and not args.profile else None
