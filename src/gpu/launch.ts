@@ -60,8 +60,8 @@ export class CommandStream {
       size: slots * UNIFORM_SLOT,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
-    // Made here, not by the pool, and kept for the stream's life: counted in the same ledger, as staging.
-    pool.ledger.add(this.ring, this.ring.size, 'staging');
+    // Made here, not by the pool, and kept for the stream's life: counted in the same ledger, as its own kind.
+    pool.ledger.add(this.ring, this.ring.size, 'uniforms');
     this.ringData = new Uint8Array(slots * UNIFORM_SLOT);
   }
 

@@ -13,9 +13,17 @@
  * tensor takes on a role (`retag`: a weight, a gradient, a stash); anything else is a temporary.
  */
 
-/** What a buffer holds. */
-export type MemoryKind = 'weights' | 'grads' | 'optimizer' | 'stash' | 'gathered' | 'staging' | 'temp';
-export const MEMORY_KINDS: readonly MemoryKind[] = ['weights', 'grads', 'optimizer', 'stash', 'gathered', 'staging', 'temp'];
+/**
+ * What a buffer holds. 'staging': a value on its way to or from the host or another worker (readbacks, uploads of a
+ * received tensor, a collective's chunks, timestamp resolves); 'uniforms': the GPU backend's uniform ring (every
+ * kernel's parameters, a fixed size a worker for the stream's life); 'temp': anything else a kernel makes and drops.
+ * New kinds go at the end: samples are arrays in this order.
+ */
+export type MemoryKind = 'weights' | 'grads' | 'optimizer' | 'stash' | 'gathered' | 'staging' | 'temp' | 'uniforms';
+export const MEMORY_KINDS: readonly MemoryKind[] = ['weights', 'grads', 'optimizer', 'stash', 'gathered', 'staging', 'temp', 'uniforms'];
+
+/** The kinds the formula (config/memory-budget.ts plannedPeaks) does not count: communication staging and the uniform ring. */
+export const OUTSIDE_FORMULA: readonly MemoryKind[] = ['staging', 'uniforms'];
 
 /** Bytes by kind, in MEMORY_KINDS order (compact: these cross from the worker with every step). */
 export type KindBytes = number[];
