@@ -36,6 +36,8 @@ export interface MemorySample {
   live: KindBytes;
   /** Bytes of free buffers kept for reuse. */
   pooled: number;
+  /** Of the live bytes, what buffers hold beyond what was asked of them (a pool's bucket rounding); absent: none. */
+  slack?: number;
 }
 
 /** A step's count: a sample after each action (and at the step's start and end), and its high-water mark. */
@@ -51,6 +53,7 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
 interface Entry {
   kind: MemoryKind;
   bytes: number;
+  slack: number;
 }
 
 const index = new Map<MemoryKind, number>(MEMORY_KINDS.map((k, i) => [k, i]));
@@ -75,6 +78,7 @@ export class MemoryLedger {
   private readonly entries = new WeakMap<object, Entry>();
   private readonly live: number[] = MEMORY_KINDS.map(() => 0);
   private total = 0;
+  private slackBytes = 0;
   private pooledBytes = 0;
   private peakSample: MemorySample;
   private current: MemoryKind = 'temp';
@@ -100,12 +104,14 @@ export class MemoryLedger {
     }
   }
 
-  /** A buffer of `bytes` is live from now on, holding `kind`. */
-  add(handle: object, bytes: number, kind: MemoryKind = this.current): void {
+  /** A buffer of `bytes` is live from now on, holding `kind`; `requested`: what was asked of it, when less (a pool's bucket). */
+  add(handle: object, bytes: number, kind: MemoryKind = this.current, requested = bytes): void {
     if (this.entries.has(handle)) throw new Error('memory ledger: a buffer was added twice');
-    this.entries.set(handle, { kind, bytes });
+    const slack = Math.max(0, bytes - requested);
+    this.entries.set(handle, { kind, bytes, slack });
     this.live[kindIndex(kind)] += bytes;
     this.total += bytes;
+    this.slackBytes += slack;
     this.notePeak();
   }
 
@@ -116,6 +122,7 @@ export class MemoryLedger {
     this.entries.delete(handle);
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.total -= e.bytes;
+    this.slackBytes -= e.slack;
     return true;
   }
 
@@ -153,7 +160,7 @@ export class MemoryLedger {
 
   /** The count now. */
   sample(): MemorySample {
-    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes };
+    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(this.slackBytes > 0 ? { slack: this.slackBytes } : {}) };
   }
 
   /** The high-water mark since the last resetPeak (or since the ledger began). */

@@ -112,10 +112,12 @@ export interface RunReport {
     /**
      * The allocator's count (nn/memory-ledger.ts; allocator-tracked bytes, not the driver's): the worker's most live
      * bytes in a steady-state step (the first step is left out when there are several), its bytes by kind at that
-     * moment, and its pool's free bytes then. `comparable`: the peak less the kinds the formula does not count
-     * (memory-ledger.ts OUTSIDE_FORMULA: communication staging and the GPU's uniform ring, a fixed 256 KiB a worker).
+     * moment, and its pool's free bytes then. `slack`: of the peak, what the pool's buckets hold beyond the
+     * requests (256 B at least, powers of two to 4 KiB, then ≤ 25%; 0 on the CPU host). `comparable`: the peak less
+     * the kinds the formula does not count (memory-ledger.ts OUTSIDE_FORMULA: communication staging and the GPU's
+     * uniform ring, a fixed 256 KiB a worker) and less the slack.
      */
-    measured?: { peak: number; comparable: number; byKind: Record<MemoryKind, number>; pooled: number };
+    measured?: { peak: number; comparable: number; slack: number; byKind: Record<MemoryKind, number>; pooled: number };
   }[];
   /** The last step's count on each worker (worker order; ms from that step's start, as `timeline`): the memory lanes. */
   memory?: StepMemory[];
