@@ -72,6 +72,11 @@ describe("a pool's bucket rounding is counted apart as slack", () => {
     expect(ledger.peak().slack).toBe(1212);
     ledger.remove(b);
     expect(ledger.sample().slack).toBe(192);
+    // Staging's slack goes with it: outside the formula, as its bytes are.
+    ledger.retag(a, 'staging');
+    expect('slack' in ledger.sample()).toBe(false);
+    ledger.retag(a, 'stash');
+    expect(ledger.sample().slack).toBe(192);
     ledger.remove(a);
     expect('slack' in ledger.sample()).toBe(false);
   });

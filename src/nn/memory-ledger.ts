@@ -36,7 +36,7 @@ export interface MemorySample {
   live: KindBytes;
   /** Bytes of free buffers kept for reuse. */
   pooled: number;
-  /** Of the live bytes, what buffers hold beyond what was asked of them (a pool's bucket rounding); absent: none. */
+  /** Of the live bytes of the kinds the formula counts (all but OUTSIDE_FORMULA), what buffers hold beyond what was asked of them (a pool's bucket rounding); absent: none. */
   slack?: number;
 }
 
@@ -78,7 +78,8 @@ export class MemoryLedger {
   private readonly entries = new WeakMap<object, Entry>();
   private readonly live: number[] = MEMORY_KINDS.map(() => 0);
   private total = 0;
-  private slackBytes = 0;
+  /** Bucket slack by kind (MEMORY_KINDS order). */
+  private readonly slack: number[] = MEMORY_KINDS.map(() => 0);
   private pooledBytes = 0;
   private peakSample: MemorySample;
   private current: MemoryKind = 'temp';
@@ -111,7 +112,7 @@ export class MemoryLedger {
     this.entries.set(handle, { kind, bytes, slack });
     this.live[kindIndex(kind)] += bytes;
     this.total += bytes;
-    this.slackBytes += slack;
+    this.slack[kindIndex(kind)] += slack;
     this.notePeak();
   }
 
@@ -122,7 +123,7 @@ export class MemoryLedger {
     this.entries.delete(handle);
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.total -= e.bytes;
-    this.slackBytes -= e.slack;
+    this.slack[kindIndex(e.kind)] -= e.slack;
     return true;
   }
 
@@ -132,6 +133,8 @@ export class MemoryLedger {
     if (!e || e.kind === kind) return;
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.live[kindIndex(kind)] += e.bytes;
+    this.slack[kindIndex(e.kind)] -= e.slack;
+    this.slack[kindIndex(kind)] += e.slack;
     e.kind = kind;
   }
 
@@ -160,7 +163,8 @@ export class MemoryLedger {
 
   /** The count now. */
   sample(): MemorySample {
-    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(this.slackBytes > 0 ? { slack: this.slackBytes } : {}) };
+    const slack = this.slack.reduce((n, b, i) => (OUTSIDE_FORMULA.includes(MEMORY_KINDS[i]) ? n : n + b), 0);
+    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(slack > 0 ? { slack } : {}) };
   }
 
   /** The high-water mark since the last resetPeak (or since the ledger began). */

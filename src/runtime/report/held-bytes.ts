@@ -107,7 +107,7 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
         out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula };
         const peak = peakOf(steady.map((s) => s.results[w]?.memory));
         if (peak) {
-          // Less what the formula leaves out: staging, the uniform ring, and the pool's bucket rounding (staging's and the ring's included: a little over-subtracted).
+          // Less what the formula leaves out: staging, the uniform ring, and the pool's bucket rounding of the rest.
           const outside = OUTSIDE_FORMULA.reduce((n, k) => n + (peak.live[kindIndex(k)] ?? 0), 0);
           out[w].measured = { peak: liveTotal(peak), comparable: liveTotal(peak) - outside - (peak.slack ?? 0), byKind: byKind(peak.live), pooled: peak.pooled, slack: peak.slack ?? 0 };
         }
