@@ -66,7 +66,7 @@ test('the count beside the formula on WebGPU workers: the char-MLP within 10%, t
       ['char-MLP ZeRO-3 dp 2 × p 2', { ...mlp, dp: 2, zero: 3 }],
       ['GPT 1F1B p 2', gpt],
     ];
-    const out: { name: string; held: { peak: number; comparable: number; slack: number; byKind: Record<string, number>; formula: number }[] }[] = [];
+    const out: { name: string; held: { peak: number; comparable: number; slack: number; pending: number; byKind: Record<string, number>; formula: number }[] }[] = [];
     for (const [name, cfg] of cases) {
       const r = await window.pipelab.run(cfg);
       out.push({ name, held: r.heldBytesPerWorker.map((h) => ({ ...h.measured!, formula: h.formula.peak })) });
@@ -76,7 +76,7 @@ test('the count beside the formula on WebGPU workers: the char-MLP within 10%, t
   for (const { name, held } of rows) {
     for (const [w, h] of held.entries()) {
       const ratio = h.comparable / h.formula;
-      console.log(`${name} worker ${w}: peak ${h.peak} B, counted ${h.comparable} B (less staging ${h.byKind.staging}, uniform ring ${h.byKind.uniforms}, slack ${h.slack}), formula ${h.formula}: ${ratio.toFixed(3)}`);
+      console.log(`${name} worker ${w}: peak ${h.peak} B, counted ${h.comparable} B (less staging ${h.byKind.staging}, uniform ring ${h.byKind.uniforms}, slack ${h.slack}; pending the submit ${h.pending}), formula ${h.formula}: ${ratio.toFixed(3)}; by kind ${JSON.stringify(h.byKind)}`);
       // The uniform ring is its own kind on every WebGPU worker: 1024 slots of 256 B.
       expect(h.byKind.uniforms).toBe(1024 * 256);
       expect(h.comparable).toBe(h.peak - h.byKind.staging - h.byKind.uniforms - h.slack);

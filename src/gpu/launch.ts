@@ -150,8 +150,10 @@ export class CommandStream {
 
   /** Returns `buf` to the pool once the commands encoded so far are submitted. */
   releaseAfterSubmit(buf: GPUBuffer): void {
-    if (this.encoder) this.deferred.push(buf);
-    else this.pool.release(buf);
+    if (this.encoder) {
+      this.deferred.push(buf);
+      this.pool.ledger.markPending(buf);
+    } else this.pool.release(buf);
   }
 
   /** Runs `fn` right after the next submit (or now, when nothing is pending). */

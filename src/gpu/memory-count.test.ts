@@ -56,4 +56,16 @@ describe('the GPU backend counts every buffer in its ledger', () => {
     gpu.dispose(w);
     expect(gpu.stats().liveBuffers).toBe(live - 1);
   });
+
+  test('a buffer let go while the commands that read it wait for their submit is pending until the submit', async () => {
+    const a = gpu.tensor(new Array(64).fill(1), [8, 8]);
+    await gpu.sync();
+    const b = gpu.activation('relu', a); // encodes a dispatch that reads a
+    gpu.dispose(a);
+    expect(gpu.memory.sample().pending).toBe(bucketSize(256));
+    gpu.flush();
+    expect(gpu.memory.sample().pending).toBeUndefined();
+    expect((await gpu.read(b))[63]).toBe(1);
+    gpu.dispose(b);
+  });
 });

@@ -81,3 +81,19 @@ describe("a pool's bucket rounding is counted apart as slack", () => {
     expect('slack' in ledger.sample()).toBe(false);
   });
 });
+
+describe('buffers let go before their commands are submitted are counted as pending until they leave', () => {
+  it('markPending adds a live buffer to the pending bytes once; remove takes it out of both', () => {
+    const ledger = new MemoryLedger(() => 0);
+    const a = {}, b = {};
+    ledger.add(a, 512, 'stash');
+    ledger.add(b, 256, 'temp');
+    ledger.markPending(a);
+    ledger.markPending(a);
+    expect(ledger.sample()).toMatchObject({ pending: 512 });
+    expect(ledger.liveBytes).toBe(768);
+    ledger.remove(a);
+    expect('pending' in ledger.sample()).toBe(false);
+    expect(ledger.liveBytes).toBe(256);
+  });
+});

@@ -38,6 +38,8 @@ export interface MemorySample {
   pooled: number;
   /** Of the live bytes of the kinds the formula counts (all but OUTSIDE_FORMULA), what buffers hold beyond what was asked of them (a pool's bucket rounding); absent: none. */
   slack?: number;
+  /** Of the live bytes, buffers the program has let go that wait for the submit of the commands that use them (GPU); absent: none. */
+  pending?: number;
 }
 
 /** A step's count: a sample after each action (and at the step's start and end), and its high-water mark. */
@@ -54,6 +56,7 @@ interface Entry {
   kind: MemoryKind;
   bytes: number;
   slack: number;
+  pending?: boolean;
 }
 
 const index = new Map<MemoryKind, number>(MEMORY_KINDS.map((k, i) => [k, i]));
@@ -80,6 +83,7 @@ export class MemoryLedger {
   private total = 0;
   /** Bucket slack by kind (MEMORY_KINDS order). */
   private readonly slack: number[] = MEMORY_KINDS.map(() => 0);
+  private pendingBytes = 0;
   private pooledBytes = 0;
   private peakSample: MemorySample;
   private current: MemoryKind = 'temp';
@@ -124,6 +128,7 @@ export class MemoryLedger {
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.total -= e.bytes;
     this.slack[kindIndex(e.kind)] -= e.slack;
+    if (e.pending) this.pendingBytes -= e.bytes;
     return true;
   }
 
@@ -136,6 +141,14 @@ export class MemoryLedger {
     this.slack[kindIndex(e.kind)] -= e.slack;
     this.slack[kindIndex(kind)] += e.slack;
     e.kind = kind;
+  }
+
+  /** The buffer is let go but stays live until the commands that use it are submitted (it leaves at `remove`). */
+  markPending(handle: object): void {
+    const e = this.entries.get(handle);
+    if (!e || e.pending) return;
+    e.pending = true;
+    this.pendingBytes += e.bytes;
   }
 
   /** What the buffer is counted as, or null when it is not live. */
@@ -164,7 +177,7 @@ export class MemoryLedger {
   /** The count now. */
   sample(): MemorySample {
     const slack = this.slack.reduce((n, b, i) => (OUTSIDE_FORMULA.includes(MEMORY_KINDS[i]) ? n : n + b), 0);
-    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(slack > 0 ? { slack } : {}) };
+    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(slack > 0 ? { slack } : {}), ...(this.pendingBytes > 0 ? { pending: this.pendingBytes } : {}) };
   }
 
   /** The high-water mark since the last resetPeak (or since the ledger began). */

@@ -109,7 +109,7 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
         if (peak) {
           // Less what the formula leaves out: staging, the uniform ring, and the pool's bucket rounding of the rest.
           const outside = OUTSIDE_FORMULA.reduce((n, k) => n + (peak.live[kindIndex(k)] ?? 0), 0);
-          out[w].measured = { peak: liveTotal(peak), comparable: liveTotal(peak) - outside - (peak.slack ?? 0), byKind: byKind(peak.live), pooled: peak.pooled, slack: peak.slack ?? 0 };
+          out[w].measured = { peak: liveTotal(peak), comparable: liveTotal(peak) - outside - (peak.slack ?? 0), byKind: byKind(peak.live), pooled: peak.pooled, slack: peak.slack ?? 0, pending: peak.pending ?? 0 };
         }
       }
       const o = out[w];

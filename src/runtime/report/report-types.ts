@@ -115,9 +115,11 @@ export interface RunReport {
      * moment, and its pool's free bytes then. `slack`: of the peak, what the pool's buckets hold beyond the
      * requests (256 B at least, powers of two to 4 KiB, then ≤ 25%; 0 on the CPU host). `comparable`: the peak less
      * the kinds the formula does not count (memory-ledger.ts OUTSIDE_FORMULA: communication staging and the GPU's
-     * uniform ring, a fixed 256 KiB a worker) and less the slack.
+     * uniform ring, a fixed 256 KiB a worker) and less the slack. `pending`: of the peak, buffers the program has let
+     * go that stay live until the commands using them are submitted (the GPU backend's deferred release; in
+     * `comparable`).
      */
-    measured?: { peak: number; comparable: number; slack: number; byKind: Record<MemoryKind, number>; pooled: number };
+    measured?: { peak: number; comparable: number; slack: number; pending: number; byKind: Record<MemoryKind, number>; pooled: number };
   }[];
   /** The last step's count on each worker (worker order; ms from that step's start, as `timeline`): the memory lanes. */
   memory?: StepMemory[];
