@@ -2,7 +2,7 @@
  * The memory lanes: under the timeline, one lane per worker, its allocator-tracked bytes over the step (the
  * worker's count, nn/memory-ledger.ts), stacked by what they hold (parameters, gradients, optimizer state,
  * activations kept for a backward, temporaries, communication staging, the GPU's uniform ring), its peak marked: all
- * its live bytes at the peak, then the part the formula counts (all but staging and the ring: measured.comparable)
+ * its live bytes at the peak, then the part the formula counts (all but staging, the ring and bucket slack: measured.comparable)
  * beside the formula's (config/memory-budget.ts plannedPeaks, the report's formula.peak). WebGPU reports no device memory: these are the bytes PipeLab's
  * allocator hands out, not what the driver holds.
  */
@@ -39,7 +39,7 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
               </text>
               <text x={4} y={y0 - 6} fontSize={9} fill="currentColor" opacity={0.7}>
                 {held ? `${bytes(comparable)} / ${bytes(held.formula.peak)}` : ''}
-                <title>the peak less communication staging and the uniform ring (which the formula leaves out) / the formula&apos;s peak</title>
+                <title>the peak less communication staging, the uniform ring and the pool&apos;s bucket rounding (which the formula leaves out) / the formula&apos;s peak</title>
               </text>
               {LANE_SERIES.map((s, k) => {
                 const upper: string[] = [];
@@ -68,7 +68,7 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
             <span style={{ color: COLORS[k] }}>■</span> {s.name}{' '}
           </span>
         ))}
-        ; ● each worker&apos;s peak: all its live bytes, then those the formula counts (all but staging and the uniform ring) / the formula.
+        ; ● each worker&apos;s peak: all its live bytes, then those the formula counts (all but staging, the uniform ring and the pool&apos;s bucket rounding) / the formula.
       </figcaption>
     </figure>
   );
