@@ -1,7 +1,8 @@
 /**
  * The memory suite (issue 52): real runs on the page's workers, each worker's measured steady-state peak by kind
- * (its allocator's count: nn/memory-ledger.ts) beside the formula the page and the planner use (held-bytes.ts
- * formula.peak), per schedule and ZeRO stage; what the count cannot see (the driver's own allocations, its
+ * (its allocator's count: nn/memory-ledger.ts) and the part of it the formula counts (all but staging and the
+ * uniform ring: held-bytes.ts comparable) beside the formula the page and the planner use (memory-budget.ts
+ * plannedPeaks, the report's formula.peak), per schedule and ZeRO stage; what the count cannot see (the driver's own allocations, its
  * alignment, the browser's buffers) is the suite's note in bench/RESULTS.md.
  */
 import type { ScheduleBenchCase, ScheduleBenchRow } from './schedules-suite.ts';
@@ -35,6 +36,6 @@ export function memoryLines(r: ScheduleBenchRow): string[] {
   const kib = (b: number) => `${(b / 1024).toFixed(1)} KiB`;
   return (r.memory ?? []).map((w) => {
     const k = w.byKind;
-    return `${r.model} ${r.schedule} p=${r.p}${r.mesh ? ` dp=${r.mesh.dp} ZeRO-${r.mesh.zero}` : ''} worker ${w.worker}: peak ${kib(w.peak)} (formula ${kib(w.formula)}, ${((100 * w.peak) / w.formula - 100).toFixed(1)}%): weights ${kib(k.weights + k.gathered)}, grads ${kib(k.grads)}, optimizer ${kib(k.optimizer)}, stash ${kib(k.stash)}, temporaries ${kib(k.staging + k.temp)}; pooled ${kib(w.pooled)}`;
+    return `${r.model} ${r.schedule} p=${r.p}${r.mesh ? ` dp=${r.mesh.dp} ZeRO-${r.mesh.zero}` : ''} worker ${w.worker}: peak ${kib(w.peak)}, counted ${kib(w.comparable)} (formula ${kib(w.formula)}, ${((100 * w.comparable) / w.formula - 100).toFixed(1)}%): weights ${kib(k.weights + k.gathered)}, grads ${kib(k.grads)}, optimizer ${kib(k.optimizer)}, stash ${kib(k.stash)}, temporaries ${kib(k.temp)}, staging ${kib(k.staging)}, uniform ring ${kib(k.uniforms)}; pooled ${kib(w.pooled)}`;
   });
 }

@@ -10,8 +10,14 @@ import { UPDATE_WINDOWS, type ScheduleKind } from '../schedule/registry.ts';
 import type { Op } from '../schedule/types.ts';
 import { ConfigError } from '../util/errors.ts';
 
-export type FaultKind = 'throw' | 'lose-device' | 'drop-message' | 'malformed-message' | 'crash-worker' | 'nan-loss';
-export const FAULT_KINDS: readonly FaultKind[] = ['throw', 'lose-device', 'drop-message', 'malformed-message', 'crash-worker', 'nan-loss'];
+/**
+ * 'skip-gather' (ZeRO-3): the weights the action's all-gather brings are not written into its stage's buffers, which
+ * get storage back from the pool all the same (the collective still runs, so the ring stays in step): the action
+ * computes on whatever that storage holds, the missed gather that freeing alone cannot catch. It fires where the
+ * named action gathers (with reshard = step, only a stage's first weight-reading action in the step does).
+ */
+export type FaultKind = 'throw' | 'lose-device' | 'drop-message' | 'malformed-message' | 'crash-worker' | 'nan-loss' | 'skip-gather';
+export const FAULT_KINDS: readonly FaultKind[] = ['throw', 'lose-device', 'drop-message', 'malformed-message', 'crash-worker', 'nan-loss', 'skip-gather'];
 
 export interface Fault {
   kind: FaultKind;

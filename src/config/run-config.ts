@@ -231,6 +231,9 @@ export function validateRunConfig(cfg: RunConfig): void {
     if (cfg.fault.step !== undefined) requireInt('fault.step', cfg.fault.step, 0, cfg.steps - 1);
     if (cfg.fault.replica !== undefined) requireInt('fault.replica', cfg.fault.replica, 0, cfg.dp - 1);
     checkFaultAction(cfg.fault.action, { kind: scheduleKind(schedule), ranks: cfg.ranks, virtual: cfg.virtual, microbatches: cfg.microbatches, steps: cfg.steps, dp: cfg.dp });
+    if (cfg.fault.kind === 'skip-gather' && (cfg.zero !== 3 || !/^\d+[FBI]\d+$/.test(cfg.fault.action))) {
+      throw new ConfigError('fault', `${cfg.fault.kind} at ${cfg.fault.action}`, 'skip-gather needs zero = 3 and an action that reads the weights (F, B or I): only ZeRO-3 gathers them');
+    }
   }
   checkRunLimits(cfg);
   validateSwap(cfg);

@@ -11,18 +11,37 @@ import { rankMemory, stageMemory } from './run-limits.ts';
 const gpt = (over: Partial<RunConfig> = {}): RunConfig => ({ ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), blockSize: 64, heads: 32, width: 64, layers: 6, ranks: 4, microbatches: 16, batchSize: 512, ...over });
 
 describe('the memory guard reads the schedule', () => {
-  it('1F1B’s rank r holds p − r micro-batches, GPipe’s all m, each keeping what its stage keeps, plus one backward’s recomputation', () => {
+  it('1F1B’s rank r holds p − r micro-batches, GPipe’s all m, each keeping what its stage keeps, plus one backward’s recomputation and working set', () => {
     for (const extra of [{}, { recomputeAttention: true }, { recompute: true }]) {
       const c = gpt(extra);
       const per = stageMemory(c);
       const gpipe = rankMemory({ ...c, schedule: 'gpipe' });
       const ofob = rankMemory({ ...c, schedule: '1f1b' });
       per.forEach((s, r) => {
-        expect(gpipe[r].activations).toBeCloseTo(c.microbatches * s.kept + s.transient, 6);
-        expect(gpipe[r].activations).toBeCloseTo(s.activations, 6);
-        expect(ofob[r].activations).toBeCloseTo((c.ranks - r) * s.kept + s.transient, 6);
+        expect(gpipe[r].activations).toBeCloseTo(c.microbatches * s.kept + s.transient + s.working, 6);
+        expect(gpipe[r].activations).toBeCloseTo(s.activations + s.working, 6);
+        expect(ofob[r].activations).toBeCloseTo((c.ranks - r) * s.kept + s.transient + s.working, 6);
         expect(ofob[r].weights).toBe(s.weights);
       });
+    }
+  });
+
+  it('a backward’s working set is the gradients its weight layers keep for W and one layer’s scratch, not their saved inputs again', () => {
+    // Independently, per token of a micro-batch (C the width, V the vocabulary, H heads, T tokens, t = tp): a GPT block
+    // keeps the gradients at ln_1's and ln_2's outputs, at x1 and at its output (4C) and its share of the MLP's
+    // hidden gradient and dqkv (7C/t), and holds its attention probabilities' gradient (H·T/t) while it runs; the
+    // embedding its output gradient (C); the head the gradient at its normalised input (C).
+    for (const tp of [1, 2]) {
+      const c = gpt({ ranks: 2, layers: 2, tp });
+      const C = 64, T = 64, H = 32;
+      const tokens = (c.batchSize / c.microbatches) * T;
+      const block = 4 * C + (7 * C) / tp;
+      // Stage 0: the embedding and block 0; stage 1: block 1 and the head (the cut by FLOPs).
+      const expected = [tokens * (C + block + (H * T) / tp), tokens * (block + C + (H * T) / tp)].map((v) => 4 * v);
+      const per = stageMemory(c);
+      expect(per.map((s) => s.working)).toEqual(expected);
+      // Less than what W reads (their saved inputs are the stash's).
+      per.forEach((s) => expect(s.working).toBeLessThan(s.afterInput + 4 * tokens * H * T));
     }
   });
 

@@ -16,12 +16,13 @@
  *    most p, GPipe all m): what each keeps (everything; with `recompute` the stage's input alone; with
  *    `recomputeAttention` all but the GPT blocks' attention probabilities) and, live again while one
  *    micro-batch's backward recomputes, the rest of one micro-batch's (a GPT block's per tp worker:
- *    layerActivationsPerRow); all workers: dp · tp times one pipeline's workers';
+ *    layerActivationsPerRow), and one backward's working set beside the stash (the gradients it keeps for W, not its saved
+ *    inputs again: StageMemory.working); all workers: dp · tp times one pipeline's workers';
  *  - work per step: 3 · forward FLOPs (backward about twice forward) · batchSize.
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, layerActivationsPerRow, layerBackwardGradsPerRow, layerBackwardScratchPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -122,7 +123,7 @@ export interface MemoryEstimate {
   total: number;
 }
 
-/** A rank's estimate, its activations split: what its micro-batches in flight keep at the peak, and one backward's recomputation. */
+/** A rank's estimate, its activations split: what its micro-batches in flight keep at the peak (stash), and one backward's recomputation and working set (transient). */
 export interface RankMemory extends MemoryEstimate {
   stash: number;
   transient: number;
@@ -140,6 +141,12 @@ export interface StageMemory extends MemoryEstimate {
   kept: number;
   afterInput: number;
   transient: number;
+  /**
+   * One backward's working set beside the stash: the gradients its weight layers keep for their weight gradients
+   * (layerBackwardGradsPerRow: what W reads less the saved inputs the stash already holds) and the largest gradient
+   * one layer holds while it runs (layerBackwardScratchPerRow).
+   */
+  working: number;
 }
 
 /**
@@ -164,6 +171,8 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     let widths = 0;
     let afterInput = 0;
     let afterInputFixed = 0;
+    let grads = 0;
+    let scratch = 0;
     let probs = 0;
     const blocks = cut.spec.blocks.slice(a, b);
     for (const block of blocks) {
@@ -172,6 +181,8 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
         widths += layerActivationsPerRow(l, t, tokens, rowSplit);
         afterInput += layerKeptAfterInputPerRow(l, t, rowSplit);
         afterInputFixed += layerKeptAfterInputPerMicrobatch(l, rowSplit);
+        grads += layerBackwardGradsPerRow(l, t, rowSplit);
+        scratch = Math.max(scratch, layerBackwardScratchPerRow(l, t));
         if (l.kind === 'gpt-block') probs += (l.heads * l.blockSize * l.blockSize) / t;
       }
     }
@@ -183,7 +194,7 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
+    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept), working: 4 * (rows * (grads + scratch) + afterInputFixed) };
   });
 }
 
@@ -200,9 +211,10 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) {
     const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
-    return per.map(({ weights, kept, afterInput, transient, params }, s) => {
+    return per.map(({ weights, kept, afterInput, transient: remade, working, params }, s) => {
       // Swapped (memory-budget.ts): two micro-batches' at most stay on the device, the one just made and the one brought back.
       const stash = Math.min(held, swapped.has(s) ? 2 : held) * Math.max(kept, afterInput);
+      const transient = remade + working;
       return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, stageParams: [params] };
     });
   }
@@ -211,7 +223,7 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
   return Array.from({ length: cfg.ranks }, (_, r) => {
     const mine = schedule.stageToRank.flatMap((rank, s) => (rank === r ? [per[s % k]] : []));
     const weights = mine.reduce((x, m) => x + m.weights, 0);
-    const transient = Math.max(0, ...mine.map((m) => m.transient));
+    const transient = Math.max(0, ...mine.map((m) => m.transient + m.working));
     // A swapped stage's stashes leave the device between its forward and its backward: two at most are there at once.
     const away = schedule.stageToRank.flatMap((rank, s) => (rank === r && swapped.has(s % k) ? [per[s % k].kept] : []));
     const stash = peaks[r].peakBytes + 2 * Math.max(0, ...away);

@@ -76,14 +76,14 @@ export class BufferPool {
       this.reused++;
       this.inUse.add(reuse);
       this.ledger.setPooled(this.pooledBytes);
-      this.ledger.add(reuse, size, kind);
+      this.ledger.add(reuse, size, kind, bytes);
       return { buffer: reuse, fresh: false };
     }
     const buffer = this.device.createBuffer({ size, usage, label });
     this.sizes.set(buffer, size);
     this.created++;
     this.inUse.add(buffer);
-    this.ledger.add(buffer, size, kind);
+    this.ledger.add(buffer, size, kind, bytes);
     return { buffer, fresh: true };
   }
 

@@ -60,8 +60,8 @@ export class CommandStream {
       size: slots * UNIFORM_SLOT,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
-    // Made here, not by the pool, and kept for the stream's life: counted in the same ledger, as staging.
-    pool.ledger.add(this.ring, this.ring.size, 'staging');
+    // Made here, not by the pool, and kept for the stream's life: counted in the same ledger, as its own kind.
+    pool.ledger.add(this.ring, this.ring.size, 'uniforms');
     this.ringData = new Uint8Array(slots * UNIFORM_SLOT);
   }
 
@@ -150,8 +150,10 @@ export class CommandStream {
 
   /** Returns `buf` to the pool once the commands encoded so far are submitted. */
   releaseAfterSubmit(buf: GPUBuffer): void {
-    if (this.encoder) this.deferred.push(buf);
-    else this.pool.release(buf);
+    if (this.encoder) {
+      this.deferred.push(buf);
+      this.pool.ledger.markPending(buf);
+    } else this.pool.release(buf);
   }
 
   /** Runs `fn` right after the next submit (or now, when nothing is pending). */

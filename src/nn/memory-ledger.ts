@@ -13,9 +13,17 @@
  * tensor takes on a role (`retag`: a weight, a gradient, a stash); anything else is a temporary.
  */
 
-/** What a buffer holds. */
-export type MemoryKind = 'weights' | 'grads' | 'optimizer' | 'stash' | 'gathered' | 'staging' | 'temp';
-export const MEMORY_KINDS: readonly MemoryKind[] = ['weights', 'grads', 'optimizer', 'stash', 'gathered', 'staging', 'temp'];
+/**
+ * What a buffer holds. 'staging': a value on its way to or from the host or another worker (readbacks, uploads of a
+ * received tensor, a collective's chunks, timestamp resolves); 'uniforms': the GPU backend's uniform ring (every
+ * kernel's parameters, a fixed size a worker for the stream's life); 'temp': anything else a kernel makes and drops.
+ * New kinds go at the end: samples are arrays in this order.
+ */
+export type MemoryKind = 'weights' | 'grads' | 'optimizer' | 'stash' | 'gathered' | 'staging' | 'temp' | 'uniforms';
+export const MEMORY_KINDS: readonly MemoryKind[] = ['weights', 'grads', 'optimizer', 'stash', 'gathered', 'staging', 'temp', 'uniforms'];
+
+/** The kinds the formula (config/memory-budget.ts plannedPeaks) does not count: communication staging and the uniform ring. */
+export const OUTSIDE_FORMULA: readonly MemoryKind[] = ['staging', 'uniforms'];
 
 /** Bytes by kind, in MEMORY_KINDS order (compact: these cross from the worker with every step). */
 export type KindBytes = number[];
@@ -28,6 +36,10 @@ export interface MemorySample {
   live: KindBytes;
   /** Bytes of free buffers kept for reuse. */
   pooled: number;
+  /** Of the live bytes of the kinds the formula counts (all but OUTSIDE_FORMULA), what buffers hold beyond what was asked of them (a pool's bucket rounding); absent: none. */
+  slack?: number;
+  /** Of the live bytes, buffers the program has let go that wait for the submit of the commands that use them (GPU); absent: none. */
+  pending?: number;
 }
 
 /** A step's count: a sample after each action (and at the step's start and end), and its high-water mark. */
@@ -43,6 +55,8 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
 interface Entry {
   kind: MemoryKind;
   bytes: number;
+  slack: number;
+  pending?: boolean;
 }
 
 const index = new Map<MemoryKind, number>(MEMORY_KINDS.map((k, i) => [k, i]));
@@ -67,6 +81,9 @@ export class MemoryLedger {
   private readonly entries = new WeakMap<object, Entry>();
   private readonly live: number[] = MEMORY_KINDS.map(() => 0);
   private total = 0;
+  /** Bucket slack by kind (MEMORY_KINDS order). */
+  private readonly slack: number[] = MEMORY_KINDS.map(() => 0);
+  private pendingBytes = 0;
   private pooledBytes = 0;
   private peakSample: MemorySample;
   private current: MemoryKind = 'temp';
@@ -92,12 +109,14 @@ export class MemoryLedger {
     }
   }
 
-  /** A buffer of `bytes` is live from now on, holding `kind`. */
-  add(handle: object, bytes: number, kind: MemoryKind = this.current): void {
+  /** A buffer of `bytes` is live from now on, holding `kind`; `requested`: what was asked of it, when less (a pool's bucket). */
+  add(handle: object, bytes: number, kind: MemoryKind = this.current, requested = bytes): void {
     if (this.entries.has(handle)) throw new Error('memory ledger: a buffer was added twice');
-    this.entries.set(handle, { kind, bytes });
+    const slack = Math.max(0, bytes - requested);
+    this.entries.set(handle, { kind, bytes, slack });
     this.live[kindIndex(kind)] += bytes;
     this.total += bytes;
+    this.slack[kindIndex(kind)] += slack;
     this.notePeak();
   }
 
@@ -108,6 +127,8 @@ export class MemoryLedger {
     this.entries.delete(handle);
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.total -= e.bytes;
+    this.slack[kindIndex(e.kind)] -= e.slack;
+    if (e.pending) this.pendingBytes -= e.bytes;
     return true;
   }
 
@@ -117,7 +138,17 @@ export class MemoryLedger {
     if (!e || e.kind === kind) return;
     this.live[kindIndex(e.kind)] -= e.bytes;
     this.live[kindIndex(kind)] += e.bytes;
+    this.slack[kindIndex(e.kind)] -= e.slack;
+    this.slack[kindIndex(kind)] += e.slack;
     e.kind = kind;
+  }
+
+  /** The buffer is let go but stays live until the commands that use it are submitted (it leaves at `remove`). */
+  markPending(handle: object): void {
+    const e = this.entries.get(handle);
+    if (!e || e.pending) return;
+    e.pending = true;
+    this.pendingBytes += e.bytes;
   }
 
   /** What the buffer is counted as, or null when it is not live. */
@@ -145,7 +176,8 @@ export class MemoryLedger {
 
   /** The count now. */
   sample(): MemorySample {
-    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes };
+    const slack = this.slack.reduce((n, b, i) => (OUTSIDE_FORMULA.includes(MEMORY_KINDS[i]) ? n : n + b), 0);
+    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(slack > 0 ? { slack } : {}), ...(this.pendingBytes > 0 ? { pending: this.pendingBytes } : {}) };
   }
 
   /** The high-water mark since the last resetPeak (or since the ledger began). */

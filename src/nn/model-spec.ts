@@ -233,6 +233,45 @@ export function layerKeptAfterInputPerRow(l: LayerSpec, tp = 1, rowSplit = 1): n
   }
 }
 
+/**
+ * Of what layerKeptAfterInputPerRow counts, the part a backward makes (per example row): the layer's output gradient
+ * and the gradients inside it that backwardWeight reads. The rest (its saved inputs, statistics and activations) is
+ * the forward's stash, already counted as kept: a backward's working set beside the stash is these, summed over the
+ * stage's weight layers (runtime/stage.ts keeps every one of them until its backwardWeight), plus one layer's
+ * layerBackwardScratchPerRow. A linear: its output gradient (with tp, its own columns too); a LayerNorm its output
+ * gradient; an embedding's: its output gradient; a GPT block: the gradients at ln_1's and ln_2's outputs, at x1 and
+ * its output gradient (4C), the MLP's hidden gradient and dqkv (7C/t); with sequence parallelism also ln_1's and
+ * ln_2's outputs gathered again (not the stash's rows) and its own rows of dy (C/t), the summed LayerNorm gradients a
+ * micro-batch (layerKeptAfterInputPerMicrobatch); the GPT's head the gradient at its normalised input (its output
+ * gradient, the logits', is the loss's stash). A MoE block: all of layerKeptAfterInputPerRow (not split: an upper bound).
+ */
+export function layerBackwardGradsPerRow(l: LayerSpec, tp = 1, rowSplit = 1): number {
+  const sp = rowSplit > 1;
+  switch (l.kind) {
+    case 'linear':
+      return l.out + (tp > 1 ? l.out / tp : 0);
+    case 'layernorm':
+      return l.dim;
+    case 'embedding':
+      return l.context * l.dim;
+    case 'gpt-embedding':
+      return l.blockSize * l.dim * (sp ? 1 + 1 / tp : 1);
+    case 'gpt-block':
+      return sp ? l.blockSize * (4 * l.dim + (8 * l.dim) / tp) : l.blockSize * (4 * l.dim + (7 * l.dim) / tp);
+    case 'gpt-moe-block':
+      return moeKeptAfterInputPerRow(l);
+    case 'gpt-head':
+      return l.blockSize * l.dim;
+    default:
+      return 0;
+  }
+}
+
+/** What a layer's backward holds only while it runs, per example row, beside layerBackwardGradsPerRow's: a GPT block's attention probabilities' gradient (H·T a token, its heads' share with tp). */
+export function layerBackwardScratchPerRow(l: LayerSpec, tp = 1): number {
+  return l.kind === 'gpt-block' ? (l.heads * l.blockSize * l.blockSize) / tp : 0;
+}
+
 /** What a layer keeps between I and W per micro-batch whatever its rows: a sequence-parallel GPT block's summed LayerNorm gradients (4C). */
 export function layerKeptAfterInputPerMicrobatch(l: LayerSpec, rowSplit = 1): number {
   return l.kind === 'gpt-block' && rowSplit > 1 ? 4 * l.dim : 0;

@@ -242,11 +242,13 @@ function memoryTable(res: SuiteResult): string {
   const rows = res.rows as ScheduleBenchRow[];
   const kib = (b: number) => f(b / 1024, 1);
   return table(
-    ['model', 'schedule', 'mesh', 'worker', 'peak KiB', 'formula KiB', 'peak − formula', 'weights (+ gathered)', 'gradients', 'optimizer', 'stash', 'temporaries', 'pooled'],
+    ['model', 'schedule', 'mesh', 'worker', 'peak KiB', 'counted KiB', 'formula KiB', 'counted − formula', 'weights (+ gathered)', 'gradients', 'optimizer', 'stash', 'temporaries', 'staging', 'uniform ring', 'pooled'],
     rows.flatMap((r) =>
       (r.memory ?? []).map((w) => {
         const k = w.byKind;
-        return [r.model, r.schedule, `${r.mesh ? `dp ${r.mesh.dp} × pp ${r.p}${r.mesh.zero ? `, ZeRO-${r.mesh.zero}` : ''}` : `pp ${r.p}`}${r.recompute ? ', full recomputation' : ''}`, String(w.worker), kib(w.peak), kib(w.formula), pct((w.peak - w.formula) / w.formula), kib(k.weights + k.gathered), kib(k.grads), kib(k.optimizer), kib(k.stash), kib(k.staging + k.temp), kib(w.pooled)];
+        // counted: the peak less what the formula leaves out (staging, the uniform ring: held-bytes.ts comparable).
+        const counted = w.comparable ?? w.peak;
+        return [r.model, r.schedule, `${r.mesh ? `dp ${r.mesh.dp} × pp ${r.p}${r.mesh.zero ? `, ZeRO-${r.mesh.zero}` : ''}` : `pp ${r.p}`}${r.recompute ? ', full recomputation' : ''}`, String(w.worker), kib(w.peak), kib(counted), kib(w.formula), pct((counted - w.formula) / w.formula), kib(k.weights + k.gathered), kib(k.grads), kib(k.optimizer), kib(k.stash), kib(k.temp), kib(k.staging), kib(k.uniforms ?? 0), kib(w.pooled)];
       }),
     ),
   );

@@ -269,7 +269,7 @@ async function memory(ctx: BenchContext): Promise<SuiteResult> {
   return {
     rows,
     notes: [
-      'measured: the worker\'s allocator-tracked bytes (nn/memory-ledger.ts), its highest in the second step (the first warms the pool); formula: held-bytes.ts formula.peak (the ZeRO paper\'s model states, the page\'s activation estimate, a backward\'s working set, ZeRO\'s gathered weights and whole gradient).',
+      'peak: the worker\'s allocator-tracked bytes (nn/memory-ledger.ts), its highest in the second step (the first warms the pool); counted: that peak less communication staging, the uniform ring (a fixed 256 KiB a worker) and the pool\'s bucket slack, which the formula leaves out (buffers let go but waiting for their commands\' submit stay in: WebGPU\'s deferred release); formula: memory-budget.ts plannedPeaks, the page\'s and the planner\'s (the ZeRO paper\'s model states, the stash at the peak of the run\'s order, one backward\'s recomputation and working set, ZeRO\'s gathered weights and whole gradient).',
       'What the count cannot see: WebGPU has no query of a device\'s memory (gpuweb #5505), so these are the bytes PipeLab\'s own allocator hands out (buffers rounded up to its pool\'s buckets, at most 25% over a request above 4 KiB), not what the driver holds: not its alignment and page granularity, not its own allocations (pipelines, bind groups, query sets, command buffers), not the browser\'s (the GPU process, its staging rings for writeBuffer and mapAsync), nor the host memory of the collectives\' vectors. "pooled" is free buffers the pool keeps for reuse (up to 512 MiB a worker), still allocated on the device.',
     ],
   };

@@ -19,7 +19,7 @@ import { laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup
 import { TpChannel } from '../comm/index.ts';
 import { forwardingPolicy, type UpdatePolicy } from '../policies/index.ts';
 import type { Fault } from '../../config/fault-spec.ts';
-import { collectiveFaultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
+import { collectiveFaultFires, faultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
 import { epochMs } from '../comm/index.ts';
 import { Mailbox } from '../comm/index.ts';
 import { StreamPause } from './stream-pause.ts';
@@ -215,6 +215,7 @@ function dataParallelParts(
           if (fault.kind === 'drop-message' || fault.kind === 'malformed-message') spoil = { stage, step, exchange };
         }
       : undefined,
+    skipGather: fault?.kind === 'skip-gather' ? (a, step) => faultFires(fault, a, step) : undefined,
   };
 }
 

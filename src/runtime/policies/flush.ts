@@ -71,6 +71,8 @@ export interface DataParallelParts {
   onFailure(e: Error): void;
   /** Fault injection: called before every exchange of a stage's collective. */
   beforeExchange?(stage: number, step: number, exchange: number): void;
+  /** Fault injection (ZeRO-3): true where action `a`'s gathered weights are to be left unwritten (fault-spec.ts 'skip-gather'). */
+  skipGather?(a: Action, step: number): boolean;
 }
 
 export class Flush implements UpdatePolicy {

@@ -178,7 +178,7 @@ export class ShardedStep implements UpdatePolicy {
       const x = await gathering;
       const t0 = epochMs();
       for (const p of h.stage.params) if (!this.be.hasStorage(p.value)) this.be.allocStorage(p.value, 'gathered');
-      writeVector(this.be, h.stage.params.map((p) => p.value), x);
+      if (!this.parts.skipGather?.(a, log.step)) writeVector(this.be, h.stage.params.map((p) => p.value), x);
       log.collective(a.stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
       this.resident.add(a.stage);
       this.notePeak();

@@ -16,8 +16,8 @@ describe('memory lanes', () => {
     expect(LANE_SERIES.flatMap((s) => s.kinds).sort()).toEqual([...MEMORY_KINDS].sort());
     const [lane] = memoryLanes([m]);
     expect(lane.points.map((p) => p.t)).toEqual([0, 1, 2]);
-    expect(lane.points[1].stack).toEqual([150, 100, 0, 30, 9]);
-    expect(lane.points[2].stack).toEqual([100, 100, 0, 30, 6]);
+    expect(lane.points[1].stack).toEqual([150, 100, 0, 30, 9, 0, 0]);
+    expect(lane.points[2].stack).toEqual([100, 100, 0, 30, 5, 1, 0]);
     expect(lane.peak).toEqual({ t: 1, bytes: 289 });
   });
 

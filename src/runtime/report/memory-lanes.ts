@@ -12,7 +12,9 @@ export const LANE_SERIES: readonly { name: string; kinds: readonly MemoryKind[] 
   { name: 'gradients', kinds: ['grads'] },
   { name: 'optimizer state', kinds: ['optimizer'] },
   { name: 'activations', kinds: ['stash'] },
-  { name: 'temporaries', kinds: ['staging', 'temp'] },
+  { name: 'temporaries', kinds: ['temp'] },
+  { name: 'communication staging', kinds: ['staging'] },
+  { name: 'uniform ring', kinds: ['uniforms'] },
 ];
 
 export interface LanePoint {

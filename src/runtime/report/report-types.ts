@@ -102,17 +102,24 @@ export interface RunReport {
     stash: number;
     transient: number;
     /**
-     * The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts); `peak`: those, the page's
-     * estimate of the activations it keeps and remakes (config/run-limits.ts rankMemory) and ZeRO's buffers around
-     * an action (ZeRO-2: a stage's whole gradient; ZeRO-3: its gathered weights too): what the count is checked against.
+     * The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts); `peak`: the planner's and the
+     * budget's peak of the worker's rank (config/memory-budget.ts plannedPeaks): those model states, the stash at
+     * the peak of the run's order, one backward's recomputation and working set (the gradients it keeps for its
+     * weight gradients, not its saved inputs again), ZeRO's buffers around an action (ZeRO-2: a stage's whole
+     * gradient; ZeRO-3: its gathered weights too): what `measured.comparable` is checked against.
      */
     formula: { weights: number; grads: number; optimizer: number; peak: number };
     /**
      * The allocator's count (nn/memory-ledger.ts; allocator-tracked bytes, not the driver's): the worker's most live
      * bytes in a steady-state step (the first step is left out when there are several), its bytes by kind at that
-     * moment, and its pool's free bytes then.
+     * moment, and its pool's free bytes then. `slack`: of the peak, what the pool's buckets hold beyond the
+     * requests (256 B at least, powers of two to 4 KiB, then ≤ 25%; 0 on the CPU host). `comparable`: the peak less
+     * the kinds the formula does not count (memory-ledger.ts OUTSIDE_FORMULA: communication staging and the GPU's
+     * uniform ring, a fixed 256 KiB a worker) and less the slack. `pending`: of the peak, buffers the program has let
+     * go that stay live until the commands using them are submitted (the GPU backend's deferred release; in
+     * `comparable`).
      */
-    measured?: { peak: number; byKind: Record<MemoryKind, number>; pooled: number };
+    measured?: { peak: number; comparable: number; slack: number; pending: number; byKind: Record<MemoryKind, number>; pooled: number };
   }[];
   /** The last step's count on each worker (worker order; ms from that step's start, as `timeline`): the memory lanes. */
   memory?: StepMemory[];

@@ -1,6 +1,6 @@
 /**
  * The Compare preset "Make it fit": a GPT whose default run (GPipe, every micro-batch's activations held at once)
- * a 1 MiB budget per worker refuses, and what the budget's refusal offers, each run and measured: recomputation,
+ * a 1.25 MiB budget per worker refuses, and what the budget's refusal offers, each run and measured: recomputation,
  * ZeRO-3 over two replicas, activation swapping and optimizer offload. Each runs without the budget so that every
  * one is measured; beside it the budget's own verdict on its plan (config/memory-budget.ts). The figures: the most
  * any worker's device held (by kind, and in all against the budget), the host's share, the step time and the
@@ -10,8 +10,12 @@ import { defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from
 import { budgetRefusal, MiB, PEAK_KINDS, worstPeak, type BytesByKind } from '../../config/memory-budget.ts';
 import type { RunReport } from '../../runtime/report/index.ts';
 
-/** The budget the preset's model passes: MiB per worker. */
-export const FIT_PRESET_BUDGET_MIB = 1;
+/**
+ * The budget the preset's model passes: MiB per worker. 1.25, not 1: the plan counts one backward's working set (its
+ * gradients; issue 52's allocator count measures them), which takes swapping's plan (and its counted peak on the
+ * CPU host) to 1.13 MiB.
+ */
+export const FIT_PRESET_BUDGET_MIB = 1.25;
 
 export interface FitShape {
   key: string;

@@ -88,7 +88,7 @@ export function CompareView() {
             <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'fit'} onClick={() => setCp({ preset: cp.preset === 'fit' ? undefined : 'fit' })}>
               Make it fit
             </button>
-            <p className="field-hint">A GPT its 1 MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
+            <p className="field-hint">A GPT its 1.25 MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>

@@ -1,14 +1,15 @@
 /**
  * The memory lanes: under the timeline, one lane per worker, its allocator-tracked bytes over the step (the
  * worker's count, nn/memory-ledger.ts), stacked by what they hold (parameters, gradients, optimizer state,
- * activations kept for a backward, temporaries), its peak marked, and the measured peak beside the formula's
- * (runtime/report/held-bytes.ts formula.peak). WebGPU reports no device memory: these are the bytes PipeLab's
+ * activations kept for a backward, temporaries, communication staging, the GPU's uniform ring), its peak marked: all
+ * its live bytes at the peak, then the part the formula counts (all but staging, the ring and bucket slack: measured.comparable)
+ * beside the formula's (config/memory-budget.ts plannedPeaks, the report's formula.peak). WebGPU reports no device memory: these are the bytes PipeLab's
  * allocator hands out, not what the driver holds.
  */
 import { memoryLanes, LANE_SERIES, type RunReport } from '../../runtime/report/index.ts';
 import { bytes } from './format.ts';
 
-const COLORS = ['#4e79a7', '#f28e2b', '#76b7b2', '#e15759', '#bab0ac'];
+const COLORS = ['#4e79a7', '#f28e2b', '#76b7b2', '#e15759', '#bab0ac', '#edc948', '#9c755f'];
 const W = 640;
 const LANE_H = 44;
 const LEFT = 116;
@@ -27,16 +28,18 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
           const y0 = lane.worker * LANE_H + LANE_H - 4;
           const y = (b: number) => y0 - ((LANE_H - 10) * b) / top;
           const held = report.heldBytesPerWorker[lane.worker];
+          // A report saved before the comparable count: its whole peak.
+          const comparable = held?.measured?.comparable ?? held?.measured?.peak ?? lane.peak.bytes;
           // Cumulative stacks, bottom first; each series an area between its lower and upper bound (steps: a count holds until the next sample).
           const cum = lane.points.map((p) => p.stack.reduce<number[]>((acc, v) => [...acc, (acc[acc.length - 1] ?? 0) + v], []));
           return (
-            <g key={lane.worker} data-testid="memory-lane" data-worker={lane.worker} data-peak={lane.peak.bytes} data-formula-peak={held?.formula.peak ?? ''}>
+            <g key={lane.worker} data-testid="memory-lane" data-worker={lane.worker} data-peak={lane.peak.bytes} data-comparable={comparable ?? ''} data-formula-peak={held?.formula.peak ?? ''}>
               <text x={4} y={y0 - 18} fontSize={10} fill="currentColor">
-                worker {lane.worker}
+                worker {lane.worker} · {bytes(lane.peak.bytes)}
               </text>
               <text x={4} y={y0 - 6} fontSize={9} fill="currentColor" opacity={0.7}>
-                {bytes(lane.peak.bytes)}
-                {held ? ` / ${bytes(held.formula.peak)}` : ''}
+                {held ? `${bytes(comparable)} / ${bytes(held.formula.peak)}` : ''}
+                <title>the peak less communication staging, the uniform ring and the pool&apos;s bucket rounding (which the formula leaves out) / the formula&apos;s peak</title>
               </text>
               {LANE_SERIES.map((s, k) => {
                 const upper: string[] = [];
@@ -65,7 +68,7 @@ export function MemoryLanes({ report, testId = 'memory-lanes' }: { report: Pick<
             <span style={{ color: COLORS[k] }}>■</span> {s.name}{' '}
           </span>
         ))}
-        ; ● each worker&apos;s peak, measured / formula.
+        ; ● each worker&apos;s peak: all its live bytes, then those the formula counts (all but staging, the uniform ring and the pool&apos;s bucket rounding) / the formula.
       </figcaption>
     </figure>
   );
