@@ -8,7 +8,7 @@ import { ConfigError } from '../util/errors.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, type RunConfig } from './run-config.ts';
 import { budgetRefusal, checkMemoryBudget, fitOptions, MiB, plannedPeaks, worstPeak } from './memory-budget.ts';
 import { layerParamCount } from '../nn/model-spec.ts';
-import { stageCut } from './run-limits.ts';
+import { rankMemory, stageCut } from './run-limits.ts';
 
 const spiral = (over: Partial<RunConfig> = {}): RunConfig => ({ ...defaultRunConfig(), steps: 2, evalEvery: 0, ...over });
 
@@ -71,8 +71,11 @@ describe('the planned peak by kind', () => {
     expect(z1.map((p) => [p.weights, p.grads, p.optimizer])).toEqual(params.map((n) => [4 * n, 4 * n, 8 * half(n)]));
     const z3 = plannedPeaks(spiral({ optimizer: 'sgd', dp: 2, zero: 3 }));
     expect(z3.map((p) => [p.weights, p.grads, p.optimizer])).toEqual(params.map((n) => [4 * half(n), 4 * half(n), 4 * half(n)]));
-    // ZeRO-3 gathers the rank's whole stage for the step (reshard = step) and reads one stage's whole gradient.
-    expect(z3.map((p) => p.transient)).toEqual(params.map((n) => 8 * n));
+    // ZeRO-3 gathers the rank's whole stage for the step (reshard = step), reads one stage's whole gradient and stages
+    // up one chunk of it (⌈P / dp⌉), beside a backward's working set (run-limits.ts, checked against the count in
+    // runtime/budget-cpu.test.ts).
+    const working = rankMemory(spiral({ optimizer: 'sgd', dp: 2, zero: 3 })).map((r) => r.backward + r.transient);
+    expect(z3.map((p, r) => p.transient - working[r])).toEqual(params.map((n) => 8 * n + 4 * half(n)));
     // Offload: no optimizer state on the device, nothing else moves.
     const off = plannedPeaks(spiral({ optimizer: 'adamw', offloadOptimizer: true }));
     expect(off.map((p) => [p.weights, p.optimizer, p.stash])).toEqual(peaks.map((p) => [p.weights, 0, p.stash]));

@@ -13,10 +13,16 @@
  *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order; a swapped stage's
  *    leave the device between its forward and its backward, two micro-batches' at most there at once (the one its
  *    forward just made and the one brought back for the next backward);
- *  - transient: one backward's recomputation made live again; under ZeRO-2/3 one stage's whole gradient before
- *    its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one stage's, two
- *    with prefetch, with reshard = microbatch).
- * The peak is their sum: every kind at its most at once, an upper bound of the moment that holds the most.
+ *  - transient: one backward's working set (the output gradient it receives and what its weight layers keep for
+ *    their weight gradients, live until it ends: run-limits.ts incoming, afterInput) and its recomputation made live
+ *    again; with replicas (dp > 1) one chunk of a stage staged up (1/dp of it: a ring's or a shard's piece); under ZeRO-2/3 one stage's whole
+ *    gradient before its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one
+ *    stage's, two with prefetch, with reshard = microbatch); or, when more, an offloaded update's weights staged back
+ *    up at the step's end (at most one stage's; no stash is live then, so only what passes the stash's plan). The allocator counts these as temporaries, staging and gathered
+ *    weights (nn/memory-ledger.ts: gathered, staging and temp are this plan's transient).
+ * The peak is their sum: every kind at its most at once, an upper bound of the moment that holds the most. It is
+ * what the per-step check (runtime/budget-check.ts) holds the allocator's high-water mark against, so a run the
+ * plan admits and that grows nothing past it is never stopped (runtime/budget-cpu.test.ts).
  */
 import { ConfigError } from '../util/errors.ts';
 import { laneLabel, meshOfRun, workerOf } from '../schedule/mesh.ts';
@@ -72,7 +78,13 @@ export function plannedPeaks(cfg: RunConfig): PlannedPeak[] {
     const grads = 4 * (cfg.zero >= 2 ? shard : p);
     const optimizer = cfg.offloadOptimizer ? 0 : 4 * slots * (cfg.zero >= 1 ? shard : p);
     const gathered = cfg.zero >= 3 ? (cfg.reshard === 'step' ? 4 * p : largest * (cfg.prefetch ? 2 : 1)) : 0;
-    const transient = r.transient + (cfg.zero >= 2 ? largest : 0) + gathered;
+    // Around a backward: what it receives and keeps, what it recomputes, with replicas one chunk of a stage (1/dp of
+    // it: a ring's piece staged up, a shard's segment), under ZeRO-2/3 the whole gradient before its reduce-scatter, ZeRO-3's
+    // gathered weights. At the step's end no stash is live (the sum counts it): an offloaded update's weights staged up
+    // need only what the stash leaves of them.
+    const ring = cfg.dp > 1 ? 4 * Math.ceil(Math.max(0, ...r.stageParams) / cfg.dp) : 0;
+    const backward = r.backward + r.transient + ring + (cfg.zero >= 2 ? largest : 0) + gathered;
+    const transient = Math.max(backward, (cfg.offloadOptimizer ? largest : 0) - r.stash);
     const b = { weights, grads, optimizer, stash: r.stash, transient };
     return { rank, ...b, total: totalOf(b) };
   });

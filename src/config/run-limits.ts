@@ -21,7 +21,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, blockOutCols, layerActivationsPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -126,6 +126,8 @@ export interface MemoryEstimate {
 export interface RankMemory extends MemoryEstimate {
   stash: number;
   transient: number;
+  /** One backward's own working set beside the stash, the most of its stages': the output gradient it receives and what its weight layers keep for their weight gradients (StageMemory.incoming + afterInput), live until the backward ends. */
+  backward: number;
   /** Parameters of each stage it holds (one tp worker's share). */
   stageParams: number[];
 }
@@ -139,6 +141,8 @@ export interface StageMemory extends MemoryEstimate {
   params: number;
   kept: number;
   afterInput: number;
+  /** The gradient of one micro-batch's stage output that its backward receives (the last stage: none, its loss keeps its logits' gradient). */
+  incoming: number;
   transient: number;
 }
 
@@ -183,7 +187,8 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept) };
+    const incoming = b === cut.spec.blocks.length ? 0 : 4 * rows * blockOutCols(cut.spec.blocks[b - 1]) * (tokens / rowSplit);
+    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), incoming, transient: 4 * rows * (widths - kept) };
   });
 }
 
@@ -200,10 +205,10 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) {
     const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
-    return per.map(({ weights, kept, afterInput, transient, params }, s) => {
+    return per.map(({ weights, kept, afterInput, incoming, transient, params }, s) => {
       // Swapped (memory-budget.ts): two micro-batches' at most stay on the device, the one just made and the one brought back.
       const stash = Math.min(held, swapped.has(s) ? 2 : held) * Math.max(kept, afterInput);
-      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, stageParams: [params] };
+      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, backward: incoming + afterInput, stageParams: [params] };
     });
   }
   const { schedule, k, held, afterInput } = stashOrder(cfg, per, swapped);
@@ -216,7 +221,7 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
     const away = schedule.stageToRank.flatMap((rank, s) => (rank === r && swapped.has(s % k) ? [per[s % k].kept] : []));
     const stash = peaks[r].peakBytes + 2 * Math.max(0, ...away);
     const activations = stash + transient;
-    return { weights, activations, total: weights + activations, stash, transient, stageParams: mine.map((m) => m.params) };
+    return { weights, activations, total: weights + activations, stash, transient, backward: Math.max(0, ...mine.map((m) => m.incoming + m.afterInput)), stageParams: mine.map((m) => m.params) };
   });
 }
 

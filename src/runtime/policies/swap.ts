@@ -61,7 +61,8 @@ export function withSwapping(inner: UpdatePolicy, parts: SwapParts): UpdatePolic
     if (!h) return;
     away.delete(key(stage, mb));
     const t0 = epochMs();
-    const back = new Map<Tensor, Tensor>(h.tensors.map((t, i) => [t, be.tensor(h.data[i], t.shape, t.dtype)]));
+    // Back on the device they are the stash again (the allocator's count: nn/memory-ledger.ts).
+    const back = new Map<Tensor, Tensor>(h.tensors.map((t, i) => [t, be.memory.scope('stash', () => be.tensor(h.data[i], t.shape, t.dtype))]));
     (stages.get(stage) as SwappableStage).remapStash(mb, back, false);
     hostBytes -= h.bytes;
     log.comm(stage, mb, 'swap-in', t0, epochMs());

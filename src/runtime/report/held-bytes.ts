@@ -16,14 +16,14 @@
  * and an all-gather before every action that reads the weights (F, B, I:
  * ZeRO-3 re-gathering per action; sharded-step.ts).
  */
-import { rankMemory, stageMemory } from '../../config/run-limits.ts';
+import { plannedPeaks } from '../../config/memory-budget.ts';
 import { byKind, liveTotal, type MemorySample, type StepMemory } from '../../nn/memory-ledger.ts';
 import { layerParamCount } from '../../nn/model-spec.ts';
 import { tpParams } from '../../nn/tp-params.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
 import type { RunPlan } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
-import { stepHighWater } from './high-water.ts';
+import { policyHeld } from './high-water.ts';
 import type { StepResult } from '../executor/index.ts';
 
 type Held = RunReport['heldBytesPerWorker'][number];
@@ -34,20 +34,6 @@ export function zeroStateBytes(params: number, zero: number, dp: number, optimiz
   const n = zero > 0 ? dp : 1;
   const weights = (4 * params) / (zero >= 3 ? n : 1), grads = (4 * params) / (zero >= 2 ? n : 1), state = (k * params) / (zero >= 1 ? n : 1);
   return { weights, grads, optimizer: state, peak: weights + grads + state };
-}
-
-/**
- * ZeRO's buffers around an action, beyond its model states at rest: ZeRO-2 and 3 a stage's whole gradient from the
- * backward that makes it to its reduce-scatter; ZeRO-3 the gathered weights (kept for the step: every stage of the
- * worker at once; per action: the largest, and the next with prefetch). `stages`: the worker's stages' parameters.
- */
-export function zeroTransientBytes(stages: readonly number[], zero: number, reshard: 'step' | 'microbatch', prefetch: boolean): number {
-  if (zero < 2 || stages.length === 0) return 0;
-  const largest = Math.max(...stages);
-  if (zero === 2) return 4 * largest;
-  const sorted = [...stages].sort((a, b) => b - a);
-  const gathered = reshard === 'step' ? stages.reduce((a, b) => a + b, 0) : sorted[0] + (prefetch ? (sorted[1] ?? 0) : 0);
-  return 4 * (largest + gathered);
 }
 
 /** Each worker's highest live bytes over the steps given (MemorySample of the peak), or null where none was counted. */
@@ -101,27 +87,21 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
   const { config, schedule } = plan;
   const m = meshOfRun(config);
   const perStage = stageParams(plan);
-  const cut = { spec: plan.spec, stageBlocks: plan.stageBlocks.slice(0, plan.stageBlocks.length / plan.kind.copies) };
-  const estimate = rankMemory(config, cut);
-  // One backward's own working set beside the stash: the output gradients its weight layers keep for their
-  // weight gradients, and their saved inputs (what W reads: run-limits.ts afterInput), live until its end.
-  const working = stageMemory(config, cut).map((s) => s.afterInput);
+  // The peak the budget plans (config/memory-budget.ts: model states, stash, a backward's working set, ZeRO's
+  // transients), the one formula the allocator's count is held against.
+  const planned = plannedPeaks(config);
   const out: Held[] = [];
   // The steady state: the first step (warming the pool, a ZeRO-3 worker's weights before their first gather) left out when there are several.
   const steady = records.length > 1 ? records.slice(1) : records;
   for (const rec of records) {
     rec.results.forEach((r, w) => {
-      const h = stepHighWater(r);
+      const h = policyHeld(r);
       if (!out[w]) {
         const { rank } = placeOf(m, w);
         const mine = schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [perStage[s]] : []));
-        const formula = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
+        const states = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
         // Offloaded (ZeRO-Offload), the optimizer state is in host memory: none on the device.
-        if (config.offloadOptimizer) Object.assign(formula, { peak: formula.peak - formula.optimizer, optimizer: 0 });
-        const backward = Math.max(0, ...schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [working[s % working.length]] : [])));
-        // PipeDream keeps up to p − 1 older weight versions, PipeDream-2BW one (registry.ts extraWeightVersions).
-        const versions = plan.windows.extraWeightVersions(config.ranks) * (formula.weights * (config.zero >= 3 ? config.dp : 1));
-        formula.peak += versions + (estimate[rank]?.activations ?? 0) + backward + zeroTransientBytes(mine, config.zero, config.reshard, config.prefetch);
+        const formula = { ...states, optimizer: config.offloadOptimizer ? 0 : states.optimizer, peak: planned[rank].total };
         out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula };
         const peak = peakOf(steady.map((s) => s.results[w]?.memory));
         if (peak) out[w].measured = { peak: liveTotal(peak), byKind: byKind(peak.live), pooled: peak.pooled };

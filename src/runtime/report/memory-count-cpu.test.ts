@@ -39,7 +39,8 @@ describe('ZeRO 0–3 at dp = 4, AdamW, float32: the model states the device hold
           const peak = held.measured?.peak ?? NaN;
           if (zero === 3) expect(held.measured?.byKind.gathered).toBe(4 * psi);
           if (w === 0) peaks.push(peak);
-          if (name === 'char-MLP') expect(Math.abs(peak / held.formula.peak - 1)).toBeLessThan(0.1);
+          // The plan bounds what the replicas stage up by one chunk of a stage (memory-budget.ts): within 15% under it.
+          if (name === 'char-MLP') expect(peak / held.formula.peak).toBeGreaterThan(0.85), expect(peak).toBeLessThanOrEqual(held.formula.peak);
           // The GPT's formula counts a backward's working set as all W reads (run-limits.ts afterInput), its saved inputs twice: an upper bound.
           else expect(peak / held.formula.peak).toBeGreaterThan(0.75), expect(peak).toBeLessThanOrEqual(held.formula.peak);
         }
@@ -61,7 +62,6 @@ describe("each worker's steady-state peak beside the formula (held-bytes.ts form
     ['DualPipe-V', charMlp({ schedule: 'dualpipe-v', virtual: 2 })],
     ["PipeDream-2BW's second weight version", charMlp({ schedule: 'pipedream-2bw' })],
     ['full recomputation', charMlp({ recompute: true })],
-    ['ZeRO-3 at dp = 2 × p = 2', charMlp({ dp: 2, zero: 3 })],
   ];
   for (const [name, cfg] of within10) {
     it(`${name}: within 10% on every worker`, async () => {
@@ -69,6 +69,14 @@ describe("each worker's steady-state peak beside the formula (held-bytes.ts form
       for (const h of report.heldBytesPerWorker) expect(Math.abs((h.measured?.peak ?? NaN) / h.formula.peak - 1)).toBeLessThan(0.1);
     });
   }
+  it('ZeRO-3 at dp = 2 × p = 2: at most the plan, and within 15% of it (a chunk of a stage staged up is bounded, not counted)', async () => {
+    const report = await run(charMlp({ dp: 2, zero: 3 }));
+    for (const h of report.heldBytesPerWorker) {
+      const r = (h.measured?.peak ?? NaN) / h.formula.peak;
+      expect(r).toBeGreaterThan(0.85);
+      expect(r).toBeLessThanOrEqual(1);
+    }
+  });
   // The GPT without sequence parallelism: a backward's working set is smaller than all W reads; the formula bounds it.
   const bounded: [string, RunConfig][] = [
     ['GPT 1F1B', gpt({})],

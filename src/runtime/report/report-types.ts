@@ -102,9 +102,10 @@ export interface RunReport {
     stash: number;
     transient: number;
     /**
-     * The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts); `peak`: those, the page's
-     * estimate of the activations it keeps and remakes (config/run-limits.ts rankMemory) and ZeRO's buffers around
-     * an action (ZeRO-2: a stage's whole gradient; ZeRO-3: its gathered weights too): what the count is checked against.
+     * The ZeRO paper's formula for the worker's model states at rest (held-bytes.ts); `peak`: the memory budget's
+     * plan of the worker's rank (config/memory-budget.ts plannedPeaks: model states, the stash at its schedule's
+     * peak, a backward's working set and recomputation, ZeRO's buffers around an action): what the count is checked
+     * against, and what the budget admits a run on.
      */
     formula: { weights: number; grads: number; optimizer: number; peak: number };
     /**
