@@ -38,7 +38,8 @@ describe('the memory fields’ rules', () => {
     expect(pd.field).toBe('offloadOptimizer');
     expect(pd.message).toMatch(/^offloadOptimizer = true: .*PipeDream \(schedule = pipedream\) updates inside its stream window, after every backward/);
     expect(refusal(spiral({ schedule: 'pipedream-2bw', offloadOptimizer: true })).message).toMatch(/every m micro-batches/);
-    expect(refusal(spiral({ dp: 2, zero: 2, batchSize: 64, offloadOptimizer: true })).message).toMatch(/^offloadOptimizer = true: .*zero ≤ 1/);
+    expect(refusal(spiral({ dp: 2, zero: 3, batchSize: 64, offloadOptimizer: true })).message).toMatch(/^offloadOptimizer = true: .*ZeRO-3 \(zero = 3\) also shards the weights.*use zero ≤ 2/);
+    expect(() => validateRunConfig(spiral({ dp: 2, zero: 2, batchSize: 64, offloadOptimizer: true }))).not.toThrow();
     expect(refusal(spiral({ offloadOptimizer: 'yes' as unknown as boolean })).message).toMatch(/^offloadOptimizer = "?yes"?: must be true or false/);
     expect(() => validateRunConfig(spiral({ dp: 2, zero: 1, offloadOptimizer: true }))).not.toThrow();
   });

@@ -7,7 +7,8 @@
  * rounded up, its largest chunk; the run-limits.ts estimate of what it stashes, exact against the stages' count:
  * stash-estimate-cpu.test.ts):
  *  - weights 4P (PipeDream's and 2BW's stashed versions: 4P each more), sharded under ZeRO-3;
- *  - gradients 4P, sharded under ZeRO-2 and 3;
+ *  - gradients 4P, sharded under ZeRO-2 and 3; 0 on the device with ZeRO-2 and optimizer offload (the shard's
+ *    accumulator lives in host memory);
  *  - optimizer state 8P (AdamW's two moments) or 4P (SGD's velocity), sharded under ZeRO 1–3; 0 on the device with
  *    optimizer offload (it lives in host memory);
  *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order; a swapped stage's
@@ -75,7 +76,8 @@ export function plannedPeaks(cfg: RunConfig): PlannedPeak[] {
     const shard = r.stageParams.reduce((a, ps) => a + Math.ceil(ps / n), 0);
     const largest = 4 * Math.max(0, ...r.stageParams);
     const weights = 4 * (cfg.zero >= 3 ? shard : p) * (1 + extra);
-    const grads = 4 * (cfg.zero >= 2 ? shard : p);
+    // ZeRO-2 offloaded: the shard's gradient accumulates in host memory beside its optimizer state.
+    const grads = cfg.offloadOptimizer && cfg.zero >= 2 ? 0 : 4 * (cfg.zero >= 2 ? shard : p);
     const optimizer = cfg.offloadOptimizer ? 0 : 4 * slots * (cfg.zero >= 1 ? shard : p);
     const gathered = cfg.zero >= 3 ? (cfg.reshard === 'step' ? 4 * p : largest * (cfg.prefetch ? 2 : 1)) : 0;
     // Around a backward: what it receives and keeps, what it recomputes, with replicas one chunk of a stage (1/dp of

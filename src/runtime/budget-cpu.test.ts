@@ -61,6 +61,7 @@ describe('the memory budget on the CPU host', () => {
     ['1F1B, optimizer offload', spiral({ optimizer: 'adamw', offloadOptimizer: true }), 0.05],
     ['dp 2, ZeRO-1, AdamW', spiral({ optimizer: 'adamw', ranks: 2, layers: 3, dp: 2, zero: 1 }), 0.15],
     ['dp 2, ZeRO-3, AdamW', spiral({ optimizer: 'adamw', ranks: 2, dp: 2, zero: 3 }), 0.15],
+    ['dp 2, ZeRO-2 with optimizer offload', spiral({ optimizer: 'adamw', ranks: 2, dp: 2, zero: 2, offloadOptimizer: true }), 0.2],
     ['the GPT, GPipe', gpt({}), 0.15],
   ];
   for (const [title, cfg, close] of COUNTED) {

@@ -101,7 +101,8 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
         const mine = schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [perStage[s]] : []));
         const states = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
         // Offloaded (ZeRO-Offload), the optimizer state is in host memory: none on the device.
-        const formula = { ...states, optimizer: config.offloadOptimizer ? 0 : states.optimizer, peak: planned[rank].total };
+        // With ZeRO-2 the shard's gradient accumulator goes with it.
+        const formula = { ...states, optimizer: config.offloadOptimizer ? 0 : states.optimizer, grads: config.offloadOptimizer && config.zero >= 2 ? 0 : states.grads, peak: planned[rank].total };
         out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula };
         const peak = peakOf(steady.map((s) => s.results[w]?.memory));
         if (peak) out[w].measured = { peak: liveTotal(peak), byKind: byKind(peak.live), pooled: peak.pooled };
