@@ -108,6 +108,8 @@ export class ShardedStep implements UpdatePolicy {
       });
       for (const p of stage.params) be.freeStorage(p.grad);
     }
+    // Offloaded, the shards' state and gradient accumulators live in host memory: counted apart from the device's.
+    if (offload) be.memory.setHost('optimizer', [...this.held.values()].reduce((n, h) => n + h.shard.hostBytes(), 0));
   }
 
   private get zero3(): boolean {
