@@ -1,6 +1,6 @@
 /**
  * The Compare preset "Make it fit": a GPT whose default run (GPipe, every micro-batch's activations held at once)
- * a 1.5 MiB budget per worker refuses, and what the budget's refusal offers, each run and measured: recomputation,
+ * a 2 MiB budget per worker refuses, and what the budget's refusal offers, each run and measured: recomputation,
  * ZeRO-3 over two replicas, activation swapping and optimizer offload. Each runs without the budget so that every
  * one is measured; beside it the budget's own verdict on its plan (config/memory-budget.ts). The figures: the most
  * any worker's device held (by kind, and in all against the budget), the host's share, the step time and the
@@ -11,7 +11,7 @@ import { budgetRefusal, MiB, PEAK_KINDS, worstPeak, type BytesByKind } from '../
 import { planKinds, type RunReport } from '../../runtime/report/index.ts';
 
 /** The budget the preset's model passes: MiB per worker. */
-export const FIT_PRESET_BUDGET_MIB = 1.5;
+export const FIT_PRESET_BUDGET_MIB = 2;
 
 export interface FitShape {
   key: string;
