@@ -6,6 +6,8 @@
  * workers (the formula: config/memory-budget.ts plannedPeaks; the count less staging, the uniform ring and the pool's
  * bucket slack: held-bytes.ts comparable): the char-MLP within 10% on every worker; the tiny GPT is reported, and held
  * to its measured gap (bench/MEMORY.md: buffers disposed while commands are pending stay live until the submit).
+ * count shows gathered weights at the peak and none at rest. And a swapped run (issue 54): each worker's host memory,
+ * counted apart, drawn as its own line in the lane and carried by the trace's host counter.
  */
 import type { Page } from '@playwright/test';
 import { expect, test } from './page-errors.ts';
@@ -85,5 +87,26 @@ test('the count beside the formula on WebGPU workers: the char-MLP within 10%, t
       else expect(ratio).toBeGreaterThan(0.95), expect(ratio).toBeLessThan(1.3);
     }
   }
+  expect(errors).toEqual([]);
+});
+
+test('a swapped run draws each worker\'s host memory apart: bytes leaving and returning, the trace\'s host counter beside it', async ({ page }) => {
+  test.setTimeout(180_000);
+  const errors = watchErrors(page);
+  await page.goto('./?dataset=names&ranks=2&schedule=gpipe&swap=all&microbatches=4&batchSize=16&steps=1&evalEvery=0&layers=1');
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect.poll(() => page.getByRole('status').getAttribute('data-status'), { timeout: 150_000, intervals: [250, 500, 1000] }).toBe('done');
+  const report = JSON.parse((await download(page, 'Run report (JSON)')).toString('utf8')) as { hostBytesPerWorker?: number[]; memory: { samples: { host?: number[] }[] }[] };
+  await expect(page.getByTestId('memory-lanes').getByTestId('memory-lane-host')).toHaveCount(2);
+  for (let w = 0; w < 2; w++) {
+    const host = report.memory[w].samples.map((s) => s.host?.[0] ?? 0);
+    // Bytes leave (the host's count rises) and all come back by the step's end.
+    expect(Math.max(...host)).toBeGreaterThan(0);
+    expect(host[host.length - 1]).toBe(0);
+    const lane = page.getByTestId('memory-lanes').locator(`[data-worker="${w}"]`);
+    expect(Number(await lane.getAttribute('data-host-peak'))).toBe(report.hostBytesPerWorker?.[w]);
+  }
+  const trace = JSON.parse((await download(page, 'Chrome trace (JSON)')).toString('utf8')) as { traceEvents: { ph: string; name: string; tid: number }[] };
+  expect(new Set(trace.traceEvents.filter((e) => e.ph === 'C' && e.name.startsWith('host memory of worker')).map((e) => e.tid))).toEqual(new Set([0, 1]));
   expect(errors).toEqual([]);
 });

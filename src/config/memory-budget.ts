@@ -7,16 +7,22 @@
  * rounded up, its largest chunk; the run-limits.ts estimate of what it stashes, exact against the stages' count:
  * stash-estimate-cpu.test.ts):
  *  - weights 4P (PipeDream's and 2BW's stashed versions: 4P each more), sharded under ZeRO-3;
- *  - gradients 4P, sharded under ZeRO-2 and 3;
+ *  - gradients 4P, sharded under ZeRO-2 and 3; 0 on the device with ZeRO-2 and optimizer offload (the shard's
+ *    accumulator lives in host memory);
  *  - optimizer state 8P (AdamW's two moments) or 4P (SGD's velocity), sharded under ZeRO 1–3; 0 on the device with
  *    optimizer offload (it lives in host memory);
  *  - stash: the activations its micro-batches in flight keep at the peak of the run's own order; a swapped stage's
  *    leave the device between its forward and its backward, two micro-batches' at most there at once (the one its
  *    forward just made and the one brought back for the next backward);
- *  - transient: one backward's recomputation made live again; under ZeRO-2/3 one stage's whole gradient before
- *    its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one stage's, two
- *    with prefetch, with reshard = microbatch).
- * The peak is their sum: every kind at its most at once, an upper bound of the moment that holds the most.
+ *  - transient: one backward's working set (what its weight layers keep for their weight gradients and one layer's
+ *    scratch, live until it ends: run-limits.ts StageMemory.working) and its recomputation made live again; with replicas (dp > 1) one chunk of a stage staged up (1/dp of it: a ring's or a shard's piece); under ZeRO-2/3 one stage's whole
+ *    gradient before its reduce-scatter; under ZeRO-3 the gathered weights (all its stages' with reshard = step, one
+ *    stage's, two with prefetch, with reshard = microbatch); or, when more, an offloaded update's weights staged back
+ *    up at the step's end (at most one stage's; no stash is live then, so only what passes the stash's plan). The allocator counts these as temporaries, staging and gathered
+ *    weights (nn/memory-ledger.ts: gathered, staging and temp are this plan's transient).
+ * The peak is their sum: every kind at its most at once, an upper bound of the moment that holds the most. It is
+ * what the per-step check (runtime/budget-check.ts) holds the allocator's high-water mark against, so a run the
+ * plan admits and that grows nothing past it is never stopped (runtime/budget-cpu.test.ts).
  */
 import { ConfigError } from '../util/errors.ts';
 import { laneLabel, meshOfRun, workerOf } from '../schedule/mesh.ts';
@@ -38,6 +44,12 @@ export type BytesByKind = Record<PeakKind, number>;
 export interface PlannedPeak extends BytesByKind {
   rank: number;
   total: number;
+  /**
+   * Of the transient, communication staging: the gradient a backward receives and, with replicas, a chunk of a stage
+   * staged up. The budget counts it (the device holds it); the formula the report sets beside the count less its
+   * staging (held-bytes.ts) leaves it out.
+   */
+  staging: number;
 }
 
 /** Bytes as the messages write them: GiB, MiB or KiB. */
@@ -69,12 +81,20 @@ export function plannedPeaks(cfg: RunConfig): PlannedPeak[] {
     const shard = r.stageParams.reduce((a, ps) => a + Math.ceil(ps / n), 0);
     const largest = 4 * Math.max(0, ...r.stageParams);
     const weights = 4 * (cfg.zero >= 3 ? shard : p) * (1 + extra);
-    const grads = 4 * (cfg.zero >= 2 ? shard : p);
+    // ZeRO-2 offloaded: the shard's gradient accumulates in host memory beside its optimizer state.
+    const grads = cfg.offloadOptimizer && cfg.zero >= 2 ? 0 : 4 * (cfg.zero >= 2 ? shard : p);
     const optimizer = cfg.offloadOptimizer ? 0 : 4 * slots * (cfg.zero >= 1 ? shard : p);
     const gathered = cfg.zero >= 3 ? (cfg.reshard === 'step' ? 4 * p : largest * (cfg.prefetch ? 2 : 1)) : 0;
-    const transient = r.transient + (cfg.zero >= 2 ? largest : 0) + gathered;
+    // Around a backward: its working set and what it recomputes (r.transient), the gradient it receives (staging), with replicas one chunk of a stage (1/dp of
+    // it: a ring's piece staged up, a shard's segment), under ZeRO-2/3 the whole gradient before its reduce-scatter, ZeRO-3's
+    // gathered weights. At the step's end no stash is live (the sum counts it): an offloaded update's weights staged up
+    // need only what the stash leaves of them.
+    const ring = cfg.dp > 1 ? 4 * Math.ceil(Math.max(0, ...r.stageParams) / cfg.dp) : 0;
+    const staging = r.incoming + ring;
+    const backward = r.transient + staging + (cfg.zero >= 2 ? largest : 0) + gathered;
+    const transient = Math.max(backward, (cfg.offloadOptimizer ? largest : 0) - r.stash);
     const b = { weights, grads, optimizer, stash: r.stash, transient };
-    return { rank, ...b, total: totalOf(b) };
+    return { rank, ...b, total: totalOf(b), staging: transient === backward ? staging : 0 };
   });
 }
 

@@ -81,7 +81,11 @@ export function validateMemoryFields(cfg: MemoryFields, schedule: RunScheduleNam
       `offload moves the optimizer step of a flush to the CPU; ${name} (schedule = ${schedule}) updates inside its stream window, ${kind.update === 'double-buffered' ? 'every m micro-batches' : 'after every backward'}, with no step's end to offload (use a flush schedule such as 1f1b)`,
     );
   }
-  if (cfg.zero >= 2) {
-    throw new ConfigError('offloadOptimizer', true, `offload holds the optimizer state of a flush (ZeRO 0, or ZeRO-1's shard) on the CPU; ZeRO-${cfg.zero}'s sharded step (zero = ${cfg.zero}) keeps its state beside its gradient shards on the device: use zero ≤ 1`);
+  if (cfg.zero >= 3) {
+    throw new ConfigError(
+      'offloadOptimizer',
+      true,
+      `offload holds a flush's optimizer state (ZeRO 0, or ZeRO-1's and ZeRO-2's shard with its gradients) on the CPU; ZeRO-3 (zero = ${cfg.zero}) also shards the weights and gathers them onto the device before each use, and offloading those (ZeRO-Infinity's parameter offload) is not built here: use zero ≤ 2`,
+    );
   }
 }

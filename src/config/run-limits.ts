@@ -22,7 +22,7 @@
  */
 import { ConfigError } from '../util/errors.ts';
 import { buildModelSpec } from '../nn/model-config.ts';
-import { blockCosts, layerActivationsPerRow, layerBackwardGradsPerRow, layerBackwardScratchPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
+import { blockCosts, blockOutCols, layerActivationsPerRow, layerBackwardGradsPerRow, layerBackwardScratchPerRow, layerFlopsPerRow, layerInCols, layerKeptAfterInputPerMicrobatch, layerKeptAfterInputPerRow, layerLargestActivationPerRow, layerParamCount, rowsPerExample, type ModelSpec } from '../nn/model-spec.ts';
 import { partitionBlocks, type BlockRange } from '../nn/partition.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import type { TrainConfig } from '../nn/train-config.ts';
@@ -127,6 +127,8 @@ export interface MemoryEstimate {
 export interface RankMemory extends MemoryEstimate {
   stash: number;
   transient: number;
+  /** What arrives around one backward (StageMemory.incoming), the most of its stages': communication staging, not in `transient`. */
+  incoming: number;
   /** Parameters of each stage it holds (one tp worker's share). */
   stageParams: number[];
 }
@@ -140,6 +142,8 @@ export interface StageMemory extends MemoryEstimate {
   params: number;
   kept: number;
   afterInput: number;
+  /** Communication staging around a backward: the gradient of one micro-batch's stage output it receives (the last stage: none) and the next forward's input arriving (the first stage: none). */
+  incoming: number;
   transient: number;
   /**
    * One backward's working set beside the stash: the gradients its weight layers keep for their weight gradients
@@ -194,7 +198,10 @@ export function stageMemory(cfg: LimitInput, cut = stageCut(cfg)): StageMemory[]
     const kept = cfg.recompute ? (blocks.length > 0 ? inputPerRow(a) + labels : 0) : cfg.recomputeAttention ? widths - probs : widths;
     const weights = 4 * params * copies;
     const activations = 4 * rows * (cfg.microbatches * kept + (widths - kept));
-    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), transient: 4 * rows * (widths - kept), working: 4 * (rows * (grads + scratch) + afterInputFixed) };
+    // Received while a backward runs: the gradient of its output (not on the last stage, whose loss makes it) and the
+    // next forward's input (not on the first, which reads the batch): staged uploads.
+    const incoming = (b === cut.spec.blocks.length ? 0 : 4 * rows * blockOutCols(cut.spec.blocks[b - 1]) * (tokens / rowSplit)) + (a === 0 ? 0 : 4 * rows * inputPerRow(a));
+    return { weights, activations, total: weights + activations, params, kept: 4 * rows * kept, afterInput: 4 * (rows * afterInput + afterInputFixed), incoming, transient: 4 * rows * (widths - kept), working: 4 * (rows * (grads + scratch) + afterInputFixed) };
   });
 }
 
@@ -211,11 +218,11 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
   const kind = scheduleKind(cfg.schedule);
   if (kind.fromStageCosts) {
     const held = Math.min(cfg.microbatches, cfg.memCap || cfg.ranks);
-    return per.map(({ weights, kept, afterInput, transient: remade, working, params }, s) => {
+    return per.map(({ weights, kept, afterInput, incoming, transient: remade, working, params }, s) => {
       // Swapped (memory-budget.ts): two micro-batches' at most stay on the device, the one just made and the one brought back.
       const stash = Math.min(held, swapped.has(s) ? 2 : held) * Math.max(kept, afterInput);
       const transient = remade + working;
-      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, stageParams: [params] };
+      return { weights, activations: stash + transient, total: weights + stash + transient, stash, transient, incoming, stageParams: [params] };
     });
   }
   const { schedule, k, held, afterInput } = stashOrder(cfg, per, swapped);
@@ -228,7 +235,7 @@ export function rankMemory(cfg: LimitInput, cut = stageCut(cfg), swapped: Readon
     const away = schedule.stageToRank.flatMap((rank, s) => (rank === r && swapped.has(s % k) ? [per[s % k].kept] : []));
     const stash = peaks[r].peakBytes + 2 * Math.max(0, ...away);
     const activations = stash + transient;
-    return { weights, activations, total: weights + activations, stash, transient, stageParams: mine.map((m) => m.params) };
+    return { weights, activations, total: weights + activations, stash, transient, incoming: Math.max(0, ...mine.map((m) => m.incoming)), stageParams: mine.map((m) => m.params) };
   });
 }
 

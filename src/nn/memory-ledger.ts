@@ -28,6 +28,14 @@ export const OUTSIDE_FORMULA: readonly MemoryKind[] = ['staging', 'uniforms'];
 /** Bytes by kind, in MEMORY_KINDS order (compact: these cross from the worker with every step). */
 export type KindBytes = number[];
 
+/**
+ * What a worker keeps in its host memory instead of on its device, counted apart (DESIGN.md: "Host memory a worker
+ * uses for swapped activations or an offloaded optimizer is counted the same way, apart"): swapped stashes, and an
+ * offloaded optimizer's state (with ZeRO-2 its gradient shard too).
+ */
+export type HostKind = 'stash' | 'optimizer';
+export const HOST_KINDS: readonly HostKind[] = ['stash', 'optimizer'];
+
 /** The count at one moment on the run's clock. */
 export interface MemorySample {
   /** Epoch ms (the run's clock; the coordinator normalises it like the intervals). */
@@ -40,6 +48,8 @@ export interface MemorySample {
   slack?: number;
   /** Of the live bytes, buffers the program has let go that wait for the submit of the commands that use them (GPU); absent: none. */
   pending?: number;
+  /** Host-memory bytes by HOST_KINDS, apart from the device's; absent on a worker that keeps nothing there. */
+  host?: KindBytes;
 }
 
 /** A step's count: a sample after each action (and at the step's start and end), and its high-water mark. */
@@ -87,6 +97,8 @@ export class MemoryLedger {
   private pooledBytes = 0;
   private peakSample: MemorySample;
   private current: MemoryKind = 'temp';
+  private readonly hostLive: number[] = HOST_KINDS.map(() => 0);
+  private hostUsed = false;
 
   constructor(private readonly clock: () => number = epochNow) {
     this.peakSample = this.sample();
@@ -174,15 +186,35 @@ export class MemoryLedger {
     return this.live[kindIndex(kind)];
   }
 
+  /** The worker's host memory now holds `bytes` of `kind` (swapped stashes, an offloaded optimizer): counted apart from the device's. */
+  setHost(kind: HostKind, bytes: number): void {
+    const i = HOST_KINDS.indexOf(kind);
+    if (i < 0) throw new Error(`host memory kind "${String(kind)}" is not one of ${HOST_KINDS.join(', ')}`);
+    this.hostLive[i] = bytes;
+    this.hostUsed = true;
+  }
+
+  /** Host-memory bytes of one kind now. */
+  hostOf(kind: HostKind): number {
+    return this.hostLive[HOST_KINDS.indexOf(kind)] ?? 0;
+  }
+
   /** The count now. */
   sample(): MemorySample {
     const slack = this.slack.reduce((n, b, i) => (OUTSIDE_FORMULA.includes(MEMORY_KINDS[i]) ? n : n + b), 0);
-    return { t: this.clock(), live: [...this.live], pooled: this.pooledBytes, ...(slack > 0 ? { slack } : {}), ...(this.pendingBytes > 0 ? { pending: this.pendingBytes } : {}) };
+    return {
+      t: this.clock(),
+      live: [...this.live],
+      pooled: this.pooledBytes,
+      ...(slack > 0 ? { slack } : {}),
+      ...(this.pendingBytes > 0 ? { pending: this.pendingBytes } : {}),
+      ...(this.hostUsed ? { host: [...this.hostLive] } : {}),
+    };
   }
 
   /** The high-water mark since the last resetPeak (or since the ledger began). */
   peak(): MemorySample {
-    return { ...this.peakSample, live: [...this.peakSample.live] };
+    return { ...this.peakSample, live: [...this.peakSample.live], ...(this.peakSample.host ? { host: [...this.peakSample.host] } : {}) };
   }
 
   /** Starts a new high-water mark from the count now (a step's start). */

@@ -146,3 +146,21 @@ export function makePlan(req: PlanRequest): Plan {
   const predicted = lanes === undefined || noSharedPrediction ? null : predictions(auto.schedule, costs, lanes);
   return { partition, costs, auto, baselines, predictions: predicted, zero, tp, modelStateBytes, ...(noSharedPrediction ? { noSharedPrediction } : {}) };
 }
+
+/**
+ * The planner's peak of each rank's worker (bytes) running `schedule` on the plan's cut: its stages' model states
+ * (modelStateBytes), the stash at the schedule's peak on the plan's costs (the profile's heldBytes, simulate.ts), and
+ * the most temporaries any of its blocks' workers held (the profile's workBytes: a backward's received gradient and
+ * working set). Null without the blocks' paramBytes. One worker of a pipeline without tp (a tp worker's blocks are
+ * not measured that way).
+ */
+export function rankPeakBytes(profile: Profile, plan: Plan, schedule: Schedule): number[] | null {
+  const states = plan.modelStateBytes;
+  if (!states) return null;
+  const work = plan.partition.ranges.map(([a, b]) => Math.max(0, ...profile.blocks.slice(a, b).map((x) => x.workBytes ?? 0)));
+  const sim = simulate(schedule, plan.costs);
+  return sim.memory.map((m) => {
+    const mine = schedule.stageToRank.flatMap((owner, s) => (owner === m.rank ? [s % states.length] : []));
+    return mine.reduce((t, s) => t + states[s], 0) + m.peakBytes + Math.max(0, ...mine.map((s) => work[s]));
+  });
+}

@@ -14,6 +14,9 @@
  *   blocks[i].paramBytes  (optional) bytes of block i's weights, which its
  *                         gradients match: what a data-parallel plan all-reduces
  *                         (train.py --profile writes it);
+ *   blocks[i].workBytes   (optional) the temporaries block i's worker held at its most (a backward's
+ *                         received gradient and working set: the allocator's count, measure-profile.ts);
+ *                         the planner's per-worker peak adds it;
  *   comm[i]               time to send the activation across the boundary after
  *                         block i (and its gradient back), n − 1 entries;
  *   lanes                 (optional) the effective parallel lanes of the device
@@ -70,6 +73,8 @@ export interface BlockProfile {
   heldBytesRecompute: number;
   /** Bytes of the block's weights (= its gradients'); absent when not measured. */
   paramBytes?: number;
+  /** The temporaries its worker held at its most (a backward's received gradient and working set); absent when not measured. */
+  workBytes?: number;
 }
 
 export interface Profile {
@@ -138,7 +143,7 @@ export interface AllReduceProfile {
   samples: { bytes: number; time: number }[];
 }
 
-const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes'] as const;
+const BLOCK_KEYS = ['name', 'F', 'I', 'W', 'B', 'heldBytes', 'heldBytesRecompute', 'paramBytes', 'workBytes'] as const;
 const PROFILE_KEYS = ['version', 'unit', 'source', 'blocks', 'comm', 'lanes', 'model', 'allReduce', 'tpAllReduce', 'tp'] as const;
 const TP_KEYS = ['t', 'blocks', 'sequenceParallel', 'comm'] as const;
 const TP_BLOCK_KEYS = [...BLOCK_KEYS, 'forward', 'backward'] as const;
@@ -183,6 +188,7 @@ function parseBlock(i: number, x: unknown, field = `profile.blocks[${i}]`, known
   }
   const out: BlockProfile = { name, F, I, W, B, heldBytes, heldBytesRecompute };
   if (x.paramBytes !== undefined) out.paramBytes = cost(`${field}.paramBytes`, x.paramBytes);
+  if (x.workBytes !== undefined) out.workBytes = cost(`${field}.workBytes`, x.workBytes);
   return out;
 }
 

@@ -1,6 +1,7 @@
 /**
  * A run that starts stays under its memory budget (issue 54): after every step (a stream: after its window) each
- * worker's high-water mark by kind (report/high-water.ts, the count the budget reads) is held against the budget;
+ * worker's high-water mark by kind (the allocator's count, report/high-water.ts stepHighWater: live bytes at the step's
+ * most, gathered weights, staging and temporaries as transient) is held against the budget;
  * the first worker over it ends the run with a message naming the step, the worker, its bytes by kind and what grew
  * past the plan the run was admitted on (config/memory-budget.ts). The coordinator throws it between steps, so no
  * worker hangs and every checkpoint already taken stays.
@@ -20,7 +21,7 @@ export class MemoryBudgetError extends Error {
 }
 
 /** The message of the first worker whose high-water mark in the step `when` names (`step 3`) passes the run's budget; null when all are under (or there is none). */
-export function budgetBreach(config: RunConfig, when: string, results: readonly Pick<StepResult, 'held' | 'optimizerBytes' | 'peakStashBytes'>[]): string | null {
+export function budgetBreach(config: RunConfig, when: string, results: readonly Pick<StepResult, 'held' | 'optimizerBytes' | 'peakStashBytes' | 'memory'>[]): string | null {
   if (config.memoryBudget === undefined) return null;
   const budget = config.memoryBudget * MiB;
   const m = meshOfRun(config);

@@ -12,6 +12,10 @@
  *   heldBytes    the stage's peak stash, one micro-batch's worth (m = 1);
  *   heldBytesRecompute  the block's input, rows × columns × 4 bytes (what a
  *                recomputing stage keeps);
+ *   paramBytes   the block's weights, 4 bytes a value (the model's count);
+ *   workBytes    the temporaries the block's worker held at its
+ *                allocator's high-water mark (its steady state): a
+ *                backward's received gradient and working set;
  *   comm[b]      readback + send + transfer + upload across boundary b, per
  *                crossing;
  *   lanes        the device's effective lanes (how many ranks compute at full
@@ -27,7 +31,7 @@
  * `measureProfile` takes the runner (the browser's workers, or the in-process
  * CPU runtime in tests), so it runs wherever a pipeline runs.
  */
-import { blockInCols, type ModelSpec } from '../nn/model-spec.ts';
+import { blockInCols, layerParamCount, type ModelSpec } from '../nn/model-spec.ts';
 import type { RunReport } from './report/index.ts';
 import { MAX_RUN_RANKS, withoutCut, type RunConfig } from '../config/run-config.ts';
 import { planRun } from './executor/index.ts';
@@ -130,7 +134,10 @@ export function profileFromReport(report: RunReport): Profile {
     const I = timed(s, 'I');
     const W = timed(s, 'W');
     const held = report.peakStashBytes[s] ?? 0;
-    return { name: blk.name, F: timed(s, 'F'), I, W, B: I + W, heldBytes: held, heldBytesRecompute: Math.min(held, blockInCols(blk) * rows * 4) };
+    const paramBytes = 4 * blk.layers.reduce((n, l) => n + layerParamCount(l), 0);
+    const m = report.heldBytesPerWorker[s]?.measured;
+    const work = m ? { workBytes: m.byKind.gathered + m.byKind.staging + m.byKind.temp } : {};
+    return { name: blk.name, F: timed(s, 'F'), I, W, B: I + W, heldBytes: held, heldBytesRecompute: Math.min(held, blockInCols(blk) * rows * 4), paramBytes, ...work };
   });
   const gpu = report.meanGpuOpMs !== undefined && Object.keys(report.meanGpuOpMs).length > 0;
   return {

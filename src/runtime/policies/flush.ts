@@ -117,6 +117,8 @@ export class Flush implements UpdatePolicy {
     } else {
       this.opt = createOptimizer(be, [...stages.values()].flatMap((st) => st.params), train);
     }
+    // Offloaded, the state lives in host memory from here on: the worker's count keeps it apart from the device's.
+    if (offload) be.memory.setHost('optimizer', [...this.offloaded.values(), ...this.shards.values()].reduce((n, o) => n + o.hostBytes(), 0));
   }
 
   private resetStep(): void {

@@ -33,9 +33,15 @@
  * accumulator is summed with its other copy's (the same chunk in the same
  * replica) at the step's end, before its update (copy-sum.ts).
  *
+ * With optimizer offload (ZeRO-2 only: ZeRO-Offload is built on it) the owned
+ * chunk's gradient accumulator and optimizer state live in the worker's host
+ * memory: each reduce-scattered chunk is added there, and at the step's end
+ * the CPU steps the chunk's master copy (zero-shard.ts, host-optimizer.ts)
+ * before the all-gather spreads the weights.
+ *
  * On the device, between its actions, a worker keeps its chunk's gradient
- * accumulator, its optimizer state and (ZeRO-2) the whole weights or (ZeRO-3)
- * its chunk of them; a stage's whole gradient has storage from the backward
+ * accumulator (not offloaded), its optimizer state (not offloaded) and
+ * (ZeRO-2) the whole weights or (ZeRO-3) its chunk of them; a stage's whole gradient has storage from the backward
  * that makes it to its reduce-scatter. What the device holds is counted by its
  * backend's ledger (nn/memory-ledger.ts); `report().held` gives the bytes as
  * the sharding defines them (4 bytes a value), the formula's side.
@@ -85,6 +91,8 @@ export class ShardedStep implements UpdatePolicy {
     private readonly parts: DataParallelParts,
     /** A schedule with model copies (DualPipe): each owned chunk's accumulated gradient summed over them before its update (copy-sum.ts). */
     private readonly sumCopies: SumCopies | null = null,
+    /** ZeRO-Offload with ZeRO-2: the owned chunk's gradient accumulator and optimizer state in host memory, its update on the CPU. */
+    private readonly offload = false,
   ) {
     const { order } = parts;
     order.forEach((a, i) => this.index.set(key(a), i));
@@ -94,12 +102,14 @@ export class ShardedStep implements UpdatePolicy {
         stage,
         // The device keeps the owned chunk's gradient (and, ZeRO-3, its weights) between actions; the whole
         // gradient gets storage for the backward that makes it, and gives it back once reduce-scattered.
-        shard: new ZeroShard(be, stage.params, train, parts.replica, parts.dp, { weights: parts.zero === 3, grads: true }),
+        shard: new ZeroShard(be, stage.params, train, parts.replica, parts.dp, { weights: parts.zero === 3, grads: true }, offload),
         total: paramOffsets(stage.params).total,
         lastUse,
       });
       for (const p of stage.params) be.freeStorage(p.grad);
     }
+    // Offloaded, the shards' state and gradient accumulators live in host memory: counted apart from the device's.
+    if (offload) be.memory.setHost('optimizer', [...this.held.values()].reduce((n, h) => n + h.shard.hostBytes(), 0));
   }
 
   private get zero3(): boolean {
@@ -290,14 +300,15 @@ export class ShardedStep implements UpdatePolicy {
       whole += h.total * BYTES;
     }
     const params = [...this.held.values()].flatMap((h) => h.shard.pieces);
-    return { weights: this.zero3 ? own : whole, grads: own, optimizer: optimizerStateBytes(params, this.train.optimizer, BYTES), transient: 0 };
+    return { weights: this.zero3 ? own : whole, grads: this.offload ? 0 : own, optimizer: optimizerStateBytes(params, this.train.optimizer, BYTES), transient: 0 };
   }
 
   report(): PolicyReport {
     const params = [...this.held.values()].flatMap((h) => h.shard.pieces);
     const held = { ...this.atRest(), transient: this.peakTransient };
     this.peakTransient = 0;
-    return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer), held };
+    const host = [...this.held.values()].reduce((n, h) => n + h.shard.hostBytes(), 0);
+    return { optimizerBytes: optimizerStateBytes(params, this.train.optimizer), held, ...(host > 0 ? { hostOptimizerBytes: host } : {}) };
   }
 
   async readOptimizer(): Promise<OptimizerPieces> {

@@ -61,9 +61,11 @@ export function withSwapping(inner: UpdatePolicy, parts: SwapParts): UpdatePolic
     if (!h) return;
     away.delete(key(stage, mb));
     const t0 = epochMs();
-    const back = new Map<Tensor, Tensor>(h.tensors.map((t, i) => [t, be.tensor(h.data[i], t.shape, t.dtype)]));
+    // Back on the device they are the stash again (the allocator's count: nn/memory-ledger.ts).
+    const back = new Map<Tensor, Tensor>(h.tensors.map((t, i) => [t, be.memory.scope('stash', () => be.tensor(h.data[i], t.shape, t.dtype))]));
     (stages.get(stage) as SwappableStage).remapStash(mb, back, false);
     hostBytes -= h.bytes;
+    be.memory.setHost('stash', hostBytes);
     log.comm(stage, mb, 'swap-in', t0, epochMs());
   };
 
@@ -77,6 +79,7 @@ export function withSwapping(inner: UpdatePolicy, parts: SwapParts): UpdatePolic
     const bytes = tensors.reduce((n, t) => n + 4 * t.size, 0);
     away.set(key(a.stage, a.mb), { tensors, data, bytes });
     hostBytes += bytes;
+    be.memory.setHost('stash', hostBytes);
     peakHost = Math.max(peakHost, hostBytes);
     log.comm(a.stage, a.mb, 'swap-out', t0, epochMs());
   };

@@ -35,14 +35,14 @@ export function createUpdatePolicy(
   sumCopies?: SumCopies,
   /** A stream's start (a resumed one's first step) and its block-end hook (double-buffered only). */
   stream?: StreamStart,
-  /** ZeRO-Offload: the flush's optimizer state on the host, its step on the CPU (flush.ts; ZeRO 0 and 1). */
+  /** ZeRO-Offload: the flush's optimizer state on the host, its step on the CPU (flush.ts; ZeRO 0 and 1; sharded-step.ts: ZeRO-2). */
   offload = false,
 ): UpdatePolicy {
-  if (offload && (name !== 'flush' || (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2))) throw new Error(`optimizer offload runs at a flush with ZeRO 0 or 1; the ${name} policy has none`);
+  if (offload && (name !== 'flush' || (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 3))) throw new Error(`optimizer offload runs at a flush with ZeRO 0, 1 or 2; the ${name} policy has none`);
   if (sumCopies && name !== 'flush') throw new Error(`model copies are summed at a flush; the ${name} policy has none`);
   switch (name) {
     case 'flush':
-      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) return new ShardedStep(be, stages, train, dataParallel, sumCopies ?? null);
+      if (dataParallel && dataParallel.dp > 1 && dataParallel.zero >= 2) return new ShardedStep(be, stages, train, dataParallel, sumCopies ?? null, offload);
       return new Flush(be, stages, train, dataParallel && dataParallel.dp > 1 ? dataParallel : null, sumCopies ?? null, offload);
     case 'stash-and-update-after-backward':
       return new StashPolicy(be, stages, train, train.microbatches);

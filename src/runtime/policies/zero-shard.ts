@@ -73,6 +73,8 @@ export class ZeroShard {
   private loaded = false;
   /** The owned chunk's weights on the host (the master copy's values), once loaded. */
   private host: Vector | null = null;
+  /** Offloaded with ZeRO-2: the owned chunk's gradient, accumulated over the step in host memory (none on the device). */
+  private hostGrad: Vector | null = null;
   /** The chunk this worker owns: [lo, hi) of the stage's vector. */
   readonly lo: number;
   readonly hi: number;
@@ -86,7 +88,7 @@ export class ZeroShard {
     private readonly keep: ShardKeeps = { weights: false, grads: false },
     offload = false,
   ) {
-    if (offload && (keep.weights || keep.grads)) throw new Error('an offloaded shard keeps nothing on the device (ZeRO-Offload goes with ZeRO 0 and 1)');
+    if (offload && keep.weights) throw new Error('an offloaded shard keeps no weights on the device (ZeRO-Offload goes with ZeRO 0, 1 and 2)');
     const { offsets, total } = paramOffsets(params);
     const bounds = chunkBounds(total, dp);
     const c = ownedChunk(replica, dp);
@@ -117,14 +119,22 @@ export class ZeroShard {
     return this.segments.flatMap((s) => (s.piece ? [{ s, piece: s.piece }] : []));
   }
 
-  /** Bytes of its optimizer state in host memory (offloaded; 4 bytes a value), else 0. */
+  /** Bytes of its optimizer state and (ZeRO-2) its gradient accumulator in host memory (offloaded; 4 bytes a value), else 0. */
   hostBytes(): number {
-    return this.hostOpt?.bytes(4) ?? 0;
+    return (this.hostOpt?.bytes(4) ?? 0) + (this.hostOpt && this.keep.grads ? 4 * (this.hi - this.lo) : 0);
   }
 
-  /** Adds the owned chunk [lo, hi) of `g` (a stage vector after its reduce-scatter) to the gradient kept on the device (keep.grads). */
+  /**
+   * Adds the owned chunk [lo, hi) of `g` (a stage vector after its reduce-scatter) to the gradient kept between
+   * updates (keep.grads): on the device, or, offloaded, in host memory (the same additions, in `g`'s precision).
+   */
   accumulate(g: Vector): void {
     if (!this.keep.grads) throw new Error('this shard keeps no gradient between updates');
+    if (this.hostOpt) {
+      const acc = (this.hostGrad ??= g instanceof Float64Array ? new Float64Array(this.hi - this.lo) : new Float32Array(this.hi - this.lo));
+      for (let i = 0; i < acc.length; i++) acc[i] += g[this.lo + i];
+      return;
+    }
     for (const { s, piece } of this.held()) {
       const t = this.be.memory.scope('staging', () => this.be.tensor(g.subarray(s.at, s.at + s.hi - s.lo), [s.hi - s.lo]));
       this.be.axpy(piece.grad, t, 1);
@@ -132,8 +142,9 @@ export class ZeroShard {
     }
   }
 
-  /** The gradient kept on the device, as the owned chunk's vector (keep.grads). */
+  /** The gradient kept between updates, as the owned chunk's vector (keep.grads). */
   async readGrad(): Promise<Vector> {
+    if (this.hostOpt) return this.hostGrad ? this.hostGrad.slice() : this.vector(this.hi - this.lo);
     const held = this.held();
     const parts = await Promise.all(held.map(({ piece }) => this.be.read(piece.grad)));
     const out = this.vector(this.hi - this.lo);
@@ -143,6 +154,10 @@ export class ZeroShard {
 
   /** Replaces the gradient kept on the device with the owned chunk's vector `g` (keep.grads: after a sum over model copies). */
   writeGrad(g: Vector): void {
+    if (this.hostOpt) {
+      this.hostGrad = g.slice();
+      return;
+    }
     for (const { s, piece } of this.held()) this.write(piece.grad, g.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo));
   }
 
@@ -162,7 +177,13 @@ export class ZeroShard {
     await this.ensureLoaded();
     const host = this.host as Vector;
     if (this.hostOpt) {
-      // Offloaded: the master copy stepped on the CPU in place, with the summed chunk as its gradients.
+      // Offloaded: the master copy stepped on the CPU in place, with the summed chunk as its gradients (ZeRO-2: the
+      // host accumulator's, which starts the next step at zero).
+      if (keep.grads) {
+        x.fill(0, this.lo, this.hi);
+        if (this.hostGrad) x.set(this.hostGrad, this.lo);
+        this.hostGrad = null;
+      }
       this.hostOpt.lr = lr;
       this.hostOpt.step(
         this.segments.map((s) => host.subarray(s.at - this.lo, s.at - this.lo + s.hi - s.lo)),

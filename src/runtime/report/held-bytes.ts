@@ -25,7 +25,7 @@ import { tpParams } from '../../nn/tp-params.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
 import type { RunPlan } from '../executor/index.ts';
 import type { RunReport } from './report-types.ts';
-import { stepHighWater } from './high-water.ts';
+import { policyHeld } from './high-water.ts';
 import type { StepResult } from '../executor/index.ts';
 
 type Held = RunReport['heldBytesPerWorker'][number];
@@ -96,14 +96,14 @@ export function heldBytesPerWorker(plan: RunPlan, records: readonly { results: S
   const steady = records.length > 1 ? records.slice(1) : records;
   for (const rec of records) {
     rec.results.forEach((r, w) => {
-      const h = stepHighWater(r);
+      const h = policyHeld(r);
       if (!out[w]) {
         const { rank } = placeOf(m, w);
         const mine = schedule.stageToRank.flatMap((owner, s) => (owner === rank ? [perStage[s]] : []));
-        const formula = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
+        const states = zeroStateBytes(mine.reduce((a, b) => a + b, 0), config.zero, config.dp, config.optimizer);
         // Offloaded (ZeRO-Offload), the optimizer state is in host memory: none on the device.
-        if (config.offloadOptimizer) formula.optimizer = 0;
-        formula.peak = planned[rank].total;
+        // With ZeRO-2 the shard's gradient accumulator goes with it.
+        const formula = { ...states, optimizer: config.offloadOptimizer ? 0 : states.optimizer, grads: config.offloadOptimizer && config.zero >= 2 ? 0 : states.grads, peak: planned[rank].total - planned[rank].staging };
         out[w] = { weights: 0, grads: 0, optimizer: 0, stash: 0, transient: 0, formula };
         const peak = peakOf(steady.map((s) => s.results[w]?.memory));
         if (peak) {

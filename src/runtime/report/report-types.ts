@@ -106,7 +106,8 @@ export interface RunReport {
      * budget's peak of the worker's rank (config/memory-budget.ts plannedPeaks): those model states, the stash at
      * the peak of the run's order, one backward's recomputation and working set (the gradients it keeps for its
      * weight gradients, not its saved inputs again), ZeRO's buffers around an action (ZeRO-2: a stage's whole
-     * gradient; ZeRO-3: its gathered weights too): what `measured.comparable` is checked against.
+     * gradient; ZeRO-3: its gathered weights too), less the plan's communication staging (PlannedPeak.staging, which
+     * the budget counts): what `measured.comparable` (the count less its staging) is checked against.
      */
     formula: { weights: number; grads: number; optimizer: number; peak: number };
     /**

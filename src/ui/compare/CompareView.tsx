@@ -4,7 +4,7 @@
  */
 import { Fragment, useMemo, useState } from 'react';
 import { runsAsStream, scheduleKind, timelineStats, type RunScheduleName, type Timeline } from '../../schedule/index.ts';
-import { cannotMeasureReason, COMPARE_SCHEDULES, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare/index.ts';
+import { cannotMeasureReason, COMPARE_SCHEDULES, FIT_PRESET_BUDGET_MIB, measureAll, measuredConfig, simulateAll, stopMeasuring } from '../../state/compare/index.ts';
 import { COMPARE_LIMITS, type CompareParams } from '../../state/store/index.ts';
 import { usePipeLab } from '../../state/store/index.ts';
 import { CheckboxField, NumberField } from '../controls/fields.tsx';
@@ -88,7 +88,7 @@ export function CompareView() {
             <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'fit'} onClick={() => setCp({ preset: cp.preset === 'fit' ? undefined : 'fit' })}>
               Make it fit
             </button>
-            <p className="field-hint">A GPT its 1.25 MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
+            <p className="field-hint">A GPT its {FIT_PRESET_BUDGET_MIB} MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>
