@@ -18,7 +18,6 @@ import { snapshotRunConfig } from '../../config/config-snapshot.ts';
 import { validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { stageCut } from '../../config/run-limits.ts';
 import { checkMemoryBudget } from '../../config/memory-budget.ts';
-import { ConfigError } from '../../util/errors.ts';
 import type { TextCorpus } from '../../data/text-corpus.ts';
 import { requireCorpus } from '../../data/text-registry.ts';
 
@@ -55,7 +54,6 @@ export function planRun(input: RunConfig): RunPlan {
   validateRunConfig(config);
   // A run whose planned per-worker peak passes its memory budget is refused here, before any worker starts.
   checkMemoryBudget(config);
-  if ((config.ep ?? 1) > 1) throw new ConfigError('ep', config.ep, 'above 1 is validated but the runtime does not run it yet');
   // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
   const { spec, stageBlocks: cut } = stageCut(config);
   const kind = scheduleKind(config.schedule);
