@@ -109,6 +109,23 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
         error={errorFor('tp')}
         hint={tpHint(cfg)}
       />
+      {((cfg.experts ?? 0) > 0 || (cfg.ep ?? 1) > 1) && (
+        <NumberField
+          label="Expert parallel (ep)"
+          name="ep"
+          integer
+          min={1}
+          max={MAX_RUN_RANKS}
+          value={cfg.ep ?? 1}
+          onChange={(ep) => set({ ep: ep === 1 ? undefined : ep })}
+          error={errorFor('ep')}
+          hint={
+            (cfg.ep ?? 1) > 1
+              ? `${cfg.dp} × ${cfg.ep} × ${cfg.ranks} = ${cfg.dp * (cfg.ep ?? 1) * cfg.ranks} workers; each holds ${(cfg.experts ?? 0) / (cfg.ep ?? 1)} of ${cfg.experts} experts and 1/${cfg.ep} of each micro-batch’s sequences`
+              : 'workers sharing each stage’s experts (tokens reach them by an all-to-all)'
+          }
+        />
+      )}
       {cfg.model === 'gpt' && ((cfg.tp ?? 1) > 1 || cfg.sequenceParallel) && (
         <CheckboxField
           label="Sequence parallelism"
