@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { run } from '../cli/cli-test-support.ts';
 import { snapshotRunConfig } from './config-snapshot.ts';
+import { namesModelSwitch } from '../nn/train-config.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, validateRunConfig, withDataset, type RunConfig } from './run-config.ts';
 
 const gpt: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), model: 'gpt', layers: 3, heads: 2, width: 8, ranks: 2, batchSize: 8, microbatches: 4 };
@@ -64,6 +65,12 @@ describe('MoE fields: bad input named by field, value and rule', () => {
     expect(bad.config.topK).toBeUndefined();
     expect(bad.config.experts).toBe(4);
     expect(configFromQuery(q.replace('capacityFactor=1.5', 'capacityFactor=-1')).errors[0]?.message).toBe('capacityFactor = -1: must be a number ≥ 0 (0: dropless, every token kept)');
+  });
+
+  it('the machine’s memory counts every ep worker (each as if it held its whole stage and micro-batch: an upper bound)', () => {
+    const big: RunConfig = { ...withDataset(defaultRunConfig(), 'names'), ...namesModelSwitch('gpt', 3), blockSize: 64, heads: 32, width: 64, layers: 4, microbatches: 16, ranks: 2, batchSize: 384, experts: 8, schedule: 'gpipe' };
+    expect(() => validateRunConfig(big)).not.toThrow();
+    expect(() => validateRunConfig({ ...big, ep: 2 })).toThrow(/^batchSize = 384: all workers together would hold about 2\.\d+ GiB/);
   });
 
   it('the URL: ep travels and reads back; a bad ep is reported by field and rule and reverted to 1', () => {
