@@ -4,7 +4,7 @@
  * each routes the whole micro-batch, the token rows sent to their experts' owners and back, the dense gradients summed
  * over the ep group. The losses, the aux losses and the weights equal one device's (the same micro-batches: the routing
  * group is a micro-batch on both sides) to 1e-12, top-1 and top-2, with capacity drops and dropless, ep 2 and 4, with
- * pp 2, with a dp replica, under 1F1B, ZB-H1 and DualPipe; a checkpoint resumes to the uninterrupted run.
+ * pp 2, with a dp replica, under 1F1B, GPipe (with recomputation), ZB-H1 and DualPipe; a checkpoint resumes to the uninterrupted run.
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
@@ -70,13 +70,14 @@ async function expectOneDevice(cfg: RunConfig): Promise<{ drops: number }> {
 
 describe('expert parallelism equals one device (CPU reference)', () => {
   it.each([
-    ['1f1b', 2, 1, 0.5],
-    ['1f1b', 2, 2, 0.5],
-    ['1f1b', 2, 2, 0],
-    ['zb-h1', 2, 1, 1.25],
-    ['1f1b', 4, 2, 1],
-  ] as const)('%s, ep %i, top-%i, capacity factor %s, pp 2', async (schedule, ep, topK, capacityFactor) => {
-    const { drops } = await expectOneDevice(moeConfig({ schedule, ep, topK, capacityFactor }));
+    ['1f1b', 2, 1, 0.5, false],
+    ['1f1b', 2, 2, 0.5, false],
+    ['1f1b', 2, 2, 0, false],
+    ['zb-h1', 2, 1, 1.25, false],
+    ['1f1b', 4, 2, 1, false],
+    ['gpipe', 2, 2, 0.5, true],
+  ] as const)('%s, ep %i, top-%i, capacity factor %s, pp 2, recompute %s', async (schedule, ep, topK, capacityFactor, recompute) => {
+    const { drops } = await expectOneDevice(moeConfig({ schedule, ep, topK, capacityFactor, recompute }));
     // A capacity factor of 0.5 drops choices (so the drops are part of what is equal); dropless drops none.
     if (capacityFactor === 0.5) expect(drops).toBeGreaterThan(0);
     if (capacityFactor === 0) expect(drops).toBe(0);
