@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { epGroup, expertWorkerOf, laneLabel, mesh, placeOf, ringNext, tpGroup, workerCount, workerOf } from './mesh.ts';
-import { laneCount, laneOf } from './timeline.ts';
+import { laneCount, laneOf, withEpLanes, type Timeline } from './timeline.ts';
 
 describe('the mesh with expert parallelism', () => {
   it('numbers workers ((d · ranks + r) · ep + e) · tp + j, placeOf inverting it, the planner’s numbering', () => {
@@ -37,5 +37,13 @@ describe('the mesh with expert parallelism', () => {
     expect(laneLabel(mesh(1, 2, 1, 2), 3)).toBe('R1·e1');
     expect(mesh(1, 2, 1, 1)).toEqual({ dp: 1, ranks: 2, tp: 1 });
     expect(() => mesh(1, 2, 1, 0)).toThrow(/^ep = 0: must be a whole number ≥ 1/);
+  });
+
+  it('a pipeline timeline played by ep workers alike: each interval on every ep lane', () => {
+    const t: Timeline = { source: 'simulated', ranks: 2, dp: 2, stages: 2, microbatches: 1, unit: 'unit', intervals: [{ rank: 1, replica: 1, stage: 1, op: 'F', mb: 0, start: 0, end: 1 }] };
+    expect(withEpLanes(t, 1)).toBe(t);
+    const e = withEpLanes(t, 2);
+    expect(laneCount(e)).toBe(8);
+    expect(e.intervals.map((iv) => laneOf(e, iv))).toEqual([workerOf(mesh(2, 2, 1, 2), 1, 1, 0, 0), workerOf(mesh(2, 2, 1, 2), 1, 1, 0, 1)]);
   });
 });

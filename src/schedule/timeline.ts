@@ -137,6 +137,12 @@ export function laneOf(t: Pick<Timeline, 'ranks' | 'tp' | 'ep'>, iv: Pick<Interv
   return (((iv.replica ?? 0) * t.ranks + iv.rank) * (t.ep ?? 1) + (iv.epRank ?? 0)) * (t.tp ?? 1) + (iv.tpRank ?? 0);
 }
 
+/** `t` played alike by each of `ep` expert-parallel workers per rank (they run the same actions): every interval once per ep rank. */
+export function withEpLanes(t: Timeline, ep: number): Timeline {
+  if (ep <= 1) return t;
+  return { ...t, ep, intervals: t.intervals.flatMap((iv) => Array.from({ length: ep }, (_, e) => ({ ...iv, epRank: e }))) };
+}
+
 /** Latest end minus earliest start over all intervals (compute and communication). */
 export function makespan(t: Timeline): number {
   return span(t).makespan;
