@@ -6,7 +6,7 @@
 import { simulate, type CostModel } from '../../schedule/simulate.ts';
 import { fitWhereSizesDiffer } from '../../plan/allreduce-fit.ts';
 import { closedFormBubble } from '../../schedule/theory.ts';
-import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../../schedule/timeline.ts';
+import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp, withEpLanes } from '../../schedule/timeline.ts';
 import type { Op } from '../../schedule/types.ts';
 import type { Interval, Timeline } from '../../schedule/timeline.ts';
 import type { RankStats, Weights } from '../executor/index.ts';
@@ -235,7 +235,7 @@ export function buildReport(input: ReportInput): RunReport {
     steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)), counts: stepCounts(r.results) })),
     losses,
     timeline: last.timeline,
-    simulatedTimeline: { ...sim.timeline, source: 'simulated' },
+    simulatedTimeline: withEpLanes({ ...sim.timeline, source: 'simulated' }, config.ep ?? 1),
     // Compute only, as measured: before the collectives and the copies' sum.
     makespanMs: { measured: mean(makespans), simulated: sim.dp?.computeMakespan ?? sim.copySum?.before ?? sim.makespan },
     bubble: {
