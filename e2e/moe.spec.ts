@@ -97,9 +97,12 @@ test('a bad MoE value in a link is named by field, value and rule', async ({ pag
 
 test('expert parallelism in the page: ep = 2 × pp = 2, top-2 with drops, equal to one device, the all-to-alls on every lane', async ({ page }) => {
   test.setTimeout(300_000);
-  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=0.75&ep=2&ranks=2&microbatches=2&batchSize=8');
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=0.75&ep=2&ranks=2&microbatches=2&batchSize=8&schedule=1f1b&steps=2&evalEvery=0');
   await expect(page.getByTestId('url-problems')).toHaveCount(0);
   await expect(page.getByLabel('Expert parallel (ep)', { exact: true })).toHaveValue('2');
+  // Before a run the prediction is drawn on every worker's lane: 2 ranks × 2 ep workers.
+  await expect(page.getByTestId('run-timeline').getByRole('group')).toHaveAttribute('data-lanes', '4');
+  await expect(page.getByText(/Press Run to measure it on 4 WebGPU workers/)).toBeVisible();
   const r = await page.evaluate(async () => {
     const cfg = {
       ...window.pipelab.defaultConfig(),
@@ -125,4 +128,8 @@ test('expert parallelism in the page: ep = 2 × pp = 2, top-2 with drops, equal 
   r.losses.forEach((l, i) => expect(Math.abs(l - r.ref[i]) / r.ref[i]).toBeLessThan(1e-5));
   expect(r.maxWeight).toBeLessThan(1e-5);
   expect(r.lanes).toEqual(['0.0', '0.1', '1.0', '1.1']);
+  // The page's own run: the measured timeline's lanes and the all-to-alls in its legend.
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('group', { name: /measured timeline, 2 ranks × 2 expert-parallel workers = 4 workers/ })).toBeVisible({ timeout: 180_000 });
+  await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('ep all-to-all');
 });
