@@ -1,9 +1,10 @@
 /**
- * The MoE GPT in the page (ep = 1): a link with experts fills the model picker's fields and trains across two
+ * The MoE GPT in the page: a link with experts fills the model picker's fields and trains across two
  * workers, each with its own WebGPU device; the aux loss is shown beside the loss; the expert load's heat map shows
  * the numbers of the run report it downloads (the last step, and step 0 through its slider); the pipeline's losses and
  * weights equal one device's (the same WGSL kernels in the page's own backend) to 1e-5; a bad MoE value in a link
- * is named by field, value and rule.
+ * is named by field, value and rule. At ep = 2 (each stage's experts split over two workers, the token rows sent to
+ * them by all-to-alls) the losses and weights equal one device's to 1e-5, and the timeline draws the all-to-alls.
  */
 import { readFileSync } from 'node:fs';
 import { test, expect } from './page-errors.ts';
@@ -90,4 +91,45 @@ test('the MoE GPT: a link fills its fields, trains on two workers with the aux l
 test('a bad MoE value in a link is named by field, value and rule', async ({ page }) => {
   await page.goto('./?dataset=names&model=gpt&experts=2&topK=2&capacityFactor=-1');
   await expect(page.getByTestId('url-problems')).toContainText('capacityFactor = -1: must be a number ≥ 0 (0: dropless, every token kept)');
+  await page.goto('./?dataset=names&model=gpt&experts=4&ep=3');
+  await expect(page.getByTestId('url-problems')).toContainText('ep = 3: must divide experts = 4');
+});
+
+test('expert parallelism in the page: ep = 2 × pp = 2, top-2 with drops, equal to one device, the all-to-alls on every lane', async ({ page }) => {
+  test.setTimeout(300_000);
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&blockSize=16&experts=4&topK=2&capacityFactor=0.75&ep=2&ranks=2&microbatches=2&batchSize=8&schedule=1f1b&steps=2&evalEvery=0');
+  await expect(page.getByTestId('url-problems')).toHaveCount(0);
+  await expect(page.getByLabel('Expert parallel (ep)', { exact: true })).toHaveValue('2');
+  // Before a run the prediction is drawn on every worker's lane: 2 ranks × 2 ep workers.
+  await expect(page.getByTestId('run-timeline').getByRole('group')).toHaveAttribute('data-lanes', '4');
+  await expect(page.getByText(/Press Run to measure it on 4 WebGPU workers/)).toBeVisible();
+  const r = await page.evaluate(async () => {
+    const cfg = {
+      ...window.pipelab.defaultConfig(),
+      dataset: 'names' as const, model: 'gpt' as const, layers: 2, heads: 2, width: 8, blockSize: 16, experts: 4, topK: 2, capacityFactor: 0.75, auxLossWeight: 0.1,
+      batchSize: 8, microbatches: 2, steps: 2, evalEvery: 0, optimizer: 'adamw' as const, lr: 0.01, ranks: 2, schedule: '1f1b' as const,
+    };
+    const ref = await window.pipelab.runSingleDevice(cfg);
+    const rep = await window.pipelab.run({ ...cfg, ep: 2 }, { readWeights: true });
+    let maxWeight = 0;
+    for (const k of Object.keys(ref.params)) {
+      const a = rep.weights![k], b = ref.params[k];
+      let num = 0, den = 0;
+      for (let i = 0; i < b.length; i++) {
+        num += (a[i] - b[i]) ** 2;
+        den += b[i] ** 2;
+      }
+      maxWeight = Math.max(maxWeight, Math.sqrt(num / den));
+    }
+    const lanes = [...new Set(rep.timeline.intervals.filter((iv) => iv.coll === 'ep-all-to-all').map((iv) => `${iv.rank}.${iv.epRank ?? 0}`))].sort();
+    return { ref: ref.losses, losses: rep.losses, maxWeight, lanes, weights: Object.keys(rep.weights!).length, refWeights: Object.keys(ref.params).length };
+  });
+  expect(r.weights).toBe(r.refWeights);
+  r.losses.forEach((l, i) => expect(Math.abs(l - r.ref[i]) / r.ref[i]).toBeLessThan(1e-5));
+  expect(r.maxWeight).toBeLessThan(1e-5);
+  expect(r.lanes).toEqual(['0.0', '0.1', '1.0', '1.1']);
+  // The page's own run: the measured timeline's lanes and the all-to-alls in its legend.
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  await expect(page.getByRole('group', { name: /measured timeline, 2 ranks × 2 expert-parallel workers = 4 workers/ })).toBeVisible({ timeout: 180_000 });
+  await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('ep all-to-all');
 });

@@ -17,7 +17,7 @@ export const SNAPSHOT_LIMITS = { depth: 4, keys: 256 } as const;
 
 /** The keys a run configuration may hold: the default's, plus the optional ones. */
 export function runConfigKeys(): string[] {
-  return [...Object.keys(defaultRunConfig()), 'cut', 'textHash', 'sequenceParallel', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer', 'swap', 'fault', ...MOE_FIELDS];
+  return [...Object.keys(defaultRunConfig()), 'cut', 'textHash', 'ep', 'sequenceParallel', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer', 'swap', 'fault', ...MOE_FIELDS];
 }
 
 function describeThrown(e: unknown): string {

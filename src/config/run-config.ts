@@ -21,6 +21,7 @@ import { DATASETS, isTwoD, type DatasetName } from '../data/datasets.ts';
 import { TWO_D_DEFAULT_NOISE } from '../data/two-d.ts';
 import { defaultModelConfig, modelFor } from '../nn/model-config.ts';
 import { moeOf } from '../nn/moe/moe-config.ts';
+import { validateExpertParallel } from './expert-parallel.ts';
 import { namesModelSwitch, type GptSize } from '../nn/train-config.ts';
 
 export type { RunScheduleName } from '../schedule/registry.ts';
@@ -59,6 +60,13 @@ export interface RunConfig extends Omit<TrainConfig, 'stages'> {
    * parallel, outputs gathered) are split over the stage's tp workers.
    */
   tp: number;
+  /**
+   * Expert parallelism (default 1; absent: 1): ep workers per pipeline stage, each holding experts / ep of every
+   * MoE layer's experts and its own slice of each micro-batch's sequences for the dense layers (Megatron's and
+   * DeepSpeed's expert grid: the ep workers are data-parallel for everything but the experts). The run has
+   * dp × ep × tp × ranks workers. Tokens reach their experts' workers by an all-to-all and come back by another.
+   */
+  ep?: number;
   /**
    * Sequence parallelism (Korthikanti et al. 2022), with tp ≥ 2 and the GPT: between a stage's layers and from
    * stage to stage each tp worker holds its block of the micro-batch's token rows instead of all of them; the
@@ -195,7 +203,7 @@ export function runStages(cfg: Pick<RunConfig, 'ranks' | 'virtual'>): number {
 
 /** The training configuration the single-device reference runs for the same model cut the same way. */
 export function toTrainConfig(cfg: RunConfig): TrainConfig {
-  const { ranks: _r, dp: _dp, tp: _tp, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, memoryBudget: _mb, offloadOptimizer: _oo, swap: _sw, ...train } = cfg;
+  const { ranks: _r, dp: _dp, tp: _tp, ep: _ep, sequenceParallel: _sp, zero: _z, reshard: _rs, prefetch: _pf, overlap: _o, virtual: _v, schedule: _s, fault: _f, partition: _p, cut: _cut, memCap: _c, checkpointEvery: _ce, recovery: _rec, memoryBudget: _mb, offloadOptimizer: _oo, swap: _sw, ...train } = cfg;
   return { ...train, stages: runStages(cfg) };
 }
 
@@ -222,6 +230,7 @@ export function validateRunConfig(cfg: RunConfig): void {
     );
   }
   validateTrainConfig(toTrainConfig(cfg));
+  validateExpertParallel(cfg, scheduleKind(schedule).update === 'flush', MAX_RUN_RANKS);
   validateCut(cfg);
   scheduleKind(schedule).validateParams(cfg.ranks, cfg.microbatches, cfg.virtual);
   if (cfg.fault !== undefined) {
@@ -323,7 +332,7 @@ export const MOE_FIELDS = ['experts', 'topK', 'capacityFactor', 'moeEvery', 'aux
 export const URL_FIELDS: readonly Field[] = [
   'dataset', 'textHash', 'model', 'layers', 'hidden', 'activation', 'context', 'embedDim', 'heads', 'width', 'blockSize', 'points', 'noise',
   'experts', 'topK', 'capacityFactor', 'moeEvery', 'auxLossWeight',
-  'ranks', 'dp', 'tp', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
+  'ranks', 'dp', 'tp', 'ep', 'sequenceParallel', 'zero', 'reshard', 'prefetch', 'overlap', 'virtual', 'schedule', 'partition', 'cut', 'memCap', 'microbatches', 'batchSize', 'recompute', 'recomputeAttention',
   'optimizer', 'lr', 'momentum', 'weightDecay', 'lrSchedule', 'steps', 'seed', 'evalEvery', 'checkpointEvery', 'recovery', 'memoryBudget', 'offloadOptimizer', 'swap',
 ];
 
@@ -333,7 +342,7 @@ export function readableQuery(q: URLSearchParams): string {
 }
 
 /** The mesh fields a link leaves out when they hold their default (a one-pipeline link reads as it always did). */
-const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh', offloadOptimizer: false };
+const OMITTED_AT_DEFAULT: Partial<Record<Field, unknown>> = { experts: 0, recomputeAttention: false, sequenceParallel: false, dp: 1, tp: 1, ep: 1, zero: 0, reshard: 'step', prefetch: true, overlap: true, checkpointEvery: CHECKPOINT_EVERY_DEFAULT, recovery: 'fresh', offloadOptimizer: false };
 
 export function configToQuery(cfg: RunConfig): string {
   const q = new URLSearchParams();
@@ -348,7 +357,7 @@ export function configToQuery(cfg: RunConfig): string {
 function parseValue(field: string, raw: string, like: unknown): unknown {
   if (field === 'cut') return parseCutText(raw);
   if (field === 'swap') return parseSwapText(raw);
-  if (field === 'checkpointEvery' || field === 'memoryBudget' || (MOE_FIELDS as readonly string[]).includes(field)) return parseQueryNumber(field, raw);
+  if (field === 'checkpointEvery' || field === 'memoryBudget' || field === 'ep' || (MOE_FIELDS as readonly string[]).includes(field)) return parseQueryNumber(field, raw);
   if (field === 'sequenceParallel' || field === 'offloadOptimizer') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
   if (typeof like === 'number') return parseQueryNumber(field, raw);
   if (typeof like === 'boolean') return raw === 'true' || raw === '1' ? true : raw === 'false' || raw === '0' ? false : raw;
@@ -411,6 +420,7 @@ export function configFromQuery(search: string, givenBase?: RunConfig, opts: Que
   for (const f of MOE_FIELDS) if (cfg[f] === undefined) delete cfg[f];
   if (cfg.recovery === undefined) delete cfg.recovery;
   if (cfg.memoryBudget === undefined) delete cfg.memoryBudget;
+  if (cfg.ep === undefined) delete cfg.ep;
   if (cfg.offloadOptimizer === undefined) delete cfg.offloadOptimizer;
   if (cfg.swap === undefined) delete cfg.swap;
   return { config: ok ? (cfg as unknown as RunConfig) : base, errors };

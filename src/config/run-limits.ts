@@ -63,6 +63,8 @@ export interface LimitInput extends Omit<TrainConfig, 'stages'> {
   zero?: number;
   /** Tensor-parallel workers per stage (default 1). */
   tp?: number;
+  /** Expert-parallel workers per stage (default 1): counted in the machine's total. */
+  ep?: number;
   /** Sequence parallelism over them (GPT): the LayerNorms', residuals' and stage inputs' rows split t ways. */
   sequenceParallel?: boolean;
   /** `auto`'s cap on the micro-batches a rank holds at once (0 or absent: 1F1B's p). */
@@ -331,14 +333,16 @@ export function checkRunLimits(cfg: LimitInput): void {
     );
   }
   const dp = cfg.dp ?? 1;
-  const weights = dp * t * perRankMemory.reduce((s, x) => s + x.weights, 0);
-  const activations = dp * t * perRankMemory.reduce((s, x) => s + x.activations, 0);
+  // Expert parallelism: ep workers a stage, each counted as holding the whole stage and micro-batch (an upper bound).
+  const ep = cfg.ep ?? 1;
+  const weights = dp * ep * t * perRankMemory.reduce((s, x) => s + x.weights, 0);
+  const activations = dp * ep * t * perRankMemory.reduce((s, x) => s + x.activations, 0);
   if (weights + activations > RUN_LIMITS.totalBytes) {
     const { field, value } = memoryField(cfg, weights, activations);
     throw new ConfigError(
       field,
       value,
-      `all ${dp > 1 || t > 1 ? 'workers' : 'ranks'} together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
+      `all ${dp > 1 || t > 1 || ep > 1 ? 'workers' : 'ranks'} together would hold about ${fmtBytes(weights + activations)} (weights, gradients and optimizer state ${fmtBytes(weights)}, activations ${fmtBytes(activations)}); a run may hold at most ${fmtBytes(RUN_LIMITS.totalBytes)} on this machine`,
     );
   }
   const flops = 3 * cut.spec.blocks.reduce((s, b) => s + b.layers.reduce((t, l) => t + layerFlopsPerRow(l), 0), 0) * cfg.batchSize;

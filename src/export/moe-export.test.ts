@@ -68,20 +68,20 @@ const MLPS: MlpCase[] = [
 const S = 12, C = 3, E = 4;
 
 /** The reference's side of an MLP case, and the inputs the probe gets. */
-function referenceMlp(c: MlpCase, i: number) {
+async function referenceMlp(c: MlpCase, i: number) {
   const rng = new Rng(90 + i);
   const moe = new MoeMlp(be, { prefix: 'h.mlp', dim: C, experts: E, topK: c.k, capacityFactor: c.capacityFactor, init: { kind: 'normal', std: 0.5 }, projInit: { kind: 'normal', std: 0.5 } }, 11 + i);
   if (c.zeroRouter) be.fill(moe.router.value, 0);
   const u = randomTensor(rng, [S, C], 1.5);
   const R = be.tensor(randomArray(rng, S * C), [S, C]);
   const input = { case: c.case, k: c.k, capacityFactor: c.capacityFactor, auxScale: c.auxScale, u: rows(cpuData(u), C), dOut: rows(cpuData(R), C), router: rows(cpuData(moe.router.value), C), fc: rows(cpuData(moe.fc.value), C), proj: rows(cpuData(moe.proj.value), 4 * C) };
-  const f = moe.forward(u, true, true);
+  const f = await moe.forward(u, true, true);
   const out = Array.from(cpuData(f.out));
   const load = cpuData(f.load!.counts);
   const dropped = Array.from({ length: E }, (_, e) => load[e * LOAD_COLS + LOAD_DROPPED]).reduce((a, b) => a + b, 0);
   const aux = f.aux as { loss: Tensor; dProbs: Tensor };
   const auxValue = c.auxScale * cpuData(aux.loss)[0];
-  const du = Array.from(cpuData(moe.backwardInput(f.saved, R, { dProbs: aux.dProbs, scale: c.auxScale })));
+  const du = Array.from(cpuData(await moe.backwardInput(f.saved, R, { dProbs: aux.dProbs, scale: c.auxScale })));
   for (const p of moe.params) be.fill(p.grad, 0);
   moe.backwardWeight(f.saved);
   const [router, fc, proj] = moe.params.map((p) => Array.from(cpuData(p.grad)));
@@ -95,8 +95,10 @@ function relDiff(a: readonly number[], b: readonly number[]): number {
   return Math.max(...a.map((x, i) => Math.abs(x - b[i]))) / (scale > 0 ? scale : 1);
 }
 
+const MLP_REFS = await Promise.all(MLPS.map(referenceMlp));
+
 describe('moe.py equals the float64 reference of the page’s mixture of experts', () => {
-  const mlps = MLPS.map(referenceMlp);
+  const mlps = MLP_REFS;
   const file = join(mkdtempSync(join(tmpdir(), 'pipelab-moe-')), 'cases.json');
   writeFileSync(file, JSON.stringify([...ROUTES, ...mlps.map((m) => m.input)]));
   const r = spawnSync(PYTHON, [PROBE, file], { env: { ...process.env, PYTHONPATH: PROGRAM_DIR }, encoding: 'utf8', timeout: 60_000 });

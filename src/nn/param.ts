@@ -70,3 +70,13 @@ export function createTpParam(
   const piece = tpShape(shape, rule, t);
   return tagged(be, { name: tpPieceName(name, j, t), value: be.tensor(tpSlice(initValues(name, size, init, seed), shape, rule, t, j), piece), grad: be.zeros(piece), decay });
 }
+
+/** Sums the gradients of `ps` over a group of workers in one exchange (`allReduceMany` takes copies), written back in place. */
+export async function sumGradsOver(be: Backend, ps: readonly Param[], group: { allReduceMany(xs: readonly Tensor[]): Promise<Tensor[]> }): Promise<void> {
+  if (ps.length === 0) return;
+  const sums = await group.allReduceMany(ps.map((p) => be.clone(p.grad)));
+  ps.forEach((p, i) => {
+    be.copyInto(p.grad, sums[i]);
+    be.dispose(sums[i]);
+  });
+}

@@ -28,9 +28,11 @@ import { routeLoadsOf, takeAuxLosses } from './stage-moe.ts';
 import { remapStash, tensorsOf, type Stash } from './stash.ts';
 import type { ModelSpec } from './model-spec.ts';
 import { blockInCols, blockOutCols, layerRowFactor, validateModelSpec } from './model-spec.ts';
-import { disposeParam } from './param.ts';
+import { disposeParam, sumGradsOver } from './param.ts';
 import type { Param } from './param.ts';
 import { SOLO, type TpGroup } from './tensor-parallel.ts';
+import { SOLO_EP, type EpGroup } from './expert-parallel.ts';
+import { parseEpPieceName } from './moe/moe-ep.ts';
 
 export interface StageOptions {
   /** Keep only the input per micro-batch and recompute the forward in backwardInput. */
@@ -48,6 +50,11 @@ export interface StageOptions {
    * gathers them back, so the logits, the loss and the labels are whole on every worker.
    */
   sequenceParallel?: boolean;
+  /**
+   * The stage's expert-parallel group (expert-parallel.ts): its MoE blocks' experts are split over it, each member
+   * runs its own sequences of every micro-batch; the dense parameters' gradients are summed over it (sumGradsOverEp).
+   */
+  ep?: EpGroup;
 }
 
 export type ParamValues = Record<string, Float32Array | Float64Array>;
@@ -76,6 +83,9 @@ export class Stage {
    * LayerNorms), summed over the tp group by sumGradsOverTp before the update policy reads them; else empty.
    */
   readonly gradsSummedOverTp: readonly Param[];
+  /** The expert-parallel group; with more than one member, every parameter but the experts' pieces is summed over it (sumGradsOverEp). */
+  readonly ep: EpGroup;
+  readonly gradsSummedOverEp: readonly Param[];
 
   private readonly loss: SoftmaxCrossEntropy | null;
   private readonly stashes = new Map<number, Stash>();
@@ -103,6 +113,7 @@ export class Stage {
     this.isLast = end === nb;
     this.recompute = opts.recompute ?? false;
     this.tp = opts.tp ?? SOLO;
+    this.ep = opts.ep ?? SOLO_EP;
     const blocks = model.blocks.slice(start, end);
     const sequenceParallel = (opts.sequenceParallel ?? false) && this.tp.size > 1;
     if (sequenceParallel && !model.blocks.some((b) => b.layers.some((l) => l.kind === 'gpt-block'))) {
@@ -113,11 +124,12 @@ export class Stage {
     blocks.forEach((b, i) => {
       // The head (the model's last block) stays whole on every tp worker; with sequence parallelism it gathers the rows.
       const tp = start + i === nb - 1 && !sequenceParallel ? undefined : this.tp;
-      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp, { recomputeAttention: opts.recomputeAttention, sequenceParallel }));
+      for (const l of b.layers) if (l.kind !== 'softmax-cross-entropy') layers.push(buildLayer(be, b.name, l, seed, tp, { recomputeAttention: opts.recomputeAttention, sequenceParallel, ep: this.ep }));
     });
     this.layers = layers;
     this.params = layers.flatMap((l) => [...l.params]);
     this.gradsSummedOverTp = layers.flatMap((l) => [...(l.gradsSummedOverTp ?? [])]);
+    this.gradsSummedOverEp = this.ep.size > 1 ? this.params.filter((p) => parseEpPieceName(p.name) === null) : [];
     this.loss = this.isLast ? new SoftmaxCrossEntropy(be, `${model.blocks[nb - 1].name}.loss`) : null;
     this.inCols = this.isFirst ? model.input.cols : blockInCols(blocks[0]);
     this.inDType = this.isFirst ? model.input.dtype : 'f32';
@@ -253,14 +265,16 @@ export class Stage {
    * (schedule/registry.ts gradSumEvery): once a step under a flush. Nothing without such parameters.
    */
   async sumGradsOverTp(): Promise<void> {
-    const ps = this.gradsSummedOverTp;
-    if (ps.length === 0) return;
-    // The collective takes its inputs: it gets copies, and the sums are written back into the gradients.
-    const sums = await this.tp.allReduceMany(ps.map((p) => this.be.clone(p.grad)));
-    ps.forEach((p, i) => {
-      this.be.copyInto(p.grad, sums[i]);
-      this.be.dispose(sums[i]);
-    });
+    await sumGradsOver(this.be, this.gradsSummedOverTp, this.tp);
+  }
+
+  /**
+   * Sums gradsSummedOverEp's gradients (the dense ones) over the ep group in one exchange, in member order: each
+   * member computed them over its own sequences, so the sum is the micro-batches' whole gradient, the same bits on
+   * every member. Called where sumGradsOverTp is (the update policy next reads the gradients). Nothing with ep = 1.
+   */
+  async sumGradsOverEp(): Promise<void> {
+    await sumGradsOver(this.be, this.gradsSummedOverEp, this.ep);
   }
 
   async backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null> {

@@ -16,11 +16,12 @@ import { CheckpointStore } from './checkpoint-store.ts';
 import { runDurably, type DurableRunner } from './durable-run.ts';
 import { MemoryShelf } from './memory-shelf.ts';
 import { fewerWorkers } from './recut.ts';
+import { compareGrads } from '../nn/testing/gradcheck.ts';
 
 /** The runner, counting the workers each attempt starts. */
 function countingRunner(workers: number[]): DurableRunner {
   return (config, opts) => {
-    workers.push(config.dp * (config.tp ?? 1) * config.ranks);
+    workers.push(config.dp * (config.ep ?? 1) * (config.tp ?? 1) * config.ranks);
     return runPipeline(config, { ...opts, recvTimeoutMs: 5000, hostFactory: (w) => new InProcessRankHost(w, new CpuBackend()) });
   };
 }
@@ -143,6 +144,21 @@ describe("recovery = 'fewer' on the CPU host", () => {
     expect(report.recovery?.recut).toMatch(/^each stage's layers re-split over 1 tensor-parallel worker instead of 2: the same 2-rank pipeline$/);
     expect(report.config).toMatchObject({ tp: 1, ranks: 2 });
     expectSameRunRel(report, full);
+  });
+
+  it('MoE GPT ep 2 × p 2 crashes at step 3: the ep group halves (ep 1 × p 2), the checkpoint’s whole experts cut onto the new sharing; the losses and weights of the uninterrupted ep 2 run', async () => {
+    const cfg = config({ dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 6, blockSize: 16, ranks: 2, batchSize: 8, microbatches: 2, experts: 4, topK: 2, capacityFactor: 1, ep: 2 });
+    const { full, report, workers } = await crashAndRecover(cfg, '1F1');
+    expect(workers).toEqual([4, 2]);
+    expect(report.recovery).toMatchObject({ mode: 'fewer', meshBefore: { dp: 1, ep: 2, ranks: 2, workers: 4 }, meshAfter: { dp: 1, ranks: 2, workers: 2 } });
+    expect(report.recovery?.recut).toMatch(/^each stage's experts re-shared over 1 expert-parallel worker instead of 2: the same 2-rank pipeline$/);
+    expect(report.config.ep).toBeUndefined();
+    expect(fewerWorkers({ ...cfg, ep: 4, experts: 4, batchSize: 16 }).config.ep).toBe(2);
+    // The ep workers sum the dense gradients in another order than one worker computes them: the keys' biases, whose
+    // gradient is zero but for rounding (attention is blind to them), differ entry by entry at 1e-15; each tensor's
+    // relative error (the one-device equality tests' measure) is what stays at 1e-12.
+    report.losses.forEach((l, i) => expect(Math.abs(l - full.losses[i])).toBeLessThan(1e-12 * l));
+    for (const [n, v] of Object.entries(full.weights ?? {})) expect(compareGrads((report.weights ?? {})[n], v).relErr, n).toBeLessThan(1e-12);
   });
 
   it('sequence parallelism survives a tp group halved to 2 and is turned off, saying so, when it halves to one worker', () => {

@@ -5,6 +5,7 @@
  *  - dp > 1: drop the dead worker's whole replica (dp − 1 replicas of the same
  *    pipeline) when the global batch stays divisible by (dp − 1) × microbatches;
  *    ZeRO-1 is turned off when one replica is left (it needs two);
+ *  - otherwise, with ep even, an ep group half the size; with tp even, a tp group half the size;
  *  - otherwise ranks − 1 (every replica one rank shorter): the partitioner
  *    re-cuts the model's blocks onto (ranks − 1) × virtual stages (an explicit
  *    cut, which has one entry per stage, becomes the balanced-FLOPs cut), the
@@ -33,13 +34,13 @@ export interface Recut {
 
 /** The mesh of `cfg`, as the recovery record shows it. */
 export function meshShape(cfg: RunConfig): MeshShape {
-  const tp = cfg.tp ?? 1;
-  return { dp: cfg.dp, ...(tp > 1 ? { tp } : {}), ranks: cfg.ranks, virtual: cfg.virtual, schedule: cfg.schedule, workers: cfg.dp * tp * cfg.ranks };
+  const tp = cfg.tp ?? 1, ep = cfg.ep ?? 1;
+  return { dp: cfg.dp, ...(tp > 1 ? { tp } : {}), ...(ep > 1 ? { ep } : {}), ranks: cfg.ranks, virtual: cfg.virtual, schedule: cfg.schedule, workers: cfg.dp * ep * tp * cfg.ranks };
 }
 
 /** "dp 2 × 2 ranks (4 workers)" / "3 ranks". */
 export function meshText(m: MeshShape): string {
-  const ranks = `${(m.tp ?? 1) > 1 ? `tp ${m.tp} × ` : ''}${m.ranks} rank${m.ranks === 1 ? '' : 's'}`;
+  const ranks = `${(m.ep ?? 1) > 1 ? `ep ${m.ep} × ` : ''}${(m.tp ?? 1) > 1 ? `tp ${m.tp} × ` : ''}${m.ranks} rank${m.ranks === 1 ? '' : 's'}`;
   const shape = m.dp > 1 ? `dp ${m.dp} × ${ranks}` : ranks;
   return `${shape}${m.virtual > 1 ? ` (v ${m.virtual})` : ''}, ${m.schedule}, ${m.workers} worker${m.workers === 1 ? '' : 's'}`;
 }
@@ -74,6 +75,13 @@ export function fewerWorkers(run: RunConfig): Recut {
     return { config: replicas.config, before, after, how: `the dead worker's replica dropped: ${cfg.dp} → ${after.dp} replica${after.dp === 1 ? '' : 's'} of the same ${cfg.ranks}-rank pipeline, the same global batch of ${cfg.batchSize}${zeroOff}` };
   }
   const because = replicas.whyNot ? ` (${replicas.whyNot})` : '';
+  // Next, an ep group half the size: each worker holds twice the experts and sequences (any ep resumes a checkpoint).
+  const ep = cfg.ep ?? 1;
+  if (ep > 1 && ep % 2 === 0) {
+    const halved: RunConfig = ep / 2 === 1 ? (({ ep: _ep, ...rest }) => rest)(cfg) : { ...cfg, ep: ep / 2 };
+    validateRunConfig(halved);
+    return { config: halved, before, after: meshShape(halved), how: `each stage's experts re-shared over ${ep / 2} expert-parallel worker${ep / 2 === 1 ? '' : 's'} instead of ${ep}${because}: the same ${cfg.ranks}-rank pipeline${cfg.dp > 1 ? ` in each of the ${cfg.dp} replicas` : ''}` };
+  }
   // Next, a tp group half the size: each stage's layers split over fewer workers (a checkpoint holds whole tensors: any tp resumes it).
   const tp = cfg.tp ?? 1;
   if (tp > 1 && tp % 2 === 0) {

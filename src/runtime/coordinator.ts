@@ -11,7 +11,7 @@
 import { PausableTimers } from './comm/index.ts';
 import { cutPauses, StreamPauses, type PauseSwitch } from './executor/index.ts';
 import type { Timeline } from '../schedule/timeline.ts';
-import { laneLabel, meshOfRun, placeOf, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
+import { laneLabel, meshOfRun, placeOf, stageWorkers, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './comm/index.ts';
 import { channelsFor } from './channels.ts';
 import { copyDifference, replicaDifference, tpDifference } from './report/index.ts';
@@ -21,6 +21,7 @@ import { gatherProgress, joinProgress, stateReaders, wholeWeights } from './gath
 import { StreamCheckpoints } from './stream-checkpoint.ts';
 import { tpParams } from '../nn/tp-params.ts';
 import { tpView } from './tp-state.ts';
+import { epView, expertParamNames } from './ep-state.ts';
 import type { RankHost, RankInit, RankPorts, Weights } from './executor/index.ts';
 import type { StepResult } from './executor/index.ts';
 import { planRun, windowOrder, type RunPlan } from './executor/index.ts';
@@ -119,11 +120,11 @@ export function meshOf(plan: RunPlan): Mesh {
 /** A worker's death named by its place in the mesh and what it was doing (its last status), e.g. inside an all-reduce. */
 function namedDeath(m: Mesh, w: number, e: unknown, hub: MeshControlHub | null): Error {
   const msg = e instanceof Error ? e.message : String(e);
-  if (m.dp === 1 && m.tp === 1) return e instanceof Error ? e : new Error(msg);
-  const { replica, rank, tpRank } = placeOf(m, w);
+  if (m.dp === 1 && m.tp === 1 && (m.ep ?? 1) === 1) return e instanceof Error ? e : new Error(msg);
+  const { replica, rank, tpRank, epRank } = placeOf(m, w);
   const doing = hub?.status(w);
   const body = msg.replace(new RegExp(`^rank ${w}: `), '');
-  const where = m.tp > 1 ? `replica ${replica}, rank ${rank}, tp rank ${tpRank}` : `replica ${replica}, rank ${rank}`;
+  const where = `replica ${replica}, rank ${rank}${(m.ep ?? 1) > 1 ? `, ep rank ${epRank}` : ''}${m.tp > 1 ? `, tp rank ${tpRank}` : ''}`;
   return new RunError(`${where} (worker ${w})${doing ? `, during ${doing}` : ''}: ${body}`);
 }
 
@@ -195,7 +196,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
     hub = started.hub;
     deaths = started.deaths;
     // Every replica holds the same weights: replica 0's workers give them (with ZeRO-3 each worker holds a piece: all give theirs).
-    const weightHosts = config.zero === 3 ? hosts : hosts.slice(0, config.ranks * m.tp);
+    const weightHosts = config.zero === 3 ? hosts : hosts.slice(0, config.ranks * stageWorkers(m));
     const rules = tpParams(plan.spec);
     const adapter = up[0]?.adapter ?? 'unknown';
     opts.onStarted?.(plan, adapter);
@@ -204,7 +205,9 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       // PipeDream-2BW's older version goes to its stream; a synchronous schedule resumes from the latest alone.
       const state = { params: from.params, optimizer: from.optimizer, ...(from.previous && streamState ? { previous: from.previous } : {}) };
       // Each tp worker loads its pieces of the whole state (a checkpoint holds whole tensors: any mesh resumes it).
-      await Promise.race([Promise.all(hosts.map((h, w) => h.loadState(tpView(state, rules, m.tp, placeOf(m, w).tpRank)))), fatal]);
+      // Each ep worker its experts' rows (ep-state.ts).
+      const experts = expertParamNames(plan.spec);
+      await Promise.race([Promise.all(hosts.map((h, w) => h.loadState(epView(tpView(state, rules, m.tp, placeOf(m, w).tpRank), experts, m.ep ?? 1, placeOf(m, w).epRank)))), fatal]);
     }
     // The first window: a step of a synchronous schedule; a stream has one.
     const start = stream ? 0 : (from?.stepsDone ?? 0);

@@ -8,12 +8,13 @@
  */
 import type { TrainProgress } from '../nn/train.ts';
 import type { EvalReport } from '../nn/train.ts';
-import { placeOf, workerCount, type Mesh } from '../schedule/mesh.ts';
+import { placeOf, stageWorkers, workerCount, type Mesh } from '../schedule/mesh.ts';
 import type { RankHost, RankState, Weights } from './executor/index.ts';
 import type { ZeroStage } from '../config/run-config.ts';
 import { parsePieceName } from './policies/index.ts';
 import { parseTpPieceName, type TpParam } from '../nn/tp-shard.ts';
 import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
+import { epRankOnce, epWeightsOnce, joinEpOptimizer, joinEpWeights } from './ep-state.ts';
 
 /**
  * The run's weights from its workers' own (`byWorker`): replica 0's whole
@@ -26,7 +27,7 @@ import { joinTpOptimizer, joinTpWeights } from './tp-state.ts';
 export function joinWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[]): Weights {
   if (zero !== 3) {
     const out: Weights = {};
-    for (const w of byWorker.slice(0, m.ranks * m.tp)) Object.assign(out, w);
+    for (const w of byWorker.slice(0, m.ranks * stageWorkers(m))) Object.assign(out, w);
     return out;
   }
   const pieces: { name: string; lo: number; hi: number; values: Weights[string] }[] = [];
@@ -81,7 +82,9 @@ function splitOnly(w: Weights): Weights {
 export function wholeWeights(m: Mesh, zero: ZeroStage, byWorker: readonly Weights[], rules: ReadonlyMap<string, TpParam>): Weights {
   // The unsplit parameters from tp rank 0 only (tpRankOnce; the other tp workers' copies are checked against them,
   // weight-agreement.ts tpDifference); with ZeRO-3 every worker gives its pieces.
-  const w = joinWeights(m, zero, m.tp > 1 ? byWorker.map((ws, i) => (placeOf(m, i).tpRank === 0 ? ws : splitOnly(ws))) : byWorker);
+  // With ep the dense parameters from ep rank 0 and every rank's expert pieces, joined (ep-state.ts).
+  const w = joinWeights(m, zero, epWeightsOnce(m, m.tp > 1 ? byWorker.map((ws, i) => (placeOf(m, i).tpRank === 0 ? ws : splitOnly(ws))) : byWorker));
+  if ((m.ep ?? 1) > 1) return joinEpWeights(w);
   return m.tp > 1 ? joinTpWeights(w, rules) : w;
 }
 
@@ -114,7 +117,7 @@ export function joinOptimizer(parts: readonly RankState['optimizer'][], params: 
 
 /** How many workers' states make the run's (the first that many in worker order): replica 0's, or with ZeRO every worker's shards. */
 export function stateReaders(m: Mesh, zero: ZeroStage): number {
-  return zero > 0 ? workerCount(m) : m.ranks * m.tp;
+  return zero > 0 ? workerCount(m) : m.ranks * stageWorkers(m);
 }
 
 /** The progress after `stepsDone` steps from the readers' states (stateReaders, in worker order), `losses` one per step done. */
@@ -127,7 +130,7 @@ export function joinProgress(
   evals: readonly EvalReport[],
   rules: ReadonlyMap<string, TpParam>,
 ): TrainProgress {
-  const states = read.map((s, w) => tpRankOnce(m, w, s));
+  const states = read.map((s, w) => epRankOnce(m, w, tpRankOnce(m, w, s)));
   const params = joinWeights(m, zero, states.map((s) => s.params));
   const optimizer = joinOptimizer(
     states.map((s) => s.optimizer),
@@ -138,6 +141,7 @@ export function joinProgress(
   if (withPrevious > 0 && withPrevious < states.length) throw new Error(`${withPrevious} of the ${states.length} workers gave a previous weight version`);
   const previous = withPrevious > 0 ? joinWeights(m, zero, states.map((s) => s.previous as Weights)) : undefined;
   const tail = { stepsDone, losses: losses.slice(0, stepsDone), evals: [...evals] };
+  if ((m.ep ?? 1) > 1) return { ...tail, params: joinEpWeights(params), optimizer: joinEpOptimizer(optimizer) };
   if (m.tp === 1) return { ...tail, params, optimizer, ...(previous ? { previous } : {}) };
   return { ...tail, params: joinTpWeights(params, rules), optimizer: joinTpOptimizer(optimizer, rules), ...(previous ? { previous: joinTpWeights(previous, rules) } : {}) };
 }

@@ -2,7 +2,7 @@
 export type { Action, Op, Schedule } from './types.ts';
 export { OPS } from './types.ts';
 export type { CollectiveKind, CommKind, Interval, RankUsage, Timeline, TimelineStats } from './timeline.ts';
-export { bubbleFraction, computeOnly, isCompute, laneCount, laneOf, timelineMesh, makespan, meanByStageOp, meanOpTimes, rankUsage, timelineStats } from './timeline.ts';
+export { bubbleFraction, computeOnly, isCompute, laneCount, laneOf, timelineMesh, withEpLanes, makespan, meanByStageOp, meanOpTimes, rankUsage, timelineStats } from './timeline.ts';
 export { chunkBounds, laneLabel, mesh, meshOfRun, placeOf, rankGroup, replicaRows, ringNext, ringPrev, stageGroup, tpGroup, workerCount, workerOf, workers, type Mesh, type WorkerPlace } from './mesh.ts';
 export { formatAction, parseAction } from './action-text.ts';
 export { stageToRankMap, stagesOfRanks, type Placement } from './placement.ts';

@@ -1,14 +1,20 @@
 /**
  * The mesh: a run is `dp` copies (replicas) of one pipeline of `ranks` ranks,
- * each stage held by `tp` tensor-parallel workers: dp × ranks × tp workers in
- * all. This module is the one place that says who is who; the coordinator,
+ * each stage held by `ep` expert-parallel workers of `tp` tensor-parallel
+ * workers each: dp × ranks × ep × tp workers in all. This module is the one place that says who is who; the coordinator,
  * the transport, the collectives, the simulator, the views, the export and the
  * planner all ask it.
  *
- * - Worker w is replica d, pipeline rank r, tensor-parallel rank j with
- *   w = (d · ranks + r) · tp + j: tp innermost (the fastest links), then pp, dp
- *   outermost (replica-major, as train.py numbers its processes). With tp = 1,
- *   w = d · ranks + r.
+ * - Worker w is replica d, pipeline rank r, expert-parallel rank e,
+ *   tensor-parallel rank j with w = ((d · ranks + r) · ep + e) · tp + j: tp
+ *   innermost (the fastest links), then ep, then pp, dp outermost (replica-major,
+ *   as train.py numbers its processes). With ep = tp = 1, w = d · ranks + r.
+ * - The ep workers of one (d, r) form its ep group: each holds experts / ep of
+ *   the stage's MoE experts and its slice of every micro-batch's sequences (data-
+ *   parallel for the dense layers); tokens reach their experts' workers by an
+ *   all-to-all (src/runtime/comm/ep-collective.ts). A stage's dense gradients are
+ *   summed over its ep group, then over its dp ring; an expert's over the ring of
+ *   the dp workers holding it (the same e in every replica).
  * - The workers of one (d, r) form its tp group: they run the same actions on
  *   the same micro-batches, each on its slice of the stage's layers, and sum or
  *   gather activations between layers (src/runtime/comm/tp-collective.ts).
@@ -27,6 +33,8 @@ export interface Mesh {
   readonly ranks: number;
   /** Tensor-parallel workers per pipeline rank (t, default 1). */
   readonly tp: number;
+  /** Expert-parallel workers per pipeline rank (groups of tp workers; default 1). */
+  readonly ep?: number;
 }
 
 export interface WorkerPlace {
@@ -34,18 +42,26 @@ export interface WorkerPlace {
   rank: number;
   /** The worker's place in its tp group (0 with tp = 1). */
   tpRank: number;
+  /** The worker's place in its ep group (0 with ep = 1). */
+  epRank: number;
 }
 
-export function mesh(dp: number, ranks: number, tp = 1): Mesh {
+export function mesh(dp: number, ranks: number, tp = 1, ep = 1): Mesh {
   if (!Number.isInteger(dp) || dp < 1) throw new ConfigError('dp', dp, 'must be a whole number ≥ 1');
   if (!Number.isInteger(ranks) || ranks < 1) throw new ConfigError('ranks', ranks, 'must be a whole number ≥ 1');
   if (!Number.isInteger(tp) || tp < 1) throw new ConfigError('tp', tp, 'must be a whole number ≥ 1');
-  return { dp, ranks, tp };
+  if (!Number.isInteger(ep) || ep < 1) throw new ConfigError('ep', ep, 'must be a whole number ≥ 1');
+  return ep === 1 ? { dp, ranks, tp } : { dp, ranks, tp, ep };
 }
 
-/** The mesh of a run's configuration (its dp, ranks and tp; a configuration from before tp has tp = 1). */
-export function meshOfRun(cfg: { readonly dp: number; readonly ranks: number; readonly tp?: number }): Mesh {
-  return mesh(cfg.dp, cfg.ranks, cfg.tp ?? 1);
+/** The mesh of a run's configuration (its dp, ranks, tp and ep; a configuration from before tp or ep has 1). */
+export function meshOfRun(cfg: { readonly dp: number; readonly ranks: number; readonly tp?: number; readonly ep?: number }): Mesh {
+  return mesh(cfg.dp, cfg.ranks, cfg.tp ?? 1, cfg.ep ?? 1);
+}
+
+/** Workers per pipeline rank of one replica: ep × tp. */
+export function stageWorkers(m: Mesh): number {
+  return (m.ep ?? 1) * (m.tp ?? 1);
 }
 
 /**
@@ -57,14 +73,14 @@ export function tokenRowSplit(cfg: { readonly tp?: number; readonly sequencePara
   return cfg.sequenceParallel === true && t > 1 ? t : 1;
 }
 
-/** Workers in the mesh: dp × ranks × tp. */
+/** Workers in the mesh: dp × ranks × ep × tp. */
 export function workerCount(m: Mesh): number {
-  return m.dp * m.ranks * (m.tp ?? 1);
+  return m.dp * m.ranks * stageWorkers(m);
 }
 
-/** The worker of replica `replica`, pipeline rank `rank`, tp rank `tpRank`. */
-export function workerOf(m: Mesh, replica: number, rank: number, tpRank = 0): number {
-  return (replica * m.ranks + rank) * (m.tp ?? 1) + tpRank;
+/** The worker of replica `replica`, pipeline rank `rank`, tp rank `tpRank`, ep rank `epRank`. */
+export function workerOf(m: Mesh, replica: number, rank: number, tpRank = 0, epRank = 0): number {
+  return ((replica * m.ranks + rank) * (m.ep ?? 1) + epRank) * (m.tp ?? 1) + tpRank;
 }
 
 /**
@@ -80,17 +96,24 @@ export function expertWorkerOf(m: Mesh, ep: number, replica: number, rank: numbe
   return ((Math.floor(replica / g) * m.ranks + rank) * g + (replica % g)) * t + tpRank;
 }
 
-/** Which replica, pipeline rank and tp rank worker `w` is. */
+/** Which replica, pipeline rank, ep rank and tp rank worker `w` is. */
 export function placeOf(m: Mesh, w: number): WorkerPlace {
-  const t = m.tp ?? 1;
-  const pipe = Math.floor(w / t);
-  return { replica: Math.floor(pipe / m.ranks), rank: pipe % m.ranks, tpRank: w % t };
+  const t = m.tp ?? 1, ep = m.ep ?? 1;
+  const expert = Math.floor(w / t);
+  const pipe = Math.floor(expert / ep);
+  return { replica: Math.floor(pipe / m.ranks), rank: pipe % m.ranks, tpRank: w % t, epRank: expert % ep };
 }
 
-/** The tp group of worker `w`: the workers of its replica and pipeline rank, in tp order. */
+/** The tp group of worker `w`: the workers of its replica, pipeline rank and ep rank, in tp order. */
 export function tpGroup(m: Mesh, w: number): number[] {
-  const { replica, rank } = placeOf(m, w);
-  return Array.from({ length: m.tp ?? 1 }, (_, j) => workerOf(m, replica, rank, j));
+  const { replica, rank, epRank } = placeOf(m, w);
+  return Array.from({ length: m.tp ?? 1 }, (_, j) => workerOf(m, replica, rank, j, epRank));
+}
+
+/** The ep group of worker `w`: the workers of its replica and pipeline rank with its tp rank, in ep order. */
+export function epGroup(m: Mesh, w: number): number[] {
+  const { replica, rank, tpRank } = placeOf(m, w);
+  return Array.from({ length: m.ep ?? 1 }, (_, e) => workerOf(m, replica, rank, tpRank, e));
 }
 
 /** Every worker, in worker order. */
@@ -98,26 +121,26 @@ export function workers(m: Mesh): WorkerPlace[] {
   return Array.from({ length: workerCount(m) }, (_, w) => placeOf(m, w));
 }
 
-/** The workers that hold tp rank `tpRank` of pipeline rank `rank`'s stages, one per replica, in replica order (the ring of every stage on that rank). */
-export function rankGroup(m: Mesh, rank: number, tpRank = 0): number[] {
-  return Array.from({ length: m.dp }, (_, d) => workerOf(m, d, rank, tpRank));
+/** The workers that hold tp rank `tpRank` (and ep rank `epRank`) of pipeline rank `rank`'s stages, one per replica, in replica order (the ring of every stage on that rank). */
+export function rankGroup(m: Mesh, rank: number, tpRank = 0, epRank = 0): number[] {
+  return Array.from({ length: m.dp }, (_, d) => workerOf(m, d, rank, tpRank, epRank));
 }
 
-/** The workers that hold tp rank `tpRank` of stage `stage` (a stage's data-parallel group). */
-export function stageGroup(m: Mesh, stageToRank: readonly number[], stage: number, tpRank = 0): number[] {
-  return rankGroup(m, stageToRank[stage], tpRank);
+/** The workers that hold tp rank `tpRank` (and ep rank `epRank`) of stage `stage` (a stage's data-parallel group). */
+export function stageGroup(m: Mesh, stageToRank: readonly number[], stage: number, tpRank = 0, epRank = 0): number[] {
+  return rankGroup(m, stageToRank[stage], tpRank, epRank);
 }
 
-/** Worker `w`'s successor in its ring (the same rank and tp rank in the next replica). */
+/** Worker `w`'s successor in its ring (the same rank, ep rank and tp rank in the next replica). */
 export function ringNext(m: Mesh, w: number): number {
-  const { replica, rank, tpRank } = placeOf(m, w);
-  return workerOf(m, (replica + 1) % m.dp, rank, tpRank);
+  const { replica, rank, tpRank, epRank } = placeOf(m, w);
+  return workerOf(m, (replica + 1) % m.dp, rank, tpRank, epRank);
 }
 
-/** Worker `w`'s predecessor in its ring (the same rank and tp rank in the previous replica). */
+/** Worker `w`'s predecessor in its ring (the same rank, ep rank and tp rank in the previous replica). */
 export function ringPrev(m: Mesh, w: number): number {
-  const { replica, rank, tpRank } = placeOf(m, w);
-  return workerOf(m, (replica + m.dp - 1) % m.dp, rank, tpRank);
+  const { replica, rank, tpRank, epRank } = placeOf(m, w);
+  return workerOf(m, (replica + m.dp - 1) % m.dp, rank, tpRank, epRank);
 }
 
 /** The rows [lo, hi) of a batch of `batchSize` rows that replica `replica` trains on. */
@@ -139,9 +162,10 @@ export function chunkBounds(n: number, dp: number): number[] {
   return out;
 }
 
-/** A lane's label in the views: `R2` in a single pipeline, `d1·R2` with replicas, `R2·t1` with tp. */
+/** A lane's label in the views: `R2` in a single pipeline, `d1·R2` with replicas, `R2·e1` with ep, `R2·t1` with tp. */
 export function laneLabel(m: Mesh, w: number): string {
-  const { replica, rank, tpRank } = placeOf(m, w);
+  const { replica, rank, tpRank, epRank } = placeOf(m, w);
   const base = m.dp > 1 ? `d${replica}·R${rank}` : `R${rank}`;
-  return (m.tp ?? 1) > 1 ? `${base}·t${tpRank}` : base;
+  const withEp = (m.ep ?? 1) > 1 ? `${base}·e${epRank}` : base;
+  return (m.tp ?? 1) > 1 ? `${withEp}·t${tpRank}` : withEp;
 }

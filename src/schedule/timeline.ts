@@ -33,7 +33,7 @@ export type CommKind = 'send' | 'recv-wait' | 'readback' | 'upload' | 'transfer'
  * ZeRO-Offload's step on the CPU is `cpu-update` (its gradients come down as `gather-grads`, its weights go back
  * up as `scatter-back`).
  */
-export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'ep-all-to-all' | 'cpu-update';
+export type CollectiveKind = 'gather-grads' | 'reduce-scatter' | 'all-gather' | 'shard-update' | 'scatter-back' | 'tp-all-reduce' | 'tp-all-gather' | 'copy-sum' | 'tp-reduce-scatter' | 'ep-all-to-all' | 'ep-all-reduce' | 'cpu-update';
 
 export interface Interval {
   /** Pipeline rank (the lane within its replica). */
@@ -42,6 +42,8 @@ export interface Interval {
   replica?: number;
   /** Tensor-parallel rank within the stage's tp group (default 0). */
   tpRank?: number;
+  /** Expert-parallel rank within the stage's ep group (default 0). */
+  epRank?: number;
   stage: number;
   /** F/B/I/W compute, point-to-point communication, or a data-parallel collective. */
   op: Op | 'comm' | 'collective';
@@ -66,6 +68,8 @@ export interface Timeline {
   dp?: number;
   /** Tensor-parallel workers per pipeline rank (default 1). */
   tp?: number;
+  /** Expert-parallel workers per pipeline rank (default 1): dp × ranks × ep × tp lanes. */
+  ep?: number;
   stages: number;
   microbatches: number;
   intervals: Interval[];
@@ -106,13 +110,13 @@ export function computeOnly(t: Timeline): Timeline {
 }
 
 /** Lanes (workers) of a timeline: dp × ranks. */
-export function laneCount(t: Pick<Timeline, 'ranks' | 'dp' | 'tp'>): number {
-  return (t.dp ?? 1) * t.ranks * (t.tp ?? 1);
+export function laneCount(t: Pick<Timeline, 'ranks' | 'dp' | 'tp' | 'ep'>): number {
+  return (t.dp ?? 1) * t.ranks * (t.ep ?? 1) * (t.tp ?? 1);
 }
 
 /** The mesh a timeline's lanes are the workers of. */
-export function timelineMesh(t: Pick<Timeline, 'ranks' | 'dp' | 'tp'>): Mesh {
-  return mesh(t.dp ?? 1, t.ranks, t.tp ?? 1);
+export function timelineMesh(t: Pick<Timeline, 'ranks' | 'dp' | 'tp' | 'ep'>): Mesh {
+  return mesh(t.dp ?? 1, t.ranks, t.tp ?? 1, t.ep ?? 1);
 }
 
 /**
@@ -128,9 +132,15 @@ export function firstReplicas(t: Timeline, maxLanes: number): Timeline {
   return { ...t, dp: keep, intervals: t.intervals.filter((iv) => (iv.replica ?? 0) < keep) };
 }
 
-/** The lane (worker) of an interval: (replica · ranks + rank) · tp + tpRank (mesh.ts's worker order). */
-export function laneOf(t: Pick<Timeline, 'ranks' | 'tp'>, iv: Pick<Interval, 'rank' | 'replica' | 'tpRank'>): number {
-  return ((iv.replica ?? 0) * t.ranks + iv.rank) * (t.tp ?? 1) + (iv.tpRank ?? 0);
+/** The lane (worker) of an interval: ((replica · ranks + rank) · ep + epRank) · tp + tpRank (mesh.ts's worker order). */
+export function laneOf(t: Pick<Timeline, 'ranks' | 'tp' | 'ep'>, iv: Pick<Interval, 'rank' | 'replica' | 'tpRank' | 'epRank'>): number {
+  return (((iv.replica ?? 0) * t.ranks + iv.rank) * (t.ep ?? 1) + (iv.epRank ?? 0)) * (t.tp ?? 1) + (iv.tpRank ?? 0);
+}
+
+/** `t` played alike by each of `ep` expert-parallel workers per rank (they run the same actions): every interval once per ep rank. */
+export function withEpLanes(t: Timeline, ep: number): Timeline {
+  if (ep <= 1) return t;
+  return { ...t, ep, intervals: t.intervals.flatMap((iv) => Array.from({ length: ep }, (_, e) => ({ ...iv, epRank: e }))) };
 }
 
 /** Latest end minus earliest start over all intervals (compute and communication). */

@@ -23,7 +23,7 @@ function statusText(s: PipeLabState): string {
       if (s.configProblem) return `Not ready: ${s.configProblem.message}`;
       return `Ready to train ${what}.${workersText(s)}`;
     case 'starting':
-      return `Starting ${cfg.dp * (cfg.tp ?? 1) * cfg.ranks} workers for ${what}…`;
+      return `Starting ${cfg.dp * (cfg.ep ?? 1) * (cfg.tp ?? 1) * cfg.ranks} workers for ${what}…`;
     case 'running':
       return `Training ${what}.`;
     case 'paused':

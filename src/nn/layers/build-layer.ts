@@ -2,6 +2,7 @@
 import type { Backend } from '../backend.ts';
 import type { LayerSpec } from '../model-spec.ts';
 import type { TpGroup } from '../tensor-parallel.ts';
+import type { EpGroup } from '../expert-parallel.ts';
 import { ActivationLayer } from './activation-layer.ts';
 import { Embedding } from './embedding.ts';
 import { GptBlock } from './gpt-block.ts';
@@ -16,7 +17,7 @@ import { Linear } from './linear.ts';
  * `tp`: the stage's tensor-parallel group, for the layers it splits (GPT blocks, the MLPs' hidden linears; tp-shard.ts);
  * absent for the head's. `recomputeAttention`: GPT blocks recompute their attention probabilities in the backward.
  * `sequenceParallel`: the GPT's token rows are split over `tp` between its layers (gpt-block.ts): its embedding,
- * blocks and head take the group for that.
+ * blocks and head take the group for that. `ep`: the stage's expert-parallel group, for its MoE blocks' experts.
  */
 export function buildLayer(
   be: Backend,
@@ -24,7 +25,7 @@ export function buildLayer(
   spec: Exclude<LayerSpec, { kind: 'softmax-cross-entropy' }>,
   seed: number,
   tp?: TpGroup,
-  opts: { recomputeAttention?: boolean; sequenceParallel?: boolean } = {},
+  opts: { recomputeAttention?: boolean; sequenceParallel?: boolean; ep?: EpGroup } = {},
 ): Layer {
   const name = `${blockName}.${spec.name}`;
   const sp = opts.sequenceParallel && tp ? tp : undefined;
@@ -42,7 +43,7 @@ export function buildLayer(
     case 'gpt-block':
       return new GptBlock(be, name, spec, seed, tp, opts.recomputeAttention, opts.sequenceParallel);
     case 'gpt-moe-block':
-      return new GptMoeBlock(be, name, spec, seed);
+      return new GptMoeBlock(be, name, spec, seed, opts.ep);
     case 'gpt-head':
       return new GptHead(be, name, spec, seed, sp);
   }

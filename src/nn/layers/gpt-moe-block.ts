@@ -5,6 +5,9 @@
  *   x1 = x  + c_proj(attn(c_attn(ln_1(x))))       as gpt-block.ts (one worker: no tensor or sequence parallelism)
  *   y  = x1 + moe(ln_2(x1))                        the micro-batch's B·T tokens are the routing group
  *
+ * With an ep group (moe-mlp.ts), x holds this worker's sequences of the micro-batch, the attention half is
+ * data-parallel, and the routing group is the micro-batch over the ep group.
+ *
  * Parameters: makemore's names for the attention half and ln_2, then `${prefix}.mlp.router.weight` [E, C],
  * `${prefix}.mlp.experts.c_fc.weight` [E·4C, C], `${prefix}.mlp.experts.c_proj.weight` [E·C, 4C].
  *
@@ -18,6 +21,7 @@
 import type { Backend, Tensor } from '../backend.ts';
 import type { GptMoeBlockSpec } from '../model-spec.ts';
 import type { Param } from '../param.ts';
+import { SOLO_EP, type EpGroup } from '../expert-parallel.ts';
 import type { Layer, LayerForward, RouteLoad } from './layer.ts';
 import { MoeMlp } from './moe-mlp.ts';
 import {
@@ -29,7 +33,6 @@ import { blockAttentionProbs, causalProbs } from './attention-probs.ts';
 /** The attention half's stash (indices into `saved` after forward); the MoE's follows from MOE_AT, then aux and dP. */
 const A = { x: 0, m1: 1, r1: 2, a: 3, qkv: 4, P: 5, o: 6, x1: 7, m2: 8, r2: 9 } as const;
 const MOE_AT = 10;
-const MOE_SAVED = 10;
 /** After backwardInput: the attention half's weight inputs and gradients, then the MoE's kept tensors. */
 const W = { x: 0, m1: 1, r1: 2, a: 3, o: 4, x1: 5, m2: 6, r2: 7, du: 8, dx1: 9, dqkv: 10, da: 11 } as const;
 const MOE_KEPT_AT = 12;
@@ -52,13 +55,14 @@ export class GptMoeBlock implements Layer {
     readonly name: string,
     private readonly spec: GptMoeBlockSpec,
     seed: number,
+    ep: EpGroup = SOLO_EP,
   ) {
     const C = spec.dim, p = spec.prefix;
     this.ln1 = createTorchLayerNorm(be, `${p}.ln_1`, C, seed);
     this.attn = createTorchLinear(be, `${p}.attn.c_attn`, C, 3 * C, spec.init, seed);
     this.proj = createTorchLinear(be, `${p}.attn.c_proj`, C, C, spec.projInit, seed);
     this.ln2 = createTorchLayerNorm(be, `${p}.ln_2`, C, seed);
-    this.moe = new MoeMlp(be, { prefix: `${p}.mlp`, dim: C, experts: spec.experts, topK: spec.topK, capacityFactor: spec.capacityFactor, init: spec.init, projInit: spec.projInit }, seed);
+    this.moe = new MoeMlp(be, { prefix: `${p}.mlp`, dim: C, experts: spec.experts, topK: spec.topK, capacityFactor: spec.capacityFactor, init: spec.init, projInit: spec.projInit }, seed, ep);
     this.params = [this.ln1.weight, this.ln1.bias, ...torchLinearParams(this.attn), ...torchLinearParams(this.proj), this.ln2.weight, this.ln2.bias, ...this.moe.params];
     this.scale = 1 / Math.sqrt(C / spec.heads);
     this.auxLoss = be.zeros([1]);
@@ -95,7 +99,7 @@ export class GptMoeBlock implements Layer {
     const x1 = be.add(x, ap);
     be.dispose(ap);
     const l2 = be.layerNorm(x1, this.ln2.weight.value, this.ln2.bias.value, GPT_LN_EPS);
-    const m = this.moe.forward(l2.y, save, save);
+    const m = await this.moe.forward(l2.y, save, save);
     const y = be.add(x1, m.out);
     be.dispose(m.out);
     if (m.load) {
@@ -114,12 +118,14 @@ export class GptMoeBlock implements Layer {
 
   async backwardInput(saved: Tensor[], dy: Tensor): Promise<Tensor> {
     const be = this.be, s = saved;
-    const moeSaved = s.slice(MOE_AT, MOE_AT + MOE_SAVED);
-    const [auxLoss, auxDProbs] = s.slice(MOE_AT + MOE_SAVED);
-    const w = this.auxWeight(dy.shape[0]);
+    const n = this.moe.savedCount;
+    const moeSaved = s.slice(MOE_AT, MOE_AT + n);
+    const [auxLoss, auxDProbs] = s.slice(MOE_AT + n);
+    // The group's weight (with ep the group is the ep workers' rows together).
+    const w = this.auxWeight(this.moe.groupRows(dy.shape[0]));
     be.axpy(this.auxLoss, auxLoss, w);
     // MoE branch: y = x1 + moe(ln_2(x1)).
-    const du = this.moe.backwardInput(moeSaved, dy, { dProbs: auxDProbs, scale: w });
+    const du = await this.moe.backwardInput(moeSaved, dy, { dProbs: auxDProbs, scale: w });
     const dln2 = be.layerNormBackwardInput(s[A.x1], this.ln2.weight.value, s[A.m2], s[A.r2], du);
     const dx1 = be.add(dy, dln2);
     be.dispose(dln2);

@@ -27,15 +27,15 @@ describe('MoeMlp matches finite differences, aux loss included', () => {
     const moe = new MoeMlp(be, { prefix: 'h.mlp', dim: C, experts: E, topK: k, capacityFactor, init, projInit: init }, 9);
     const u = randomTensor(rng, [S, C], 1.5);
     const R = be.tensor(randomArray(rng, S * C), [S, C]);
-    const objective = () => {
-      const f = moe.forward(u, false, true);
+    const objective = async () => {
+      const f = await moe.forward(u, false, true);
       return dot(cpuData(f.out), cpuData(R)) + w * cpuData((f.aux as { loss: Tensor }).loss)[0];
     };
-    const f = moe.forward(u, true, true);
+    const f = await moe.forward(u, true, true);
     // With a capacity, some choices are over it (so the drops' backward is checked too).
     if (capacityFactor > 0) expect(Array.from(await be.read(f.saved[3])).some((v) => v < 0)).toBe(true);
     const aux = f.aux as { loss: Tensor; dProbs: Tensor };
-    const du = moe.backwardInput(f.saved, R, { dProbs: aux.dProbs, scale: w });
+    const du = await moe.backwardInput(f.saved, R, { dProbs: aux.dProbs, scale: w });
     const c = compareGrads(cpuData(du), await numericGrad(objective, cpuData(u), FD_STEP));
     expect(c.relErr, 'du').toBeLessThan(FD_TOL);
     for (const p of moe.params) be.fill(p.grad, 0);
@@ -53,7 +53,7 @@ describe('MoeMlp matches finite differences, aux loss included', () => {
     const moe = new MoeMlp(be, { prefix: 'h.mlp', dim: C, experts: E, topK: 1, capacityFactor: 0.25, init, projInit: init }, 9);
     expect(moe.capacity(S)).toBe(1);
     const u = randomTensor(rng, [S, C]);
-    const f = moe.forward(u, true, false);
+    const f = await moe.forward(u, true, false);
     const slot = Array.from(await be.read(f.saved[3]));
     const out = cpuData(f.out);
     expect(slot.filter((v) => v >= 0).length).toBeLessThanOrEqual(2);

@@ -5,6 +5,7 @@ export * from './transport.ts';
 export * from './ring-allreduce.ts';
 export * from './ring-link.ts';
 export * from './tp-collective.ts';
+export * from './ep-collective.ts';
 export * from './device-vector.ts';
 export * from './mesh-control.ts';
 export * from './pausable-timers.ts';

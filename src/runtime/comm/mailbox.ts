@@ -11,9 +11,10 @@ import { PausableTimers } from './pausable-timers.ts';
 /**
  * An activation or a gradient between pipeline stages, a chunk of a data-parallel ring collective (ring-allreduce.ts),
  * a chunk of the sum over a stage's model copies (DualPipe, copy-sum.ts: its own kind, so that it never meets a dp
- * ring's chunk of the same stage number), or a part of a tp group's collective (tp-collective.ts).
+ * ring's chunk of the same stage number), or a part of a tp group's collective (tp-collective.ts) or an ep group's
+ * (ep-collective.ts; a part of an all-to-all may be empty).
  */
-export type PayloadKind = 'act' | 'grad' | 'ring' | 'copy' | 'tp';
+export type PayloadKind = 'act' | 'grad' | 'ring' | 'copy' | 'tp' | 'ep';
 
 export interface Payload {
   kind: PayloadKind;
@@ -41,12 +42,12 @@ export function payloadKey(kind: PayloadKind, stage: number, mb: number, step: n
 export function checkPayload(m: unknown): string | null {
   if (typeof m !== 'object' || m === null) return `message = ${String(m)}: must be an object`;
   const p = m as Record<string, unknown>;
-  if (p.kind !== 'act' && p.kind !== 'grad' && p.kind !== 'ring' && p.kind !== 'copy' && p.kind !== 'tp') return `kind = ${JSON.stringify(p.kind)}: must be "act", "grad", "ring", "copy" or "tp"`;
+  if (p.kind !== 'act' && p.kind !== 'grad' && p.kind !== 'ring' && p.kind !== 'copy' && p.kind !== 'tp' && p.kind !== 'ep') return `kind = ${JSON.stringify(p.kind)}: must be "act", "grad", "ring", "copy", "tp" or "ep"`;
   for (const f of ['stage', 'mb', 'step', 'from'] as const) {
     if (typeof p[f] !== 'number' || !Number.isInteger(p[f]) || (p[f] as number) < 0) return `${f} = ${JSON.stringify(p[f])}: must be a non-negative integer`;
   }
   // A ring chunk may be empty (a vector shorter than the ring has empty chunks).
-  const minDim = p.kind === 'ring' || p.kind === 'copy' ? 0 : 1;
+  const minDim = p.kind === 'ring' || p.kind === 'copy' || p.kind === 'ep' ? 0 : 1;
   if (!Array.isArray(p.shape) || p.shape.some((d) => !Number.isInteger(d) || d < minDim)) {
     return `shape = ${JSON.stringify(p.shape)}: must be a list of ${minDim === 0 ? 'non-negative' : 'positive'} integers`;
   }

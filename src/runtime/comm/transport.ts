@@ -25,11 +25,14 @@ export class StepLog {
     readonly replica?: number,
     /** The worker's place in its tp group (absent with tp = 1). */
     readonly tpRank?: number,
+    /** The worker's place in its ep group (absent with ep = 1). */
+    readonly epRank?: number,
   ) {}
 
   private push(iv: Interval): void {
     if (this.replica !== undefined) iv.replica = this.replica;
     if (this.tpRank !== undefined) iv.tpRank = this.tpRank;
+    if (this.epRank !== undefined) iv.epRank = this.epRank;
     this.intervals.push(iv);
   }
 

@@ -42,6 +42,7 @@ export interface StageLike {
   backward(mb: number, dOutput: Tensor | null): Promise<Tensor | null>;
   /** Sums the gradients this worker holds in part (sequence parallelism's LayerNorms) over its tp group (stage.ts). */
   sumGradsOverTp?(): Promise<void>;
+  sumGradsOverEp?(): Promise<void>;
   stashBytes(): number;
   liveStashes(): number;
   /** Whether the stage's layers add a loss term of their own (an MoE block's aux loss; stage.ts). */
@@ -89,9 +90,10 @@ export interface StepResult extends PolicyReport {
  * ring chunks, tp parts); `actions`, the actions it ran.
  */
 export interface StepCounts {
-  /** The worker's replica and tp rank, where the mesh has those axes. */
+  /** The worker's replica, ep and tp rank, where the mesh has those axes. */
   replica?: number;
   tpRank?: number;
+  epRank?: number;
   waits?: number;
   submits?: number;
   crossings: number;
@@ -108,6 +110,8 @@ export interface RankParts {
   replica?: number;
   /** The worker's place in its tp group (absent with tp = 1): only tp rank 0 reports the losses its group computes alike. */
   tpRank?: number;
+  /** The worker's place in its ep group (absent with ep = 1); every member reports the losses of its own sequences. */
+  epRank?: number;
   be: Backend;
   order: readonly Action[];
   stages: ReadonlyMap<number, StageLike>;
@@ -153,7 +157,7 @@ export class RankExecutor implements StepRunner {
 
   async runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult> {
     const { be, rank, transport, stages } = this.p;
-    const log = new StepLog(rank, step, this.p.replica, this.p.tpRank);
+    const log = new StepLog(rank, step, this.p.replica, this.p.tpRank, this.p.epRank);
     /** The loss tensors of the last stage's forwards; `value` once a read of it has begun (lossesEvery). */
     const losses: { mb: number; loss: Tensor; value?: Promise<number> }[] = [];
     let unread = 0;
@@ -288,9 +292,11 @@ export class RankExecutor implements StepRunner {
     return null;
   }
 
-  /** Inside action `a`, before its policy's update or collective: the stage's partial gradients summed over its tp group where they are read next. */
+  /** Inside action `a`, before its policy's update or collective: the stage's partial gradients summed over its tp group (and its dense ones over its ep group) where they are read next. */
   private async sumGradsOverTp(a: Action, stage: StageLike): Promise<void> {
-    if (stage.sumGradsOverTp && this.p.sumsGradsAfter?.(a)) await stage.sumGradsOverTp();
+    if (!this.p.sumsGradsAfter?.(a)) return;
+    if (stage.sumGradsOverTp) await stage.sumGradsOverTp();
+    if (stage.sumGradsOverEp) await stage.sumGradsOverEp();
   }
 
   /**
@@ -327,8 +333,8 @@ export class RankExecutor implements StepRunner {
 }
 
 /** The worker's replica and tp rank, where it has them. */
-function place(p: Pick<RankParts, 'replica' | 'tpRank'>): Pick<StepCounts, 'replica' | 'tpRank'> {
-  return { ...(p.replica !== undefined ? { replica: p.replica } : {}), ...(p.tpRank !== undefined ? { tpRank: p.tpRank } : {}) };
+function place(p: Pick<RankParts, 'replica' | 'tpRank' | 'epRank'>): Pick<StepCounts, 'replica' | 'tpRank' | 'epRank'> {
+  return { ...(p.replica !== undefined ? { replica: p.replica } : {}), ...(p.tpRank !== undefined ? { tpRank: p.tpRank } : {}), ...(p.epRank !== undefined ? { epRank: p.epRank } : {}) };
 }
 
 /**

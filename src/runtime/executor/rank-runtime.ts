@@ -6,17 +6,17 @@
  * walks its actions. Built the same way in a stage worker (GpuBackend) and
  * in-process (CpuBackend, tests).
  */
-import { BatchSampler, splitMicrobatches } from '../../data/batches.ts';
+import { BatchSampler } from '../../data/batches.ts';
+import { SampledMicrobatches } from './sampled-microbatches.ts';
 import { createDataset } from '../../data/datasets.ts';
-import { sliceRows, targetCount, type Examples } from '../../data/examples.ts';
-import type { Backend, Tensor } from '../../nn/backend.ts';
+import type { Backend } from '../../nn/backend.ts';
 import { rowsPerExample } from '../../nn/model-spec.ts';
 import { Stage } from '../../nn/stage.ts';
 import { createOptimizer } from '../../nn/optimizer.ts';
 import { gradSumEvery, scheduleKind, UPDATE_WINDOWS, type UpdatePolicyName } from '../../schedule/registry.ts';
 import { gradSumActions, gradSumKey } from '../../schedule/tp-cost.ts';
-import { laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../../schedule/mesh.ts';
-import { TpChannel } from '../comm/index.ts';
+import { epGroup, laneLabel, meshOfRun, placeOf, replicaRows, ringNext, ringPrev, tpGroup, type Mesh } from '../../schedule/mesh.ts';
+import { EpChannel, TpChannel } from '../comm/index.ts';
 import { forwardingPolicy, type UpdatePolicy } from '../policies/index.ts';
 import type { Fault } from '../../config/fault-spec.ts';
 import { collectiveFaultFires, faultFires, faultyPolicy, faultyRunner, FaultyTransport, type FaultEffects } from './faults.ts';
@@ -25,7 +25,7 @@ import { Mailbox } from '../comm/index.ts';
 import { StreamPause } from './stream-pause.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../../schedule/types.ts';
-import { RankExecutor, type ActionDone, type GpuCounts, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
+import { RankExecutor, type ActionDone, type GpuCounts, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { ActionClock } from '../../gpu/action-clock.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../../config/run-config.ts';
@@ -87,78 +87,23 @@ export interface RankHooks extends FaultEffects {
 }
 
 /**
- * Micro-batch inputs and labels from the seeded sampler: the replica's rows of
- * each step's batch, cut into micro-batches; a stream (one window for the whole
- * run) numbers micro-batches across steps.
- */
-class SampledMicrobatches implements MicrobatchSource {
-  private cached: { step: number; mbs: Examples[]; targets: number } | null = null;
-
-  constructor(
-    private readonly be: Backend,
-    private readonly sampler: BatchSampler,
-    private readonly microbatches: number,
-    private readonly streaming: boolean,
-    /** What a micro-batch's loss is divided by (registry UPDATE_WINDOWS lossOver). */
-    private readonly lossOver: 'step' | 'microbatch',
-    /** The replica's rows [lo, hi) of every batch (the whole batch with one pipeline). */
-    private readonly rows: [number, number],
-    /** A stream resumed at this step: its window's micro-batch 0 is the first of this step's batch. */
-    private readonly firstStep = 0,
-  ) {}
-
-  /**
-   * 'step' (synchronous; PipeDream-2BW, whose block of m micro-batches is a
-   * step's batch): 1 / the whole step's targets, all replicas' rows (its size
-   * for the MLPs, its non-padded positions for the GPT), so accumulating the
-   * micro-batches, and summing over replicas, gives the batch mean.
-   * 'microbatch' (PipeDream): every micro-batch is its own update, so 1 / its own targets.
-   */
-  lossScale(step: number, mb: number): number {
-    const ex = this.examples(step, mb);
-    if (this.lossOver === 'microbatch') return 1 / targetCount(ex);
-    return 1 / (this.cached as { targets: number }).targets;
-  }
-
-  private examples(step: number, mb: number): Examples {
-    const s = this.streaming ? this.firstStep + Math.floor(mb / this.microbatches) : step;
-    const i = this.streaming ? mb % this.microbatches : mb;
-    if (!this.cached || this.cached.step !== s) {
-      const batch = this.sampler.batch(s);
-      const [lo, hi] = this.rows;
-      const mine = lo === 0 && hi === batch.n ? batch : sliceRows(batch, lo, hi);
-      this.cached = { step: s, mbs: splitMicrobatches(mine, this.microbatches), targets: targetCount(batch) };
-    }
-    return this.cached.mbs[i];
-  }
-
-  inputs(step: number, mb: number): Tensor {
-    const ex = this.examples(step, mb);
-    return this.be.tensor(ex.inputs, [ex.n, ex.inputCols], ex.inputDType);
-  }
-
-  labels(step: number, mb: number): Tensor {
-    const ex = this.examples(step, mb);
-    return this.be.tensor(ex.labels, [ex.labels.length], 'i32');
-  }
-}
-
-/**
- * A worker's ports sorted by role: its pipeline neighbours (by their rank, in its replica and tp rank), its
- * ring neighbours (by worker) and the other members of its tp group (by tp rank).
+ * A worker's ports sorted by role: its pipeline neighbours (by their rank, in its replica, ep and tp rank), its
+ * ring neighbours (by worker) and the other members of its tp group (by tp rank) and of its ep group (by ep rank).
  */
 function portsByRole(m: Mesh, worker: number, peers: ReadonlyMap<number, MessagePort>) {
-  const { replica, rank, tpRank } = placeOf(m, worker);
+  const { replica, rank, tpRank, epRank } = placeOf(m, worker);
   const pipeline = new Map<number, MessagePort>();
   const tp = new Map<number, MessagePort>();
+  const ep = new Map<number, MessagePort>();
   for (const [w, port] of peers) {
     const p = placeOf(m, w);
-    if (p.replica === replica && p.rank === rank && p.tpRank !== tpRank) tp.set(p.tpRank, port);
-    else if (p.replica === replica && p.tpRank === tpRank) pipeline.set(p.rank, port);
+    if (p.replica === replica && p.rank === rank && p.epRank === epRank && p.tpRank !== tpRank) tp.set(p.tpRank, port);
+    else if (p.replica === replica && p.rank === rank && p.tpRank === tpRank && p.epRank !== epRank) ep.set(p.epRank, port);
+    else if (p.replica === replica && p.tpRank === tpRank && p.epRank === epRank) pipeline.set(p.rank, port);
   }
   const next = ringNext(m, worker);
   const prev = ringPrev(m, worker);
-  return { replica, tpRank, pipeline, tp, next, prev, toNext: m.dp > 1 ? peers.get(next) : undefined, fromPrev: m.dp > 1 ? peers.get(prev) : undefined };
+  return { replica, tpRank, epRank, pipeline, tp, ep, next, prev, toNext: m.dp > 1 ? peers.get(next) : undefined, fromPrev: m.dp > 1 ? peers.get(prev) : undefined };
 }
 
 /**
@@ -219,12 +164,12 @@ function dataParallelParts(
   };
 }
 
-/** The policy with the tp channel told which action runs before each (its collectives are logged against it). */
-function withTpContext(inner: UpdatePolicy, tp: TpChannel): UpdatePolicy {
+/** The policy with the tp and ep channels told which action runs before each (their collectives are logged against it). */
+function withGroupContext(inner: UpdatePolicy, channels: readonly (TpChannel | EpChannel)[]): UpdatePolicy {
   return {
     ...forwardingPolicy(inner),
     beforeAction: async (a, log) => {
-      tp.enter(a, log);
+      for (const c of channels) c.enter(a, log);
       await inner.beforeAction?.(a, log);
     },
   };
@@ -258,8 +203,10 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const roles = portsByRole(m, worker, ports.peers);
   const replica = m.dp > 1 ? roles.replica : undefined;
   const tpRank = m.tp > 1 ? roles.tpRank : undefined;
+  const epSize = m.ep ?? 1;
+  const epRank = epSize > 1 ? roles.epRank : undefined;
 
-  const mailbox = new Mailbox(rank, m.tp > 1 ? `${laneLabel(m, worker)} (worker ${worker})` : replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
+  const mailbox = new Mailbox(rank, m.tp > 1 || epSize > 1 ? `${laneLabel(m, worker)} (worker ${worker})` : replica !== undefined ? `replica ${replica}, rank ${rank}` : `rank ${rank}`);
   for (const [peer, port] of roles.pipeline) mailbox.attach(port, peer);
   if (roles.fromPrev) mailbox.attach(roles.fromPrev, `worker ${roles.prev}`);
   if (roles.toNext && roles.toNext !== roles.fromPrev) mailbox.attach(roles.toNext, `worker ${roles.next}`);
@@ -267,15 +214,19 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   for (const [j, port] of roles.tp) mailbox.attach(port, `worker ${group[j]}`);
   // The stage's tp group (tp = 1: a channel to nobody, whose collectives return their input).
   const tp = new TpChannel({ be, index: roles.tpRank, size: m.tp, workers: group, ports: roles.tp, mailbox, recvTimeoutMs: init.recvTimeoutMs });
+  // The stage's ep group (ep = 1: none; its MoE layers hold every expert).
+  const experts = epGroup(m, worker);
+  for (const [e, port] of roles.ep) mailbox.attach(port, `worker ${experts[e]}`);
+  const ep = epSize > 1 ? new EpChannel({ be, index: roles.epRank, size: epSize, workers: experts, ports: roles.ep, mailbox, recvTimeoutMs: init.recvTimeoutMs }) : null;
 
   const stages = new Map<number, Stage>();
   schedule.stageToRank.forEach((r, s) => {
-    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, recomputeAttention: config.recomputeAttention, tp: tp.groupFor(s), sequenceParallel: config.sequenceParallel }));
+    if (r === rank) stages.set(s, new Stage(be, spec, s, stageBlocks[s], config.seed, { recompute: config.recompute, recomputeAttention: config.recomputeAttention, tp: tp.groupFor(s), sequenceParallel: config.sequenceParallel, ...(ep ? { ep: ep.groupFor(s) } : {}) }));
   });
   const sampler = new BatchSampler(createDataset(train, init.corpus).train, config.batchSize, config.seed);
   const windows = UPDATE_WINDOWS[kind.update];
   const firstStep = init.stream?.firstStep ?? 0;
-  const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica), firstStep);
+  const data = new SampledMicrobatches(be, sampler, config.microbatches, windows.stream, windows.lossOver, replicaRows(m, config.batchSize, roles.replica), firstStep, { index: roles.epRank, size: epSize });
 
   const control = ports.control ? new MeshControlClient(ports.control, init.recvTimeoutMs) : null;
 
@@ -301,7 +252,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
   const base = createUpdatePolicy(kind.update, be, stages, train, dataParallelParts(m, init, roles, mailbox, control, fault, hooks), copies ? (step, log, chunks) => sumCopies(copies, step, log, chunks) : undefined, { firstStep, blockEnded }, config.offloadOptimizer === true);
   const summed = copies ? withCopyState(base, copies) : base;
   // The tp group's collectives are numbered and logged against the action running (tp-collective.ts).
-  const inTp = m.tp > 1 ? withTpContext(summed, tp) : summed;
+  const channels = [...(m.tp > 1 ? [tp] : []), ...(ep ? [ep] : [])];
+  const inTp = channels.length > 0 ? withGroupContext(summed, channels) : summed;
   // Swapping (vDNN): the named stages' stashes in host memory between their forward and their backward (swap.ts).
   const swapped = new Set(schedule.stageToRank.map((_, s) => s).filter((s) => swappedStages(config).includes(s % (config.ranks * config.virtual))));
   const policy = swapped.size > 0 ? withSwapping(inTp, { be, stages, swapped, order: schedule.order[rank] }) : inTp;
@@ -312,6 +264,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     rank,
     replica,
     tpRank,
+    epRank,
     be,
     order: schedule.order[rank],
     stages,
@@ -322,7 +275,8 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     gpuCounts: hooks.gpuCounts,
     ...(streamEnd && streamPause ? { admit: (a: Action) => streamPause.admit().then(() => streamEnd.admit(a)) } : {}),
     // Sequence parallelism: the LayerNorms' partial gradients summed over the tp group where the policy reads them.
-    ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),
+    // Expert parallelism: the dense gradients summed over the ep group there too.
+    ...([...stages.values()].some((st) => st.gradsSummedOverTp.length > 0 || st.gradsSummedOverEp.length > 0) ? { sumsGradsAfter: gradReadAt(kind.update, m, schedule.order[rank], config) } : {}),
   });
   const runner: StepRunner = fault ? faultyRunner(executor, fault) : executor;
   // One worker tells a stream's progress: the one whose backwards end each micro-batch (stage 0), of replica 0, tp rank 0.
@@ -352,7 +306,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     for (const st of stages.values()) {
       // A micro-batch of the run's size (the kernels a shape picks, e.g. the matmul's ragged or aligned loads,
       // are the ones the steps pick); where sequence parallelism cannot split it, one example per tp worker.
-      const perMb = config.batchSize / ((config.dp ?? 1) * config.microbatches);
+      const perMb = config.batchSize / ((config.dp ?? 1) * epSize * config.microbatches);
       const examples = Number.isInteger(perMb) && perMb % st.rowSplit === 0 ? perMb : st.rowSplit;
       const inRows = st.isFirst ? examples : (rowsPerExample(spec) * examples) / st.rowSplit;
       const input = be.zeros([inRows, st.inCols], st.inDType);
@@ -379,6 +333,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
     async warmUp() {
       const t0 = epochMs();
       tp.leave();
+      ep?.leave();
       let kernels = 0, compiled = 0;
       if (be.compileUsed) {
         // Nothing is computed in this pass (weights, optimizer state untouched): it only names the kernels to compile.

@@ -165,6 +165,8 @@ export interface MeshShape {
   dp: number;
   /** Tensor-parallel workers per rank (absent: 1). */
   tp?: number;
+  /** Expert-parallel workers per rank (absent: 1). */
+  ep?: number;
   ranks: number;
   virtual: number;
   schedule: RunScheduleName;

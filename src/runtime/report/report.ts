@@ -6,7 +6,7 @@
 import { simulate, type CostModel } from '../../schedule/simulate.ts';
 import { fitWhereSizesDiffer } from '../../plan/allreduce-fit.ts';
 import { closedFormBubble } from '../../schedule/theory.ts';
-import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp } from '../../schedule/timeline.ts';
+import { bubbleFraction, computeOnly, isCompute, makespan, meanByStageOp, withEpLanes } from '../../schedule/timeline.ts';
 import type { Op } from '../../schedule/types.ts';
 import type { Interval, Timeline } from '../../schedule/timeline.ts';
 import type { RankStats, Weights } from '../executor/index.ts';
@@ -48,6 +48,7 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
     source: 'measured',
     ...(plan.config.dp > 1 ? { dp: plan.config.dp } : {}),
     ...((plan.config.tp ?? 1) > 1 ? { tp: plan.config.tp } : {}),
+    ...((plan.config.ep ?? 1) > 1 ? { ep: plan.config.ep } : {}),
     ranks: plan.schedule.ranks,
     stages: plan.schedule.stages,
     microbatches: plan.schedule.microbatches,
@@ -160,13 +161,13 @@ function simulatedPerStage(time: readonly number[], plan: RunPlan, ar: CostModel
   return time.map((t, s) => t / blocks + at(ar?.readback, s) + at(ar?.write, s));
 }
 
-/** Each worker's counts of a step, in lane order (replica, rank, tp rank). */
+/** Each worker's counts of a step, in lane order (replica, rank, ep rank, tp rank). */
 function stepCounts(results: readonly StepResult[]): RunReport['steps'][number]['counts'] {
-  const key = (c: { rank: number; replica?: number; tpRank?: number }) => [c.replica ?? 0, c.rank, c.tpRank ?? 0];
+  const key = (c: { rank: number; replica?: number; tpRank?: number; epRank?: number }) => [c.replica ?? 0, c.rank, c.epRank ?? 0, c.tpRank ?? 0];
   const out = results.map((r) => ({ rank: r.rank, ...r.counts }));
   return out.sort((a, b) => {
     const [x, y] = [key(a), key(b)];
-    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2] || x[3] - y[3];
   });
 }
 
@@ -234,7 +235,7 @@ export function buildReport(input: ReportInput): RunReport {
     steps: records.map((r) => ({ step: r.step, loss: r.loss, makespanMs: makespan(computeOnly(r.timeline)), bubble: bubbleFraction(computeOnly(r.timeline)), counts: stepCounts(r.results) })),
     losses,
     timeline: last.timeline,
-    simulatedTimeline: { ...sim.timeline, source: 'simulated' },
+    simulatedTimeline: withEpLanes({ ...sim.timeline, source: 'simulated' }, config.ep ?? 1),
     // Compute only, as measured: before the collectives and the copies' sum.
     makespanMs: { measured: mean(makespans), simulated: sim.dp?.computeMakespan ?? sim.copySum?.before ?? sim.makespan },
     bubble: {

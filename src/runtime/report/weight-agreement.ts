@@ -32,9 +32,9 @@ export function copyDifference(m: Mesh, byWorker: Weights[]): number {
 export function replicaDifference(m: Mesh, byWorker: Weights[]): number {
   let worst = 0;
   byWorker.forEach((ws, w) => {
-    const { replica, rank, tpRank } = placeOf(m, w);
+    const { replica, rank, tpRank, epRank } = placeOf(m, w);
     if (replica === 0) return;
-    const ref = byWorker[workerOf(m, 0, rank, tpRank)];
+    const ref = byWorker[workerOf(m, 0, rank, tpRank, epRank)];
     for (const [name, v] of Object.entries(ws)) {
       const r = ref[name];
       if (!r || r.length !== v.length) return void (worst = Infinity);

@@ -22,8 +22,8 @@ export function preparesOnLoad(nav: { webdriver?: boolean } = navigator): boolea
 export async function prepareForCurrentConfig(): Promise<void> {
   const s = usePipeLab.getState();
   if (s.session !== 'idle' || s.configProblem || s.webgpu.state !== 'available') return;
-  // One worker per place of the mesh: dp replicas × ranks.
-  const ranks = s.config.dp * (s.config.tp ?? 1) * s.config.ranks;
+  // One worker per place of the mesh: dp replicas × ep × tp × ranks.
+  const ranks = s.config.dp * (s.config.ep ?? 1) * (s.config.tp ?? 1) * s.config.ranks;
   const t0 = performance.now();
   usePipeLab.setState({ workers: { state: 'preparing', ranks } });
   try {

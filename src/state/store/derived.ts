@@ -7,7 +7,7 @@
 import type { RunConfig } from '../../config/run-config.ts';
 import { checkWindowActions, stageCut } from '../../config/run-limits.ts';
 import { autoScheduleForRun, windowOrder } from '../../runtime/executor/index.ts';
-import { costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, type CostModel, type Op, type Schedule, type Timeline } from '../../schedule/index.ts';
+import { costsPerStage, meanByStageOp, meanOpTimes, scheduleKind, simulate, type SimulationResult, closedForm, closedFormPeakActivations, type ClosedForm, timelineStats, laneCount, laneOf, withEpLanes, type CostModel, type Op, type Schedule, type Timeline } from '../../schedule/index.ts';
 
 export interface Prediction {
   schedule: Schedule;
@@ -89,14 +89,15 @@ function lanesOnly(stages: number, t: number): Pick<CostModel, 'tp'> {
 
 /**
  * The simulator fed with the measured mean per-op times (free links): what the schedule alone predicts for this
- * run, in the measured timeline's lanes (its replicas and tp workers; the collectives are the measurement's).
+ * run, in the measured timeline's lanes (its replicas, ep and tp workers; the collectives are the measurement's).
  */
 export function simulateWithMeasured(schedule: Schedule, measured: Timeline): Timeline | null {
   try {
     const means = meanByStageOp(measured.intervals, (iv) => iv.end - iv.start);
     const per = (op: Op) => Array.from({ length: schedule.stages }, (_, s) => means[s]?.[op] ?? 0);
     const dp = measured.dp ?? 1;
-    return simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms', ...(dp > 1 ? { dp } : {}), ...lanesOnly(schedule.stages, measured.tp ?? 1) }).timeline;
+    const sim = simulate(schedule, { F: per('F'), B: per('B'), I: per('I'), W: per('W'), unit: 'ms', ...(dp > 1 ? { dp } : {}), ...lanesOnly(schedule.stages, measured.tp ?? 1) }).timeline;
+    return withEpLanes(sim, measured.ep ?? 1);
   } catch {
     return null;
   }

@@ -51,7 +51,7 @@ function tpHint(cfg: RunConfig): string {
 }
 
 export function DataParallelFields({ cfg, set, errorFor }: Props) {
-  const workers = cfg.dp * (cfg.tp ?? 1) * cfg.ranks;
+  const workers = cfg.dp * (cfg.ep ?? 1) * (cfg.tp ?? 1) * cfg.ranks;
   const perReplica = cfg.batchSize / cfg.dp;
   const mesh = cfg.dp > 1;
   /** PipeDream-2BW: no flush; each block's all-reduce runs as the block ends, with ZeRO off (run-config.ts). */
@@ -72,7 +72,7 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
           onChange={(dp) => set(dp === 1 ? { dp, zero: 0, reshard: 'step' } : { dp })}
           error={errorFor('dp')}
           disabled={noReplicas && cfg.dp === 1}
-          hint={noReplicas ? 'PipeDream updates after every backward: its replicas would never hold a point to sum their gradients at' : mesh ? `${cfg.dp} × ${(cfg.tp ?? 1) > 1 ? `${cfg.tp} × ` : ''}${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
+          hint={noReplicas ? 'PipeDream updates after every backward: its replicas would never hold a point to sum their gradients at' : mesh ? `${cfg.dp} × ${(cfg.ep ?? 1) > 1 ? `${cfg.ep} × ` : ''}${(cfg.tp ?? 1) > 1 ? `${cfg.tp} × ` : ''}${cfg.ranks} = ${workers} workers; each replica trains ${Number.isInteger(perReplica) ? perReplica : perReplica.toFixed(1)} rows of every batch` : 'copies of the pipeline, each on its slice of the batch'}
         />
         <div className="stack">
           <CheckboxField
@@ -109,6 +109,23 @@ export function DataParallelFields({ cfg, set, errorFor }: Props) {
         error={errorFor('tp')}
         hint={tpHint(cfg)}
       />
+      {((cfg.experts ?? 0) > 0 || (cfg.ep ?? 1) > 1) && (
+        <NumberField
+          label="Expert parallel (ep)"
+          name="ep"
+          integer
+          min={1}
+          max={MAX_RUN_RANKS}
+          value={cfg.ep ?? 1}
+          onChange={(ep) => set({ ep: ep === 1 ? undefined : ep })}
+          error={errorFor('ep')}
+          hint={
+            (cfg.ep ?? 1) > 1
+              ? `${cfg.dp} × ${cfg.ep} × ${cfg.ranks} = ${cfg.dp * (cfg.ep ?? 1) * cfg.ranks} workers; each holds ${(cfg.experts ?? 0) / (cfg.ep ?? 1)} of ${cfg.experts} experts and 1/${cfg.ep} of each micro-batch’s sequences`
+              : 'workers sharing each stage’s experts (tokens reach them by an all-to-all)'
+          }
+        />
+      )}
       {cfg.model === 'gpt' && ((cfg.tp ?? 1) > 1 || cfg.sequenceParallel) && (
         <CheckboxField
           label="Sequence parallelism"

@@ -6,7 +6,7 @@
 import { useMemo } from 'react';
 import type { RunConfig } from '../../config/run-config.ts';
 import { predict, runWindowSchedule, simulateWithMeasured } from '../../state/store/index.ts';
-import { meshOfRun, runsAsStream, scheduleKind, workerCount } from '../../schedule/index.ts';
+import { meshOfRun, runsAsStream, scheduleKind, withEpLanes, workerCount } from '../../schedule/index.ts';
 import { isActive, usePipeLab } from '../../state/store/index.ts';
 import { LossChart } from '../charts/LossChart.tsx';
 import { ConfigPanel } from '../controls/ConfigPanel.tsx';
@@ -81,15 +81,16 @@ export function RunView() {
   const simulated = useMemo(() => {
     if (report) return report.simulatedTimeline;
     if (live && prediction) return simulateWithMeasured(prediction.schedule, live);
-    return prediction?.result.timeline ?? null;
-  }, [report, live, prediction]);
+    // The ep workers of a rank run its actions alike: the prediction drawn on each of their lanes.
+    return prediction ? withEpLanes(prediction.result.timeline, config.ep ?? 1) : null;
+  }, [report, live, prediction, config.ep]);
   const measured = report?.timeline ?? live;
 
   // A long stream opens on its first steps, where its lack of a flush shows; Fit draws all of it.
   const opensOnFirstSteps = stream && windowSteps > STREAM_OPENING_STEPS;
   const tp = config.tp ?? 1;
   const workers = workerCount(meshOfRun(config));
-  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches${stream ? ` × ${config.steps} steps, one stream` : ''}`;
+  const title = `${scheduleLabel(config.schedule)} · ${config.dp > 1 ? `${config.dp} replicas × ` : ''}${config.ranks} ranks${(config.ep ?? 1) > 1 ? ` × ep ${config.ep}` : ''}${tp > 1 ? ` × tp ${tp}` : ''} × ${config.microbatches} micro-batches${stream ? ` × ${config.steps} steps, one stream` : ''}`;
   const caption = measured
     ? `${stream ? `The stream of ${run.step} steps${run.step < run.steps ? ` (of ${run.steps}: stopped at a step boundary)` : ''}: what each worker did, ms from its start.` : `Step ${run.step} of ${run.steps}: what each worker did, ms from the step’s start.`}${report ? ' Simulated: the schedule replayed with the measured mean op times.' : ''}`
     : `Predicted by the simulator${stream ? ` over the whole run, ${config.steps} steps × ${config.microbatches} micro-batches with no flush between them` : ''} (a rank’s share of the model: F = 1, B = 2 units${tp > 1 ? `; each rank’s ${tp} tp workers run its actions together, their collectives measured in the run` : ''}). ${isActive(run.status) ? `Measuring it on ${workers} WebGPU workers${stream ? ': a stream’s timeline comes at its end' : ''}.` : `Press Run to measure it on ${workers} WebGPU workers.`}`;

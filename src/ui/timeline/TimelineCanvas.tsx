@@ -71,6 +71,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
   const lanes = shown ? laneCount(shown) : 0;
   const dp = shown?.dp ?? 1;
   const tp = shown?.tp ?? 1;
+  const ep = shown?.ep ?? 1;
   const cssHeight = height ?? canvasHeightFor(Math.max(lanes, 1));
   const bounds = useMemo<Bounds>(() => {
     if (extent) return extent;
@@ -85,14 +86,14 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
   const hoverRef = useRef<Interval | null>(null);
   const layoutRef = useRef<TimelineLayout | null>(null);
   const frameRef = useRef(0);
-  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, dp, tp, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
-  sceneRef.current = { index, overlayIndex, bounds, ranks, dp, tp, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
+  const sceneRef = useRef({ index, overlayIndex, bounds, ranks, dp, tp, ep, unit: timeline?.unit ?? 'unit' as 'ms' | 'unit' });
+  sceneRef.current = { index, overlayIndex, bounds, ranks, dp, tp, ep, unit: timeline?.unit ?? overlay?.unit ?? 'unit' };
 
   const draw = useCallback(() => {
     frameRef.current = 0;
     const canvas = canvasRef.current;
     const layout = layoutRef.current;
-    const { index: idx, overlayIndex: ov, ranks: r, dp: d, tp: tpn, unit } = sceneRef.current;
+    const { index: idx, overlayIndex: ov, ranks: r, dp: d, tp: tpn, ep: epn, unit } = sceneRef.current;
     if (!canvas || !layout) return;
     const ctx = canvas.getContext('2d');
     if (!ctx) return;
@@ -112,7 +113,7 @@ export function TimelineCanvas({ timeline, overlay, label, extent, height, empty
       ranks: r,
       unit,
       hover: hoverRef.current,
-      laneLabel: d > 1 || tpn > 1 ? (w) => laneLabel(mesh(d, r, tpn), w) : undefined,
+      laneLabel: d > 1 || tpn > 1 || epn > 1 ? (w) => laneLabel(mesh(d, r, tpn, epn), w) : undefined,
     });
     // How long the last frame took to draw, for the tests and the curious.
     if (wrapRef.current) wrapRef.current.dataset.drawMs = (performance.now() - t0).toFixed(2);

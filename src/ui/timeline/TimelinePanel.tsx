@@ -80,12 +80,13 @@ export function TimelinePanel(props: TimelinePanelProps) {
   const whole = Math.max(dp, props.replicasInMesh ?? dp);
   const ranks = primary?.ranks ?? 0;
   const tp = primary?.tp ?? 1;
-  const tpText = tp > 1 ? ` × ${tp} tensor-parallel workers` : '';
+  const ep = primary?.ep ?? 1;
+  const tpText = `${ep > 1 ? ` × ${ep} expert-parallel workers` : ''}${tp > 1 ? ` × ${tp} tensor-parallel workers` : ''}`;
   const label =
     `${title}: ${source} timeline, ` +
     (whole > dp
-      ? `the first ${dp} of ${whole} replicas (${dp * ranks * tp} of ${whole * ranks * tp} workers; every replica plays the same step) × ${ranks} ranks${tpText}`
-      : dp > 1 || tp > 1
+      ? `the first ${dp} of ${whole} replicas (${dp * ranks * ep * tp} of ${whole * ranks * ep * tp} workers; every replica plays the same step) × ${ranks} ranks${tpText}`
+      : dp > 1 || tp > 1 || ep > 1
         ? `${dp > 1 ? `${dp} replicas × ` : ''}${ranks} ranks${tpText} = ${primary ? laneCount(primary) : 0} workers`
         : `${ranks} ranks`);
 

@@ -53,6 +53,7 @@ export const COLLECTIVE_COLORS: Readonly<Record<CollectiveKind, string>> = {
   'copy-sum': '#fbbf24',
   'tp-reduce-scatter': '#6366f1',
   'ep-all-to-all': '#f97316',
+  'ep-all-reduce': '#fb923c',
   'cpu-update': '#fde68a',
 };
 
@@ -67,6 +68,7 @@ export const COLLECTIVE_NAMES: Readonly<Record<CollectiveKind, string>> = {
   'copy-sum': 'sum over the model copies (DualPipe)',
   'tp-reduce-scatter': 'tp reduce-scatter (sequence parallelism)',
   'ep-all-to-all': 'ep all-to-all (experts’ dispatch or combine)',
+  'ep-all-reduce': 'ep all-reduce (dense gradients over the ep workers)',
   'cpu-update': 'offload: optimizer step on the CPU',
 };
 
