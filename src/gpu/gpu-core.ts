@@ -309,13 +309,14 @@ export class GpuCore {
    * or when it fails and the loss is reported shortly after (a lost device
    * shows first as a failed map or submit).
    */
-  private async raceLost<T>(p: Promise<T>): Promise<T> {
-    this.waitCount++;
+  private async raceLost<T>(p: Promise<T>, wait = true): Promise<T> {
+    // A wait is counted and nudged; a read nobody waits for yet (the action spans, read a step late) is neither.
+    if (wait) this.waitCount++;
     const lost = this.lost.then((m): never => {
       throw new DeviceLostError(m);
     });
     try {
-      return await Promise.race([this.nudger ? this.nudger.during(p, this.lost) : p, lost]);
+      return await Promise.race([this.nudger && wait ? this.nudger.during(p, this.lost) : p, lost]);
     } catch (e) {
       if (e instanceof DeviceLostError) throw e;
       const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
@@ -380,10 +381,13 @@ export class GpuCore {
     return { end: () => this.raceLost(span.end()) };
   }
 
-  /** The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query sets kept); wall ends read on `now`. */
+  /**
+   * The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query
+   * sets kept); wall ends read on `now`. Its spans' map is no wait (not counted, not nudged): they are read a step late.
+   */
   actionClock(now: () => number): ActionClock {
     if (!this.hasTimestamps) return new CompletionClock(this.device, this.stream, now);
-    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes))));
+    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes), false)));
   }
   private timestampClock: TimestampClock | undefined;
 

@@ -2,10 +2,11 @@
  * Waiting only for a value the CPU reads, on WebGPU (Dawn in Node on SwiftShader, one device per rank, in-process
  * ranks over real MessageChannels). Each worker's waits on its GPU, submits, crossings and actions per step are
  * counted by its backend and transport (rank-executor.ts StepCounts) and must equal what the schedule alone says:
- * one wait per send (its readback), one for all of a last stage's losses, one at the step's end (the action spans
- * read off the device with timestamps; a sync of the update without) — none per action; one submit per action and
- * one or two at the step's end (below). The actions' intervals are each worker's own actions in order, never
- * overlapping, and the losses and weights equal the float64 CPU run of the same pipeline.
+ * one wait per send (its readback), one for all of a last stage's losses — none per action, and none for the step's
+ * action spans (read with the update's submit, placed when the next step ends, the last step's at the run's end:
+ * late-times.ts) nor for the update; one submit per action and one or two at the step's end (below). The actions'
+ * intervals are each worker's own actions in order, never overlapping, in every step's record (each at its GPU times
+ * from the second step's report on), and the losses and weights equal the float64 CPU run of the same pipeline.
  * Needs VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json here (testing/node-gpu.ts sets it).
  */
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { createTestBackend } from '../../gpu/testing/node-gpu.ts';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
 import type { Backend } from '../../nn/backend.ts';
 import { generateSchedule } from '../../schedule/registry.ts';
-import { isCompute } from '../../schedule/timeline.ts';
+import { isCompute, type Timeline } from '../../schedule/timeline.ts';
 import type { Schedule } from '../../schedule/types.ts';
 import { relErr } from '../../util/rel-err.ts';
 import { runPipeline } from '../coordinator.ts';
@@ -28,14 +29,15 @@ afterAll(() => {
 
 const pipeline: RunConfig = { ...defaultRunConfig(), schedule: '1f1b', ranks: 2, layers: 3, hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, optimizer: 'adamw', lr: 0.01 };
 
-function run(cfg: RunConfig, bes: Backend[]) {
-  return runPipeline(cfg, { hostFactory: (w) => new InProcessRankHost(w, bes[w]), readWeights: true });
+function run(cfg: RunConfig, bes: Backend[], onStep?: (timeline: Timeline) => void) {
+  return runPipeline(cfg, { hostFactory: (w) => new InProcessRankHost(w, bes[w]), readWeights: true, ...(onStep ? { onStep: (p) => onStep(p.timeline) } : {}) });
 }
 
 /**
  * What rank `r` must count in a step, from the schedule alone. Submits: one per action (a send's readback rides in
- * its action's), and at the step's end one that carries the update (the losses' read where the rank has losses,
- * else the sync's) and, with timestamps, one that resolves the spans. With dp replicas each stage's all-reduce adds
+ * its action's), and at the step's end one for the losses' read where the rank has losses (before the update, so
+ * that it waits for the last forward only) and one that carries the update (and, with timestamps, the spans'
+ * resolve). Waits: one per send, one for the losses. With dp replicas each stage's all-reduce adds
  * two waits, a read of its gradients and a sync of their write back, and takes 2(dp − 1) chunks; it adds the write
  * back's submit, and the read's too, unless the read is the one that submits the stage's last backward: with
  * config.overlap (the default) it runs right after that action, which on stage 0 sends nothing (on a later stage
@@ -53,7 +55,7 @@ function expected(s: Schedule, r: number, timestamps: boolean, cfg: RunConfig) {
   const losses = order.some((a) => a.op === 'F' && a.stage === last) ? 1 : 0;
   const held = dp > 1 ? s.stageToRank.flatMap((x, stage) => (x === r ? [stage] : [])) : [];
   const ringSubmits = held.reduce((n, stage) => n + (cfg.overlap && stage === 0 ? 1 : 2), 0);
-  return { actions: order.length, crossings: crossings + held.length * 2 * (dp - 1), waits: sends + losses + 1 + 2 * held.length, submits: order.length + 1 + (timestamps ? losses : 0) + ringSubmits };
+  return { actions: order.length, crossings: crossings + held.length * 2 * (dp - 1), waits: sends + losses + 2 * held.length, submits: order.length + 1 + losses + ringSubmits };
 }
 
 describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
@@ -68,7 +70,8 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
       for (let w = 0; w < cfg.dp * cfg.ranks; w++) gpus.push(await createTestBackend({ timestamps }));
       backends.push(...gpus);
       expect(gpus.every((g) => g.hasTimestamps === timestamps)).toBe(true);
-      const report = await run(cfg, gpus);
+      const shown: Timeline[] = [];
+      const report = await run(cfg, gpus, (t) => shown.push(t));
       const s = generateSchedule(cfg.schedule, cfg.ranks, cfg.microbatches, cfg.virtual);
 
       expect(report.steps).toHaveLength(cfg.steps);
@@ -78,9 +81,14 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
       }
 
       // Each worker's actions: its own order, each after the previous one's end, spans from timestamps where there are any.
-      for (let w = 0; w < gpus.length; w++) {
+      // The live timeline of each step after the first is the previous step's, at its GPU times; the report's last
+      // step's too (the run's end waited for them).
+      expect(shown).toHaveLength(cfg.steps);
+      const placed = [...shown.slice(1), report.timeline];
+      for (const t of placed) for (const iv of t.intervals.filter(isCompute)) expect(iv.gpuMs !== undefined).toBe(timestamps);
+      for (let w = 0; w < gpus.length; w++) for (const t of placed) {
         const r = w % cfg.ranks;
-        const mine = report.timeline.intervals.filter((iv) => isCompute(iv) && iv.rank === r && (iv.replica ?? 0) === Math.floor(w / cfg.ranks)).sort((a, b) => a.start - b.start);
+        const mine = t.intervals.filter((iv) => isCompute(iv) && iv.rank === r && (iv.replica ?? 0) === Math.floor(w / cfg.ranks)).sort((a, b) => a.start - b.start);
         expect(mine.map((iv) => `${iv.stage}${iv.op}${iv.mb}`)).toEqual(s.order[r].map((a) => `${a.stage}${a.op}${a.mb}`));
         mine.forEach((iv, i) => {
           expect(iv.end).toBeGreaterThanOrEqual(iv.start);
