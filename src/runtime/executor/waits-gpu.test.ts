@@ -2,7 +2,8 @@
  * Waiting only for a value the CPU reads, on WebGPU (Dawn in Node on SwiftShader, one device per rank, in-process
  * ranks over real MessageChannels). Each worker's waits on its GPU, submits, crossings and actions per step are
  * counted by its backend and transport (rank-executor.ts StepCounts) and must equal what the schedule alone says:
- * one wait per send (its readback), one for all of a last stage's losses — none per action, and none for the step's
+ * one wait per send (its readback), one for all of a last stage's losses — none per action (the GPT's kernels
+ * included: makemore's GPT in small, on 1F1B's 4 workers), and none for the step's
  * action spans (read with the update's submit, placed when the next step ends, the last step's at the run's end:
  * late-times.ts) nor for the update; one submit per action and one or two at the step's end (below). The actions'
  * intervals are each worker's own actions in order, never overlapping, in every step's record (each at its GPU times
@@ -28,6 +29,9 @@ afterAll(() => {
 });
 
 const pipeline: RunConfig = { ...defaultRunConfig(), schedule: '1f1b', ranks: 2, layers: 3, hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0, optimizer: 'adamw', lr: 0.01 };
+
+/** makemore's GPT in small: its layers and schedule (4 blocks, 1F1B on 4 workers), a few values wide. */
+const gpt: RunConfig = { ...pipeline, dataset: 'names', model: 'gpt', layers: 4, heads: 2, width: 8, blockSize: 16, ranks: 4, batchSize: 8, microbatches: 4, lr: 0.002 };
 
 function run(cfg: RunConfig, bes: Backend[], onStep?: (timeline: Timeline) => void) {
   return runPipeline(cfg, { hostFactory: (w) => new InProcessRankHost(w, bes[w]), readWeights: true, ...(onStep ? { onStep: (p) => onStep(p.timeline) } : {}) });
@@ -63,6 +67,7 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
     ['1F1B on 2 ranks, timestamp-query spans', pipeline, true],
     ['1F1B on 2 ranks, completion callbacks (no timestamp-query)', pipeline, false],
     ['dp 2 × pp 2, a ring all-reduce per stage after its last backward, timestamp-query spans', { ...pipeline, dp: 2, overlap: true }, true],
+    ["makemore's GPT in small (4 layers, 1F1B on 4 ranks), timestamp-query spans", gpt, true],
   ];
   for (const [what, cfg, timestamps] of cases) {
     it(`${what}: the counts the schedule gives, actions in order without overlap, one device's losses and weights`, async () => {
@@ -97,7 +102,7 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
         });
       }
 
-      if (timestamps && cfg.dp === 1) {
+      if (cfg === pipeline && timestamps) {
         // A second run on the same devices (kept between runs, as warm workers keep them) reuses each device's clock
         // and its query sets, and counts the same.
         expect(gpus[0].actionClock(Date.now)).toBe(gpus[0].actionClock(Date.now));
