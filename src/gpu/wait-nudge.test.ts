@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultNudgeMs, macrotask, WaitNudger } from './wait-nudge.ts';
+import { DEFAULT_NUDGE_MS, defaultNudgeMs, macrotask, WaitNudger } from './wait-nudge.ts';
 
 /** A wait that ends when `end` is called. */
 function wait<T = void>(): { p: Promise<T>; end: (v: T) => void; fail: (e: unknown) => void } {
@@ -68,8 +68,8 @@ describe('WaitNudger', () => {
   it('backs off: each gap doubles up to maxMs within a stretch of waits, and a new stretch starts again at the interval', async () => {
     let clock = 0;
     const at: number[] = [];
-    // A clock that moves 0.25 ms a turn; first gap 0.5 ms, doubling, at most 2 ms.
-    const n = new WaitNudger(() => at.push(clock), 0.5, macrotask, () => (clock += 0.25), 2, 2);
+    // A clock that moves 0.25 ms a turn; first gap 0.5 ms, doubling from the second nudge on (steadyMs 0), at most 2 ms.
+    const n = new WaitNudger(() => at.push(clock), 0.5, macrotask, () => (clock += 0.25), 2, 2, 0);
     const w = wait();
     const out = n.during(w.p);
     for (let i = 0; i < 60; i++) await macrotask();
@@ -87,6 +87,23 @@ describe('WaitNudger', () => {
     w2.end();
     await out2;
     expect(at.slice(from + 1, from + 3).map((t, i) => t - at[from + i])).toEqual([0.5, 1]);
+  });
+
+  it('steadyMs: the interval holds for that long into a stretch, then the gaps double (the default: 0.25 ms for 2 ms, then up to 2 ms)', async () => {
+    let clock = 0;
+    const at: number[] = [];
+    // A clock that moves 0.25 ms a turn; the defaults but the nudge, the turn and the clock.
+    const n = new WaitNudger(() => at.push(clock), DEFAULT_NUDGE_MS, macrotask, () => (clock += 0.25));
+    expect([n.intervalMs, n.backoff, n.maxMs, n.steadyMs]).toEqual([0.25, 2, 2, 2]);
+    const w = wait();
+    const out = n.during(w.p);
+    for (let i = 0; i < 60; i++) await macrotask();
+    w.end();
+    await out;
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    // Nudges at 0.25, 0.5, …, 2.25 (the first 2 ms of the stretch: every 0.25 ms), then gaps 0.5, 1, 2, 2, …
+    expect(gaps.slice(0, 12)).toEqual([0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.5, 1, 2, 2]);
+    expect(() => new WaitNudger(() => {}, 1, macrotask, now, 2, 2, -1)).toThrow(/steadyMs must be ≥ 0, got -1/);
   });
 
   it('backoff 1 keeps a fixed interval; a backoff under 1 or a maxMs under the interval is refused', async () => {

@@ -15,12 +15,17 @@
  * the dp-only 4 × 1 × 1 rows 0.81–0.88× (four workers waiting at once). It is on by default only on hardware
  * adapters in a browser (`defaultNudgeMs`); SwiftShader and Dawn in Node are not nudged.
  *
- * Back-off: within one stretch of pending waits the gap before each nudge doubles (`backoff`) up to `maxMs`
- * (0.25, 0.5, 1, 2, 2, … ms), so a short wait is still seen within a fraction of a millisecond while a long one, or
- * several workers waiting at once, sends one nudge per 2 ms (Chromium's own look is every ~2.5 ms) instead of one
- * per 0.25. That A/B ran with a fixed interval, and on a build that waited after every action; since then a worker
- * waits only for what it reads (rank-executor.ts), so there are far fewer waits to nudge. Neither change has been
- * measured on a GPU yet.
+ * Back-off: a stretch of pending waits is nudged every `intervalMs` for its first `steadyMs` (2 ms: a pipeline's
+ * send, whose readback waits for the action's kernels and what was queued before them, is seen within 0.25 ms of
+ * its end, as in the A/B above), then the gap doubles (`backoff`) up to `maxMs` (0.5, 1, 2, 2, … ms), so a long
+ * wait, or several workers waiting at once (a dp-only mesh's gradient reads), sends one nudge per 2 ms (Chromium's
+ * own look is every ~2.5 ms) instead of one per 0.25. That A/B ran with a fixed interval, and on a build that waited
+ * after every action; since then a worker waits only for what it reads (rank-executor.ts), so there are far fewer
+ * waits to nudge. Neither change has been measured on a GPU yet.
+ *
+ * One nudger per device, not per page: each worker owns its GPUDevice (a device cannot be handed to another thread),
+ * and a nudge is a command on the waiting device's own queue; a page has no command it could send for a worker's
+ * device. Within a worker every wait shares its device's one nudger (one loop, however many waits are pending).
  */
 
 const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
@@ -59,10 +64,13 @@ export class WaitNudger {
     readonly backoff = 2,
     /** The longest gap (≥ intervalMs). */
     readonly maxMs = Math.max(intervalMs, DEFAULT_NUDGE_MAX_MS),
+    /** How long a stretch of waits is nudged every intervalMs before the gaps grow (≥ 0; 0: from the second nudge on). */
+    readonly steadyMs = DEFAULT_NUDGE_STEADY_MS,
   ) {
     if (!(intervalMs > 0)) throw new RangeError(`WaitNudger intervalMs must be > 0, got ${intervalMs}`);
     if (!(backoff >= 1)) throw new RangeError(`WaitNudger backoff must be ≥ 1, got ${backoff}`);
     if (!(maxMs >= intervalMs)) throw new RangeError(`WaitNudger maxMs must be ≥ intervalMs (${intervalMs}), got ${maxMs}`);
+    if (!(steadyMs >= 0)) throw new RangeError(`WaitNudger steadyMs must be ≥ 0, got ${steadyMs}`);
     this.gap = intervalMs;
   }
 
@@ -95,12 +103,14 @@ export class WaitNudger {
     // A new stretch of waits: the first nudge goes at once, the next after intervalMs.
     this.last = -Infinity;
     this.gap = this.intervalMs;
+    let first = -Infinity;
     try {
       while (this.pending > 0) {
         await this.turn();
         const t = this.clock();
         if (this.pending > 0 && t - this.last >= (this.last === -Infinity ? 0 : this.gap)) {
-          if (this.last !== -Infinity) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
+          if (this.last === -Infinity) first = t;
+          else if (t - first >= this.steadyMs) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
           this.last = t;
           this.nudges++;
           try {
@@ -120,6 +130,8 @@ export class WaitNudger {
 export const DEFAULT_NUDGE_MS = 0.25;
 /** The longest gap the back-off reaches by default. */
 export const DEFAULT_NUDGE_MAX_MS = 2;
+/** How long a stretch of waits is nudged every DEFAULT_NUDGE_MS before the back-off begins, by default. */
+export const DEFAULT_NUDGE_STEADY_MS = 2;
 
 /**
  * The default: DEFAULT_NUDGE_MS on a hardware adapter in a browser (page or worker), else 0. A page built with
