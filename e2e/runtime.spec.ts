@@ -437,3 +437,16 @@ test('the untrained model\'s held-out loss is the validation curve\'s first poin
   await expect.poll(async () => (await points()).map((p) => p.step), { timeout: 180_000 }).toEqual([0, 39]);
   expect((await points())[0].loss).toBe(first[0].loss);
 });
+
+test('the held-out loss is computed in a worker of its own, off the page\'s thread that starts every step', async ({ page }) => {
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&steps=4&ranks=2&microbatches=2&evalEvery=2');
+  await page.waitForFunction(() => !!window.pipelab);
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const points = async () => JSON.parse((await page.getByTestId('loss-panel').getAttribute('data-validation')) ?? '[]') as { step: number; loss: number }[];
+  // The untrained model's (step 0), every evalEvery steps' (step 1), the last step's (3).
+  await expect.poll(async () => (await points()).map((p) => p.step), { timeout: 180_000 }).toEqual([0, 1, 3]);
+  // An untrained GPT predicts about uniformly over the 27 characters: ln 27 = 3.30 nats, give or take its random logits.
+  const first = (await points())[0].loss;
+  expect(Math.abs(first - Math.log(27))).toBeLessThan(0.15);
+  expect(page.workers().some((w) => w.url().includes('eval-worker'))).toBe(true);
+});

@@ -17,8 +17,9 @@ import { runsAsStream } from '../../schedule/registry.ts';
 import { ProgressMeter } from '../store/index.ts';
 import { StepGate } from '../store/index.ts';
 import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from '../store/index.ts';
-import { decisionBoundary, sampleTrainedNames, sampleTrainedText, validationLoss, type WeightMap } from './trained-model.ts';
+import { decisionBoundary, sampleTrainedNames, sampleTrainedText, type WeightMap } from './trained-model.ts';
 import { LiveWrites } from './live-writes.ts';
+import { validationLossOffThread } from './eval-off-thread.ts';
 import type { PipeLabState } from '../store/index.ts';
 
 /** The shortest time between two writes of a run's live figures (loss, timeline, progress) to the store: live-writes.ts. */
@@ -82,7 +83,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   const showUntrained = () => {
     if (untrainedAsked) return;
     untrainedAsked = true;
-    void validationLoss(config, null).then(
+    void validationLossOffThread(config, null).then(
       (loss) => {
         const now = activeRun();
         if (now === run || now === null) addValidation(0, loss);
@@ -115,7 +116,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
             return now === run || now === null;
           });
         }
-        void validationLoss(config, w).then(
+        void validationLossOffThread(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
             const now = activeRun();
@@ -242,9 +243,9 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     }
     if (seed === report.config.seed && usePipeLab.getState().report === report) {
       const last = report.losses.length - 1;
-      addValidation(last, await validationLoss(report.config, w));
+      addValidation(last, await validationLossOffThread(report.config, w));
       // The untrained model's point is usually there already (asked for at the first step): not computed twice.
-      if (!usePipeLab.getState().validation.some((v) => v.step === 0)) addValidation(0, await validationLoss(report.config, null));
+      if (!usePipeLab.getState().validation.some((v) => v.step === 0)) addValidation(0, await validationLossOffThread(report.config, null));
     }
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);
