@@ -13,6 +13,8 @@ export interface LateTimes {
   step: number;
   intervals: Interval[];
   memory?: StepMemory;
+  /** The step's end on this worker: its CPU's (the result's stepEnd), or its actions' last GPU end where that is later. */
+  stepEnd: number;
 }
 
 /** What a step's result says of its times (rank-executor.ts StepResult). */
@@ -24,11 +26,11 @@ export interface TimesOfStep {
 }
 
 /** `results` (one step's, worker order) with each worker's late times put in: `late[w]` for worker w, where it has them. */
-export function withLateTimes<R extends TimesOfStep & { intervals: Interval[]; memory?: StepMemory }>(results: readonly R[], late: readonly (LateTimes | null | undefined)[]): R[] {
+export function withLateTimes<R extends TimesOfStep & { intervals: Interval[]; memory?: StepMemory; stepEnd: number }>(results: readonly R[], late: readonly (LateTimes | null | undefined)[]): R[] {
   return results.map((r, w) => {
     const l = late[w];
     if (!l) return r;
     const { timesLate: _, ...rest } = r;
-    return { ...rest, intervals: l.intervals, ...(l.memory ? { memory: l.memory } : {}) } as R;
+    return { ...rest, intervals: l.intervals, stepEnd: l.stepEnd, ...(l.memory ? { memory: l.memory } : {}) } as R;
   });
 }

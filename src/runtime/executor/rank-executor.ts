@@ -160,6 +160,7 @@ interface PendingTimes {
   intervals: Interval[];
   atAction: { sample: MemorySample; iv: Interval }[];
   memory: StepMemory;
+  stepEnd: number;
 }
 
 export class RankExecutor implements StepRunner {
@@ -276,7 +277,7 @@ export class RankExecutor implements StepRunner {
     }
     samples.push(be.memory.sample());
     const memory = { samples, peak: be.memory.peak() };
-    if (clock && spans) this.pending = { step, issued, source: clock.source, spans, intervals: log.intervals, atAction, memory };
+    if (clock && spans) this.pending = { step, issued, source: clock.source, spans, intervals: log.intervals, atAction, memory, stepEnd: o1 };
     const times = { ...(spans ? { timesLate: true } : {}), ...(late ? { late } : {}) };
     return { rank, intervals: log.intervals, losses: lossValues, ...moeValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...times, ...this.p.policy.report() };
   }
@@ -294,7 +295,9 @@ export class RankExecutor implements StepRunner {
     placeActions(p.issued, spans, p.source, doneBy);
     settleReads(p.intervals, p.issued);
     for (const { sample, iv } of p.atAction) sample.t = iv.end;
-    return { step: p.step, intervals: p.intervals, memory: p.memory };
+    // The GPU may end the step's actions after the worker went on (nothing waited for them): the step ends then.
+    const stepEnd = Math.max(p.stepEnd, ...p.intervals.map((iv) => iv.end));
+    return { step: p.step, intervals: p.intervals, memory: p.memory, stepEnd };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */

@@ -89,6 +89,8 @@ describe('a pipeline on WebGPU waits only for what the CPU reads', () => {
       // The live timeline of each step after the first is the previous step's, at its GPU times; the report's last
       // step's too (the run's end waited for them).
       expect(shown).toHaveLength(cfg.steps);
+      // A step ends on a worker when its actions' kernels have, though the worker went on before (late-times.ts).
+      expect(report.stepEnd!.wallMs).toBeGreaterThanOrEqual(report.makespanMs.measured - 1e-9);
       const placed = [...shown.slice(1), report.timeline];
       for (const t of placed) for (const iv of t.intervals.filter(isCompute)) expect(iv.gpuMs !== undefined).toBe(timestamps);
       for (let w = 0; w < gpus.length; w++) for (const t of placed) {
