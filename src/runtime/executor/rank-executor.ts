@@ -224,7 +224,7 @@ export class RankExecutor implements StepRunner {
 
     // The aux loss and the routing counts the MoE stages hold, packed to be read with the losses (one wait).
     const moe = packMoeStep(be, stages, (this.p.tpRank ?? 0) === 0);
-    // The losses read before the update is issued: their map waits for the last forward, not for the update.
+    // The losses read before the update is issued: their map waits for the step's actions, not for the update too.
     const { losses: read, extra } = readLosses(be, losses, moe?.packed);
     extra?.catch(() => {}); // awaited below; a failure here fails the step there (or the step failed first)
 

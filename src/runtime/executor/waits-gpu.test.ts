@@ -40,7 +40,7 @@ function run(cfg: RunConfig, bes: Backend[], onStep?: (timeline: Timeline) => vo
 /**
  * What rank `r` must count in a step, from the schedule alone. Submits: one per action (a send's readback rides in
  * its action's), and at the step's end one for the losses' read where the rank has losses (before the update, so
- * that it waits for the last forward only) and one that carries the update (and, with timestamps, the spans'
+ * that it waits for the step's actions, not the update too) and one that carries the update (and, with timestamps, the spans'
  * resolve). Waits: one per send, one for the losses. With dp replicas each stage's all-reduce adds
  * one wait, the read of its gradients (their write back is queued, not waited for: the CPU reads nothing of it), and
  * takes 2(dp − 1) chunks; it adds the read's submit, unless the read is the one that submits the stage's last
