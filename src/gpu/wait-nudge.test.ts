@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DEFAULT_NUDGE_MS, defaultNudgeMs, macrotask, WaitNudger } from './wait-nudge.ts';
 
 /** A wait that ends when `end` is called. */
@@ -13,6 +13,27 @@ function wait<T = void>(): { p: Promise<T>; end: (v: T) => void; fail: (e: unkno
 }
 
 const now = (): number => performance.now();
+
+describe('macrotask', () => {
+  it("without setImmediate (a browser's path): turns on one kept MessageChannel, each after the tasks queued before it, in order", async () => {
+    const g = globalThis as { setImmediate?: unknown };
+    const saved = g.setImmediate;
+    const made = vi.spyOn(globalThis, 'MessageChannel');
+    g.setImmediate = undefined;
+    try {
+      const order: string[] = [];
+      const turns = [0, 1, 2, 3].map((i) => macrotask().then(() => order.push(`turn ${i}`)));
+      void Promise.resolve().then(() => order.push('microtask'));
+      await Promise.all(turns);
+      expect(order).toEqual(['microtask', 'turn 0', 'turn 1', 'turn 2', 'turn 3']);
+      for (let i = 0; i < 20; i++) await macrotask();
+      expect(made.mock.calls.length).toBeLessThanOrEqual(1);
+    } finally {
+      g.setImmediate = saved;
+      made.mockRestore();
+    }
+  });
+});
 
 describe('WaitNudger', () => {
   it('nudges while a wait is pending, and stops when none is', async () => {

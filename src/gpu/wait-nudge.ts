@@ -30,17 +30,28 @@
 
 const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
-/** One turn of the event loop: a macrotask (MessageChannel in browsers, setImmediate in Node), never a clamped timer. */
+/** The thread's one channel for macrotask turns (browsers), and the turns waiting on it, first in first out. */
+let turns: { port: MessagePort; waiting: (() => void)[] } | null = null;
+
+/**
+ * One turn of the event loop: a macrotask (a message on one MessageChannel kept for the thread in browsers, not a new
+ * channel a turn; setImmediate in Node), never a clamped timer.
+ */
 export function macrotask(): Promise<void> {
   const g = globalThis as { setImmediate?: (f: () => void) => void };
   if (typeof g.setImmediate === 'function') return new Promise((r) => g.setImmediate!(r));
-  return new Promise((r) => {
+  if (!turns) {
     const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      ch.port1.close();
-      r();
-    };
-    ch.port2.postMessage(null);
+    const waiting: (() => void)[] = [];
+    ch.port1.onmessage = () => waiting.shift()?.();
+    // Node (a test without setImmediate): the kept port must not hold the process open. Browsers have no unref.
+    (ch.port1 as MessagePort & { unref?: () => void }).unref?.();
+    turns = { port: ch.port2, waiting };
+  }
+  const t = turns;
+  return new Promise((r) => {
+    t.waiting.push(r);
+    t.port.postMessage(null);
   });
 }
 
