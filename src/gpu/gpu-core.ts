@@ -68,6 +68,8 @@ export class GpuCore {
   /** Sends empty submits while a wait is pending (null: waits are not nudged). */
   private readonly nudger: WaitNudger | null;
   private waitCount = 0;
+  /** The pending waits' rejections, called when the device is lost. */
+  private readonly lostWaits = new Set<(e: Error) => void>();
 
   /** Builds a backend on an already acquired device (see acquireDevice). */
   constructor(acq: AcquiredDevice, opts: GpuCoreOptions = {}) {
@@ -93,6 +95,8 @@ export class GpuCore {
     this.timer = new GpuTimer(this.device, this.stream, this.pool, this.hasTimestamps);
     this.lost = acq.lost.then(({ message }) => {
       this.lostMessage = message;
+      for (const fail of this.lostWaits) fail(new DeviceLostError(message));
+      this.lostWaits.clear();
       return message;
     });
     this.device.addEventListener('uncapturederror', (ev) => {
@@ -312,11 +316,13 @@ export class GpuCore {
   private async raceLost<T>(p: Promise<T>, wait = true): Promise<T> {
     // A wait is counted and nudged; a read nobody waits for yet (the action spans, read a step late) is neither.
     if (wait) this.waitCount++;
-    const lost = this.lost.then((m): never => {
-      throw new DeviceLostError(m);
+    // Ended by the loss through a set each wait leaves as it ends (not a reaction on `lost` per wait, kept for the device's life).
+    const until = this.lostMessage !== null ? (p.catch(() => {}), Promise.reject(new DeviceLostError(this.lostMessage))) : new Promise<T>((resolve, reject) => {
+      this.lostWaits.add(reject);
+      p.then((v) => (this.lostWaits.delete(reject), resolve(v)), (e: unknown) => (this.lostWaits.delete(reject), reject(e)));
     });
     try {
-      return await Promise.race([this.nudger && wait ? this.nudger.during(p, this.lost) : p, lost]);
+      return await (this.nudger && wait ? this.nudger.during(until) : until);
     } catch (e) {
       if (e instanceof DeviceLostError) throw e;
       const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
