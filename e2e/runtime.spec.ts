@@ -323,14 +323,15 @@ test('the measured timeline: one clock for all ranks, communication as intervals
     const prev = compute.find((c) => c.op === 'F' && c.stage === iv.stage - 1 && c.mb === iv.mb)!;
     expect(iv.start, `${iv.stage}F${iv.mb} after ${prev.stage}F${prev.mb}`).toBeGreaterThanOrEqual(prev.end);
   }
-  // Each stage worker counts its waits on its GPU: one per send and one at the step's end, plus one for the last
-  // rank's losses (runtime/executor/waits-gpu.test.ts checks the same rule exactly on Dawn) — never one per action.
+  // Each stage worker counts its waits on its GPU: one per send, plus one for the last rank's losses (the action spans
+  // are read a step late, not waited for; runtime/executor/waits-gpu.test.ts checks the same rule exactly on Dawn) —
+  // never one per action.
   expect(r.counts.length).toBe(2);
   for (const step of r.counts) {
     expect(step).toHaveLength(r.ranks);
     for (const c of step) {
       const sends = c.rank === r.ranks - 1 ? 4 : c.rank === 0 ? 4 : 8;
-      expect(c.waits, `rank ${c.rank}`).toBe(sends + 1 + (c.rank === r.ranks - 1 ? 1 : 0));
+      expect(c.waits, `rank ${c.rank}`).toBe(sends + (c.rank === r.ranks - 1 ? 1 : 0));
       expect(c.actions).toBe(8);
       expect(c.crossings).toBe(c.rank === 0 || c.rank === r.ranks - 1 ? 4 : 8);
     }
@@ -435,4 +436,17 @@ test('the untrained model\'s held-out loss is the validation curve\'s first poin
   // The end adds the last step's, and keeps the one point for step 0.
   await expect.poll(async () => (await points()).map((p) => p.step), { timeout: 180_000 }).toEqual([0, 39]);
   expect((await points())[0].loss).toBe(first[0].loss);
+});
+
+test('the held-out loss is computed in a worker of its own, off the page\'s thread that starts every step', async ({ page }) => {
+  await page.goto('./?dataset=names&model=gpt&layers=2&heads=2&width=8&steps=4&ranks=2&microbatches=2&evalEvery=2');
+  await page.waitForFunction(() => !!window.pipelab);
+  await page.getByRole('button', { name: '▶ Run' }).click();
+  const points = async () => JSON.parse((await page.getByTestId('loss-panel').getAttribute('data-validation')) ?? '[]') as { step: number; loss: number }[];
+  // The untrained model's (step 0), every evalEvery steps' (step 1), the last step's (3).
+  await expect.poll(async () => (await points()).map((p) => p.step), { timeout: 180_000 }).toEqual([0, 1, 3]);
+  // An untrained GPT predicts about uniformly over the 27 characters: ln 27 = 3.30 nats, give or take its random logits.
+  const first = (await points())[0].loss;
+  expect(Math.abs(first - Math.log(27))).toBeLessThan(0.15);
+  expect(page.workers().some((w) => w.url().includes('eval-worker'))).toBe(true);
 });

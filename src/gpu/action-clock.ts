@@ -7,10 +7,12 @@
  * With the adapter's timestamp-query feature (source 'timestamp'), `begin` opens a compute pass that writes a
  * timestamp at its start (the action's dispatches join it) and `end` writes one after its last command, each into
  * the next two slots of the step's query sets (1024 queries a set, more sets as a step needs them, kept from step
- * to step). `collect` resolves every slot written into one buffer, copies it to one staging buffer and maps that:
- * one wait for all of the step's actions, in the same submit as the step's last reads. The spans come back in ms
- * on the device's own clock, from the step's first timestamp (browsers quantize timestamps, Chrome to ~0.1 ms
- * without its developer features: an action shorter than that may read 0).
+ * to step). `collect` resolves every slot written into one buffer, copies it to a staging buffer of the pool and
+ * begins mapping it, in the same submit as the step's update; nothing waits for that map (it is no counted wait and
+ * is not nudged): the caller awaits the spans a step later, when they have long arrived (rank-executor.ts). While
+ * one step's spans are mapped the next step's resolve into another staging buffer: the pool is their ring. The spans
+ * come back in ms on the device's own clock, from the step's first timestamp (browsers quantize timestamps, Chrome
+ * to ~0.1 ms without its developer features: an action shorter than that may read 0).
  *
  * Without the feature (source 'wall'), `end` asks for a completion callback (queue.onSubmittedWorkDone) right
  * after the submit that carries the action's commands, noting the time it fires on `now`'s clock; nothing waits
@@ -31,7 +33,10 @@ export interface ActionClock {
   begin(): void;
   /** After they are issued (before the submit that carries them, which the caller makes). */
   end(): void;
-  /** Every span since the last collect, in begin order; the clock is then empty for the next step. */
+  /**
+   * Every span since the last collect, in begin order; the clock is then empty for the next step. The read begins
+   * at the call (what it needs is submitted then) and is no wait: the promise may be awaited much later.
+   */
   collect(): Promise<ActionSpan[]>;
   /** Drops what was not collected (a step that failed): the next step starts empty. */
   discard(): void;
@@ -51,8 +56,8 @@ export class TimestampClock implements ActionClock {
     private readonly device: GPUDevice,
     private readonly stream: CommandStream,
     private readonly pool: BufferPool,
-    /** Maps a staging buffer: the backend's one wait (counted, nudged, ended by a lost device). */
-    private readonly waitMap: (buf: GPUBuffer, bytes: number) => Promise<void>,
+    /** Maps a staging buffer without a counted or nudged wait (ended by a lost device): the spans are read late. */
+    private readonly mapLater: (buf: GPUBuffer, bytes: number) => Promise<void>,
   ) {}
 
   private slot(i: number): [GPUQuerySet, number] {
@@ -81,11 +86,11 @@ export class TimestampClock implements ActionClock {
     this.open = false;
   }
 
-  async collect(): Promise<ActionSpan[]> {
+  collect(): Promise<ActionSpan[]> {
     const n = this.used;
     this.used = 0;
     this.open = false;
-    if (n === 0) return [];
+    if (n === 0) return Promise.resolve([]);
     const bytes = n * 8;
     const resolve = this.pool.acquire(bytes, GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC, 'action clock', 'staging').buffer;
     const staging = this.pool.acquire(bytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, 'action clock readback', 'staging').buffer;
@@ -96,9 +101,13 @@ export class TimestampClock implements ActionClock {
     enc.copyBufferToBuffer(resolve, 0, staging, 0, bytes);
     this.stream.releaseAfterSubmit(resolve);
     this.stream.flush();
+    return this.read(staging, bytes, n);
+  }
+
+  private async read(staging: GPUBuffer, bytes: number, n: number): Promise<ActionSpan[]> {
     let t: BigUint64Array;
     try {
-      await this.waitMap(staging, bytes);
+      await this.mapLater(staging, bytes);
       t = new BigUint64Array(staging.getMappedRange(0, bytes).slice(0));
       staging.unmap();
     } finally {

@@ -68,6 +68,8 @@ export class GpuCore {
   /** Sends empty submits while a wait is pending (null: waits are not nudged). */
   private readonly nudger: WaitNudger | null;
   private waitCount = 0;
+  /** The pending waits' rejections, called when the device is lost. */
+  private readonly lostWaits = new Set<(e: Error) => void>();
 
   /** Builds a backend on an already acquired device (see acquireDevice). */
   constructor(acq: AcquiredDevice, opts: GpuCoreOptions = {}) {
@@ -88,7 +90,7 @@ export class GpuCore {
     if (!(nudgeMs >= 0)) throw new ConfigError('nudgeWaitsMs', nudgeMs, 'must be 0 (off) or a positive number of milliseconds');
     const nudge = () => this.device.queue.submit([]);
     this.nudger =
-      nudgeMs <= 0 ? null : opts.nudgeWaitsMs === undefined ? new WaitNudger(nudge, nudgeMs, undefined, undefined, policy.backoff, policy.maxMs, policy.holdMs) : new WaitNudger(nudge, nudgeMs);
+      nudgeMs <= 0 ? null : opts.nudgeWaitsMs === undefined ? new WaitNudger(nudge, nudgeMs, undefined, undefined, policy.backoff, policy.maxMs, policy.steadyMs) : new WaitNudger(nudge, nudgeMs);
     this.usageStorage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
     this.pool = new BufferPool(this.device, opts.maxPooledBytes, this.memory);
     this.pipelines = new PipelineCache(this.device);
@@ -96,6 +98,8 @@ export class GpuCore {
     this.timer = new GpuTimer(this.device, this.stream, this.pool, this.hasTimestamps);
     this.lost = acq.lost.then(({ message }) => {
       this.lostMessage = message;
+      for (const fail of this.lostWaits) fail(new DeviceLostError(message));
+      this.lostWaits.clear();
       return message;
     });
     this.device.addEventListener('uncapturederror', (ev) => {
@@ -312,13 +316,16 @@ export class GpuCore {
    * or when it fails and the loss is reported shortly after (a lost device
    * shows first as a failed map or submit).
    */
-  private async raceLost<T>(p: Promise<T>): Promise<T> {
-    this.waitCount++;
-    const lost = this.lost.then((m): never => {
-      throw new DeviceLostError(m);
+  private async raceLost<T>(p: Promise<T>, wait = true): Promise<T> {
+    // A wait is counted and nudged; a read nobody waits for yet (the action spans, read a step late) is neither.
+    if (wait) this.waitCount++;
+    // Ended by the loss through a set each wait leaves as it ends (not a reaction on `lost` per wait, kept for the device's life).
+    const until = this.lostMessage !== null ? (p.catch(() => {}), Promise.reject(new DeviceLostError(this.lostMessage))) : new Promise<T>((resolve, reject) => {
+      this.lostWaits.add(reject);
+      p.then((v) => (this.lostWaits.delete(reject), resolve(v)), (e: unknown) => (this.lostWaits.delete(reject), reject(e)));
     });
     try {
-      return await Promise.race([this.nudger ? this.nudger.during(p, this.lost) : p, lost]);
+      return await (this.nudger && wait ? this.nudger.during(until) : until);
     } catch (e) {
       if (e instanceof DeviceLostError) throw e;
       const late = await Promise.race([this.lost, new Promise<null>((r) => setTimeout(() => r(null), LOSS_GRACE_MS))]);
@@ -383,10 +390,13 @@ export class GpuCore {
     return { end: () => this.raceLost(span.end()) };
   }
 
-  /** The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query sets kept); wall ends read on `now`. */
+  /**
+   * The device's clock for a worker's actions, waiting for none of them (action-clock.ts; one per backend, its query
+   * sets kept); wall ends read on `now`. Its spans' map is no wait (not counted, not nudged): they are read a step late.
+   */
   actionClock(now: () => number): ActionClock {
     if (!this.hasTimestamps) return new CompletionClock(this.device, this.stream, now);
-    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes))));
+    return (this.timestampClock ??= new TimestampClock(this.device, this.stream, this.pool, (buf, bytes) => this.raceLost(buf.mapAsync(GPUMapMode.READ, 0, bytes), false)));
   }
   private timestampClock: TimestampClock | undefined;
 

@@ -259,6 +259,19 @@ describe('device acquisition and loss', () => {
     await expect(be.sync()).rejects.toThrow(DeviceLostError);
     be.destroy();
   });
+
+  test('device lost while reads wait: each ends with DeviceLostError, nudged or not, and a wait after the loss too', async () => {
+    for (const nudgeWaitsMs of [0, 0.25]) {
+      const be = await GpuBackend.create({ gpu: await nodeGpu(), nudgeWaitsMs });
+      const t = be.tensor(randomArray(makeRng(seed, 'lost'), 256 * 256), [256, 256]);
+      const reads = [be.read(be.matmul(t, t)), be.read(t), be.sync()];
+      be.device.destroy();
+      for (const r of reads) await expect(r).rejects.toThrow(DeviceLostError);
+      await be.lost;
+      await expect(be.sync()).rejects.toThrow(DeviceLostError);
+      be.destroy();
+    }
+  });
 });
 
 describe('timing and specialisation', () => {

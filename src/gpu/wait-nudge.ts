@@ -15,27 +15,43 @@
  * the dp-only 4 × 1 × 1 rows 0.81–0.88× (four workers waiting at once). It is on by default only on hardware
  * adapters in a browser (`defaultNudgeMs`); SwiftShader and Dawn in Node are not nudged.
  *
- * Back-off: within one stretch of pending waits the gap before each nudge doubles (`backoff`) up to `maxMs`
- * (0.25, 0.5, 1, 2, 2, … ms), so a short wait is still seen within a fraction of a millisecond while a long one, or
- * several workers waiting at once, sends one nudge per 2 ms (Chromium's own look is every ~2.5 ms) instead of one
- * per 0.25. That A/B ran with a fixed interval, and on a build that waited after every action; since then a worker
- * waits only for what it reads (rank-executor.ts), so there are far fewer waits to nudge. Neither change has been
- * measured on a GPU yet.
+ * Back-off: a stretch of pending waits is nudged every `intervalMs` for its first `steadyMs` (2 ms: a pipeline's
+ * send, whose readback waits for the action's kernels and what was queued before them, is seen within 0.25 ms of
+ * its end, as in the A/B above), then the gap doubles (`backoff`) up to `maxMs` (0.5, 1, 2, 2, … ms), so a long
+ * wait, or several workers waiting at once (a dp-only mesh's gradient reads), sends one nudge per 2 ms (Chromium's
+ * own look is every ~2.5 ms) instead of one per 0.25. That A/B ran with a fixed interval, and on a build that waited
+ * after every action; since then a worker waits only for what it reads (rank-executor.ts), so there are far fewer
+ * waits to nudge. Neither change has been measured on a GPU yet.
+ *
+ * One nudger per device, not per page: each worker owns its GPUDevice (a device cannot be handed to another thread),
+ * and a nudge is a command on the waiting device's own queue; a page has no command it could send for a worker's
+ * device. Within a worker every wait shares its device's one nudger (one loop, however many waits are pending).
  */
 
 const now = (): number => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
-/** One turn of the event loop: a macrotask (MessageChannel in browsers, setImmediate in Node), never a clamped timer. */
+/** The thread's one channel for macrotask turns (browsers), and the turns waiting on it, first in first out. */
+let turns: { port: MessagePort; waiting: (() => void)[] } | null = null;
+
+/**
+ * One turn of the event loop: a macrotask (a message on one MessageChannel kept for the thread in browsers, not a new
+ * channel a turn; setImmediate in Node), never a clamped timer.
+ */
 export function macrotask(): Promise<void> {
   const g = globalThis as { setImmediate?: (f: () => void) => void };
   if (typeof g.setImmediate === 'function') return new Promise((r) => g.setImmediate!(r));
-  return new Promise((r) => {
+  if (!turns) {
     const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      ch.port1.close();
-      r();
-    };
-    ch.port2.postMessage(null);
+    const waiting: (() => void)[] = [];
+    ch.port1.onmessage = () => waiting.shift()?.();
+    // Node (a test without setImmediate): the kept port must not hold the process open. Browsers have no unref.
+    (ch.port1 as MessagePort & { unref?: () => void }).unref?.();
+    turns = { port: ch.port2, waiting };
+  }
+  const t = turns;
+  return new Promise((r) => {
+    t.waiting.push(r);
+    t.port.postMessage(null);
   });
 }
 
@@ -59,13 +75,13 @@ export class WaitNudger {
     readonly backoff = 2,
     /** The longest gap (≥ intervalMs). */
     readonly maxMs = Math.max(intervalMs, DEFAULT_NUDGE_MAX_MS),
-    /** The gap stays intervalMs until a stretch of pending waits has lasted this long (ms, ≥ 0); then it backs off. */
-    readonly holdMs = 0,
+    /** How long a stretch of waits is nudged every intervalMs before the gaps grow (≥ 0; 0: from the second nudge on). */
+    readonly steadyMs = DEFAULT_NUDGE_STEADY_MS,
   ) {
     if (!(intervalMs > 0)) throw new RangeError(`WaitNudger intervalMs must be > 0, got ${intervalMs}`);
     if (!(backoff >= 1)) throw new RangeError(`WaitNudger backoff must be ≥ 1, got ${backoff}`);
     if (!(maxMs >= intervalMs)) throw new RangeError(`WaitNudger maxMs must be ≥ intervalMs (${intervalMs}), got ${maxMs}`);
-    if (!(holdMs >= 0)) throw new RangeError(`WaitNudger holdMs must be ≥ 0, got ${holdMs}`);
+    if (!(steadyMs >= 0)) throw new RangeError(`WaitNudger steadyMs must be ≥ 0, got ${steadyMs}`);
     this.gap = intervalMs;
   }
 
@@ -98,13 +114,14 @@ export class WaitNudger {
     // A new stretch of waits: the first nudge goes at once, the next after intervalMs.
     this.last = -Infinity;
     this.gap = this.intervalMs;
-    const start = this.clock();
+    let first = -Infinity;
     try {
       while (this.pending > 0) {
         await this.turn();
         const t = this.clock();
         if (this.pending > 0 && t - this.last >= (this.last === -Infinity ? 0 : this.gap)) {
-          if (this.last !== -Infinity && t - start >= this.holdMs) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
+          if (this.last === -Infinity) first = t;
+          else if (t - first >= this.steadyMs) this.gap = Math.min(this.maxMs, this.gap * this.backoff);
           this.last = t;
           this.nudges++;
           try {
@@ -124,15 +141,15 @@ export class WaitNudger {
 export const DEFAULT_NUDGE_MS = 0.25;
 /** The longest gap the back-off reaches by default. */
 export const DEFAULT_NUDGE_MAX_MS = 2;
-/** How long a stretch of waits is nudged every DEFAULT_NUDGE_MS before the gaps double. */
-export const DEFAULT_NUDGE_HOLD_MS = 0;
+/** How long a stretch of waits is nudged every DEFAULT_NUDGE_MS before the back-off begins, by default. */
+export const DEFAULT_NUDGE_STEADY_MS = 2;
 
 /** How a backend nudges its waits (WaitNudger's parameters); intervalMs 0: not at all. */
 export interface NudgePolicy {
   intervalMs: number;
   backoff: number;
   maxMs: number;
-  holdMs: number;
+  steadyMs: number;
 }
 
 /**
@@ -145,21 +162,21 @@ export function defaultNudgeMs(isSoftware: boolean): number {
 
 /**
  * The nudge a backend on this adapter uses by default: none on a software adapter or outside a browser; else
- * DEFAULT_NUDGE_MS backing off ×2 up to DEFAULT_NUDGE_MAX_MS after DEFAULT_NUDGE_HOLD_MS, or what the build
- * says in VITE_PIPELAB_GPU_NUDGE (the bench's A/B builds): `0` (off), `<ms>`, or `<ms>,<backoff>,<maxMs>,<holdMs>`.
+ * DEFAULT_NUDGE_MS backing off ×2 up to DEFAULT_NUDGE_MAX_MS after DEFAULT_NUDGE_STEADY_MS, or what the build
+ * says in VITE_PIPELAB_GPU_NUDGE (the bench's A/B builds): `0` (off), `<ms>`, or `<ms>,<backoff>,<maxMs>,<steadyMs>`.
  */
 export function nudgePolicy(isSoftware: boolean, set: string | undefined = buildNudgeSetting()): NudgePolicy {
-  const off: NudgePolicy = { intervalMs: 0, backoff: 1, maxMs: 0, holdMs: 0 };
+  const off: NudgePolicy = { intervalMs: 0, backoff: 1, maxMs: 0, steadyMs: 0 };
   const g = globalThis as { document?: unknown; WorkerGlobalScope?: unknown };
   const inBrowser = typeof g.document !== 'undefined' || typeof g.WorkerGlobalScope !== 'undefined';
   if (isSoftware || !inBrowser) return off;
-  const dflt: NudgePolicy = { intervalMs: DEFAULT_NUDGE_MS, backoff: 2, maxMs: DEFAULT_NUDGE_MAX_MS, holdMs: DEFAULT_NUDGE_HOLD_MS };
+  const dflt: NudgePolicy = { intervalMs: DEFAULT_NUDGE_MS, backoff: 2, maxMs: DEFAULT_NUDGE_MAX_MS, steadyMs: DEFAULT_NUDGE_STEADY_MS };
   if (set === undefined || set.trim() === '') return dflt;
-  const [ms, backoff, maxMs, holdMs] = set.split(',').map(Number);
+  const [ms, backoff, maxMs, steadyMs] = set.split(',').map(Number);
   if (!(ms > 0)) return off;
-  const p: NudgePolicy = { intervalMs: ms, backoff: backoff ?? dflt.backoff, maxMs: maxMs ?? Math.max(ms, dflt.maxMs), holdMs: holdMs ?? dflt.holdMs };
-  if (!(p.backoff >= 1) || !(p.maxMs >= p.intervalMs) || !(p.holdMs >= 0)) {
-    throw new RangeError(`VITE_PIPELAB_GPU_NUDGE = ${JSON.stringify(set)}: must be 0, <ms>, or <ms>,<backoff ≥ 1>,<maxMs ≥ ms>,<holdMs ≥ 0>`);
+  const p: NudgePolicy = { intervalMs: ms, backoff: backoff ?? dflt.backoff, maxMs: maxMs ?? Math.max(ms, dflt.maxMs), steadyMs: steadyMs ?? dflt.steadyMs };
+  if (!(p.backoff >= 1) || !(p.maxMs >= p.intervalMs) || !(p.steadyMs >= 0)) {
+    throw new RangeError(`VITE_PIPELAB_GPU_NUDGE = ${JSON.stringify(set)}: must be 0, <ms>, or <ms>,<backoff ≥ 1>,<maxMs ≥ ms>,<steadyMs ≥ 0>`);
   }
   return p;
 }

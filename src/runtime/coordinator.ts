@@ -9,7 +9,7 @@
  * (or collective); it never hangs.
  */
 import { PausableTimers } from './comm/index.ts';
-import { cutPauses, StreamPauses, type PauseSwitch } from './executor/index.ts';
+import { cutPauses, StreamPauses, withLateTimes, type LateTimes, type PauseSwitch } from './executor/index.ts';
 import type { Timeline } from '../schedule/timeline.ts';
 import { laneLabel, meshOfRun, placeOf, stageWorkers, tpGroup, workerCount, workerOf, ringNext, type Mesh } from '../schedule/mesh.ts';
 import { MeshControlHub } from './comm/index.ts';
@@ -228,6 +228,17 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
     const tUp = performance.now();
     let firstStepMs: number | null = null;
     const records: StepRecord[] = [];
+    /** Each record's step results as the workers gave them (its record is rebuilt from them when its late times come). */
+    const given: StepResult[][] = [];
+    const recordOf = (step: number, results: StepResult[]) => stepTimeline(reportPlan, step, pauses ? cutPauses(results, pauses.pauses) : results);
+    /** The last record with its workers' actions at their GPU times (they come a step late: executor/late-times.ts). */
+    const placeLate = (late: readonly (LateTimes | null | undefined)[]) => {
+      const i = records.length - 1;
+      const mine = late.map((l) => (i >= 0 && l?.step === records[i].step ? l : null));
+      if (!mine.some((l) => l)) return;
+      given[i] = withLateTimes(given[i], mine);
+      records[i] = recordOf(records[i].step, given[i]);
+    };
     let stepLosses: number[] | undefined;
     const t0 = performance.now();
     const windows = windowCount;
@@ -289,7 +300,10 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       if (cutTo !== null && cutTo < windowSteps) reportPlan = { ...plan, config: { ...config, steps: cutTo }, schedule: windowOrder(config, cutTo) };
       else if (firstStep > 0) reportPlan = { ...plan, config: { ...config, steps: windowSteps } };
       if (inStream?.error) throw new RunError(`a checkpoint inside the stream: ${inStream.error.message}`);
-      const rec = stepTimeline(reportPlan, step, pauses ? cutPauses(results, pauses.pauses) : results);
+      placeLate(results.map((r) => r.late));
+      const rec = recordOf(step, results);
+      // The live timeline: the latest step whose actions are at their GPU times (this one's come with the next).
+      const shown = results.some((r) => r.timesLate) && records.length > 0 ? records[records.length - 1].timeline : rec.timeline;
       const losses = stream ? streamStepLosses(results, config.microbatches, plan.windows.lossOver) : [rec.loss];
       // A stream's steps are the run's from its first (a resumed one's checkpoint step).
       const first = stream ? firstStep : step;
@@ -301,9 +315,10 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       const breach = budgetBreach(config, stream ? `the stream's steps ${first}–${first + losses.length - 1}` : `step ${step}`, results);
       if (breach) throw new MemoryBudgetError(breach);
       records.push(rec);
+      given.push(results);
       firstStepMs ??= performance.now() - tStart;
       const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0), moeLoad: moeLoadSteps(step, results.map((r) => r.moeLoad), m, config.microbatches, false)[0] };
-      losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, ...aux, timeline: rec.timeline, elapsedMs: performance.now() - t0 }));
+      losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, ...aux, timeline: shown, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       allLosses.push(...losses);
       const progressEvery = opts.progressEvery ?? 0;
@@ -315,6 +330,8 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       }
     }
     const wallMs = performance.now() - t0 - (pauses?.pausedMs() ?? 0);
+    // The run's end waits for its last step's GPU times.
+    if (given.length > 0 && given[given.length - 1].some((r) => r.timesLate)) placeLate(await Promise.race([Promise.all(hosts.map((h) => h.lateTimes?.() ?? null)), fatal]));
     // A stream's saves inside it: each read on its workers' path.
     if (inStream) stateReadMs.unshift(...inStream.readMs);
     if (records.length === 0 && opts.signal?.aborted) throw new RunError('the run was cancelled before its first step finished');

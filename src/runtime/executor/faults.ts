@@ -73,5 +73,6 @@ export function faultyRunner(inner: StepRunner, fault: Fault): StepRunner {
       if (fault.kind === 'nan-loss' && (fault.step ?? 0) === step) r.losses = r.losses.map((l) => ({ ...l, loss: NaN }));
       return r;
     },
+    lateTimes: () => inner.lateTimes(),
   };
 }

@@ -8,6 +8,7 @@ import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import { gpuHooks } from './gpu-hooks.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
+import type { LateTimes } from './late-times.ts';
 
 export class InProcessRankHost implements RankHost {
   readonly fatal: Promise<never> = new Promise<never>(() => {});
@@ -31,6 +32,10 @@ export class InProcessRankHost implements RankHost {
 
   step(step: number, onStream?: StreamNews): Promise<StepResult> {
     return this.need().step(step, onStream);
+  }
+
+  lateTimes(): Promise<LateTimes | null> {
+    return this.need().lateTimes();
   }
 
   async holdStream(): Promise<number> {

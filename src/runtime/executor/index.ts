@@ -10,3 +10,4 @@ export * from './warm-workers.ts';
 export * from './run-plan.ts';
 export * from './stream-end.ts';
 export * from './stream-pause.ts';
+export * from './late-times.ts';

@@ -11,13 +11,16 @@
  * Waiting: with an action clock (a GpuBackend's, gpu/action-clock.ts) an action's
  * kernels are issued, submitted and not waited for; the worker waits on its GPU
  * only where the CPU reads a value (a send's readback, a collective's chunk, the
- * losses and the action spans at the step's end), and each action's interval is
- * placed from its GPU span at the step's end (action-times.ts). Without one (the
- * CPU host) each action is timed on the wall clock as it runs.
+ * losses at the step's end, read before the update is issued). The step's action
+ * spans are read with the update's submit and not waited for: each action's
+ * interval is placed from its GPU span when the next step ends (action-times.ts,
+ * late-times.ts), or at the run's end (lateTimes). Without one (the CPU host)
+ * each action is timed on the wall clock as it runs.
  */
 import type { Backend, Tensor } from '../../nn/backend.ts';
 import type { ActionClock, ActionSpan } from '../../gpu/action-clock.ts';
 import { placeActions, settleReads, type IssuedAction } from './action-times.ts';
+import type { LateTimes, TimesOfStep } from './late-times.ts';
 import type { MemorySample, StepMemory } from '../../nn/memory-ledger.ts';
 import type { Action } from '../../schedule/types.ts';
 import type { Interval } from '../../schedule/timeline.ts';
@@ -61,7 +64,7 @@ export interface MicrobatchSource {
   lossScale(step: number, mb: number): number;
 }
 
-export interface StepResult extends PolicyReport {
+export interface StepResult extends PolicyReport, TimesOfStep {
   rank: number;
   /** Epoch-ms intervals (the coordinator normalises them). */
   intervals: Interval[];
@@ -147,11 +150,28 @@ export interface LossesEvery {
 /** One step of one rank. */
 export interface StepRunner {
   runStep(step: number, onActionDone?: ActionDone, lossesEvery?: LossesEvery): Promise<StepResult>;
+  /** The last step's times, placed once its GPU spans are read (null: none pending; late-times.ts). */
+  lateTimes(): Promise<LateTimes | null>;
+}
+
+/** A step whose GPU spans are being read: placed when they land (the next step's end, or lateTimes). */
+interface PendingTimes {
+  step: number;
+  issued: IssuedAction[];
+  source: ActionClock['source'];
+  /** The spans, and the epoch ms by which the GPU was seen done with them. */
+  spans: Promise<{ spans: ActionSpan[]; doneBy: number }>;
+  intervals: Interval[];
+  atAction: { sample: MemorySample; iv: Interval }[];
+  memory: StepMemory;
+  stepEnd: number;
 }
 
 export class RankExecutor implements StepRunner {
-  /** The step's actions issued and not waited for, placed at its end. */
+  /** The step's actions issued and not waited for, placed once their spans are read. */
   private issued: IssuedAction[] = [];
+  /** The previous step's, being read. */
+  private pending: PendingTimes | null = null;
 
   constructor(private readonly p: RankParts) {}
 
@@ -208,24 +228,27 @@ export class RankExecutor implements StepRunner {
 
     // The aux loss and the routing counts the MoE stages hold, packed to be read with the losses (one wait).
     const moe = packMoeStep(be, stages, (this.p.tpRank ?? 0) === 0);
+    // The losses read before the update is issued: their map waits for the step's actions, not for the update too.
+    const { losses: read, extra } = readLosses(be, losses, moe?.packed);
+    extra?.catch(() => {}); // awaited below; a failure here fails the step there (or the step failed first)
 
     const o0 = epochMs();
     try {
       await this.p.policy.endStep(step, log);
     } catch (e) {
+      await read;
       throw new ActionError(rank, null, step, e, this.p.replica);
     }
-    // One batch after the update's kernels: every loss and every action's GPU span read back at once. Where the
-    // spans are timestamps read off the device, that read also waits for the update; otherwise a sync does.
+    // The update submitted with the read of the step's action spans, and neither waited for: the spans are placed
+    // when the next step ends (or at the run's end); without a clock (the CPU host) a sync ends the step.
     const issued = this.issued;
     this.issued = [];
     const { clock } = this.p;
-    const { losses: read, extra } = readLosses(be, losses, moe?.packed);
-    extra?.catch(() => {}); // awaited below; a failure here fails the step there (or the step failed first)
-    let spans: ActionSpan[] = [];
+    const spans = clock && issued.length > 0 ? clock.collect().then((sp) => ({ spans: sp, doneBy: epochMs() })) : null;
+    spans?.catch(() => {}); // awaited when the times are placed
+    be.flush();
     try {
-      const needSync = !clock || clock.source === 'wall' || issued.length === 0;
-      [spans] = await Promise.all([clock ? clock.collect() : [], needSync ? be.sync() : undefined]);
+      if (!clock) await be.sync();
     } catch (e) {
       await read;
       throw new ActionError(rank, null, step, e, this.p.replica);
@@ -240,11 +263,14 @@ export class RankExecutor implements StepRunner {
     const lossValues = losses.map(({ mb }, i) => ({ mb, loss: (lossRead[i] as PromiseFulfilledResult<number>).value }));
     lossValues.sort((x, y) => x.mb - y.mb);
     const moeValues = moe && moeRead ? moe.decode(moeRead as ArrayLike<number>) : {};
-    const o1 = epochMs();
-    if (clock) {
-      placeActions(issued, spans, clock.source, o1);
-      settleReads(log.intervals, issued);
+    // The previous step's spans arrived while this one ran (its reads waited for the GPU past them): placed now.
+    let late: LateTimes | null;
+    try {
+      late = await this.lateTimes();
+    } catch (e) {
+      throw new ActionError(rank, null, step, e, this.p.replica);
     }
+    const o1 = epochMs();
     const counted1 = this.p.gpuCounts?.();
     const counts: StepCounts = { ...place(this.p), crossings: transport.crossings() - crossings0, actions };
     if (counted0 && counted1) Object.assign(counts, { waits: counted1.waits - counted0.waits, submits: counted1.submits - counted0.submits });
@@ -254,10 +280,28 @@ export class RankExecutor implements StepRunner {
       }
     }
     samples.push(be.memory.sample());
-    // Issued actions are placed at their GPU times: their samples go where their kernels ended.
-    if (clock) for (const { sample, iv } of atAction) sample.t = iv.end;
     const memory = { samples, peak: be.memory.peak() };
-    return { rank, intervals: log.intervals, losses: lossValues, ...moeValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...this.p.policy.report() };
+    if (clock && spans) this.pending = { step, issued, source: clock.source, spans, intervals: log.intervals, atAction, memory, stepEnd: o1 };
+    const times = { ...(spans ? { timesLate: true } : {}), ...(late ? { late } : {}) };
+    return { rank, intervals: log.intervals, losses: lossValues, ...moeValues, peakStashBytes: peak, optimizerMs: o1 - o0, stepStart, stepEnd: o1, counts, memory, ...times, ...this.p.policy.report() };
+  }
+
+  /**
+   * The last step's intervals placed at its actions' GPU times (action-times.ts), its reads settled after the
+   * actions they waited for and its memory samples moved to where their actions' kernels ended; null when no step's
+   * spans are pending. Awaits the spans' read (begun with the step's update).
+   */
+  async lateTimes(): Promise<LateTimes | null> {
+    const p = this.pending;
+    this.pending = null;
+    if (!p) return null;
+    const { spans, doneBy } = await p.spans;
+    placeActions(p.issued, spans, p.source, doneBy);
+    settleReads(p.intervals, p.issued);
+    for (const { sample, iv } of p.atAction) sample.t = iv.end;
+    // The GPU may end the step's actions after the worker went on (nothing waited for them): the step ends then.
+    const stepEnd = Math.max(p.stepEnd, ...p.intervals.map((iv) => iv.end));
+    return { step: p.step, intervals: p.intervals, memory: p.memory, stepEnd };
   }
 
   /** Runs one action; returns the loss tensor when it is a last stage's forward. */

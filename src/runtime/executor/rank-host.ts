@@ -10,6 +10,7 @@ import type { Schedule } from '../../schedule/types.ts';
 import type { TextCorpus } from '../../data/text-corpus.ts';
 import type { Fault } from '../../config/fault-spec.ts';
 import type { StepResult } from './rank-executor.ts';
+import type { LateTimes } from './late-times.ts';
 import type { OptimizerPieces } from '../policies/index.ts';
 export type { OptimizerPiece, OptimizerPieces } from '../policies/index.ts';
 import type { RunConfig } from '../../config/run-config.ts';
@@ -96,6 +97,8 @@ export interface RankHost {
   init(init: RankInit, ports: RankPorts): Promise<RankUp>;
   /** Runs window `step`; while a stream runs, its workers tell its steps done and its losses through `onStream` (rank-runtime.ts). */
   step(step: number, onStream?: StreamNews): Promise<StepResult>;
+  /** The last step's actions at their GPU times, once read (a step's own come with the next step's result: late-times.ts); absent or null: none pending. */
+  lateTimes?(): Promise<LateTimes | null>;
   /** Ending a stream early (stream-end.ts), step 1, on a worker holding stage 0: no new micro-batch enters; resolves to how many did. */
   holdStream(): Promise<number>;
   /** Step 2, on every worker: the stream runs micro-batches below `microbatches` only. */

@@ -25,7 +25,8 @@ import { Mailbox } from '../comm/index.ts';
 import { StreamPause } from './stream-pause.ts';
 import { StreamEnd } from './stream-end.ts';
 import type { Action } from '../../schedule/types.ts';
-import { RankExecutor, type ActionDone, type GpuCounts, type StepResult, type StepRunner } from './rank-executor.ts';
+import type { LateTimes } from './late-times.ts';
+import { RankExecutor, type ActionDone, type GpuCounts, type MicrobatchSource, type StepResult, type StepRunner } from './rank-executor.ts';
 import type { ActionClock } from '../../gpu/action-clock.ts';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, StreamNews, Weights } from './rank-host.ts';
 import { toTrainConfig } from '../../config/run-config.ts';
@@ -56,6 +57,8 @@ export interface RankRuntime {
    * the backward of, as they finish; every worker holding the last stage (tp rank 0) each step's losses as they land.
    */
   step(step: number, onStream?: StreamNews): Promise<StepResult>;
+  /** The last step's actions at their GPU times, once read (null: none pending; late-times.ts). */
+  lateTimes(): Promise<LateTimes | null>;
   /** A stream ended early, step 1 (workers holding stage 0): no new micro-batch enters; returns how many did (stream-end.ts). */
   holdStream(): number;
   /** A stream ended early, step 2 (every worker): it runs micro-batches below `microbatches` only. */
@@ -354,6 +357,7 @@ export function createRankRuntime(be: Backend, init: RankInit, ports: RankPorts,
         onStream && reportsStreamLosses ? { microbatches: config.microbatches, tell: (losses) => void Promise.resolve(onStream({ losses })).catch(() => {}) } : undefined,
       );
     },
+    lateTimes: () => runner.lateTimes(),
     holdStream: () => streamEnd?.hold() ?? 0,
     endStreamAt: (microbatches) => streamEnd?.endAt(microbatches),
     pauseStream: () => streamPause?.pause(),

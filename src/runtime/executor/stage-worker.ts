@@ -9,6 +9,7 @@ import type { RankHost, RankInit, RankState, RankStats, RankUp, StreamNews, Weig
 import { createRankRuntime, type RankRuntime } from './rank-runtime.ts';
 import { gpuHooks } from './gpu-hooks.ts';
 import type { StepResult } from './rank-executor.ts';
+import type { LateTimes } from './late-times.ts';
 import { describeGpuFailure, rankWhere, scopeFailure } from './gpu-failure.ts';
 import { meshOfRun, placeOf } from '../../schedule/mesh.ts';
 import { checkAdapterBufferLimits } from '../../config/run-limits.ts';
@@ -92,6 +93,9 @@ const api = {
     } finally {
       onStream?.[Comlink.releaseProxy]?.();
     }
+  },
+  lateTimes(): Promise<LateTimes | null> {
+    return need().lateTimes();
   },
   async holdStream(): Promise<number> {
     return need().holdStream();

@@ -6,6 +6,7 @@
 import * as Comlink from 'comlink';
 import type { RankHost, RankInit, RankPorts, RankState, RankStats, RankUp, StreamNews, Weights } from './rank-host.ts';
 import type { StepResult } from './rank-executor.ts';
+import type { LateTimes } from './late-times.ts';
 import type { StageWorkerApi } from './stage-worker.ts';
 
 export class WorkerRankHost implements RankHost {
@@ -53,6 +54,10 @@ export class WorkerRankHost implements RankHost {
 
   step(step: number, onStream?: StreamNews): Promise<StepResult> {
     return this.call(this.api.step(step, onStream ? Comlink.proxy(onStream) : undefined));
+  }
+
+  lateTimes(): Promise<LateTimes | null> {
+    return this.call(this.api.lateTimes());
   }
 
   holdStream(): Promise<number> {

@@ -96,7 +96,7 @@ export async function sumCopies(parts: CopySumParts, step: number, log: StepLog,
       what: `the sum of model stage ${j}'s gradients over its ${ring.size} copies (stage ${stage} here, copy ${ring.position})`,
     });
     // Drawn as one interval per stage, with the bytes this worker sent: the first from the read-back of them all, each
-    // to its ring's end and its write-back (the last's, to the device's end of the writes).
+    // to its ring's end and its write-back (queued: the CPU's part).
     const start = i === 0 ? t0 : epochMs();
     const chunk = chunks?.get(stage);
     if (chunk) {
@@ -106,8 +106,7 @@ export async function sumCopies(parts: CopySumParts, step: number, log: StepLog,
     }
     const x = (await (read as Promise<Vector[]>))[i];
     await allReduce(link, x);
-    writeVector(be, st.params.map((p) => p.grad), x);
-    if (i === order.length - 1) await be.sync();
+    writeVector(be, st.params.map((p) => p.grad), x); // queued, not waited for: the update after it is queued behind it
     log.collective(stage, 'copy-sum', -1, start, epochMs(), sentBytes(x, ring.size));
   }
 }

@@ -12,7 +12,10 @@
  * 3. the update: the optimizer over the whole stage, or ZeRO-1's shard update of
  *    that chunk with its shard of the optimizer state (zero-shard.ts), then the
  *    ring's all-gather spreads the updated weights;
- * 4. write back onto the device, and zero the gradients.
+ * 4. write back onto the device, and zero the gradients. The write-back is
+ *    queued, not waited for (the CPU reads nothing of it; the queue runs it
+ *    before the update and the next step that use it): a stage's collective
+ *    costs its worker one wait, the read of its gradients.
  * A schedule with model copies (DualPipe) sums each stage over its copies
  * (`beforeUpdate`, copy-sum.ts) once the step's dp collectives are done, before
  * the update. With ZeRO-1 beside the copies (DeepSeek-V3's setting) a stage's
@@ -212,7 +215,6 @@ export class Flush implements UpdatePolicy {
       await this.updateAndGather(s, shard, ring, x, log);
       const t0 = epochMs();
       writeVector(this.be, st.params.map((p) => p.value), x);
-      await this.be.sync();
       log.collective(s, 'scatter-back', -1, t0, epochMs(), x.byteLength);
     }
     this.scattered.clear();
@@ -306,8 +308,8 @@ async function overReplicas(
   const target = await collective(ring, x);
   if (!target) return void parts.control?.status(null);
   t0 = epochMs();
+  // Queued, not waited for: the interval is the CPU's part (the GPU copies it before anything that reads it).
   writeVector(be, target, x);
-  await be.sync();
   log.collective(stage, 'scatter-back', -1, t0, epochMs(), x.byteLength);
   parts.control?.status(null);
 }

@@ -42,8 +42,8 @@ export class OffloadedStage {
     }
     this.opt.lr = lr;
     this.opt.step(values, gs, 1);
+    // Queued, not waited for: the queue runs the write before the next step's kernels read the weights.
     writeVector(be, params.map((p) => p.value), master);
-    await be.sync();
     return grads.byteLength + master.byteLength;
   }
 

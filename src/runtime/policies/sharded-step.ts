@@ -271,8 +271,7 @@ export class ShardedStep implements UpdatePolicy {
       const ring = this.ring(s, log);
       await this.enqueue(() => allGather(ring, x));
       t0 = epochMs();
-      writeVector(this.be, h.stage.params.map((p) => p.value), x);
-      await this.be.sync();
+      writeVector(this.be, h.stage.params.map((p) => p.value), x); // queued, not waited for (flush.ts)
       log.collective(s, 'scatter-back', -1, t0, epochMs(), x.byteLength);
     }
     await this.link;

@@ -2,8 +2,9 @@
  * Run, pause, resume, single-step and stop, over runInBrowser. A run is the
  * store's 'training' session (its abort, step gate and meter are the store's
  * `control`), so it does not start while Compare measures, and the reverse;
- * its progress, losses and live timeline go into the store as each step
- * lands, the report and what is derived from the trained weights at the end.
+ * its progress, losses and live timeline go into the store as steps land (at
+ * most every 100 ms, off the path between two steps: live-writes.ts), the
+ * report and what is derived from the trained weights at the end.
  */
 import { runInBrowser } from '../../runtime/browser-run.ts';
 import { runDurably } from '../../run-state/durable-run.ts';
@@ -16,7 +17,13 @@ import { runsAsStream } from '../../schedule/registry.ts';
 import { ProgressMeter } from '../store/index.ts';
 import { StepGate } from '../store/index.ts';
 import { beginSession, endSession, idleProgress, noRunResults, sessionBusyReason, usePipeLab, type RunProgress, type SessionControl } from '../store/index.ts';
-import { decisionBoundary, sampleTrainedNames, sampleTrainedText, validationLoss, type WeightMap } from './trained-model.ts';
+import { decisionBoundary, sampleTrainedNames, sampleTrainedText, type WeightMap } from './trained-model.ts';
+import { LiveWrites } from './live-writes.ts';
+import { validationLossOffThread } from './eval-off-thread.ts';
+import type { PipeLabState } from '../store/index.ts';
+
+/** The shortest time between two writes of a run's live figures (loss, timeline, progress) to the store: live-writes.ts. */
+const LIVE_WRITE_MS = 100;
 
 interface ActiveRun extends SessionControl {
   readonly kind: 'training';
@@ -64,6 +71,8 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   useCheckpoints.setState({ recoveries: [] });
   const t0 = performance.now();
   const stream = runsAsStream(config.schedule);
+  // Each step's figures, written off the path from one step to the next (a write renders the page).
+  const live = new LiveWrites<PipeLabState>((f) => usePipeLab.setState(f), LIVE_WRITE_MS);
   usePipeLab.setState({
     run: { ...idleProgress(), status: 'starting', steps: config.steps, config },
     ...noRunResults(),
@@ -74,7 +83,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
   const showUntrained = () => {
     if (untrainedAsked) return;
     untrainedAsked = true;
-    void validationLoss(config, null).then(
+    void validationLossOffThread(config, null).then(
       (loss) => {
         const now = activeRun();
         if (now === run || now === null) addValidation(0, loss);
@@ -107,7 +116,7 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
             return now === run || now === null;
           });
         }
-        void validationLoss(config, w).then(
+        void validationLossOffThread(config, w).then(
           (loss) => {
             // Late results still count, unless a newer run has started (it reset the curve).
             const now = activeRun();
@@ -124,16 +133,21 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
       beforeStep: async () => {
         if (run.gate.wouldHold && !run.abort.signal.aborted) {
           run.meter.reset();
+          live.flush(); // the step it holds after, shown
           if (usePipeLab.getState().run.status !== 'stopping') patchRun({ status: 'paused' });
         }
         await run.gate.wait(run.abort.signal);
-        if (!run.abort.signal.aborted) patchRun({ status: 'running' });
+        // Written only when it changes: a write renders the page, here between two steps.
+        if (!run.abort.signal.aborted && usePipeLab.getState().run.status !== 'running') {
+          live.flush();
+          patchRun({ status: 'running' });
+        }
       },
       onStep: (p) => {
         showUntrained();
         const now = performance.now();
         run.meter.mark(now, p.step + 1);
-        usePipeLab.setState((s) => {
+        live.push((s) => {
           // A stream's onStep calls all land at its end, after its steps were told done (onStreamProgress) and their
           // losses drawn (onStreamLoss, the same numbers): the count stays, a loss already drawn is not drawn twice.
           const step = stream ? Math.max(s.run.step, p.step + 1) : p.step + 1;
@@ -169,13 +183,16 @@ export async function startRun(opts: { paused?: boolean; resume?: boolean } = {}
       onResumed: (state) => usePipeLab.setState((s) => ({ losses: [...state.losses], run: { ...s.run, step: state.stepsDone } })),
       onSaved: noteSave,
       onRecovery: (r) => {
+        live.flush();
         noteRecovery({ ...r, failedAtStep: usePipeLab.getState().run.step });
         // The steps after the checkpoint are redone: the curve goes back to it.
         usePipeLab.setState((s) => ({ losses: s.losses.slice(0, r.fromStep), run: { ...s.run, step: r.fromStep } }));
       },
     }, runInBrowser);
+    live.flush();
     finishRun(run, report, performance.now() - t0);
   } catch (e) {
+    live.flush();
     // Stopped before the first step landed (e.g. while the workers started): a stop, not a failure.
     if (run.abort.signal.aborted) {
       patchRun({ status: 'stopped', error: null, stepsPerSecond: null, etaMs: null });
@@ -226,9 +243,9 @@ export async function deriveResults(report: RunReport, seed = report.config.seed
     }
     if (seed === report.config.seed && usePipeLab.getState().report === report) {
       const last = report.losses.length - 1;
-      addValidation(last, await validationLoss(report.config, w));
+      addValidation(last, await validationLossOffThread(report.config, w));
       // The untrained model's point is usually there already (asked for at the first step): not computed twice.
-      if (!usePipeLab.getState().validation.some((v) => v.step === 0)) addValidation(0, await validationLoss(report.config, null));
+      if (!usePipeLab.getState().validation.some((v) => v.step === 0)) addValidation(0, await validationLossOffThread(report.config, null));
     }
   } catch (e) {
     console.warn('PipeLab: could not derive results from the trained weights:', e);
