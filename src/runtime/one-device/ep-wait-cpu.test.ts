@@ -16,7 +16,7 @@ import { defaultRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { initialRunState } from '../../run-state/run-state.ts';
 import { epReceived } from '../report/index.ts';
 
-const MS_PER_ROW = 0.25;
+const MS_PER_ROW = 1;
 
 /** A CPU backend whose grouped matmuls cost MS_PER_ROW per non-zero row of `a`, paid at the next read. */
 class RowCostBackend extends CpuBackend {
