@@ -132,4 +132,21 @@ test('expert parallelism in the page: ep = 2 × pp = 2, top-2 with drops, equal 
   await page.getByRole('button', { name: '▶ Run' }).click();
   await expect(page.getByRole('group', { name: /measured timeline, 2 ranks × 2 expert-parallel workers = 4 workers/ })).toBeVisible({ timeout: 180_000 });
   await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('ep all-to-all');
+  // Its expert load: each block's experts by worker, the tokens each worker received (the kept choices of its
+  // experts) and each worker's ep wait; the all-to-alls' waits striped, named in the legend.
+  await expect(page.getByTestId('moe-ep-worker')).toHaveCount(4);
+  await expect(page.getByRole('list', { name: 'Timeline legend' })).toContainText('waiting for the slowest member of its ep group');
+  const maps = await page.getByTestId('moe-load-layer').evaluateAll((figs) =>
+    figs.map((f) => {
+      const kept = [...f.querySelectorAll<HTMLElement>('td.moe-cell[data-expert]')].reduce((a, td) => a + Number(td.dataset.routed) - Number(td.dataset.dropped), 0);
+      const rows = [...f.querySelectorAll<HTMLElement>('[data-testid="moe-ep-worker"]')];
+      return { kept, got: rows.reduce((a, tr) => a + Number(tr.dataset.received), 0), owners: f.querySelectorAll('th.moe-owner').length, waits: rows.map((tr) => Number(tr.dataset.waitMs)) };
+    }),
+  );
+  expect(maps).toHaveLength(2);
+  for (const m of maps) {
+    expect(m.got).toBe(m.kept);
+    expect(m.owners).toBe(2);
+    for (const w of m.waits) expect(w).toBeGreaterThanOrEqual(0);
+  }
 });

@@ -317,7 +317,7 @@ export async function runPlan(whole: RunPlan, opts: RunOptions): Promise<RunRepo
       records.push(rec);
       given.push(results);
       firstStepMs ??= performance.now() - tStart;
-      const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0), moeLoad: moeLoadSteps(step, results.map((r) => r.moeLoad), m, config.microbatches, false)[0] };
+      const aux = stream || !results.some((r) => r.auxLoss !== undefined) ? {} : { auxLoss: results.reduce((a, r) => a + (r.auxLoss ?? 0), 0), moeLoad: moeLoadSteps(step, results.map((r) => r.moeLoad), m, config.microbatches, false, rec.timeline)[0] };
       losses.forEach((loss, i) => opts.onStep?.({ step: first + i, steps: config.steps, loss, ...aux, timeline: shown, elapsedMs: performance.now() - t0 }));
       if (stream) stepLosses = losses;
       allLosses.push(...losses);

@@ -58,6 +58,11 @@ export interface Interval {
   coll?: CollectiveKind;
   /** Collectives: bytes this worker sent in this interval (chunk exchanges), or moved (gather, scatter). */
   bytes?: number;
+  /**
+   * Measured `ep-all-to-all` only: ms at the interval's start spent before the group's last member entered the same
+   * exchange (its own interval's start), i.e. waiting for the slowest member (runtime/report/report-ep-wait.ts).
+   */
+  wait?: number;
 }
 
 export interface Timeline {

@@ -8,4 +8,5 @@ export * from './held-bytes.ts';
 export * from './weight-agreement.ts';
 export * from './memory-lanes.ts';
 export * from './report-moe-load.ts';
+export * from './report-ep-wait.ts';
 export * from './high-water.ts';

@@ -3,13 +3,16 @@
  * and as second choice) and those dropped for capacity, as the workers counted them where the route was computed
  * (shaders/moe.wgsl moe_capacity, moe-reference.ts routeRef) and read once a step with the aux loss
  * (executor/moe-reads.ts). A column is one micro-batch of one replica, with the worker that routed it; with ep = 1
- * that worker also computed every expert's rows. Expert parallelism (ep > 1, each worker holding some of a layer's
- * experts) is not built: once it is, an expert's row belongs to the worker that holds it, and the per-worker load
- * (and the idle time an overloaded expert's worker causes on the others) follows from these same counts.
+ * that worker also computed every expert's rows. With expert parallelism (ep > 1) the column's counts are the group's
+ * (ep rank 0 reports them; every member routes alike), expert e is held by ep member ⌊e / (E / ep)⌋ (epOwner), the
+ * tokens a member received are the kept choices of its experts (epReceived), and each step carries every ep worker's
+ * all-to-all wait for its group's slowest member (report-ep-wait.ts).
  */
 import type { Mesh } from '../../schedule/mesh.ts';
 import { placeOf } from '../../schedule/mesh.ts';
 import type { MoeLoadRecord } from '../executor/index.ts';
+import type { Timeline } from '../../schedule/timeline.ts';
+import { epWaitsOf, type EpWorkerWait } from './report-ep-wait.ts';
 
 /** One micro-batch of one replica, as a column of a layer's map. */
 export interface MoeLoadColumn {
@@ -38,10 +41,29 @@ export interface MoeLoadStep {
   step: number;
   /** In stage, then layer order. */
   layers: MoeLayerLoad[];
+  /** Expert-parallel workers per stage (absent: 1). */
+  ep?: number;
+  /** With ep > 1 and the step's timeline: each ep worker's all-to-all wait for its group's slowest member. */
+  epWait?: EpWorkerWait[];
+}
+
+/** The ep member holding expert e of E (experts [o·E/ep, (o+1)·E/ep) on member o). */
+export function epOwner(e: number, experts: number, ep: number): number {
+  return Math.floor(e / (experts / ep));
+}
+
+/** [column][ep member]: the tokens each member's experts received from the column (first + second choices kept: not dropped). */
+export function epReceived(l: MoeLayerLoad, ep: number): number[][] {
+  return l.first.map((col, c) => {
+    const out = new Array<number>(ep).fill(0);
+    col.forEach((f, e) => (out[epOwner(e, l.experts, ep)] += f + l.second[c][e] - l.dropped[c][e]));
+    return out;
+  });
 }
 
 /** The per-worker records of one window (a step; a stream's whole run) as steps: a stream's micro-batch j·m + i is step first + j's i. */
-export function moeLoadSteps(step: number, perWorker: readonly (readonly MoeLoadRecord[] | undefined)[], m: Mesh, microbatches: number, stream: boolean): MoeLoadStep[] {
+/** `timeline`: the step's own (not a stream's), whose ep all-to-alls carry their waits (report.ts stepTimeline). */
+export function moeLoadSteps(step: number, perWorker: readonly (readonly MoeLoadRecord[] | undefined)[], m: Mesh, microbatches: number, stream: boolean, timeline?: Pick<Timeline, 'intervals'>): MoeLoadStep[] {
   const steps = new Map<number, Map<string, MoeLayerLoad & { order: number[] }>>();
   perWorker.forEach((records, worker) => {
     const { replica } = placeOf(m, worker);
@@ -58,8 +80,11 @@ export function moeLoadSteps(step: number, perWorker: readonly (readonly MoeLoad
       l.dropped.push(col(2));
     }
   });
+  const ep = m.ep ?? 1;
+  const extra = ep > 1 ? { ep, ...(timeline && !stream ? { epWait: epWaitsOf(timeline) } : {}) } : {};
   return [...steps].sort(([a], [b]) => a - b).map(([s, layers]) => ({
     step: s,
+    ...extra,
     layers: [...layers.values()].sort((a, b) => a.stage - b.stage || a.layer.localeCompare(b.layer, 'en', { numeric: true })).map(({ order, ...l }) => {
       const idx = order.map((_, i) => i).sort((i, j) => order[i] - order[j]);
       return { ...l, columns: idx.map((i) => l.columns[i]), first: idx.map((i) => l.first[i]), second: idx.map((i) => l.second[i]), dropped: idx.map((i) => l.dropped[i]) };

@@ -21,6 +21,7 @@ import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.
 import { stepEndFigures } from './report-step-end.ts';
 import { runTpGradSum, runTpMessages, tpFigures } from './report-tp.ts';
 import { moeLoadSteps } from './report-moe-load.ts';
+import { withEpWaits } from './report-ep-wait.ts';
 import { meshOfRun } from '../../schedule/mesh.ts';
 
 export type { RunReport } from './report-types.ts';
@@ -44,6 +45,8 @@ export function stepTimeline(plan: RunPlan, step: number, results: StepResult[])
   const intervals: Interval[] = [];
   for (const r of results) for (const iv of r.intervals) intervals.push({ ...iv, start: iv.start - t0, end: iv.end - t0 });
   intervals.sort((a, b) => a.start - b.start);
+  // Expert parallelism: each all-to-all's wait for the group's slowest member (report-ep-wait.ts).
+  if ((plan.config.ep ?? 1) > 1) intervals.splice(0, intervals.length, ...withEpWaits(intervals));
   const timeline: Timeline = {
     source: 'measured',
     ...(plan.config.dp > 1 ? { dp: plan.config.dp } : {}),
@@ -272,7 +275,7 @@ export function buildReport(input: ReportInput): RunReport {
   if (reads.length > 0) report.stateReads = { count: reads.length, meanMs: reads.reduce((a, b) => a + b, 0) / reads.length, maxMs: Math.max(...reads) };
   // An MoE run: each step's routing counts per layer, expert and micro-batch (a stream's steps from its first).
   const first = plan.windows.stream ? (input.priorLosses?.length ?? 0) : 0;
-  const moeLoad = records.flatMap((r) => moeLoadSteps(first + r.step, r.results.map((x) => x.moeLoad), meshOfRun(config), config.microbatches, plan.windows.stream));
+  const moeLoad = records.flatMap((r) => moeLoadSteps(first + r.step, r.results.map((x) => x.moeLoad), meshOfRun(config), config.microbatches, plan.windows.stream, r.timeline));
   if (moeLoad.length > 0) report.moeLoad = moeLoad;
   if (last.results.some((r) => r.weightStash)) {
     const ws: Record<number, { versions: number; bytes: number }> = {};

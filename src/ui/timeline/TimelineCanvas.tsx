@@ -50,6 +50,7 @@ function tooltipLines(iv: Interval, unit: 'ms' | 'unit'): [string, string][] {
   if (iv.op === 'collective') {
     lines.push(['exchange', String(iv.mb)]);
     if (iv.bytes !== undefined) lines.push(['bytes', iv.bytes.toLocaleString('en-US')]);
+    if (iv.wait !== undefined) lines.push(['waiting', `${fmt(iv.wait, unit)} for the ep group’s slowest member`]);
   } else lines.push(['micro-batch', String(iv.mb)]);
   lines.push(['start', fmt(iv.start, unit)], ['duration', fmt(iv.end - iv.start, unit)]);
   if (iv.gpuMs !== undefined) lines.push(['GPU time', `${fmt(iv.gpuMs, 'ms')} (timestamp queries)`]);

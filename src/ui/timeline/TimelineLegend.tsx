@@ -15,6 +15,8 @@ export interface TimelineLegendProps {
   collectiveKinds?: readonly CollectiveKind[];
   overlay?: boolean;
   chunks?: boolean;
+  /** The ep all-to-alls carry their wait for the group's slowest member (striped). */
+  epWait?: boolean;
 }
 
 /** Legend order; GPU → CPU and CPU → GPU share a colour, so they share an entry. */
@@ -42,7 +44,7 @@ const COLLECTIVE_ENTRIES: readonly { kinds: readonly CollectiveKind[]; label: st
   { kinds: ['ep-all-to-all'], label: 'ep all-to-all: an MoE layer sends each token’s rows to its experts’ workers (dispatch) and brings them back (combine)' },
 ];
 
-export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false }: TimelineLegendProps) {
+export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], overlay = false, chunks = false, epWait = false }: TimelineLegendProps) {
   const comm = COMM_ENTRIES.filter((e) => e.kinds.some((k) => commKinds.includes(k)));
   const coll = COLLECTIVE_ENTRIES.filter((e) => e.kinds.some((k) => collectiveKinds.includes(k)));
   return (
@@ -71,6 +73,12 @@ export function TimelineLegend({ ops, commKinds = [], collectiveKinds = [], over
           {e.label}
         </li>
       ))}
+      {epWait && (
+        <li data-ep-wait="">
+          <span className="swatch thin ep-wait" aria-hidden="true" />
+          striped start of an ep all-to-all: waiting for the slowest member of its ep group (until the last member entered the exchange)
+        </li>
+      )}
       {overlay && (
         <li>
           <span className="swatch outline" aria-hidden="true" />

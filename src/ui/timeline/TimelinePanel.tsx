@@ -65,14 +65,16 @@ export function TimelinePanel(props: TimelinePanelProps) {
   // A data-parallel step also ends with its collectives: say how long the whole step took beside the pipeline's makespan.
   const stepWithCollectives = useMemo(() => (primary && primary.intervals.some((iv) => iv.op === 'collective') ? makespan(primary) : null), [primary]);
   const ops = opsIn(primary ?? simulated);
-  const { commKinds, collectiveKinds } = useMemo(() => {
+  const { commKinds, collectiveKinds, epWait } = useMemo(() => {
     const comm = new Set<CommKind>();
     const coll = new Set<CollectiveKind>();
+    let epWait = false;
     for (const iv of primary?.intervals ?? []) {
       if (iv.op === 'comm') comm.add(iv.comm ?? 'send');
       if (iv.op === 'collective') coll.add(iv.coll ?? 'reduce-scatter');
+      if (iv.wait !== undefined) epWait = true;
     }
-    return { commKinds: [...comm], collectiveKinds: [...coll] };
+    return { commKinds: [...comm], collectiveKinds: [...coll], epWait };
   }, [primary]);
   const chunks = !!primary && primary.stages > primary.ranks;
   const source = mode === 'simulated' ? 'simulated' : 'measured';
@@ -136,7 +138,7 @@ export function TimelinePanel(props: TimelinePanelProps) {
         <TimelineCanvas timeline={primary} overlay={overlay?.timeline ?? null} label={label} extent={extent} height={height} emptyText={emptyText} openOn={props.openOn} />
       </div>
       <footer className="panel-foot">
-        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} collectiveKinds={collectiveKinds} overlay={mode === 'overlay'} chunks={chunks} />
+        <TimelineLegend ops={ops.length ? ops : ['F', 'B']} commKinds={commKinds} collectiveKinds={collectiveKinds} epWait={epWait} overlay={mode === 'overlay'} chunks={chunks} />
         {caption && <p className="caption">{caption}</p>}
       </footer>
     </section>

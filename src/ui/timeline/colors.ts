@@ -82,6 +82,8 @@ export const THEME = {
   overlay: 'rgba(255, 255, 255, 0.9)',
   hover: '#ffffff',
   commLaneBg: '#141821',
+  /** Stripes over the waiting part of an ep all-to-all (its colour showing between them). */
+  epWait: 'rgba(11, 14, 20, 0.7)',
 } as const;
 
 function mixWithWhite(hex: string, amount: number): string {

@@ -133,6 +133,42 @@ function hatchPattern(ctx: CanvasRenderingContext2D): CanvasPattern | string {
   return pattern;
 }
 
+let waitCache: { pattern: CanvasPattern; ctx: CanvasRenderingContext2D } | null = null;
+
+/** Light stripes over an interval's colour: the part of an ep all-to-all spent waiting for the slowest member. */
+function waitPattern(ctx: CanvasRenderingContext2D): CanvasPattern | string {
+  if (waitCache && waitCache.ctx === ctx) return waitCache.pattern;
+  const tile = document.createElement('canvas');
+  tile.width = 6;
+  tile.height = 6;
+  const t = tile.getContext('2d');
+  if (!t) return THEME.epWait;
+  t.strokeStyle = THEME.epWait;
+  t.lineWidth = 2;
+  t.beginPath();
+  t.moveTo(-1, 7);
+  t.lineTo(7, -1);
+  t.stroke();
+  const pattern = ctx.createPattern(tile, 'repeat');
+  if (!pattern) return THEME.epWait;
+  waitCache = { pattern, ctx };
+  return pattern;
+}
+
+/** Stripes the waiting part [start, start + wait] of a lane's intervals that carry one (ep all-to-alls). */
+function drawWaits(lane: Lane, y: number, h: number, scene: TimelineScene, ctx: CanvasRenderingContext2D): void {
+  const { view, layout } = scene;
+  const { plotX, plotW } = layout;
+  const [from, to] = visibleRange(lane, view.a, view.b);
+  for (let i = from; i < to; i++) {
+    const wait = lane.items[i].wait;
+    if (!wait || wait <= 0) continue;
+    const x0 = clipX(plotX + xOf(view, lane.starts[i], plotW), plotX, plotW);
+    const x1 = clipX(plotX + xOf(view, lane.starts[i] + wait, plotW), plotX, plotW);
+    if (x1 - x0 >= 0.5) ctx.fillRect(x0, y, x1 - x0, h);
+  }
+}
+
 function clipX(x: number, plotX: number, plotW: number): number {
   return x < plotX - 1 ? plotX - 1 : x > plotX + plotW + 1 ? plotX + plotW + 1 : x;
 }
@@ -256,6 +292,13 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, scene: TimelineScene
     if (box) drawLane(lane, box.cy, box.ch, scene, fills, null);
   });
   fills.fill(ctx);
+  if (index.hasComm) {
+    ctx.fillStyle = waitPattern(ctx);
+    index.comm.forEach((lane, r) => {
+      const box = layout.lanes[r];
+      if (box && box.ch > 0) drawWaits(lane, box.cy, box.ch, scene, ctx);
+    });
+  }
 
   if (labels.length > 0) {
     const box0 = layout.lanes[0];
