@@ -9,3 +9,4 @@ export * from './weight-agreement.ts';
 export * from './memory-lanes.ts';
 export * from './report-moe-load.ts';
 export * from './high-water.ts';
+export * from './report-ep.ts';
