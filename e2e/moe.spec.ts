@@ -147,14 +147,14 @@ test('Compare, Experts across workers: dp 2 × pp 2 against ep 2 × pp 2 and Dua
   const dp = await cells('ep-row-2-1-1f1b');
   const ep = await cells('ep-row-1-2-1f1b');
   const dual = await cells('ep-row-1-2-dualpipe');
-  // Columns: step, simulated, share, own, simulated share, final loss. dp has no all-to-all; ep's share is measured and simulated.
+  // Columns: step, simulated, share, own, simulated share, simulated overlapped, final loss. dp has no all-to-all; ep's share is measured and simulated.
   expect(dp[2]).toBe('0.0%');
   for (const row of [ep, dual]) {
     expect(parseFloat(row[2])).toBeGreaterThan(0);
     expect(parseFloat(row[4])).toBeGreaterThan(0);
   }
   // The same micro-batches three ways: float32 in the page, so equal to 1e-5.
-  const losses = [dp, ep, dual].map((r) => Number(r[5]));
+  const losses = [dp, ep, dual].map((r) => Number(r[6]));
   for (const l of losses) expect(Math.abs(l - losses[0]) / losses[0]).toBeLessThan(1e-5);
   await expect(page.getByTestId('ep-timeline-1-2-1f1b')).toBeVisible();
 });

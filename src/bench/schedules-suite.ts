@@ -47,6 +47,8 @@ export interface MoeBenchFigures {
   /** Step (first start to last end, collectives included), measured and simulated (the run's compute, its all-to-alls on the α–β line fitted to them), ms. */
   stepMs: number;
   stepSimulatedMs: number;
+  /** Simulated with each forward and backward pair costing max(compute, all-to-alls): DualPipe's overlap on a GPU (the tab's workers run one action at a time), ms. */
+  stepOverlappedSimulatedMs: number;
   /** A worker's time in ep-all-to-all intervals over the step: measured (waits included), the rounds' own time, simulated. */
   a2aShare: number;
   a2aOwnShare: number;
@@ -220,6 +222,7 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
             ep: r.expertParallel.n,
             stepMs: r.expertParallel.stepMs,
             stepSimulatedMs: r.expertParallel.simulated?.stepMs ?? r.makespanMs.simulated,
+            stepOverlappedSimulatedMs: r.expertParallel.simulated?.overlappedStepMs ?? r.makespanMs.simulated,
             a2aShare: r.expertParallel.share,
             a2aOwnShare: r.expertParallel.ownShare,
             a2aShareSimulated: r.expertParallel.simulated?.share ?? 0,

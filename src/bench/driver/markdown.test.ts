@@ -55,12 +55,12 @@ describe('the bench report', () => {
       ...dense,
       schedule: 'dualpipe',
       p: 2,
-      moe: { experts: 4, topK: 2, ep: 2, stepMs: 1000, stepSimulatedMs: 1100, a2aShare: 0.25, a2aOwnShare: 0.05, a2aShareSimulated: 0.04, a2aPerWorker: 20, fit: { latencyMs: 0.125, bytesPerMs: null, sizes: 1 } },
+      moe: { experts: 4, topK: 2, ep: 2, stepMs: 1000, stepSimulatedMs: 1100, stepOverlappedSimulatedMs: 1050, a2aShare: 0.25, a2aOwnShare: 0.05, a2aShareSimulated: 0.04, a2aPerWorker: 20, fit: { latencyMs: 0.125, bytesPerMs: null, sizes: 1 } },
     };
     const md = renderMarkdown({ ...base, results: { 'gpt-schedules': { rows: [dense, moe] } } });
     expect(md).toContain('| dualpipe (MoE, ep 2) | 2 | 4 |');
     expect(md).toContain("MoE rows: the step and the experts' all-to-alls.");
-    expect(md).toContain('| dualpipe | 2 | 2 | 4 (top-2) | 4 | 1000.0 | 1100.0 | +10.0% | 25.0% (5.0%; 4.0%) | 20 | α 0.13 ms, β ∞ (one size) | 80 |');
+    expect(md).toContain('| dualpipe | 2 | 2 | 4 (top-2) | 4 | 1000.0 | 1100.0 | +10.0% | 1050.0 | 25.0% (5.0%; 4.0%) | 20 | α 0.13 ms, β ∞ (one size) | 80 |');
     const plain = renderMarkdown({ ...base, results: { 'gpt-schedules': { rows: [dense] } } });
     expect(plain).not.toContain('MoE rows');
   });

@@ -59,12 +59,12 @@ function schedulesTable(rows: ScheduleBenchRow[]): string {
 export function moeTable(rows: readonly ScheduleBenchRow[]): string {
   const signed = (e: number) => `${e >= 0 ? '+' : ''}${pct(e)}`;
   return table(
-    ['schedule', 'pp', 'ep', 'experts (top-k)', 'm', 'step ms measured', 'step ms simulated', 'simulated − measured', 'all-to-all share measured (own; simulated)', 'all-to-alls per worker per step', "run's α–β fit of one round", 'samples/s'],
+    ['schedule', 'pp', 'ep', 'experts (top-k)', 'm', 'step ms measured', 'step ms simulated', 'simulated − measured', 'simulated, all-to-alls overlapped (ms)', 'all-to-all share measured (own; simulated)', 'all-to-alls per worker per step', "run's α–β fit of one round", 'samples/s'],
     rows.flatMap((r) => {
       const e = r.moe;
       if (!e) return [];
       const beta = e.fit.bytesPerMs === null ? (e.fit.sizes > 1 ? '∞ (no slower with size)' : '∞ (one size)') : `${f(e.fit.bytesPerMs / 1000, 0)} MB/s`;
-      return [[r.schedule, String(r.p), String(e.ep), `${e.experts} (top-${e.topK})`, String(r.m), f(e.stepMs), f(e.stepSimulatedMs), signed((e.stepSimulatedMs - e.stepMs) / e.stepMs), `${pct(e.a2aShare)} (${pct(e.a2aOwnShare)}; ${pct(e.a2aShareSimulated)})`, f(e.a2aPerWorker, 0), `α ${f(e.fit.latencyMs, 2)} ms, β ${beta}`, f(r.samplesPerSecond, 0)]];
+      return [[r.schedule, String(r.p), String(e.ep), `${e.experts} (top-${e.topK})`, String(r.m), f(e.stepMs), f(e.stepSimulatedMs), signed((e.stepSimulatedMs - e.stepMs) / e.stepMs), f(e.stepOverlappedSimulatedMs), `${pct(e.a2aShare)} (${pct(e.a2aOwnShare)}; ${pct(e.a2aShareSimulated)})`, f(e.a2aPerWorker, 0), `α ${f(e.fit.latencyMs, 2)} ms, β ${beta}`, f(r.samplesPerSecond, 0)]];
     }),
   );
 }

@@ -35,8 +35,12 @@ export interface EpFigures {
   ownShare: number;
   /** α (ms) and β (bytes sent per ms, Infinity when only α) of one round, fitted to the own times. */
   fit: { latencyMs: number; bytesPerMs: number; sizes: number; points: number };
-  /** The simulator's step with the run's compute and the all-to-alls priced by the fit, and their share of it (report.ts). */
-  simulated?: { stepMs: number; share: number };
+  /**
+   * The simulator's step with the run's compute and the all-to-alls priced by the fit, played after the compute as the
+   * workers run them, and their share of it; overlappedStepMs: the same with each forward and backward pair costing
+   * max(compute, all-to-alls), DualPipe's overlap (ep-cost.ts withAllToAll), which the tab's workers do not run (report.ts).
+   */
+  simulated?: { stepMs: number; share: number; overlappedStepMs: number };
 }
 
 const isA2a = (iv: Interval): boolean => iv.op === 'collective' && iv.coll === 'ep-all-to-all';

@@ -210,7 +210,7 @@ export function buildReport(input: ReportInput): RunReport {
     : {};
   // Each rank's end of step after its last drawn action (the losses read, the update), played after it (simulate-step-end.ts).
   const ends = stepEndFigures(measured);
-  const sim = simulate(schedule, {
+  const costs: CostModel = {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
     ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan), gradSum: runTpGradSum(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
@@ -219,7 +219,8 @@ export function buildReport(input: ReportInput): RunReport {
     ...dpCosts,
     ...(copies ? { copySum: copySumCosts(copies, schedule.stages) } : {}),
     ...(ends ? { stepEnd: ends.tailMs } : {}),
-  });
+  };
+  const sim = simulate(schedule, costs);
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
   const bubbles = measured.map((r) => bubbleFraction(computeOnly(r.timeline)));
@@ -270,7 +271,8 @@ export function buildReport(input: ReportInput): RunReport {
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
   if (ends) report.stepEnd = sim.stepEnd ? { ...ends, simulated: { wallMs: sim.stepEnd.step, afterMs: Math.max(0, sim.stepEnd.step - sim.makespan) } } : ends;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
-  if (ep) report.expertParallel = { ...ep.figures, simulated: { stepMs: sim.makespan, share: allToAllShare(report.simulatedTimeline).share } };
+  // And what overlapping them with compute would give (DualPipe's pairs on a device that runs a forward and a backward chunk at once; the tab's workers do not).
+  if (ep) report.expertParallel = { ...ep.figures, simulated: { stepMs: sim.makespan, share: allToAllShare(report.simulatedTimeline).share, overlappedStepMs: simulate(schedule, { ...costs, ep: epCostsOf(ep.figures, true) }).makespan } };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   if (input.tpMismatch !== undefined) report.tpMismatch = input.tpMismatch;
   const reads = input.stateReadMs ?? [];

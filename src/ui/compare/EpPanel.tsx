@@ -38,6 +38,7 @@ export function EpPanel({ steps }: { steps: number }) {
               <th scope="col" title="a worker's time in ep-all-to-all intervals over the step, waits for the other ep worker included">all-to-all share</th>
               <th scope="col" title="each round at its least-waiting member's time: what the simulator prices">the rounds themselves</th>
               <th scope="col">simulated share</th>
+              <th scope="col" title="the simulator with each forward and backward pair costing max(compute, all-to-alls): DualPipe's overlap on a GPU that runs a pair at once (the tab's workers run one action at a time)">simulated, all-to-alls overlapped, ms</th>
               <th scope="col">final loss</th>
             </tr>
           </thead>
@@ -52,6 +53,7 @@ export function EpPanel({ steps }: { steps: number }) {
                 <td>{r.f ? pct(r.f.a2aShare) : '—'}</td>
                 <td>{r.f ? pct(r.f.a2aOwnShare) : '—'}</td>
                 <td>{r.f ? pct(r.f.simA2aShare) : '—'}</td>
+                <td>{r.f && r.shape.ep > 1 ? ms(r.f.simOverlapStepMs) : '—'}</td>
                 <td>{r.f ? r.f.loss.toFixed(6) : '—'}</td>
               </tr>
             ))}
