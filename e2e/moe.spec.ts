@@ -150,3 +150,28 @@ test('expert parallelism in the page: ep = 2 × pp = 2, top-2 with drops, equal 
     for (const w of m.waits) expect(w).toBeGreaterThanOrEqual(0);
   }
 });
+
+test('Compare, Experts across workers: dp 2 × pp 2 against ep 2 × pp 2 and DualPipe against 1F1B, measured, the all-to-alls’ share beside the simulator’s, equal losses, a sentence', async ({ page }) => {
+  test.setTimeout(300_000);
+  await page.goto('./?view=compare&compare.preset=ep&compare.steps=2');
+  await page.getByRole('button', { name: '▶ Measure the three runs' }).click();
+  const sentence = page.getByTestId('ep-sentence');
+  await expect(sentence).toBeVisible({ timeout: 240_000 });
+  await expect(sentence).toContainText('At 4 workers, ep 2 × pp 2, 1F1B took');
+  await expect(sentence).toContainText('Under DualPipe the step took');
+  console.log(`Experts across workers in Chromium: ${await sentence.textContent()}`);
+  const cells = async (id: string) => (await page.getByTestId(id).locator('td').allTextContents()).map((t) => t.trim());
+  const dp = await cells('ep-row-2-1-1f1b');
+  const ep = await cells('ep-row-1-2-1f1b');
+  const dual = await cells('ep-row-1-2-dualpipe');
+  // Columns: step, simulated, share, own, simulated share, simulated overlapped, final loss. dp has no all-to-all; ep's share is measured and simulated.
+  expect(dp[2]).toBe('0.0%');
+  for (const row of [ep, dual]) {
+    expect(parseFloat(row[2])).toBeGreaterThan(0);
+    expect(parseFloat(row[4])).toBeGreaterThan(0);
+  }
+  // The same micro-batches three ways: float32 in the page, so equal to 1e-5.
+  const losses = [dp, ep, dual].map((r) => Number(r[6]));
+  for (const l of losses) expect(Math.abs(l - losses[0]) / losses[0]).toBeLessThan(1e-5);
+  await expect(page.getByTestId('ep-timeline-1-2-1f1b')).toBeVisible();
+});

@@ -16,12 +16,26 @@ describe('the GPT schedule grid', () => {
   it('is p = 4 × {gpipe, 1f1b, zb-h1, interleaved v = 2} × m ∈ {4, 8}, and quick keeps gpipe and 1f1b', () => {
     const key = (c: { schedule: string; ranks: number; microbatches: number; virtual?: number }) => `${c.schedule}/${c.ranks}/${c.microbatches}/${c.virtual ?? 1}`;
     const want = [4, 8].flatMap((m) => [`gpipe/4/${m}/1`, `1f1b/4/${m}/1`, `zb-h1/4/${m}/1`, `interleaved-1f1b/4/${m}/2`]);
-    expect(gptScheduleGrid(false).map(key).sort()).toEqual(want.sort());
-    expect(gptScheduleGrid(true).map(key).sort()).toEqual(want.filter((k) => k.startsWith('gpipe') || k.startsWith('1f1b')).sort());
+    const dense = (q: boolean) => gptScheduleGrid(q).filter((c) => !c.experts);
+    expect(dense(false).map(key).sort()).toEqual(want.sort());
+    expect(dense(true).map(key).sort()).toEqual(want.filter((k) => k.startsWith('gpipe') || k.startsWith('1f1b')).sort());
+  });
+
+  it('ends with MoE rows: ep 2 × pp 2 (4 workers), 1F1B and DualPipe, m = 4 (and 8 in the full run), each a valid run of an MoE GPT', () => {
+    const moe = (q: boolean) => gptScheduleGrid(q).filter((c) => c.experts);
+    const key = (c: { schedule: string; ranks: number; microbatches: number; ep?: number }) => `${c.schedule}/${c.ranks}/${c.ep}/${c.microbatches}`;
+    expect(moe(true).map(key)).toEqual(['1f1b/2/2/4', 'dualpipe/2/2/4']);
+    expect(moe(false).map(key)).toEqual(['1f1b/2/2/4', 'dualpipe/2/2/4', '1f1b/2/2/8', 'dualpipe/2/2/8']);
+    for (const c of moe(false)) {
+      const cfg = benchConfig(c, 4);
+      expect(() => validateRunConfig(cfg)).not.toThrow();
+      expect(cfg).toMatchObject({ model: 'gpt', experts: 4, topK: 2, ep: 2, ranks: 2, dp: 1 });
+      expect(cfg.batchSize).toBe(GPT_BENCH_MICROBATCH * c.microbatches);
+    }
   });
 
   it('runs the default GPT with p·v transformer blocks, each case a valid run', () => {
-    for (const c of gptScheduleGrid(false)) {
+    for (const c of gptScheduleGrid(false).filter((x) => !x.experts)) {
       const cfg = benchConfig(c, 4);
       expect(() => validateRunConfig(cfg)).not.toThrow();
       const v = c.virtual ?? 1;

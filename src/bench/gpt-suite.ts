@@ -40,10 +40,10 @@ export async function measureScheduleGrid(ctx: GptBenchContext, grid: readonly S
   for (const c of grid) {
     const model = c.model ?? 'char-mlp';
     // A data-parallel (or tensor-parallel) row's lanes: those of its model on as many workers (dp × tp × p ranks of one pipeline).
-    const workers = c.ranks * (c.dp ?? 1) * (c.tp ?? 1);
+    const workers = c.ranks * (c.dp ?? 1) * (c.tp ?? 1) * (c.ep ?? 1);
     const key = lanesKey(model, workers);
     if (profileLanes.has(key)) continue;
-    const probe: ScheduleBenchCase = { ...c, ranks: workers, dp: 1, tp: 1, zero: 0 };
+    const probe: ScheduleBenchCase = { ...c, ranks: workers, dp: 1, tp: 1, ep: 1, zero: 0 };
     const { lanes, source } = await ctx.page.evaluate((c) => window.pipelabBench.profileLanes(c), probe);
     ctx.log(`${model} on ${workers} workers: profiling pass: ${source}`);
     profileLanes.set(key, lanes);
@@ -91,12 +91,21 @@ export async function gpt(ctx: GptBenchContext): Promise<GptSuiteResult> {
   };
 }
 
-/** The grid on the GPT at p = 4: gpipe, 1f1b, zb-h1 and interleaved (v = 2) at m = 4 and 8 (quick: gpipe and 1f1b at m = 4 and 8). */
+/** MoE rows: the GPT's blocks as 4 experts each (top-2), ep 2 × pp 2 (4 workers) under 1F1B and DualPipe; m = 4 (and 8 in the full run). */
+export const MOE_BENCH_EXPERTS = 4;
+
+/**
+ * The grid on the GPT at p = 4: gpipe, 1f1b, zb-h1 and interleaved (v = 2) at m = 4 and 8 (quick: gpipe and 1f1b at m = 4 and 8);
+ * then the MoE rows (ep 2 × pp 2, 1F1B and DualPipe; quick m = 4 only).
+ */
 export function gptScheduleGrid(quick: boolean): ScheduleBenchCase[] {
   const grid: ScheduleBenchCase[] = [];
   for (const m of [4, 8]) {
     grid.push({ schedule: 'gpipe', ranks: 4, microbatches: m, model: 'gpt' }, { schedule: '1f1b', ranks: 4, microbatches: m, model: 'gpt' });
     if (!quick) grid.push({ schedule: 'zb-h1', ranks: 4, microbatches: m, model: 'gpt' }, { schedule: 'interleaved-1f1b', ranks: 4, microbatches: m, virtual: 2, model: 'gpt' });
+  }
+  for (const m of quick ? [4] : [4, 8]) {
+    for (const schedule of ['1f1b', 'dualpipe'] as const) grid.push({ schedule, ranks: 2, microbatches: m, model: 'gpt', experts: MOE_BENCH_EXPERTS, ep: 2 });
   }
   return grid;
 }
@@ -109,6 +118,7 @@ export async function gptSchedules(ctx: GptBenchContext): Promise<GptSuiteResult
       'the page\'s default GPT (width, heads, block size) with p·v transformer blocks, the head with the last (balanced FLOPs); 8 sequences per micro-batch; the first step of each run is left out of the means.',
       'simulated ("today"): the simulator fed with the run\'s own mean per-stage F/B/I/W times and its mean communication time per crossing as link latency.',
       predictionNote(rows),
+      `MoE rows (the second table): the same GPT with 2 blocks, each block's MLP ${MOE_BENCH_EXPERTS} experts behind a top-2 router, ep 2 × pp 2 (4 workers, each holding half the experts and half of each micro-batch's sequences), under 1F1B and DualPipe. step: first start to last end, collectives included; simulated: the simulator fed with the run's compute less its all-to-alls' own times, the all-to-alls priced on the α–β line fitted to them and played after the compute, as the tab's workers run them (src/runtime/report/report-ep.ts); overlapped: the same with each forward and backward pair costing max(compute, all-to-alls), DualPipe's overlap on a GPU that runs a pair at once (the tab's workers do not). all-to-all share: a worker's time in ep-all-to-all intervals over the step (waits for the other ep worker included; own: each round at its least-waiting member's time, what the simulator prices; simulated: the same reading of the simulated timeline). No profiling pass of their own (the profiles are keyed by p × dp workers): their shared-device prediction uses the k fitted on the grid's m = p rows.`,
     ],
   };
 }

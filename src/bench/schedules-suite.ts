@@ -33,6 +33,29 @@ export interface ScheduleBenchCase {
   overlap?: boolean;
   /** Full recomputation (each stage keeps only its input per micro-batch). */
   recompute?: boolean;
+  /** The GPT with every block's MLP as this many experts behind a top-2 router (an MoE GPT); default none. */
+  experts?: number;
+  /** Expert-parallel workers per stage (default 1), each holding experts / ep of them. */
+  ep?: number;
+}
+
+/** An MoE row's figures: the step measured and simulated, and the all-to-alls' share of it (report-ep.ts). */
+export interface MoeBenchFigures {
+  experts: number;
+  topK: number;
+  ep: number;
+  /** Step (first start to last end, collectives included), measured and simulated (the run's compute, its all-to-alls on the α–β line fitted to them), ms. */
+  stepMs: number;
+  stepSimulatedMs: number;
+  /** Simulated with each forward and backward pair costing max(compute, all-to-alls): DualPipe's overlap on a GPU (the tab's workers run one action at a time), ms. */
+  stepOverlappedSimulatedMs: number;
+  /** A worker's time in ep-all-to-all intervals over the step: measured (waits included), the rounds' own time, simulated. */
+  a2aShare: number;
+  a2aOwnShare: number;
+  a2aShareSimulated: number;
+  /** All-to-alls per worker per step, and the run's α–β fit of one round. */
+  a2aPerWorker: number;
+  fit: { latencyMs: number; bytesPerMs: number | null; sizes: number };
 }
 
 /** A data-parallel row's figures (dp > 1): the step with its all-reduce, per stage measured, and the optimizer state per worker. */
@@ -95,6 +118,8 @@ export interface ScheduleBenchRow {
   model: string;
   /** Data-parallel rows: the mesh's figures. */
   mesh?: MeshBenchFigures;
+  /** MoE rows with ep > 1: the step and the all-to-alls' share, measured and simulated. */
+  moe?: MoeBenchFigures;
   /** Tensor-parallel rows: the run report's tp figures (collectives per layer, bytes, own time and waits, exposed share, α–β fit, simulated). */
   tp?: TpFigures;
   /** Issue 12's shared-device prediction beside today's, added by the driver once the grid is measured (shared-device-rows.ts). */
@@ -148,6 +173,7 @@ export function benchConfig(c: ScheduleBenchCase, steps: number): RunConfig {
     reshard: c.reshard ?? 'step',
     overlap: c.overlap ?? true,
     ...(c.recompute ? { recompute: true } : {}),
+    ...(c.experts ? { experts: c.experts, topK: 2, ep: c.ep ?? 1 } : {}),
     virtual: v,
     schedule: c.schedule,
     steps,
@@ -188,6 +214,24 @@ export async function benchSchedule(c: ScheduleBenchCase, steps: number): Promis
     ...(cfg.sequenceParallel ? { sequenceParallel: true as const } : {}),
     meanOpMs: Object.fromEntries(Object.entries(r.meanOpMs).map(([s, ops]) => [s, ops as Record<string, number>])),
     ...(r.tensorParallel ? { tp: r.tensorParallel } : {}),
+    ...(r.expertParallel
+      ? {
+          moe: {
+            experts: cfg.experts ?? 0,
+            topK: cfg.topK ?? 1,
+            ep: r.expertParallel.n,
+            stepMs: r.expertParallel.stepMs,
+            stepSimulatedMs: r.expertParallel.simulated?.stepMs ?? r.makespanMs.simulated,
+            stepOverlappedSimulatedMs: r.expertParallel.simulated?.overlappedStepMs ?? r.makespanMs.simulated,
+            a2aShare: r.expertParallel.share,
+            a2aOwnShare: r.expertParallel.ownShare,
+            a2aShareSimulated: r.expertParallel.simulated?.share ?? 0,
+            a2aPerWorker: r.expertParallel.perWorker.count,
+            // β = ∞ (one size) becomes null in the report's JSON.
+            fit: { latencyMs: r.expertParallel.fit.latencyMs, bytesPerMs: Number.isFinite(r.expertParallel.fit.bytesPerMs) ? r.expertParallel.fit.bytesPerMs : null, sizes: r.expertParallel.fit.sizes },
+          },
+        }
+      : {}),
     ...(c.dp !== undefined || r.allReduce
       ? {
           mesh: {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderMarkdown } from './markdown.ts';
 import type { MakemorePageRow } from '../makemore-page-suite.ts';
+import type { ScheduleBenchRow } from '../schedules-suite.ts';
 
 const base = {
   date: '2026-11-26T14:16:24.211Z',
@@ -46,5 +47,21 @@ describe('the bench report', () => {
     const cut = renderMarkdown({ ...base, results: { makemore: { rows: [row(false)] } } });
     expect(cut).toContain("Stopped at the suite's limit after 265 s, before the last step.");
     expect(cut).not.toContain('✓');
+  });
+
+  it('the gpt-schedules MoE rows: a second table, the step measured beside simulated and the all-to-alls’ share', () => {
+    const dense = { schedule: '1f1b', dataset: 'names', model: 'gpt', p: 4, m: 4, v: 1, steps: 4, makespanMeasuredMs: 400, makespanSimulatedMs: 420, simulationError: 0.05, bubbleMeasured: 0.4, bubbleSimulated: 0.45, bubbleClosedForm: 3 / 7, peakStashBytes: [1024], commMsPerCrossing: 2, commShare: 0.1, samplesPerSecond: 80, meanOpMs: {} } as ScheduleBenchRow;
+    const moe: ScheduleBenchRow = {
+      ...dense,
+      schedule: 'dualpipe',
+      p: 2,
+      moe: { experts: 4, topK: 2, ep: 2, stepMs: 1000, stepSimulatedMs: 1100, stepOverlappedSimulatedMs: 1050, a2aShare: 0.25, a2aOwnShare: 0.05, a2aShareSimulated: 0.04, a2aPerWorker: 20, fit: { latencyMs: 0.125, bytesPerMs: null, sizes: 1 } },
+    };
+    const md = renderMarkdown({ ...base, results: { 'gpt-schedules': { rows: [dense, moe] } } });
+    expect(md).toContain('| dualpipe (MoE, ep 2) | 2 | 4 |');
+    expect(md).toContain("MoE rows: the step and the experts' all-to-alls.");
+    expect(md).toContain('| dualpipe | 2 | 2 | 4 (top-2) | 4 | 1000.0 | 1100.0 | +10.0% | 1050.0 | 25.0% (5.0%; 4.0%) | 20 | α 0.13 ms, β ∞ (one size) | 80 |');
+    const plain = renderMarkdown({ ...base, results: { 'gpt-schedules': { rows: [dense] } } });
+    expect(plain).not.toContain('MoE rows');
   });
 });

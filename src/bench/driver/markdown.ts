@@ -50,9 +50,23 @@ function schedulesTable(rows: ScheduleBenchRow[]): string {
   const head = '| schedule | p | m | makespan measured (ms) | simulated, today (ms) | today\'s prediction error | shared-device (ms) | shared-device prediction error | p independent GPUs (ms) | bubble measured | simulated | closed form | measured − closed | peak stash, stage 0 (KiB) | comm per crossing (ms) | comm / compute | samples/s |';
   const sep = '|' + ' --- |'.repeat(17);
   const lines = rows.map((r) =>
-    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''}${r.streamSteps ? ` (one stream: ${r.streamSteps} steps × ${r.m / r.streamSteps})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${sharedCells(r)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
+    `| ${r.schedule}${r.v > 1 ? ` (v=${r.v})` : ''}${r.moe ? ` (MoE, ep ${r.moe.ep})` : ''}${r.streamSteps ? ` (one stream: ${r.streamSteps} steps × ${r.m / r.streamSteps})` : ''} | ${r.p} | ${r.m} | ${f(r.makespanMeasuredMs)} | ${f(r.makespanSimulatedMs)} | ${pct(r.simulationError)} | ${sharedCells(r)} | ${pct(r.bubbleMeasured)} | ${pct(r.bubbleSimulated)} | ${pct(r.bubbleClosedForm)} | ${r.bubbleClosedForm === null ? 'n/a' : `${f(100 * (r.bubbleMeasured - r.bubbleClosedForm))} pp`} | ${f(r.peakStashBytes[0] / 1024, 0)} | ${f(r.commMsPerCrossing, 2)} | ${pct(r.commShare)} | ${f(r.samplesPerSecond, 0)} |`,
   );
   return [head, sep, ...lines].join('\n');
+}
+
+/** The MoE rows (ScheduleBenchRow.moe): the step measured beside simulated, and the all-to-alls' share of it. */
+export function moeTable(rows: readonly ScheduleBenchRow[]): string {
+  const signed = (e: number) => `${e >= 0 ? '+' : ''}${pct(e)}`;
+  return table(
+    ['schedule', 'pp', 'ep', 'experts (top-k)', 'm', 'step ms measured', 'step ms simulated', 'simulated − measured', 'simulated, all-to-alls overlapped (ms)', 'all-to-all share measured (own; simulated)', 'all-to-alls per worker per step', "run's α–β fit of one round", 'samples/s'],
+    rows.flatMap((r) => {
+      const e = r.moe;
+      if (!e) return [];
+      const beta = e.fit.bytesPerMs === null ? (e.fit.sizes > 1 ? '∞ (no slower with size)' : '∞ (one size)') : `${f(e.fit.bytesPerMs / 1000, 0)} MB/s`;
+      return [[r.schedule, String(r.p), String(e.ep), `${e.experts} (top-${e.topK})`, String(r.m), f(e.stepMs), f(e.stepSimulatedMs), signed((e.stepSimulatedMs - e.stepMs) / e.stepMs), f(e.stepOverlappedSimulatedMs), `${pct(e.a2aShare)} (${pct(e.a2aOwnShare)}; ${pct(e.a2aShareSimulated)})`, f(e.a2aPerWorker, 0), `α ${f(e.fit.latencyMs, 2)} ms, β ${beta}`, f(r.samplesPerSecond, 0)]];
+    }),
+  );
 }
 
 const ratio = (x: number) => `${x.toFixed(2)}×`;
@@ -266,7 +280,10 @@ const RENDER: Record<string, (res: SuiteResult) => string> = {
   training: trainingTable,
   timeline: timelineTable,
   gpt: (res) => `${gptTokensTable(res.rows as TrainingBenchRow[])}\n\n${trainingTable(res)}`,
-  'gpt-schedules': (res) => schedulesTable(res.rows as ScheduleBenchRow[]),
+  'gpt-schedules': (res) => {
+    const rows = res.rows as ScheduleBenchRow[];
+    return rows.some((r) => r.moe) ? `${schedulesTable(rows)}\n\nMoE rows: the step and the experts' all-to-alls.\n\n${moeTable(rows)}` : schedulesTable(rows);
+  },
 };
 
 export function renderMarkdown(r: Report): string {

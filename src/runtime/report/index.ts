@@ -10,3 +10,4 @@ export * from './memory-lanes.ts';
 export * from './report-moe-load.ts';
 export * from './report-ep-wait.ts';
 export * from './high-water.ts';
+export * from './report-ep.ts';

@@ -11,6 +11,7 @@ import type { AllReduceFigures } from './report-collectives.ts';
 import type { CopySumFigures } from './report-copies.ts';
 import type { StepEndFigures } from './report-step-end.ts';
 import type { TpFigures } from './report-tp.ts';
+import type { EpFigures } from './report-ep.ts';
 import type { MoeLoadStep } from './report-moe-load.ts';
 import type { RecoveryMode, RunConfig, RunScheduleName } from '../../config/run-config.ts';
 
@@ -83,6 +84,8 @@ export interface RunReport {
   stepEnd?: StepEndFigures;
   /** Tensor-parallel runs (tp > 1): the tp collectives per stage (per layer, bytes, time), their exposed share, the α–β fit of one exchange (report-tp.ts). */
   tensorParallel?: TpFigures;
+  /** Expert-parallel runs (ep > 1): the all-to-alls per stage, their share of the step, the α–β fit of one round, and the simulator's share with the run's times (report-ep.ts). */
+  expertParallel?: EpFigures;
   /** An MoE run: per step, each MoE layer's tokens routed to each expert by each micro-batch, and dropped (report-moe-load.ts). */
   moeLoad?: MoeLoadStep[];
   /** Optimizer state each worker holds, float32 bytes, in worker order (ZeRO-1 divides it by dp). */

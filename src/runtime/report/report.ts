@@ -20,6 +20,7 @@ import { allReduceFigures, type AllReduceFigures } from './report-collectives.ts
 import { copySumCosts, copySumFigures, simulatedCopySum } from './report-copies.ts';
 import { stepEndFigures } from './report-step-end.ts';
 import { runTpGradSum, runTpMessages, tpFigures } from './report-tp.ts';
+import { allToAllShare, epCostsOf, epFigures } from './report-ep.ts';
 import { moeLoadSteps } from './report-moe-load.ts';
 import { withEpWaits } from './report-ep-wait.ts';
 import { meshOfRun } from '../../schedule/mesh.ts';
@@ -196,7 +197,9 @@ export function buildReport(input: ReportInput): RunReport {
   }
   // With tp: the simulator is fed each op's compute without its tp collectives, and prices them by the run's own α–β fit (report-tp.ts, schedule/tp-cost.ts).
   const tp = tpFigures(measured.map((r) => r.timeline), plan);
-  const simOpMs = tp ? meanByStageOp(compute, (iv) => tp.computeMs.get(iv)) : meanOpMs;
+  // With ep: likewise each op's compute without its all-to-alls, priced by the run's own α–β fit (report-ep.ts, schedule/ep-cost.ts), played after the compute as the workers run them.
+  const ep = tp ? null : epFigures(measured.map((r) => r.timeline), plan);
+  const simOpMs = tp ? meanByStageOp(compute, (iv) => tp.computeMs.get(iv)) : ep ? meanByStageOp(compute, (iv) => ep.computeMs.get(iv)) : meanOpMs;
   const perStage = (op: Op): number[] => Array.from({ length: schedule.stages }, (_, s) => simOpMs[s]?.[op] ?? 0);
   const commMsPerCrossing = crossings > 0 ? commMs / crossings : 0;
   const collectives = allReduceFigures(measured.map((r) => r.timeline), schedule.stages, plan.windows.stream, config.zero >= 2);
@@ -210,15 +213,17 @@ export function buildReport(input: ReportInput): RunReport {
     : {};
   // Each rank's end of step after its last drawn action (the losses read, the update), played after it (simulate-step-end.ts).
   const ends = stepEndFigures(measured);
-  const sim = simulate(schedule, {
+  const costs: CostModel = {
     F: perStage('F'), B: perStage('B'), I: perStage('I'), W: perStage('W'), latency: commMsPerCrossing, unit: 'ms',
     ...(tp && tpFit ? { tp: { t: tp.figures.t, latency: tpFit.latencyMs, bandwidth: tpFit.bytesPerMs, bytesPerElement: tp.figures.bytesPerElement, messages: runTpMessages(plan), gradSum: runTpGradSum(plan) } } : {}),
     // ZeRO 0/1: the flush's all-reduce on the α–β ring fitted to it; ZeRO-2/3: their collectives played between the actions (simulate-zero.ts).
     // A stream (PipeDream-2BW on replicas): an all-reduce per stage and block, played between the actions (simulate-blocks.ts).
+    ...(ep ? { ep: epCostsOf(ep.figures) } : {}),
     ...dpCosts,
     ...(copies ? { copySum: copySumCosts(copies, schedule.stages) } : {}),
     ...(ends ? { stepEnd: ends.tailMs } : {}),
-  });
+  };
+  const sim = simulate(schedule, costs);
 
   const makespans = measured.map((r) => makespan(computeOnly(r.timeline)));
   const bubbles = measured.map((r) => bubbleFraction(computeOnly(r.timeline)));
@@ -269,6 +274,8 @@ export function buildReport(input: ReportInput): RunReport {
   if (copies) report.copySum = { ...copies, simulated: simulatedCopySum(sim.copySum, sim.makespan) };
   if (ends) report.stepEnd = sim.stepEnd ? { ...ends, simulated: { wallMs: sim.stepEnd.step, afterMs: Math.max(0, sim.stepEnd.step - sim.makespan) } } : ends;
   if (tp) report.tensorParallel = { ...tp.figures, ...(sim.tp ? { simulated: { stepMs: sim.makespan, share: sim.tp.share, exposedMs: sim.tp.share * sim.makespan } } : {}) };
+  // And what overlapping them with compute would give (DualPipe's pairs on a device that runs a forward and a backward chunk at once; the tab's workers do not).
+  if (ep) report.expertParallel = { ...ep.figures, simulated: { stepMs: sim.makespan, share: allToAllShare(report.simulatedTimeline).share, overlappedStepMs: simulate(schedule, { ...costs, ep: epCostsOf(ep.figures, true) }).makespan } };
   if (input.replicaMismatch !== undefined) report.replicaMismatch = input.replicaMismatch;
   if (input.tpMismatch !== undefined) report.tpMismatch = input.tpMismatch;
   const reads = input.stateReadMs ?? [];

@@ -7,3 +7,4 @@ export * from './dp-tp-pp-preset.ts';
 export * from './zero-preset.ts';
 export * from './what-wins.ts';
 export * from './fit-preset.ts';
+export * from './ep-preset.ts';

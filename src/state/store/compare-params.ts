@@ -13,11 +13,11 @@ export interface CompareParams {
   virtual: number;
   /** Steps each schedule is measured for. */
   steps: number;
-  /** A preset shown above the schedules: 'dp-pp', the same 8 workers as 1×8, 2×4, 4×2 and 8×1 (dp-pp-preset.ts); 'zero', ZeRO 0 → 3 at dp = 4 (zero-preset.ts); 'wins', the what-wins sweep over m (what-wins.ts); 'fit', Make it fit (fit-preset.ts). */
+  /** A preset shown above the schedules: 'dp-pp', the same 8 workers as 1×8, 2×4, 4×2 and 8×1 (dp-pp-preset.ts); 'zero', ZeRO 0 → 3 at dp = 4 (zero-preset.ts); 'wins', the what-wins sweep over m (what-wins.ts); 'fit', Make it fit (fit-preset.ts); 'ep', Experts across workers (ep-preset.ts). */
   preset?: ComparePreset;
 }
 
-export const COMPARE_PRESETS = ['dp-pp', 'zero', 'wins', 'fit'] as const;
+export const COMPARE_PRESETS = ['dp-pp', 'zero', 'wins', 'fit', 'ep'] as const;
 export type ComparePreset = (typeof COMPARE_PRESETS)[number];
 
 export function defaultCompareParams(): CompareParams {

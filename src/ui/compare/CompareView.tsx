@@ -17,6 +17,7 @@ import { MemoryLanes } from '../timeline/MemoryLanes.tsx';
 import { DpPpPanel } from './DpPpPanel.tsx';
 import { ZeroPanel } from './ZeroPanel.tsx';
 import { FitPanel } from './FitPanel.tsx';
+import { EpPanel } from './EpPanel.tsx';
 import { WhatWinsPanel } from './WhatWinsPanel.tsx';
 
 export function CompareView() {
@@ -89,6 +90,10 @@ export function CompareView() {
               Make it fit
             </button>
             <p className="field-hint">A GPT its {FIT_PRESET_BUDGET_MIB} MiB budget per worker refuses, run as is and with recomputation, ZeRO-3, swapping and optimizer offload: device peak against the budget, step time, losses.</p>
+            <button type="button" className="preset-toggle" aria-pressed={cp.preset === 'ep'} onClick={() => setCp({ preset: cp.preset === 'ep' ? undefined : 'ep' })}>
+              Experts across workers
+            </button>
+            <p className="field-hint">An MoE GPT on 4 workers as dp 2 × pp 2 and ep 2 × pp 2, and ep under DualPipe against 1F1B: the step and the all-to-alls’ share of it, measured and simulated.</p>
           </fieldset>
           <fieldset>
             <legend>Schedules</legend>
@@ -133,6 +138,7 @@ export function CompareView() {
         {cp.preset === 'dp-pp' && <DpPpPanel steps={steps} />}
         {cp.preset === 'zero' && <ZeroPanel steps={steps} />}
         {cp.preset === 'fit' && <FitPanel steps={steps} />}
+        {cp.preset === 'ep' && <EpPanel steps={steps} />}
         {cp.preset === 'wins' && <WhatWinsPanel names={picked} virtual={virtual} steps={steps} />}
         <section className="panel" aria-labelledby="compare-title" data-testid="compare-table">
           <h2 id="compare-title">Side by side</h2>
