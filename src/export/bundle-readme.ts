@@ -182,7 +182,7 @@ does not have); newer torch takes them too. Each process's output comes prefixed
 ${T > 1 ? tpText(D, T, P, W, run.sequenceParallel === true) : EP > 1 ? `The world size is dp × ranks × ep = ${D} × ${P} × ${EP} = ${W}, laid out as the page's workers: process
 ((d · ${P} + r) · ${EP} + e) is replica d, pipeline rank r, expert-parallel rank e (see Mixture of experts).` : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
 replica g // ${P}, pipeline rank g % ${P}.`} Every replica runs the whole schedule on its own rows of each step's batch
-(replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
+(replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D * EP} processes of one pipeline rank${EP > 1 ? " (every replica's ep processes; the experts' own groups below)" : ""} form a \`torch.distributed\`
 group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its
 optimizer. With ZeRO (\`run.zero\` in config.json) each replica keeps the optimizer state of its chunk of each
 stage's parameters only (replica d owns chunk (d + 1) mod dp, as the page's ring), updates that chunk and an
