@@ -23,7 +23,8 @@ const DEFAULTS = defaultRunConfig();
 const CLI_NOTE: Partial<Record<string, string>> = {
   dataset: 'also moby-dick: the book the page ships, as --text moby-dick',
   textHash: 'with --text, it must be that file\'s; alone, a shipped example\'s hash needs no file',
-  ranks: 'torchrun starts dp × tp × ranks processes: process g = (replica · ranks + rank) · tp + tp rank',
+  ranks: 'torchrun starts dp × ranks × ep × tp processes: process g = ((replica · ranks + rank) · ep + ep rank) · tp + tp rank',
+  ep: "train.py runs it as the page does: each ep process on its slice of every micro-batch's sequences, the router's probabilities all-gathered, the experts' rows exchanged by all_to_all_single (tp = 1, ZeRO 0, one model copy)",
   tp: "train.py splits each stage's GPT blocks (by heads) or hidden linears over tp processes, with Megatron's all-reduces (and the MLPs' all-gather) on their torch.distributed group",
   steps: 'the bundle holds the batch of every step',
   zero: "train.py shards as the page does; torch 1.13's gloo has no reduce_scatter, so ZeRO-2/3 all-reduce the gradients and each replica keeps its chunk: the same sums",

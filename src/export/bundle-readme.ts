@@ -96,6 +96,22 @@ does. Each step's loss is printed when the stream ends; no checkpoint is written
 refused. ${run.schedule === 'pipedream-2bw' ? "\`--resume FILE\` continues the page's checkpoint from inside the stream (step B, its older weight version as previous.*): the walk runs the actions of micro-batches B × m and later, the page's numbers." : "\`--resume\` is refused: a version is stashed per micro-batch in flight, so the stream resumes nowhere but its start."}`;
 }
 
+/** Expert parallelism as the page runs it (config.json's ep = run.ep; moe.py), one paragraph. */
+function epText(run: RunConfig, E: number): string {
+  const ep = run.ep ?? 1;
+  if (ep === 1) return "Every process holds all the experts of its stages (config.json's `ep` = 1, as this run has it). ";
+  return `Expert parallelism (config.json's \`ep\` = ${ep}, as the page ran it): each pipeline rank of each replica is ${ep}
+processes, each on its slice of every micro-batch's sequences (rows [e·b/${ep}, (e+1)·b/${ep}) of the replica's b) and
+holding ${E / ep} of every block's ${E} experts. The routing group stays the whole micro-batch: each MoE block
+all-gathers the group's router probabilities over the ${ep} processes (\`all_gather\`), so all of them route it as one
+device does (the same choices, capacity and drops); the tokens' rows go to their experts' processes and the outputs
+come back by \`all_to_all_single\` (torch 1.13's gloo has it, NCCL too; whole buffers travel, zeros where another
+process's token sits, where the page sends only the filled rows). The dense gradients are summed over the ep
+processes and the replicas, each expert's over the replicas holding it; the aux loss and the drops are counted once.
+Each process prints its experts and its collectives at the end. With ep > 1 \`train.py\` runs tp = 1, ZeRO 0 and one
+model copy (DualPipe is refused at the export), and no \`--resume\` or \`--profile\`. `;
+}
+
 /** The mixture-of-experts section (moe.py): what train.py computes as the page does, what it prints, what is not exported. */
 function moeText(run: RunConfig): string {
   const moe = moeOf(run);
@@ -112,17 +128,13 @@ function moeText(run: RunConfig): string {
 
 The MLP of ${which} is ${E} experts behind a router (\`moe.py\`): router.weight [${E}, C] (no bias), the experts stacked
 as \`mlp.experts.c_fc.weight\` [${E}·4C, C] and \`mlp.experts.c_proj.weight\` [${E}·C, 4C] (GELU-tanh, no biases). ${gates};
-ties go to the lower expert index. The routing group is one micro-batch's tokens on one process (its rows × blockSize).
+ties go to the lower expert index. The routing group is one micro-batch's tokens of one replica (its rows × blockSize).
 ${capacity} The aux loss ${moe.auxLossWeight} · ${E} · Σ_e f_e · P_e (f_e the group's share of first choices on e, P_e
 its mean router probability) is weighted by the group's share of the step's tokens and its gradient joins the router's;
 the printed loss stays the cross-entropy, and each step's line ends with \`aux X dropped N\` (the step's weighted aux
 loss and the token choices dropped, summed over every process). All of it computes what the page computes
 (src/nn/moe/moe-reference.ts), with the pipeline, replicas, ZeRO, recomputation and DualPipe.
-Every process holds all the experts of its stages (config.json's \`ep\` = 1, as the page runs them). \`train.py\` also
-runs expert parallelism when config.json says \`ep\` = dp (tp = 1, ZeRO 0, one model copy, a flush): the ep processes
-of a pipeline rank sit side by side (process (rank · ep + replica)), each holds ${E} / ep of every block's experts, and
-each MoE block sends its buffers to the experts' processes and back by \`all_to_all_single\` (torch 1.13's gloo has it;
-NCCL too), with the same numbers. Not exported: tensor parallelism and selective recomputation with experts (the page
+${epText(run, E)}Not exported: tensor parallelism and selective recomputation with experts (the page
 refuses both), and the aux and dropped counts of a PipeDream stream (its aux loss still trains; its lines show the
 loss only).
 
@@ -133,7 +145,8 @@ export function bundleReadme(run: RunConfig, corpus?: TextCorpus): string {
   const P = run.ranks;
   const D = run.dp;
   const T = run.tp ?? 1;
-  const W = workerCount(mesh(D, P, T));
+  const EP = run.ep ?? 1;
+  const W = workerCount(mesh(D, P, T, EP));
   const modules = TORCH_PROGRAM_FILES.filter((f) => f !== 'train.py').map((f) => `\`${f}\``).join(', ');
   return `# A PipeLab run, exported for PyTorch
 
@@ -166,9 +179,10 @@ ${torchrunLine(W, '--profile')}         # no training: profile.json for \`pipela
 fails at once without them (\`AttributeError: 'NoneType' object has no attribute 'get'\`, a launcher bug newer torch
 does not have); newer torch takes them too. Each process's output comes prefixed \`[default<rank>]:\`.
 
-${T > 1 ? tpText(D, T, P, W, run.sequenceParallel === true) : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
+${T > 1 ? tpText(D, T, P, W, run.sequenceParallel === true) : EP > 1 ? `The world size is dp × ranks × ep = ${D} × ${P} × ${EP} = ${W}, laid out as the page's workers: process
+((d · ${P} + r) · ${EP} + e) is replica d, pipeline rank r, expert-parallel rank e (see Mixture of experts).` : `The world size is dp × ranks = ${D} × ${P} = ${W}, laid out replica-major (as the page's workers): process g is
 replica g // ${P}, pipeline rank g % ${P}.`} Every replica runs the whole schedule on its own rows of each step's batch
-(replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D} processes of one pipeline rank form a \`torch.distributed\`
+(replica d: rows [d·B/${D}, (d+1)·B/${D})), and the ${D * EP} processes of one pipeline rank${EP > 1 ? " (every replica's ep processes; the experts' own groups below)" : ""} form a \`torch.distributed\`
 group: at the flush each stage's gradients are summed over it with \`all_reduce\`, then every process steps its
 optimizer. With ZeRO (\`run.zero\` in config.json) each replica keeps the optimizer state of its chunk of each
 stage's parameters only (replica d owns chunk (d + 1) mod dp, as the page's ring), updates that chunk and an

@@ -55,12 +55,13 @@ export interface TorchBundleConfig {
   /** Tensor-parallel processes per pipeline rank. */
   tp: number;
   /**
-   * Processes sharing each stage's experts (expert parallelism): 1 (every process holds all its stages' experts; the
-   * tab runs ep = 1). train.py runs ep > 1 as src/schedule/mesh.ts's expertWorkerOf places it (ep = dp, tp = 1:
-   * moe.py's all_to_all_single over each ep group; bundle.py check_expert_parallel says what else it needs).
+   * The run's expert parallelism (run.ep; 1 when absent): ep processes per pipeline rank of each replica, each on its
+   * slice of every micro-batch's sequences and holding experts / ep of its stages' experts (moe.py: the router's
+   * probabilities all-gathered over the ep group, the rows exchanged by all_to_all_single; bundle.py
+   * check_expert_parallel says what else it needs).
    */
   ep: number;
-  /** Processes: dp × tp × ranks; process g = (replica · ranks + rank) · tp + j (src/schedule/mesh.ts). */
+  /** Processes: dp × ranks × ep × tp; process g = ((replica · ranks + rank) · ep + e) · tp + j (src/schedule/mesh.ts workerOf). */
   world: number;
   /** Every parameter tensor parallelism splits, with its rule and whole shape (tpParams in src/nn/tp-params.ts); the rest are whole on every tp process. Empty with tp = 1. */
   tpParams: Record<string, TpParam>;
@@ -164,6 +165,10 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
   const be = new CpuBackend();
   // Model copies (DualPipe) repeat the cut (run-plan.ts): the weights are the model's, built once from copy 0's stages.
   const copies = schedule.copies ?? 1;
+  if ((run.ep ?? 1) > 1 && copies > 1) {
+    // train.py's expert parallelism runs one model copy (bundle.py check_expert_parallel); the tab runs DualPipe with ep.
+    throw new ConfigError('schedule', run.schedule, `with ep = ${run.ep} the export runs schedules of one model copy; ${run.schedule} holds ${copies} (export it with ep = 1, or another schedule)`);
+  }
   const cut = stageBlocks.slice(0, stageBlocks.length / copies);
   const chain = new StageChain(be, spec, cut.length, run.seed, { ranges: cut });
   const init: Record<string, NamedTensor> = {};
@@ -188,7 +193,7 @@ export function buildTorchBundle(config: RunConfig, program: TorchProgram): Bund
     dp: run.dp,
     ranks: run.ranks,
     tp: run.tp,
-    ep: 1,
+    ep: run.ep ?? 1,
     world: workerCount(meshOfRun(run)),
     tpParams: run.tp > 1 ? Object.fromEntries(tpParams(spec)) : {},
     stages: stageBlocks.length,

@@ -8,9 +8,12 @@
  * once, and each model runs with and without ZeRO-1), one with the all-reduce
  * at the flush instead of overlapped; and an MoE GPT (GShard top-2 with drops,
  * ZeRO-1), each replica routing its own micro-batches, against the page's run
- * and the loop on dp × m micro-batches (the same routing groups); and the same
- * model with config.json's ep = 2 (each replica holding half the experts, the
- * tokens exchanged by all_to_all_single: moe.py), to the same numbers.
+ * and the loop on dp × m micro-batches (the same routing groups); and expert
+ * parallelism as the tab runs it (run.ep = 2, config.json's ep): p 2 × ep 2
+ * (GShard top-2 with drops) and dp 2 × ep 2 (Switch with drops, full
+ * recomputation), each ep process on half of every micro-batch's sequences and
+ * holding half the experts, the whole micro-batch routed as one group (moe.py),
+ * against the page's own ep = 2 run and the loop, in the same launch.
  *
  * ZeRO-2 and ZeRO-3 (collectives.py: a reduce-scatter, emulated by an
  * all_reduce, after every backward; ZeRO-3's weights gathered before each
@@ -24,7 +27,7 @@
  * before B and I, or before one step's F, or keeping p.grad after the
  * reduce-scatter, fails these cases.) Needs Debian's python3-torch.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -41,9 +44,8 @@ const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, 
 
 /**
  * `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat).
- * `ep`: the bundle's config.json says ep = 2 (the tab runs ep = 1; train.py's expert parallelism, moe.py).
  */
-const CASES: { title: string; cfg: RunConfig; resume?: boolean; ep?: number }[] = [
+const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, 1f1b, dp 2 × p 2', cfg: { ...charMlp, schedule: '1f1b' } },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-1, all-reduce at the flush (no overlap)', cfg: { ...charMlp, schedule: 'zb-h1', zero: 1, overlap: false } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-1', cfg: { ...gpt, schedule: '1f1b', zero: 1 } },
@@ -52,12 +54,16 @@ const CASES: { title: string; cfg: RunConfig; resume?: boolean; ep?: number }[] 
     title: 'MoE GPT, GShard top-2, 4 experts, capacity factor 1.25 (drops), 1f1b, dp 2 × p 2, ZeRO-1 (each replica’s micro-batch its own routing group)',
     cfg: { ...gpt, schedule: '1f1b', zero: 1, experts: 4, topK: 2, capacityFactor: 1.25, auxLossWeight: 0.1 },
   },
-  // Expert parallelism: each replica holds 2 of the 4 experts, the other replica's tokens reaching them by all_to_all_single;
-  // the same routing groups, so the page's dp = 2 run's numbers.
+  // Expert parallelism as the tab runs it (config.json's ep = run.ep): each stage on 2 ep processes, each on half of every
+  // micro-batch's sequences and holding 2 of the 4 experts, the whole micro-batch routed as one group (the probabilities
+  // all-gathered), the rows exchanged by all_to_all_single; the page's own ep = 2 run's numbers and one device's.
   {
-    title: 'MoE GPT, Switch top-1, capacity factor 1, zb-h1, dp 2 × p 2 with ep = 2 (experts 0–1 on replica 0, 2–3 on replica 1), full recomputation',
-    cfg: { ...gpt, schedule: 'zb-h1', experts: 4, topK: 1, capacityFactor: 1, auxLossWeight: 0.1, recompute: true },
-    ep: 2,
+    title: 'MoE GPT, GShard top-2, capacity factor 1 (drops), 1f1b, p 2 × ep 2 (experts 0–1 on ep rank 0, 2–3 on ep rank 1)',
+    cfg: { ...gpt, dp: 1, ep: 2, schedule: '1f1b', experts: 4, topK: 2, capacityFactor: 1, auxLossWeight: 0.1 },
+  },
+  {
+    title: 'MoE GPT, Switch top-1, capacity factor 1, 1f1b, dp 2 × ep 2 (p 1), full recomputation (the experts’ gradients summed over the replicas holding them)',
+    cfg: { ...gpt, ranks: 1, ep: 2, schedule: '1f1b', experts: 4, topK: 1, capacityFactor: 1, auxLossWeight: 0.1, recompute: true },
   },
   { title: 'char-MLP, zb-h1, dp 2 × p 2, ZeRO-2', cfg: { ...charMlp, schedule: 'zb-h1', zero: 2 } },
   { title: 'GPT, 1f1b, dp 2 × p 2, ZeRO-2, no overlap', cfg: { ...gpt, schedule: '1f1b', zero: 2, overlap: false } },
@@ -72,35 +78,35 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
   let runs: TorchrunResult[] = [];
   beforeAll(async () => {
     bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    CASES.forEach(({ ep }, i) => {
-      if (!ep) return;
-      const path = join(bundles[i].dir, 'config.json');
-      writeFileSync(path, JSON.stringify({ ...(JSON.parse(readFileSync(path, 'utf8')) as TorchBundleConfig), ep }));
-    });
     runs = await runTorchrunMany(CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })));
   }, 900_000);
 
-  CASES.forEach(({ title, cfg, resume, ep }, i) => {
+  CASES.forEach(({ title, cfg, resume }, i) => {
     it(title, async () => {
-      // An MoE block routes each replica's micro-batch as its own group: one device with dp × m micro-batches has the same groups.
+      // An MoE block routes each replica's micro-batch as its own group (with ep, the ep processes' slices of it as one):
+      // one device with dp × m micro-batches has the same groups.
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg.experts ? { ...cfg, microbatches: cfg.dp * cfg.microbatches } : cfg));
       const { dir, files } = bundles[i];
       const bundle = JSON.parse(files.find((f) => f.path === 'config.json')!.data as string) as TorchBundleConfig;
-      expect({ dp: bundle.dp, ranks: bundle.ranks, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: 2, ranks: 2, world: 4, rows: cfg.batchSize / 8 });
+      const ep = cfg.ep ?? 1;
+      expect({ dp: bundle.dp, ranks: bundle.ranks, ep: bundle.ep, world: bundle.world, rows: bundle.rowsPerMicrobatch }).toEqual({ dp: cfg.dp, ranks: cfg.ranks, ep, world: 4, rows: cfg.batchSize / (cfg.dp * cfg.microbatches) });
       expect(bundle.run).toMatchObject({ zero: cfg.zero, reshard: cfg.reshard, prefetch: cfg.prefetch });
       const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
-      // One process prints the losses: the last stage's of replica 0 (process 1; with ep = 2 the replicas of a rank sit
-      // side by side, so process 2), the sum over both replicas.
-      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${ep ? 2 : 1}]:step 0 loss`]);
-      if (ep) {
-        // Process g = rank · 2 + replica; each holds its replica's half of the experts and exchanges 6 times per MoE
-        // block and micro-batch (2 in F, 2 in I, 2 in the recomputed forward).
+      // One process prints the losses: the last stage's of replica 0 (ep rank 0), process (ranks − 1) · ep
+      // (src/schedule/mesh.ts workerOf), the sum over every replica and ep rank.
+      expect(r.output.match(/\[default(\d)\]:step 0 loss/g), r.output).toEqual([`[default${(cfg.ranks - 1) * ep}]:step 0 loss`]);
+      if (ep > 1) {
+        // Process g = ((d · ranks + rank) · 2 + e); each holds its ep rank's half of the experts; per MoE block and
+        // micro-batch it all-gathers the probabilities once per forward and exchanges rows twice per forward and twice
+        // per backward (with full recomputation the forward runs again in the backward).
         const moeBlocks = bundle.stageBlocks.map(([a, b]) => (bundle.model as { blocks: { layers: { kind: string }[] }[] }).blocks.slice(a, b).filter((bl) => bl.layers.some((l) => l.kind === 'gpt-moe-block')).length);
+        const forwards = cfg.recompute ? 2 : 1;
         for (let g = 0; g < 4; g++) {
-          const calls = moeBlocks[Math.floor(g / 2)] * cfg.microbatches * cfg.steps * 6;
-          expect(r.output, r.output).toContain(`[default${g}]:rank ${g}: ep rank ${g % 2} of 2: experts ${2 * (g % 2)}..${2 * (g % 2) + 1} of ${moeBlocks[Math.floor(g / 2)]} MoE blocks, ${calls} all_to_all_single calls`);
+          const e = g % 2, rank = Math.floor(g / 2) % cfg.ranks;
+          const n = moeBlocks[rank] * cfg.microbatches * cfg.steps;
+          expect(r.output, r.output).toContain(`[default${g}]:rank ${g}: ep rank ${e} of 2: experts ${2 * e}..${2 * e + 1} of ${moeBlocks[rank]} MoE blocks, ${n * forwards} all_gather and ${n * (2 * forwards + 2)} all_to_all_single calls`);
         }
       }
       const comparable = (w: Readonly<Record<string, ArrayLike<number>>>) => (cfg.model === 'gpt' ? withoutKeyBias(w, cfg.width ?? 0) : w);

@@ -22,6 +22,10 @@ const small: RunConfig = { ...defaultRunConfig(), layers: 3, hidden: 16, batchSi
 describe('what the exported program refuses', () => {
   it('refuses a bad configuration with the field, the value and the rule', () => {
     expect(() => buildTorchBundle({ ...small, microbatches: 5 }, {})).toThrow('microbatches = 5: must divide batchSize = 32 evenly');
+    // The tab runs DualPipe with ep; train.py's expert parallelism runs one model copy: refused at the export.
+    const moeDualPipe: RunConfig = { ...small, dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 4, ranks: 2, steps: 1, experts: 4, ep: 2, schedule: 'dualpipe' };
+    expect(() => buildTorchBundle(moeDualPipe, {})).toThrow('schedule = "dualpipe": with ep = 2 the export runs schedules of one model copy; dualpipe holds 2 (export it with ep = 1, or another schedule)');
+    expect(writeTempBundle({ ...moeDualPipe, schedule: '1f1b' }).files.find((f) => f.path === 'config.json')?.data).toContain('"ep": 2');
   });
 
   it('stops every process of a launch whose world size is not dp × ranks, naming both', async () => {
@@ -40,18 +44,18 @@ describe('what the exported program refuses', () => {
     const { dir: world6 } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
     const cfg = JSON.parse(readFileSync(join(world6, 'config.json'), 'utf8')) as Record<string, unknown>;
     writeFileSync(join(world6, 'config.json'), JSON.stringify({ ...cfg, world: 6 }));
-    // Expert parallelism (config.json's ep; the tab runs ep = 1): what train.py cannot run is refused before any group starts.
+    // Expert parallelism (config.json's ep, edited here past what the tab allows): what train.py cannot run is refused before any group starts.
     const moe: RunConfig = { ...small, dataset: 'names', model: 'gpt', layers: 2, heads: 2, width: 8, blockSize: 16, batchSize: 8, microbatches: 2, ranks: 1, dp: 2, steps: 1, experts: 6, schedule: '1f1b' };
     const epBundle = (cfg: RunConfig, ep: number) => {
       const { dir: d } = writeTempBundle(cfg);
-      writeFileSync(join(d, 'config.json'), JSON.stringify({ ...(JSON.parse(readFileSync(join(d, 'config.json'), 'utf8')) as Record<string, unknown>), ep }));
+      writeFileSync(join(d, 'config.json'), JSON.stringify({ ...(JSON.parse(readFileSync(join(d, 'config.json'), 'utf8')) as Record<string, unknown>), ep, world: cfg.dp * cfg.ranks * ep }));
       return { dir: d, env: { RANK: '0', WORLD_SIZE: '2' } };
     };
     const EP_REFUSALS: [RunConfig, number, string][] = [
       [{ ...small, schedule: '1f1b', ranks: 1, dp: 2, steps: 1 }, 2, 'config.json: ep = 2: needs a mixture-of-experts model (experts > 0)'],
       [moe, 4, 'config.json: ep = 4: must divide the experts ([6])'],
-      [{ ...moe, experts: 4 }, 4, 'config.json: ep = 4: must equal dp = 2 in this train.py (each replica holds its own share of the experts)'],
-      [{ ...moe, zero: 1 }, 2, 'config.json: zero = 1: must be 0 with ep > 1'],
+      [{ ...moe, experts: 4 }, 4, "config.json: ep = 4: must divide each micro-batch's 2 sequences (each ep process takes its slice of them)"],
+      [{ ...moe, zero: 1 }, 2, 'config.json: zero = 1: must be 0 with ep > 1 in this train.py'],
     ];
     // All in one Python process (torch imported once).
     const [rank0, rank3, six, ...epRuns] = runPythonMany([

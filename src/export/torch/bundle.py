@@ -1,8 +1,11 @@
 """The exported run as every process reads it: config.json, schedule.csv and the mesh of processes.
 
-The mesh is numbered as PipeLab's src/schedule/mesh.ts numbers its workers: of world = dp x tp x ranks processes,
-global rank g = (replica * ranks + rank) * tp + j: tp innermost, then the pipeline rank, the replica outermost (with
-tp = 1, replica g // ranks and pipeline rank g % ranks). Every replica runs the whole schedule (one row of
+The mesh is numbered as PipeLab's src/schedule/mesh.ts numbers its workers: of world = dp x ranks x ep x tp
+processes, global rank g = ((replica * ranks + rank) * ep + e) * tp + j: tp innermost, then ep, then the pipeline
+rank, the replica outermost (with ep = tp = 1, replica g // ranks and pipeline rank g % ranks). With expert
+parallelism (ep > 1) the ep processes of one (replica, pipeline rank) each take their slice of every micro-batch's
+sequences (data.py) and share its experts (moe.py); below, a "replica" of the program is one of the dp x ep copies
+of the pipeline (Mesh). Every replica runs the whole schedule (one row of
 schedule.csv per pipeline rank) on its own rows of each step's batch; the tp processes of one (replica, pipeline
 rank) hold its stages split (tensor_parallel.py) and form its tp group; the dp processes that hold one (pipeline
 rank, tp rank) (every replica's copy of that piece of its stages) form their data-parallel group.
@@ -20,42 +23,53 @@ import os
 
 
 class Mesh:
-    """dp replicas of a pipeline of `ranks` ranks, each rank's stages split over tp processes;
-    process g = (replica * ranks + rank) * tp + j. With experts sharded over ep processes (ep a multiple of tp whose
-    g = ep / tp divides dp; src/schedule/mesh.ts expertWorkerOf) the g replicas of an ep group sit side by side:
-    process ((replica // g * ranks + rank) * g + replica % g) * tp + j."""
+    """dp replicas of a pipeline of `ranks` ranks, each rank's stages held by ep expert-parallel processes of tp
+    tensor-parallel processes each: world = dp x ranks x ep x tp, process g = ((d * ranks + rank) * ep + e) * tp + j
+    (src/schedule/mesh.ts workerOf: tp innermost, then ep, then pp, dp outermost).
+
+    The program numbers the dp x ep copies of the pipeline that the mesh holds ("pipes", what train.py calls a
+    replica): pipe p is replica d = p // ep, ep rank e = p % ep. Every pipe runs the whole schedule; with ep = 1 a
+    pipe is a replica. `dp` below is the number of pipes (the processes a dense gradient is summed over), `replicas`
+    the run's dp."""
 
     def __init__(self, dp, ranks, tp=1, ep=1):
-        self.dp, self.ranks, self.tp, self.ep, self.world = dp, ranks, tp, ep, dp * tp * ranks
-        self.g = max(1, ep // tp)
+        self.replicas, self.ranks, self.tp, self.ep = dp, ranks, tp, ep
+        self.dp = dp * ep
+        self.world = self.dp * tp * ranks
 
     def place(self, g):
-        """(replica, pipeline rank, tp rank) of global rank g."""
+        """(pipe, pipeline rank, tp rank) of global rank g."""
         pipe, j = divmod(g, self.tp)
-        block, d = divmod(pipe, self.g)
-        outer, rank = divmod(block, self.ranks)
-        return outer * self.g + d, rank, j
+        block, e = divmod(pipe, self.ep)
+        d, rank = divmod(block, self.ranks)
+        return d * self.ep + e, rank, j
 
-    def process(self, replica, rank, j):
-        return ((replica // self.g * self.ranks + rank) * self.g + replica % self.g) * self.tp + j
+    def process(self, pipe, rank, j):
+        return ((pipe // self.ep * self.ranks + rank) * self.ep + pipe % self.ep) * self.tp + j
 
-    def ep_group(self, replica, rank):
-        """The processes sharing replica `replica`'s pipeline rank's experts (tp = 1), in ep order."""
-        first = replica // self.g * self.g
-        return [self.process(first + i, rank, 0) for i in range(self.g)]
+    def ep_group(self, pipe, rank):
+        """The processes sharing pipe `pipe`'s pipeline rank's experts (tp = 1), in ep order."""
+        first = pipe // self.ep * self.ep
+        return [self.process(first + i, rank, 0) for i in range(self.ep)]
+
+    def expert_group(self, e, rank):
+        """The processes holding ep rank e's experts of pipeline rank `rank` (tp = 1), one per replica."""
+        return [self.process(d * self.ep + e, rank, 0) for d in range(self.replicas)]
 
     def group(self, rank, j):
-        """The processes holding tp rank j's piece of pipeline rank `rank`'s stages, one per replica, in replica order."""
+        """The processes holding tp rank j's piece of pipeline rank `rank`'s stages, one per pipe, in pipe order (with
+        ep > 1 the dense weights' gradients are summed over it: the ep group's and the replicas' at once)."""
         return [self.process(d, rank, j) for d in range(self.dp)]
 
-    def tp_group(self, replica, rank):
-        """The processes holding replica `replica`'s pipeline rank `rank`, in tp order."""
-        return [self.process(replica, rank, j) for j in range(self.tp)]
+    def tp_group(self, pipe, rank):
+        """The processes holding pipe `pipe`'s pipeline rank `rank`, in tp order."""
+        return [self.process(pipe, rank, j) for j in range(self.tp)]
 
     def describe(self):
+        if self.ep > 1:
+            return f"dp x ranks x ep x tp = {self.replicas} x {self.ranks} x {self.ep} x {self.tp} = {self.world} processes"
         if self.tp == 1:
-            ep = f" (ep = {self.ep} of the replicas share each stage's experts)" if self.ep > 1 else ""
-            return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes{ep}"
+            return f"dp x ranks = {self.dp} x {self.ranks} = {self.world} processes"
         return f"dp x tp x ranks = {self.dp} x {self.tp} x {self.ranks} = {self.world} processes"
 
 
@@ -108,18 +122,20 @@ def read_schedule(path):
 
 
 def check_expert_parallel(cfg, mesh, copies):
-    """What this train.py runs with ep > 1 (moe.py's all_to_all_single over each ep group): a mixture-of-experts GPT
-    whose experts divide by ep, ep = dp (each replica holds its own share of every stage's experts), tp = 1, ZeRO 0,
-    one model copy and a flush; anything else stops every process naming the field, its value and the rule."""
+    """What this train.py runs with ep > 1 (moe.py: the router's probabilities all-gathered over each ep group, the
+    experts' rows exchanged by all_to_all_single): a mixture-of-experts GPT whose experts divide by ep, each
+    micro-batch's sequences dividing by ep, tp = 1, ZeRO 0, one model copy and a flush; anything else stops every
+    process naming the field, its value and the rule."""
     experts = {s.get("experts") for b in cfg["model"]["blocks"] for s in b["layers"] if s["kind"] == "gpt-moe-block"}
     run = cfg.get("run", {})
+    rows = cfg["batchSize"] // (mesh.replicas * cfg["microbatches"])
     rules = [
         (not experts, "ep", mesh.ep, "needs a mixture-of-experts model (experts > 0)"),
         (any(e % mesh.ep for e in experts), "ep", mesh.ep, f"must divide the experts ({sorted(experts)})"),
-        (mesh.ep != mesh.dp, "ep", mesh.ep, f"must equal dp = {mesh.dp} in this train.py (each replica holds its own share of the experts)"),
-        (mesh.tp != 1, "tp", mesh.tp, "must be 1 with ep > 1"),
-        (run.get("zero", 0) != 0, "zero", run.get("zero", 0), "must be 0 with ep > 1"),
-        (copies.n != 1, "schedule", cfg["schedule"], "must run one model copy with ep > 1"),
+        (rows % mesh.ep != 0, "ep", mesh.ep, f"must divide each micro-batch's {rows} sequences (each ep process takes its slice of them)"),
+        (mesh.tp != 1, "tp", mesh.tp, "must be 1 with ep > 1 in this train.py"),
+        (run.get("zero", 0) != 0, "zero", run.get("zero", 0), "must be 0 with ep > 1 in this train.py"),
+        (copies.n != 1, "schedule", cfg["schedule"], "must run one model copy with ep > 1 in this train.py"),
         (cfg.get("update", "flush") != "flush", "schedule", cfg["schedule"], "must flush every step with ep > 1"),
     ]
     for bad, field, value, rule in rules:
@@ -151,6 +167,8 @@ class Bundle:
         if len(self.order) != mesh.ranks:
             rows = len(self.order)
             its = f"dp x rows = {mesh.dp} x {rows}" if mesh.tp == 1 else f"dp x tp x rows = {mesh.dp} x {mesh.tp} x {rows}"
+            if mesh.ep > 1:
+                its = f"dp x rows x ep x tp = {mesh.replicas} x {rows} x {mesh.ep} x {mesh.tp}"
             raise SystemExit(f"schedule.csv holds {rows} rows (one per pipeline rank), so {its} = "
                              f"{mesh.dp * mesh.tp * rows} processes, but config.json is for {mesh.describe()}")
         stage_to_rank, copies = cfg["stageToRank"], self.copies
@@ -171,7 +189,7 @@ class Bundle:
                     raise SystemExit(f"schedule.csv row {r + 1} column {c + 1}: {s}{op}{mb}: {where} (config.json)")
 
     def check_world(self, world, rank):
-        """The launch must start exactly dp x tp x ranks processes."""
+        """The launch must start exactly dp x ranks x ep x tp processes."""
         m = self.mesh
         if world != m.world:
             raise SystemExit(f"rank {rank}: world size = {world}, but this run was exported for {m.describe()}: "

@@ -230,11 +230,14 @@ class DataParallel:
     `row` is this process's row of schedule.csv ((column, stage, op, micro-batch) in column order); `reshard` and
     `prefetch` are the run's ZeRO-3 settings."""
 
-    def __init__(self, mesh, replica, rank, group, stages, opt, zero, overlap, timeout, row=(), reshard="step", prefetch=False):
+    def __init__(self, mesh, replica, rank, group, stages, opt, zero, overlap, timeout, row=(), reshard="step", prefetch=False, expert_group=None):
         self.dp, self.rank, self.group, self.stages, self.overlap, self.timeout = mesh.dp, rank, group, stages, overlap, timeout
         self.zero = zero if mesh.dp > 1 else 0
-        # With ep = dp (bundle.py) each replica holds its own share of the experts: their gradients are summed nowhere.
-        self.summed = (lambda name: not is_expert_weight(name)) if mesh.ep > 1 else (lambda name: True)
+        # With ep > 1 (bundle.py; ZeRO 0) `group` is every pipe of the (pipeline rank): the dense gradients are summed
+        # over the ep group and the replicas in one all_reduce; each expert's over `expert_group`, the replicas holding
+        # it (None with dp = 1: one process holds it).
+        self.dense = (lambda name: not is_expert_weight(name)) if mesh.ep > 1 else (lambda name: True)
+        self.expert_group = expert_group
         self.reshard, self.prefetch = reshard, prefetch
         self.pending = {}  # ZeRO-0/1: stage -> its overlapped all_reduce at the flush
         self.reducing = []  # ZeRO-2/3: overlapped reduce-scatters in issue order (stage, vector, work, message)
@@ -322,9 +325,15 @@ class DataParallel:
     # ZeRO-0/1: the flush's all-reduce, overlapped with the pipeline's last backward -------------------------------
 
     def start_all_reduce(self, s):
-        params = [p for n, p in self.stages[s].params.items() if self.summed(n)]
-        flat = flat_grads(params)
-        return params, flat, dist.all_reduce(flat, group=self.group, async_op=True)
+        """Stage s's gradient all_reduces, started: [(params, their flat gradient, work)], the dense ones over the
+        group, the experts' over theirs (ep > 1 with replicas)."""
+        out = []
+        for group, which in ((self.group, self.dense), (self.expert_group, lambda n: not self.dense(n))):
+            params = [p for n, p in self.stages[s].params.items() if which(n)]
+            if group is not None and params:
+                flat = flat_grads(params)
+                out.append((params, flat, dist.all_reduce(flat, group=group, async_op=True)))
+        return out
 
     def stage_done(self, s):
         """Stage s has every weight gradient of the step (the pipeline calls this)."""
@@ -346,9 +355,10 @@ class DataParallel:
             for s in sorted(self.stages):
                 if s not in self.pending and self.stages[s].params:
                     self.pending[s] = self.start_all_reduce(s)
-            for s, (params, flat, work) in self.pending.items():
-                wait(work, self.timeout, f"rank {self.rank}: step {step}: the all_reduce of stage {s}'s gradients did not finish within {self.timeout.total_seconds()} s")
-                set_grads(params, flat)
+            for s, reduces in self.pending.items():
+                for params, flat, work in reduces:
+                    wait(work, self.timeout, f"rank {self.rank}: step {step}: the all_reduce of stage {s}'s gradients did not finish within {self.timeout.total_seconds()} s")
+                    set_grads(params, flat)
             self.pending = {}
         if before_update:
             before_update(None)

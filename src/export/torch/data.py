@@ -3,7 +3,9 @@
 batches.safetensors holds the exact batch of every step: inputs [steps, B, cols] and labels [steps, B] (the GPT's:
 [steps, B, blockSize], -1 where a position is padding). Replica d of dp trains rows [d*B/dp, (d+1)*B/dp) of
 each step's batch (replicaRows in src/schedule/mesh.ts), cut into `microbatches` micro-batches of
-B / (dp * microbatches) rows. The loss scale stays 1 / (the targets of the WHOLE step's batch, every replica's),
+b = B / (dp * microbatches) rows. With expert parallelism (config.json "ep" > 1) ep process e of the replica takes
+rows [e*b/ep, (e+1)*b/ep) of each of its micro-batches (the tab's SampledMicrobatches): the program's pipe
+p = d * ep + e (bundle.py Mesh). The loss scale stays 1 / (the targets of the WHOLE step's batch, every replica's),
 so the replicas' summed gradients are exactly the one-device gradient of the batch; PipeDream, whose every
 micro-batch is its own update (config.json lossOver 'microbatch'), scales each by 1 / its own targets.
 
@@ -18,12 +20,14 @@ LABEL_IGNORED = -1  # a padded target (the GPT's positions past a name's end) ta
 
 
 class ReplicaBatches:
-    def __init__(self, path, cfg, replica, device):
+    def __init__(self, path, cfg, pipe, device):
         data = read_safetensors(path)
         self.inputs, self.labels = data["inputs"], data["labels"].long()
-        dp, B, M = cfg.get("dp", 1), cfg["batchSize"], cfg["microbatches"]
-        self.rows = B // (dp * M)  # rows per micro-batch
-        self.first = replica * (B // dp)
+        dp, ep, B, M = cfg.get("dp", 1), cfg.get("ep", 1), cfg["batchSize"], cfg["microbatches"]
+        replica, e = divmod(pipe, ep)
+        self.stride = B // (dp * M)  # rows of the replica's micro-batch
+        self.rows = self.stride // ep  # this process's rows of it
+        self.first = replica * (B // dp) + e * self.rows
         self.device = device
         self.in_dtype = torch.float32 if cfg["model"]["input"]["dtype"] == "f32" else torch.int32
         self.loss_scale = cfg["lossScalePerStep"]
@@ -40,7 +44,7 @@ class ReplicaBatches:
         return self.loss_scale[s] if self.per_microbatch is None else self.per_microbatch[s][i]
 
     def span(self, mb):
-        lo = self.first + mb * self.rows
+        lo = self.first + mb * self.stride
         return lo, lo + self.rows
 
     def input(self, step, mb):

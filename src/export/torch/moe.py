@@ -15,11 +15,19 @@ The experts are stacked as the page stores them, no biases: experts.c_fc.weight 
 experts.c_proj.weight [E*C, 4C]. The dispatch gathers each expert's rows into a buffer [E, cap, C], the experts run
 as one batched matmul each way, the combine gathers back: every value is the reference's, to float32 rounding.
 
-With expert parallelism (config.json "ep" > 1: ExpertParallel) each of the ep processes of an ep group holds E / ep
-of every block's experts (expert e on process e // (E / ep), its rows of the stacked weights): each routes its own
-group into the buffers [E, cap, C] as above, one all_to_all_single over the ep group sends expert e's rows to its
-process and one brings the outputs back (their backward: the same exchange of the gradients); torch 1.13's gloo has
-all_to_all_single (not all_to_all), and so has NCCL. What each expert computes on each row is unchanged.
+With expert parallelism (config.json "ep" > 1: ExpertParallel), as the tab runs it (src/nn/moe/moe-ep.ts): each of
+the ep processes of an ep group holds its slice of every micro-batch's sequences (data.py: its S / ep tokens of the
+group's S, sequence-major) and E / ep of every block's experts (expert e on process e // (E / ep), its rows of the
+stacked weights). The routing group is still the whole micro-batch: each process all-gathers the group's router
+probabilities [S, E] (dist.all_gather, ep order) and routes all of them as above, so the top-k, the capacity and the
+drops are one device's. Its buffers [E, cap, C] hold its own tokens' rows (zeros where another process's token or
+no token sits); one all_to_all_single over the ep group sends expert e's buffer to its process, which adds the ep
+buffers up (each row filled by one process, so the sum is exact) and computes its experts on every row; one more
+sends every expert's outputs back to every process, which combines its own tokens (the backward: the same exchanges
+of the gradients; the probabilities' all_gather gives back each process its own rows' gradient). torch 1.13's gloo
+has all_to_all_single (not all_to_all), and so has NCCL. The tab sends only the filled rows; this sends whole
+buffers (the same values, more bytes). The aux loss and the dropped choices are the group's, counted once (ep
+process 0); every process takes the aux's gradient for its own tokens' probabilities.
 
 The load-balancing loss aux = E * sum_e f_e * mean_s P[s, e] (f_e the share of the group's first choices on e, a
 count: no gradient), weighted by alpha * S / stepTokens (the group's share of the step's token rows): its gradient
@@ -44,12 +52,13 @@ def is_expert_weight(name):
 
 
 class ExpertParallel:
-    """This process's place among the `size` processes sharing every MoE block's experts (index: its place in its ep
-    group, the group's torch.distributed group set once the process group exists: train.py); size 1: every expert here."""
+    """This process's place among the `size` processes sharing every MoE block's experts and each micro-batch's
+    tokens (index: its place in its ep group, the group's torch.distributed group set once the process group exists:
+    train.py); size 1: every expert and every token of the micro-batch here."""
 
     def __init__(self, size=1, index=0, timeout=None, who=""):
         self.size, self.index, self.timeout, self.who = size, index, timeout, who
-        self.group, self.calls = None, 0
+        self.group, self.calls, self.gathers = None, 0, 0
 
     def rows(self, t):
         """This process's rows of a whole stacked expert weight (its experts' blocks of rows)."""
@@ -69,6 +78,14 @@ class ExpertParallel:
         self.calls += 1
         return out
 
+    def all_gather(self, x):
+        """Every ep process's x, concatenated along dim 0 in ep order."""
+        out = [torch.empty_like(x) for _ in range(self.size)]
+        work = dist.all_gather(out, x.contiguous(), group=self.group, async_op=True)
+        wait(work, self.timeout, f"{self.who}: the router probabilities' all_gather did not finish within {self.timeout.total_seconds()} s")
+        self.gathers += 1
+        return torch.cat(out)
+
 
 class _AllToAll(torch.autograd.Function):
     """ExpertParallel.exchange, differentiable: its gradient is the same exchange of the output's gradient."""
@@ -81,6 +98,21 @@ class _AllToAll(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return ctx.ep.exchange(g), None
+
+
+class _Gather(torch.autograd.Function):
+    """ExpertParallel.all_gather, differentiable: every process computes the same function of the gathered rows, once
+    each, so its own rows' gradient is its own copy's (no sum over the group)."""
+
+    @staticmethod
+    def forward(ctx, x, ep):
+        ctx.ep, ctx.n = ep, x.shape[0]
+        return ep.all_gather(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        i, n = ctx.ep.index, ctx.n
+        return g[i * n:(i + 1) * n], None
 
 _counted = []  # (weighted aux loss, choices dropped) of each group whose gradient went back since take_aux last read them
 
@@ -103,13 +135,15 @@ class _WithAux(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        _counted.append((ctx.aux.item(), int(ctx.dropped.sum().item())))
+        if ctx.dropped is not None:
+            _counted.append((ctx.aux.item(), int(ctx.dropped.sum().item())))
         return dy, torch.ones_like(ctx.aux), None
 
 
 def with_aux(y, aux, dropped):
     """y, with `aux` (a weighted aux loss [ ]) added to the objective its gradient flows back from; its backward
-    counts aux and `dropped` (the group's dropped choices per expert) for take_aux."""
+    counts aux and `dropped` (the group's dropped choices per expert) for take_aux (dropped None: counts nothing, the
+    group counted by another process)."""
     return _WithAux.apply(y, aux, dropped)
 
 
@@ -177,31 +211,37 @@ class MoeMlp:
         self.decay = {n: True for n in self.params}
 
     def __call__(self, u):
-        """u [..., C] (the group's rows: every leading index a token) -> the MoE's output, same shape."""
-        shape, C, E = u.shape, self.C, self.E
+        """u [..., C] (this process's rows of the group: every leading index a token) -> the MoE's output, same shape.
+        With ep > 1 the group is the ep group's rows of the micro-batch (this process's the index-th block)."""
+        shape, C, E, ep = u.shape, self.C, self.E, self.ep
         u = u.reshape(-1, C)
-        S = u.shape[0]
+        n = u.shape[0]  # this process's tokens
+        probs_mine = F.softmax(recorded(F.linear(u, self.router), [self.router]), dim=-1)
+        probs = _Gather.apply(probs_mine, ep) if ep.size > 1 else probs_mine
+        S, first = probs.shape[0], ep.index * n  # the group's tokens; this process's are [first, first + n)
         cap = capacity(self.cf, self.k, S, E)
-        probs = F.softmax(recorded(F.linear(u, self.router), [self.router]), dim=-1)
-        sel, slot, row_token, dropped = route(probs, self.k, cap)
-        gates = gates_of(probs, sel)
-        u0 = torch.cat([u, u.new_zeros(1, C)])  # row S: an empty buffer row's input
-        ye = self.experts(u0[row_token].view(E, cap, C))
+        sel_all, slot, row_token, dropped = route(probs, self.k, cap)
+        sel, slot = sel_all[first:first + n], slot[first:first + n]
+        gates = gates_of(probs_mine, sel)
+        mine = (row_token >= first) & (row_token < first + n)
+        u0 = torch.cat([u, u.new_zeros(1, C)])  # row n: an empty buffer row's input (or another process's token's)
+        ye = self.experts(u0[torch.where(mine, row_token - first, torch.full_like(row_token, n))].view(E, cap, C))
         ye0 = torch.cat([ye.reshape(E * cap, C), ye.new_zeros(1, C)])  # row E * cap: what a dropped choice gets
         out = sum(gates[:, j:j + 1] * ye0[torch.where(slot[:, j] < 0, E * cap, slot[:, j])] for j in range(self.k))
-        return with_aux(out.view(shape), aux_loss(probs, sel) * (self.alpha * S / self.step_tokens), dropped)
-
+        counted = dropped if ep.index == 0 else None  # the group's drops and aux, counted once
+        return with_aux(out.view(shape), aux_loss(probs, sel_all) * (self.alpha * S / self.step_tokens), counted)
 
     def experts(self, xe):
-        """The experts on their buffers xe [E, cap, C] -> ye [E, cap, C]; with ep > 1 each buffer goes to the process
-        holding its expert and back (all_to_all_single), this process computing its experts on every process's rows."""
+        """The experts on the buffers xe [E, cap, C] -> ye [E, cap, C]; with ep > 1 each expert's buffer goes to the
+        process holding it (which adds up the ep processes' buffers: each row is filled by one of them), and every
+        expert's outputs come back to every process (all_to_all_single each way)."""
         C, L, n, cap = self.C, self.local, self.ep.size, xe.shape[1]
-        if n > 1:  # [n, L, cap, C] by destination -> by source, then [L, n * cap, C]: expert l's rows from every process
-            xe = _AllToAll.apply(xe, self.ep).view(n, L, cap, C).transpose(0, 1).reshape(L, n * cap, C)
+        if n > 1:  # [n, L, cap, C] by owner -> [n, L, cap, C] by source, summed: this process's experts' whole buffers
+            xe = _AllToAll.apply(xe.contiguous(), self.ep).view(n, L, cap, C).sum(dim=0)
         h = recorded(torch.bmm(xe, self.fc.view(L, 4 * C, C).transpose(1, 2)), [self.fc])
         ye = recorded(torch.bmm(F.gelu(h, approximate="tanh"), self.proj.view(L, C, 4 * C).transpose(1, 2)), [self.proj])
-        if n > 1:  # back: [n, L, cap, C] by source process, exchanged, is [E, cap, C] by expert
-            ye = _AllToAll.apply(ye.view(L, n, cap, C).transpose(0, 1).contiguous(), self.ep).view(n * L, cap, C)
+        if n > 1:  # back: every process gets these outputs; the result by owner is [E, cap, C] by expert
+            ye = _AllToAll.apply(ye.unsqueeze(0).expand(n, L, cap, C).contiguous(), self.ep).view(n * L, cap, C)
         return ye
 
 

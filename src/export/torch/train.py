@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A PipeLab run, exported: the same model, stages, schedule, weights and batches, on torch.distributed.
 
-    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py                  # W = dp x tp x ranks (config.json "world")
+    torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py                  # W = dp x ranks x ep x tp (config.json "world")
     torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --backend nccl   # one GPU per process
     torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --profile        # no training: writes profile.json for `pipelab plan`
     torchrun --redirects 1 --tee 1 --nproc_per_node=W train.py --resume FILE --save-every N   # continue a checkpoint
@@ -22,8 +22,12 @@ freed after, as run.reshard says; the replicas of one tp piece form each group).
 replica 0 (tp rank 0) prints the loss of every step: the whole batch's, every replica's (and every copy's) share.
 At the end rank 0 gathers the weights (joining the tp pieces; copy 0's), writes trained.safetensors (the page's
 names and layouts) and prints the held-out loss. A mixture-of-experts GPT (moe.py) adds each step's aux loss and
-dropped choices to the loss line; with config.json's ep = dp > 1 the ep replicas of a pipeline rank sit side by side
-(bundle.py), each holding its share of the experts, reached by all_to_all_single (each prints its share at the end).
+dropped choices to the loss line. With expert parallelism (config.json "ep" > 1, as the tab runs it) each pipeline
+rank of each replica is ep processes, process ((replica * ranks + rank) * ep + e) * tp + j (bundle.py), each on its
+slice of every micro-batch's sequences and holding E / ep of the experts; the router's probabilities are all-gathered
+over the ep group, so every process routes the whole micro-batch as one device does, and the experts' rows travel by
+all_to_all_single (moe.py); the dense gradients are summed over the ep group and the replicas, each expert's over the
+replicas holding it (each process prints its experts and its collectives at the end).
 
 PipeDream and PipeDream-2BW (config.json "update" other than 'flush') have no flush: the whole run is one stream,
 schedule.csv's one window of steps x microbatches micro-batches, walked once while each stage updates its own weights
@@ -108,8 +112,8 @@ class Process:
         # Under a flush the parts of the gradients sequence parallelism splits are summed where the update reads them.
         flush = cfg.get("update", "flush") == "flush"
         self.tp = TensorParallel(bundle.mesh.tp, self.tp_rank, None, cfg.get("tpParams"), self.timeout, f"rank {self.rank}", sp, flush)
-        mesh = bundle.mesh  # with ep > 1 (tp = 1): this replica's place in its ep group holds its share of the experts
-        self.ep = ExpertParallel(mesh.ep, self.replica % mesh.g, self.timeout, f"rank {self.rank}") if mesh.ep > 1 else None
+        mesh = bundle.mesh  # with ep > 1 (tp = 1): this pipe's place in its ep group holds its share of the experts
+        self.ep = ExpertParallel(mesh.ep, self.replica % mesh.ep, self.timeout, f"rank {self.rank}") if mesh.ep > 1 else None
         self.stages = build_stages(cfg, self.prank, self.device, self.tp, self.ep)
         self.init = read_safetensors(bundle.path("init.safetensors"))  # whole (--profile times whole blocks)
         pieces = self.tp.pieces(self.init)
@@ -125,10 +129,14 @@ class Process:
         self.groups = replica_groups(self.bundle.mesh, self.timeout)
         self.group = self.groups[(self.prank, self.tp_rank)]  # this piece's replicas; None when dp = 1
         self.tp.group = tp_groups(self.bundle.mesh, self.timeout).get((self.replica, self.prank))  # None when tp = 1
-        if self.ep:  # every process creates every ep group, in the same order
+        self.expert_group = None  # with ep > 1 and dp > 1: the replicas holding this process's experts
+        if self.ep:  # every process creates every ep group and every experts' replica group, in the same order
             mesh = self.bundle.mesh
-            groups = {(b, r): dist.new_group(mesh.ep_group(b * mesh.g, r), timeout=self.timeout) for r in range(mesh.ranks) for b in range(mesh.dp // mesh.g)}
-            self.ep.group = groups[(self.replica // mesh.g, self.prank)]
+            groups = {(d, r): dist.new_group(mesh.ep_group(d * mesh.ep, r), timeout=self.timeout) for r in range(mesh.ranks) for d in range(mesh.replicas)}
+            self.ep.group = groups[(self.replica // mesh.ep, self.prank)]
+            if mesh.replicas > 1:
+                experts = {(e, r): dist.new_group(mesh.expert_group(e, r), timeout=self.timeout) for r in range(mesh.ranks) for e in range(mesh.ep)}
+                self.expert_group = experts[(self.ep.index, self.prank)]
         self.copy_sum = CopySum(self.bundle, self.rank, self.stages, self.timeout)  # model copies (DualPipe); else nothing
         return started
 
@@ -161,7 +169,7 @@ def train(proc, args, steps, resumed):
     cfg, mesh = proc.bundle.cfg, proc.bundle.mesh
     run = cfg.get("run", {})
     flush = DataParallel(mesh, proc.replica, proc.rank, proc.group, proc.stages, cfg["optimizer"], run.get("zero", 0), run.get("overlap", True),
-                         proc.timeout, proc.bundle.order[proc.prank], run.get("reshard", "step"), run.get("prefetch", True))
+                         proc.timeout, proc.bundle.order[proc.prank], run.get("reshard", "step"), run.get("prefetch", True), proc.expert_group)
     pipe = PipelineRank(proc.bundle, proc.replica, proc.prank, proc.tp_rank, proc.stages, proc.data, proc.device, proc.timeout, flush.stage_done, flush, tp=proc.tp)
     start = resumed or RunState(run, 0, {}, cfg["optimizer"]["name"], 0, {}, 0.0, [])
     if resumed:  # the whole weights (this tp piece of them) into the parameters; the flush's shards take their chunks (ZeRO-3 then frees them)
@@ -201,7 +209,7 @@ def train(proc, args, steps, resumed):
         held = [layer.moe.local for st in proc.stages.values() for layer in st.layers if hasattr(layer, "moe")]
         first = proc.ep.index * held[0] if held else 0
         print(f"rank {proc.rank}: ep rank {proc.ep.index} of {proc.ep.size}: experts {first}..{first + held[0] - 1 if held else -1} "
-              f"of {len(held)} MoE blocks, {proc.ep.calls} all_to_all_single calls", flush=True)
+              f"of {len(held)} MoE blocks, {proc.ep.gathers} all_gather and {proc.ep.calls} all_to_all_single calls", flush=True)
     if prints and step_ms:
         rest = step_ms[1:] or step_ms
         print(f"mean step ms {sum(rest) / len(rest):.3f} (steps after the first)", flush=True)
@@ -256,7 +264,7 @@ def gather(proc, args, mine, slots=None):
 
     def names(s, j, e=0):
         """What tp rank j of stage s sends: (name, shape of its piece), weights and their slots; with ep > 1 (tp = 1)
-        the expert weights are ep rows of pieces, and replica e > 0 of an ep group sends its expert pieces only."""
+        the expert weights are ep rows of pieces, and ep rank e > 0 of replica 0 sends its expert pieces only."""
         out = []
         for n, shape in cfg["stageParams"][s]:
             expert = mesh.ep > 1 and is_expert_weight(n)
@@ -272,7 +280,7 @@ def gather(proc, args, mine, slots=None):
     if proc.rank == 0:
         pieces = {}
         for s in range(proc.bundle.copies.per):  # copy 0's stages: with model copies (DualPipe) the others are equal
-            for j, e in [(j, 0) for j in range(mesh.tp)] + [(0, e) for e in range(1, mesh.g)]:
+            for j, e in [(j, 0) for j in range(mesh.tp)] + [(0, e) for e in range(1, mesh.ep)]:
                 src = mesh.process(e, cfg["stageToRank"][s], j)
                 for name, shape in names(s, j, e):
                     if src == 0:
@@ -282,7 +290,7 @@ def gather(proc, args, mine, slots=None):
                     wait(dist.irecv(buf, src, tag=tag + s), timeout, f"rank 0: {name} from rank {src} not received within {args.timeout} s")
                     pieces.setdefault(name, []).append(buf.cpu())
         return {name: joined(name, ps) for name, ps in pieces.items()}
-    if proc.replica == 0 or (mesh.ep > 1 and proc.replica < mesh.g):
+    if proc.replica < mesh.ep:  # replica 0's pipes (with ep = 1, replica 0)
         for s in sorted(s for s in proc.stages if proc.bundle.copies.copy_of(s) == 0):
             for name, _shape in names(s, proc.tp_rank, proc.replica):
                 wait(dist.isend(mine[name].detach().contiguous(), 0, tag=tag + s), timeout,
