@@ -9,7 +9,7 @@
  * the reason).
  */
 import type { Page } from '@playwright/test';
-import { test, expect } from './page-errors.ts';
+import { test, expect, openApp } from './page-errors.ts';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
 
 async function open(page: Page, query = ''): Promise<void> {
@@ -47,9 +47,9 @@ function cases(): Case[] {
   return out;
 }
 
-test('dp × pp in Chromium equals one device on the whole batch (every synchronous schedule, ZeRO 0–3 and overlap on and off)', async ({ page }) => {
+test('dp × pp in Chromium equals one device on the whole batch (every synchronous schedule, ZeRO 0–3 and overlap on and off)', async ({ sharedPage: page }) => {
   test.setTimeout(420_000);
-  await open(page);
+  await openApp(page);
   const all = cases();
   const results = await page.evaluate(async (all) => {
     const base = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 2, evalEvery: 0 };
@@ -99,8 +99,8 @@ test('dp × pp in Chromium equals one device on the whole batch (every synchrono
   }
 });
 
-test('a worker that crashes in the middle of an all-reduce is named (replica, stage, collective), and the run recovers from step 0 on fresh workers', async ({ page }) => {
-  await open(page);
+test('a worker that crashes in the middle of an all-reduce is named (replica, stage, collective), and the run recovers from step 0 on fresh workers', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), layers: 3, hidden: 12, batchSize: 16, microbatches: 2, steps: 3, evalEvery: 0, dp: 2, ranks: 2 };
     const report = await window.pipelab.run({ ...cfg, fault: { kind: 'crash-worker' as const, action: 'AR0', step: 1, replica: 1 } }, { recvTimeoutMs: 20_000 });

@@ -11,7 +11,7 @@
  * is not a checkpoint, loaded in the page, is refused with the codec's message.
  */
 import type { Page } from '@playwright/test';
-import { test, expect } from './page-errors.ts';
+import { test, expect, openApp } from './page-errors.ts';
 import { maxRelErr } from '../src/util/rel-err.ts';
 
 async function open(page: Page, query = ''): Promise<void> {
@@ -88,8 +88,8 @@ test('the page: "Resume run from step k" clicked continues the stored run to 2k 
   expect(worstRelErr(shown, first)).toBeLessThanOrEqual(1e-5);
 });
 
-test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from step k on fresh workers, the final losses of an uninterrupted run', async ({ page }) => {
-  await open(page);
+test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from step k on fresh workers, the final losses of an uninterrupted run', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(
     async ({ small, k }) => {
       const cfg = { ...window.pipelab.defaultConfig(), ...small, checkpointEvery: k };
@@ -108,8 +108,8 @@ test('a worker that crashes at step k+1 with checkpointEvery = k: recovered from
   expect(r.live).toBe(0);
 });
 
-test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its last checkpoint inside it on fresh workers; a stopped stream resumes from its stop; the losses of the uninterrupted stream', async ({ page }) => {
-  await open(page);
+test('a worker that crashes inside a PipeDream-2BW stream: the stream restarts from its last checkpoint inside it on fresh workers; a stopped stream resumes from its stop; the losses of the uninterrupted stream', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(
     async ({ small }) => {
       const cfg = { ...window.pipelab.defaultConfig(), ...small, schedule: 'pipedream-2bw' as const, lrSchedule: 'constant' as const, checkpointEvery: 2 };

@@ -3,17 +3,12 @@
  * rank in headless Chromium, micro-batches over MessageChannels.
  */
 import type { Page } from '@playwright/test';
-import { test, expect } from './page-errors.ts';
+import { test, expect, openApp } from './page-errors.ts';
 import { generateSchedule, SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../src/schedule/registry.ts';
 import { execFileSync } from 'node:child_process';
 import type { RunConfig } from '../src/config/run-config.ts';
 import type { DoubleBufferedResult } from '../src/nn/train-double-buffered.ts';
 import { relErr } from '../src/util/rel-err.ts';
-
-async function open(page: Page): Promise<void> {
-  await page.goto('./');
-  await page.waitForFunction(() => !!window.pipelab);
-}
 
 /** Every (p, m, v) of p in {2, 4}, m in {1, 4, 8} that the schedule accepts; Hanayo, kept small, one and two waves on 2 ranks. */
 function pairs(name: ScheduleName): [number, number, number][] {
@@ -36,21 +31,26 @@ function pairs(name: ScheduleName): [number, number, number][] {
 
 test.describe('synchronous schedules train exactly like one device', () => {
   for (const name of SCHEDULE_NAMES.filter((n) => SCHEDULES[n].update === 'flush')) {
-    test(name, async ({ page }) => {
+    test(name, async ({ sharedPage: page }) => {
       test.setTimeout(300_000);
-      await open(page);
+      await openApp(page);
       const cases = pairs(name);
       expect(cases.length).toBeGreaterThan(0);
       const results = await page.evaluate(
         async ({ name, cases }) => {
           // One model for every case: 8 blocks hold up to p·v = 8 stages.
           const base = { ...window.pipelab.defaultConfig(), layers: 7, hidden: 12, batchSize: 16, steps: 2, evalEvery: 0, schedule: name as never };
-          const refs = new Map<number, Awaited<ReturnType<typeof window.pipelab.runSingleDevice>>>();
+          // One reference per m, kept on the shared page for the next schedule's test (one device runs no
+          // schedule: the same base and m give the same training, whichever schedule asked first).
+          type Ref = Awaited<ReturnType<typeof window.pipelab.runSingleDevice>>;
+          const kept = window as unknown as { oneDeviceRefs?: Map<string, Ref> };
+          const refs = (kept.oneDeviceRefs ??= new Map<string, Ref>());
           const out = [];
           for (const [p, m, v] of cases) {
             const cfg = { ...base, ranks: p, microbatches: m, virtual: v };
-            if (!refs.has(m)) refs.set(m, await window.pipelab.runSingleDevice(cfg));
-            const ref = refs.get(m)!;
+            const key = JSON.stringify({ ...base, schedule: undefined, microbatches: m });
+            if (!refs.has(key)) refs.set(key, await window.pipelab.runSingleDevice(cfg));
+            const ref = refs.get(key)!;
             const rep = await window.pipelab.run(cfg, { readWeights: true });
             let maxLoss = 0, maxWeight = 0;
             rep.losses.forEach((l, i) => (maxLoss = Math.max(maxLoss, Math.abs(l - ref.losses[i]) / Math.abs(ref.losses[i]))));
@@ -97,8 +97,8 @@ test.describe('synchronous schedules train exactly like one device', () => {
   }
 });
 
-test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions', async ({ page }) => {
-  await open(page);
+test('PipeDream asynchronous 1F1B trains and reports its stashed weight versions', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream' as const, hidden: 16, batchSize: 32, microbatches: 4, steps: 40, lr: 0.01, lrSchedule: 'constant' as const, evalEvery: 0 };
     // Its one window's steps are told done while it runs (through the stage-0 worker's Comlink proxy), and its
@@ -141,8 +141,8 @@ function doubleBufferedReference(cfg: RunConfig): DoubleBufferedResult {
   return JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, JSON.stringify(cfg)], { encoding: 'utf8', timeout: 60_000 }));
 }
 
-test('PipeDream-2BW (p = 2, m = 2) computes the float64 one-device stale rule, W(t+1) = W(t) − ν∇f(W(t−1))', async ({ page }) => {
-  await open(page);
+test('PipeDream-2BW (p = 2, m = 2) computes the float64 one-device stale rule, W(t+1) = W(t) − ν∇f(W(t−1))', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream-2bw' as const, ranks: 2, microbatches: 2, layers: 3, hidden: 12, batchSize: 16, steps: 4, lr: 0.01, evalEvery: 0 };
     const rep = await window.pipelab.run(cfg, { readWeights: true });
@@ -179,8 +179,8 @@ test.describe('faults end the run with a message, never a hang', () => {
     ['a malformed message', { kind: 'malformed-message', action: '1F0' }, /rank 2 got a malformed message from rank 1: buffer\.byteLength/],
   ];
   for (const [what, fault, message] of faults) {
-    test(what, async ({ page }) => {
-      await open(page);
+    test(what, async ({ sharedPage: page }) => {
+      await openApp(page);
       const r = await page.evaluate(async (fault) => {
         const cfg = { ...window.pipelab.defaultConfig(), hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0 };
         const t0 = performance.now();
@@ -203,8 +203,8 @@ test.describe('faults end the run with a message, never a hang', () => {
     });
   }
 
-  test('a non-finite loss in step 1 is named, and the run recovers from step 0 (the start is a checkpoint for free)', async ({ page }) => {
-    await open(page);
+  test('a non-finite loss in step 1 is named, and the run recovers from step 0 (the start is a checkpoint for free)', async ({ sharedPage: page }) => {
+    await openApp(page);
     const r = await page.evaluate(async () => {
       const cfg = { ...window.pipelab.defaultConfig(), hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0 };
       const report = await window.pipelab.run({ ...cfg, fault: { kind: 'nan-loss', action: '3F0', step: 1 } }, { recvTimeoutMs: 4000, stepTimeoutMs: 30000 });
@@ -218,8 +218,8 @@ test.describe('faults end the run with a message, never a hang', () => {
   });
 });
 
-test('a PipeDream-2BW stream on 2 replicas paused through automation for 2.5 s, 10× a worker\'s wait for a message: the same losses and weights as without the pause', async ({ page }) => {
-  await open(page);
+test('a PipeDream-2BW stream on 2 replicas paused through automation for 2.5 s, 10× a worker\'s wait for a message: the same losses and weights as without the pause', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), schedule: 'pipedream-2bw' as const, dp: 2, ranks: 2, microbatches: 4, hidden: 16, steps: 40, evalEvery: 0 };
     const plain = await window.pipelab.run(cfg, { readWeights: true });
@@ -252,10 +252,12 @@ test('a PipeDream-2BW stream on 2 replicas paused through automation for 2.5 s, 
   expect(r.streamMs).toBeLessThan(r.plainMs + 1250);
 });
 
-test('bad configurations are rejected before any worker starts', async ({ page }) => {
-  await open(page);
+test('bad configurations are rejected before any worker starts', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const base = window.pipelab.defaultConfig();
+    // Counted from here: the shared page may hold workers started by the tests before.
+    const started0 = window.pipelab.startedWorkers();
     const bad = [
       { ...base, ranks: 8 },
       { ...base, microbatches: 7 },
@@ -271,7 +273,7 @@ test('bad configurations are rejected before any worker starts', async ({ page }
         errors.push((e as Error).message);
       }
     }
-    return { errors, started: window.pipelab.startedWorkers() };
+    return { errors, started: window.pipelab.startedWorkers() - started0 };
   });
   expect(r.errors[0]).toMatch(/^ranks = 8: ranks × virtual = 8 stages, but the model has only 4 blocks/);
   expect(r.errors[1]).toMatch(/^microbatches = 7: must divide batchSize = 64 evenly/);
@@ -282,7 +284,7 @@ test('bad configurations are rejected before any worker starts', async ({ page }
 
 test('no leaks: 50 runs in a row leave no GPU buffers alive and no workers beyond the warm pair', async ({ page }) => {
   test.setTimeout(400_000);
-  await open(page);
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const cfg = { ...window.pipelab.defaultConfig(), ranks: 2, layers: 1, hidden: 8, batchSize: 8, microbatches: 2, steps: 1, evalEvery: 0 };
     let leaked = 0, maxLive = 0, maxWarm = 0;
@@ -304,8 +306,8 @@ test('no leaks: 50 runs in a row leave no GPU buffers alive and no workers beyon
   expect(r.leaked).toBe(0);
 });
 
-test('the measured timeline: one clock for all ranks, communication as intervals, GPU time from timestamp queries; no wait per action', async ({ page }) => {
-  await open(page);
+test('the measured timeline: one clock for all ranks, communication as intervals, GPU time from timestamp queries; no wait per action', async ({ sharedPage: page }) => {
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const adapter = await navigator.gpu.requestAdapter();
     const timestamps = !!adapter?.features.has('timestamp-query');

@@ -6,11 +6,12 @@
  * tensor ‖Δ‖/‖w‖ < 1e-4); dp × pp runs (dp = 2 replicas of a p = 2 pipeline,
  * 4 workers in the tab, torchrun with 4 processes, replica-major) as well,
  * and PipeDream-2BW's one stream on dp = 2 replicas. The cases' bundles are exported first, then torchrun runs
- * them all in one launch per world size (its processes import torch once) while each test runs its case in the tab.
+ * them all in one launch per world size (its processes import torch once) while each test runs its case in the tab
+ * (one page for all the cases, through window.pipelab.run with the configuration each link gave).
  * Needs python3-torch (scripts/install-deps.sh).
  */
 import type { Page } from '@playwright/test';
-import { test, expect, watchErrors } from './page-errors.ts';
+import { test, expect, openApp, watchErrors } from './page-errors.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,6 +74,8 @@ async function exportBundle(page: Page, cfg: RunConfig): Promise<string> {
 test.describe('the exported PyTorch program gives the tab’s losses and weights under torchrun', () => {
   const folders: string[] = [];
   const worlds: number[] = [];
+  // Each case's configuration as its link gave it back (urlConfig, checked equal in openWith).
+  const configs: RunConfig[] = [];
   let torchRuns: Promise<TorchrunResult[]> = Promise.resolve([]);
   test.beforeAll(async ({ browser }, info) => {
     test.setTimeout(300_000);
@@ -81,6 +84,7 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
     const errors = watchErrors(page);
     for (const { cfg: change } of CASES) {
       const cfg = await openWith(page, change);
+      configs.push(cfg);
       folders.push(await exportBundle(page, cfg));
       worlds.push(cfg.dp * cfg.ranks);
     }
@@ -91,10 +95,12 @@ test.describe('the exported PyTorch program gives the tab’s losses and weights
     torchRuns.catch(() => undefined); // a failed launch fails each test where it is awaited
   });
 
-  CASES.forEach(({ title, cfg: change }, i) => {
-    test(title, async ({ page }) => {
+  CASES.forEach(({ title }, i) => {
+    // The cases' tab runs share one page and its warm workers (the configuration goes in whole to window.pipelab.run).
+    test(title, async ({ sharedPage: page }) => {
       test.setTimeout(720_000);
-      const cfg = await openWith(page, change);
+      await openApp(page);
+      const cfg = configs[i];
       const folder = folders[i];
 
       // torchrun and the tab's run side by side (each one's step time below is under the other's load).

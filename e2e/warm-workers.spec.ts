@@ -6,15 +6,16 @@
  * that failed (here: a lost device) keeps none of its workers.
  */
 import type { Page } from '@playwright/test';
-import { test, expect } from './page-errors.ts';
+import { test, expect, openApp } from './page-errors.ts';
 
 async function open(page: Page): Promise<void> {
   await page.goto('./');
   await page.waitForFunction(() => !!window.pipelab);
 }
 
-test('a second run reuses the warm workers: no worker started, no kernel compiled, the same losses and weights', async ({ page }) => {
+test('a second run reuses the warm workers: no worker started, no kernel compiled, the same losses and weights', async ({ sharedPage: page }) => {
   test.setTimeout(180_000);
+  // A fresh document (no worker warm yet) even on the shared page; the test after this one takes its warm workers.
   await open(page);
   const r = await page.evaluate(async () => {
     const pl = window.pipelab;
@@ -63,9 +64,9 @@ test('a second run reuses the warm workers: no worker started, no kernel compile
   expect(r.leaked).toEqual([0, 0, 0]);
 });
 
-test('a run that lost a device keeps no worker warm; the next run starts fresh ones', async ({ page }) => {
+test('a run that lost a device keeps no worker warm; the next run starts fresh ones', async ({ sharedPage: page }) => {
   test.setTimeout(180_000);
-  await open(page);
+  await openApp(page);
   const r = await page.evaluate(async () => {
     const pl = window.pipelab;
     const cfg = { ...pl.defaultConfig(), hidden: 8, batchSize: 16, microbatches: 4, steps: 2, evalEvery: 0 };
