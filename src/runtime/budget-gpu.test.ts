@@ -3,13 +3,15 @@
  * a run whose budget is exactly its GPU plan (config/memory-budget.ts budgetPeak 'gpu': the plan and the GPU's own
  * overheads, config/gpu-overhead.ts) runs to its end without a breach of the per-step check, for a tiny MLP (with and
  * without recomputation) and the Make it fit preset's five shapes; each worker's count (the last step's high-water
- * mark, the check's kinds) stays under its GPU plan less the uniform ring, and the ratio is printed. The same budget
- * is refused on the plain plan's terms one byte under it, and the refusal names the GPU's line.
+ * mark, the check's kinds) stays under its GPU plan less the uniform ring, and the ratio is printed. The same MLP
+ * at a budget of its plain plan is stopped by the per-step check; one byte under the GPU plan the plain plan admits what a GPU
+ * backend refuses, and the refusal names the GPU's line.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { GpuBackend } from '../gpu/gpu-backend.ts';
 import { createTestBackend } from '../gpu/testing/node-gpu.ts';
 import { runPipeline } from './coordinator.ts';
+import { MemoryBudgetError } from './budget-check.ts';
 import { InProcessRankHost } from './executor/in-process-host.ts';
 import { defaultRunConfig, type RunConfig } from '../config/run-config.ts';
 import { budgetPeak, budgetRefusal, MiB, plannedPeaks, worstBudgetPeak } from '../config/memory-budget.ts';
@@ -42,6 +44,8 @@ async function atGpuPlan(name: string, cfg: RunConfig): Promise<number[]> {
     const bound = budgetPeak(plan, 'gpu') - gpuOverhead(plan).ring;
     console.log(`${name} worker ${w}: count ${count} B, plan ${plan.total} B (count/plan ${(count / plan.total).toFixed(2)}), GPU plan less ring ${bound} B (count/that ${(count / bound).toFixed(2)})`);
     expect(count).toBeLessThanOrEqual(bound);
+    // The ring the GPU plan names is the one the backend made (its buffer's size, as the ledger counted it).
+    expect(h.measured!.byKind.uniforms).toBe(gpuOverhead(plan).ring);
     return count / bound;
   });
 }
@@ -57,6 +61,12 @@ describe('the GPU plan bounds the GPU backend\'s count', () => {
       await atGpuPlan(`fit ${shape.key}`, shape.config);
     }, 180_000);
   }
+
+  it('at a budget of the plain plan the same MLP is stopped by the per-step check on the GPU (what the GPU plan adds is needed)', async () => {
+    while (backends.length < mlp.ranks) backends.push(await createTestBackend());
+    const run = { ...mlp, memoryBudget: worstBudgetPeak(mlp, 'cpu') / MiB };
+    await expect(runPipeline(run, { hostFactory: (k) => new InProcessRankHost(k, backends[k]) })).rejects.toThrow(MemoryBudgetError);
+  }, 60_000);
 
   it('the refusal on a GPU backend names the GPU runtime; the plain plan admits what the GPU plan refuses', () => {
     const gpu = worstBudgetPeak(mlp, 'gpu');
