@@ -30,6 +30,9 @@ import { scheduleKind, UPDATE_WINDOWS } from '../schedule/registry.ts';
 import { MAX_RUN_RANKS, validateRunConfig, withoutCut, type RunConfig } from './run-config.ts';
 import { rankMemory, stageCut } from './run-limits.ts';
 import { swappedStages } from './memory-fields.ts';
+import { gpuOverhead, gpuOverheadText, type BudgetTarget } from './gpu-overhead.ts';
+
+export type { BudgetTarget } from './gpu-overhead.ts';
 
 export const MiB = 1024 * 1024;
 
@@ -103,6 +106,16 @@ export function worstPeak(cfg: RunConfig): PlannedPeak {
   return plannedPeaks(cfg).reduce((a, b) => (b.total > a.total ? b : a));
 }
 
+/** The peak the budget holds a worker to: its plan, and on a GPU backend the GPU's own overheads on top (config/gpu-overhead.ts). */
+export function budgetPeak(p: PlannedPeak, target: BudgetTarget): number {
+  return target === 'gpu' ? p.total + gpuOverhead(p).total : p.total;
+}
+
+/** The most any worker's budget peak reaches on `target`. */
+export function worstBudgetPeak(cfg: RunConfig, target: BudgetTarget): number {
+  return Math.max(...plannedPeaks(cfg).map((p) => budgetPeak(p, target)));
+}
+
 /** A change that would lower the run's peak, and the peak its busiest worker would reach with it. */
 export interface FitOption {
   label: string;
@@ -111,14 +124,14 @@ export interface FitOption {
   fits: boolean;
 }
 
-function tryPeak(cfg: RunConfig, change: Partial<RunConfig>): number | null {
+function tryPeak(cfg: RunConfig, change: Partial<RunConfig>, target: BudgetTarget): number | null {
   const next = { ...(change.partition === 'flops' ? withoutCut(cfg) : cfg), ...change };
   try {
     validateRunConfig(next);
   } catch {
     return null;
   }
-  return worstPeak(next).total;
+  return worstBudgetPeak(next, target);
 }
 
 /**
@@ -127,10 +140,10 @@ function tryPeak(cfg: RunConfig, change: Partial<RunConfig>): number | null {
  * where the run has none), activation swapping and optimizer offload; and, where none fits alone, all of them together. An option the
  * run cannot take (a schedule or a mesh that refuses it) is left out.
  */
-export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
+export function fitOptions(cfg: RunConfig, budget: number, target: BudgetTarget = 'cpu'): FitOption[] {
   const out: FitOption[] = [];
   const add = (label: string, change: Partial<RunConfig>) => {
-    const peak = tryPeak(cfg, change);
+    const peak = tryPeak(cfg, change, target);
     if (peak !== null) out.push({ label, change, peak, fits: peak <= budget });
   };
   // More stages: the cut by FLOPs over more ranks, up to a stage a block and the tab's workers.
@@ -139,7 +152,7 @@ export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
   let deeper: FitOption | null = null;
   for (let ranks = cfg.ranks + 1; ranks <= most; ranks++) {
     const change: Partial<RunConfig> = cfg.partition === 'cut' ? { ranks, partition: 'flops' } : { ranks };
-    const peak = tryPeak(cfg, change);
+    const peak = tryPeak(cfg, change, target);
     if (peak === null) continue;
     deeper = { label: `more stages (ranks = ${ranks})`, change, peak, fits: peak <= budget };
     if (deeper.fits) break;
@@ -157,28 +170,34 @@ export function fitOptions(cfg: RunConfig, budget: number): FitOption[] {
   return out;
 }
 
-/** The refusal of a run whose planned peak passes its budget (null: no budget, or it fits). */
-export function budgetRefusal(cfg: RunConfig): string | null {
+/**
+ * The refusal of a run whose planned peak passes its budget (null: no budget, or it fits). On a GPU backend
+ * (`target` 'gpu': the page, automation in Chromium) the peak adds the GPU's own overheads, named on their own line.
+ */
+export function budgetRefusal(cfg: RunConfig, target: BudgetTarget = 'cpu'): string | null {
   if (cfg.memoryBudget === undefined) return null;
   const budget = cfg.memoryBudget * MiB;
-  const worst = worstPeak(cfg);
-  if (worst.total <= budget) return null;
+  const worst = plannedPeaks(cfg).reduce((a, b) => (budgetPeak(b, target) > budgetPeak(a, target) ? b : a));
+  const peak = budgetPeak(worst, target);
+  if (peak <= budget) return null;
   const m = meshOfRun(cfg);
   const w = workerOf(m, 0, worst.rank, 0);
-  const options = fitOptions(cfg, budget);
+  const options = fitOptions(cfg, budget, target);
   const fits = options.filter((o) => o.fits);
   const over = options.filter((o) => !o.fits);
   const list = (os: FitOption[]) => os.map((o) => `${o.label}: ${fmtBytes(o.peak)}`).join('; ');
   const others = m.dp * (m.tp ?? 1) > 1 ? ' (and every replica and tp worker of its rank)' : '';
   return (
-    `worker ${w} (${laneLabel(m, w)})${others} plans a peak of ${fmtBytes(worst.total)} (${byKindText(worst)}) against a budget of ${fmtBytes(budget)}. ` +
+    `worker ${w} (${laneLabel(m, w)})${others} plans a peak of ${fmtBytes(peak)} (${byKindText(worst)}` +
+    (target === 'gpu' ? `; ${gpuOverheadText(gpuOverhead(worst), fmtBytes)}` : '') +
+    `) against a budget of ${fmtBytes(budget)}. ` +
     (fits.length > 0 ? `It would fit with ${list(fits)}.` : 'Nothing tried here fits it.') +
     (over.length > 0 ? ` Still over: ${list(over)}.` : '')
   );
 }
 
-/** Throws a ConfigError on `memoryBudget` when the run's planned peak passes its budget (before any worker starts). */
-export function checkMemoryBudget(cfg: RunConfig): void {
-  const refusal = budgetRefusal(cfg);
+/** Throws a ConfigError on `memoryBudget` when the run's planned peak (on `target`) passes its budget (before any worker starts). */
+export function checkMemoryBudget(cfg: RunConfig, target: BudgetTarget = 'cpu'): void {
+  const refusal = budgetRefusal(cfg, target);
   if (refusal) throw new ConfigError('memoryBudget', cfg.memoryBudget, refusal);
 }

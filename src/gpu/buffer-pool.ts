@@ -35,14 +35,19 @@ export interface Acquired {
   fresh: boolean;
 }
 
-const MIN_BUCKET = 256;
+/** The smallest bucket: a request under it takes it whole. */
+export const MIN_BUCKET = 256;
+/** Requests up to this size round to a power of two (at most twice the request); above it to a quarter octave (at most 25% more). */
+export const POW2_BUCKETS_UNTIL = 4096;
+/** Buckets per octave above POW2_BUCKETS_UNTIL: the rounding above it is at most 1 / BUCKET_STEPS of the request. */
+export const BUCKET_STEPS = 4;
 
 /** The bucket size for a request of `bytes`. */
 export function bucketSize(bytes: number): number {
   if (bytes <= MIN_BUCKET) return MIN_BUCKET;
-  if (bytes <= 4096) return 2 ** Math.ceil(Math.log2(bytes));
+  if (bytes <= POW2_BUCKETS_UNTIL) return 2 ** Math.ceil(Math.log2(bytes));
   const octave = 2 ** Math.floor(Math.log2(bytes));
-  const step = octave / 4;
+  const step = octave / BUCKET_STEPS;
   return Math.ceil(bytes / step) * step;
 }
 

@@ -21,6 +21,8 @@
 import type { BufferPool } from './buffer-pool.ts';
 
 export const UNIFORM_SLOT = 256;
+/** Slots of a stream's uniform ring (its size: UNIFORM_SLOTS × UNIFORM_SLOT, a worker's for the stream's life). */
+export const UNIFORM_SLOTS = 1024;
 
 export interface BoundKernel {
   pipeline: GPUComputePipeline;
@@ -52,7 +54,7 @@ export class CommandStream {
   constructor(
     private readonly device: GPUDevice,
     private readonly pool: BufferPool,
-    slots = 1024,
+    slots = UNIFORM_SLOTS,
   ) {
     this.slots = slots;
     this.ring = device.createBuffer({

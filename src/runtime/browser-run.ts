@@ -25,7 +25,8 @@ const POOLED: Pick<RunOptions, 'hostFactory' | 'keepWarm'> = { hostFactory: (r) 
 
 /** The plan of `input` (refused by field, value and rule), once WebGPU is known to be here. */
 function browserPlan(input: RunConfig) {
-  const plan = planRun(input);
+  // The page's workers run on WebGPU: the budget's plan adds the GPU's own overheads.
+  const plan = planRun(input, 'gpu');
   if (!hasWebGpu()) throw new WebGpuUnavailableError('WebGPU is not available in this browser.');
   return plan;
 }

@@ -27,6 +27,7 @@ import type { StepResult } from './executor/index.ts';
 import { planRun, windowOrder, type RunPlan } from './executor/index.ts';
 import { keepsPreviousVersion } from '../schedule/registry.ts';
 import type { RunConfig } from '../config/run-config.ts';
+import type { BudgetTarget } from '../config/memory-budget.ts';
 import { buildReport, moeLoadSteps, stepTimeline, type MoeLoadStep, type RunReport, type StepRecord } from './report/index.ts';
 import { budgetBreach, MemoryBudgetError } from './budget-check.ts';
 import { streamNews, streamStepLosses, type StreamListeners } from './stream-news.ts';
@@ -103,6 +104,7 @@ export interface RunOptions {
   onProgress?: (p: TrainProgress) => void;
   /** Asked before each step after the first: true hands the progress so far to onProgress first (e.g. the run is about to pause). */
   progressNow?: () => boolean;
+  /** The budget's plan (config/memory-budget.ts): 'gpu' for hosts on a GPU backend (its overheads too); 'cpu' (default) the plain plan. */ budgetTarget?: BudgetTarget;
 }
 
 export class RunError extends Error {
@@ -155,7 +157,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: () => string, timers
 
 /** Plans `input` (one plain-JSON copy, validated once, before any worker starts), then runs it. */
 export async function runPipeline(input: RunConfig, opts: RunOptions): Promise<RunReport> {
-  return runPlan(planRun(input), opts);
+  return runPlan(planRun(input, opts.budgetTarget), opts);
 }
 
 /** Runs a plan made by planRun. */

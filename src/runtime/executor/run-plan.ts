@@ -17,7 +17,7 @@ import type { Schedule } from '../../schedule/types.ts';
 import { snapshotRunConfig } from '../../config/config-snapshot.ts';
 import { validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { stageCut } from '../../config/run-limits.ts';
-import { checkMemoryBudget } from '../../config/memory-budget.ts';
+import { checkMemoryBudget, type BudgetTarget } from '../../config/memory-budget.ts';
 import type { TextCorpus } from '../../data/text-corpus.ts';
 import { requireCorpus } from '../../data/text-registry.ts';
 
@@ -48,12 +48,13 @@ export function windowOrder(cfg: Pick<RunConfig, 'schedule' | 'ranks' | 'microba
   return generateWindow(cfg.schedule, cfg.ranks, cfg.microbatches, steps, scheduleKind(cfg.schedule).virtualFor(cfg.virtual));
 }
 
-export function planRun(input: RunConfig): RunPlan {
+/** `budgetTarget`: where the run's memory lives ('gpu': a GPU backend's workers, whose plan adds the GPU's own overheads; 'cpu', the default: the float64 CPU host, the CLI and the export). */
+export function planRun(input: RunConfig, budgetTarget: BudgetTarget = 'cpu'): RunPlan {
   // One plain-JSON copy, read once; validated once, here.
   const config = snapshotRunConfig(input);
   validateRunConfig(config);
   // A run whose planned per-worker peak passes its memory budget is refused here, before any worker starts.
-  checkMemoryBudget(config);
+  checkMemoryBudget(config, budgetTarget);
   // The same cut the work limits were checked on: by FLOPs, or by block count (config.partition).
   const { spec, stageBlocks: cut } = stageCut(config);
   const kind = scheduleKind(config.schedule);

@@ -13,8 +13,8 @@ import { problemOf, usePipeLab, type FieldProblem } from './store.ts';
 export function checkRunConfig(cfg: RunConfig): FieldProblem | null {
   try {
     validateRunConfig(cfg);
-    // The budget against the run's plan: refused here as the Run would refuse it, naming what would fit.
-    checkMemoryBudget(cfg);
+    // The budget against the run's plan on the page's GPU backend: refused here as the Run would refuse it, naming what would fit.
+    checkMemoryBudget(cfg, 'gpu');
     return null;
   } catch (e) {
     if (e instanceof ConfigError) return problemOf(e);
