@@ -61,7 +61,7 @@ describe('compare.preset in the URL', () => {
     expect(q.get('compare.preset')).toBe('dp-pp');
     expect(compareParamsFromQuery(q)).toEqual({ params: { ...defaultCompareParams(), preset: 'dp-pp' }, errors: [] });
     const bad = compareParamsFromQuery(new URLSearchParams('compare.preset=zz'));
-    expect(bad.errors.map((e) => e.message)).toEqual(['compare.preset = "zz": must be one of dp-pp, zero, wins, fit']);
+    expect(bad.errors.map((e) => e.message)).toEqual(['compare.preset = "zz": must be one of dp-pp, zero, wins, fit, ep']);
     expect(bad.params.preset).toBeUndefined();
   });
 });
