@@ -28,4 +28,6 @@ PIPELAB_DIST="$g/dist" bash scripts/gpu-browser-bench.sh --no-build --out "$out/
 step "5. the mesh grid per build"
 PIPELAB_DIST="$g/dist" bash scripts/gpu-browser-bench.sh --no-build --out "$out/mesh" --quick --suite mesh 2>&1 | grep -E 'makespan|failed|error'
 OUT="$out" bash scripts/gpu-nudge-ab.sh bench mesh --quick
-step "done"
+# A lent machine sends back a limited number of files from $OUT: one archive of the results, the logs beside it.
+(cd "$out" && tar -czf results.tgz ab makemore kernels mesh bench 2>/dev/null && rm -rf ab makemore kernels mesh bench)
+step "done: $out/results.tgz"
