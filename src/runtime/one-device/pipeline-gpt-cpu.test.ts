@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
 import { relErrByName } from '../../util/rel-err.ts';
 import { trainSingleDevice } from '../../nn/train.ts';
+import { oneDeviceRun } from '../../nn/testing/one-device.ts';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../../schedule/registry.ts';
 import { runPipeline } from '../coordinator.ts';
 import { InProcessRankHost } from '../executor/in-process-host.ts';
@@ -15,18 +16,6 @@ import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, type R
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
 
-/**
- * One device's run of a training configuration, trained once per file: the schedules' cases share a few (one device
- * runs no schedule: only the model, data, optimizer and cut in TrainConfig matter), and the run is deterministic.
- */
-const references = new Map<string, ReturnType<typeof trainSingleDevice>>();
-function oneDevice(cfg: RunConfig): ReturnType<typeof trainSingleDevice> {
-  const train = toTrainConfig(cfg);
-  const key = JSON.stringify(train);
-  let ref = references.get(key);
-  if (!ref) references.set(key, (ref = trainSingleDevice(new CpuBackend(), train)));
-  return ref;
-}
 
 function gptConfig(over: Partial<RunConfig>): RunConfig {
   return {
@@ -76,7 +65,7 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
   it.each(cases)('%s p=%i v=%i m=%i', async (schedule, p, v, m) => {
     const cfg = gptConfig({ schedule, ranks: p, virtual: v, microbatches: m, layers: Math.max(3, p * v - 1) });
     const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
-    const ref = await oneDevice(cfg);
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     expect(report.losses).toHaveLength(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     expect(Object.keys(ref.params)).toContain('transformer.h.0.attn.c_attn.weight');
@@ -87,7 +76,7 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
     const cfg = gptConfig({ schedule, ranks: 2, tp, layers: 3 });
     const plain = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
     const selective = await runPipeline({ ...cfg, recomputeAttention: true }, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
-    const ref = await oneDevice(cfg);
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     expect(ref.losses.length).toBe(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(selective.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     for (const [n, e] of Object.entries(relErrByName(selective.weights, ref.params))) expect(e, n).toBeLessThan(1e-12);
