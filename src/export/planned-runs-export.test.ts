@@ -8,12 +8,12 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../config/run-config.ts';
 import { planRun } from '../runtime/executor/run-plan.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, writeBundle } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, writeBundle, type TorchrunResult } from './testing/torchrun.ts';
 import { buildTorchBundle, type TorchBundleConfig } from './torch-bundle.ts';
 import { readTorchProgram } from './torch-program-disk.ts';
 
@@ -38,24 +38,35 @@ describe('planned runs exported for PyTorch', () => {
     });
   });
 
-  for (const cfg of [
+  const CASES = [
     // As torch-export.test.ts's zb-v case (GELU, 24 wide), whose float32 run it matches to 1e-4.
     { ...names, activation: 'gelu', hidden: 24, schedule: 'dualpipe-v', ranks: 2, virtual: 2, layers: 3, microbatches: 4 },
     { ...names, schedule: 'interleaved-zb', ranks: 2, virtual: 2, layers: 3, microbatches: 3, batchSize: 30, steps: 3 },
     { ...names, schedule: 'auto', ranks: 3, memCap: 2, partition: 'blocks' },
-  ] as RunConfig[]) {
-    it(`${cfg.schedule} trains under torchrun like one device`, async () => {
+  ] as RunConfig[];
+  // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
+  let dirs: string[] = [];
+  let runs: TorchrunResult[] = [];
+  beforeAll(async () => {
+    dirs = CASES.map((cfg) => {
       const dir = mkdtempSync(join(tmpdir(), 'pipelab-torch-plan-'));
       writeBundle(dir, buildTorchBundle(cfg, readTorchProgram()));
+      return dir;
+    });
+    runs = await runTorchrunMany(CASES.map((cfg, i) => ({ dir: dirs[i], world: cfg.ranks })));
+  }, 600_000);
+
+  CASES.forEach((cfg, i) => {
+    it(`${cfg.schedule} trains under torchrun like one device`, async () => {
       const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
-      const r = await runTorchrun(dir, cfg.ranks);
+      const r = runs[i];
       expect(r.code, r.output).toBe(0);
       expect(r.losses.length, r.output).toBe(cfg.steps);
       const lossDiff = maxRelativeDiff(r.losses, ref.losses);
-      const weightDiff = maxWeightDiff(readTrainedWeights(dir), ref.params);
+      const weightDiff = maxWeightDiff(readTrainedWeights(dirs[i]), ref.params);
       console.log(`${cfg.schedule}: max relative loss difference ${lossDiff.toExponential(2)}, weights ${weightDiff.toExponential(2)}`);
       expect(lossDiff).toBeLessThan(1e-4);
       expect(weightDiff).toBeLessThan(1e-4);
     }, 240_000);
-  }
+  });
 });

@@ -15,7 +15,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { run as cli } from '../cli/cli-test-support.ts';
 import { blockCosts } from '../nn/model-spec.ts';
 import { makePlan } from '../plan/plan.ts';
@@ -25,7 +25,7 @@ import { cutOfRanges } from '../config/explicit-cut.ts';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { planRun } from '../runtime/executor/run-plan.ts';
 import { simulate } from '../schedule/index.ts';
-import { runTorchrun, writeBundle } from './testing/torchrun.ts';
+import { runTorchrunMany, writeBundle, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 
 /** Big enough that a block's compute outweighs Python's per-action overhead, small enough for a few seconds a launch. */
@@ -43,14 +43,42 @@ const base: RunConfig = {
   schedule: '1f1b',
 };
 
-/** Profile `cfg` under torchrun, plan it with `pipelab plan --profile` (dp replicas), export the plan, run it: predicted and measured ms per step. */
-async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; predicted: number; measured: number; line: string }> {
+interface Loop {
+  cfg: RunConfig;
+  world: number;
+  /** The profiled bundle's folder, and the planned run's. */
+  dir: string;
+  runDir: string;
+  profile: Profile;
+  predicted: number;
+  best: string;
+  cut: number[];
+  profiled: TorchrunResult;
+  run: TorchrunResult;
+}
+
+const worldOf = (cfg: RunConfig) => (cfg.dp ?? 1) * (cfg.tp ?? 1) * cfg.ranks;
+
+/**
+ * Profile every `cfg` under torchrun, plan each with `pipelab plan --profile` (dp replicas, tp), export the plans, run
+ * them. The profiles share a launch per world size, then the planned runs do (their processes import torch once, not
+ * per run); the runs of one launch follow each other, never side by side, so each is timed alone as before.
+ */
+async function loops(cfgs: readonly RunConfig[]): Promise<Loop[]> {
+  const dirs = cfgs.map((cfg) => writeTempBundle(cfg).dir);
+  const profiled = await runTorchrunMany(cfgs.map((cfg, i) => ({ dir: dirs[i], world: worldOf(cfg), args: ['--profile', '--profile-repeats', '6'] })), 480_000);
+  const planned = cfgs.map((cfg, i) => {
+    expect(profiled[i].code, profiled[i].output).toBe(0);
+    return planAndExport(cfg, dirs[i]);
+  });
+  const runs = await runTorchrunMany(planned.map((x, i) => ({ dir: x.runDir, world: worldOf(cfgs[i]) })), 480_000);
+  return planned.map((x, i) => ({ ...x, cfg: cfgs[i], world: worldOf(cfgs[i]), dir: dirs[i], profiled: profiled[i], run: runs[i] }));
+}
+
+/** What `pipelab plan` makes of the profile measured in dir, exported through the CLI to a new folder; the plan's prediction of it. */
+function planAndExport(cfg: RunConfig, dir: string): { profile: Profile; runDir: string; predicted: number; best: string; cut: number[] } {
   const dp = cfg.dp ?? 1;
   const tp = cfg.tp ?? 1;
-  const world = dp * tp * cfg.ranks;
-  const { dir } = writeTempBundle(cfg);
-  const p = await runTorchrun(dir, world, ['--profile', '--profile-repeats', '6'], 240_000);
-  expect(p.code, p.output).toBe(0);
   const file = join(dir, 'profile.json');
   const profile: Profile = profileFromJson(readFileSync(file, 'utf8'));
   const spec = planRun(cfg).spec;
@@ -58,7 +86,7 @@ async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; pr
   expect(() => checkProfileModel(profile, spec)).not.toThrow();
   // The processes' lanes on this CPU: never more than the cores they can run on, however loaded the machine was.
   expect(profile.lanes).toBeGreaterThan(0);
-  expect(profile.lanes).toBeLessThanOrEqual(Math.min(availableParallelism(), world));
+  expect(profile.lanes).toBeLessThanOrEqual(Math.min(availableParallelism(), worldOf(cfg)));
 
   // `pipelab plan` reads it unchanged.
   const flags = ['--ranks', String(cfg.ranks), '--microbatches', String(cfg.microbatches), '--mem-cap', String(cfg.microbatches), '--dp', String(dp), '--tp', String(tp)];
@@ -72,7 +100,7 @@ async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; pr
   // The fastest of the named schedules the plan sets beside its auto one (a run names its schedule).
   const best = [...plan.baselines].filter((b) => b.fits).sort((a, b) => a.makespan - b.makespan)[0];
 
-  // Export the planned cut and schedule through the CLI, run it.
+  // Export the planned cut and schedule through the CLI.
   const fields = { dataset: 'names', layers: cfg.layers, hidden: cfg.hidden, context: cfg.context, embedDim: cfg.embedDim, batchSize: cfg.batchSize, microbatches: cfg.microbatches, steps: cfg.steps, evalEvery: 0, ranks: cfg.ranks, dp, tp, schedule: best.name, partition: 'cut', cut: cut.join(',') };
   const exported = cli('export-torch', ...Object.entries(fields).flatMap(([k, v]) => [`--${k}`, String(v)]), '--out', 'planned');
   expect(exported.code, exported.err).toBe(0);
@@ -82,20 +110,32 @@ async function loop(cfg: RunConfig): Promise<{ profile: Profile; dir: string; pr
   expect(out.stageBlocks).toEqual(plan.partition.ranges);
   // A tp group's workers in lock step share the lanes like one worker with lanes / tp (plan.ts).
   const predicted = simulate(planRun(out.run).schedule, { ...plan.costs, lanes: profile.lanes! / tp }).makespan;
+  return { profile, runDir, predicted, best: best.name, cut };
+}
 
-  const r = await runTorchrun(runDir, world, [], 240_000);
+/** The planned run's mean step time (steps after the first) beside the prediction, and the line that prints both. */
+function measuredOf(l: Loop): { profile: Profile; dir: string; predicted: number; measured: number; line: string } {
+  const r = l.run;
   expect(r.code, r.output).toBe(0);
   const after = r.stepMs.slice(1);
+  expect(after.length, r.output).toBe(l.cfg.steps - 1);
   const measured = after.reduce((a, b) => a + b, 0) / after.length;
   const line =
-    `profile → plan → run, dp ${dp} × tp ${tp} × pp ${cfg.ranks}: cut ${cut.join(',')}, ${best.name}, lanes ${profile.lanes}; predicted ${predicted.toFixed(1)} ms per step, ` +
-    `measured ${measured.toFixed(1)} ms (mean of ${after.length} steps: ${after.map((x) => x.toFixed(0)).join(', ')}): error ${(100 * (measured / predicted - 1)).toFixed(1)}%`;
-  return { profile, dir, predicted, measured, line };
+    `profile → plan → run, dp ${l.cfg.dp ?? 1} × tp ${l.cfg.tp ?? 1} × pp ${l.cfg.ranks}: cut ${l.cut.join(',')}, ${l.best}, lanes ${l.profile.lanes}; predicted ${l.predicted.toFixed(1)} ms per step, ` +
+    `measured ${measured.toFixed(1)} ms (mean of ${after.length} steps: ${after.map((x) => x.toFixed(0)).join(', ')}): error ${(100 * (measured / l.predicted - 1)).toFixed(1)}%`;
+  return { profile: l.profile, dir: l.dir, predicted: l.predicted, measured, line };
 }
 
 describe('profile on the cluster, plan in the tab, run the plan', () => {
-  it('the planned run’s measured step time is of the size the plan predicted (the error is printed)', async () => {
-    const { profile, dir, predicted, measured, line } = await loop(base);
+  // Each replica's micro-batches as at dp = 1: the batch doubles with the replicas.
+  const CFGS: RunConfig[] = [base, { ...base, dp: 2, batchSize: 2 * base.batchSize }, { ...base, tp: 2 }];
+  let done: Loop[] = [];
+  beforeAll(async () => {
+    done = await loops(CFGS);
+  }, 1_200_000);
+
+  it('the planned run’s measured step time is of the size the plan predicted (the error is printed)', () => {
+    const { profile, dir, predicted, measured, line } = measuredOf(done[0]);
     console.log(line);
     const spec = planRun(base).spec;
     expect(profile.unit).toBe('ms');
@@ -128,9 +168,8 @@ describe('profile on the cluster, plan in the tab, run the plan', () => {
     expect(measured / predicted).toBeLessThan(2);
   }, 600_000);
 
-  it('at dp = 2 × pp = 2 the plan uses the cluster’s all-reduce and its prediction is of the right size (the error is printed)', async () => {
-    // Each replica's micro-batches as above: the batch doubles with the replicas.
-    const { profile, predicted, measured, line } = await loop({ ...base, dp: 2, batchSize: 2 * base.batchSize });
+  it('at dp = 2 × pp = 2 the plan uses the cluster’s all-reduce and its prediction is of the right size (the error is printed)', () => {
+    const { profile, predicted, measured, line } = measuredOf(done[1]);
     console.log(line);
     expect(profile.allReduce?.replicas).toBe(2);
     expect(profile.allReduce?.samples.length).toBeGreaterThanOrEqual(3);
@@ -140,8 +179,8 @@ describe('profile on the cluster, plan in the tab, run the plan', () => {
     expect(measured / predicted).toBeLessThan(3);
   }, 600_000);
 
-  it('at tp = 2 × pp = 2 the plan uses one tp worker’s pieces and collectives and its prediction is of the right size (the error is printed)', async () => {
-    const { profile, predicted, measured, line } = await loop({ ...base, tp: 2 });
+  it('at tp = 2 × pp = 2 the plan uses one tp worker’s pieces and collectives and its prediction is of the right size (the error is printed)', () => {
+    const { profile, predicted, measured, line } = measuredOf(done[2]);
     console.log(line);
     expect(profile.tp?.t).toBe(2);
     expect(profile.tpAllReduce?.replicas).toBe(2);

@@ -27,13 +27,12 @@
  * before B and I, or before one step's F, or keeping p.grad after the
  * reduce-scatter, fails these cases.) Needs Debian's python3-torch.
  */
-import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
@@ -43,7 +42,8 @@ const charMlp: RunConfig = { ...names, layers: 3, hidden: 16, context: 3, embedD
 const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 4, steps: 3, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 2, dp: 2 };
 
 /**
- * `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat).
+ * `resume`: the run also saves every step, and a second run of its bundle, later in the same launch, resumes its step-1
+ * file (its steps 1… must repeat).
  */
 const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, 1f1b, dp 2 × p 2', cfg: { ...charMlp, schedule: '1f1b' } },
@@ -76,9 +76,21 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
   // Every case's bundle, run in one torchrun launch (its processes import torch once, not per case).
   let bundles: ReturnType<typeof writeTempBundle>[] = [];
   let runs: TorchrunResult[] = [];
+  let resumedBundles = new Map<number, ReturnType<typeof writeTempBundle>>();
+  let resumedRuns = new Map<number, TorchrunResult>();
   beforeAll(async () => {
     bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    runs = await runTorchrunMany(CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })));
+    // A resume case's second run (its own copy of the bundle, from the first's step-1 file) follows it in the same
+    // launch: each job ends at a barrier after rank 0 wrote its files, so the file is whole before any process reads it.
+    const resumes = CASES.flatMap(({ resume }, i) => (resume ? [i] : []));
+    resumedBundles = new Map(resumes.map((i) => [i, writeTempBundle(CASES[i].cfg)]));
+    const jobs = [
+      ...CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })),
+      ...resumes.map((i) => ({ dir: resumedBundles.get(i)!.dir, world: 4, args: ['--resume', join(bundles[i].dir, 'out', 'checkpoint-step1.safetensors')] })),
+    ];
+    const results = await runTorchrunMany(jobs);
+    runs = results.slice(0, CASES.length);
+    resumedRuns = new Map(resumes.map((i, k) => [i, results[CASES.length + k]]));
   }, 900_000);
 
   CASES.forEach(({ title, cfg, resume }, i) => {
@@ -120,12 +132,11 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
       if (!resume) return;
       // Every step's checkpoint holds the whole weights (ZeRO-3 gathers them): resuming step 1's repeats steps 1….
       const trained = readTrainedWeights(dir);
-      const file = join(dir, 'step-1.safetensors');
-      copyFileSync(join(dir, 'out', 'checkpoint-step1.safetensors'), file);
-      const resumed = await runTorchrun(dir, 4, ['--resume', file]);
+      const resumed = resumedRuns.get(i)!;
       expect(resumed.code, resumed.output).toBe(0);
+      expect(resumed.output, resumed.output).toContain(`resumed from ${join(dir, 'out', 'checkpoint-step1.safetensors')} at step 1`);
       const resumedLoss = maxRelativeDiff(resumed.losses.slice(1), r.losses.slice(1));
-      const resumedWeights = maxWeightDiff(readTrainedWeights(dir), trained);
+      const resumedWeights = maxWeightDiff(readTrainedWeights(resumedBundles.get(i)!.dir), trained);
       console.log(`${title}: resumed from step 1 vs straight: losses ${resumedLoss.toExponential(2)}, weights ${resumedWeights.toExponential(2)}`);
       // docs/pytorch.md: the resumed ZeRO-3 run repeats its straight run exactly.
       expect(resumedLoss).toBe(0);

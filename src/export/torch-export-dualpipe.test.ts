@@ -15,7 +15,7 @@
  * A bundle whose copies of a stage share a rank is refused before any process
  * group starts. Needs Debian's python3-torch.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
@@ -23,7 +23,7 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrun, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
 import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
@@ -32,7 +32,7 @@ const names = withDataset(defaultRunConfig(), 'names');
 const charMlp: RunConfig = { ...names, layers: 3, hidden: 16, context: 3, embedDim: 8, batchSize: 16, microbatches: 4, steps: 3, evalEvery: 0, ranks: 2, schedule: 'dualpipe' };
 const gpt: RunConfig = { ...names, model: 'gpt', layers: 3, heads: 2, width: 8, blockSize: 16, batchSize: 16, microbatches: 8, steps: 3, evalEvery: 0, lr: 0.01, weightDecay: 0.01, ranks: 4, schedule: 'dualpipe' };
 
-/** `resume`: the launch also saves every step, and a second launch resumes its step-1 file (its steps 1… must repeat). */
+/** `resume`: the run also saves every step, and a second run of its bundle, later in the same launch, resumes its step-1 file (its steps 1… must repeat). */
 const CASES: { title: string; cfg: RunConfig; resume?: boolean }[] = [
   { title: 'char-MLP, dualpipe, p 2, m 4, AdamW, checkpoint every step and resume', cfg: charMlp, resume: true },
   { title: 'GPT, dualpipe, p 4, m 8', cfg: gpt },
@@ -53,9 +53,22 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
   // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
   let bundles: ReturnType<typeof writeTempBundle>[] = [];
   let runs: TorchrunResult[] = [];
+  let resumedBundles = new Map<number, ReturnType<typeof writeTempBundle>>();
+  let resumedRuns = new Map<number, TorchrunResult>();
   beforeAll(async () => {
     bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    runs = await runTorchrunMany(CASES.map(({ cfg, resume }, i) => ({ dir: bundles[i].dir, world: cfg.dp * (cfg.tp ?? 1) * cfg.ranks, args: resume ? ['--save-every', '1'] : [] })));
+    // A resume case's second run (its own copy of the bundle, from the first's step-1 file) follows it in its world
+    // size's launch: each job ends at a barrier after rank 0 wrote its files, so the file is whole before any process reads it.
+    const resumes = CASES.flatMap(({ resume }, i) => (resume ? [i] : []));
+    resumedBundles = new Map(resumes.map((i) => [i, writeTempBundle(CASES[i].cfg)]));
+    const world = (cfg: RunConfig) => cfg.dp * (cfg.tp ?? 1) * cfg.ranks;
+    const jobs = [
+      ...CASES.map(({ cfg, resume }, i) => ({ dir: bundles[i].dir, world: world(cfg), args: resume ? ['--save-every', '1'] : [] })),
+      ...resumes.map((i) => ({ dir: resumedBundles.get(i)!.dir, world: world(CASES[i].cfg), args: ['--resume', join(bundles[i].dir, 'out', 'checkpoint-step1.safetensors')] })),
+    ];
+    const results = await runTorchrunMany(jobs);
+    runs = results.slice(0, CASES.length);
+    resumedRuns = new Map(resumes.map((i, k) => [i, results[CASES.length + k]]));
   }, 900_000);
 
   CASES.forEach(({ title, cfg, resume }, i) => {
@@ -96,12 +109,11 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
       if (!resume) return;
       // The checkpoint holds copy 0's weights by name; a resume loads them into both copies.
       const trained = readTrainedWeights(dir);
-      const file = join(dir, 'step-1.safetensors');
-      copyFileSync(join(dir, 'out', 'checkpoint-step1.safetensors'), file);
-      const resumed = await runTorchrun(dir, p, ['--resume', file]);
+      const resumed = resumedRuns.get(i)!;
       expect(resumed.code, resumed.output).toBe(0);
+      expect(resumed.output, resumed.output).toContain(`resumed from ${join(dir, 'out', 'checkpoint-step1.safetensors')} at step 1`);
       const resumedLoss = maxRelativeDiff(resumed.losses.slice(1), r.losses.slice(1));
-      const resumedWeights = maxWeightDiff(readTrainedWeights(dir), trained);
+      const resumedWeights = maxWeightDiff(readTrainedWeights(resumedBundles.get(i)!.dir), trained);
       const resumedCopies = /model copies differ by (\S+)/.exec(resumed.output);
       console.log(`${title}: resumed from step 1 vs straight: losses ${resumedLoss.toExponential(2)}, weights ${resumedWeights.toExponential(2)}, copies differ by ${resumedCopies?.[1]}`);
       // docs/pytorch.md: the resumed run repeats the straight one exactly (0).

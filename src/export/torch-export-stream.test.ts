@@ -53,9 +53,15 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
   // Every case's bundle, run in one torchrun launch per world size (its processes import torch once, not per case).
   let bundles: ReturnType<typeof writeTempBundle>[] = [];
   let runs: TorchrunResult[] = [];
+  // The 2BW resume test's page run, its two files and their runs (the last two of the 2-process launch, the refused one last).
+  let resume: Awaited<ReturnType<typeof resumeJobs>>;
+  let resumed: TorchrunResult[] = [];
   beforeAll(async () => {
     bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    runs = await runTorchrunMany(CASES.map(({ cfg }, i) => ({ dir: bundles[i].dir, world: cfg.dp * cfg.tp * cfg.ranks })));
+    resume = await resumeJobs();
+    const results = await runTorchrunMany([...CASES.map(({ cfg }, i) => ({ dir: bundles[i].dir, world: cfg.dp * cfg.tp * cfg.ranks })), ...resume.jobs]);
+    runs = results.slice(0, CASES.length);
+    resumed = results.slice(CASES.length);
   }, 900_000);
 
   CASES.forEach(({ title, cfg }, i) => {
@@ -112,25 +118,9 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     });
   });
 
-  it("PipeDream-2BW: the page's checkpoint inside its stream continues under torchrun --resume (walked from micro-batch B·m) to the page's uninterrupted losses and weights", async () => {
-    const cfg: RunConfig = { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, steps: 6 };
-    const saved: TrainProgress[] = [];
-    const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, progressEvery: 3, onProgress: (p) => saved.push(p) });
-    expect(saved[0].stepsDone).toBe(3);
-    const { dir } = writeTempBundle(cfg);
-    const file = join(dir, 'page-2bw.safetensors');
-    writeFileSync(file, encodeRunState(runStateOf(cfg, saved[0])));
-    // A checkpoint without the older version (a synchronous run's), which cannot continue a 2BW stream, in a bundle of
-    // its own: both resumes in one launch (its processes import torch once), the refused one last.
-    const other = writeTempBundle(cfg).dir;
-    const syncFile = join(other, 'sync.safetensors');
-    const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
-    delete sync.previous;
-    writeFileSync(syncFile, encodeRunState(sync));
-    const [r, refused] = await runTorchrunMany([
-      { dir, world: cfg.ranks, args: ['--resume', file] },
-      { dir: other, world: cfg.ranks, args: ['--resume', syncFile] },
-    ]);
+  it("PipeDream-2BW: the page's checkpoint inside its stream continues under torchrun --resume (walked from micro-batch B·m) to the page's uninterrupted losses and weights", () => {
+    const { page, dir, file } = resume;
+    const [r, refused] = resumed;
     expect(r.code, r.output).toBe(0);
     expect(r.output).toContain(`resumed from ${file} at step 3`);
     expect(r.losses.slice(0, 3).every((x) => x === undefined), r.output).toBe(true);
@@ -141,5 +131,34 @@ describe('PipeDream and PipeDream-2BW under torchrun equal the page’s run', ()
     expect(weightDiff).toBeLessThan(1e-4);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toContain('a PipeDream-2BW stream resumed at step 3 needs the checkpoint');
-  }, 300_000);
+  });
 });
+
+/**
+ * The 2BW resume test's runs: the page's 2BW run with a checkpoint inside its stream (after step 3 of 6), resumed from
+ * it in a bundle; and a checkpoint without the older version (a synchronous run's), which cannot continue a 2BW stream,
+ * in a bundle of its own: both for the file's 2-process launch, the refused one last (a failed job ends the launch).
+ */
+async function resumeJobs() {
+  const cfg: RunConfig = { ...charMlp, schedule: 'pipedream-2bw', ranks: 2, steps: 6 };
+  const saved: TrainProgress[] = [];
+  const page = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, progressEvery: 3, onProgress: (p) => saved.push(p) });
+  expect(saved[0].stepsDone).toBe(3);
+  const { dir } = writeTempBundle(cfg);
+  const file = join(dir, 'page-2bw.safetensors');
+  writeFileSync(file, encodeRunState(runStateOf(cfg, saved[0])));
+  const other = writeTempBundle(cfg).dir;
+  const syncFile = join(other, 'sync.safetensors');
+  const sync = { ...runStateOf(cfg, saved[0]), config: { ...cfg, schedule: '1f1b' as const } };
+  delete sync.previous;
+  writeFileSync(syncFile, encodeRunState(sync));
+  return {
+    page,
+    dir,
+    file,
+    jobs: [
+      { dir, world: cfg.ranks, args: ['--resume', file] },
+      { dir: other, world: cfg.ranks, args: ['--resume', syncFile] },
+    ],
+  };
+}

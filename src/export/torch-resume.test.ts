@@ -103,20 +103,25 @@ describe('checkpoints cross between the page and torchrun', () => {
 
   it('dp = 2 × 2 ranks, ZeRO-1, SGD: torchrun --resume of its step-k file repeats its straight steps; the page continues that file to torchrun 2k', async () => {
     const { dir } = writeTempBundle(zeroMesh);
+    const again = writeTempBundle(zeroMesh);
     const world = zeroMesh.dp * zeroMesh.ranks;
-    const straight = await runTorchrun(dir, world, ['--save-every', String(K)]);
+    // The straight run, then in the same launch (its own copy of the bundle) the run resumed from its step-k file: each
+    // run ends at a barrier after rank 0 wrote its files, so the file is whole before any process reads it.
+    const file = join(dir, 'out', `checkpoint-step${K}.safetensors`);
+    const [straight, resumed] = await runTorchrunMany([
+      { dir, world, args: ['--save-every', String(K)] },
+      { dir: again.dir, world, args: ['--resume', file] },
+    ]);
     expect(straight.code, straight.output).toBe(0);
     const trained = readTrainedWeights(dir);
-    const file = join(dir, 'step-k.safetensors');
-    copyFileSync(join(dir, 'out', `checkpoint-step${K}.safetensors`), file);
     const fromTorch = decodeRunState(new Uint8Array(readFileSync(file)), { config: zeroMesh });
     // SGD's momentum after k steps is no zero vector: the shards really were gathered.
     expect(Object.values(fromTorch.optimizer.slots).every((s) => s.momentum_buffer.some((x) => x !== 0))).toBe(true);
 
-    const resumed = await runTorchrun(dir, world, ['--resume', file]);
     expect(resumed.code, resumed.output).toBe(0);
+    expect(resumed.output, resumed.output).toContain(`resumed from ${file} at step ${K}`);
     const lossA = maxRelativeDiff(resumed.losses.slice(K), straight.losses.slice(K));
-    const weightA = maxWeightDiff(readTrainedWeights(dir), trained);
+    const weightA = maxWeightDiff(readTrainedWeights(again.dir), trained);
     const continued = await pageRun(zeroMesh, { from: fromTorch });
     const lossB = maxRelativeDiff(continued.losses.slice(K), straight.losses.slice(K));
     const weightB = maxWeightDiff(continued.params, trained);

@@ -96,7 +96,7 @@ export function bestOnLayout(
 ): MeshCandidate | null {
   const d = l.gpus / (l.t * l.p);
   const perReplica = l.batch / d;
-  const { evaluate } = makeEvaluator({ model, device, devices: l.gpus, globalBatch: l.batch, tp: l.t, sequenceParallel: o.sequenceParallel, zero: o.zero });
+  const { evaluate } = makeEvaluator({ model, device, devices: l.gpus, globalBatch: l.batch, tp: l.t, sequenceParallel: o.sequenceParallel, zero: o.zero }, { unfit: 'skip' });
   let best: MeshCandidate | null = null;
   for (const b of [1, 2, 4, 8]) {
     if (perReplica % b !== 0) continue;

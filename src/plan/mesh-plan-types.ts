@@ -75,7 +75,7 @@ export interface MeshCandidate {
 export interface MeshPlan {
   /** Fitting candidates, fastest first. */
   candidates: MeshCandidate[];
-  /** Candidates simulated, and those dropped for memory. */
+  /** Candidates evaluated, and those dropped for memory (counted, never simulated). */
   evaluated: number;
   dropped: number;
   /** Layouts not tried, with why (batch not divisible, too many stages, too large to simulate). */

@@ -109,8 +109,16 @@ export interface Scored {
 
 export type Evaluate = (l: Layout, name: PlanSchedule, v: number, recompute: Recompute, given?: Schedule) => Scored | null;
 
-/** Prices candidates of one request (profiles and cuts cached); returns null for a schedule the sizes do not allow. */
-export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; scored: Scored[]; count: () => number } {
+/** A candidate's step left unsimulated (makeEvaluator's `unfit: 'skip'`): every time NaN. */
+const UNPRICED = { makespan: NaN, computeMakespan: NaN, bubble: NaN, exposedAllReduce: NaN, allReduceShare: NaN } as const;
+
+/**
+ * Prices candidates of one request (profiles, cuts and schedules cached); returns null for a schedule the sizes do
+ * not allow. A candidate's memory is counted before its step is simulated: with `unfit: 'skip'` (a search that keeps
+ * only what fits) one that fits neither the device nor, where the request allows it, over the host link is not
+ * simulated, its times NaN (fits false, its memory as counted); 'price' (the default) simulates every candidate.
+ */
+export function makeEvaluator(req: MeshPlanRequest, o: { unfit?: 'price' | 'skip' } = {}): { evaluate: Evaluate; scored: Scored[]; count: () => number } {
   checkRequest(req);
   const { model, device, devices: N, globalBatch: B } = req;
   const capacity = device.memoryGB * 1e9;
@@ -136,6 +144,24 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     if (!r) rangesCache.set(k, (r = planPartition(profileOf(l, recompute, name), stages).ranges));
     return r;
   };
+  // One schedule per (kind, pp, m, v): every recomputation mode and every layout of the same pp and m plays the same
+  // plain value (nothing downstream writes to it), so it is generated, and validated, once per plan; a refusal too.
+  const schedules = new Map<string, Schedule | ConfigError>();
+  const scheduleOf = (name: string, pp: number, m: number, v?: number): Schedule => {
+    const k = `${name}/${pp}/${m}/${v ?? ''}`;
+    let s = schedules.get(k);
+    if (s === undefined) {
+      try {
+        s = generateSchedule(name, pp, m, v);
+      } catch (e) {
+        if (!(e instanceof ConfigError)) throw e;
+        s = e;
+      }
+      schedules.set(k, s);
+    }
+    if (s instanceof ConfigError) throw s;
+    return s;
+  };
   const scored: Scored[] = [];
   let evaluated = 0;
   const evaluate: Evaluate = (l, name, v, recompute, given) => {
@@ -151,7 +177,7 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     let schedule = given;
     if (!schedule) {
       try {
-        schedule = generateSchedule(name, l.pp, l.m, v);
+        schedule = scheduleOf(name, l.pp, l.m, v);
       } catch (e) {
         if (e instanceof ConfigError) return null;
         throw e;
@@ -162,7 +188,8 @@ export function makeEvaluator(req: MeshPlanRequest): { evaluate: Evaluate; score
     const { zero, worst } = leastZero(req, at.ranges, s2r, l, base, schedule, capacity, extraWeightBytes(req, name, at, l), planZeroStages(name, req.zero, l.dp));
     const zl = { ...l, zero };
     // Only ZeRO-3 changes the simulator's costs (zero.ts); ZeRO-2's extra reduce-scatters bound the step below.
-    const sim = planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl, play) : base);
+    const priced = o.unfit !== 'skip' || worst.sum <= capacity || Boolean(req.hostOptions);
+    const sim = priced ? planStep(name, schedule, zero === 3 ? candidateCosts(req, profile, at.ranges, s2r, zl, play) : base, scheduleOf) : UNPRICED;
     const stepMs = Math.max(sim.makespan, zeroLinkMs(req, at.ranges, s2r, zl));
     // Nothing fits on the device alone: optimizer offload or swapping over the host link, the fastest that fits (host-options.ts).
     const state = (extra = extraWeightBytes(req, name, at, l)) => stateBytes(req, at.ranges, s2r, l.pp, zero, l.dp, t).map((x, r) => x + extra[r]);
@@ -236,7 +263,7 @@ function leastZero(
 }
 
 export function planMesh(req: MeshPlanRequest): MeshPlan {
-  const { evaluate, scored, count } = makeEvaluator(req);
+  const { evaluate, scored, count } = makeEvaluator(req, { unfit: 'skip' });
   const { model, devices: N, globalBatch: B } = req;
   const blocks = model.layers + 2;
   const wanted = new Set<PlanSchedule>(req.schedules ?? PLAN_SCHEDULES);

@@ -109,20 +109,23 @@ export function overlapsAllToAll(name: PlanSchedule): boolean {
  * the copies' gradient sum), or a stream's steady state for a schedule without a flush.
  * `schedule` is one step's (for a stream, one step's micro-batches).
  */
-export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel): StepSummary {
+export function planStep(name: PlanSchedule, schedule: Schedule, costs: CostModel, generate: GenerateSchedule = generateSchedule): StepSummary {
   const kind = SCHEDULES[name];
-  return UPDATE_WINDOWS[kind.update].stream ? streamSteadyStep(kind, schedule, costs) : simulateStep(schedule, costs);
+  return UPDATE_WINDOWS[kind.update].stream ? streamSteadyStep(kind, schedule, costs, generate) : simulateStep(schedule, costs);
 }
+
+/** generateSchedule, or a cache of its schedules (the planner's: mesh-plan.ts makeEvaluator). */
+export type GenerateSchedule = (name: string, ranks: number, microbatches: number, virtual?: number) => Schedule;
 
 /**
  * A stream's step in steady state: its stream of 2m micro-batches less its stream of m, as the simulator plays each
  * (the planner's and What wins here's price of a PipeDream step: no fill or drain of its own).
  */
-export function streamSteadyStep(kind: ScheduleKind, one: Schedule, costs: CostModel): StepSummary {
+export function streamSteadyStep(kind: ScheduleKind, one: Schedule, costs: CostModel, generate: GenerateSchedule = generateSchedule): StepSummary {
   // On replicas each stage's all-reduce follows its last backward of each block of m (simulate-blocks.ts).
   const blocks: CostModel = (costs.dp ?? 1) > 1 && costs.allReduce ? { ...costs, allReduce: { ...costs.allReduce, every: one.microbatches } } : costs;
   const a = simulateStep(one, blocks);
-  const b = simulateStep(generateSchedule(kind.name, one.ranks, 2 * one.microbatches), blocks);
+  const b = simulateStep(generate(kind.name, one.ranks, 2 * one.microbatches), blocks);
   const T = b.computeMakespan - a.computeMakespan;
   const c = resolveCosts(costs, one.stages);
   let busy = 0;

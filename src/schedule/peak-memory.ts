@@ -18,7 +18,7 @@ export interface RankMemory {
 
 /** Peak activations per rank: held from F until B, or until W when the backward is split (all but `afterInput` freed at I). */
 export function peakMemory(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): RankMemory[] {
-  return walk(s, heldBytes, afterInput).ranks;
+  return walk(s, heldBytes, afterInput, false).ranks;
 }
 
 /** Each stage's own peak bytes, the other stages on its rank aside (what a stage measures of its stash). */
@@ -27,7 +27,7 @@ export function stagePeakBytes(s: Schedule, heldBytes: Float64Array, afterInput?
 }
 
 /** One pass over every rank's order: the rank's peaks, and each stage's own peak bytes. */
-function walk(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array): { ranks: RankMemory[]; stages: number[] } {
+function walk(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array, perStage = true): { ranks: RankMemory[]; stages: number[] } {
   const ranks: RankMemory[] = [];
   const stageBytes = new Float64Array(s.stages);
   const stages = new Array<number>(s.stages).fill(0);
@@ -55,8 +55,9 @@ function walk(s: Schedule, heldBytes?: Float64Array, afterInput?: Float64Array):
         d = -(afterInput ? afterInput[a.stage] : b);
       }
       bytes += d;
-      stageBytes[a.stage] += d;
       if (bytes > peakBytes) peakBytes = bytes;
+      if (!perStage) continue;
+      stageBytes[a.stage] += d;
       if (stageBytes[a.stage] > stages[a.stage]) stages[a.stage] = stageBytes[a.stage];
     }
     ranks.push({ rank: r, peakMicrobatches: peakHeld, peakBytes });

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
-import { trainSingleDevice } from '../../nn/train.ts';
+import { oneDeviceRun } from '../../nn/testing/one-device.ts';
 import { ConfigError } from '../../util/errors.ts';
 import { relErr, relErrByName } from '../../util/rel-err.ts';
 import { defaultRunConfig, toTrainConfig, type RunConfig } from '../../config/run-config.ts';
@@ -53,7 +53,7 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     const cfg = dualConfig({ ranks: p, microbatches: m, batchSize: 2 * m, optimizer, ...(optimizer === 'sgd' ? { momentum: 0.9, lr: 0.05 } : {}) });
     const { read, factory } = recordingHosts();
     const report = await runPipeline(cfg, { hostFactory: factory, readWeights: true, recvTimeoutMs: 5000 });
-    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     expect(report.losses).toHaveLength(cfg.steps);
     let worstLoss = 0;
     for (let i = 0; i < cfg.steps; i++) worstLoss = Math.max(worstLoss, Math.abs(report.losses[i] - ref.losses[i]) / Math.abs(ref.losses[i]));
@@ -106,7 +106,7 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
     await runPipeline({ ...cfg }, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), progressEvery: 2, onProgress: (pr) => (saved ??= pr) });
     expect(saved?.stepsDone).toBe(2);
     const resumed = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, from: saved });
-    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(resumed.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     for (const [n, e] of Object.entries(relErrByName(resumed.weights, ref.params))) expect(e, n).toBeLessThan(1e-12);
     expect(resumed.replicaMismatch).toBe(0);
@@ -133,7 +133,7 @@ describe('dualpipe on the CPU reference equals one device on the whole batch', (
   it.each(meshes)('%s: one device’s losses and weights, every copy and replica equal', async (_, over) => {
     const cfg = dualConfig({ ranks: 2, microbatches: 4, ...over });
     const report = await runPipeline(cfg, { hostFactory: (r) => new InProcessRankHost(r, new CpuBackend()), readWeights: true, recvTimeoutMs: 5000 });
-    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i]), `loss of step ${i}`).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     for (const [n, e] of Object.entries(relErrByName(report.weights, ref.params))) expect(e, n).toBeLessThan(1e-12);
     // With ZeRO-3 the copies' pieces of each replica are compared (no two replicas hold the same piece).

@@ -8,12 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
 import { relErrByName } from '../../util/rel-err.ts';
 import { trainSingleDevice } from '../../nn/train.ts';
+import { oneDeviceRun } from '../../nn/testing/one-device.ts';
 import { SCHEDULE_NAMES, SCHEDULES, type ScheduleName } from '../../schedule/registry.ts';
 import { runPipeline } from '../coordinator.ts';
 import { InProcessRankHost } from '../executor/in-process-host.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, type RunConfig } from '../../config/run-config.ts';
 
 const hosts = (r: number) => new InProcessRankHost(r, new CpuBackend());
+
 
 function gptConfig(over: Partial<RunConfig>): RunConfig {
   return {
@@ -63,7 +65,7 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
   it.each(cases)('%s p=%i v=%i m=%i', async (schedule, p, v, m) => {
     const cfg = gptConfig({ schedule, ranks: p, virtual: v, microbatches: m, layers: Math.max(3, p * v - 1) });
     const report = await runPipeline(cfg, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
-    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     expect(report.losses).toHaveLength(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(report.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     expect(Object.keys(ref.params)).toContain('transformer.h.0.attn.c_attn.weight');
@@ -74,7 +76,7 @@ describe('the GPT through the pipeline equals single-device training (CPU refere
     const cfg = gptConfig({ schedule, ranks: 2, tp, layers: 3 });
     const plain = await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 10000 });
     const selective = await runPipeline({ ...cfg, recomputeAttention: true }, { hostFactory: hosts, readWeights: true, recvTimeoutMs: 10000 });
-    const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+    const ref = await oneDeviceRun(toTrainConfig(cfg));
     expect(ref.losses.length).toBe(cfg.steps);
     for (let i = 0; i < cfg.steps; i++) expect(Math.abs(selective.losses[i] - ref.losses[i])).toBeLessThan(1e-12 * Math.abs(ref.losses[i]));
     for (const [n, e] of Object.entries(relErrByName(selective.weights, ref.params))) expect(e, n).toBeLessThan(1e-12);

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
-import { trainSingleDevice } from '../../nn/train.ts';
+import { oneDeviceRun } from '../../nn/testing/one-device.ts';
 import { trainDoubleBuffered } from '../../nn/train-double-buffered.ts';
 import { tpParams } from '../../nn/tp-params.ts';
 import { buildModelSpec } from '../../nn/model-config.ts';
@@ -40,7 +40,7 @@ function mlp(over: Partial<RunConfig>): RunConfig {
 
 async function expectEqualsOneDevice(cfg: RunConfig) {
   const report = await runPipeline(cfg, { hostFactory: cpuHosts(), readWeights: true, recvTimeoutMs: 5000 });
-  const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
+  const ref = await oneDeviceRun(toTrainConfig(cfg));
   expect(report.losses).toHaveLength(cfg.steps);
   let worst = 0;
   for (let i = 0; i < cfg.steps; i++) {
