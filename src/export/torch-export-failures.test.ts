@@ -30,11 +30,19 @@ describe('what the exported program refuses', () => {
 
   it('stops every process of a launch whose world size is not dp × ranks, naming both', async () => {
     const { dir } = writeTempBundle({ ...small, schedule: '1f1b', ranks: 2, dp: 2, steps: 1 });
+    const message = (rank: number) => `rank ${rank}: world size = 3, but this run was exported for dp x ranks = 2 x 2 = 4 processes: start it with torchrun --nproc_per_node=4`;
+    // Under torchrun the launch ends (no hang) with the refusal: the first process to refuse makes torchrun stop the
+    // others, so a sibling may be stopped before it prints its own line.
     const r = await runTorchrun(dir, 3, [], 120_000);
     expect(r.code).not.toBe(0);
-    for (const rank of [0, 1, 2]) {
-      expect(r.output).toContain(`rank ${rank}: world size = 3, but this run was exported for dp x ranks = 2 x 2 = 4 processes: start it with torchrun --nproc_per_node=4`);
-    }
+    expect([0, 1, 2].some((rank) => r.output.includes(message(rank))), r.output).toBe(true);
+    expect(r.losses).toEqual([]);
+    // Each process refuses on its own, before any process group starts: every rank of the three, alone.
+    const alone = runPythonMany([0, 1, 2].map((rank) => ({ dir, env: { RANK: String(rank), WORLD_SIZE: '3' } })));
+    alone.forEach((a, rank) => {
+      expect(a.code).not.toBe(0);
+      expect(a.output).toContain(message(rank));
+    });
   }, 180_000);
 
   it('refuses a bundle whose schedule.csv has another pipeline width than config.json, naming both process counts; and an ep it cannot run, naming the field, the value and the rule', () => {
