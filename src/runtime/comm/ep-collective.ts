@@ -24,45 +24,15 @@ import { epochMs } from './clock.ts';
 import { readAll } from './device-vector.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
+import { GroupChannel, type GroupBackend, type GroupChannelOptions } from './group-channel.ts';
 
-export type EpBackend = Pick<Backend, 'tensor' | 'zeros' | 'read' | 'readMany' | 'dispose'>;
-
-export interface EpChannelOptions {
-  be: EpBackend;
-  index: number;
-  size: number;
-  /** The group's workers (mesh.ts order), by ep index. */
-  workers: readonly number[];
-  /** Ports to the other members, by ep index. */
-  ports: ReadonlyMap<number, MessagePort>;
-  mailbox: Mailbox;
-  recvTimeoutMs: number;
-}
+export type EpBackend = GroupBackend;
+export type EpChannelOptions = GroupChannelOptions;
 
 type Vector = Float32Array | Float64Array;
 
 /** A worker's end of its ep group: one EpGroup per stage it holds, sharing the ports and the step's context. */
-export class EpChannel {
-  private current: { a: Action; log: StepLog } | null = null;
-  private issued = new Map<number, number>();
-  private step = -1;
-
-  constructor(private readonly o: EpChannelOptions) {}
-
-  /** Called before every action: collectives are logged against it and numbered within its step. */
-  enter(a: Action, log: StepLog): void {
-    if (log.step !== this.step) {
-      this.step = log.step;
-      this.issued.clear();
-    }
-    this.current = { a, log };
-  }
-
-  /** Outside a step (the warm-up's dry pass). */
-  leave(): void {
-    this.current = null;
-  }
-
+export class EpChannel extends GroupChannel {
   groupFor(stage: number): EpGroup {
     const { size, index } = this.o;
     return {

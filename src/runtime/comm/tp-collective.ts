@@ -32,49 +32,15 @@ import { epochMs } from './clock.ts';
 import { readAll } from './device-vector.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
+import { GroupChannel, type GroupBackend, type GroupChannelOptions } from './group-channel.ts';
 
-/** The calls a TpChannel makes of its backend: the tensors it reads, makes and frees, and the wait for queued work. */
-export type TpBackend = Pick<Backend, 'tensor' | 'zeros' | 'read' | 'readMany' | 'dispose'>;
-
-export interface TpChannelOptions {
-  be: TpBackend;
-  /** This worker's place in its group, and the group's size. */
-  index: number;
-  size: number;
-  /** The group's workers (mesh.ts order), by tp index: for messages. */
-  workers: readonly number[];
-  /** Ports to the other members, by tp index. */
-  ports: ReadonlyMap<number, MessagePort>;
-  mailbox: Mailbox;
-  recvTimeoutMs: number;
-}
+export type TpBackend = GroupBackend;
+export type TpChannelOptions = GroupChannelOptions;
 
 type Vector = Float32Array | Float64Array;
 
 /** A worker's end of its tp group: one TpGroup per stage it holds, sharing the ports and the step's context. */
-export class TpChannel {
-  /** The action running now and its step's log (set by the executor's policy hook, withTpContext). */
-  private current: { a: Action; log: StepLog } | null = null;
-  /** Collectives issued so far in the step, per stage. */
-  private issued = new Map<number, number>();
-  private step = -1;
-
-  constructor(private readonly o: TpChannelOptions) {}
-
-  /** Called before every action: collectives are logged against it and numbered within its step. */
-  enter(a: Action, log: StepLog): void {
-    if (log.step !== this.step) {
-      this.step = log.step;
-      this.issued.clear();
-    }
-    this.current = { a, log };
-  }
-
-  /** Outside a step (the warm-up's dry pass): collectives return tensors of the right shapes and exchange nothing. */
-  leave(): void {
-    this.current = null;
-  }
-
+export class TpChannel extends GroupChannel {
   /** The group as stage `stage`'s layers see it. */
   groupFor(stage: number): TpGroup {
     const { size, index } = this.o;
