@@ -24,12 +24,11 @@ import { epochMs } from './clock.ts';
 import { readAll } from './device-vector.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
-import { GroupChannel, type GroupBackend, type GroupChannelOptions } from './group-channel.ts';
+import { concat, GroupChannel, type GroupBackend, type GroupChannelOptions, type Vector } from './group-channel.ts';
 
 export type EpBackend = GroupBackend;
 export type EpChannelOptions = GroupChannelOptions;
 
-type Vector = Float32Array | Float64Array;
 
 /** A worker's end of its ep group: one EpGroup per stage it holds, sharing the ports and the step's context. */
 export class EpChannel extends GroupChannel {
@@ -128,14 +127,4 @@ export class EpChannel extends GroupChannel {
     log.collective(stage, kind, a.mb, t0, epochMs(), sent);
     return parts;
   }
-}
-
-function concat(vs: readonly Vector[]): Vector {
-  const out = new (vs[0].constructor as new (n: number) => Vector)(vs.reduce((n, v) => n + v.length, 0));
-  let at = 0;
-  for (const v of vs) {
-    out.set(v, at);
-    at += v.length;
-  }
-  return out;
 }

@@ -47,3 +47,17 @@ export abstract class GroupChannel {
     this.current = null;
   }
 }
+
+/** A collective's values on the CPU. */
+export type Vector = Float32Array | Float64Array;
+
+/** The vectors one after another. */
+export function concat(vs: readonly Vector[]): Vector {
+  const out = new (vs[0].constructor as new (n: number) => Vector)(vs.reduce((n, v) => n + v.length, 0));
+  let at = 0;
+  for (const v of vs) {
+    out.set(v, at);
+    at += v.length;
+  }
+  return out;
+}

@@ -32,12 +32,11 @@ import { epochMs } from './clock.ts';
 import { readAll } from './device-vector.ts';
 import type { Mailbox, Payload } from './mailbox.ts';
 import type { StepLog } from './transport.ts';
-import { GroupChannel, type GroupBackend, type GroupChannelOptions } from './group-channel.ts';
+import { concat, GroupChannel, type GroupBackend, type GroupChannelOptions, type Vector } from './group-channel.ts';
 
 export type TpBackend = GroupBackend;
 export type TpChannelOptions = GroupChannelOptions;
 
-type Vector = Float32Array | Float64Array;
 
 /** A worker's end of its tp group: one TpGroup per stage it holds, sharing the ports and the step's context. */
 export class TpChannel extends GroupChannel {
@@ -154,16 +153,6 @@ export class TpChannel extends GroupChannel {
   }
 }
 
-/** The vectors one after another. */
-function concat(vs: readonly Vector[]): Vector {
-  const out = new (vs[0].constructor as new (n: number) => Vector)(vs.reduce((n, v) => n + v.length, 0));
-  let at = 0;
-  for (const v of vs) {
-    out.set(v, at);
-    at += v.length;
-  }
-  return out;
-}
 
 /** Σ parts in member order, the same order (and so the same rounding) on every member. */
 function sumInOrder(parts: readonly Vector[]): Vector {
