@@ -32,8 +32,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { launchCases } from './testing/resume-launch.ts';
 import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -79,18 +80,8 @@ describe('dp × pp under torchrun equals the float64 single-device loop', () => 
   let resumedBundles = new Map<number, ReturnType<typeof writeTempBundle>>();
   let resumedRuns = new Map<number, TorchrunResult>();
   beforeAll(async () => {
-    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    // A resume case's second run (its own copy of the bundle, from the first's step-1 file) follows it in the same
-    // launch: each job ends at a barrier after rank 0 wrote its files, so the file is whole before any process reads it.
-    const resumes = CASES.flatMap(({ resume }, i) => (resume ? [i] : []));
-    resumedBundles = new Map(resumes.map((i) => [i, writeTempBundle(CASES[i].cfg)]));
-    const jobs = [
-      ...CASES.map(({ resume }, i) => ({ dir: bundles[i].dir, world: 4, args: resume ? ['--save-every', '1'] : [] })),
-      ...resumes.map((i) => ({ dir: resumedBundles.get(i)!.dir, world: 4, args: ['--resume', join(bundles[i].dir, 'out', 'checkpoint-step1.safetensors')] })),
-    ];
-    const results = await runTorchrunMany(jobs);
-    runs = results.slice(0, CASES.length);
-    resumedRuns = new Map(resumes.map((i, k) => [i, results[CASES.length + k]]));
+    // A resume case's second run follows its straight run in the same launch (testing/resume-launch.ts).
+    ({ bundles, runs, resumedBundles, resumedRuns } = await launchCases(CASES));
   }, 900_000);
 
   CASES.forEach(({ title, cfg, resume }, i) => {

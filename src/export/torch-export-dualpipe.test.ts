@@ -23,8 +23,9 @@ import { trainSingleDevice } from '../nn/train.ts';
 import { defaultRunConfig, toTrainConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { generateSchedule, toCsv } from '../schedule/index.ts';
 import { crossRankColumnViolations } from '../schedule/test-support.ts';
-import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, runTorchrunMany, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
+import { maxRelativeDiff, maxWeightDiff, readTrainedWeights, runPython, withoutKeyBias, type TorchrunResult } from './testing/torchrun.ts';
 import { writeTempBundle } from './testing/temp-bundle.ts';
+import { launchCases } from './testing/resume-launch.ts';
 import { moeChecks } from './testing/moe-page.ts';
 import type { TorchBundleConfig } from './torch-bundle.ts';
 
@@ -56,19 +57,8 @@ describe('DualPipe (two model copies) under torchrun equals the float64 single-d
   let resumedBundles = new Map<number, ReturnType<typeof writeTempBundle>>();
   let resumedRuns = new Map<number, TorchrunResult>();
   beforeAll(async () => {
-    bundles = CASES.map(({ cfg }) => writeTempBundle(cfg));
-    // A resume case's second run (its own copy of the bundle, from the first's step-1 file) follows it in its world
-    // size's launch: each job ends at a barrier after rank 0 wrote its files, so the file is whole before any process reads it.
-    const resumes = CASES.flatMap(({ resume }, i) => (resume ? [i] : []));
-    resumedBundles = new Map(resumes.map((i) => [i, writeTempBundle(CASES[i].cfg)]));
-    const world = (cfg: RunConfig) => cfg.dp * (cfg.tp ?? 1) * cfg.ranks;
-    const jobs = [
-      ...CASES.map(({ cfg, resume }, i) => ({ dir: bundles[i].dir, world: world(cfg), args: resume ? ['--save-every', '1'] : [] })),
-      ...resumes.map((i) => ({ dir: resumedBundles.get(i)!.dir, world: world(CASES[i].cfg), args: ['--resume', join(bundles[i].dir, 'out', 'checkpoint-step1.safetensors')] })),
-    ];
-    const results = await runTorchrunMany(jobs);
-    runs = results.slice(0, CASES.length);
-    resumedRuns = new Map(resumes.map((i, k) => [i, results[CASES.length + k]]));
+    // A resume case's second run follows its straight run in the same launch (testing/resume-launch.ts).
+    ({ bundles, runs, resumedBundles, resumedRuns } = await launchCases(CASES));
   }, 900_000);
 
   CASES.forEach(({ title, cfg, resume }, i) => {
