@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../nn/cpu-backend.ts';
 import { kindIndex } from '../nn/memory-ledger.ts';
 import { runPipeline } from './coordinator.ts';
-import { InProcessRankHost } from './executor/in-process-host.ts';
+import { InProcessRankHost, recordingHosts } from './executor/in-process-host.ts';
 import type { StepResult, StreamNews } from './executor/index.ts';
 import { defaultRunConfig, withDataset, type RunConfig } from '../config/run-config.ts';
 import { ConfigError } from '../util/errors.ts';
@@ -38,17 +38,7 @@ class LeakyHost extends InProcessRankHost {
 /** Runs `cfg` on the CPU host, keeping every worker's step results. */
 async function runSeen(cfg: RunConfig): Promise<StepResult[][]> {
   const seen: StepResult[][] = [];
-  const hosts = (w: number) => {
-    const h = new InProcessRankHost(w, new CpuBackend());
-    const step = h.step.bind(h);
-    h.step = async (s, n) => {
-      const r = await step(s, n);
-      (seen[s] ??= [])[w] = r;
-      return r;
-    };
-    return h;
-  };
-  await runPipeline(cfg, { hostFactory: hosts, recvTimeoutMs: 20000 });
+  await runPipeline(cfg, { hostFactory: recordingHosts(seen, () => new CpuBackend()), recvTimeoutMs: 20000 });
   return seen;
 }
 

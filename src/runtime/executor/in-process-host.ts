@@ -80,3 +80,17 @@ export class InProcessRankHost implements RankHost {
     this.runtime?.fail(new Error(`rank ${this.rank} was ended`));
   }
 }
+
+/** Hosts on `backend()` that also keep each worker's step results: seen[step][worker] (tests read the counts and samples). */
+export function recordingHosts(seen: StepResult[][], backend: () => Backend): (w: number) => InProcessRankHost {
+  return (w) => {
+    const h = new InProcessRankHost(w, backend());
+    const step = h.step.bind(h);
+    h.step = async (s, n) => {
+      const r = await step(s, n);
+      (seen[s] ??= [])[w] = r;
+      return r;
+    };
+    return h;
+  };
+}

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../../nn/train.ts';
 import { runPipeline } from '../coordinator.ts';
-import { InProcessRankHost } from '../executor/in-process-host.ts';
+import { recordingHosts } from '../executor/in-process-host.ts';
 import { defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { maxRelErr } from '../../util/rel-err.ts';
 import type { StepResult } from '../executor/index.ts';
@@ -24,23 +24,9 @@ function cfgOf(over: Partial<RunConfig>): RunConfig {
   return cfg;
 }
 
-/** Hosts that keep every worker's step results. */
-function recording(seen: StepResult[][]) {
-  return (w: number) => {
-    const h = new InProcessRankHost(w, new CpuBackend());
-    const step = h.step.bind(h);
-    h.step = async (s, n) => {
-      const r = await step(s, n);
-      (seen[s] ??= [])[w] = r;
-      return r;
-    };
-    return h;
-  };
-}
-
 async function expectEqualsOneDevice(cfg: RunConfig) {
   const seen: StepResult[][] = [];
-  const report = await runPipeline(cfg, { hostFactory: recording(seen), readWeights: true, recvTimeoutMs: 5000 });
+  const report = await runPipeline(cfg, { hostFactory: recordingHosts(seen, () => new CpuBackend()), readWeights: true, recvTimeoutMs: 5000 });
   const ref = await trainSingleDevice(new CpuBackend(), toTrainConfig(cfg));
   let worst = 0;
   for (let i = 0; i < cfg.steps; i++) worst = Math.max(worst, Math.abs(report.losses[i] - ref.losses[i]) / Math.abs(ref.losses[i]));
@@ -98,11 +84,11 @@ describe('optimizer offload equals one device on the CPU host', () => {
 
   for (const [title, over] of [['one pipeline', {}], ['dp 2, ZeRO-1 (each shard’s host state joined, then cut again)', { dp: 2, zero: 1 as const }], ['dp 2, ZeRO-2', { dp: 2, zero: 2 as const }]] as const) it(`${title}: resumes from a checkpoint of its own run (the host state read out and loaded back) as the uninterrupted run`, async () => {
     const cfg = cfgOf({ steps: 4, ...over });
-    const whole = await runPipeline(cfg, { hostFactory: recording([]), readWeights: true, recvTimeoutMs: 5000 });
+    const whole = await runPipeline(cfg, { hostFactory: recordingHosts([], () => new CpuBackend()), readWeights: true, recvTimeoutMs: 5000 });
     let at2: TrainProgress | undefined;
-    await runPipeline({ ...cfg, steps: 4 }, { hostFactory: recording([]), recvTimeoutMs: 5000, progressEvery: 2, onProgress: (p) => (p.stepsDone === 2 ? (at2 = p) : undefined) });
+    await runPipeline({ ...cfg, steps: 4 }, { hostFactory: recordingHosts([], () => new CpuBackend()), recvTimeoutMs: 5000, progressEvery: 2, onProgress: (p) => (p.stepsDone === 2 ? (at2 = p) : undefined) });
     expect(at2?.optimizer.steps).toBe(2);
-    const resumed = await runPipeline(cfg, { hostFactory: recording([]), readWeights: true, recvTimeoutMs: 5000, from: at2 });
+    const resumed = await runPipeline(cfg, { hostFactory: recordingHosts([], () => new CpuBackend()), readWeights: true, recvTimeoutMs: 5000, from: at2 });
     expect(resumed.losses).toEqual(whole.losses);
     expect(maxRelErr(resumed.weights, whole.weights!)).toBe(0);
   });

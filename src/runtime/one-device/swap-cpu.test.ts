@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../nn/cpu-backend.ts';
 import { trainSingleDevice } from '../../nn/train.ts';
 import { runPipeline } from '../coordinator.ts';
-import { InProcessRankHost } from '../executor/in-process-host.ts';
+import { recordingHosts } from '../executor/in-process-host.ts';
 import { configFromQuery, configToQuery, defaultRunConfig, toTrainConfig, validateRunConfig, type RunConfig } from '../../config/run-config.ts';
 import { maxRelErr } from '../../util/rel-err.ts';
 import type { StepResult } from '../executor/index.ts';
@@ -22,22 +22,9 @@ function cfgOf(over: Partial<RunConfig>): RunConfig {
   return cfg;
 }
 
-function recording(seen: StepResult[][]) {
-  return (w: number) => {
-    const h = new InProcessRankHost(w, new CpuBackend());
-    const step = h.step.bind(h);
-    h.step = async (s, n) => {
-      const r = await step(s, n);
-      (seen[s] ??= [])[w] = r;
-      return r;
-    };
-    return h;
-  };
-}
-
 async function run(cfg: RunConfig) {
   const seen: StepResult[][] = [];
-  const report = await runPipeline(cfg, { hostFactory: recording(seen), readWeights: true, recvTimeoutMs: 5000 });
+  const report = await runPipeline(cfg, { hostFactory: recordingHosts(seen, () => new CpuBackend()), readWeights: true, recvTimeoutMs: 5000 });
   return { report, seen };
 }
 
